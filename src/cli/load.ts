@@ -1,0 +1,56 @@
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Cluster } from "../cluster/cluster.js";
+import { parseCluster } from "../cluster/parse.js";
+import { hasErrors, type Diagnostic } from "../config/diagnostic.js";
+import { fileRecipeSource } from "../recipe/fs-source.js";
+import type { Recipe } from "../recipe/recipe.js";
+import { resolveRecipe, type Resolved } from "../recipe/resolve.js";
+import { UserError } from "./errors.js";
+
+/** The package's own folder, for its bundled recipes and schemas. */
+export const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
+
+export function recipeDirs(): string[] {
+  const fromEnv = process.env.LAUNCHER_RECIPES;
+  const dirs = fromEnv ? fromEnv.split(":").filter(Boolean) : [];
+  return [...dirs, path.resolve("recipes"), path.join(PACKAGE_ROOT, "recipes")];
+}
+
+export function resolveRecipeRef(ref: string, gpusPerNode?: number): Resolved {
+  return resolveRecipe(ref, fileRecipeSource(recipeDirs()), gpusPerNode === undefined ? {} : { gpusPerNode });
+}
+
+/** Loads a recipe or throws a UserError carrying every diagnostic; warnings go to `warn`. */
+export function loadRecipe(ref: string, warn: (d: readonly Diagnostic[]) => void, gpusPerNode?: number): Recipe {
+  const resolved = resolveRecipeRef(ref, gpusPerNode);
+  if (resolved.recipe === undefined || hasErrors(resolved.diagnostics)) {
+    throw new UserError(`recipe ${ref} has errors`, "fix the errors above; `launcher validate` lists them", resolved.diagnostics);
+  }
+  warn(resolved.diagnostics);
+  return resolved.recipe;
+}
+
+export function clusterPath(option: string | undefined): string {
+  const file = option ?? process.env.LAUNCHER_CLUSTER ?? "cluster.toml";
+  if (!existsSync(file)) {
+    throw new UserError(
+      `cluster file ${file} not found`,
+      option === undefined ? "pass --cluster FILE, set LAUNCHER_CLUSTER, or create ./cluster.toml (see examples/clusters/)" : undefined,
+    );
+  }
+  return file;
+}
+
+export function loadCluster(option: string | undefined): Cluster {
+  const file = clusterPath(option);
+  const parsed = parseCluster(file, readFileSync(file, "utf8"));
+  if (parsed.cluster === undefined) throw new UserError(`cluster file ${file} has errors`, undefined, parsed.diagnostics);
+  return parsed.cluster;
+}
+
+/** GPUs per node of the first `n` nodes, when they all agree. */
+export function gpusPerNode(cluster: Cluster): number {
+  return cluster.nodes[0]?.gpus ?? 1;
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env node
+import { Command, CommanderError } from "commander";
+import { registerDiff } from "./diff.js";
+import { reportError } from "./errors.js";
+import { consoleOutput } from "./output.js";
+import { registerPlan } from "./plan.js";
+import { registerSchema } from "./schema.js";
+import { registerValidate } from "./validate.js";
+
+export function buildProgram(): Command {
+  const program = new Command()
+    .name("launcher")
+    .description("Serve large language models across a cluster of DGX Spark machines from one recipe.")
+    .version("0.1.0")
+    .showHelpAfterError()
+    .exitOverride();
+  registerValidate(program, consoleOutput);
+  registerPlan(program, consoleOutput);
+  registerDiff(program, consoleOutput);
+  registerSchema(program, consoleOutput);
+  return program;
+}
+
+export async function main(argv: readonly string[]): Promise<number> {
+  try {
+    await buildProgram().parseAsync([...argv], { from: "user" });
+    return typeof process.exitCode === "number" ? process.exitCode : 0;
+  } catch (e) {
+    if (e instanceof CommanderError) return e.exitCode;
+    return reportError(e, (text) => process.stderr.write(`${text}\n`));
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));

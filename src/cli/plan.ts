@@ -1,0 +1,51 @@
+import type { Command } from "commander";
+import { planDeployment, type Plan } from "../plan/plan.js";
+import { planJson, planText } from "../plan/render.js";
+import { UserError } from "./errors.js";
+import { gpusPerNode, loadCluster, loadRecipe } from "./load.js";
+import type { Output } from "./output.js";
+
+export interface PlanFlags {
+  cluster?: string;
+  port?: string;
+  lane?: string;
+  name?: string;
+}
+
+export function parsePort(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UserError(`--port ${value} is not a TCP port (1-65535)`);
+  return port;
+}
+
+/** Recipe + cluster file + command-line options -> a plan, or a UserError with every diagnostic. */
+export function planFromFlags(ref: string, flags: PlanFlags, io: Output): Plan {
+  const cluster = loadCluster(flags.cluster);
+  const recipe = loadRecipe(ref, (ds) => io.diagnostics(ds), gpusPerNode(cluster));
+  const port = parsePort(flags.port);
+  const result = planDeployment(recipe, cluster, {
+    ...(port === undefined ? {} : { apiPort: port }),
+    ...(flags.lane === undefined ? {} : { lane: flags.lane }),
+    ...(flags.name === undefined ? {} : { deployment: flags.name }),
+  });
+  if (!result.ok) throw new UserError(`cannot plan ${ref} on ${cluster.file}`, undefined, result.diagnostics);
+  return result.plan;
+}
+
+export function registerPlan(program: Command, io: Output): void {
+  program
+    .command("plan")
+    .description("show the exact container every node would run (touches no node)")
+    .argument("<recipe>", "recipe name, folder or recipe.toml")
+    .option("--cluster <file>", "cluster file (default: $LAUNCHER_CLUSTER or ./cluster.toml)")
+    .option("--port <port>", "API port on the head (default: the cluster's api_port, 8000)")
+    .option("--lane <name>", "serving lane")
+    .option("--name <deployment>", "deployment name (default: the lane, else the recipe name)")
+    .option("--json", "print the plan as JSON")
+    .action((ref: string, opts: PlanFlags & { json?: boolean }) => {
+      const plan = planFromFlags(ref, opts, io);
+      if (opts.json) io.json(planJson(plan));
+      else io.out(planText(plan));
+    });
+}

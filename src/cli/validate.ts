@@ -1,0 +1,33 @@
+import type { Command } from "commander";
+import { hasErrors, type Diagnostic } from "../config/diagnostic.js";
+import { loadCluster, gpusPerNode, resolveRecipeRef } from "./load.js";
+import type { Output } from "./output.js";
+import { UserError } from "./errors.js";
+
+export function registerValidate(program: Command, io: Output): void {
+  program
+    .command("validate")
+    .description("check recipes: every problem of a file at once, as path:line:col")
+    .argument("<recipe...>", "recipe name, folder or recipe.toml")
+    .option("--cluster <file>", "also check the parallel sizes against this cluster's GPUs per node")
+    .option("--json", "print the findings as JSON")
+    .action((refs: string[], opts: { cluster?: string; json?: boolean }) => {
+      const gpus = opts.cluster === undefined ? undefined : gpusPerNode(loadCluster(opts.cluster));
+      const all: Diagnostic[] = [];
+      const results = refs.map((ref) => {
+        const r = resolveRecipeRef(ref, gpus);
+        all.push(...r.diagnostics);
+        return { ref, file: r.recipe?.file, ok: !hasErrors(r.diagnostics), diagnostics: r.diagnostics };
+      });
+      if (opts.json) {
+        io.json(results);
+      } else {
+        io.diagnostics(all);
+        for (const r of results) if (r.ok) io.out(`${r.file ?? r.ref}: ok`);
+      }
+      if (hasErrors(all)) {
+        const bad = results.filter((r) => !r.ok).map((r) => r.ref);
+        throw new UserError(`${bad.length} of ${refs.length} recipe${refs.length === 1 ? "" : "s"} invalid: ${bad.join(", ")}`);
+      }
+    });
+}

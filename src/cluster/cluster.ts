@@ -1,0 +1,34 @@
+export interface ClusterNode {
+  readonly name: string;
+  readonly rank: number;
+  readonly host: string;
+  readonly user?: string;
+  readonly port?: number;
+  /** Home of the SSH user on the node, for `~` in mount paths; undefined when the user is unknown. */
+  readonly home?: string;
+  readonly fabric_ip?: string;
+  readonly fabric_iface?: string;
+  readonly hca: readonly string[];
+  readonly gid_index?: number;
+  readonly gpus: number;
+  /** Where HTTP reaches the node; host may be an SSH alias that only ssh understands. */
+  readonly address?: string;
+}
+
+export interface SshSettings {
+  readonly config?: string;
+  readonly known_hosts?: string;
+  readonly identity?: string;
+  readonly options: readonly string[];
+}
+
+export interface Cluster {
+  readonly file: string;
+  readonly name: string;
+  readonly api_port: number;
+  readonly master_port: number;
+  readonly ssh: SshSettings;
+  readonly run_args: readonly string[];
+  readonly extra_args: readonly string[];
+  readonly nodes: readonly ClusterNode[];
+}

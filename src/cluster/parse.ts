@@ -1,0 +1,103 @@
+import { isIP } from "node:net";
+import path from "node:path";
+import { error, hasErrors, type Diagnostic } from "../config/diagnostic.js";
+import { schemaDiagnostics } from "../config/schema-issues.js";
+import { parseTomlDocument, type TomlPath } from "../config/toml-document.js";
+import type { Cluster, ClusterNode } from "./cluster.js";
+import { CLUSTER_KEYS, clusterFileSchema, DEFAULT_RUN_ARGS, DOCKER_KEYS, NODE_KEYS, SSH_KEYS } from "./schema.js";
+
+export interface ParsedCluster {
+  readonly cluster?: Cluster;
+  readonly diagnostics: Diagnostic[];
+}
+
+// Docker container names allow these; node names become part of them.
+const NODE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+const IFACE = /^[A-Za-z0-9_.:-]{1,15}$/;
+
+const knownKeys = (p: TomlPath): readonly string[] =>
+  p.length === 0 ? CLUSTER_KEYS : p[0] === "nodes" ? NODE_KEYS : p[0] === "ssh" ? SSH_KEYS : p[0] === "docker" ? DOCKER_KEYS : [];
+
+/** The home launcher assumes for an SSH user when the cluster file gives none. */
+export function defaultHome(user: string | undefined): string | undefined {
+  if (user === undefined) return undefined;
+  return user === "root" ? "/root" : `/home/${user}`;
+}
+
+export function parseCluster(file: string, text: string): ParsedCluster {
+  const parsed = parseTomlDocument(file, text);
+  if (!parsed.ok) return { diagnostics: parsed.diagnostics };
+  const doc = parsed.doc;
+  const result = clusterFileSchema.safeParse(doc.value);
+  if (!result.success) return { diagnostics: schemaDiagnostics(doc, result.error.issues, knownKeys) };
+  const v = result.data;
+  const diagnostics: Diagnostic[] = [];
+  const names = new Map<string, number>();
+  const hosts = new Map<string, number>();
+  const fabricIps = new Map<string, number>();
+  v.nodes.forEach((n, i) => {
+    const at = (key: string): ReturnType<typeof doc.locate> => doc.locate(["nodes", i, key]);
+    if (!NODE_NAME.test(n.name) || n.name.length < 2) {
+      diagnostics.push(error(at("name"), `nodes[${i}].name ${JSON.stringify(n.name)} is not a valid node name`, "use at least 2 characters: letters, digits, _ . - (it becomes part of container names)"));
+    }
+    const check = (map: Map<string, number>, value: string | undefined, key: string): void => {
+      if (value === undefined) return;
+      const before = map.get(value);
+      if (before !== undefined) diagnostics.push(error(at(key), `nodes[${i}].${key} ${JSON.stringify(value)} is also nodes[${before}].${key}`, "each node appears once in the cluster file"));
+      else map.set(value, i);
+    };
+    check(names, n.name, "name");
+    check(hosts, `${n.user ?? ""}@${n.host}:${n.port ?? 22}`, "host");
+    check(fabricIps, n.fabric_ip, "fabric_ip");
+    if (n.fabric_ip !== undefined && isIP(n.fabric_ip) === 0) {
+      diagnostics.push(error(at("fabric_ip"), `nodes[${i}].fabric_ip ${JSON.stringify(n.fabric_ip)} is not an IP address`));
+    }
+    if (n.fabric_iface !== undefined && !IFACE.test(n.fabric_iface)) {
+      diagnostics.push(error(at("fabric_iface"), `nodes[${i}].fabric_iface ${JSON.stringify(n.fabric_iface)} is not a network interface name`));
+    }
+    if (n.home !== undefined && !n.home.startsWith("/")) {
+      diagnostics.push(error(at("home"), `nodes[${i}].home ${JSON.stringify(n.home)} is not an absolute path`));
+    }
+  });
+  if (hasErrors(diagnostics)) return { diagnostics };
+
+  const dir = path.dirname(file);
+  const rel = (p: string | undefined): string | undefined => (p === undefined ? undefined : path.isAbsolute(p) ? p : path.join(dir, p));
+  const nodes: ClusterNode[] = v.nodes.map((n, rank) => {
+    const home = n.home ?? defaultHome(n.user);
+    return {
+      name: n.name,
+      rank,
+      host: n.host,
+      ...(n.user === undefined ? {} : { user: n.user }),
+      ...(n.port === undefined ? {} : { port: n.port }),
+      ...(home === undefined ? {} : { home }),
+      ...(n.fabric_ip === undefined ? {} : { fabric_ip: n.fabric_ip }),
+      ...(n.fabric_iface === undefined ? {} : { fabric_iface: n.fabric_iface }),
+      hca: n.hca ?? [],
+      ...(n.gid_index === undefined ? {} : { gid_index: n.gid_index }),
+      gpus: n.gpus ?? 1,
+      ...(n.address === undefined ? {} : { address: n.address }),
+    };
+  });
+  const ssh = v.ssh ?? {};
+  const config = rel(ssh.config);
+  const knownHosts = rel(ssh.known_hosts);
+  const identity = rel(ssh.identity);
+  const cluster: Cluster = {
+    file,
+    name: v.name ?? path.basename(file, ".toml"),
+    api_port: v.api_port ?? 8000,
+    master_port: v.master_port ?? 29501,
+    ssh: {
+      ...(config === undefined ? {} : { config }),
+      ...(knownHosts === undefined ? {} : { known_hosts: knownHosts }),
+      ...(identity === undefined ? {} : { identity }),
+      options: ssh.options ?? [],
+    },
+    run_args: v.docker?.run_args ?? [...DEFAULT_RUN_ARGS],
+    extra_args: v.docker?.extra_args ?? [],
+    nodes,
+  };
+  return { cluster, diagnostics };
+}

@@ -1,0 +1,56 @@
+import { z } from "zod";
+
+const nodeSchema = z.strictObject({
+  name: z.string().meta({ description: "Node name, used in container names and messages." }),
+  host: z.string().meta({ description: "SSH destination (a host name, an address, or an alias from the SSH config)." }),
+  user: z.string().optional().meta({ description: "SSH user (default: from the SSH config, else the local user)." }),
+  port: z.number().int().min(1).max(65535).optional().meta({ description: "SSH port." }),
+  home: z.string().optional().meta({ description: "Home folder of the SSH user on the node, for ~ in mount paths (default /root for root, else /home/<user>)." }),
+  fabric_ip: z.string().optional().meta({ description: "The node's IP on the fast fabric (VLLM_HOST_IP; the head's is the rendezvous address)." }),
+  fabric_iface: z.string().optional().meta({ description: "The fabric netdev, e.g. enp1s0f1np1 (NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME, ...)." }),
+  hca: z.array(z.string()).optional().meta({ description: "Active RoCE HCAs of this node, e.g. [\"rocep1s0f1\"] (NCCL_IB_HCA)." }),
+  gid_index: z.number().int().min(0).optional().meta({ description: "RoCE v2 GID index of this node (NCCL_IB_GID_INDEX); differs between nodes." }),
+  gpus: z.number().int().min(1).optional().meta({ description: "GPUs on the node.", default: 1 }),
+  address: z.string().optional().meta({ description: "Address for HTTP to the node (the API on the head); default: the SSH config's HostName, else host." }),
+});
+
+export const DEFAULT_RUN_ARGS = [
+  "--gpus", "all",
+  "--network", "host",
+  "--device", "/dev/infiniband",
+  "--ulimit", "memlock=-1",
+  "--ulimit", "nofile=1048576:1048576",
+] as const;
+
+export const clusterFileSchema = z
+  .strictObject({
+    name: z.string().optional().meta({ description: "Name of the cluster." }),
+    api_port: z.number().int().min(1).max(65535).optional().meta({ description: "Port of the OpenAI API on the head.", default: 8000 }),
+    master_port: z.number().int().min(1).max(65535).optional().meta({ description: "Rendezvous port (--master-port).", default: 29501 }),
+    ssh: z
+      .strictObject({
+        config: z.string().optional().meta({ description: "SSH config file (relative to the cluster file)." }),
+        known_hosts: z.string().optional().meta({ description: "known_hosts file (relative to the cluster file)." }),
+        identity: z.string().optional().meta({ description: "Private key file (relative to the cluster file)." }),
+        options: z.array(z.string()).optional().meta({ description: "Extra ssh -o options, e.g. [\"ConnectTimeout=10\"]." }),
+      })
+      .optional()
+      .meta({ description: "How to reach the nodes; by default the user's own SSH setup." }),
+    docker: z
+      .strictObject({
+        run_args: z
+          .array(z.string())
+          .optional()
+          .meta({ description: "docker run flags for every container (replaces the DGX Spark defaults).", default: [...DEFAULT_RUN_ARGS] }),
+        extra_args: z.array(z.string()).optional().meta({ description: "docker run flags added after run_args.", default: [] }),
+      })
+      .optional(),
+    nodes: z.array(nodeSchema).min(1).meta({ description: "The nodes in rank order: the first is the head (rank 0)." }),
+  })
+  .meta({ title: "launcher cluster", description: "cluster.toml: the nodes launcher deploys to." });
+
+export type ClusterFile = z.infer<typeof clusterFileSchema>;
+export const CLUSTER_KEYS = Object.keys(clusterFileSchema.shape);
+export const NODE_KEYS = Object.keys(nodeSchema.shape);
+export const SSH_KEYS = ["config", "known_hosts", "identity", "options"];
+export const DOCKER_KEYS = ["run_args", "extra_args"];

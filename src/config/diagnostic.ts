@@ -1,0 +1,39 @@
+/** A place in a file; line and col are 1-based, as editors and compilers print them. */
+export interface Loc {
+  readonly file: string;
+  readonly line: number;
+  readonly col: number;
+}
+
+export type Severity = "error" | "warning";
+
+export interface Diagnostic {
+  readonly severity: Severity;
+  readonly loc: Loc;
+  readonly message: string;
+  readonly hint?: string;
+}
+
+export function error(loc: Loc, message: string, hint?: string): Diagnostic {
+  return hint === undefined ? { severity: "error", loc, message } : { severity: "error", loc, message, hint };
+}
+
+export function warning(loc: Loc, message: string, hint?: string): Diagnostic {
+  return hint === undefined ? { severity: "warning", loc, message } : { severity: "warning", loc, message, hint };
+}
+
+export function formatDiagnostic(d: Diagnostic): string {
+  const head = `${d.loc.file}:${d.loc.line}:${d.loc.col}: ${d.severity}: ${d.message}`;
+  return d.hint === undefined ? head : `${head}\n  hint: ${d.hint}`;
+}
+
+export function hasErrors(ds: readonly Diagnostic[]): boolean {
+  return ds.some((d) => d.severity === "error");
+}
+
+/** Diagnostics sorted by file, then position, so a report reads top to bottom. */
+export function sortDiagnostics(ds: readonly Diagnostic[]): Diagnostic[] {
+  return [...ds].sort(
+    (a, b) => a.loc.file.localeCompare(b.loc.file) || a.loc.line - b.loc.line || a.loc.col - b.loc.col,
+  );
+}

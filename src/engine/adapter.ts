@@ -1,0 +1,42 @@
+/** What launcher needs to know about one inference engine. */
+export interface ManagedFlag {
+  readonly flags: readonly string[];
+  /** What the user should do instead of writing the flag. */
+  readonly instead: string;
+}
+
+export interface BootPhase {
+  readonly phase: string;
+  readonly pattern: RegExp;
+  /** Named figures to pull out of the matching line (capture group index by name). */
+  readonly figures?: Readonly<Record<string, number>>;
+}
+
+export interface EngineAdapter {
+  readonly name: string;
+  readonly managedFlags: readonly ManagedFlag[];
+  /** Env keys launcher sets per node; a recipe must not set them. */
+  readonly managedEnv: readonly string[];
+  readonly bootPhases: readonly BootPhase[];
+  readonly fatalPatterns: readonly RegExp[];
+  /** The line that says the API is up. */
+  readonly readyPattern: RegExp;
+}
+
+/** What one rank's container runs, decided by the engine. */
+export interface RankCommand {
+  /** Replaces the image's ENTRYPOINT, when set. */
+  readonly entrypoint?: readonly string[];
+  /** The container command (after the image). */
+  readonly command: readonly string[];
+}
+
+export interface RankContext {
+  readonly rank: number;
+  readonly nnodes: number;
+  readonly masterAddr: string;
+  readonly masterPort: number;
+  readonly apiPort: number;
+  /** This node's fabric IP, when known. */
+  readonly nodeIp?: string;
+}

@@ -1,0 +1,55 @@
+import { FABRIC_ENV_KEYS } from "../cluster/fabric-env.js";
+import type { EngineAdapter } from "./adapter.js";
+
+
+export const vllm: EngineAdapter = {
+  name: "vllm",
+  managedFlags: [
+    { flags: ["--host"], instead: "launcher serves the API on every address of the head; remove it" },
+    { flags: ["--port"], instead: "set api_port in the cluster file or pass --port to launcher" },
+    { flags: ["--nnodes"], instead: "set required_nodes in the recipe" },
+    { flags: ["--node-rank"], instead: "launcher gives each node its rank from the cluster file's order; remove it" },
+    { flags: ["--master-addr"], instead: "launcher uses the head's fabric_ip from the cluster file; remove it" },
+    { flags: ["--master-port"], instead: "set master_port in the cluster file" },
+    { flags: ["--headless"], instead: "launcher adds it to every rank above 0; remove it" },
+    { flags: ["--tensor-parallel-size", "-tp"], instead: "set tensor_parallel_size in the recipe" },
+    { flags: ["--pipeline-parallel-size", "-pp"], instead: "set pipeline_parallel_size in the recipe" },
+  ],
+  managedEnv: FABRIC_ENV_KEYS,
+  bootPhases: [
+    { phase: "starting", pattern: /non-default args:/ },
+    { phase: "loading", pattern: /Resolved architecture:|Using max model len/ },
+    {
+      phase: "loading",
+      pattern: /Model loading took ([\d.]+) GiB(?: memory)? and ([\d.]+) seconds/,
+      figures: { model_gib: 1, load_seconds: 2 },
+    },
+    { phase: "kv-cache", pattern: /Available KV cache memory: ([\d.]+) GiB/, figures: { kv_gib: 1 } },
+    { phase: "kv-cache", pattern: /GPU KV cache size: ([\d,]+) tokens/, figures: { kv_tokens: 1 } },
+    {
+      phase: "kv-cache",
+      pattern: /Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x/,
+      figures: { max_concurrency: 2 },
+    },
+    { phase: "graph-capture", pattern: /Capturing CUDA graphs/ },
+    { phase: "graph-capture", pattern: /Graph capturing finished in ([\d.]+) secs/, figures: { graph_seconds: 1 } },
+    { phase: "warmup", pattern: /init engine \(profile, create kv cache, warmup model\) took ([\d.]+) seconds/, figures: { init_seconds: 1 } },
+    { phase: "serving", pattern: /Starting vLLM (?:API )?server/ },
+    { phase: "serving", pattern: /Application startup complete/ },
+  ],
+  fatalPatterns: [
+    /Engine core initialization failed/,
+    /Free memory on device .* is less than desired GPU memory utilization/,
+    /KV cache is needed, which is larger than the available KV cache memory/,
+    /CUDA out of memory/,
+    /Worker proc .* died unexpectedly/,
+    /ibv_modify_qp/,
+    /NCCL error/,
+    /CUDA-capable device\(s\) is\/are busy or unavailable/,
+  ],
+  readyPattern: /Application startup complete/,
+};
+
+export function engineAdapter(name: string): EngineAdapter | undefined {
+  return name === "vllm" ? vllm : undefined;
+}

@@ -1,0 +1,171 @@
+import { error, type Diagnostic } from "../config/diagnostic.js";
+import type { Cluster, ClusterNode } from "../cluster/cluster.js";
+import { vllmRankCommand, vllmStartsHeadFirst } from "../engine/vllm-command.js";
+import { findFlag, parseFlags } from "../recipe/args.js";
+import type { Recipe } from "../recipe/recipe.js";
+import { recipeHash } from "../recipe/resolve.js";
+import { fabricEnv } from "../cluster/fabric-env.js";
+
+export const LABEL_PREFIX = "launcher.";
+
+export interface MountSpec {
+  readonly host: string;
+  readonly container: string;
+  readonly read_only: boolean;
+}
+
+/** Everything one node runs for a deployment. */
+export interface NodeSpec {
+  readonly rank: number;
+  readonly role: "head" | "worker";
+  readonly node: string;
+  readonly host: string;
+  readonly image: string;
+  readonly container: string;
+  readonly env: Readonly<Record<string, string>>;
+  readonly mounts: readonly MountSpec[];
+  readonly labels: Readonly<Record<string, string>>;
+  /** Exactly the command that runs on the node, one element per argument. */
+  readonly argv: readonly string[];
+}
+
+export interface Plan {
+  readonly deployment: string;
+  readonly lane?: string;
+  readonly recipe: Recipe;
+  readonly recipe_hash: string;
+  readonly served_model: string;
+  readonly cluster: string;
+  readonly endpoint: string;
+  readonly master_addr: string;
+  readonly master_port: number;
+  readonly api_port: number;
+  readonly nodes: readonly NodeSpec[];
+  /** Node names in the order their containers start. */
+  readonly start_order: readonly string[];
+}
+
+export interface PlanOptions {
+  /** Deployment name; default: the lane, else the recipe's id. */
+  readonly deployment?: string;
+  readonly lane?: string;
+  /** API port on the head; default: the cluster's api_port. */
+  readonly apiPort?: number;
+}
+
+export type PlanResult = { ok: true; plan: Plan } | { ok: false; diagnostics: Diagnostic[] };
+
+const DEPLOYMENT_NAME = /^[a-z0-9][a-z0-9_.-]*$/;
+
+/** `~` in a host path is the SSH user's home on that node, never this machine's. */
+export function expandHome(hostPath: string, node: ClusterNode): string | undefined {
+  if (hostPath !== "~" && !hostPath.startsWith("~/")) return hostPath;
+  if (node.home === undefined) return undefined;
+  return node.home.replace(/\/+$/, "") + hostPath.slice(1);
+}
+
+export function servedModelName(recipe: Recipe): string {
+  const flag = findFlag(parseFlags(recipe.args.map((word) => ({ word, element: 0 }))).flags, "--served-model-name");
+  return flag?.value ?? recipe.model;
+}
+
+/** The pure heart of launcher: a recipe and a cluster in, the exact container of every node out. */
+export function planDeployment(recipe: Recipe, cluster: Cluster, options: PlanOptions = {}): PlanResult {
+  const diagnostics: Diagnostic[] = [];
+  const clusterLoc = { file: cluster.file, line: 1, col: 1 };
+  if (cluster.nodes.length < recipe.required_nodes) {
+    return {
+      ok: false,
+      diagnostics: [error(clusterLoc, `recipe ${recipe.id} needs ${recipe.required_nodes} nodes, the cluster has ${cluster.nodes.length}`, "add nodes to the cluster file or pick a recipe for fewer nodes")],
+    };
+  }
+  const nodes = cluster.nodes.slice(0, recipe.required_nodes);
+  const head = nodes[0] as ClusterNode;
+  const deployment = options.deployment ?? options.lane ?? recipe.id;
+  if (!DEPLOYMENT_NAME.test(deployment)) {
+    diagnostics.push(error(clusterLoc, `deployment name ${JSON.stringify(deployment)} is not valid`, "use lower-case letters, digits, _ . - (it becomes part of container names)"));
+  }
+  const apiPort = options.apiPort ?? cluster.api_port;
+  const masterAddr = head.fabric_ip ?? head.address ?? head.host;
+  const endpoint = `http://${head.address ?? head.host}:${apiPort}`;
+  const hash = recipeHash(recipe);
+  const served = servedModelName(recipe);
+
+  const specs: NodeSpec[] = [];
+  for (const node of nodes) {
+    const mounts: MountSpec[] = [];
+    for (const m of recipe.extra_mounts) {
+      const host = expandHome(m.host, node);
+      if (host === undefined) {
+        diagnostics.push(
+          error(clusterLoc, `node ${node.name}: mount ${m.host} uses ~ but the node's user is unknown`, `set user (or home) for ${node.name} in the cluster file`),
+        );
+        continue;
+      }
+      mounts.push({ host, container: m.container, read_only: m.read_only });
+    }
+    const env: Record<string, string> = { ...recipe.env };
+    for (const m of recipe.extra_mounts) if (m.env !== undefined) env[m.env] = m.container;
+    Object.assign(env, fabricEnv(node, recipe.distributed_backend));
+
+    const role = node.rank === 0 ? "head" : "worker";
+    const container = `launcher-${deployment}-r${node.rank}`;
+    const labels: Record<string, string> = {
+      [`${LABEL_PREFIX}deployment`]: deployment,
+      [`${LABEL_PREFIX}recipe`]: recipe.id,
+      [`${LABEL_PREFIX}recipe-hash`]: hash,
+      [`${LABEL_PREFIX}served-model`]: served,
+      [`${LABEL_PREFIX}rank`]: String(node.rank),
+      [`${LABEL_PREFIX}role`]: role,
+      [`${LABEL_PREFIX}node`]: node.name,
+      [`${LABEL_PREFIX}nnodes`]: String(nodes.length),
+      [`${LABEL_PREFIX}cluster`]: cluster.name,
+      [`${LABEL_PREFIX}endpoint`]: endpoint,
+      ...(options.lane === undefined ? {} : { [`${LABEL_PREFIX}lane`]: options.lane }),
+    };
+    const cmd = vllmRankCommand(recipe, {
+      rank: node.rank,
+      nnodes: nodes.length,
+      masterAddr,
+      masterPort: cluster.master_port,
+      apiPort,
+      ...(node.fabric_ip === undefined ? {} : { nodeIp: node.fabric_ip }),
+    });
+    const [entry, ...entryArgs] = cmd.entrypoint ?? [];
+    const argv = [
+      "docker", "run", "--detach",
+      "--name", container,
+      ...Object.entries(labels).flatMap(([k, v]) => ["--label", `${k}=${v}`]),
+      ...cluster.run_args,
+      ...cluster.extra_args,
+      "--shm-size", recipe.shm_size,
+      ...Object.entries(env).flatMap(([k, v]) => ["--env", `${k}=${v}`]),
+      ...mounts.flatMap((m) => ["--volume", `${m.host}:${m.container}${m.read_only ? ":ro" : ""}`]),
+      ...(entry === undefined ? [] : ["--entrypoint", entry]),
+      recipe.docker_image,
+      ...entryArgs,
+      ...cmd.command,
+    ];
+    specs.push({ rank: node.rank, role, node: node.name, host: node.host, image: recipe.docker_image, container, env, mounts, labels, argv });
+  }
+  if (diagnostics.length > 0) return { ok: false, diagnostics };
+  const workers = specs.filter((s) => s.rank > 0).map((s) => s.node);
+  const start_order = vllmStartsHeadFirst(recipe) ? [head.name, ...workers] : [...workers, head.name];
+  return {
+    ok: true,
+    plan: {
+      deployment,
+      ...(options.lane === undefined ? {} : { lane: options.lane }),
+      recipe,
+      recipe_hash: hash,
+      served_model: served,
+      cluster: cluster.name,
+      endpoint,
+      master_addr: masterAddr,
+      master_port: cluster.master_port,
+      api_port: apiPort,
+      nodes: specs,
+      start_order,
+    },
+  };
+}

@@ -1,0 +1,61 @@
+import { shellJoin } from "../config/shell-words.js";
+import type { Plan } from "./plan.js";
+
+/** The plan as `--json` prints it: stable key order, one argv element per argument. */
+export function planJson(plan: Plan): unknown {
+  return {
+    deployment: plan.deployment,
+    ...(plan.lane === undefined ? {} : { lane: plan.lane }),
+    cluster: plan.cluster,
+    endpoint: plan.endpoint,
+    served_model: plan.served_model,
+    master_addr: plan.master_addr,
+    master_port: plan.master_port,
+    start_order: plan.start_order,
+    recipe: { ...plan.recipe, hash: plan.recipe_hash },
+    nodes: plan.nodes.map((n) => ({
+      rank: n.rank,
+      role: n.role,
+      node: n.node,
+      host: n.host,
+      image: n.image,
+      container: n.container,
+      env: n.env,
+      argv: n.argv,
+    })),
+  };
+}
+
+/** One shell command, an option and its value per line, so that a long `docker run` stays readable. */
+export function pasteable(argv: readonly string[]): string {
+  const groups: string[][] = [];
+  for (const arg of argv) {
+    const last = groups[groups.length - 1];
+    const startsGroup = last === undefined || arg.startsWith("-") || (last.length === 2 && last[0]?.startsWith("-") === true);
+    if (startsGroup && !(last !== undefined && groups.length === 1 && last.length < 2)) groups.push([arg]);
+    else last?.push(arg);
+  }
+  return groups.map((g) => shellJoin(g)).join(" \\\n    ");
+}
+
+/** A readable summary, then per node a command that can be pasted into that node's shell. */
+export function planText(plan: Plan): string {
+  const r = plan.recipe;
+  const lines = [
+    `deployment ${plan.deployment}${plan.lane === undefined ? "" : ` (lane ${plan.lane})`}: ${r.name}`,
+    `  recipe    ${r.id} (${r.file}, hash ${plan.recipe_hash})`,
+    `  engine    ${r.engine}, ${r.distributed_backend} backend, TP ${r.tensor_parallel_size} x PP ${r.pipeline_parallel_size} on ${plan.nodes.length} node${plan.nodes.length === 1 ? "" : "s"}`,
+    `  image     ${r.docker_image}`,
+    `  model     ${r.model} (served as ${plan.served_model})`,
+    `  endpoint  ${plan.endpoint}/v1`,
+    `  rendezvous ${plan.master_addr}:${plan.master_port}`,
+    `  start     ${plan.start_order.join(", ")}`,
+    "",
+  ];
+  for (const n of plan.nodes) {
+    lines.push(`# rank ${n.rank} (${n.role}) on ${n.node} [${n.host}]: container ${n.container}`);
+    lines.push(pasteable(n.argv));
+    lines.push("");
+  }
+  return lines.join("\n");
+}

@@ -1,0 +1,148 @@
+import { error, warning, type Diagnostic } from "../config/diagnostic.js";
+import { schemaDiagnostics } from "../config/schema-issues.js";
+import { splitShellWords } from "../config/shell-words.js";
+import type { TomlDocument, TomlPath } from "../config/toml-document.js";
+import { engineAdapter, vllm } from "../engine/vllm.js";
+import { flagKey, parseFlags, type Flag, type Word } from "./args.js";
+import { MOUNT_KEYS, RECIPE_KEYS, recipeFileSchema, type RecipeFile } from "./schema.js";
+
+/** The checks of one recipe file on its own; checks across the `extends` chain come later. */
+export interface CheckedFile {
+  readonly value: RecipeFile;
+  readonly words: Word[];
+  readonly flags: Flag[];
+  readonly diagnostics: Diagnostic[];
+}
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+// Docker's own size syntax (go-units RAMInBytes).
+const DOCKER_SIZE = /^\d+(\.\d+)* ?[kKmMgGtTpP]?[iI]?[bB]?$/;
+
+const knownKeys = (path: TomlPath): readonly string[] =>
+  path.length === 0 ? RECIPE_KEYS : path[0] === "extra_mounts" ? MOUNT_KEYS : [];
+
+/** A top-level key found inside a table: the header above it swallowed it. */
+function swallowedKeys(doc: TomlDocument, raw: Record<string, unknown>): Diagnostic[] {
+  const out: Diagnostic[] = [];
+  const tables: [TomlPath, Record<string, unknown>][] = [];
+  for (const [key, value] of Object.entries(raw)) {
+    if (Array.isArray(value)) {
+      value.forEach((v, i) => {
+        if (v !== null && typeof v === "object" && !Array.isArray(v)) tables.push([[key, i], v as Record<string, unknown>]);
+      });
+    } else if (value !== null && typeof value === "object" && !(value instanceof Date)) {
+      tables.push([[key], value as Record<string, unknown>]);
+    }
+  }
+  for (const [path, table] of tables) {
+    for (const key of Object.keys(table)) {
+      if (!RECIPE_KEYS.includes(key) || (path[0] === "extra_mounts" && MOUNT_KEYS.includes(key))) continue;
+      const header = doc.tableOf([...path, key]);
+      if (header === undefined) continue;
+      out.push(
+        error(
+          doc.locateKey([...path, key]),
+          `"${key}" is inside the ${header.header} table (line ${header.loc.line}): the table header above it swallowed this top-level key`,
+          `move "${key}" above the first [table] header of the file`,
+        ),
+      );
+      delete table[key];
+    }
+  }
+  return out;
+}
+
+export function checkRecipeFile(doc: TomlDocument): CheckedFile {
+  const raw = structuredClone(doc.value);
+  const diagnostics = swallowedKeys(doc, raw);
+  const parsed = recipeFileSchema.safeParse(raw);
+  if (!parsed.success) diagnostics.push(...schemaDiagnostics(doc, parsed.error.issues, knownKeys));
+  // Keep checking what did parse, so that one report shows every problem of the file.
+  const value = (parsed.success ? parsed.data : partialValue(raw)) as RecipeFile;
+  const adapter = engineAdapter(value.engine ?? "vllm") ?? vllm;
+
+  const words: Word[] = [];
+  (value.args ?? []).forEach((element, i) => {
+    if (typeof element !== "string") return;
+    const split = splitShellWords(element.trim());
+    if (!split.ok) {
+      diagnostics.push(
+        error(doc.locate(["args", i]), `args[${i}]: ${split.message} in ${JSON.stringify(element.trim())}`, "close the quote: JSON values go inside one pair of single quotes"),
+      );
+      return;
+    }
+    for (const word of split.words) words.push({ word, element: i });
+  });
+  const { flags, stray } = parseFlags(words);
+
+  for (const flag of flags) {
+    const at = doc.locate(["args", flag.element]);
+    const managed = adapter.managedFlags.find((m) => m.flags.some((f) => flagKey(f) === flagKey(flag.name)));
+    if (managed) diagnostics.push(error(at, `${flag.name} is managed by launcher and must not be in args`, managed.instead));
+    if (flag.value !== undefined && /^[[{]/.test(flag.value)) {
+      try {
+        JSON.parse(flag.value);
+      } catch (e) {
+        diagnostics.push(
+          error(doc.locate(["args", flag.valueElement ?? flag.element]), `${flag.name}: value is not valid JSON (${(e as Error).message})`, "write the JSON inside single quotes: '{\"key\": 1}'"),
+        );
+      }
+    }
+  }
+  for (const w of stray) {
+    diagnostics.push(warning(doc.locate(["args", w.element]), `args: ${JSON.stringify(w.word)} is not a flag nor a flag's value`, "the model is the recipe's model key; args hold --flags"));
+  }
+  const seen = new Map<string, Flag>();
+  for (const flag of flags) {
+    const first = seen.get(flagKey(flag.name));
+    if (first) diagnostics.push(warning(doc.locate(["args", flag.element]), `${flag.name} is given twice (first in args[${first.element}])`));
+    else seen.set(flagKey(flag.name), flag);
+  }
+
+  if (typeof value.shm_size === "string" && !DOCKER_SIZE.test(value.shm_size)) {
+    diagnostics.push(error(doc.locate(["shm_size"]), `shm_size ${JSON.stringify(value.shm_size)} is not a Docker size`, 'write a number and a unit, e.g. "32gb" or "16g"'));
+  }
+  if (typeof value.entrypoint === "string" && !splitShellWords(value.entrypoint).ok) {
+    diagnostics.push(error(doc.locate(["entrypoint"]), "entrypoint has unbalanced quotes"));
+  }
+  for (const key of Object.keys(value.env ?? {})) {
+    if (!ENV_NAME.test(key)) diagnostics.push(error(doc.locateKey(["env", key]), `env key ${JSON.stringify(key)} is not a valid variable name`));
+    if (adapter.managedEnv.includes(key)) {
+      diagnostics.push(error(doc.locateKey(["env", key]), `env ${key} is managed by launcher (set per node from the cluster file)`, "remove it; set fabric_iface, fabric_ip, hca or gid_index on the node in the cluster file"));
+    }
+  }
+  const containers = new Map<string, number>();
+  (value.extra_mounts ?? []).forEach((m, i) => {
+    if (typeof m !== "object" || m === null) return;
+    if (typeof m.container === "string") {
+      if (!m.container.startsWith("/")) {
+        diagnostics.push(error(doc.locate(["extra_mounts", i, "container"]), `extra_mounts[${i}].container ${JSON.stringify(m.container)} is not an absolute path`, "container paths start with /"));
+      }
+      const before = containers.get(m.container);
+      if (before !== undefined) diagnostics.push(error(doc.locate(["extra_mounts", i, "container"]), `extra_mounts[${i}] mounts ${m.container} again (also extra_mounts[${before}])`));
+      containers.set(m.container, i);
+    }
+    if (typeof m.host === "string" && !m.host.startsWith("/") && m.host !== "~" && !m.host.startsWith("~/")) {
+      diagnostics.push(error(doc.locate(["extra_mounts", i, "host"]), `extra_mounts[${i}].host ${JSON.stringify(m.host)} is neither absolute nor under ~/`, "host paths are absolute, or start with ~/ for the SSH user's home on each node"));
+    }
+    if (typeof m.env === "string" && !ENV_NAME.test(m.env)) {
+      diagnostics.push(error(doc.locate(["extra_mounts", i, "env"]), `extra_mounts[${i}].env ${JSON.stringify(m.env)} is not a valid variable name`));
+    }
+  });
+  return { value, words, flags, diagnostics };
+}
+
+/** The keys whose values have the right type, so that a file with errors still gets checked further. */
+function partialValue(raw: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, schema] of Object.entries(recipeFileSchema.shape)) {
+    if (!(key in raw)) continue;
+    const one = schema.safeParse(raw[key]);
+    if (one.success) out[key] = one.data;
+    else if (key === "args" && Array.isArray(raw[key])) out[key] = (raw[key] as unknown[]).map((a) => (typeof a === "string" ? a : ""));
+    else if (key === "env" && raw[key] !== null && typeof raw[key] === "object") {
+      out[key] = Object.fromEntries(Object.entries(raw[key] as Record<string, unknown>).filter(([, v]) => typeof v === "string"));
+    } else if (key === "extra_mounts" && Array.isArray(raw[key])) out[key] = raw[key];
+  }
+  return out;
+}

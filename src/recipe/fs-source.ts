@@ -1,0 +1,54 @@
+import { existsSync, readFileSync, statSync } from "node:fs";
+import path from "node:path";
+import type { FoundRecipe, RecipeSource } from "./resolve.js";
+
+const RECIPE_FILE = "recipe.toml";
+
+const isPathLike = (ref: string): boolean => ref.includes("/") || ref.endsWith(".toml") || ref === "." || ref === "..";
+
+function read(file: string): FoundRecipe {
+  const abs = path.resolve(file);
+  const base = path.basename(abs);
+  const id = base === RECIPE_FILE ? path.basename(path.dirname(abs)) : base.replace(/\.toml$/, "");
+  return { file: path.relative(process.cwd(), abs) || abs, id, text: readFileSync(abs, "utf8") };
+}
+
+function asRecipeFile(candidate: string): string | undefined {
+  if (!existsSync(candidate)) return undefined;
+  if (statSync(candidate).isDirectory()) {
+    const inner = path.join(candidate, RECIPE_FILE);
+    return existsSync(inner) ? inner : undefined;
+  }
+  return candidate;
+}
+
+/**
+ * Finds recipes on disk: a path to a recipe.toml, its folder, or a name under one of
+ * `recipeDirs` (the folder of the referring recipe's siblings is searched first).
+ */
+export function fileRecipeSource(recipeDirs: readonly string[]): RecipeSource {
+  return {
+    find(ref, from) {
+      const base = from === undefined ? process.cwd() : path.dirname(path.resolve(from));
+      const tried: string[] = [];
+      const attempt = (candidate: string): string | undefined => {
+        tried.push(candidate);
+        return asRecipeFile(candidate);
+      };
+      // A bare name is a folder here (first run) or a sibling recipe (extends), then one under recipes/.
+      const candidates = isPathLike(ref)
+        ? [path.resolve(base, ref)]
+        : [from === undefined ? path.resolve(base, ref) : path.resolve(path.dirname(base), ref), ...recipeDirs.map((d) => path.resolve(d, ref))];
+      let hit: string | undefined;
+      for (const candidate of candidates) {
+        hit = attempt(candidate);
+        if (hit !== undefined) break;
+      }
+      if (hit === undefined) {
+        const where = [...new Set(tried.map((t) => path.relative(process.cwd(), t) || t))].join(", ");
+        return { error: `recipe "${ref}" not found (looked for ${where})` };
+      }
+      return read(hit);
+    },
+  };
+}

@@ -1,0 +1,248 @@
+import { createHash } from "node:crypto";
+import { error, hasErrors, warning, type Diagnostic, type Loc } from "../config/diagnostic.js";
+import { splitShellWords } from "../config/shell-words.js";
+import { parseTomlDocument, type TomlDocument } from "../config/toml-document.js";
+import { findFlag, flagKey, parseFlags } from "./args.js";
+import { checkRecipeFile, type CheckedFile } from "./check-file.js";
+import type { Mount, Origins, Recipe } from "./recipe.js";
+import { recipeFileSchema, REQUIRED_RECIPE_KEYS, type RecipeFile } from "./schema.js";
+
+export interface FoundRecipe {
+  readonly file: string;
+  readonly id: string;
+  readonly text: string;
+}
+
+/** Where recipes come from: the file system in the CLI, a table in tests. */
+export interface RecipeSource {
+  /** `from` is the file whose `extends` names `ref`, so that relative paths resolve from it. */
+  find(ref: string, from?: string): FoundRecipe | { error: string };
+}
+
+export interface Resolved {
+  readonly recipe?: Recipe;
+  readonly origins: Origins;
+  readonly diagnostics: Diagnostic[];
+}
+
+export interface ResolveOptions {
+  /** GPUs per node, to check that the parallel sizes fit (a DGX Spark has one). */
+  readonly gpusPerNode?: number;
+}
+
+interface Layer {
+  readonly found: FoundRecipe;
+  readonly doc: TomlDocument;
+  readonly checked: CheckedFile;
+}
+
+interface ArgEntry {
+  readonly key: string;
+  readonly words: readonly string[];
+  readonly loc: Loc;
+}
+
+const MAX_CHAIN = 32;
+
+function loadChain(ref: string, source: RecipeSource, diagnostics: Diagnostic[]): Layer[] | undefined {
+  const layers: Layer[] = [];
+  let next: { ref: string; from?: string; at?: Loc } = { ref };
+  const seen = new Set<string>();
+  while (layers.length < MAX_CHAIN) {
+    const found = source.find(next.ref, next.from);
+    if ("error" in found) {
+      diagnostics.push(
+        next.at === undefined
+          ? error({ file: next.ref, line: 1, col: 1 }, found.error)
+          : error(next.at, `extends: ${found.error}`, "name a recipe under recipes/ or give a path to its recipe.toml"),
+      );
+      return undefined;
+    }
+    if (seen.has(found.file)) {
+      const cycle = [...layers.map((l) => l.found.id), found.id].join(" -> ");
+      diagnostics.push(error(next.at ?? { file: found.file, line: 1, col: 1 }, `extends makes a cycle: ${cycle}`));
+      return undefined;
+    }
+    seen.add(found.file);
+    const parsed = parseTomlDocument(found.file, found.text);
+    if (!parsed.ok) {
+      diagnostics.push(...parsed.diagnostics);
+      return undefined;
+    }
+    const checked = checkRecipeFile(parsed.doc);
+    diagnostics.push(...checked.diagnostics);
+    layers.push({ found, doc: parsed.doc, checked });
+    const parent = checked.value.extends;
+    if (parent === undefined) return layers;
+    next = { ref: parent, from: found.file, at: parsed.doc.locate(["extends"]) };
+  }
+  diagnostics.push(error({ file: ref, line: 1, col: 1 }, `extends chain is longer than ${MAX_CHAIN} recipes`));
+  return undefined;
+}
+
+function argEntries(layer: Layer): ArgEntry[] {
+  const { flags, stray } = parseFlags(layer.checked.words);
+  const loc = (element: number): Loc => layer.doc.locate(["args", element]);
+  const entries: ArgEntry[] = flags.map((f) => ({
+    key: flagKey(f.name),
+    words: f.value === undefined ? [f.name] : [f.name, f.value],
+    loc: loc(f.element),
+  }));
+  stray.forEach((w, i) => entries.push({ key: `#${layer.found.file}#${i}`, words: [w.word], loc: loc(w.element) }));
+  return entries.sort((a, b) => a.loc.line - b.loc.line || a.loc.col - b.loc.col);
+}
+
+type Scalars = Omit<RecipeFile, "args" | "env" | "extra_mounts" | "remove_args" | "remove_env" | "remove_mounts" | "extends">;
+const SCALAR_KEYS = Object.keys(recipeFileSchema.shape).filter(
+  (k) => !["args", "env", "extra_mounts", "remove_args", "remove_env", "remove_mounts", "extends"].includes(k),
+) as (keyof Scalars)[];
+
+const defaultOf = (key: keyof typeof recipeFileSchema.shape): unknown =>
+  (recipeFileSchema.shape[key].meta() as { default?: unknown } | undefined)?.default;
+
+/** Resolves a recipe reference into a full recipe: reads the extends chain, merges and checks it. */
+export function resolveRecipe(ref: string, source: RecipeSource, options: ResolveOptions = {}): Resolved {
+  const diagnostics: Diagnostic[] = [];
+  const origins = new Map<string, Loc>();
+  const chain = loadChain(ref, source, diagnostics);
+  if (chain === undefined) return { origins, diagnostics };
+  const self = chain[0] as Layer;
+
+  const scalars: Record<string, unknown> = {};
+  let args: ArgEntry[] = [];
+  const env = new Map<string, string>();
+  const mounts = new Map<string, Mount>();
+
+  for (const layer of [...chain].reverse()) {
+    const v = layer.checked.value;
+    const isRoot = layer === chain[chain.length - 1];
+    for (const key of SCALAR_KEYS) {
+      if (v[key] === undefined) continue;
+      scalars[key] = v[key];
+      origins.set(key, layer.doc.locate([key]));
+    }
+    for (const flag of v.remove_args ?? []) {
+      const key = flagKey(flag);
+      if (!args.some((a) => a.key === key) && !isRoot) {
+        diagnostics.push(warning(layer.doc.locate(["remove_args"]), `remove_args: ${flag} is not in the parent recipe's args`));
+      }
+      args = args.filter((a) => a.key !== key);
+    }
+    for (const entry of argEntries(layer)) {
+      const at = args.findIndex((a) => a.key === entry.key);
+      if (at < 0) {
+        args.push(entry);
+      } else {
+        args[at] = entry;
+        args = args.filter((a, i) => i <= at || a.key !== entry.key);
+      }
+    }
+    for (const key of v.remove_env ?? []) {
+      if (!env.has(key) && !isRoot) diagnostics.push(warning(layer.doc.locate(["remove_env"]), `remove_env: ${key} is not in the parent recipe's env`));
+      env.delete(key);
+    }
+    for (const [key, value] of Object.entries(v.env ?? {})) {
+      env.set(key, value);
+      origins.set(`env:${key}`, layer.doc.locate(["env", key]));
+    }
+    for (const path of v.remove_mounts ?? []) {
+      if (!mounts.has(path) && !isRoot) diagnostics.push(warning(layer.doc.locate(["remove_mounts"]), `remove_mounts: no parent mount at ${path}`));
+      mounts.delete(path);
+    }
+    (v.extra_mounts ?? []).forEach((m, i) => {
+      if (typeof m?.container !== "string" || typeof m.host !== "string") return;
+      const mount: Mount = m.env === undefined ? { host: m.host, container: m.container, read_only: m.read_only ?? false } : { host: m.host, container: m.container, read_only: m.read_only ?? false, env: m.env };
+      mounts.set(m.container, mount);
+      origins.set(`mount:${m.container}`, layer.doc.locate(["extra_mounts", i]));
+    });
+  }
+  for (const a of args) origins.set(`args:${a.key}`, a.loc);
+
+  const top: Loc = { file: self.found.file, line: 1, col: 1 };
+  for (const key of REQUIRED_RECIPE_KEYS) {
+    if (scalars[key] === undefined) {
+      diagnostics.push(error(top, `missing required key "${key}"`, `add ${key} = "..." at the top of the file${chain.length > 1 ? " or in its parent" : ""}`));
+    }
+  }
+  const pick = <T>(key: keyof Scalars): T => (scalars[key] ?? defaultOf(key)) as T;
+  const words = args.flatMap((a) => a.words);
+  const entrypoint = scalars.entrypoint as string | string[] | undefined;
+  const entrypointWords =
+    entrypoint === undefined ? undefined : typeof entrypoint === "string" ? (() => { const s = splitShellWords(entrypoint); return s.ok ? s.words : [entrypoint]; })() : entrypoint;
+
+  const recipe: Recipe = {
+    id: self.found.id,
+    file: self.found.file,
+    chain: chain.map((l) => l.found.file),
+    engine: pick("engine"),
+    name: pick("name") ?? "",
+    docker_image: pick("docker_image") ?? "",
+    ...(scalars.docker_image_dir === undefined ? {} : { docker_image_dir: scalars.docker_image_dir as string }),
+    model: pick("model") ?? "",
+    required_nodes: pick("required_nodes"),
+    tensor_parallel_size: pick("tensor_parallel_size"),
+    pipeline_parallel_size: pick("pipeline_parallel_size"),
+    distributed_backend: pick("distributed_backend"),
+    shm_size: pick("shm_size"),
+    ...(entrypointWords === undefined ? {} : { entrypoint: entrypointWords }),
+    args: words,
+    env: Object.fromEntries([...env.entries()]),
+    extra_mounts: [...mounts.values()],
+  };
+  diagnostics.push(...checkResolved(recipe, origins, top, options));
+  return hasErrors(diagnostics) ? { origins, diagnostics } : { recipe, origins, diagnostics };
+}
+
+function checkResolved(recipe: Recipe, origins: Origins, top: Loc, options: ResolveOptions): Diagnostic[] {
+  const out: Diagnostic[] = [];
+  const at = (key: string): Loc => origins.get(key) ?? top;
+  const { flags } = parseFlags(recipe.args.map((word) => ({ word, element: 0 })));
+  const gpus = options.gpusPerNode ?? 1;
+  const tp = recipe.tensor_parallel_size;
+  const pp = recipe.pipeline_parallel_size;
+  const world = recipe.required_nodes * gpus;
+  if (tp * pp !== world) {
+    out.push(
+      error(
+        at("tensor_parallel_size"),
+        `tensor_parallel_size x pipeline_parallel_size = ${tp} x ${pp} = ${tp * pp}, but required_nodes x GPUs per node = ${recipe.required_nodes} x ${gpus} = ${world}`,
+        "every GPU of the deployment holds one rank: make TP x PP equal the number of GPUs",
+      ),
+    );
+  }
+  const dcp = findFlag(flags, "--decode-context-parallel-size") ?? findFlag(flags, "-dcp");
+  if (dcp !== undefined) {
+    const size = Number(dcp.value);
+    const loc = at(`args:${flagKey(dcp.name)}`);
+    if (!Number.isInteger(size) || size < 1) out.push(error(loc, `${dcp.name} must be a positive integer, not ${JSON.stringify(dcp.value ?? "")}`));
+    else if (tp % size !== 0) out.push(error(loc, `${dcp.name} ${size} does not divide tensor_parallel_size ${tp}`, "decode context parallel groups split the TP ranks evenly"));
+  }
+  const backend = findFlag(flags, "--distributed-executor-backend");
+  if (backend !== undefined && backend.value !== recipe.distributed_backend) {
+    out.push(
+      error(
+        at(`args:${flagKey(backend.name)}`),
+        `--distributed-executor-backend ${backend.value ?? ""} disagrees with distributed_backend = "${recipe.distributed_backend}"`,
+        "set distributed_backend and drop the flag, or make them agree",
+      ),
+    );
+  }
+  return out;
+}
+
+/** A short content hash of a resolved recipe: two recipes with the same hash run the same containers. */
+export function recipeHash(recipe: Recipe): string {
+  const { file: _file, chain: _chain, id: _id, ...content } = recipe;
+  return createHash("sha256").update(canonicalJson(content)).digest("hex").slice(0, 12);
+}
+
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
