@@ -1,0 +1,76 @@
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, test } from "node:test";
+
+const MAIN = path.resolve("src/cli/main.ts");
+const run = (args: string[], cwd = process.cwd()) => {
+  const r = spawnSync(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, ...args], { cwd, encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "" } });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+};
+const dir = mkdtempSync(path.join(tmpdir(), "launcher-cli-"));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+test("validate: the seeds are clean", () => {
+  const r = run(["validate", "dsv4-flash-vision", "recipes/dsv41-flash-4x-dcp2", "recipes/dsv4-flash-vision/recipe.toml"]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stderr, "");
+  assert.match(r.stdout, /recipes\/dsv41-flash-4x-dcp2\/recipe\.toml: ok/);
+});
+
+test("validate: a bad recipe gives every error as path:line:col, exit 1, no stack trace", () => {
+  mkdirSync(path.join(dir, "recipes", "bad"), { recursive: true });
+  const file = path.join(dir, "recipes", "bad", "recipe.toml");
+  writeFileSync(file, `name = "x"\ndocker_image = "i"\nmodel = "m"\ntensor_paralel_size = 1\nargs = ["--port", "9", "--x", "'{bad'"]\n`);
+  const r = run(["validate", "bad"], dir);
+  assert.equal(r.code, 1);
+  const lines = r.stderr.split("\n");
+  assert.ok(lines.includes('recipes/bad/recipe.toml:4:1: error: unknown key "tensor_paralel_size"'), r.stderr);
+  assert.ok(lines.includes("recipes/bad/recipe.toml:5:9: error: --port is managed by launcher and must not be in args"), r.stderr);
+  assert.ok(lines.some((l) => /^recipes\/bad\/recipe\.toml:5:31: error: --x: value is not valid JSON/.test(l)), r.stderr);
+  assert.match(r.stderr, /launcher: 1 of 1 recipe invalid: bad/);
+  assert.doesNotMatch(r.stderr, /\n\s+at /);
+});
+
+test("validate: a recipe that does not exist is a clear error", () => {
+  const r = run(["validate", "no-such-recipe"], dir);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /error: recipe "no-such-recipe" not found \(looked for /);
+});
+
+test("plan: --json prints the nodes' argv; a missing cluster file says how to give one", () => {
+  const r = run(["plan", "dsv4-flash-vision", "--cluster", "examples/clusters/spark-2x.toml", "--json"]);
+  assert.equal(r.code, 0, r.stderr);
+  const plan = JSON.parse(r.stdout) as { nodes: { argv: string[]; role: string }[] };
+  assert.deepEqual(plan.nodes.map((n) => n.role), ["head", "worker"]);
+  assert.deepEqual(plan.nodes[0]?.argv.slice(0, 2), ["docker", "run"]);
+  const missing = run(["plan", "dsv4-flash-vision"], dir);
+  assert.equal(missing.code, 1);
+  assert.match(missing.stderr, /cluster file cluster\.toml not found\n  hint: pass --cluster FILE, set LAUNCHER_CLUSTER/);
+});
+
+test("plan: a bad cluster file is reported with positions", () => {
+  const file = path.join(dir, "cluster.toml");
+  writeFileSync(file, `[[nodes]]\nname = "n1"\nhost = "h"\nfabric_ifnace = "x"\n`);
+  const r = run(["plan", "dsv4-flash-vision", "--cluster", file]);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /cluster\.toml:4:1: error: unknown key "fabric_ifnace" in nodes\[0\]\n  hint: did you mean "fabric_iface"\?/);
+});
+
+test("diff: two recipes compared flag by flag", () => {
+  const r = run(["diff", "dsv4-flash-vision", "dsv41-flash-4x-dcp2", "--json"]);
+  assert.equal(r.code, 0, r.stderr);
+  const { changes } = JSON.parse(r.stdout) as { changes: { section: string; key: string; a?: string; b?: string }[] };
+  assert.deepEqual(changes.find((c) => c.key === "--max-model-len"), { section: "args", key: "--max-model-len", a: "1048576", b: "524288" });
+  assert.deepEqual(changes.find((c) => c.key === "required_nodes"), { section: "field", key: "required_nodes", a: "2", b: "4" });
+  assert.equal(run(["diff", "dsv4-flash-vision", "dsv4-flash-vision", "--exit-code"]).code, 0);
+  assert.equal(run(["diff", "dsv4-flash-vision", "dsv41-flash-4x-dcp2", "--exit-code"]).code, 1);
+});
+
+test("an unknown command or option is a usage error, not a crash", () => {
+  const r = run(["plna"]);
+  assert.notEqual(r.code, 0);
+  assert.doesNotMatch(r.stderr, /\n\s+at /);
+});
