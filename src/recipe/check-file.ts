@@ -12,6 +12,8 @@ export interface CheckedFile {
   readonly words: Word[];
   readonly flags: Flag[];
   readonly diagnostics: Diagnostic[];
+  /** Keys written with a wrong value: later checks leave them alone rather than repeat the error. */
+  readonly invalidKeys: ReadonlySet<string>;
 }
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -59,6 +61,7 @@ export function checkRecipeFile(doc: TomlDocument): CheckedFile {
   if (!parsed.success) diagnostics.push(...schemaDiagnostics(doc, parsed.error.issues, knownKeys));
   // Keep checking what did parse, so that one report shows every problem of the file.
   const value = (parsed.success ? parsed.data : partialValue(raw)) as RecipeFile;
+  const invalidKeys = new Set(Object.keys(raw).filter((k) => !(k in value)));
   const adapter = engineAdapter(value.engine ?? "vllm") ?? vllm;
 
   const words: Word[] = [];
@@ -129,7 +132,7 @@ export function checkRecipeFile(doc: TomlDocument): CheckedFile {
       diagnostics.push(error(doc.locate(["extra_mounts", i, "env"]), `extra_mounts[${i}].env ${JSON.stringify(m.env)} is not a valid variable name`));
     }
   });
-  return { value, words, flags, diagnostics };
+  return { value, words, flags, diagnostics, invalidKeys };
 }
 
 /** The keys whose values have the right type, so that a file with errors still gets checked further. */

@@ -159,8 +159,9 @@ export function resolveRecipe(ref: string, source: RecipeSource, options: Resolv
   for (const a of args) origins.set(`args:${a.key}`, a.loc);
 
   const top: Loc = { file: self.found.file, line: 1, col: 1 };
+  const invalid = new Set(chain.flatMap((l) => [...l.checked.invalidKeys]));
   for (const key of REQUIRED_RECIPE_KEYS) {
-    if (scalars[key] === undefined) {
+    if (scalars[key] === undefined && !invalid.has(key)) {
       diagnostics.push(error(top, `missing required key "${key}"`, `add ${key} = "..." at the top of the file${chain.length > 1 ? " or in its parent" : ""}`));
     }
   }
@@ -189,11 +190,11 @@ export function resolveRecipe(ref: string, source: RecipeSource, options: Resolv
     env: Object.fromEntries([...env.entries()]),
     extra_mounts: [...mounts.values()],
   };
-  diagnostics.push(...checkResolved(recipe, origins, top, options));
+  diagnostics.push(...checkResolved(recipe, origins, top, options, invalid));
   return hasErrors(diagnostics) ? { origins, diagnostics } : { recipe, origins, diagnostics };
 }
 
-function checkResolved(recipe: Recipe, origins: Origins, top: Loc, options: ResolveOptions): Diagnostic[] {
+function checkResolved(recipe: Recipe, origins: Origins, top: Loc, options: ResolveOptions, invalid: ReadonlySet<string>): Diagnostic[] {
   const out: Diagnostic[] = [];
   const at = (key: string): Loc => origins.get(key) ?? top;
   const { flags } = parseFlags(recipe.args.map((word) => ({ word, element: 0 })));
@@ -201,7 +202,8 @@ function checkResolved(recipe: Recipe, origins: Origins, top: Loc, options: Reso
   const tp = recipe.tensor_parallel_size;
   const pp = recipe.pipeline_parallel_size;
   const world = recipe.required_nodes * gpus;
-  if (tp * pp !== world) {
+  const sizesValid = !["required_nodes", "tensor_parallel_size", "pipeline_parallel_size"].some((k) => invalid.has(k));
+  if (sizesValid && tp * pp !== world) {
     out.push(
       error(
         at("tensor_parallel_size"),
