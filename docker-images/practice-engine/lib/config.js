@@ -1,0 +1,53 @@
+'use strict';
+// practice-engine (a stand-in for vLLM, not vLLM): PRACTICE_* environment knobs.
+// Any malformed knob is a usage error (exit 2), like a bad flag.
+
+class ConfigError extends Error {}
+
+const FAULTS = ['oom', 'kv_too_small', 'engine_core_init', 'hang', 'worker_exit', 'crash_after_ready'];
+
+function num(env, name, def, { int = false, min = 0, gt = false } = {}) {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return def;
+  const s = raw.trim();
+  const ok = int ? /^[+-]?\d+$/.test(s) : /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(s);
+  const v = Number(s);
+  if (!ok || !Number.isFinite(v) || (gt ? v <= min : v < min)) {
+    throw new ConfigError(`${name} must be ${int ? 'an integer' : 'a number'} ${gt ? '>' : '>='} ${min}, got '${raw}'`);
+  }
+  return v;
+}
+
+/** Read PRACTICE_* knobs; args is the parsed command line (for rank defaults). */
+function readConfig(env, args) {
+  const c = {
+    phaseDelayMs: num(env, 'PRACTICE_PHASE_DELAY_MS', 100, { int: true }),
+    loadDelayMs: num(env, 'PRACTICE_LOAD_DELAY_MS', 300, { int: true }),
+    loadSeconds: num(env, 'PRACTICE_LOAD_SECONDS', null),
+    modelGib: num(env, 'PRACTICE_MODEL_GIB', 84.12),
+    kvGib: num(env, 'PRACTICE_KV_GIB', 11.02),
+    kvTokens: num(env, 'PRACTICE_KV_TOKENS', 1250000, { int: true, min: 1 }),
+    tokensPerSec: num(env, 'PRACTICE_TOKENS_PER_SEC', 200),
+    rendezvousTimeoutS: num(env, 'PRACTICE_RENDEZVOUS_TIMEOUT_S', 120, { gt: true }),
+    crashAfterMs: num(env, 'PRACTICE_CRASH_AFTER_MS', 1000, { int: true }),
+    envChecks: (env.PRACTICE_ENV_CHECKS ?? '1').trim() !== '0',
+    fault: null,
+    faultRank: null,
+  };
+  const fault = (env.PRACTICE_FAULT ?? '').trim();
+  if (fault !== '' && fault !== 'none') {
+    if (!FAULTS.includes(fault)) {
+      throw new ConfigError(`unknown PRACTICE_FAULT '${fault}' (known: ${FAULTS.join(', ')})`);
+    }
+    c.fault = fault;
+    const defRank = fault === 'worker_exit' ? args.nnodes - 1 : 0;
+    const r = num(env, 'PRACTICE_FAULT_RANK', defRank, { int: true });
+    if (r >= args.nnodes) {
+      throw new ConfigError(`PRACTICE_FAULT_RANK=${r} is out of range for --nnodes ${args.nnodes}`);
+    }
+    c.faultRank = r;
+  }
+  return c;
+}
+
+module.exports = { readConfig, ConfigError, FAULTS };

@@ -1,0 +1,334 @@
+'use strict';
+// Hand-run tests for the practice engine (a stand-in for vLLM, not vLLM):
+//   node --test docker-images/practice-engine/test/
+// Everything runs on 127.0.0.1 with short delays and bounded timeouts.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { spawn } = require('node:child_process');
+const net = require('node:net');
+const http = require('node:http');
+const path = require('node:path');
+
+const SERVE = path.join(__dirname, '..', 'serve');
+const procs = new Set();
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function run(args, env = {}) {
+  const proc = spawn(process.execPath, [SERVE, ...args], {
+    cwd: path.dirname(SERVE),
+    env: { PATH: process.env.PATH, PRACTICE_PHASE_DELAY_MS: '5', PRACTICE_LOAD_DELAY_MS: '20', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  procs.add(proc);
+  const r = { proc, out: '', err: '' };
+  const waiters = [];
+  const check = () => {
+    for (const w of [...waiters]) {
+      if (w.re.test(r.out + r.err)) {
+        waiters.splice(waiters.indexOf(w), 1);
+        clearTimeout(w.t);
+        w.resolve();
+      }
+    }
+  };
+  proc.stdout.on('data', (d) => { r.out += d; check(); });
+  proc.stderr.on('data', (d) => { r.err += d; check(); });
+  r.exited = new Promise((resolve) => proc.on('exit', (code, signal) => { procs.delete(proc); resolve({ code, signal }); }));
+  r.waitFor = (re, ms = 5000) => new Promise((resolve, reject) => {
+    const w = { re, resolve, t: setTimeout(() => reject(new Error(`timeout waiting for ${re}\nstdout:\n${r.out}\nstderr:\n${r.err}`)), ms) };
+    waiters.push(w);
+    check();
+  });
+  r.exit = (ms = 5000) => Promise.race([
+    r.exited,
+    new Promise((_, reject) => setTimeout(() => reject(new Error(`no exit within ${ms} ms\nstdout:\n${r.out}\nstderr:\n${r.err}`)), ms)),
+  ]);
+  return r;
+}
+
+test.after(() => { for (const p of procs) p.kill('SIGKILL'); });
+
+function req(port, method, p, body) {
+  return new Promise((resolve, reject) => {
+    const data = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
+    const q = http.request({ host: '127.0.0.1', port, method, path: p, headers: data ? { 'content-type': 'application/json' } : {} }, (res) => {
+      let s = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => (s += c));
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: s }));
+    });
+    q.on('error', reject);
+    q.setTimeout(5000, () => q.destroy(new Error('request timeout')));
+    if (data) q.write(data);
+    q.end();
+  });
+}
+
+const READY = /Application startup complete/;
+
+test('boots, serves the OpenAI API, stops on SIGTERM', async () => {
+  const port = await freePort();
+  const e = run(['my/model', '--port', String(port), '--host', '127.0.0.1', '--served-model-name', 'm', '--max-model-len', '524288',
+    '--tensor-parallel-size', '4', '--speculative-config', '{"method":"mtp","n":1}', '--enforce-eager']);
+  await e.waitFor(/Using max model len 524288/);
+  await assert.rejects(req(port, 'GET', '/health')); // not listening yet
+  await e.waitFor(READY);
+  assert.match(e.out, /^\(APIServer pid=\d+\) INFO \d\d-\d\d \d\d:\d\d:\d\d \[practice\.py:1\] practice-engine: a stand-in for vLLM \(not vLLM\)/);
+  assert.match(e.out, /non-default args: \{'model': 'my\/model', 'port': \d+, 'host': '127.0.0.1', 'served_model_name': \['m'\], 'max_model_len': 524288, 'tensor_parallel_size': 4, 'speculative_config': \{'method': 'mtp', 'n': 1\}, 'enforce_eager': True\}/);
+  assert.match(e.out, /Maximum concurrency for 524,288 tokens per request: 2\.38x/);
+  assert.match(e.out, /GPU KV cache size: 1,250,000 tokens/);
+  assert.match(e.out, /Starting vLLM API server 0 on http:\/\/127\.0\.0\.1:\d+\n\(APIServer pid=\d+\) INFO: {5}Application startup complete\./);
+
+  const h = await req(port, 'GET', '/health');
+  assert.equal(h.status, 200);
+  assert.equal(h.body, '');
+  const models = JSON.parse((await req(port, 'GET', '/v1/models')).body);
+  assert.equal(models.data[0].id, 'm');
+  assert.equal(models.data[0].owned_by, 'practice-engine');
+  assert.equal(models.data[0].root, 'my/model');
+  assert.equal(models.data[0].max_model_len, 524288);
+
+  const chatBody = { model: 'm', messages: [{ role: 'user', content: 'hello' }], max_tokens: 7 };
+  const c1 = JSON.parse((await req(port, 'POST', '/v1/chat/completions', chatBody)).body);
+  const c2 = JSON.parse((await req(port, 'POST', '/v1/chat/completions', { ...chatBody, model: 'my/model' })).body);
+  assert.equal(c1.object, 'chat.completion');
+  assert.equal(c1.choices[0].message.content, c2.choices[0].message.content); // deterministic
+  assert.equal(c1.choices[0].message.content.trim().split(' ').length, 7);
+  assert.equal(c1.choices[0].finish_reason, 'length');
+  assert.equal(c1.usage.completion_tokens, 7);
+
+  const s = await req(port, 'POST', '/v1/chat/completions', { ...chatBody, stream: true, max_tokens: 3 });
+  assert.match(s.headers['content-type'], /text\/event-stream/);
+  const events = s.body.split('\n\n').filter(Boolean);
+  assert.equal(events.length, 5); // 3 tokens + final + [DONE]
+  assert.equal(events[4], 'data: [DONE]');
+  const first = JSON.parse(events[0].slice(6));
+  assert.equal(first.choices[0].delta.role, 'assistant');
+  assert.equal(JSON.parse(events[3].slice(6)).choices[0].finish_reason, 'length');
+  const streamed = events.slice(0, 3).map((ev) => JSON.parse(ev.slice(6)).choices[0].delta.content).join('');
+  assert.equal(streamed, c1.choices[0].message.content.split(' ').slice(0, 3).join(' ') + ' ');
+
+  const comp = JSON.parse((await req(port, 'POST', '/v1/completions', { model: 'm', prompt: 'hi', max_tokens: 2 })).body);
+  assert.equal(comp.object, 'text_completion');
+  assert.equal(comp.usage.completion_tokens, 2);
+
+  const nf = await req(port, 'POST', '/v1/chat/completions', { ...chatBody, model: 'nope' });
+  assert.equal(nf.status, 404);
+  assert.deepEqual(JSON.parse(nf.body), { error: { message: 'The model `nope` does not exist.', type: 'NotFoundError', code: 404 } });
+  const bad = await req(port, 'POST', '/v1/chat/completions', '{bad');
+  assert.equal(bad.status, 400);
+  assert.equal(JSON.parse(bad.body).error.code, 400);
+  assert.equal((await req(port, 'GET', '/nope')).status, 404);
+
+  const emb = JSON.parse((await req(port, 'POST', '/v1/embeddings', { model: 'm', input: ['a', 'b'] })).body);
+  assert.equal(emb.data.length, 2);
+  assert.equal(emb.data[0].embedding.length, 8);
+  assert.notDeepEqual(emb.data[0].embedding, emb.data[1].embedding);
+
+  const m = (await req(port, 'GET', '/metrics')).body;
+  assert.match(m, /^vllm:num_requests_running\{model_name="m"\} 0$/m);
+  assert.match(m, /^vllm:generation_tokens_total\{model_name="m"\} 19$/m);
+  assert.match(m, /^practice_open_streams 0$/m);
+
+  e.proc.kill('SIGTERM');
+  const x = await e.exit(1500);
+  assert.equal(x.code, 0);
+  assert.match(e.out, /Shutting down/);
+});
+
+for (const rate of ['20', '0']) {
+  test(`client abort stops the stream (PRACTICE_TOKENS_PER_SEC=${rate})`, async () => {
+    const port = await freePort();
+    const e = run(['m', '--port', String(port), '--host', '127.0.0.1'], { PRACTICE_TOKENS_PER_SEC: rate });
+    await e.waitFor(READY);
+    await new Promise((resolve, reject) => {
+      const q = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/chat/completions', headers: { 'content-type': 'application/json' } }, (res) => {
+        let n = 0;
+        res.on('data', () => { if (++n === 2) { q.destroy(); resolve(); } });
+      });
+      q.on('error', () => {});
+      q.end(JSON.stringify({ messages: [{ role: 'user', content: 'x' }], max_tokens: 4096, stream: true }));
+      setTimeout(() => reject(new Error('no data')), 3000);
+    });
+    let st;
+    for (let i = 0; i < 50; i++) {
+      st = JSON.parse((await req(port, 'GET', '/practice/streams')).body);
+      if (st.open === 0) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.deepEqual(st, { open: 0, started: 1, aborted: 1 });
+    const gen = () => req(port, 'GET', '/metrics').then((r) => Number(/vllm:generation_tokens_total\S* (\d+)/.exec(r.body)[1]));
+    const g1 = await gen();
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(await gen(), g1);
+    assert.ok(g1 < 4096);
+    e.proc.kill('SIGTERM');
+    assert.equal((await e.exit(1500)).code, 0);
+  });
+}
+
+const argCases = [
+  [['m', '--node-rank', 'x'], /vllm serve: error: argument --node-rank: invalid int value: 'x'/],
+  [['m', '--speculative-config', '{bad'], /vllm serve: error: argument --speculative-config: Value \{bad cannot be converted to <function loads>/],
+  [['m', '--foo=[1,'], /argument --foo: Value \[1, cannot be converted/],
+  [['m', '--headless'], /argument --headless: not allowed for --node-rank 0/],
+  [['m', '--nnodes', '2', '--node-rank', '1', '--master-addr', '127.0.0.1'], /argument --headless: required/],
+  [['m', '--nnodes', '2'], /argument --master-addr: required when --nnodes > 1/],
+  [['m', '--nnodes', '2', '--node-rank', '2', '--master-addr', '127.0.0.1', '--headless'], /argument --node-rank: invalid value 2/],
+  [['m', '--distributed-executor-backend', 'ray'], /'ray' is not supported/],
+  [['m', '--master-port', '70000'], /argument --master-port: invalid value 70000/],
+  [['m', '--tensor-parallel-size'], /argument --tensor-parallel-size: expected one argument/],
+  [['m', 'extra'], /unrecognized arguments: extra/],
+  [[], /required: model_tag/],
+];
+for (const [args, re] of argCases) {
+  test(`usage error exit 2: ${args.join(' ')}`, async () => {
+    const e = run(args);
+    const x = await e.exit();
+    assert.equal(x.code, 2);
+    assert.match(e.err, re);
+  });
+}
+
+test('unknown PRACTICE_FAULT exits 2', async () => {
+  const e = run(['m'], { PRACTICE_FAULT: 'nope' });
+  assert.equal((await e.exit()).code, 2);
+  assert.match(e.err, /unknown PRACTICE_FAULT 'nope'/);
+});
+
+const envCases = [
+  [{ NCCL_SOCKET_IFNAME: 'eth7' }, /RuntimeError: NCCL_SOCKET_IFNAME=eth7: no such interface on this host \(have: .*lo.*\)\n$/],
+  [{ NCCL_SOCKET_IFNAME: '^lo,nope0' }, /RuntimeError: NCCL_SOCKET_IFNAME=\^lo,nope0: no such interface on this host: nope0/],
+  [{ VLLM_HOST_IP: '203.0.113.9' }, /ValueError: VLLM_HOST_IP=203\.0\.113\.9 is not an address of this host\n$/],
+  [{ HF_HOME: '/nonexistent/hf' }, /FileNotFoundError: \[Errno 2\] No such file or directory: '\/nonexistent\/hf' \(HF_HOME\)\n$/],
+  [{ TRITON_CACHE_DIR: '/nonexistent/t' }, /\(TRITON_CACHE_DIR\)\n$/],
+];
+for (const [env, re] of envCases) {
+  test(`environment check fails: ${JSON.stringify(env)}`, async () => {
+    const e = run(['m'], env);
+    assert.equal((await e.exit()).code, 1);
+    assert.match(e.err, /^Traceback \(most recent call last\):/);
+    assert.match(e.err, re);
+  });
+}
+
+test('environment checks pass for good values', async () => {
+  const port = await freePort();
+  const e = run(['m', '--port', String(port), '--host', '127.0.0.1'], { NCCL_SOCKET_IFNAME: 'lo', VLLM_HOST_IP: '127.0.0.1', HF_HOME: '/tmp', HF_HUB_OFFLINE: '1' });
+  await e.waitFor(READY);
+  e.proc.kill('SIGINT');
+  assert.equal((await e.exit(1500)).code, 0);
+});
+
+const faultCases = [
+  ['oom', /torch\.OutOfMemoryError: CUDA out of memory\. Tried to allocate 2\.00 GiB\. GPU 0 has a total capacity of 119\.70 GiB of which 1\.02 GiB is free\.\n(.*\n)*RuntimeError: Engine core initialization failed\. See root cause above\. Failed core proc\(s\): \{\}\n$/],
+  ['kv_too_small', /ValueError: To serve at least one request with the models's max seq len \(8192\), \(24\.00 GiB KV cache is needed, which is larger than the available KV cache memory \(11\.02 GiB\)\..*\n(.*\n)*RuntimeError: Engine core initialization failed\. See root cause above\. Failed core proc\(s\): \{\}\n$/],
+  ['engine_core_init', /ImportError: \/usr\/local\/lib\/python3\.12\/dist-packages\/b12x\/_C\.abi3\.so: undefined symbol: _ZN3c104cuda9SetDeviceEi\n(.*\n)+RuntimeError: Engine core initialization failed\. See root cause above\. Failed core proc\(s\): \{'EngineCore_DP0': 1\}\n$/],
+];
+for (const [fault, re] of faultCases) {
+  test(`fault ${fault}`, async () => {
+    const e = run(['m', '--port', String(await freePort())], { PRACTICE_FAULT: fault });
+    assert.equal((await e.exit()).code, 1);
+    assert.match(e.err, re);
+    assert.doesNotMatch(e.out, READY);
+  });
+}
+
+test('fault hang: stops after "Using max model len", still obeys SIGTERM', async () => {
+  const e = run(['m', '--port', String(await freePort())], { PRACTICE_FAULT: 'hang' });
+  await e.waitFor(/Using max model len/);
+  await new Promise((r) => setTimeout(r, 500));
+  assert.doesNotMatch(e.out, /Model loading took/);
+  e.proc.kill('SIGTERM');
+  assert.equal((await e.exit(1500)).code, 0);
+});
+
+test('fault crash_after_ready', async () => {
+  const e = run(['m', '--port', String(await freePort()), '--host', '127.0.0.1'], { PRACTICE_FAULT: 'crash_after_ready', PRACTICE_CRASH_AFTER_MS: '200' });
+  await e.waitFor(READY);
+  assert.equal((await e.exit()).code, 1);
+  assert.match(e.err, /RuntimeError: CUDA error: an illegal memory access was encountered\n$/);
+});
+
+async function twoRanks(env = {}, nnodes = 2) {
+  const mport = await freePort();
+  const port = await freePort();
+  const common = ['m', '--nnodes', String(nnodes), '--master-addr', '127.0.0.1', '--master-port', String(mport)];
+  const workers = [];
+  for (let r = 1; r < nnodes; r++) workers.push(run([...common, '--node-rank', String(r), '--headless'], env));
+  await new Promise((r) => setTimeout(r, 300)); // the head starts after the workers
+  const head = run([...common, '--node-rank', '0', '--port', String(port), '--host', '127.0.0.1'], env);
+  return { head, workers, port };
+}
+
+test('2-rank rendezvous; killing the worker takes the head down', async () => {
+  const { head, workers: [w] } = await twoRanks();
+  await head.waitFor(READY);
+  await w.waitFor(/Headless mode: worker rank 1 ready/);
+  assert.match(head.out, /headless worker rank 1 joined/);
+  w.proc.kill('SIGTERM');
+  assert.equal((await w.exit(1500)).code, 0);
+  assert.equal((await head.exit()).code, 1);
+  assert.match(head.out, /\(EngineCore_DP0 pid=\d+\) ERROR .* Worker proc VllmWorker-1 died unexpectedly, shutting down executor\./);
+});
+
+test('2-rank rendezvous; killing the head takes the worker down', async () => {
+  const { head, workers: [w] } = await twoRanks();
+  await head.waitFor(READY);
+  await w.waitFor(/Headless mode: worker rank 1 ready/);
+  head.proc.kill('SIGKILL');
+  assert.equal((await w.exit()).code, 1);
+  assert.match(w.err, /RuntimeError: lost connection to master at 127\.0\.0\.1:\d+\n$/);
+});
+
+test('fault worker_exit (3 ranks): last worker exits, everybody fails', async () => {
+  const { head, workers } = await twoRanks({ PRACTICE_FAULT: 'worker_exit' }, 3);
+  const [w1, w2] = workers;
+  assert.equal((await w2.exit()).code, 1);
+  assert.match(w2.out, /Worker exiting: simulated fault \(practice-engine\)/);
+  assert.equal((await head.exit()).code, 1);
+  assert.match(head.out, /Worker proc VllmWorker-2 died unexpectedly/);
+  assert.doesNotMatch(head.out, READY);
+  assert.equal((await w1.exit()).code, 1);
+});
+
+test('rendezvous timeout counts the workers that joined', async () => {
+  const mport = await freePort();
+  const common = ['m', '--nnodes', '3', '--master-addr', '127.0.0.1', '--master-port', String(mport)];
+  const env = { PRACTICE_RENDEZVOUS_TIMEOUT_S: '1' };
+  const w = run([...common, '--node-rank', '1', '--headless'], env);
+  const head = run([...common, '--node-rank', '0'], env);
+  assert.equal((await head.exit()).code, 1);
+  assert.match(head.err, /RuntimeError: rendezvous timed out after 1 s: 1 of 2 workers joined\n$/);
+  assert.equal((await w.exit()).code, 1);
+});
+
+test('worker alone times out connecting', async () => {
+  const mport = await freePort();
+  const w = run(['m', '--nnodes', '2', '--node-rank', '1', '--headless', '--master-addr', '127.0.0.1', '--master-port', String(mport)], { PRACTICE_RENDEZVOUS_TIMEOUT_S: '0.6' });
+  assert.equal((await w.exit()).code, 1);
+  assert.match(w.err, /rendezvous timed out after 0\.6 s: could not join master/);
+});
+
+test('duplicate rank is an error', async () => {
+  const mport = await freePort();
+  const common = ['m', '--nnodes', '3', '--master-addr', '127.0.0.1', '--master-port', String(mport)];
+  const w1 = run([...common, '--node-rank', '1', '--headless']);
+  const w2 = run([...common, '--node-rank', '1', '--headless']);
+  const head = run([...common, '--node-rank', '0']);
+  assert.equal((await head.exit()).code, 1);
+  assert.match(head.err, /RuntimeError: rendezvous failed: duplicate rank 1/);
+  assert.equal((await w1.exit()).code, 1);
+  assert.equal((await w2.exit()).code, 1);
+});
