@@ -7,7 +7,7 @@ import { hasErrors, type Diagnostic } from "../config/diagnostic.js";
 import { fileRecipeSource } from "../recipe/fs-source.js";
 import type { Recipe } from "../recipe/recipe.js";
 import { resolveRecipe, type Resolved } from "../recipe/resolve.js";
-import { UserError } from "./errors.js";
+import { UserError } from "../config/errors.js";
 
 /** The package's own folder, for its bundled recipes and schemas. */
 export const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from "commander";
 import { registerDiff } from "./diff.js";
-import { reportError } from "./errors.js";
+import { reportError } from "../config/errors.js";
 import { consoleOutput } from "./output.js";
 import { registerPlan } from "./plan.js";
 import { registerSchema } from "./schema.js";

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { planDeployment, type Plan } from "../plan/plan.js";
 import { planJson, planText } from "../plan/render.js";
-import { UserError } from "./errors.js";
+import { UserError } from "../config/errors.js";
 import { gpusPerNode, loadCluster, loadRecipe } from "./load.js";
 import type { Output } from "./output.js";
 

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { z } from "zod";
 import { clusterFileSchema } from "../cluster/schema.js";
 import { recipeJsonSchema } from "../recipe/schema.js";
-import { UserError } from "./errors.js";
+import { UserError } from "../config/errors.js";
 import type { Output } from "./output.js";
 
 export function schemaFor(kind: string): Record<string, unknown> {

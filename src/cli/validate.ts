@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { hasErrors, type Diagnostic } from "../config/diagnostic.js";
 import { loadCluster, gpusPerNode, resolveRecipeRef } from "./load.js";
 import type { Output } from "./output.js";
-import { UserError } from "./errors.js";
+import { UserError } from "../config/errors.js";
 
 export function registerValidate(program: Command, io: Output): void {
   program

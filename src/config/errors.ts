@@ -1,4 +1,4 @@
-import { formatDiagnostic, sortDiagnostics, type Diagnostic } from "../config/diagnostic.js";
+import { formatDiagnostic, sortDiagnostics, type Diagnostic } from "./diagnostic.js";
 
 /** Bad input or a state the user must fix: printed without a stack, exit status 1. */
 export class UserError extends Error {

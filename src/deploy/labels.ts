@@ -1,0 +1,11 @@
+import { LABEL_PREFIX } from "../plan/plan.js";
+import type { ContainerInfo } from "../remote/docker.js";
+
+export const DEPLOYMENT_LABEL = `${LABEL_PREFIX}deployment`;
+
+export const label = (c: ContainerInfo, name: string): string | undefined => c.labels[`${LABEL_PREFIX}${name}`];
+
+/** Does a target given on the command line (deployment, lane or recipe name) name this container? */
+export function matchesTarget(c: ContainerInfo, target: string): boolean {
+  return label(c, "deployment") === target || label(c, "lane") === target || label(c, "recipe") === target;
+}

@@ -1,0 +1,89 @@
+import { connect } from "node:net";
+import { RemoteError, UserError } from "../config/errors.js";
+import type { Plan } from "../plan/plan.js";
+import type { ContainerInfo } from "../remote/docker.js";
+import { DEPLOYMENT_LABEL, label } from "./labels.js";
+import { dockerOf, type ClusterSession } from "./session.js";
+
+export interface Preflight {
+  /** Containers of this same deployment already on the nodes. */
+  readonly existing: readonly ContainerInfo[];
+}
+
+// Read-only mounts are data that must exist; the others are caches, created on first boot.
+const MOUNT_SCRIPT = `missing=""
+for p in "$@"; do
+  case "$p" in
+    ro:*) [ -e "\${p#ro:}" ] || missing="$missing \${p#ro:}" ;;
+    rw:*) mkdir -p "\${p#rw:}" 2>/dev/null || [ -d "\${p#rw:}" ] || missing="$missing \${p#rw:}" ;;
+  esac
+done
+[ -z "$missing" ] || { echo "$missing"; exit 3; }`;
+
+function portInUse(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port, timeout: 1500 });
+    const done = (used: boolean): void => {
+      socket.destroy();
+      resolve(used);
+    };
+    socket.once("connect", () => done(true));
+    socket.once("timeout", () => done(false));
+    socket.once("error", () => done(false));
+  });
+}
+
+/** Checks every node in parallel before any container starts; every problem names its node. */
+export async function preflight(plan: Plan, session: ClusterSession): Promise<Preflight> {
+  const problems: string[] = [];
+  const imageIds = new Map<string, string | undefined>();
+  const existing: ContainerInfo[] = [];
+  const held = new Map<string, Set<string>>();
+  await Promise.all(
+    plan.nodes.map(async (spec) => {
+      const docker = dockerOf(session, spec.node);
+      try {
+        await docker.serverVersion();
+      } catch (e) {
+        const detail = e instanceof RemoteError ? (e.detail ?? "") : String(e);
+        const ssh = /ssh:|Could not resolve|Connection refused|timed out|Permission denied|Host key/i.test(detail) || /exit 255/.test(String(e));
+        problems.push(`${spec.node} (${spec.host}): ${ssh ? "SSH unreachable" : "Docker unreachable"}: ${detail.split("\n").slice(-2).join(" ").trim()}`);
+        return;
+      }
+      const [id, containers, mounts] = await Promise.all([
+        docker.imageId(spec.image),
+        docker.containers(DEPLOYMENT_LABEL),
+        docker.transport.exec(["sh", "-c", MOUNT_SCRIPT, "sh", ...spec.mounts.map((m) => `${m.read_only ? "ro" : "rw"}:${m.host}`)], { timeoutMs: 20_000 }),
+      ]);
+      imageIds.set(spec.node, id);
+      if (mounts.code !== 0) problems.push(`${spec.node}: mount paths missing on the node:${mounts.stdout.trim() ? ` ${mounts.stdout.trim()}` : ` ${mounts.stderr.trim()}`}`);
+      for (const c of containers) {
+        const name = label(c, "deployment") ?? "?";
+        if (name === plan.deployment) existing.push(c);
+        else if (c.running) (held.get(name) ?? held.set(name, new Set()).get(name))?.add(spec.node);
+      }
+    }),
+  );
+  for (const [name, nodes] of held) {
+    problems.push(`${[...nodes].join(", ")} held by deployment ${name}: stop it first (launcher down ${name})`);
+  }
+  const missing = plan.nodes.filter((n) => imageIds.has(n.node) && imageIds.get(n.node) === undefined).map((n) => n.node);
+  if (missing.length > 0) {
+    problems.push(
+      `image ${plan.recipe.docker_image} is missing on ${missing.join(", ")}: build it${plan.recipe.docker_image_dir ? ` from docker-images/${plan.recipe.docker_image_dir}/` : ""} and load it on those nodes (docker save ${plan.recipe.docker_image} | ssh NODE docker load)`,
+    );
+  }
+  const ids = new Set([...imageIds.values()].filter((v): v is string => v !== undefined));
+  if (ids.size > 1) {
+    problems.push(`image ${plan.recipe.docker_image} differs between nodes: ${[...imageIds].map(([n, id]) => `${n} ${id?.slice(7, 19) ?? "missing"}`).join(", ")}; every rank needs the same image ID`);
+  }
+  const head = plan.nodes[0];
+  if (head !== undefined && existing.length === 0) {
+    const host = new URL(plan.endpoint).hostname;
+    if (await portInUse(host, plan.api_port)) problems.push(`${head.node}: API port ${plan.api_port} is already in use on ${host}: free it or pass --port`);
+  }
+  if (problems.length > 0) {
+    throw new UserError(`preflight failed for ${plan.deployment}; no container was started:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+  }
+  return { existing };
+}

@@ -1,0 +1,90 @@
+import { RemoteError } from "../config/errors.js";
+import type { ExecResult, Transport } from "./transport.js";
+
+export interface ContainerInfo {
+  readonly id: string;
+  readonly name: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly state: string;
+  readonly running: boolean;
+  readonly exitCode: number;
+  readonly startedAt: string;
+  readonly finishedAt: string;
+  readonly image: string;
+}
+
+interface InspectJson {
+  Id: string;
+  Name: string;
+  Image: string;
+  Config: { Labels: Record<string, string> | null };
+  State: { Status: string; Running: boolean; ExitCode: number; StartedAt: string; FinishedAt: string };
+}
+
+const tail = (r: ExecResult): string => (r.stderr.trim() || r.stdout.trim()).split("\n").slice(-8).join("\n");
+
+/** The few Docker operations launcher needs, run on a node through its transport. */
+export class DockerClient {
+  constructor(readonly transport: Transport) {}
+
+  get node(): string {
+    return this.transport.node;
+  }
+
+  private async ok(argv: readonly string[], what: string, timeoutMs = 60_000): Promise<string> {
+    const r = await this.transport.exec(argv, { timeoutMs });
+    if (r.code !== 0) throw new RemoteError(this.node, `${what} failed (exit ${r.code})`, tail(r));
+    return r.stdout;
+  }
+
+  async serverVersion(): Promise<string> {
+    return (await this.ok(["docker", "version", "--format", "{{.Server.Version}}"], "docker version", 20_000)).trim();
+  }
+
+  /** The image's ID, or undefined when the node does not have it. */
+  async imageId(image: string): Promise<string | undefined> {
+    const r = await this.transport.exec(["docker", "image", "inspect", "--format", "{{.Id}}", image], { timeoutMs: 20_000 });
+    return r.code === 0 ? r.stdout.trim() : undefined;
+  }
+
+  /** Containers (running or not) that carry `label` (a key, or key=value). */
+  async containers(label: string): Promise<ContainerInfo[]> {
+    const ids = (await this.ok(["docker", "ps", "--all", "--quiet", "--no-trunc", "--filter", `label=${label}`], "docker ps", 20_000))
+      .split("\n")
+      .map((s) => s.trim())
+      .filter(Boolean);
+    if (ids.length === 0) return [];
+    const r = await this.transport.exec(["docker", "inspect", ...ids], { timeoutMs: 20_000 });
+    // A container removed between ps and inspect is simply gone.
+    const json = JSON.parse(r.stdout.trim() || "[]") as InspectJson[];
+    return json.map((c) => ({
+      id: c.Id,
+      name: c.Name.replace(/^\//, ""),
+      labels: c.Config.Labels ?? {},
+      state: c.State.Status,
+      running: c.State.Running,
+      exitCode: c.State.ExitCode,
+      startedAt: c.State.StartedAt,
+      finishedAt: c.State.FinishedAt,
+      image: c.Image,
+    }));
+  }
+
+  async run(argv: readonly string[]): Promise<string> {
+    return (await this.ok(argv, "docker run")).trim();
+  }
+
+  /** SIGTERM, up to `graceSeconds`, then SIGKILL; then removal. Missing containers are fine. */
+  async stopAndRemove(names: readonly string[], graceSeconds: number): Promise<void> {
+    if (names.length === 0) return;
+    await this.transport.exec(["docker", "stop", "--time", String(graceSeconds), ...names], { timeoutMs: (graceSeconds + 30) * 1000 });
+    await this.transport.exec(["docker", "rm", "--force", ...names], { timeoutMs: 30_000 });
+  }
+
+  logs(container: string, options: { follow?: boolean; tail?: number; signal?: AbortSignal } = {}): AsyncIterable<string> {
+    return this.transport.stream(
+      ["docker", "logs", "--timestamps", ...(options.follow ? ["--follow"] : []), ...(options.tail === undefined ? [] : ["--tail", String(options.tail)]), container],
+      options.signal ? { signal: options.signal } : {},
+    );
+  }
+}

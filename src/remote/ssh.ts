@@ -1,0 +1,53 @@
+import { mkdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import type { ClusterNode, SshSettings } from "../cluster/cluster.js";
+import { shellJoin } from "../config/shell-words.js";
+import { runLocal, streamLocal, type ExecOptions, type ExecResult, type Transport } from "./transport.js";
+
+// Short, per-user: unix socket paths are limited to ~108 bytes.
+const CONTROL_DIR = path.join(tmpdir(), `launcher-ssh-${process.getuid?.() ?? "u"}`);
+
+/** ssh options for one node: connection reuse, strict host keys, and the cluster file's settings. */
+export function sshArgs(node: ClusterNode, ssh: SshSettings): string[] {
+  mkdirSync(CONTROL_DIR, { recursive: true, mode: 0o700 });
+  return [
+    ...(ssh.config === undefined ? [] : ["-F", ssh.config]),
+    ...(ssh.known_hosts === undefined ? [] : ["-o", `UserKnownHostsFile=${ssh.known_hosts}`]),
+    ...(ssh.identity === undefined ? [] : ["-i", ssh.identity, "-o", "IdentitiesOnly=yes"]),
+    "-o", "BatchMode=yes",
+    "-o", "ControlMaster=auto",
+    "-o", `ControlPath=${CONTROL_DIR}/%C`,
+    "-o", "ControlPersist=60",
+    "-o", "ConnectTimeout=10",
+    "-o", "ServerAliveInterval=5",
+    "-o", "ServerAliveCountMax=3",
+    ...ssh.options.flatMap((o) => ["-o", o]),
+    ...(node.user === undefined ? [] : ["-l", node.user]),
+    ...(node.port === undefined ? [] : ["-p", String(node.port)]),
+  ];
+}
+
+/** Runs commands on a node through the system OpenSSH client, reusing one connection per node. */
+export function sshTransport(node: ClusterNode, ssh: SshSettings): Transport {
+  const base = sshArgs(node, ssh);
+  const command = (argv: readonly string[]): string[] => [...base, node.host, "--", shellJoin(argv)];
+  return {
+    node: node.name,
+    exec: (argv: readonly string[], options?: ExecOptions): Promise<ExecResult> => runLocal("ssh", command(argv), options),
+    stream: (argv, options) => streamLocal("ssh", command(argv), options?.signal),
+  };
+}
+
+/** What `ssh -G` says a destination resolves to: the real host name and user behind an alias. */
+export async function resolveSshDestination(node: ClusterNode, ssh: SshSettings): Promise<{ hostname?: string; user?: string }> {
+  const r = await runLocal("ssh", [...(ssh.config === undefined ? [] : ["-F", ssh.config]), ...(node.user === undefined ? [] : ["-l", node.user]), "-G", node.host], { timeoutMs: 5000 });
+  if (r.code !== 0) return {};
+  const out: { hostname?: string; user?: string } = {};
+  for (const line of r.stdout.split("\n")) {
+    const [key, ...rest] = line.split(" ");
+    if (key === "hostname") out.hostname = rest.join(" ");
+    if (key === "user") out.user = rest.join(" ");
+  }
+  return out;
+}

@@ -1,0 +1,78 @@
+import { spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+
+export interface ExecResult {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export interface ExecOptions {
+  readonly stdin?: string;
+  readonly signal?: AbortSignal;
+  readonly timeoutMs?: number;
+}
+
+/** A way to run commands on one node. argv is quoted once, inside the transport, never by callers. */
+export interface Transport {
+  readonly node: string;
+  exec(argv: readonly string[], options?: ExecOptions): Promise<ExecResult>;
+  /** Output lines (stdout and stderr) of a long-running command, until it ends or `signal` aborts. */
+  stream(argv: readonly string[], options?: { signal?: AbortSignal }): AsyncIterable<string>;
+}
+
+/** Runs a local program (ssh, or a command on this machine) and collects its output. */
+export function runLocal(program: string, args: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(program, [...args], { stdio: ["pipe", "pipe", "pipe"], ...(options.signal ? { signal: options.signal } : {}) });
+    let stdout = "";
+    let stderr = "";
+    const timer = options.timeoutMs === undefined ? undefined : setTimeout(() => child.kill("SIGKILL"), options.timeoutMs);
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+    child.on("error", (e) => {
+      if (timer) clearTimeout(timer);
+      if ((e as NodeJS.ErrnoException).name === "AbortError") resolve({ code: 130, stdout, stderr: `${stderr}aborted\n` });
+      else reject(e);
+    });
+    child.on("close", (code, signal) => {
+      if (timer) clearTimeout(timer);
+      resolve({ code: code ?? (signal === "SIGKILL" && options.timeoutMs !== undefined ? 124 : 128), stdout, stderr });
+    });
+    child.stdin.on("error", () => undefined);
+    child.stdin.end(options.stdin ?? "");
+  });
+}
+
+/** Lines of a local program's stdout and stderr, interleaved as they come. */
+export async function* streamLocal(program: string, args: readonly string[], signal?: AbortSignal): AsyncIterable<string> {
+  const child = spawn(program, [...args], { stdio: ["ignore", "pipe", "pipe"] });
+  const kill = (): void => {
+    child.kill("SIGTERM");
+  };
+  signal?.addEventListener("abort", kill, { once: true });
+  const queue: string[] = [];
+  let open = 2;
+  let wake: (() => void) | undefined;
+  for (const s of [child.stdout, child.stderr]) {
+    const rl = createInterface({ input: s });
+    rl.on("line", (l) => {
+      queue.push(l);
+      wake?.();
+    });
+    rl.on("close", () => {
+      open--;
+      wake?.();
+    });
+  }
+  try {
+    while (open > 0 || queue.length > 0) {
+      if (queue.length === 0) await new Promise<void>((r) => (wake = r));
+      wake = undefined;
+      while (queue.length > 0) yield queue.shift() as string;
+    }
+  } finally {
+    signal?.removeEventListener("abort", kill);
+    if (child.exitCode === null) child.kill("SIGTERM");
+  }
+}
