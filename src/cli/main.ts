@@ -6,6 +6,10 @@ import { consoleOutput } from "./output.js";
 import { registerPlan } from "./plan.js";
 import { registerSchema } from "./schema.js";
 import { registerValidate } from "./validate.js";
+import { registerUp } from "./up.js";
+import { registerDown } from "./down.js";
+import { registerStatus } from "./status.js";
+import { registerLogs } from "./logs.js";
 
 export function buildProgram(): Command {
   const program = new Command()
@@ -18,6 +22,10 @@ export function buildProgram(): Command {
   registerPlan(program, consoleOutput);
   registerDiff(program, consoleOutput);
   registerSchema(program, consoleOutput);
+  registerUp(program, consoleOutput);
+  registerStatus(program, consoleOutput);
+  registerLogs(program, consoleOutput);
+  registerDown(program, consoleOutput);
   return program;
 }
 
@@ -27,7 +35,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     return typeof process.exitCode === "number" ? process.exitCode : 0;
   } catch (e) {
     if (e instanceof CommanderError) return e.exitCode;
-    return reportError(e, (text) => process.stderr.write(`${text}\n`));
+    const code = reportError(e, (text) => process.stderr.write(`${text}\n`));
+    // Interrupted by a signal: keep 130/143, as shells expect.
+    return typeof process.exitCode === "number" && process.exitCode > 128 ? process.exitCode : code;
   }
 }
 

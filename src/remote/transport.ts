@@ -27,7 +27,14 @@ export function runLocal(program: string, args: readonly string[], options: Exec
     const child = spawn(program, [...args], { stdio: ["pipe", "pipe", "pipe"], ...(options.signal ? { signal: options.signal } : {}) });
     let stdout = "";
     let stderr = "";
-    const timer = options.timeoutMs === undefined ? undefined : setTimeout(() => child.kill("SIGKILL"), options.timeoutMs);
+    const timer =
+      options.timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            child.kill("SIGKILL");
+            child.stdout.destroy();
+            child.stderr.destroy();
+          }, options.timeoutMs);
     child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
     child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
     child.on("error", (e) => {
@@ -47,8 +54,12 @@ export function runLocal(program: string, args: readonly string[], options: Exec
 /** Lines of a local program's stdout and stderr, interleaved as they come. */
 export async function* streamLocal(program: string, args: readonly string[], signal?: AbortSignal): AsyncIterable<string> {
   const child = spawn(program, [...args], { stdio: ["ignore", "pipe", "pipe"] });
+  // With ssh connection sharing the master holds our pipe ends too, so killing the client alone
+  // would leave them open: close our side as well.
   const kill = (): void => {
     child.kill("SIGTERM");
+    child.stdout.destroy();
+    child.stderr.destroy();
   };
   signal?.addEventListener("abort", kill, { once: true });
   const queue: string[] = [];
@@ -73,6 +84,6 @@ export async function* streamLocal(program: string, args: readonly string[], sig
     }
   } finally {
     signal?.removeEventListener("abort", kill);
-    if (child.exitCode === null) child.kill("SIGTERM");
+    kill();
   }
 }

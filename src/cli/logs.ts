@@ -1,0 +1,60 @@
+import type { Command } from "commander";
+import { UserError } from "../config/errors.js";
+import { splitTimestamp } from "../engine/boot-log.js";
+import { matchesTarget } from "../deploy/labels.js";
+import { DEPLOYMENT_LABEL } from "../deploy/labels.js";
+import { openSession } from "../deploy/session.js";
+import { loadCluster } from "./load.js";
+import type { Output } from "./output.js";
+import { withInterrupts } from "./up.js";
+
+export function registerLogs(program: Command, io: Output): void {
+  program
+    .command("logs")
+    .description("the logs of a deployment, node-prefixed, merged in time order")
+    .argument("<target>", "deployment, lane or recipe name")
+    .option("--node <name>", "only this node")
+    .option("--follow", "keep printing new lines")
+    .option("--tail <n>", "last N lines per node", "200")
+    .option("--cluster <file>", "cluster file (default: $LAUNCHER_CLUSTER or ./cluster.toml)")
+    .action(async (target: string, opts: { node?: string; follow?: boolean; tail: string; cluster?: string }) => {
+      const tail = Number(opts.tail);
+      if (!Number.isInteger(tail) || tail < 0) throw new UserError(`--tail ${opts.tail} is not a number of lines`);
+      const session = await openSession(loadCluster(opts.cluster));
+      if (opts.node !== undefined && !session.docker.has(opts.node)) {
+        throw new UserError(`no node ${opts.node} in ${session.cluster.file}`, `nodes: ${[...session.docker.keys()].join(", ")}`);
+      }
+      const sources = (
+        await Promise.all(
+          [...session.docker]
+            .filter(([node]) => opts.node === undefined || node === opts.node)
+            .map(async ([node, docker]) => (await docker.containers(DEPLOYMENT_LABEL)).filter((c) => matchesTarget(c, target)).map((c) => ({ node, docker, c }))),
+        )
+      ).flat();
+      if (sources.length === 0) throw new UserError(`no containers of ${target} on the cluster`, "launcher status lists what runs");
+      const width = Math.max(...sources.map((s) => s.node.length));
+      const prefix = (node: string): string => `[${node.padEnd(width)}]`;
+      if (!opts.follow) {
+        const lines: { time: string; node: string; text: string }[] = [];
+        await Promise.all(
+          sources.map(async (s) => {
+            for await (const raw of s.docker.logs(s.c.name, { tail })) {
+              const { time, text } = splitTimestamp(raw);
+              lines.push({ time: time ?? "", node: s.node, text });
+            }
+          }),
+        );
+        lines.sort((a, b) => (a.time < b.time ? -1 : a.time > b.time ? 1 : 0));
+        for (const l of lines) io.out(`${prefix(l.node)} ${l.text}`);
+        return;
+      }
+      await withInterrupts(async (signal) => {
+        await Promise.all(
+          sources.map(async (s) => {
+            for await (const raw of s.docker.logs(s.c.name, { tail, follow: true, signal })) io.out(`${prefix(s.node)} ${splitTimestamp(raw).text}`);
+          }),
+        );
+      });
+      process.exitCode = 0;
+    });
+}

@@ -1,0 +1,27 @@
+/** Ready means: /health answers 200 and one streamed chat completion returns a token. */
+export async function checkReady(endpoint: string, model: string, signal: AbortSignal): Promise<{ ok: true } | { ok: false; why: string }> {
+  try {
+    const health = await fetch(`${endpoint}/health`, { signal });
+    if (health.status !== 200) return { ok: false, why: `/health answered ${health.status}` };
+    const res = await fetch(`${endpoint}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model, stream: true, max_tokens: 1, messages: [{ role: "user", content: "ping" }] }),
+      signal,
+    });
+    if (res.status !== 200 || res.body === null) return { ok: false, why: `chat completion answered ${res.status}` };
+    const decoder = new TextDecoder();
+    let text = "";
+    for await (const chunk of res.body) {
+      text += decoder.decode(chunk as Uint8Array, { stream: true });
+      if (/"content":\s*"[^"]/.test(text) || /"text":\s*"[^"]/.test(text)) {
+        await res.body.cancel().catch(() => undefined);
+        return { ok: true };
+      }
+      if (text.includes("[DONE]")) break;
+    }
+    return { ok: false, why: "the streamed chat completion returned no token" };
+  } catch (e) {
+    return { ok: false, why: (e as Error).message };
+  }
+}

@@ -1,0 +1,160 @@
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { launcher, launcherContainers, launcherProcess, onHost, rigDown, rigUp, variant } from "./practice-cluster.js";
+
+const HOSTS = 4;
+const dir = mkdtempSync(path.join(tmpdir(), "launcher-it-"));
+
+before(() => rigUp(HOSTS), { timeout: 300_000 });
+after(() => {
+  rigDown();
+  rmSync(dir, { recursive: true, force: true });
+}, { timeout: 300_000 });
+
+async function chat(endpoint: string, model: string): Promise<string> {
+  const res = await fetch(`${endpoint}/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model, max_tokens: 5, messages: [{ role: "user", content: "hello" }] }),
+    signal: AbortSignal.timeout(10_000),
+  });
+  assert.equal(res.status, 200);
+  const body = (await res.json()) as { choices: { message: { content: string } }[] };
+  return body.choices[0]?.message.content ?? "";
+}
+
+async function statusOf(deployment: string): Promise<{ status: string; missing: string[]; ranks: { node: string; state: string }[] } | undefined> {
+  const r = await launcher(["status", "--json"]);
+  assert.equal(r.code, 0, r.stderr);
+  const { deployments } = JSON.parse(r.stdout) as { deployments: { deployment: string; status: string; missing: string[]; ranks: { node: string; state: string }[] }[] };
+  return deployments.find((d) => d.deployment === deployment);
+}
+
+describe("launch on the practice cluster", { concurrency: false }, () => {
+  test("2 nodes: up, answer a chat request, up again is a no-op", async () => {
+    const r = await launcher(["up", "practice-2x", "--json"]);
+    assert.equal(r.code, 0, r.stderr);
+    const result = JSON.parse(r.stdout) as { status: string; endpoint: string; served_model: string };
+    assert.equal(result.status, "ready");
+    assert.match(r.stderr, /n2 +loading +model 84\.12 GiB/);
+    assert.match(r.stderr, /n1 +serving/);
+    assert.ok((await chat(`${result.endpoint}/v1`, "practice")).length > 0);
+    assert.deepEqual(launcherContainers(HOSTS), ["n1:launcher-practice-2x-r0:running", "n2:launcher-practice-2x-r1:running"]);
+    assert.equal((await statusOf("practice-2x"))?.status, "serving");
+
+    const again = await launcher(["up", "practice-2x"]);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, /already running this recipe.*nothing started/);
+    assert.equal(launcherContainers(HOSTS).length, 2, "nothing doubled");
+  });
+
+  test("up is refused when the nodes are held by another deployment", async () => {
+    const r = await launcher(["up", "practice-2x", "--name", "intruder"]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /n1, n2 held by deployment practice-2x: stop it first \(launcher down practice-2x\)/);
+    assert.match(r.stderr, /no container was started/);
+    assert.deepEqual(launcherContainers(HOSTS), ["n1:launcher-practice-2x-r0:running", "n2:launcher-practice-2x-r1:running"]);
+  });
+
+  test("a worker killed after ready turns status to degraded; logs are node-prefixed", async () => {
+    const logs = await launcher(["logs", "practice-2x", "--tail", "50"]);
+    assert.equal(logs.code, 0, logs.stderr);
+    assert.match(logs.stdout, /^\[n1\] .*Application startup complete/m);
+    assert.match(logs.stdout, /^\[n2\] .*Headless mode: worker rank 1 ready/m);
+    onHost(2, ["docker", "kill", "launcher-practice-2x-r1"]);
+    const status = await statusOf("practice-2x");
+    assert.equal(status?.status, "degraded");
+    assert.match(status?.missing.join() ?? "", /rank 1 on n2 \(exited/);
+  });
+
+  test("down works from a machine with no local state, stops every rank, and is repeatable", async () => {
+    const r = await launcher(["down", "practice-2x"]);
+    assert.equal(r.code, 0, r.stderr);
+    // The head exits too once its peer is gone, as a collective that lost a rank does.
+    assert.match(r.stdout, /stopped practice-2x: n1 launcher-practice-2x-r0/);
+    assert.match(r.stdout, /stopped practice-2x: n2 launcher-practice-2x-r1 \(had already exited\)/);
+    assert.deepEqual(launcherContainers(HOSTS), []);
+    const again = await launcher(["down", "practice-2x"]);
+    assert.equal(again.code, 0);
+    assert.match(again.stdout, /nothing to stop for practice-2x/);
+  });
+
+  test("4 nodes: up, status, down", async () => {
+    const r = await launcher(["up", "practice-4x"]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /practice-4x is ready in [\d.]+ s: http:\/\/10\.231\.0\.11:8000\/v1 \(model "practice"\)/);
+    assert.equal(launcherContainers(HOSTS).filter((c) => c.endsWith(":running")).length, 4);
+    const status = await statusOf("practice-4x");
+    assert.deepEqual(status?.ranks.map((x) => x.node), ["n1", "n2", "n3", "n4"]);
+    assert.equal((await launcher(["down", "--all"])).code, 0);
+    assert.deepEqual(launcherContainers(HOSTS), []);
+  });
+
+  const faults: [string, string, RegExp, RegExp][] = [
+    ["oom", "", /n1 \(rank 0\): boot of fault-oom failed/, /cause: .*torch\.OutOfMemoryError: CUDA out of memory/],
+    ["kv_too_small", "", /boot of fault-kv_too_small failed/, /cause: .*ValueError: To serve at least one request .*larger than the available KV cache memory/],
+    ["engine_core_init", "", /boot of fault-engine_core_init failed/, /cause: .*ImportError: .*undefined symbol/],
+    ["worker_exit", "", /n2 \(rank 1\): boot of fault-worker_exit failed/, /container exited with status 1|Worker exiting: simulated fault/],
+    ["hang", "--timeout=4s", /boot of fault-hang failed: timed out after 4 s \(phase loading\)/, /last lines of n1's log/],
+  ];
+  for (const [fault, flag, where, cause] of faults) {
+    test(`fault ${fault}: the boot fails, names the node and the cause, and nothing is left`, async () => {
+      const recipe = variant(dir, `fault-${fault}`, "practice-2x", `[env]\nPRACTICE_FAULT = "${fault}"\n`);
+      const r = await launcher(["up", recipe, ...(flag ? [flag] : [])]);
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(r.stderr, where);
+      assert.match(r.stderr, cause);
+      assert.match(r.stderr, /rolled back: removed 2 containers/);
+      assert.doesNotMatch(r.stderr, /\n\s+at .*\.ts:\d+/);
+      assert.deepEqual(launcherContainers(HOSTS), []);
+    });
+  }
+
+  test("crash after ready: the deployment is no longer serving and down cleans it", async () => {
+    const recipe = variant(dir, "crash", "practice-2x", `[env]\nPRACTICE_FAULT = "crash_after_ready"\nPRACTICE_CRASH_AFTER_MS = "2500"\n`);
+    const r = await launcher(["up", recipe]);
+    assert.equal(r.code, 0, r.stderr);
+    let status: string | undefined;
+    for (let i = 0; i < 20 && status !== "degraded"; i++) {
+      await new Promise((res) => setTimeout(res, 500));
+      status = (await statusOf("crash"))?.status;
+    }
+    assert.equal(status, "degraded");
+    assert.equal((await launcher(["down", "crash"])).code, 0);
+    assert.deepEqual(launcherContainers(HOSTS), []);
+  });
+
+  test("a missing image fails preflight on every node that lacks it, before anything starts", async () => {
+    const recipe = variant(dir, "no-image", "practice-2x", `docker_image = "not-built:local"\n`);
+    const r = await launcher(["up", recipe]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /image not-built:local is missing on n1, n2/);
+    assert.deepEqual(launcherContainers(HOSTS), []);
+  });
+
+  test("Ctrl-C during the boot removes everything", async () => {
+    const recipe = variant(dir, "slow", "practice-2x", `[env]\nPRACTICE_LOAD_DELAY_MS = "30000"\n`);
+    const child = launcherProcess(["up", recipe]);
+    let stderr = "";
+    const closed = new Promise<number | null>((resolve) => child.on("close", resolve));
+    await new Promise<void>((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`never reached loading: ${stderr}`)), 30_000);
+      child.stderr.on("data", (d: Buffer) => {
+        stderr += d.toString();
+        if (/n1 +loading/.test(stderr)) {
+          clearTimeout(t);
+          resolve();
+        }
+      });
+    });
+    child.kill("SIGINT");
+    const code = await closed;
+    assert.equal(code, 130, stderr);
+    assert.match(stderr, /interrupted/);
+    assert.match(stderr, /rolled back: removed 2 containers/);
+    assert.deepEqual(launcherContainers(HOSTS), []);
+  });
+});

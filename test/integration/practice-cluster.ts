@@ -1,0 +1,79 @@
+import { spawn, spawnSync } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+
+/** The practice cluster (test/rig/): real hosts in network namespaces, each with sshd and dockerd. */
+export const RIG_DIR = process.env.LAUNCHER_TEST_RIG_DIR ?? "/tmp/launcher-test-rig";
+export const CLUSTER = path.join(RIG_DIR, "cluster.toml");
+const RIG = path.resolve("test/rig/rig.sh");
+const MAIN = path.resolve("src/cli/main.ts");
+const rigEnv = { ...process.env, RIG_DIR };
+
+function sh(args: string[], what: string): void {
+  const r = spawnSync("bash", args, { env: rigEnv, encoding: "utf8", timeout: 240_000 });
+  if (r.status !== 0) throw new Error(`${what} failed (${r.status}):\n${r.stdout}\n${r.stderr}`);
+}
+
+export function rigUp(nodes: number): void {
+  sh([RIG, "up", String(nodes)], `rig up ${nodes}`);
+  sh([path.resolve("test/rig/build-image.sh"), "practice-engine:local", path.resolve("docker-images/practice-engine")], "practice engine image build");
+}
+
+export function rigDown(): void {
+  spawnSync("bash", [RIG, "down"], { env: rigEnv, encoding: "utf8", timeout: 240_000 });
+}
+
+export interface Run {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+const cliEnv = (): NodeJS.ProcessEnv => ({ ...process.env, LAUNCHER_CLUSTER: CLUSTER, NODE_OPTIONS: "", CI: "true" });
+
+/** Runs the real CLI as a user would, bounded in time. */
+export function launcher(args: string[], timeoutMs = 120_000): Promise<Run> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, ...args], { env: cliEnv() });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Starts the CLI and hands back the process, for tests that signal it. */
+export function launcherProcess(args: string[]) {
+  return spawn(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, ...args], { env: cliEnv() });
+}
+
+/** Runs a command on practice host `n<i>` over the rig's SSH config (a plain login, as an operator would). */
+export function onHost(i: number, argv: string[]): string {
+  const r = spawnSync("ssh", ["-F", path.join(RIG_DIR, "ssh_config"), `lnch-n${i}`, "--", ...argv], { encoding: "utf8", timeout: 30_000 });
+  if (r.status !== 0) throw new Error(`ssh lnch-n${i} ${argv.join(" ")}: ${r.stderr}`);
+  return r.stdout;
+}
+
+/** Every launcher container on every host, as `n<i>:name:state`. */
+export function launcherContainers(hosts: number): string[] {
+  const out: string[] = [];
+  for (let i = 1; i <= hosts; i++) {
+    for (const line of onHost(i, ["docker", "ps", "-a", "--filter", "label=launcher.deployment", "--format", "{{.Names}}:{{.State}}"]).split("\n")) {
+      if (line.trim()) out.push(`n${i}:${line.trim()}`);
+    }
+  }
+  return out.sort();
+}
+
+/** A variant recipe of a practice recipe, in a temp folder: "the same config plus ...". */
+export function variant(dir: string, name: string, parent: string, body: string): string {
+  const folder = path.join(dir, name);
+  mkdirSync(folder, { recursive: true });
+  writeFileSync(path.join(folder, "recipe.toml"), `extends = "${path.resolve("recipes", parent, "recipe.toml")}"\n${body}`);
+  return folder;
+}
