@@ -10,6 +10,7 @@ import { registerUp } from "./up.js";
 import { registerDown } from "./down.js";
 import { registerStatus } from "./status.js";
 import { registerLogs } from "./logs.js";
+import { registerDemo } from "./demo.js";
 
 export function buildProgram(): Command {
   const program = new Command()
@@ -26,6 +27,7 @@ export function buildProgram(): Command {
   registerStatus(program, consoleOutput);
   registerLogs(program, consoleOutput);
   registerDown(program, consoleOutput);
+  registerDemo(program, consoleOutput);
   return program;
 }
 
