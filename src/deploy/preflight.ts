@@ -64,8 +64,10 @@ export async function preflight(plan: Plan, session: ClusterSession): Promise<Pr
       }
     }),
   );
+  const rankOrder = plan.nodes.map((n) => n.node);
   for (const [name, nodes] of held) {
-    problems.push(`${[...nodes].join(", ")} held by deployment ${name}: stop it first (launcher down ${name})`);
+    const inOrder = rankOrder.filter((n) => nodes.has(n));
+    problems.push(`${inOrder.join(", ")} held by deployment ${name}: stop it first (launcher down ${name})`);
   }
   const missing = plan.nodes.filter((n) => imageIds.has(n.node) && imageIds.get(n.node) === undefined).map((n) => n.node);
   if (missing.length > 0) {
@@ -78,7 +80,8 @@ export async function preflight(plan: Plan, session: ClusterSession): Promise<Pr
     problems.push(`image ${plan.recipe.docker_image} differs between nodes: ${[...imageIds].map(([n, id]) => `${n} ${id?.slice(7, 19) ?? "missing"}`).join(", ")}; every rank needs the same image ID`);
   }
   const head = plan.nodes[0];
-  if (head !== undefined && existing.length === 0) {
+  // A port held by one of our own deployments is already reported above.
+  if (head !== undefined && existing.length === 0 && held.size === 0) {
     const host = new URL(plan.endpoint).hostname;
     if (await portInUse(host, plan.api_port)) problems.push(`${head.node}: API port ${plan.api_port} is already in use on ${host}: free it or pass --port`);
   }
