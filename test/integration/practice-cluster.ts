@@ -1,6 +1,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { shellJoin } from "../../src/config/shell-words.js";
 
 /** The practice cluster (test/rig/): real hosts in network namespaces, each with sshd and dockerd. */
 export const RIG_DIR = process.env.LAUNCHER_TEST_RIG_DIR ?? "/tmp/launcher-test-rig";
@@ -54,7 +55,7 @@ export function launcherProcess(args: string[]) {
 
 /** Runs a command on practice host `n<i>` over the rig's SSH config (a plain login, as an operator would). */
 export function onHost(i: number, argv: string[]): string {
-  const r = spawnSync("ssh", ["-F", path.join(RIG_DIR, "ssh_config"), `lnch-n${i}`, "--", ...argv], { encoding: "utf8", timeout: 30_000 });
+  const r = spawnSync("ssh", ["-F", path.join(RIG_DIR, "ssh_config"), `lnch-n${i}`, "--", shellJoin(argv)], { encoding: "utf8", timeout: 30_000 });
   if (r.status !== 0) throw new Error(`ssh lnch-n${i} ${argv.join(" ")}: ${r.stderr}`);
   return r.stdout;
 }
