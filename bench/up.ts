@@ -9,6 +9,8 @@ import path from "node:path";
 import { launcher, onHost, rigDown, rigUp, variant } from "../test/integration/practice-cluster.js";
 
 const ROUNDS = 3;
+process.env.LAUNCHER_USE_DIST = "1";
+spawnSync("npm", ["run", "build"], { stdio: "ignore" });
 const FAST = `PRACTICE_PHASE_DELAY_MS = "0"\nPRACTICE_LOAD_DELAY_MS = "0"\n`;
 const dir = mkdtempSync(path.join(tmpdir(), "launcher-bench-"));
 
@@ -27,6 +29,8 @@ async function timeUp(recipe: string, nodes: number): Promise<{ total: number; n
 
 try {
   rigUp(4);
+  // Open each node's shared SSH connection once, as any earlier command within a minute has.
+  await launcher(["status"]);
   const recipes: [number, string][] = [
     [1, variant(dir, "bench-1x", "practice-2x", `required_nodes = 1\ntensor_parallel_size = 1\n[env]\n${FAST}`)],
     [2, variant(dir, "bench-2x", "practice-2x", `[env]\n${FAST}`)],

@@ -30,12 +30,15 @@ export interface Run {
   readonly stderr: string;
 }
 
+// Benchmarks time the built CLI, as `npx launcher` runs it; tests run the sources.
+const cliArgs = (): string[] => (process.env.LAUNCHER_USE_DIST === "1" ? [path.resolve("dist/cli/main.js")] : ["--import", import.meta.resolve("tsx"), MAIN]);
+
 const cliEnv = (): NodeJS.ProcessEnv => ({ ...process.env, LAUNCHER_CLUSTER: CLUSTER, NODE_OPTIONS: "", CI: "true" });
 
 /** Runs the real CLI as a user would, bounded in time. */
 export function launcher(args: string[], timeoutMs = 120_000): Promise<Run> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, ...args], { env: cliEnv() });
+    const child = spawn(process.execPath, [...cliArgs(), ...args], { env: cliEnv() });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
@@ -50,7 +53,7 @@ export function launcher(args: string[], timeoutMs = 120_000): Promise<Run> {
 
 /** Starts the CLI and hands back the process, for tests that signal it. */
 export function launcherProcess(args: string[]) {
-  return spawn(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, ...args], { env: cliEnv() });
+  return spawn(process.execPath, [...cliArgs(), ...args], { env: cliEnv() });
 }
 
 /** Runs a command on practice host `n<i>` over the rig's SSH config (a plain login, as an operator would). */
