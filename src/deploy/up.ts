@@ -131,15 +131,15 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
   }, options.timeoutMs);
 
   try {
-    const head = plan.start_order[plan.start_order.length - 1];
-    const first = plan.start_order.slice(0, -1);
-    const headFirst = plan.nodes[0]?.node === plan.start_order[0] && plan.nodes.length > 1;
-    if (headFirst) {
-      await startNode(plan.start_order[0] as string);
-      await Promise.all(plan.start_order.slice(1).map(startNode));
+    // The plan's order: the head last for mp (workers wait for it), first for Ray; the rest at once.
+    const headName = plan.nodes[0]?.node;
+    const others = plan.start_order.filter((n) => n !== headName);
+    if (plan.start_order[0] === headName) {
+      await startNode(headName as string);
+      await Promise.all(others.map(startNode));
     } else {
-      await Promise.all(first.map(startNode));
-      if (head !== undefined) await startNode(head);
+      await Promise.all(others.map(startNode));
+      if (headName !== undefined) await startNode(headName);
     }
     for (;;) {
       await Promise.race([headReady, failureWait]);
