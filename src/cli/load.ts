@@ -50,7 +50,7 @@ export function loadCluster(option: string | undefined): Cluster {
   return parsed.cluster;
 }
 
-/** GPUs per node of the first `n` nodes, when they all agree. */
+/** GPUs per node, from the head: the parallel-size check assumes nodes alike, as Sparks are. */
 export function gpusPerNode(cluster: Cluster): number {
   return cluster.nodes[0]?.gpus ?? 1;
 }

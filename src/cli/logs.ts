@@ -1,8 +1,7 @@
 import type { Command } from "commander";
 import { UserError } from "../config/errors.js";
 import { splitTimestamp } from "../engine/boot-log.js";
-import { matchesTarget } from "../deploy/labels.js";
-import { DEPLOYMENT_LABEL } from "../deploy/labels.js";
+import { DEPLOYMENT_LABEL, matchesTarget } from "../deploy/labels.js";
 import { openSession } from "../deploy/session.js";
 import { loadCluster } from "./load.js";
 import type { Output } from "./output.js";

@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import type { Cluster } from "../cluster/cluster.js";
 import { planDeployment, type Plan } from "../plan/plan.js";
 import { planJson, planText } from "../plan/render.js";
 import { UserError } from "../config/errors.js";
@@ -19,9 +20,8 @@ export function parsePort(value: string | undefined): number | undefined {
   return port;
 }
 
-/** Recipe + cluster file + command-line options -> a plan, or a UserError with every diagnostic. */
-export function planFromFlags(ref: string, flags: PlanFlags, io: Output): Plan {
-  const cluster = loadCluster(flags.cluster);
+/** Recipe + cluster + command-line options -> a plan, or a UserError with every diagnostic. */
+export function planFromFlags(ref: string, flags: PlanFlags, io: Output, cluster: Cluster = loadCluster(flags.cluster)): Plan {
   const recipe = loadRecipe(ref, (ds) => io.diagnostics(ds), gpusPerNode(cluster));
   const port = parsePort(flags.port);
   const result = planDeployment(recipe, cluster, {

@@ -2,12 +2,10 @@ import type { Command } from "commander";
 import { openSession } from "../deploy/session.js";
 import { progressReporter } from "../deploy/progress.js";
 import { up } from "../deploy/up.js";
-import { planDeployment } from "../plan/plan.js";
-import { UserError } from "../config/errors.js";
 import { parseDuration } from "./duration.js";
-import { gpusPerNode, loadCluster, loadRecipe } from "./load.js";
+import { loadCluster } from "./load.js";
 import type { Output } from "./output.js";
-import { parsePort, type PlanFlags } from "./plan.js";
+import { planFromFlags, type PlanFlags } from "./plan.js";
 
 export interface UpFlags extends PlanFlags {
   timeout?: string;
@@ -34,16 +32,8 @@ export async function withInterrupts<T>(fn: (signal: AbortSignal) => Promise<T>)
 export async function runUp(ref: string, flags: UpFlags, io: Output): Promise<void> {
   const timeoutMs = parseDuration(flags.timeout ?? "60m", "--timeout");
   const session = await openSession(loadCluster(flags.cluster));
-  const recipe = loadRecipe(ref, (ds) => io.diagnostics(ds), gpusPerNode(session.cluster));
-  const port = parsePort(flags.port);
-  const planned = planDeployment(recipe, session.cluster, {
-    ...(port === undefined ? {} : { apiPort: port }),
-    ...(flags.lane === undefined ? {} : { lane: flags.lane }),
-    ...(flags.name === undefined ? {} : { deployment: flags.name }),
-  });
-  if (!planned.ok) throw new UserError(`cannot plan ${ref} on ${session.cluster.file}`, undefined, planned.diagnostics);
-  const plan = planned.plan;
-  io.err(`launcher: starting ${plan.deployment} (${recipe.id}) on ${plan.nodes.map((n) => n.node).join(", ")}`);
+  const plan = planFromFlags(ref, flags, io, session.cluster);
+  io.err(`launcher: starting ${plan.deployment} (${plan.recipe.id}) on ${plan.nodes.map((n) => n.node).join(", ")}`);
   const result = await withInterrupts((signal) => up(plan, session, { timeoutMs, signal, progress: progressReporter(process.stderr, Date.now) }));
   if (flags.json) {
     io.json({ deployment: plan.deployment, ...result });

@@ -1,7 +1,7 @@
 import { error, type Diagnostic } from "../config/diagnostic.js";
 import type { Cluster, ClusterNode } from "../cluster/cluster.js";
 import { vllmRankCommand, vllmStartsHeadFirst } from "../engine/vllm-command.js";
-import { findFlag, parseFlags } from "../recipe/args.js";
+import { findFlag, flagsOfWords } from "../recipe/args.js";
 import type { Recipe } from "../recipe/recipe.js";
 import { recipeHash } from "../recipe/resolve.js";
 import { fabricEnv } from "../cluster/fabric-env.js";
@@ -65,7 +65,7 @@ export function expandHome(hostPath: string, node: ClusterNode): string | undefi
 }
 
 export function servedModelName(recipe: Recipe): string {
-  const flag = findFlag(parseFlags(recipe.args.map((word) => ({ word, element: 0 }))).flags, "--served-model-name");
+  const flag = findFlag(flagsOfWords(recipe.args), "--served-model-name");
   return flag?.value ?? recipe.model;
 }
 

@@ -52,6 +52,11 @@ export function parseFlags(words: readonly Word[]): ParsedArgs {
   return { flags, stray };
 }
 
+/** The flags of a resolved recipe's args (already split into words). */
+export function flagsOfWords(words: readonly string[]): Flag[] {
+  return parseFlags(words.map((word) => ({ word, element: 0 }))).flags;
+}
+
 export function renderFlags(flags: readonly Pick<Flag, "name" | "value">[]): string[] {
   return flags.flatMap((f) => (f.value === undefined ? [f.name] : [f.name, f.value]));
 }

@@ -1,4 +1,4 @@
-import { flagKey, parseFlags } from "./args.js";
+import { flagKey, flagsOfWords } from "./args.js";
 import type { Mount, Recipe } from "./recipe.js";
 
 export interface Change {
@@ -32,7 +32,7 @@ function keyed<T>(a: ReadonlyMap<string, T>, b: ReadonlyMap<string, T>, section:
 
 const flagMap = (r: Recipe): Map<string, string> => {
   const map = new Map<string, string>();
-  for (const f of parseFlags(r.args.map((word) => ({ word, element: 0 }))).flags) {
+  for (const f of flagsOfWords(r.args)) {
     const key = flagKey(f.name);
     const value = f.value ?? "(set)";
     map.set(key, map.has(key) ? `${map.get(key) ?? ""}, ${value}` : value);

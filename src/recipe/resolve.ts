@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { error, hasErrors, warning, type Diagnostic, type Loc } from "../config/diagnostic.js";
 import { splitShellWords } from "../config/shell-words.js";
 import { parseTomlDocument, type TomlDocument } from "../config/toml-document.js";
-import { findFlag, flagKey, parseFlags } from "./args.js";
+import { findFlag, flagKey, flagsOfWords, parseFlags } from "./args.js";
 import { checkRecipeFile, type CheckedFile } from "./check-file.js";
 import type { Mount, Origins, Recipe } from "./recipe.js";
 import { recipeFileSchema, REQUIRED_RECIPE_KEYS, type RecipeFile } from "./schema.js";
@@ -197,7 +197,7 @@ export function resolveRecipe(ref: string, source: RecipeSource, options: Resolv
 function checkResolved(recipe: Recipe, origins: Origins, top: Loc, options: ResolveOptions, invalid: ReadonlySet<string>): Diagnostic[] {
   const out: Diagnostic[] = [];
   const at = (key: string): Loc => origins.get(key) ?? top;
-  const { flags } = parseFlags(recipe.args.map((word) => ({ word, element: 0 })));
+  const flags = flagsOfWords(recipe.args);
   const gpus = options.gpusPerNode ?? 1;
   const tp = recipe.tensor_parallel_size;
   const pp = recipe.pipeline_parallel_size;
