@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from "node:fs";
+import { homedir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Cluster } from "../cluster/cluster.js";
@@ -8,6 +9,7 @@ import { fileRecipeSource } from "../recipe/fs-source.js";
 import type { Recipe } from "../recipe/recipe.js";
 import { resolveRecipe, type Resolved } from "../recipe/resolve.js";
 import { UserError } from "../config/errors.js";
+import { Store, storeDir } from "../store/store.js";
 
 /** The package's own folder, for its bundled recipes and schemas. */
 export const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -53,4 +55,14 @@ export function loadCluster(option: string | undefined): Cluster {
 /** GPUs per node, from the head: the parallel-size check assumes nodes alike, as Sparks are. */
 export function gpusPerNode(cluster: Cluster): number {
   return cluster.nodes[0]?.gpus ?? 1;
+}
+
+/** The store of this user on this machine ($XDG_STATE_HOME/launcher/launcher.db). */
+export function openStore(): Store {
+  const file = path.join(storeDir(process.env, homedir()), "launcher.db");
+  try {
+    return new Store(file);
+  } catch (e) {
+    throw new UserError(`cannot open the state store ${file}: ${(e as Error).message}`, "check that the folder is writable, or set XDG_STATE_HOME");
+  }
 }

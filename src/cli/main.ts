@@ -11,6 +11,9 @@ import { registerDown } from "./down.js";
 import { registerStatus } from "./status.js";
 import { registerLogs } from "./logs.js";
 import { registerDemo } from "./demo.js";
+import { registerLanes } from "./lanes.js";
+import { registerHistory } from "./history.js";
+import { registerServe } from "./serve.js";
 
 export function buildProgram(): Command {
   const program = new Command()
@@ -27,6 +30,9 @@ export function buildProgram(): Command {
   registerStatus(program, consoleOutput);
   registerLogs(program, consoleOutput);
   registerDown(program, consoleOutput);
+  registerServe(program, consoleOutput);
+  registerLanes(program, consoleOutput);
+  registerHistory(program, consoleOutput);
   registerDemo(program, consoleOutput);
   return program;
 }

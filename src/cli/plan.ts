@@ -11,6 +11,11 @@ export interface PlanFlags {
   port?: string;
   lane?: string;
   name?: string;
+  nodes?: string;
+}
+
+export function parseNodes(value: string | undefined): string[] | undefined {
+  return value === undefined ? undefined : value.split(",").map((n) => n.trim()).filter(Boolean);
 }
 
 export function parsePort(value: string | undefined): number | undefined {
@@ -24,7 +29,9 @@ export function parsePort(value: string | undefined): number | undefined {
 export function planFromFlags(ref: string, flags: PlanFlags, io: Output, cluster: Cluster = loadCluster(flags.cluster)): Plan {
   const recipe = loadRecipe(ref, (ds) => io.diagnostics(ds), gpusPerNode(cluster));
   const port = parsePort(flags.port);
+  const nodes = parseNodes(flags.nodes);
   const result = planDeployment(recipe, cluster, {
+    ...(nodes === undefined ? {} : { nodes }),
     ...(port === undefined ? {} : { apiPort: port }),
     ...(flags.lane === undefined ? {} : { lane: flags.lane }),
     ...(flags.name === undefined ? {} : { deployment: flags.name }),
@@ -41,7 +48,8 @@ export function registerPlan(program: Command, io: Output): void {
     .option("--cluster <file>", "cluster file (default: $LAUNCHER_CLUSTER or ./cluster.toml)")
     .option("--port <port>", "API port on the head (default: the cluster's api_port, 8000)")
     .option("--lane <name>", "serving lane")
-    .option("--name <deployment>", "deployment name (default: the lane, else the recipe name)")
+    .option("--name <deployment>", "deployment name (default: the recipe name)")
+    .option("--nodes <names>", "comma-separated nodes to use, head first (default: the first the recipe needs)")
     .option("--json", "print the plan as JSON")
     .action((ref: string, opts: PlanFlags & { json?: boolean }) => {
       const plan = planFromFlags(ref, opts, io);

@@ -1,14 +1,17 @@
 import type { Command } from "commander";
+import { recordedUp } from "../deploy/launch.js";
+import { upInLane } from "../deploy/lane.js";
+import { holdOrBusy, laneKey, nodeKey } from "../deploy/locks.js";
 import { openSession } from "../deploy/session.js";
 import { progressReporter } from "../deploy/progress.js";
-import { up } from "../deploy/up.js";
 import { parseDuration } from "./duration.js";
-import { loadCluster } from "./load.js";
+import { loadCluster, openStore } from "./load.js";
 import type { Output } from "./output.js";
 import { planFromFlags, type PlanFlags } from "./plan.js";
 
 export interface UpFlags extends PlanFlags {
   timeout?: string;
+  drain?: string;
   json?: boolean;
 }
 
@@ -31,16 +34,46 @@ export async function withInterrupts<T>(fn: (signal: AbortSignal) => Promise<T>)
 
 export async function runUp(ref: string, flags: UpFlags, io: Output): Promise<void> {
   const timeoutMs = parseDuration(flags.timeout ?? "60m", "--timeout");
-  const session = await openSession(loadCluster(flags.cluster));
-  const plan = planFromFlags(ref, flags, io, session.cluster);
-  io.err(`launcher: starting ${plan.deployment} (${plan.recipe.id}) on ${plan.nodes.map((n) => n.node).join(", ")}`);
-  const result = await withInterrupts((signal) => up(plan, session, { timeoutMs, signal, progress: progressReporter(process.stderr, Date.now) }));
-  if (flags.json) {
-    io.json({ deployment: plan.deployment, ...result });
-  } else if (result.status === "already-running") {
-    io.out(`${plan.deployment} is already running this recipe: ${result.endpoint}/v1 (model "${result.served_model}"); nothing started`);
-  } else {
-    io.out(`${plan.deployment} is ready in ${result.seconds.toFixed(1)} s: ${result.endpoint}/v1 (model "${result.served_model}")`);
+  const drainMs = parseDuration(flags.drain ?? "2m", "--drain");
+  const what = `launcher up ${ref}${flags.lane === undefined ? "" : ` --lane ${flags.lane}`}`;
+  const now = (): Date => new Date();
+  const cluster = loadCluster(flags.cluster);
+  // Planning first: a recipe error is reported before any node or lock is touched.
+  const first = planFromFlags(ref, flags, io, cluster);
+  const store = openStore();
+  const release: (() => void)[] = [];
+  try {
+    if (flags.lane !== undefined) release.push(holdOrBusy(store, [laneKey(flags.lane)], what, now));
+    const session = await openSession(cluster);
+    const progress = progressReporter(process.stderr, Date.now);
+    const result = await withInterrupts(async (signal) => {
+      const options = { timeoutMs, signal, progress };
+      if (flags.lane === undefined) {
+        const plan = planFromFlags(ref, flags, io, session.cluster);
+        release.push(holdOrBusy(store, plan.nodes.map((n) => nodeKey(plan.cluster, n.node)), what, now));
+        io.err(`launcher: starting ${plan.deployment} (${plan.recipe.id}) on ${plan.nodes.map((n) => n.node).join(", ")}`);
+        return { ...(await recordedUp(plan, session, options, store, now)), deployment: plan.deployment };
+      }
+      const lane = flags.lane;
+      io.err(`launcher: putting ${first.recipe.id} in lane ${lane}`);
+      return upInLane(
+        (nodes) => planFromFlags(ref, nodes === undefined ? flags : { ...flags, nodes: nodes.join(",") }, io, session.cluster),
+        flags.nodes !== undefined,
+        session,
+        { ...options, lane, store, now, drainMs, what },
+      );
+    });
+    if (flags.json) {
+      io.json(result);
+    } else if (result.status === "already-running") {
+      io.out(`${result.deployment} is already running this recipe: ${result.endpoint}/v1 (model "${result.served_model}"); nothing started`);
+    } else {
+      const laneText = flags.lane === undefined ? "" : `; lane ${flags.lane} serves it`;
+      io.out(`${result.deployment} is ready in ${result.seconds.toFixed(1)} s: ${result.endpoint}/v1 (model "${result.served_model}")${laneText}`);
+    }
+  } finally {
+    for (const r of release.reverse()) r();
+    store.close();
   }
 }
 
@@ -50,10 +83,12 @@ export function registerUp(program: Command, io: Output): void {
     .description("launch a recipe on the cluster; wait until it serves; roll everything back on any failure")
     .argument("<recipe>", "recipe name, folder or recipe.toml")
     .option("--cluster <file>", "cluster file (default: $LAUNCHER_CLUSTER or ./cluster.toml)")
-    .option("--lane <name>", "serving lane")
-    .option("--name <deployment>", "deployment name (default: the lane, else the recipe name)")
+    .option("--lane <name>", "serving lane: a stable model name; swaps out what the lane served before")
+    .option("--name <deployment>", "deployment name (default: the recipe name)")
+    .option("--nodes <names>", "comma-separated nodes to use, head first (default: the first ones; in a lane, the first free ones)")
     .option("--port <port>", "API port on the head")
     .option("--timeout <duration>", "give up (and roll back) after this long", "60m")
+    .option("--drain <duration>", "in a lane swap, how long the old deployment may finish running requests", "2m")
     .option("--json", "print the result as JSON")
     .action((ref: string, opts: UpFlags) => runUp(ref, opts, io));
 }

@@ -33,12 +33,16 @@ function portInUse(host: string, port: number): Promise<boolean> {
   });
 }
 
-/** Checks every node in parallel before any container starts; every problem names its node. */
-export async function preflight(plan: Plan, session: ClusterSession): Promise<Preflight> {
+/**
+ * Checks every node in parallel before any container starts; every problem names its node.
+ * Deployments in `replacing` are about to be stopped for this one: their nodes count as free.
+ */
+export async function preflight(plan: Plan, session: ClusterSession, replacing: ReadonlySet<string> = new Set()): Promise<Preflight> {
   const problems: string[] = [];
   const imageIds = new Map<string, string | undefined>();
   const existing: ContainerInfo[] = [];
   const held = new Map<string, Set<string>>();
+  let headReplaced = false;
   await Promise.all(
     plan.nodes.map(async (spec) => {
       const docker = dockerOf(session, spec.node);
@@ -59,7 +63,8 @@ export async function preflight(plan: Plan, session: ClusterSession): Promise<Pr
       if (mounts.code !== 0) problems.push(`${spec.node}: mount paths missing on the node:${mounts.stdout.trim() ? ` ${mounts.stdout.trim()}` : ` ${mounts.stderr.trim()}`}`);
       for (const c of containers) {
         const name = label(c, "deployment") ?? "?";
-        if (name === plan.deployment) existing.push(c);
+        if (replacing.has(name)) headReplaced ||= spec.rank === 0;
+        else if (name === plan.deployment) existing.push(c);
         else if (c.running) (held.get(name) ?? held.set(name, new Set()).get(name))?.add(spec.node);
       }
     }),
@@ -81,7 +86,7 @@ export async function preflight(plan: Plan, session: ClusterSession): Promise<Pr
   }
   const head = plan.nodes[0];
   // A port held by one of our own deployments is already reported above.
-  if (head !== undefined && existing.length === 0 && held.size === 0) {
+  if (head !== undefined && existing.length === 0 && held.size === 0 && !headReplaced) {
     const host = new URL(plan.endpoint).hostname;
     if (await portInUse(host, plan.api_port)) problems.push(`${head.node}: API port ${plan.api_port} is already in use on ${host}: free it or pass --port`);
   }

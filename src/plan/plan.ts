@@ -46,8 +46,10 @@ export interface Plan {
 }
 
 export interface PlanOptions {
-  /** Deployment name; default: the lane, else the recipe's id. */
+  /** Deployment name; default: the recipe's id (so two recipes in one lane never share a name). */
   readonly deployment?: string;
+  /** Which cluster nodes to use, head first; default: the first required_nodes in file order. */
+  readonly nodes?: readonly string[];
   readonly lane?: string;
   /** API port on the head; default: the cluster's api_port. */
   readonly apiPort?: number;
@@ -69,6 +71,17 @@ export function servedModelName(recipe: Recipe): string {
   return flag?.value ?? recipe.model;
 }
 
+function pickNodes(cluster: Cluster, count: number, names: readonly string[] | undefined): { ok: true; nodes: ClusterNode[] } | { ok: false; message: string; hint: string } {
+  if (names === undefined) return { ok: true, nodes: cluster.nodes.slice(0, count) };
+  const known = cluster.nodes.map((n) => n.name);
+  const unknown = names.filter((n) => !known.includes(n));
+  if (unknown.length > 0) return { ok: false, message: `no node ${unknown.join(", ")} in the cluster`, hint: `the cluster's nodes are ${known.join(", ")}` };
+  if (new Set(names).size !== names.length) return { ok: false, message: `a node is named twice in ${names.join(",")}`, hint: "name each node once" };
+  if (names.length !== count) return { ok: false, message: `the recipe needs ${count} nodes, ${names.length} were named (${names.join(", ")})`, hint: `name exactly ${count}` };
+  // Ranks follow the order given: the first node named is the head.
+  return { ok: true, nodes: names.map((name, rank) => ({ ...(cluster.nodes.find((n) => n.name === name) as ClusterNode), rank })) };
+}
+
 /** The pure heart of launcher: a recipe and a cluster in, the exact container of every node out. */
 export function planDeployment(recipe: Recipe, cluster: Cluster, options: PlanOptions = {}): PlanResult {
   const diagnostics: Diagnostic[] = [];
@@ -79,11 +92,16 @@ export function planDeployment(recipe: Recipe, cluster: Cluster, options: PlanOp
       diagnostics: [error(clusterLoc, `recipe ${recipe.id} needs ${recipe.required_nodes} nodes, the cluster has ${cluster.nodes.length}`, "add nodes to the cluster file or pick a recipe for fewer nodes")],
     };
   }
-  const nodes = cluster.nodes.slice(0, recipe.required_nodes);
+  const picked = pickNodes(cluster, recipe.required_nodes, options.nodes);
+  if (!picked.ok) return { ok: false, diagnostics: [error(clusterLoc, picked.message, picked.hint)] };
+  const nodes = picked.nodes;
   const head = nodes[0] as ClusterNode;
-  const deployment = options.deployment ?? options.lane ?? recipe.id;
+  const deployment = options.deployment ?? recipe.id;
   if (!DEPLOYMENT_NAME.test(deployment)) {
     diagnostics.push(error(clusterLoc, `deployment name ${JSON.stringify(deployment)} is not valid`, "use lower-case letters, digits, _ . - (it becomes part of container names)"));
+  }
+  if (options.lane !== undefined && !DEPLOYMENT_NAME.test(options.lane)) {
+    diagnostics.push(error(clusterLoc, `lane name ${JSON.stringify(options.lane)} is not valid`, "use lower-case letters, digits, _ . - (clients send it as the model name)"));
   }
   const apiPort = options.apiPort ?? cluster.api_port;
   const masterAddr = head.fabric_ip ?? head.address ?? head.host;

@@ -112,10 +112,26 @@ test("--port, lanes and deployment names reach the plan", () => {
   assert.ok(r);
   const p = planDeployment(r, cluster("examples/clusters/spark-2x.toml"), { apiPort: 9000, lane: "vision" });
   assert.ok(p.ok);
-  assert.equal(p.plan.deployment, "vision");
+  assert.equal(p.plan.deployment, "dsv4-flash-vision");
   assert.equal(p.plan.endpoint, "http://spark1.lan:9000");
   assert.equal(p.plan.nodes[0]?.labels["launcher.lane"], "vision");
   assert.equal(p.plan.nodes[0]?.argv.at(-1), "9000");
+});
+
+test("--nodes picks the nodes and their order: the first named is the head", () => {
+  const r = resolveRecipe("dsv4-flash-vision", fileRecipeSource(["recipes"])).recipe;
+  assert.ok(r);
+  const c = cluster("examples/clusters/spark-4x.toml");
+  const names = c.nodes.map((n) => n.name);
+  const p = planDeployment(r, c, { nodes: [names[3] as string, names[2] as string] });
+  assert.ok(p.ok);
+  assert.deepEqual(p.plan.nodes.map((n) => [n.node, n.rank, n.role]), [[names[3], 0, "head"], [names[2], 1, "worker"]]);
+  const bad = planDeployment(r, c, { nodes: ["nope", names[0] as string] });
+  assert.ok(!bad.ok);
+  assert.match(bad.diagnostics[0]?.message ?? "", /no node nope in the cluster/);
+  const few = planDeployment(r, c, { nodes: [names[0] as string] });
+  assert.ok(!few.ok);
+  assert.match(few.diagnostics[0]?.message ?? "", /needs 2 nodes, 1 were named/);
 });
 
 const memoryRecipe = (extra: string) => {

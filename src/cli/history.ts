@@ -1,0 +1,55 @@
+import type { Command } from "commander";
+import { describeFigures } from "../engine/boot-log.js";
+import type { BootRecord } from "../store/store.js";
+import { openStore } from "./load.js";
+import type { Output } from "./output.js";
+
+const seconds = (from: string, to: string | undefined): number | undefined => (to === undefined ? undefined : (Date.parse(to) - Date.parse(from)) / 1000);
+
+/** How long the head spent in each phase; serving is where the boot ends, so it is not a step. */
+export function headPhases(boot: BootRecord): { phase: string; seconds?: number; figures: Readonly<Record<string, string>> }[] {
+  const head = boot.nodes[0];
+  let before: Readonly<Record<string, string>> = {};
+  return boot.phases
+    .filter((p) => p.node === head && p.phase !== "serving")
+    .map((p) => {
+      const s = seconds(p.started_at, p.ended_at);
+      // Figures accumulate over a boot: each phase shows the ones it found.
+      const found = Object.fromEntries(Object.entries(p.figures).filter(([k, v]) => before[k] !== v));
+      before = p.figures;
+      return { phase: p.phase, ...(s === undefined ? {} : { seconds: s }), figures: found };
+    });
+}
+
+export function registerHistory(program: Command, io: Output): void {
+  program
+    .command("history")
+    .description("past boots, newest first, and how long each phase took")
+    .argument("[recipe]", "only the boots of this recipe")
+    .option("--limit <n>", "how many boots", "20")
+    .option("--json", "print as JSON")
+    .action((recipe: string | undefined, opts: { limit: string; json?: boolean }) => {
+      const store = openStore();
+      try {
+        const boots = store.history(recipe, Math.max(1, Number.parseInt(opts.limit, 10) || 20));
+        if (opts.json) {
+          io.json({ boots: boots.map((b) => ({ ...b, seconds: seconds(b.started_at, b.ended_at), head_phases: headPhases(b) })) });
+          return;
+        }
+        if (boots.length === 0) io.out(`no boots recorded${recipe === undefined ? "" : ` for ${recipe}`}`);
+        for (const b of boots) {
+          const total = seconds(b.started_at, b.ended_at);
+          const outcome = b.outcome === "booting" ? "still booting (or its launcher was killed)" : `${b.outcome}${total === undefined ? "" : ` after ${total.toFixed(1)} s`}`;
+          io.out(`${b.started_at}  ${b.recipe} (${b.recipe_hash})  ${outcome}  on ${b.nodes.join(", ")}${b.lane === undefined ? "" : `  lane ${b.lane}`}`);
+          const steps = headPhases(b).map((p) => {
+            const figures = describeFigures(p.figures);
+            return `${p.phase} ${p.seconds === undefined ? "?" : `${p.seconds.toFixed(1)} s`}${figures ? ` (${figures})` : ""}`;
+          });
+          if (steps.length > 0) io.out(`    ${steps.join(" -> ")}`);
+          if (b.error !== undefined) io.out(`    failed on ${b.failed_node ?? "?"}: ${b.error}`);
+        }
+      } finally {
+        store.close();
+      }
+    });
+}

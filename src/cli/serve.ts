@@ -1,0 +1,139 @@
+import { readFileSync } from "node:fs";
+import type { Command } from "commander";
+import { UserError } from "../config/errors.js";
+import { openSession } from "../deploy/session.js";
+import { keyChecker, parseKeyFile } from "../gateway/auth.js";
+import { Discovery } from "../gateway/discovery.js";
+import { isLoopback, parseListen } from "../gateway/listen.js";
+import { GatewayMetrics } from "../gateway/metrics.js";
+import { routeTable, type RouteTable } from "../gateway/routes.js";
+import { createGateway } from "../gateway/server.js";
+import type { LaneRecord } from "../store/store.js";
+import { parseDuration } from "./duration.js";
+import { loadCluster, openStore } from "./load.js";
+import type { Output } from "./output.js";
+
+interface ServeFlags {
+  listen: string;
+  cluster?: string[];
+  apiKey?: string[];
+  apiKeyFile?: string;
+  poll: string;
+  upstreamTimeout: string;
+  idleTimeout: string;
+}
+
+function apiKeys(flags: ServeFlags): string[] {
+  const keys = [...(flags.apiKey ?? [])];
+  const fromEnv = process.env.LAUNCHER_API_KEY;
+  if (fromEnv) keys.push(...fromEnv.split(",").map((k) => k.trim()).filter(Boolean));
+  if (flags.apiKeyFile !== undefined) {
+    let text: string;
+    try {
+      text = readFileSync(flags.apiKeyFile, "utf8");
+    } catch (e) {
+      throw new UserError(`cannot read the API key file ${flags.apiKeyFile}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    }
+    const fromFile = parseKeyFile(text);
+    if (fromFile.length === 0) throw new UserError(`the API key file ${flags.apiKeyFile} holds no key`, "one key per line; # starts a comment");
+    keys.push(...fromFile);
+  }
+  return keys;
+}
+
+const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+export function registerServe(program: Command, io: Output): void {
+  program
+    .command("serve")
+    .description("the OpenAI-compatible gateway: one address and stable model names for every deployment and lane")
+    .option("--listen <host:port>", "address to listen on", "127.0.0.1:8080")
+    .option("--cluster <file>", "cluster file; repeat for several (default: $LAUNCHER_CLUSTER or ./cluster.toml)", collect)
+    .option("--api-key <key>", "accept this API key (repeatable; prefer --api-key-file or $LAUNCHER_API_KEY: flags show in ps)", collect)
+    .option("--api-key-file <file>", "accept the keys in this file, one per line")
+    .option("--poll <duration>", "how often to read the clusters' labels", "2s")
+    .option("--upstream-timeout <duration>", "longest wait for an engine's first byte (a long non-streamed generation)", "60m")
+    .option("--idle-timeout <duration>", "longest silence from an engine in the middle of an answer", "10m")
+    .action(async (flags: ServeFlags) => {
+      const listen = parseListen(flags.listen);
+      if (listen === undefined) throw new UserError(`--listen ${flags.listen} is not HOST:PORT`, "for example 127.0.0.1:8080 or 0.0.0.0:8080");
+      const keys = apiKeys(flags);
+      if (keys.length === 0 && !isLoopback(listen.host)) {
+        throw new UserError(`refusing to listen on ${listen.host} without an API key: anyone on that network could use the cluster`, "pass --api-key-file FILE (or set LAUNCHER_API_KEY), or listen on 127.0.0.1");
+      }
+      const pollMs = parseDuration(flags.poll, "--poll");
+      const clusters = (flags.cluster ?? [undefined]).map((f) => loadCluster(f));
+      const sessions = await Promise.all(clusters.map((c) => openSession(c)));
+      const store = openStore();
+      const discovery = new Discovery(sessions, pollMs, (line) => io.err(`launcher serve: ${line}`));
+      const metrics = new GatewayMetrics();
+
+      // Rebuilt only when the labels or the store changed; the store is checked on every request
+      // because a lane switch must take effect before its old deployment is stopped.
+      let lanes: LaneRecord[] = store.lanes();
+      let storeVersion = store.dataVersion();
+      let table: RouteTable | undefined;
+      let tableSnapshot = discovery.snapshot();
+      const routes = (): RouteTable => {
+        const version = store.dataVersion();
+        const snapshot = discovery.snapshot();
+        if (version !== storeVersion) {
+          storeVersion = version;
+          lanes = store.lanes();
+          table = undefined;
+        }
+        if (snapshot !== tableSnapshot) {
+          tableSnapshot = snapshot;
+          table = undefined;
+          for (const status of ["serving", "booting", "degraded"]) metrics.deployments.set({ status }, snapshot.deployments.filter((d) => d.status === status).length);
+        }
+        table ??= routeTable(snapshot.deployments, lanes);
+        return table;
+      };
+
+      const gateway = createGateway({
+        routes,
+        ...(keys.length === 0 ? {} : { checkKey: keyChecker(keys) }),
+        metrics,
+        health: () => {
+          const s = discovery.snapshot();
+          return { deployments: s.deployments.length, unreachable: s.unreachable, discovered_at: s.at?.toISOString() ?? null };
+        },
+        upstreamFailed: () => discovery.refreshSoon(),
+        headersTimeoutMs: parseDuration(flags.upstreamTimeout, "--upstream-timeout"),
+        bodyTimeoutMs: parseDuration(flags.idleTimeout, "--idle-timeout"),
+        maxBodyBytes: 64 * 1024 * 1024,
+      });
+      await discovery.poll().catch((e: unknown) => io.err(`launcher serve: first discovery failed: ${(e as Error).message}`));
+      discovery.start();
+      await new Promise<void>((resolve, reject) => {
+        gateway.server.once("error", (e: NodeJS.ErrnoException) =>
+          reject(e.code === "EADDRINUSE" ? new UserError(`${flags.listen} is already in use`, "stop what listens there or pass --listen HOST:PORT") : e),
+        );
+        gateway.server.listen(listen.port, listen.host, resolve);
+      });
+      const addr = gateway.server.address();
+      const port = typeof addr === "object" && addr !== null ? addr.port : listen.port;
+      const shown = listen.host.includes(":") ? `[${listen.host}]` : listen.host;
+      io.err(`launcher serve: listening on http://${shown}:${port}/v1 (${keys.length === 0 ? "no API key: loopback only" : `${keys.length} API key${keys.length === 1 ? "" : "s"}`}; clusters ${clusters.map((c) => c.name).join(", ")})`);
+
+      await new Promise<void>((resolve) => {
+        const stop = (): void => {
+          process.off("SIGINT", stop);
+          process.off("SIGTERM", stop);
+          io.err(`launcher serve: stopping (${gateway.inFlight()} request${gateway.inFlight() === 1 ? "" : "s"} in flight get up to 10 s)`);
+          gateway.server.close(() => resolve());
+          gateway.server.closeIdleConnections();
+          setTimeout(() => {
+            gateway.server.closeAllConnections();
+            resolve();
+          }, 10_000).unref();
+        };
+        process.on("SIGINT", stop);
+        process.on("SIGTERM", stop);
+      });
+      await discovery.stop();
+      await gateway.close();
+      store.close();
+    });
+}

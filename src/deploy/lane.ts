@@ -1,0 +1,136 @@
+import { RemoteError, UserError } from "../config/errors.js";
+import type { Plan } from "../plan/plan.js";
+import type { Store, SwapMode } from "../store/store.js";
+import { removeContainers } from "./down.js";
+import { drain } from "./drain.js";
+import { recordedUp } from "./launch.js";
+import { holdOrBusy, nodeKey } from "./locks.js";
+import { placeSwap } from "./placement.js";
+import { preflight } from "./preflight.js";
+import type { ClusterSession } from "./session.js";
+import { clusterStatus, type DeploymentStatus } from "./status.js";
+import type { UpOptions, UpResult } from "./up.js";
+
+export interface LaneUpOptions extends UpOptions {
+  readonly lane: string;
+  readonly store: Store;
+  readonly now: () => Date;
+  /** How long a replaced deployment may finish its running requests before it is stopped. */
+  readonly drainMs: number;
+  /** The command, for "busy" messages. */
+  readonly what: string;
+}
+
+export type LaneUpResult = UpResult & { readonly deployment: string; readonly mode: SwapMode; readonly replaced: readonly string[] };
+
+const STOP_GRACE_SECONDS = 10;
+
+function runningNodes(d: DeploymentStatus): string[] {
+  return d.ranks.filter((r) => r.state === "running").map((r) => r.node);
+}
+
+/**
+ * Puts a recipe in a lane. With free nodes the new deployment boots beside the old one, the lane
+ * switches when it is ready, and the old one is drained and stopped: no downtime. Otherwise the
+ * old one is stopped first and the lane answers "switching" until the new one is ready. A failed
+ * boot leaves the lane on the old deployment whenever the old one is still up.
+ *
+ * `planOn(nodes)` plans the recipe on the named nodes (undefined: the nodes the user chose).
+ */
+export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, explicitNodes: boolean, session: ClusterSession, options: LaneUpOptions): Promise<LaneUpResult> {
+  const { lane, store, now } = options;
+  const at = (): string => now().toISOString();
+  const { deployments, unreachable } = await clusterStatus(session, now());
+  if (unreachable.length > 0) {
+    throw new UserError(`cannot change lane ${lane}: ${unreachable.join(", ")} unreachable, so what runs there is unknown`, "bring the node back or remove it from the cluster file");
+  }
+  const wanted = planOn(undefined);
+  const olds = deployments.filter((d) => d.lane === lane && d.deployment !== wanted.deployment);
+  const same = deployments.find((d) => d.lane === lane && d.deployment === wanted.deployment);
+  if (same !== undefined && same.recipe_hash === wanted.recipe_hash && same.missing.length === 0 && olds.length === 0) {
+    if (same.status === "serving") {
+      store.setLane({ name: lane, cluster: wanted.cluster, deployment: same.deployment, recipe: same.recipe, served_model: same.served_model, state: "serving", since: store.lane(lane)?.since ?? at() });
+    }
+    return { status: "already-running", deployment: same.deployment, endpoint: same.endpoint, served_model: same.served_model, seconds: 0, mode: "same", replaced: [] };
+  }
+  const replacing = [...olds, ...(same === undefined ? [] : [same])];
+  const replacingNames = new Set(replacing.map((d) => d.deployment));
+
+  let plan = wanted;
+  let mode: SwapMode;
+  const heldBy = new Map<string, string>();
+  for (const d of deployments) for (const n of runningNodes(d)) heldBy.set(n, d.deployment);
+  if (same !== undefined) {
+    // One name cannot run twice: the old version goes first.
+    mode = "same";
+  } else if (explicitNodes) {
+    const overlap = wanted.nodes.some((n) => replacingNames.has(heldBy.get(n.node) ?? ""));
+    mode = replacing.length === 0 ? "first" : overlap ? "overlap" : "disjoint";
+  } else {
+    const placed = placeSwap(session.cluster.nodes.map((n) => n.name), wanted.nodes.length, heldBy, replacingNames);
+    if (!placed.ok) throw new UserError(`no room for ${wanted.deployment} in lane ${lane}: ${placed.message}`, "stop a deployment (launcher down NAME) or name the nodes with --nodes");
+    plan = planOn(placed.nodes);
+    mode = replacing.length === 0 ? "first" : placed.mode;
+  }
+  const releaseNodes = holdOrBusy(store, plan.nodes.map((n) => nodeKey(plan.cluster, n.node)), options.what, now);
+  const swapId = store.beginSwap({
+    lane,
+    mode,
+    ...(replacing[0] === undefined ? {} : { from_deployment: replacing.map((d) => d.deployment).join(","), from_recipe: replacing.map((d) => d.recipe).join(",") }),
+    to_deployment: plan.deployment,
+    to_recipe: plan.recipe.id,
+    started_at: at(),
+  });
+  const laneServing = (): void =>
+    store.setLane({ name: lane, cluster: plan.cluster, deployment: plan.deployment, recipe: plan.recipe.id, served_model: plan.served_model, state: "serving", since: at() });
+  const stopReplaced = async (): Promise<void> => {
+    for (const d of replacing) {
+      options.progress.note(`lane ${lane}: draining ${d.deployment} (up to ${Math.round(options.drainMs / 1000)} s for running requests) ...`);
+      const drained = await drain(d.endpoint, options.drainMs, options.signal);
+      if (!drained.drained) options.progress.note(`lane ${lane}: ${d.deployment} still runs ${drained.running} request(s); stopping it anyway`);
+      await removeContainers(session, (c) => c.labels["launcher.deployment"] === d.deployment, STOP_GRACE_SECONDS);
+      store.deploymentStopped(plan.cluster, d.deployment, at());
+      options.progress.note(`lane ${lane}: stopped ${d.deployment}`);
+    }
+  };
+
+  try {
+    if (mode === "first" || mode === "disjoint") {
+      const result = await recordedUp(plan, session, options, store, now);
+      laneServing();
+      if (mode === "disjoint") options.progress.note(`lane ${lane} now serves ${plan.deployment}`);
+      await stopReplaced();
+      store.endSwap(swapId, "ok", at());
+      return { ...result, deployment: plan.deployment, mode, replaced: replacing.map((d) => d.deployment) };
+    }
+    // Check everything but the nodes the old deployment frees before stopping it: a typo must
+    // not cost the lane its model.
+    await preflight(plan, session, replacingNames);
+    store.setLane({
+      name: lane,
+      cluster: plan.cluster,
+      ...(replacing[0] === undefined ? {} : { deployment: replacing[0].deployment, recipe: replacing[0].recipe, served_model: replacing[0].served_model }),
+      state: "switching",
+      switching_to: plan.deployment,
+      since: at(),
+    });
+    options.progress.note(`lane ${lane} is switching: it answers 503 until ${plan.deployment} is ready`);
+    await stopReplaced();
+    const result = await recordedUp(plan, session, options, store, now);
+    laneServing();
+    store.endSwap(swapId, "ok", at());
+    return { ...result, deployment: plan.deployment, mode, replaced: replacing.map((d) => d.deployment) };
+  } catch (e) {
+    const outcome = options.signal.aborted ? "interrupted" : "failed";
+    store.endSwap(swapId, outcome, at(), e instanceof Error ? e.message : String(e));
+    const laneNow = store.lane(lane);
+    if (laneNow?.state === "switching") {
+      // The old deployment is gone (or going): the lane has nothing to serve.
+      store.setLane({ name: lane, cluster: plan.cluster, state: "empty", since: at() });
+      if (e instanceof RemoteError) throw new RemoteError(e.node, `${e.message}; lane ${lane} is now empty (its old deployment was stopped for this one)`, e.detail);
+    }
+    throw e;
+  } finally {
+    releaseNodes();
+  }
+}

@@ -1,0 +1,39 @@
+import { hostname } from "node:os";
+import { UserError } from "../config/errors.js";
+import type { LockOwner, Store } from "../store/store.js";
+
+export const laneKey = (lane: string): string => `lane:${lane}`;
+export const nodeKey = (cluster: string, node: string): string => `node:${cluster}/${node}`;
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+const describeKey = (key: string): string => key.replace(/^lane:/, "lane ").replace(/^node:[^/]*\//, "node ");
+
+/**
+ * Holds `keys` for this process or fails at once with a "busy" error that names the holder.
+ * A holder that died without releasing is noticed (its pid is gone) and replaced.
+ */
+export function holdOrBusy(store: Store, keys: readonly string[], what: string, now: () => Date): () => void {
+  const owner: LockOwner = { pid: process.pid, host: hostname(), what };
+  const r = store.acquire(keys, owner, now().toISOString(), isAlive);
+  if (!r.ok) {
+    const h = r.holder;
+    throw new UserError(
+      `busy: ${describeKey(h.key)} is in use by \`${h.what}\` (pid ${h.pid} on ${h.host}, since ${h.acquired_at})`,
+      "wait for it to finish, or stop that command (Ctrl-C in its shell rolls it back)",
+    );
+  }
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    store.release(keys, owner);
+  };
+}

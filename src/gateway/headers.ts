@@ -1,0 +1,25 @@
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http";
+
+// RFC 9110 7.6.1: meaningful for one connection only, never forwarded by a proxy.
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade"]);
+
+function connectionTokens(value: string | string[] | undefined): Set<string> {
+  const text = Array.isArray(value) ? value.join(",") : (value ?? "");
+  return new Set(text.split(",").map((t) => t.trim().toLowerCase()).filter(Boolean));
+}
+
+/** The headers to pass on: hop-by-hop ones and those `Connection` names are dropped, plus `drop`. */
+export function forwardHeaders(headers: IncomingHttpHeaders | Record<string, string | string[] | undefined>, drop: ReadonlySet<string>): OutgoingHttpHeaders {
+  const named = connectionTokens(headers.connection);
+  const out: OutgoingHttpHeaders = {};
+  for (const [k, v] of Object.entries(headers)) {
+    const key = k.toLowerCase();
+    if (v === undefined || HOP_BY_HOP.has(key) || named.has(key) || drop.has(key)) continue;
+    out[key] = v;
+  }
+  return out;
+}
+
+/** Not forwarded upstream: the client's key is the gateway's, and the length is set anew. */
+export const REQUEST_DROP: ReadonlySet<string> = new Set(["host", "authorization", "x-api-key", "content-length"]);
+export const RESPONSE_DROP: ReadonlySet<string> = new Set([]);

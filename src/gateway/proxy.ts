@@ -1,0 +1,133 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Dispatcher } from "undici";
+import { forwardHeaders, REQUEST_DROP, RESPONSE_DROP } from "./headers.js";
+
+export interface ForwardResult {
+  readonly status: number;
+  /** Response started and then failed, or the client went away: nothing more can be sent. */
+  readonly outcome: "done" | "client_abort" | "upstream_broke" | "upstream_unreachable";
+  readonly error?: string;
+  readonly firstChunkAt?: number;
+  readonly endedAt?: number;
+  readonly streamedChunks: number;
+  readonly completionTokens?: number;
+}
+
+export interface ForwardOptions {
+  readonly dispatcher: Dispatcher;
+  readonly endpoint: string;
+  readonly body: Buffer | undefined;
+  readonly headersTimeoutMs: number;
+  readonly bodyTimeoutMs: number;
+  readonly now: () => number;
+}
+
+const DATA = Buffer.from("data: ");
+const DONE = Buffer.from("data: [DONE]");
+// Non-streamed answers are read for their usage only while small.
+const KEEP_JSON_BYTES = 1 << 20;
+
+function countEvents(chunk: Buffer): number {
+  let n = 0;
+  for (let i = chunk.indexOf(DATA); i !== -1; i = chunk.indexOf(DATA, i + DATA.length)) n++;
+  if (chunk.includes(DONE)) n--;
+  return n;
+}
+
+function usageTokens(chunks: readonly Buffer[]): number | undefined {
+  try {
+    const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { usage?: { completion_tokens?: unknown } };
+    return typeof body.usage?.completion_tokens === "number" ? body.usage.completion_tokens : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Sends one request upstream and streams the answer back chunk by chunk, with no buffering.
+ * Never retries: once the engine has the request, a second try could generate twice. A client
+ * that goes away aborts the upstream request, so the engine stops generating.
+ */
+export function forward(req: IncomingMessage, res: ServerResponse, options: ForwardOptions): Promise<ForwardResult> {
+  const controller = new AbortController();
+  let clientGone = false;
+  const onClose = (): void => {
+    if (!res.writableFinished) {
+      clientGone = true;
+      controller.abort();
+    }
+  };
+  res.on("close", onClose);
+  const headers = forwardHeaders(req.headers, REQUEST_DROP) as Record<string, string | string[]>;
+  if (options.body !== undefined) headers["content-length"] = String(options.body.length);
+
+  return new Promise<ForwardResult>((resolve) => {
+    let streamedChunks = 0;
+    let firstChunkAt: number | undefined;
+    let status = 0;
+    const finish = (r: Omit<ForwardResult, "streamedChunks" | "status">): void => {
+      res.off("close", onClose);
+      resolve({ status, streamedChunks, ...(firstChunkAt === undefined ? {} : { firstChunkAt }), ...r });
+    };
+    options.dispatcher
+      .request({
+        origin: options.endpoint,
+        path: req.url ?? "/",
+        method: (req.method ?? "GET") as Dispatcher.HttpMethod,
+        headers,
+        body: options.body ?? null,
+        signal: controller.signal,
+        headersTimeout: options.headersTimeoutMs,
+        bodyTimeout: options.bodyTimeoutMs,
+      })
+      .then(
+        ({ statusCode, headers: upstreamHeaders, body }) => {
+          status = statusCode;
+          if (clientGone) {
+            body.destroy();
+            finish({ outcome: "client_abort" });
+            return;
+          }
+          const out = forwardHeaders(upstreamHeaders, RESPONSE_DROP);
+          const contentType = String(upstreamHeaders["content-type"] ?? "");
+          const streaming = contentType.startsWith("text/event-stream");
+          // nginx and other proxies in front must not hold chunks back either.
+          if (streaming) out["x-accel-buffering"] = "no";
+          res.writeHead(statusCode, out);
+          res.flushHeaders();
+          const kept: Buffer[] = [];
+          let keptBytes = 0;
+          body.on("data", (chunk: Buffer) => {
+            firstChunkAt ??= options.now();
+            if (streaming) streamedChunks += countEvents(chunk);
+            else if (keptBytes < KEEP_JSON_BYTES && contentType.includes("json")) {
+              kept.push(chunk);
+              keptBytes += chunk.length;
+            }
+            if (!res.write(chunk)) {
+              body.pause();
+              res.once("drain", () => body.resume());
+            }
+          });
+          body.on("end", () => {
+            res.end();
+            const tokens = streaming ? undefined : usageTokens(kept);
+            finish({ outcome: "done", endedAt: options.now(), ...(tokens === undefined ? {} : { completionTokens: tokens }) });
+          });
+          body.on("error", (e: Error) => {
+            if (clientGone) {
+              finish({ outcome: "client_abort" });
+              return;
+            }
+            // Headers are out: the only honest signal left is to cut the connection.
+            res.destroy();
+            finish({ outcome: "upstream_broke", error: e.message });
+          });
+        },
+        (e: Error) => {
+          if (clientGone) finish({ outcome: "client_abort" });
+          else finish({ outcome: "upstream_unreachable", error: (e as Error & { code?: string }).code ?? e.message });
+        },
+      );
+  });
+}

@@ -1,0 +1,132 @@
+import type { DeploymentStatus } from "../deploy/status.js";
+import type { LaneRecord } from "../store/store.js";
+
+/** A deployment the gateway knows, from one cluster's labels. */
+export interface KnownDeployment extends DeploymentStatus {
+  readonly cluster: string;
+}
+
+export interface Target {
+  readonly deployment: string;
+  readonly cluster: string;
+  readonly endpoint: string;
+  /** What the engine calls its model: requests to a lane alias are rewritten to it. */
+  readonly served_model: string;
+  readonly lane?: string;
+  readonly recipe: string;
+}
+
+export type Resolution =
+  | { readonly kind: "route"; readonly target: Target }
+  | { readonly kind: "unknown"; readonly known: readonly string[] }
+  | { readonly kind: "unavailable"; readonly message: string; readonly code: string; readonly retryAfter: number };
+
+/** One routable name in /v1/models, with launcher's extra fields. */
+export interface ModelEntry {
+  readonly id: string;
+  readonly deployment?: string;
+  readonly lane?: string;
+  readonly recipe?: string;
+  readonly status: string;
+  readonly phase?: string;
+  readonly nodes: readonly string[];
+}
+
+export interface RouteTable {
+  resolve(model: string | undefined): Resolution;
+  models(): readonly ModelEntry[];
+}
+
+const startedAt = (d: DeploymentStatus): number => (d.uptime_seconds === undefined ? 0 : -d.uptime_seconds);
+
+const targetOf = (d: KnownDeployment): Target => ({
+  deployment: d.deployment,
+  cluster: d.cluster,
+  endpoint: d.endpoint,
+  served_model: d.served_model,
+  ...(d.lane === undefined ? {} : { lane: d.lane }),
+  recipe: d.recipe,
+});
+
+function unavailable(d: KnownDeployment, name: string): Resolution {
+  if (d.status === "degraded") {
+    return { kind: "unavailable", code: "deployment_degraded", retryAfter: 30, message: `model ${name} (deployment ${d.deployment}) is not serving: missing ${d.missing.join("; ")}` };
+  }
+  return { kind: "unavailable", code: "model_booting", retryAfter: 10, message: `model ${name} (deployment ${d.deployment}) is booting: phase ${d.phase}` };
+}
+
+/** Serving first; among equals the newest, so a fresh deployment beats a leftover. */
+function best(candidates: readonly KnownDeployment[], preferred?: string): KnownDeployment | undefined {
+  const rank = (d: KnownDeployment): number => (d.status === "serving" ? 0 : d.status === "booting" ? 1 : 2);
+  return [...candidates].sort((a, b) => rank(a) - rank(b) || Number(b.deployment === preferred) - Number(a.deployment === preferred) || startedAt(b) - startedAt(a))[0];
+}
+
+/**
+ * The gateway's routing, as a pure function of what the nodes run (labels) and what the store
+ * says of lanes. A lane name routes to the lane's deployment, a served name to its deployment.
+ * The store only breaks ties and marks a lane "switching"; it never routes to what the labels
+ * do not show.
+ */
+export function routeTable(deployments: readonly KnownDeployment[], lanes: readonly LaneRecord[]): RouteTable {
+  const laneRecords = new Map(lanes.map((l) => [l.name, l]));
+  const laneNames = new Set([...lanes.map((l) => l.name), ...deployments.flatMap((d) => (d.lane === undefined ? [] : [d.lane]))]);
+  const current = new Set(lanes.flatMap((l) => (l.state === "serving" && l.deployment !== undefined ? [l.deployment] : [])));
+
+  const resolveLane = (name: string): Resolution => {
+    const rec = laneRecords.get(name);
+    const inLane = deployments.filter((d) => d.lane === name);
+    const chosen = best(inLane, rec?.deployment);
+    if (rec?.state === "switching") {
+      const next = inLane.find((d) => d.deployment === rec.switching_to);
+      // The labels win: once the new deployment serves, route to it whatever the store says.
+      if (next?.status === "serving") return { kind: "route", target: targetOf(next) };
+      const where = next === undefined ? "" : ` (phase ${next.phase})`;
+      return { kind: "unavailable", code: "lane_switching", retryAfter: 10, message: `lane ${name} is switching from ${rec.deployment ?? "nothing"} to ${rec.switching_to ?? "?"}${where}` };
+    }
+    if (chosen === undefined) {
+      const hint = rec?.deployment === undefined ? "" : ` (it last served ${rec.deployment}, which no node runs now)`;
+      return { kind: "unavailable", code: "lane_empty", retryAfter: 30, message: `lane ${name} has no deployment running${hint}: launcher up RECIPE --lane ${name}` };
+    }
+    return chosen.status === "serving" ? { kind: "route", target: targetOf(chosen) } : unavailable(chosen, name);
+  };
+
+  const resolveServed = (name: string): Resolution | undefined => {
+    const candidates = deployments.filter((d) => d.served_model === name);
+    const preferred = candidates.find((d) => current.has(d.deployment))?.deployment;
+    const chosen = best(candidates, preferred);
+    if (chosen === undefined) return undefined;
+    return chosen.status === "serving" ? { kind: "route", target: targetOf(chosen) } : unavailable(chosen, name);
+  };
+
+  const names = (): string[] => [...new Set([...laneNames, ...deployments.map((d) => d.served_model)])].sort();
+
+  return {
+    resolve(model) {
+      if (model === undefined) {
+        // No model named: fine when there is exactly one thing to talk to.
+        const serving = deployments.filter((d) => d.status === "serving");
+        if (serving.length === 1 && serving[0] !== undefined) return { kind: "route", target: targetOf(serving[0]) };
+        return { kind: "unknown", known: names() };
+      }
+      if (laneNames.has(model)) return resolveLane(model);
+      return resolveServed(model) ?? { kind: "unknown", known: names() };
+    },
+    models() {
+      return names().map((id): ModelEntry => {
+        const r = laneNames.has(id) ? resolveLane(id) : resolveServed(id);
+        const d =
+          r?.kind === "route"
+            ? deployments.find((x) => x.deployment === r.target.deployment && x.cluster === r.target.cluster)
+            : best(deployments.filter((x) => (laneNames.has(id) ? x.lane === id : x.served_model === id)));
+        const status = r?.kind === "route" ? "serving" : r?.kind === "unavailable" ? (r.code === "lane_switching" ? "switching" : r.code === "lane_empty" ? "empty" : (d?.status ?? "unknown")) : "unknown";
+        return {
+          id,
+          ...(d === undefined ? {} : { deployment: d.deployment, recipe: d.recipe, phase: d.phase }),
+          ...(laneNames.has(id) ? { lane: id } : d?.lane === undefined ? {} : { lane: d.lane }),
+          status,
+          nodes: d?.ranks.map((x) => x.node) ?? [],
+        };
+      });
+    },
+  };
+}

@@ -1,0 +1,76 @@
+/**
+ * Each entry moves the database one version up (PRAGMA user_version). Append only: a released
+ * migration is never edited, so every store opens the same way on every machine.
+ */
+export const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE boots (
+     id INTEGER PRIMARY KEY,
+     deployment TEXT NOT NULL,
+     recipe TEXT NOT NULL,
+     recipe_hash TEXT NOT NULL,
+     lane TEXT,
+     cluster TEXT NOT NULL,
+     served_model TEXT NOT NULL,
+     endpoint TEXT NOT NULL,
+     nodes TEXT NOT NULL,
+     started_at TEXT NOT NULL,
+     ended_at TEXT,
+     outcome TEXT NOT NULL DEFAULT 'booting',
+     failed_node TEXT,
+     error TEXT
+   );
+   CREATE INDEX boots_recipe ON boots (recipe, started_at);
+   CREATE TABLE boot_phases (
+     boot_id INTEGER NOT NULL REFERENCES boots (id) ON DELETE CASCADE,
+     node TEXT NOT NULL,
+     phase TEXT NOT NULL,
+     started_at TEXT NOT NULL,
+     ended_at TEXT,
+     figures TEXT NOT NULL DEFAULT '{}',
+     PRIMARY KEY (boot_id, node, phase)
+   );
+   CREATE TABLE deployments (
+     cluster TEXT NOT NULL,
+     name TEXT NOT NULL,
+     recipe TEXT NOT NULL,
+     recipe_hash TEXT NOT NULL,
+     lane TEXT,
+     served_model TEXT NOT NULL,
+     endpoint TEXT NOT NULL,
+     nodes TEXT NOT NULL,
+     boot_id INTEGER REFERENCES boots (id),
+     ready_at TEXT NOT NULL,
+     stopped_at TEXT,
+     PRIMARY KEY (cluster, name)
+   );
+   CREATE TABLE lanes (
+     name TEXT PRIMARY KEY,
+     cluster TEXT NOT NULL,
+     deployment TEXT,
+     recipe TEXT,
+     served_model TEXT,
+     state TEXT NOT NULL,
+     switching_to TEXT,
+     since TEXT NOT NULL
+   );
+   CREATE TABLE lane_swaps (
+     id INTEGER PRIMARY KEY,
+     lane TEXT NOT NULL,
+     mode TEXT NOT NULL,
+     from_deployment TEXT,
+     from_recipe TEXT,
+     to_deployment TEXT NOT NULL,
+     to_recipe TEXT NOT NULL,
+     started_at TEXT NOT NULL,
+     ended_at TEXT,
+     outcome TEXT NOT NULL DEFAULT 'running',
+     error TEXT
+   );
+   CREATE TABLE locks (
+     key TEXT PRIMARY KEY,
+     pid INTEGER NOT NULL,
+     host TEXT NOT NULL,
+     what TEXT NOT NULL,
+     acquired_at TEXT NOT NULL
+   );`,
+];

@@ -1,0 +1,260 @@
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import Database from "better-sqlite3";
+import { MIGRATIONS } from "./migrations.js";
+
+export type BootOutcome = "booting" | "ready" | "failed" | "interrupted";
+
+export interface NewBoot {
+  readonly deployment: string;
+  readonly recipe: string;
+  readonly recipe_hash: string;
+  readonly lane?: string;
+  readonly cluster: string;
+  readonly served_model: string;
+  readonly endpoint: string;
+  readonly nodes: readonly string[];
+  readonly started_at: string;
+}
+
+export interface PhaseRecord {
+  readonly node: string;
+  readonly phase: string;
+  readonly started_at: string;
+  readonly ended_at?: string;
+  readonly figures: Readonly<Record<string, string>>;
+}
+
+export interface BootRecord extends NewBoot {
+  readonly id: number;
+  readonly ended_at?: string;
+  readonly outcome: BootOutcome;
+  readonly failed_node?: string;
+  readonly error?: string;
+  readonly phases: readonly PhaseRecord[];
+}
+
+export type LaneState = "serving" | "switching" | "empty";
+
+export interface LaneRecord {
+  readonly name: string;
+  readonly cluster: string;
+  readonly deployment?: string;
+  readonly recipe?: string;
+  readonly served_model?: string;
+  readonly state: LaneState;
+  /** The deployment being booted into the lane while it is switching. */
+  readonly switching_to?: string;
+  readonly since: string;
+}
+
+export type SwapMode = "first" | "disjoint" | "overlap" | "same";
+
+export interface SwapRecord {
+  readonly id: number;
+  readonly lane: string;
+  readonly mode: SwapMode;
+  readonly from_deployment?: string;
+  readonly from_recipe?: string;
+  readonly to_deployment: string;
+  readonly to_recipe: string;
+  readonly started_at: string;
+  readonly ended_at?: string;
+  readonly outcome: string;
+  readonly error?: string;
+}
+
+export interface LockOwner {
+  readonly pid: number;
+  readonly host: string;
+  readonly what: string;
+}
+
+export interface LockHolder extends LockOwner {
+  readonly key: string;
+  readonly acquired_at: string;
+}
+
+type Row = Record<string, unknown>;
+
+/** SQLite NULL becomes an absent property, as exactOptionalPropertyTypes wants. */
+function compact<T>(row: Row): T {
+  const out: Row = {};
+  for (const [k, v] of Object.entries(row)) if (v !== null) out[k] = v;
+  return out as T;
+}
+
+/** $XDG_STATE_HOME/launcher, else ~/.local/state/launcher (the XDG base directory default). */
+export function storeDir(env: NodeJS.ProcessEnv, home: string): string {
+  const base = env.XDG_STATE_HOME && path.isAbsolute(env.XDG_STATE_HOME) ? env.XDG_STATE_HOME : path.join(home, ".local", "state");
+  return path.join(base, "launcher");
+}
+
+/**
+ * launcher's local memory: lanes, deployments and the history of every boot. The nodes' labels
+ * stay the truth for what runs; this records what launcher did and intends.
+ */
+export class Store {
+  private readonly db: Database.Database;
+
+  constructor(file: string) {
+    if (file !== ":memory:") mkdirSync(path.dirname(file), { recursive: true });
+    this.db = new Database(file);
+    // The daemon reads while CLI commands write: WAL lets them, busy_timeout makes writers queue.
+    this.db.pragma("journal_mode = WAL");
+    this.db.pragma("busy_timeout = 5000");
+    this.db.pragma("foreign_keys = ON");
+    this.migrate();
+  }
+
+  private migrate(): void {
+    const version = this.db.pragma("user_version", { simple: true }) as number;
+    for (let v = version; v < MIGRATIONS.length; v++) {
+      this.db.transaction(() => {
+        this.db.exec(MIGRATIONS[v] as string);
+        this.db.pragma(`user_version = ${v + 1}`);
+      }).immediate();
+    }
+  }
+
+  close(): void {
+    this.db.close();
+  }
+
+  /** Changes whenever another connection commits: a cheap "has anything changed?" for the daemon. */
+  dataVersion(): number {
+    return this.db.pragma("data_version", { simple: true }) as number;
+  }
+
+  beginBoot(b: NewBoot): number {
+    const r = this.db
+      .prepare(
+        `INSERT INTO boots (deployment, recipe, recipe_hash, lane, cluster, served_model, endpoint, nodes, started_at)
+         VALUES (@deployment, @recipe, @recipe_hash, @lane, @cluster, @served_model, @endpoint, @nodes, @started_at)`,
+      )
+      .run({ ...b, lane: b.lane ?? null, nodes: JSON.stringify(b.nodes) });
+    return Number(r.lastInsertRowid);
+  }
+
+  /** A node entered `phase` (or its figures grew): the node's previous phase ends now. */
+  bootPhase(bootId: number, node: string, phase: string, at: string, figures: Readonly<Record<string, string>>): void {
+    this.db.transaction(() => {
+      this.db.prepare(`UPDATE boot_phases SET ended_at = ? WHERE boot_id = ? AND node = ? AND phase <> ? AND ended_at IS NULL`).run(at, bootId, node, phase);
+      this.db
+        .prepare(
+          `INSERT INTO boot_phases (boot_id, node, phase, started_at, figures) VALUES (?, ?, ?, ?, ?)
+           ON CONFLICT (boot_id, node, phase) DO UPDATE SET figures = excluded.figures`,
+        )
+        .run(bootId, node, phase, at, JSON.stringify(figures));
+    })();
+  }
+
+  endBoot(bootId: number, outcome: Exclude<BootOutcome, "booting">, at: string, failure?: { node: string; error: string }): void {
+    this.db.transaction(() => {
+      this.db.prepare(`UPDATE boot_phases SET ended_at = ? WHERE boot_id = ? AND ended_at IS NULL`).run(at, bootId);
+      this.db
+        .prepare(`UPDATE boots SET ended_at = ?, outcome = ?, failed_node = ?, error = ? WHERE id = ?`)
+        .run(at, outcome, failure?.node ?? null, failure?.error ?? null, bootId);
+    })();
+  }
+
+  /** Past boots, newest first, optionally of one recipe. */
+  history(recipe: string | undefined, limit: number): BootRecord[] {
+    const rows = this.db
+      .prepare(`SELECT * FROM boots WHERE (@recipe IS NULL OR recipe = @recipe) ORDER BY id DESC LIMIT @limit`)
+      .all({ recipe: recipe ?? null, limit }) as Row[];
+    const phases = this.db.prepare(`SELECT node, phase, started_at, ended_at, figures FROM boot_phases WHERE boot_id = ? ORDER BY started_at, rowid`);
+    return rows.map((row) => {
+      const base = compact<Omit<BootRecord, "nodes" | "phases"> & { nodes: string }>(row);
+      return {
+        ...base,
+        nodes: JSON.parse(base.nodes) as string[],
+        phases: (phases.all(base.id) as Row[]).map((p) => {
+          const rec = compact<Omit<PhaseRecord, "figures"> & { figures: string }>(p);
+          return { ...rec, figures: JSON.parse(rec.figures) as Record<string, string> };
+        }),
+      };
+    });
+  }
+
+  deploymentReady(d: Omit<NewBoot, "started_at"> & { boot_id: number; ready_at: string }): void {
+    this.db
+      .prepare(
+        `INSERT INTO deployments (cluster, name, recipe, recipe_hash, lane, served_model, endpoint, nodes, boot_id, ready_at)
+         VALUES (@cluster, @deployment, @recipe, @recipe_hash, @lane, @served_model, @endpoint, @nodes, @boot_id, @ready_at)
+         ON CONFLICT (cluster, name) DO UPDATE SET recipe = excluded.recipe, recipe_hash = excluded.recipe_hash, lane = excluded.lane,
+           served_model = excluded.served_model, endpoint = excluded.endpoint, nodes = excluded.nodes, boot_id = excluded.boot_id,
+           ready_at = excluded.ready_at, stopped_at = NULL`,
+      )
+      .run({ ...d, lane: d.lane ?? null, nodes: JSON.stringify(d.nodes) });
+  }
+
+  deploymentStopped(cluster: string, name: string, at: string): void {
+    this.db.prepare(`UPDATE deployments SET stopped_at = ? WHERE cluster = ? AND name = ? AND stopped_at IS NULL`).run(at, cluster, name);
+    this.db.prepare(`UPDATE lanes SET state = 'empty', deployment = NULL, recipe = NULL, served_model = NULL, since = ? WHERE cluster = ? AND deployment = ? AND state = 'serving'`).run(at, cluster, name);
+  }
+
+  lane(name: string): LaneRecord | undefined {
+    const row = this.db.prepare(`SELECT * FROM lanes WHERE name = ?`).get(name) as Row | undefined;
+    return row === undefined ? undefined : compact<LaneRecord>(row);
+  }
+
+  lanes(): LaneRecord[] {
+    return (this.db.prepare(`SELECT * FROM lanes ORDER BY name`).all() as Row[]).map((r) => compact<LaneRecord>(r));
+  }
+
+  setLane(lane: LaneRecord): void {
+    this.db
+      .prepare(
+        `INSERT INTO lanes (name, cluster, deployment, recipe, served_model, state, switching_to, since)
+         VALUES (@name, @cluster, @deployment, @recipe, @served_model, @state, @switching_to, @since)
+         ON CONFLICT (name) DO UPDATE SET cluster = excluded.cluster, deployment = excluded.deployment, recipe = excluded.recipe,
+           served_model = excluded.served_model, state = excluded.state, switching_to = excluded.switching_to, since = excluded.since`,
+      )
+      .run({ deployment: null, recipe: null, served_model: null, switching_to: null, ...lane });
+  }
+
+  beginSwap(s: Omit<SwapRecord, "id" | "outcome" | "ended_at" | "error">): number {
+    const r = this.db
+      .prepare(
+        `INSERT INTO lane_swaps (lane, mode, from_deployment, from_recipe, to_deployment, to_recipe, started_at)
+         VALUES (@lane, @mode, @from_deployment, @from_recipe, @to_deployment, @to_recipe, @started_at)`,
+      )
+      .run({ from_deployment: null, from_recipe: null, ...s });
+    return Number(r.lastInsertRowid);
+  }
+
+  endSwap(id: number, outcome: "ok" | "failed" | "interrupted", at: string, error?: string): void {
+    this.db.prepare(`UPDATE lane_swaps SET ended_at = ?, outcome = ?, error = ? WHERE id = ?`).run(at, outcome, error ?? null, id);
+  }
+
+  swaps(lane: string, limit: number): SwapRecord[] {
+    return (this.db.prepare(`SELECT * FROM lane_swaps WHERE lane = ? ORDER BY id DESC LIMIT ?`).all(lane, limit) as Row[]).map((r) => compact<SwapRecord>(r));
+  }
+
+  /**
+   * Takes every key or none, atomically across processes. A key held by a process of this host
+   * that no longer lives is taken over; `isAlive` is how that is checked.
+   */
+  acquire(keys: readonly string[], owner: LockOwner, at: string, isAlive: (pid: number) => boolean): { ok: true } | { ok: false; holder: LockHolder } {
+    return this.db.transaction((): { ok: true } | { ok: false; holder: LockHolder } => {
+      const get = this.db.prepare(`SELECT * FROM locks WHERE key = ?`);
+      for (const key of keys) {
+        const held = get.get(key) as LockHolder | undefined;
+        if (held === undefined) continue;
+        const stale = held.host === owner.host && (held.pid === owner.pid || !isAlive(held.pid));
+        if (!stale) return { ok: false, holder: held };
+      }
+      const put = this.db.prepare(`INSERT OR REPLACE INTO locks (key, pid, host, what, acquired_at) VALUES (?, ?, ?, ?, ?)`);
+      for (const key of keys) put.run(key, owner.pid, owner.host, owner.what, at);
+      return { ok: true };
+    }).immediate();
+  }
+
+  release(keys: readonly string[], owner: LockOwner): void {
+    const del = this.db.prepare(`DELETE FROM locks WHERE key = ? AND pid = ? AND host = ?`);
+    this.db.transaction(() => {
+      for (const key of keys) del.run(key, owner.pid, owner.host);
+    })();
+  }
+}
