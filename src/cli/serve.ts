@@ -81,13 +81,15 @@ export function registerServe(program: Command, io: Output): void {
           storeVersion = version;
           lanes = store.lanes();
           table = undefined;
+          // A lane changed: the labels are worth reading again now.
+          discovery.refreshSoon();
         }
         if (snapshot !== tableSnapshot) {
           tableSnapshot = snapshot;
           table = undefined;
           for (const status of ["serving", "booting", "degraded"]) metrics.deployments.set({ status }, snapshot.deployments.filter((d) => d.status === status).length);
         }
-        table ??= routeTable(snapshot.deployments, lanes);
+        table ??= routeTable(snapshot.deployments, lanes, snapshot.at?.getTime());
         return table;
       };
 

@@ -28,6 +28,8 @@ export interface DeploymentStatus {
   readonly ranks: readonly RankStatus[];
 }
 
+const STARTING_WINDOW_MS = 60_000;
+
 async function headPhase(session: ClusterSession, head: RankStatus, endpoint: string): Promise<string> {
   try {
     const res = await fetch(`${endpoint}/health`, { signal: AbortSignal.timeout(2000) });
@@ -75,18 +77,27 @@ export async function clusterStatus(session: ClusterSession, now: Date): Promise
       }))
       .sort((a, b) => a.rank - b.rank);
     const missing: string[] = [];
+    let notCreated = 0;
     for (let r = 0; r < nnodes; r++) {
       const rank = ranks.find((x) => x.rank === r);
-      if (rank === undefined) missing.push(`rank ${r} (no container)`);
-      else if (rank.state !== "running") missing.push(`rank ${r} on ${rank.node} (${rank.state}${rank.exit_code === undefined ? "" : `, exit ${rank.exit_code}`})`);
+      if (rank === undefined) {
+        missing.push(`rank ${r} (no container)`);
+        notCreated++;
+      } else if (rank.state !== "running") missing.push(`rank ${r} on ${rank.node} (${rank.state}${rank.exit_code === undefined ? "" : `, exit ${rank.exit_code}`})`);
     }
     const running = ranks.filter((r) => r.state === "running");
+    // `up` creates the containers one after another (workers, then the head): ranks not created
+    // yet beside fresh running ones are a start in progress, not a loss.
+    const starting = notCreated > 0 && notCreated === missing.length && running.length > 0 && running.every((r) => now.getTime() - Date.parse(r.started_at) < STARTING_WINDOW_MS);
     const endpoint = label(first, "endpoint") ?? "";
     const head = ranks.find((r) => r.rank === 0);
     let status: string;
     let phase = "-";
     // A multi-node engine cannot serve with a rank gone, however many others still run.
-    if (missing.length > 0) status = "degraded";
+    if (starting) {
+      status = "booting";
+      phase = "starting";
+    } else if (missing.length > 0) status = "degraded";
     else {
       phase = head === undefined ? "unknown" : await headPhase(session, head, endpoint);
       status = phase === "serving" ? "serving" : "booting";

@@ -55,11 +55,6 @@ function unavailable(d: KnownDeployment, name: string): Resolution {
   return { kind: "unavailable", code: "model_booting", retryAfter: 10, message: `model ${name} (deployment ${d.deployment}) is booting: phase ${d.phase}` };
 }
 
-/** Serving first; among equals the newest, so a fresh deployment beats a leftover. */
-function best(candidates: readonly KnownDeployment[], preferred?: string): KnownDeployment | undefined {
-  const rank = (d: KnownDeployment): number => (d.status === "serving" ? 0 : d.status === "booting" ? 1 : 2);
-  return [...candidates].sort((a, b) => rank(a) - rank(b) || Number(b.deployment === preferred) - Number(a.deployment === preferred) || startedAt(b) - startedAt(a))[0];
-}
 
 /**
  * The gateway's routing, as a pure function of what the nodes run (labels) and what the store
@@ -67,10 +62,21 @@ function best(candidates: readonly KnownDeployment[], preferred?: string): Known
  * The store only breaks ties and marks a lane "switching"; it never routes to what the labels
  * do not show.
  */
-export function routeTable(deployments: readonly KnownDeployment[], lanes: readonly LaneRecord[]): RouteTable {
+export function routeTable(deployments: readonly KnownDeployment[], lanes: readonly LaneRecord[], labelsReadAt?: number): RouteTable {
   const laneRecords = new Map(lanes.map((l) => [l.name, l]));
   const laneNames = new Set([...lanes.map((l) => l.name), ...deployments.flatMap((d) => (d.lane === undefined ? [] : [d.lane]))]);
   const current = new Set(lanes.flatMap((l) => (l.state === "serving" && l.deployment !== undefined ? [l.deployment] : [])));
+  // `up` proved these ready after the labels were last read: route to them now rather than a
+  // poll later. Their containers must all still be there.
+  const provenLater = new Set(
+    lanes.flatMap((l) => (l.state === "serving" && l.deployment !== undefined && labelsReadAt !== undefined && Date.parse(l.since) > labelsReadAt ? [l.deployment] : [])),
+  );
+  const serving = (d: KnownDeployment): boolean => d.status === "serving" || (provenLater.has(d.deployment) && d.missing.length === 0);
+  /** Serving first; among equals the preferred, then the newest, so a fresh deployment beats a leftover. */
+  const best = (candidates: readonly KnownDeployment[], preferred?: string): KnownDeployment | undefined => {
+    const rank = (d: KnownDeployment): number => (serving(d) ? 0 : d.status === "booting" ? 1 : 2);
+    return [...candidates].sort((a, b) => rank(a) - rank(b) || Number(b.deployment === preferred) - Number(a.deployment === preferred) || startedAt(b) - startedAt(a))[0];
+  };
 
   const resolveLane = (name: string): Resolution => {
     const rec = laneRecords.get(name);
@@ -79,7 +85,7 @@ export function routeTable(deployments: readonly KnownDeployment[], lanes: reado
     if (rec?.state === "switching") {
       const next = inLane.find((d) => d.deployment === rec.switching_to);
       // The labels win: once the new deployment serves, route to it whatever the store says.
-      if (next?.status === "serving") return { kind: "route", target: targetOf(next) };
+      if (next !== undefined && serving(next)) return { kind: "route", target: targetOf(next) };
       const where = next === undefined ? "" : ` (phase ${next.phase})`;
       return { kind: "unavailable", code: "lane_switching", retryAfter: 10, message: `lane ${name} is switching from ${rec.deployment ?? "nothing"} to ${rec.switching_to ?? "?"}${where}` };
     }
@@ -87,7 +93,7 @@ export function routeTable(deployments: readonly KnownDeployment[], lanes: reado
       const hint = rec?.deployment === undefined ? "" : ` (it last served ${rec.deployment}, which no node runs now)`;
       return { kind: "unavailable", code: "lane_empty", retryAfter: 30, message: `lane ${name} has no deployment running${hint}: launcher up RECIPE --lane ${name}` };
     }
-    return chosen.status === "serving" ? { kind: "route", target: targetOf(chosen) } : unavailable(chosen, name);
+    return serving(chosen) ? { kind: "route", target: targetOf(chosen) } : unavailable(chosen, name);
   };
 
   const resolveServed = (name: string): Resolution | undefined => {
@@ -95,7 +101,7 @@ export function routeTable(deployments: readonly KnownDeployment[], lanes: reado
     const preferred = candidates.find((d) => current.has(d.deployment))?.deployment;
     const chosen = best(candidates, preferred);
     if (chosen === undefined) return undefined;
-    return chosen.status === "serving" ? { kind: "route", target: targetOf(chosen) } : unavailable(chosen, name);
+    return serving(chosen) ? { kind: "route", target: targetOf(chosen) } : unavailable(chosen, name);
   };
 
   const names = (): string[] => [...new Set([...laneNames, ...deployments.map((d) => d.served_model)])].sort();
@@ -104,8 +110,8 @@ export function routeTable(deployments: readonly KnownDeployment[], lanes: reado
     resolve(model) {
       if (model === undefined) {
         // No model named: fine when there is exactly one thing to talk to.
-        const serving = deployments.filter((d) => d.status === "serving");
-        if (serving.length === 1 && serving[0] !== undefined) return { kind: "route", target: targetOf(serving[0]) };
+        const up = deployments.filter(serving);
+        if (up.length === 1 && up[0] !== undefined) return { kind: "route", target: targetOf(up[0]) };
         return { kind: "unknown", known: names() };
       }
       if (laneNames.has(model)) return resolveLane(model);
@@ -121,7 +127,7 @@ export function routeTable(deployments: readonly KnownDeployment[], lanes: reado
         const status = r?.kind === "route" ? "serving" : r?.kind === "unavailable" ? (r.code === "lane_switching" ? "switching" : r.code === "lane_empty" ? "empty" : (d?.status ?? "unknown")) : "unknown";
         return {
           id,
-          ...(d === undefined ? {} : { deployment: d.deployment, recipe: d.recipe, phase: d.phase }),
+          ...(d === undefined ? {} : { deployment: d.deployment, recipe: d.recipe, phase: status === "serving" ? "serving" : d.phase }),
           ...(laneNames.has(id) ? { lane: id } : d?.lane === undefined ? {} : { lane: d.lane }),
           status,
           nodes: d?.ranks.map((x) => x.node) ?? [],

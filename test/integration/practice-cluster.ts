@@ -33,7 +33,9 @@ export interface Run {
 // Benchmarks time the built CLI, as `npx launcher` runs it; tests run the sources.
 const cliArgs = (): string[] => (process.env.LAUNCHER_USE_DIST === "1" ? [path.resolve("dist/cli/main.js")] : ["--import", import.meta.resolve("tsx"), MAIN]);
 
-const cliEnv = (): NodeJS.ProcessEnv => ({ ...process.env, LAUNCHER_CLUSTER: CLUSTER, NODE_OPTIONS: "", CI: "true" });
+// Each test run keeps its own state store, inside the rig's folder.
+export const STATE_HOME = path.join(RIG_DIR, "state");
+const cliEnv = (): NodeJS.ProcessEnv => ({ ...process.env, LAUNCHER_CLUSTER: CLUSTER, XDG_STATE_HOME: STATE_HOME, NODE_OPTIONS: "", CI: "true" });
 
 /** Runs the real CLI as a user would, bounded in time. */
 export function launcher(args: string[], timeoutMs = 120_000): Promise<Run> {
@@ -52,8 +54,68 @@ export function launcher(args: string[], timeoutMs = 120_000): Promise<Run> {
 }
 
 /** Starts the CLI and hands back the process, for tests that signal it. */
-export function launcherProcess(args: string[]) {
-  return spawn(process.execPath, [...cliArgs(), ...args], { env: cliEnv() });
+export function launcherProcess(args: string[], env: NodeJS.ProcessEnv = {}) {
+  return spawn(process.execPath, [...cliArgs(), ...args], { env: { ...cliEnv(), ...env } });
+}
+
+export interface Daemon {
+  readonly url: string;
+  /** Everything it printed on stderr so far. */
+  log(): string;
+  stop(): Promise<number | null>;
+}
+
+/** Starts `launcher serve` on a free loopback port and waits until it listens. */
+export function startGateway(args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<Daemon> {
+  const child = launcherProcess(["serve", "--listen", "127.0.0.1:0", "--poll", "1s", ...args], env);
+  let stderr = "";
+  const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`launcher serve did not start in 30 s:\n${stderr}`));
+    }, 30_000);
+    child.stderr.on("data", (d: Buffer) => {
+      stderr += d.toString();
+      const m = /listening on http:\/\/([\d.]+):(\d+)\/v1/.exec(stderr);
+      if (m) {
+        clearTimeout(timer);
+        resolve({
+          // Reached over loopback whatever it listens on.
+          url: `http://127.0.0.1:${m[2] as string}`,
+          log: () => stderr,
+          stop: async () => {
+            child.kill("SIGTERM");
+            const t = setTimeout(() => child.kill("SIGKILL"), 15_000);
+            const code = await exited;
+            clearTimeout(t);
+            return code;
+          },
+        });
+      }
+    });
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`launcher serve exited with ${code}:\n${stderr}`));
+    });
+  });
+}
+
+/** Polls `check` every 100 ms until it returns a value, or fails after `ms`. */
+export async function within<T>(ms: number, what: string, check: () => Promise<T | undefined>): Promise<{ value: T; ms: number }> {
+  const start = Date.now();
+  let last: unknown;
+  for (let i = 0; i < Math.ceil(ms / 100) + 1; i++) {
+    try {
+      const v = await check();
+      if (v !== undefined) return { value: v, ms: Date.now() - start };
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() - start > ms) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${what}: not within ${ms} ms${last === undefined ? "" : ` (last error: ${String(last)})`}`);
 }
 
 /** Runs a command on practice host `n<i>` over the rig's SSH config (a plain login, as an operator would). */

@@ -69,6 +69,15 @@ test("routing during a swap: the lane's deployment wins until the store switches
   assert.match(s.kind === "unavailable" ? s.message : "", /switching from old to new \(phase kv-cache\)/);
   const done = routeTable([fresh], [switching]).resolve("vision");
   assert.equal(done.kind === "route" && done.target.deployment, "new", "the labels win once the new one serves");
+  // `up` proved it ready after the labels were read: route now rather than after the next poll.
+  const proven = lane("vision", { deployment: "new", since: "2026-01-01T00:00:10.000Z" });
+  const booting = { ...fresh, status: "booting", phase: "warmup" };
+  const early = routeTable([booting], [proven], Date.parse("2026-01-01T00:00:09.000Z")).resolve("vision");
+  assert.equal(early.kind === "route" && early.target.deployment, "new");
+  const byName = routeTable([booting], [proven], Date.parse("2026-01-01T00:00:09.000Z")).resolve("m");
+  assert.equal(byName.kind === "route" && byName.target.deployment, "new", "its served name too");
+  const stale = routeTable([booting], [proven], Date.parse("2026-01-01T00:00:11.000Z")).resolve("vision");
+  assert.equal(stale.kind, "unavailable", "labels read after the switch say booting: believe them");
   const empty = routeTable([], [lane("vision", { state: "empty" })]).resolve("vision");
   assert.equal(empty.kind === "unavailable" && empty.code, "lane_empty");
 });

@@ -272,7 +272,10 @@ function createApi(opts) {
     const data = inputs.map((x, index) => {
       const s = typeof x === 'string' ? x : JSON.stringify(x);
       tokens += Math.max(1, countWords(s));
-      return { object: 'embedding', index, embedding: embedding(s) };
+      const v = embedding(s);
+      // vLLM honours encoding_format; the openai client asks for base64 (float32, little-endian).
+      const out = body.encoding_format === 'base64' ? Buffer.from(Float32Array.from(v).buffer).toString('base64') : v;
+      return { object: 'embedding', index, embedding: out };
     });
     stats.promptTokens += tokens;
     sendJson(res, 200, {

@@ -135,6 +135,9 @@ test('boots, serves the OpenAI API, stops on SIGTERM', async () => {
   assert.equal(emb.data.length, 2);
   assert.equal(emb.data[0].embedding.length, 8);
   assert.notDeepEqual(emb.data[0].embedding, emb.data[1].embedding);
+  const b64 = JSON.parse((await req(port, 'POST', '/v1/embeddings', { model: 'm', input: ['a', 'b'], encoding_format: 'base64' })).body);
+  const floats = new Float32Array(new Uint8Array(Buffer.from(b64.data[0].embedding, 'base64')).buffer);
+  assert.deepEqual([...floats].map((x) => Number(x.toFixed(5))), emb.data[0].embedding.map((x) => Number(x.toFixed(5))));
 
   const m = (await req(port, 'GET', '/metrics')).body;
   assert.match(m, /^vllm:num_requests_running\{model_name="m"\} 0$/m);

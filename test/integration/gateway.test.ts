@@ -1,0 +1,349 @@
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import OpenAI from "openai";
+import { launcher, launcherContainers, launcherProcess, onHost, rigDown, rigUp, startGateway, variant, within, type Daemon, type Run } from "./practice-cluster.js";
+
+// The gateway, lanes and the store on the practice cluster (4 hosts, practice engine).
+const HOSTS = 4;
+const dir = mkdtempSync(path.join(tmpdir(), "launcher-gw-"));
+const KEY = "sk-launcher-test-7c1f";
+let gw: Daemon;
+let client: OpenAI;
+
+const host = (i: number): string => `10.231.0.${10 + i}`;
+const openai = (baseURL: string, apiKey = "none") => new OpenAI({ baseURL: `${baseURL}/v1`, apiKey, maxRetries: 0, timeout: 30_000 });
+
+before(async () => {
+  rigUp(HOSTS);
+  gw = await startGateway();
+  client = openai(gw.url);
+}, { timeout: 300_000 });
+after(async () => {
+  await gw?.stop();
+  await launcher(["down", "--all", "--grace", "1"]);
+  rigDown();
+  rmSync(dir, { recursive: true, force: true });
+}, { timeout: 300_000 });
+
+/** The API error a call fails with (the test fails if it succeeds). */
+async function apiError(call: () => Promise<unknown>): Promise<InstanceType<typeof OpenAI.APIError>> {
+  try {
+    await call();
+  } catch (e) {
+    if (e instanceof OpenAI.APIError) return e;
+    throw e;
+  }
+  throw new Error("expected an API error, the call succeeded");
+}
+
+async function chatModel(model: string): Promise<string> {
+  const r = await client.chat.completions.create({ model, max_tokens: 3, messages: [{ role: "user", content: "hi" }] });
+  return r.model;
+}
+
+async function streams(endpoint: string): Promise<{ open: number; started: number; aborted: number }> {
+  return (await (await fetch(`${endpoint}/practice/streams`, { signal: AbortSignal.timeout(5000) })).json()) as { open: number; started: number; aborted: number };
+}
+
+function ok(r: Run, what: string): Run {
+  assert.equal(r.code, 0, `${what}: ${r.stderr}`);
+  return r;
+}
+
+describe("launcher serve on the practice cluster", { concurrency: false }, () => {
+  test("a deployment started by `launcher up` in another process is routable within 5 s", async () => {
+    const up = ok(await launcher(["up", "practice-2x", "--lane", "main", "--json"]), "up");
+    assert.equal((JSON.parse(up.stdout) as { mode: string }).mode, "first");
+    const seen = await within(5000, "main routable through the gateway", async () => {
+      const list = await client.models.list();
+      return list.data.find((m) => m.id === "main" && (m as unknown as { status: string }).status === "serving");
+    });
+    assert.deepEqual(
+      { ...seen.value, created: 0 },
+      { id: "main", object: "model", created: 0, owned_by: "launcher", deployment: "practice-2x", recipe: "practice-2x", phase: "serving", lane: "main", status: "serving", nodes: ["n1", "n2"] },
+    );
+    assert.match(gw.log(), /\+ practice-2x (serving|booting \(\w+\)): model practice, lane main at http:\/\/10\.231\.0\.11:8000/);
+  });
+
+  test("the official openai client: chat, streaming, completions, embeddings, models", async () => {
+    const chat = await client.chat.completions.create({ model: "main", max_tokens: 6, messages: [{ role: "user", content: "hello" }] });
+    assert.equal(chat.model, "practice", "a lane alias reaches the engine as its served name");
+    assert.equal(chat.usage?.completion_tokens, 6);
+    assert.ok((chat.choices[0]?.message.content ?? "").trim().split(" ").length === 6);
+
+    const stream = await client.chat.completions.create({ model: "practice", max_tokens: 8, stream: true, messages: [{ role: "user", content: "hello" }] });
+    let text = "";
+    let chunks = 0;
+    for await (const c of stream) {
+      chunks++;
+      text += c.choices[0]?.delta.content ?? "";
+    }
+    assert.ok(chunks >= 8, `${chunks} chunks`);
+    assert.ok(text.startsWith(chat.choices[0]?.message.content ?? "?"), "same prompt, same deterministic words, streamed or not");
+
+    const completion = await client.completions.create({ model: "main", prompt: "once upon", max_tokens: 4 });
+    assert.equal(completion.usage?.completion_tokens, 4);
+    const emb = await client.embeddings.create({ model: "main", input: ["a", "b"] });
+    assert.equal(emb.data.length, 2);
+    assert.equal(emb.data[0]?.embedding.length, 8);
+    const models = (await client.models.list()).data.map((m) => m.id).sort();
+    assert.deepEqual(models, ["main", "practice"]);
+  });
+
+  test("unknown model: 404 listing the models it knows", async () => {
+    const e = await apiError(() => chatModel("no-such-model"));
+    assert.equal(e.status, 404);
+    assert.equal(e.code, "model_not_found");
+    assert.match(e.message, /the model `no-such-model` does not exist; known models: main, practice/);
+  });
+
+  test("a booting model: 503 with its phase and Retry-After; ready: 200; a node gone: 503 naming it, within 5 s", async () => {
+    const slow = variant(dir, "slow", "practice-2x", `args = ["--served-model-name", "practice-slow"]\n[env]\nPRACTICE_PHASE_DELAY_MS = "1500"\n`);
+    const boot = launcher(["up", slow, "--nodes", "n3,n4"], 120_000);
+    const booting = await within(30_000, "practice-slow answers 503 booting", async () => {
+      const e = await apiError(() => chatModel("practice-slow")).catch(() => undefined);
+      return e?.status === 503 && e.code === "model_booting" ? e : undefined;
+    });
+    assert.match(booting.value.message, /model practice-slow \(deployment slow\) is booting: phase (starting|loading|kv-cache|graph-capture|warmup)/);
+    assert.equal(booting.value.headers?.get("retry-after"), "10");
+    ok(await boot, "up slow");
+    await within(5000, "practice-slow serving", async () => ((await chatModel("practice-slow").catch(() => undefined)) === "practice-slow" ? true : undefined));
+
+    onHost(4, ["docker", "kill", "launcher-slow-r1"]);
+    const gone = await within(5000, "practice-slow answers 503 degraded", async () => {
+      const e = await apiError(() => chatModel("practice-slow")).catch(() => undefined);
+      return e?.status === 503 && e.code === "deployment_degraded" ? e : undefined;
+    });
+    assert.match(gone.value.message, /is not serving: missing .*rank 1 on n4 \(exited, exit 137\)/);
+    ok(await launcher(["down", "slow"]), "down slow");
+    await within(5000, "practice-slow forgotten", async () => ((await apiError(() => chatModel("practice-slow"))).status === 404 ? true : undefined));
+  });
+
+  test("an engine that breaks the connection: 502, never retried", async () => {
+    // A deliberately broken engine (named as such): healthy on /health, cuts every API request.
+    const script = "let n=0;require('http').createServer((q,s)=>{if(q.url==='/health'){s.end();return}n++;console.log('request',n);s.socket.destroy()}).listen(8999)";
+    const labels = ["deployment=ghost", "recipe=ghost", "recipe-hash=0", "served-model=ghost", "rank=0", "nnodes=1", "node=n4", `endpoint=http://${host(4)}:8999`].flatMap((l) => ["--label", `launcher.${l}`]);
+    onHost(4, ["docker", "run", "--detach", "--name", "ghost", "--network", "host", ...labels, "--entrypoint", "/usr/local/bin/vllm", "practice-engine:local", "-e", script]);
+    try {
+      await within(5000, "ghost discovered", async () => ((await client.models.list()).data.some((m) => m.id === "ghost" && (m as unknown as { status: string }).status === "serving") ? true : undefined));
+      const e = await apiError(() => chatModel("ghost"));
+      assert.equal(e.status, 502);
+      assert.equal(e.code, "upstream_failed");
+      assert.match(e.message, /deployment ghost \(http:\/\/10\.231\.0\.14:8999\) did not answer/);
+      assert.equal(onHost(4, ["docker", "logs", "ghost"]).trim(), "request 1", "the gateway sent the request once");
+    } finally {
+      onHost(4, ["docker", "rm", "--force", "ghost"]);
+    }
+  });
+
+  test("a client that aborts a stream stops the engine's stream", async () => {
+    const endpoint = `http://${host(1)}:8000`;
+    const before = await streams(endpoint);
+    const stream = await client.chat.completions.create({ model: "main", max_tokens: 3000, stream: true, messages: [{ role: "user", content: "a long answer" }] });
+    let got = 0;
+    for await (const _ of stream) if (++got === 5) break;
+    assert.equal(got, 5);
+    stream.controller.abort();
+    const after = await within(5000, "the engine's stream closed", async () => {
+      const s = await streams(endpoint);
+      return s.open === 0 && s.aborted > before.aborted ? s : undefined;
+    });
+    assert.equal(after.value.aborted, before.aborted + 1);
+  });
+
+  test("/health and /metrics in Prometheus text: requests, errors, time to first token, tokens per second, in flight", async () => {
+    const health = await within(5000, "the gateway's /health counts one deployment", async () => {
+      const h = (await (await fetch(`${gw.url}/health`)).json()) as { status: string; deployments: number };
+      return h.deployments === 1 ? h : undefined;
+    });
+    assert.equal(health.value.status, "ok");
+    const res = await fetch(`${gw.url}/metrics`);
+    assert.match(res.headers.get("content-type") ?? "", /text\/plain/);
+    const text = await res.text();
+    const value = (re: RegExp): number => Number(re.exec(text)?.[1] ?? "NaN");
+    assert.ok(value(/^launcher_gateway_requests_total\{model="main",lane="main",code="200"\} (\d+)$/m) >= 4, text);
+    assert.ok(value(/^launcher_gateway_requests_total\{model="practice",lane="main",code="200"\} (\d+)$/m) >= 1);
+    assert.ok(value(/^launcher_gateway_errors_total\{model="\(unknown\)",lane="",kind="unknown_model"\} (\d+)$/m) >= 1);
+    assert.ok(value(/^launcher_gateway_errors_total\{model="ghost",lane="",kind="upstream"\} (\d+)$/m) >= 1);
+    assert.ok(value(/^launcher_gateway_errors_total\{model="main",lane="main",kind="client_abort"\} (\d+)$/m) >= 1);
+    assert.ok(value(/^launcher_gateway_time_to_first_token_seconds_count\{model="practice",lane="main"\} (\d+)$/m) >= 1);
+    assert.ok(value(/^launcher_gateway_tokens_per_second_count\{model="main",lane="main"\} (\d+)$/m) >= 1);
+    assert.equal(value(/^launcher_gateway_in_flight_requests\{model="main",lane="main"\} (\d+)$/m), 0);
+    assert.ok(value(/^launcher_gateway_output_tokens_total\{model="main",lane="main"\} (\d+)$/m) >= 10);
+  });
+
+  test("API keys: refused without or with a wrong key, accepted with one; never logged; no key on a public address is refused", async () => {
+    const keyFile = path.join(dir, "keys");
+    writeFileSync(keyFile, `# gateway keys\n${KEY}\n`);
+    const secured = await startGateway(["--api-key-file", keyFile]);
+    try {
+      for (const key of ["none", `${KEY}x`]) {
+        const e = await apiError(() => openai(secured.url, key).models.list());
+        assert.equal(e.status, 401);
+        assert.equal(e.code, "invalid_api_key");
+      }
+      const r = await openai(secured.url, KEY).chat.completions.create({ model: "main", max_tokens: 2, messages: [{ role: "user", content: "hi" }] });
+      assert.equal(r.model, "practice");
+      assert.equal((await fetch(`${secured.url}/health`)).status, 200, "/health needs no key");
+      assert.equal((await fetch(`${secured.url}/metrics`)).status, 401);
+      assert.match(secured.log(), /1 API key/);
+    } finally {
+      await secured.stop();
+    }
+    assert.ok(!secured.log().includes(KEY), "the key never appears in the log");
+
+    const open = await launcher(["serve", "--listen", "0.0.0.0:0"]);
+    assert.equal(open.code, 1);
+    assert.match(open.stderr, /refusing to listen on 0\.0\.0\.0 without an API key/);
+    const keyed = await startGateway(["--listen", "0.0.0.0:0"], { LAUNCHER_API_KEY: KEY });
+    try {
+      assert.match(keyed.log(), /listening on http:\/\/0\.0\.0\.0:\d+\/v1 \(1 API key/);
+      assert.equal((await apiError(() => openai(keyed.url).models.list())).status, 401);
+      assert.ok((await openai(keyed.url, KEY).models.list()).data.length > 0);
+    } finally {
+      await keyed.stop();
+    }
+  });
+
+  test("lane swap to free nodes while a client keeps streaming: no request fails, the new model answers", async () => {
+    const b = variant(dir, "practice-b", "practice-2x", `args = ["--served-model-name", "practice-b"]\n`);
+    let swapping = true;
+    const failures: string[] = [];
+    const models: string[] = [];
+    const loop = async (): Promise<void> => {
+      // Bounded: at most 600 requests or 90 s per loop.
+      const deadline = Date.now() + 90_000;
+      for (let i = 0; i < 600 && Date.now() < deadline; i++) {
+        const doneAfterThis = !swapping;
+        try {
+          const s = await client.chat.completions.create({ model: "main", max_tokens: 20, stream: true, messages: [{ role: "user", content: `n${i}` }] });
+          let model = "";
+          let n = 0;
+          for await (const c of s) {
+            model = c.model;
+            if (c.choices[0]?.delta.content) n++;
+          }
+          if (n !== 20) failures.push(`request ${i}: ${n} tokens`);
+          models.push(model);
+        } catch (e) {
+          failures.push(`request ${i}: ${(e as Error).message}`);
+        }
+        if (doneAfterThis) break;
+      }
+    };
+    const loops = [loop(), loop()];
+    await new Promise((r) => setTimeout(r, 500));
+    const up = await launcher(["up", b, "--lane", "main", "--json"], 120_000);
+    swapping = false;
+    await Promise.all(loops);
+    ok(up, "swap up");
+    const result = JSON.parse(up.stdout) as { mode: string; replaced: string[]; deployment: string };
+    assert.deepEqual([result.mode, result.replaced, result.deployment], ["disjoint", ["practice-2x"], "practice-b"]);
+    assert.deepEqual(failures, []);
+    assert.equal(models[0], "practice");
+    assert.equal(models.at(-1), "practice-b");
+    assert.deepEqual(launcherContainers(HOSTS), ["n3:launcher-practice-b-r0:running", "n4:launcher-practice-b-r1:running"]);
+  });
+
+  test("lane swap onto its own nodes: 503 switching during the swap, then the new model answers", async () => {
+    const c = variant(dir, "practice-c", "practice-2x", `args = ["--served-model-name", "practice-c"]\n[env]\nPRACTICE_PHASE_DELAY_MS = "400"\n`);
+    const up = launcher(["up", c, "--lane", "main", "--nodes", "n3,n4", "--json"], 120_000);
+    const seen: string[] = [];
+    const answered = await within(60_000, "practice-c answers in lane main", async () => {
+      try {
+        const model = await chatModel("main");
+        seen.push(model);
+        return model === "practice-c" ? model : undefined;
+      } catch (e) {
+        seen.push(e instanceof OpenAI.APIError ? `${e.status} ${e.code ?? ""}` : String(e));
+        return undefined;
+      }
+    });
+    assert.equal(answered.value, "practice-c");
+    const result = JSON.parse(ok(await up, "overlap up").stdout) as { mode: string };
+    assert.equal(result.mode, "overlap");
+    assert.ok(seen.includes("503 lane_switching"), seen.join(", "));
+    const unexpected = seen.filter((s) => s !== "practice-b" && s !== "practice-c" && s !== "503 lane_switching");
+    assert.deepEqual(unexpected, [], "only the old model, 503 switching, then the new model");
+  });
+
+  test("a failed boot of the new recipe leaves the lane on the old one", async () => {
+    const bad = variant(dir, "practice-oom", "practice-2x", `[env]\nPRACTICE_FAULT = "oom"\n`);
+    const r = await launcher(["up", bad, "--lane", "main"], 120_000);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /boot of practice-oom failed/);
+    assert.equal(await chatModel("main"), "practice-c");
+    assert.deepEqual(launcherContainers(HOSTS), ["n3:launcher-practice-c-r0:running", "n4:launcher-practice-c-r1:running"]);
+  });
+
+  test("two ups aimed at one lane, or at the same nodes, at once: one proceeds, the other is busy at once", async () => {
+    const race = async (a: string[], b: string[]): Promise<[Run, Run]> => {
+      const first = launcherProcess(a);
+      let out1 = "";
+      let err1 = "";
+      first.stdout.on("data", (d: Buffer) => (out1 += d.toString()));
+      first.stderr.on("data", (d: Buffer) => (err1 += d.toString()));
+      const done1 = new Promise<Run>((resolve) => first.on("close", (code) => resolve({ code, stdout: out1, stderr: err1 })));
+      // The first holds its locks from before it touches a node until it is done.
+      await within(10_000, "the first up is under way", async () => (/launcher: (starting|putting)/.test(err1) ? true : undefined));
+      const second = await launcher(b, 60_000);
+      return [await done1, second];
+    };
+    // The first boots slowly (about 8 s), so the second surely comes while it is under way.
+    const slow = variant(dir, "slow-boot", "practice-2x", `[env]\nPRACTICE_PHASE_DELAY_MS = "1500"\n`);
+    const [one, two] = await race(["up", slow, "--lane", "side"], ["up", "practice-2x", "--lane", "side"]);
+    ok(one, "first up");
+    assert.equal(two.code, 1);
+    assert.match(two.stderr, /busy: lane side is in use by `launcher up \S+slow-boot --lane side` \(pid \d+/);
+    assert.deepEqual(launcherContainers(HOSTS).filter((c) => !c.includes("practice-c")), ["n1:launcher-slow-boot-r0:running", "n2:launcher-slow-boot-r1:running"], "nothing runs twice");
+    ok(await launcher(["down", "side"]), "down side");
+
+    const [a, b] = await race(["up", slow, "--name", "x1", "--nodes", "n1,n2"], ["up", "practice-2x", "--name", "x2", "--nodes", "n2,n1"]);
+    ok(a, "x1");
+    assert.equal(b.code, 1);
+    assert.match(b.stderr, /busy: node n[12] is in use by `launcher up \S+slow-boot`/);
+    ok(await launcher(["down", "x1"]), "down x1");
+  });
+
+  test("lanes and history: what each lane serves, its swaps, and every boot's phases", async () => {
+    const lanes = JSON.parse(ok(await launcher(["lanes", "--json"]), "lanes").stdout) as {
+      lanes: { lane: string; state: string; deployment?: string; running?: { deployment: string; status: string }[]; swaps: { mode: string; outcome: string; to_deployment: string }[] }[];
+    };
+    const main = lanes.lanes.find((l) => l.lane === "main");
+    assert.equal(main?.state, "serving");
+    assert.equal(main?.deployment, "practice-c");
+    assert.deepEqual(main?.running?.map((d) => [d.deployment, d.status]), [["practice-c", "serving"]]);
+    assert.deepEqual(main?.swaps.map((s) => [s.to_deployment, s.mode, s.outcome]), [
+      ["practice-oom", "disjoint", "failed"],
+      ["practice-c", "overlap", "ok"],
+      ["practice-b", "disjoint", "ok"],
+      ["practice-2x", "first", "ok"],
+    ]);
+    assert.equal(lanes.lanes.find((l) => l.lane === "side")?.state, "empty", "down emptied it");
+
+    const hist = JSON.parse(ok(await launcher(["history", "--json"]), "history").stdout) as { boots: { recipe: string; outcome: string; seconds: number; failed_node?: string; head_phases: { phase: string; seconds: number }[] }[] };
+    const oom = hist.boots.find((b) => b.recipe === "practice-oom");
+    assert.equal(oom?.outcome, "failed");
+    assert.ok(oom?.failed_node?.startsWith("n"));
+    const c = hist.boots.find((b) => b.recipe === "practice-c");
+    assert.equal(c?.outcome, "ready");
+    assert.deepEqual(c?.head_phases.map((p) => p.phase), ["starting", "loading", "kv-cache", "graph-capture", "warmup"]);
+    // PRACTICE_PHASE_DELAY_MS=400 between phases: the recorded times show it.
+    assert.ok((c?.head_phases.find((p) => p.phase === "loading")?.seconds ?? 0) >= 0.35, JSON.stringify(c?.head_phases));
+    const text = ok(await launcher(["history", "practice-c"]), "history text").stdout;
+    assert.match(text, /practice-c \([0-9a-f]{12}\)  ready after [\d.]+ s  on n3, n4  lane main/);
+    assert.match(text, /starting [\d.]+ s -> loading [\d.]+ s \(model 84\.12 GiB in [\d.]+ s\) -> kv-cache/);
+  });
+
+  test("a deployment that dies turns to 503 within 5 s", async () => {
+    onHost(3, ["docker", "kill", "launcher-practice-c-r0"]);
+    const e = await within(5000, "main answers 503", async () => {
+      const err = await apiError(() => chatModel("main")).catch(() => undefined);
+      return err?.status === 503 ? err : undefined;
+    });
+    assert.match(e.value.message, /missing rank 0 on n3/);
+  });
+});
