@@ -1,9 +1,12 @@
-// The same streaming workload, in one run, three ways: straight to the practice engine, through
+// The same streaming workloads, in one run, three ways: straight to the practice engine, through
 // `launcher serve`, and through Debian's nginx as a plain streaming reverse proxy (the reference).
-// Prints requests per second, the gaps between chunks as the client sees them (p50/p99), the
-// gateway/nginx and gateway/direct ratios, and the gateway's memory at 64 and 256 streams.
-// Run as root: npx tsx bench/gateway.ts [--streams 64] [--chunks 200] [--rounds 3]
-// Targets: >= 0.8 x nginx's throughput, <= 2 ms added to p99 chunk gap, memory flat 64 -> 256.
+// 1. throughput: STREAMS concurrent streams of CHUNKS chunks from an engine at full speed (on a
+//    2-core machine this saturates the CPU: chunk gaps there show CPU contention, not proxying);
+// 2. latency: the same streams from an engine paced at RATE tokens/s, as a real model streams:
+//    the gaps between chunks and the time to the first chunk, p50/p99, as the client sees them;
+// 3. the gateway's memory at 64 and 256 concurrent streams.
+// Run as root: npx tsx bench/gateway.ts [--streams 64] [--chunks 200] [--rounds 3] [--rate 50]
+// Targets: >= 0.8 x nginx's throughput, <= 2 ms added to p99 chunk latency, memory flat 64 -> 256.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,12 +15,14 @@ import { parseArgs } from "node:util";
 import { Agent, request } from "undici";
 import { launcher, rigDown, rigUp, startGateway, variant, type Daemon } from "../test/integration/practice-cluster.js";
 
-const { values } = parseArgs({ options: { streams: { type: "string", default: "64" }, chunks: { type: "string", default: "200" }, rounds: { type: "string", default: "3" } } });
+const { values } = parseArgs({ options: { streams: { type: "string", default: "64" }, chunks: { type: "string", default: "200" }, rounds: { type: "string", default: "3" }, rate: { type: "string", default: "50" } } });
 const STREAMS = Number(values.streams);
 const CHUNKS = Number(values.chunks);
 const ROUNDS = Number(values.rounds);
-const ENGINE = "http://10.231.0.11:8000";
-const NGINX_PORT = 18_481;
+const RATE = Number(values.rate);
+// Two engines on two practice hosts: one at full speed, one paced like a real model.
+const FAST = { engine: "http://10.231.0.11:8000", model: "fast", nginxPort: 18_481 };
+const PACED = { engine: "http://10.231.0.12:8000", model: "paced", nginxPort: 18_482 };
 
 process.env.LAUNCHER_USE_DIST = "1";
 spawnSync("npm", ["run", "build"], { stdio: "ignore" });
@@ -26,6 +31,19 @@ if (spawnSync("sh", ["-c", "command -v nginx"]).status !== 0) {
   spawnSync("sh", ["-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light"], { stdio: "inherit" });
 }
 const dir = mkdtempSync(path.join(tmpdir(), "launcher-bench-gw-"));
+
+const nginxServer = (t: typeof FAST): string => `
+  upstream ${t.model} { server ${new URL(t.engine).host}; keepalive 512; }
+  server {
+    listen 127.0.0.1:${t.nginxPort};
+    location / {
+      proxy_pass http://${t.model};
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+      proxy_read_timeout 600s;
+    }
+  }`;
 
 function startNginx(): ChildProcess {
   mkdirSync(path.join(dir, "nginx", "logs"), { recursive: true });
@@ -37,18 +55,7 @@ pid ${dir}/nginx/nginx.pid;
 error_log ${dir}/nginx/logs/error.log warn;
 events { worker_connections 4096; }
 http {
-  access_log off;
-  upstream engine { server ${new URL(ENGINE).host}; keepalive 512; }
-  server {
-    listen 127.0.0.1:${NGINX_PORT};
-    location / {
-      proxy_pass http://engine;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_buffering off;
-      proxy_read_timeout 600s;
-    }
-  }
+  access_log off;${nginxServer(FAST)}${nginxServer(PACED)}
 }
 `,
   );
@@ -59,6 +66,7 @@ interface RunStats {
   readonly seconds: number;
   readonly requests: number;
   readonly gaps: number[];
+  readonly firsts: number[];
   readonly failures: number;
 }
 
@@ -66,18 +74,21 @@ interface RunStats {
 async function load(base: string, streams: number, perClient: number, model: string, onTick?: () => void): Promise<RunStats> {
   const agent = new Agent({ connections: streams * 2, keepAliveTimeout: 10_000 });
   const gaps: number[] = [];
+  const firsts: number[] = [];
   let failures = 0;
   let requests = 0;
   const body = JSON.stringify({ model, stream: true, max_tokens: CHUNKS, messages: [{ role: "user", content: "bench" }] });
   const client = async (): Promise<void> => {
     for (let i = 0; i < perClient; i++) {
       try {
+        const sent = performance.now();
         const res = await request(`${base}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body, dispatcher: agent });
         let last = performance.now();
         let first = true;
         for await (const _ of res.body) {
           const t = performance.now();
           if (!first) gaps.push(t - last);
+          else firsts.push(t - sent);
           first = false;
           last = t;
           onTick?.();
@@ -93,7 +104,7 @@ async function load(base: string, streams: number, perClient: number, model: str
   await Promise.all(Array.from({ length: streams }, client));
   const seconds = (performance.now() - start) / 1000;
   await agent.close();
-  return { seconds, requests, gaps, failures };
+  return { seconds, requests, gaps, firsts, failures };
 }
 
 const pct = (xs: number[], p: number): number => {
@@ -109,51 +120,68 @@ function rssMiB(pid: number): number {
 let nginx: ChildProcess | undefined;
 let gateway: Daemon | undefined;
 try {
-  rigUp(1);
-  const recipe = variant(dir, "bench-engine", "practice-2x", `required_nodes = 1\ntensor_parallel_size = 1\n[env]\nPRACTICE_PHASE_DELAY_MS = "0"\nPRACTICE_LOAD_DELAY_MS = "0"\nPRACTICE_TOKENS_PER_SEC = "0"\n`);
-  const up = await launcher(["up", recipe]);
-  if (up.code !== 0) throw new Error(`up failed:\n${up.stderr}`);
-  gateway = await startGateway();
+  rigUp(2);
+  const fast = variant(dir, "bench-fast", "practice-2x", `required_nodes = 1\ntensor_parallel_size = 1\nargs = ["--served-model-name", "fast"]\n[env]\nPRACTICE_PHASE_DELAY_MS = "0"\nPRACTICE_LOAD_DELAY_MS = "0"\nPRACTICE_TOKENS_PER_SEC = "0"\n`);
+  const paced = variant(dir, "bench-paced", "practice-2x", `required_nodes = 1\ntensor_parallel_size = 1\nargs = ["--served-model-name", "paced"]\n[env]\nPRACTICE_PHASE_DELAY_MS = "0"\nPRACTICE_LOAD_DELAY_MS = "0"\nPRACTICE_TOKENS_PER_SEC = "${RATE}"\n`);
+  for (const [recipe, node] of [[fast, "n1"], [paced, "n2"]] as const) {
+    const up = await launcher(["up", recipe, "--nodes", node]);
+    if (up.code !== 0) throw new Error(`up failed:\n${up.stderr}`);
+  }
+  // The default poll interval, as a user runs it.
+  gateway = await startGateway(["--poll", "2s"]);
   nginx = startNginx();
-  for (let i = 0; i < 50 && !(await fetch(`http://127.0.0.1:${NGINX_PORT}/health`).then((r) => r.ok, () => false)); i++) await new Promise((r) => setTimeout(r, 100));
+  for (let i = 0; i < 50 && !(await fetch(`http://127.0.0.1:${FAST.nginxPort}/health`).then((r) => r.ok, () => false)); i++) await new Promise((r) => setTimeout(r, 100));
   const gatewayPid = Number(spawnSync("sh", ["-c", `pgrep -f 'dist/cli/main.js serve' | head -1`], { encoding: "utf8" }).stdout.trim());
 
-  const targets = { direct: ENGINE, gateway: gateway.url, nginx: `http://127.0.0.1:${NGINX_PORT}` } as const;
-  type Name = keyof typeof targets;
-  const names = Object.keys(targets) as Name[];
+  type Name = "direct" | "gateway" | "nginx";
+  const names: Name[] = ["direct", "gateway", "nginx"];
+  const base = (n: Name, t: typeof FAST): string => (n === "direct" ? t.engine : n === "gateway" ? (gateway?.url ?? "") : `http://127.0.0.1:${t.nginxPort}`);
   // Warm every path (connections, JIT) before measuring.
-  for (const n of names) await load(targets[n], 8, 2, "practice");
-  const results = new Map<Name, RunStats[]>(names.map((n) => [n, []]));
-  for (let round = 0; round < ROUNDS; round++) {
-    // Rotate the order so that no path always runs first (or last) in a round.
-    for (const n of [...names.slice(round % 3), ...names.slice(0, round % 3)]) results.get(n)?.push(await load(targets[n], STREAMS, 4, "practice"));
-  }
+  for (const n of names) for (const t of [FAST, PACED]) await load(base(n, t), 8, 1, t.model);
 
-  console.log(`\n${STREAMS} concurrent streams x 4 requests each, ${CHUNKS} chunks per request, ${ROUNDS} rounds; practice engine at full speed on a practice host\n`);
-  console.log("path        req/s   chunk gap p50   p99     failures");
-  const summary = new Map<Name, { rps: number; p50: number; p99: number }>();
+  const measure = async (t: typeof FAST, perClient: number): Promise<Map<Name, RunStats[]>> => {
+    const results = new Map<Name, RunStats[]>(names.map((n) => [n, []]));
+    for (let round = 0; round < ROUNDS; round++) {
+      // Rotate the order so that no path always runs first (or last) in a round.
+      for (const n of [...names.slice(round % 3), ...names.slice(0, round % 3)]) results.get(n)?.push(await load(base(n, t), STREAMS, perClient, t.model));
+    }
+    return results;
+  };
+  const sum = (runs: RunStats[], f: (r: RunStats) => number): number => runs.reduce((a, r) => a + f(r), 0);
+
+  const throughput = await measure(FAST, 4);
+  console.log(`\n1. throughput: ${STREAMS} concurrent streams x 4 requests, ${CHUNKS} chunks each, engine at full speed, ${ROUNDS} rounds`);
+  console.log("path        req/s   chunk gap p50     p99   failures");
+  const rps = new Map<Name, number>();
   for (const n of names) {
-    const runs = results.get(n) ?? [];
-    const rps = runs.reduce((a, r) => a + r.requests, 0) / runs.reduce((a, r) => a + r.seconds, 0);
+    const runs = throughput.get(n) ?? [];
+    rps.set(n, sum(runs, (r) => r.requests) / sum(runs, (r) => r.seconds));
     const gaps = runs.flatMap((r) => r.gaps);
-    const s = { rps, p50: pct(gaps, 50), p99: pct(gaps, 99) };
-    summary.set(n, s);
-    console.log(`${n.padEnd(10)} ${rps.toFixed(1).padStart(6)}   ${s.p50.toFixed(3).padStart(8)} ms  ${s.p99.toFixed(3).padStart(7)} ms  ${runs.reduce((a, r) => a + r.failures, 0)}`);
+    console.log(`${n.padEnd(10)} ${(rps.get(n) ?? 0).toFixed(1).padStart(6)}   ${pct(gaps, 50).toFixed(3).padStart(8)} ms ${pct(gaps, 99).toFixed(3).padStart(8)} ms  ${sum(runs, (r) => r.failures)}`);
   }
-  const g = summary.get("gateway");
-  const x = summary.get("nginx");
-  const d = summary.get("direct");
-  if (g && x && d) {
-    console.log(`\ngateway / nginx throughput:  ${(g.rps / x.rps).toFixed(2)} x   (target >= 0.8)`);
-    console.log(`gateway / direct throughput: ${(g.rps / d.rps).toFixed(2)} x`);
-    console.log(`p99 chunk gap added: gateway ${(g.p99 - d.p99).toFixed(3)} ms, nginx ${(x.p99 - d.p99).toFixed(3)} ms   (target: gateway <= 2 ms)`);
+  const ratio = (a: number | undefined, b: number | undefined): string => ((a ?? NaN) / (b ?? NaN)).toFixed(2);
+  console.log(`gateway / nginx throughput:  ${ratio(rps.get("gateway"), rps.get("nginx"))} x   (target >= 0.8)`);
+  console.log(`gateway / direct throughput: ${ratio(rps.get("gateway"), rps.get("direct"))} x`);
+
+  const latency = await measure(PACED, 1);
+  console.log(`\n2. latency: ${STREAMS} concurrent streams of ${CHUNKS} chunks at ${RATE} tokens/s each (a chunk every ${(1000 / RATE).toFixed(0)} ms), ${ROUNDS} rounds`);
+  console.log("path        chunk gap p50     p99      first chunk p50     p99   failures");
+  const p99 = new Map<Name, number>();
+  for (const n of names) {
+    const runs = latency.get(n) ?? [];
+    const gaps = runs.flatMap((r) => r.gaps);
+    const firsts = runs.flatMap((r) => r.firsts);
+    p99.set(n, pct(gaps, 99));
+    console.log(`${n.padEnd(10)} ${pct(gaps, 50).toFixed(3).padStart(9)} ms ${pct(gaps, 99).toFixed(3).padStart(8)} ms   ${pct(firsts, 50).toFixed(3).padStart(9)} ms ${pct(firsts, 99).toFixed(3).padStart(8)} ms  ${sum(runs, (r) => r.failures)}`);
   }
+  const added = (n: Name): string => ((p99.get(n) ?? NaN) - (p99.get("direct") ?? NaN)).toFixed(3);
+  console.log(`p99 chunk gap added over direct: gateway ${added("gateway")} ms, nginx ${added("nginx")} ms   (target: gateway <= 2 ms)`);
 
   // Memory: the gateway's resident size at its peak under 64 and then 256 concurrent streams.
   const peakUnder = async (streams: number): Promise<number> => {
     let peak = rssMiB(gatewayPid);
     let ticks = 0;
-    await load(gateway?.url ?? "", streams, 2, "practice", () => {
+    await load(gateway?.url ?? "", streams, 2, FAST.model, () => {
       if (++ticks % 500 === 0) peak = Math.max(peak, rssMiB(gatewayPid));
     });
     return peak;
@@ -161,7 +189,7 @@ try {
   const idle = rssMiB(gatewayPid);
   const at64 = await peakUnder(64);
   const at256 = await peakUnder(256);
-  console.log(`\ngateway memory (RSS): idle ${idle.toFixed(1)} MiB, peak at 64 streams ${at64.toFixed(1)} MiB, at 256 streams ${at256.toFixed(1)} MiB; 256/64 = ${(at256 / at64).toFixed(2)} x   (target: flat, about 1 x)`);
+  console.log(`\n3. gateway memory (RSS): idle ${idle.toFixed(1)} MiB, peak at 64 streams ${at64.toFixed(1)} MiB, at 256 streams ${at256.toFixed(1)} MiB; 256/64 = ${(at256 / at64).toFixed(2)} x   (target: flat, about 1 x)`);
 } finally {
   nginx?.kill("SIGTERM");
   await gateway?.stop();

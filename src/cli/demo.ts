@@ -6,7 +6,7 @@ import type { Command } from "commander";
 import { UserError } from "../config/errors.js";
 import { removeContainers } from "../deploy/down.js";
 import { openSession } from "../deploy/session.js";
-import { loadCluster, PACKAGE_ROOT } from "./load.js";
+import { loadCluster, PACKAGE_ROOT, selfArgv } from "./load.js";
 import type { Output } from "./output.js";
 import { runUp } from "./up.js";
 
@@ -45,7 +45,8 @@ function stopGateway(): void {
 async function startGateway(port: number): Promise<string> {
   stopGateway();
   const log = openSync(GATEWAY_LOG, "w");
-  const child = spawn(process.execPath, [...process.execArgv, process.argv[1] ?? "", "serve", "--listen", `127.0.0.1:${port}`, "--cluster", CLUSTER], { detached: true, stdio: ["ignore", log, log] });
+  const [program, ...args] = selfArgv(["serve", "--listen", `127.0.0.1:${port}`, "--cluster", CLUSTER]);
+  const child = spawn(program as string, args, { detached: true, stdio: ["ignore", log, log] });
   closeSync(log);
   child.unref();
   writeFileSync(GATEWAY_PID, String(child.pid));

@@ -66,3 +66,8 @@ export function openStore(): Store {
     throw new UserError(`cannot open the state store ${file}: ${(e as Error).message}`, "check that the folder is writable, or set XDG_STATE_HOME");
   }
 }
+
+/** The command line that runs this same launcher (dist or sources) with other arguments. */
+export function selfArgv(args: readonly string[]): string[] {
+  return [process.execPath, ...process.execArgv, process.argv[1] ?? "launcher", ...args];
+}

@@ -1,7 +1,6 @@
 import { readFileSync } from "node:fs";
 import type { Command } from "commander";
 import { UserError } from "../config/errors.js";
-import { openSession } from "../deploy/session.js";
 import { keyChecker, parseKeyFile } from "../gateway/auth.js";
 import { Discovery } from "../gateway/discovery.js";
 import { isLoopback, parseListen } from "../gateway/listen.js";
@@ -10,7 +9,7 @@ import { routeTable, type RouteTable } from "../gateway/routes.js";
 import { createGateway } from "../gateway/server.js";
 import type { LaneRecord } from "../store/store.js";
 import { parseDuration } from "./duration.js";
-import { loadCluster, openStore } from "./load.js";
+import { clusterPath, loadCluster, openStore, selfArgv } from "./load.js";
 import type { Output } from "./output.js";
 
 interface ServeFlags {
@@ -62,10 +61,14 @@ export function registerServe(program: Command, io: Output): void {
         throw new UserError(`refusing to listen on ${listen.host} without an API key: anyone on that network could use the cluster`, "pass --api-key-file FILE (or set LAUNCHER_API_KEY), or listen on 127.0.0.1");
       }
       const pollMs = parseDuration(flags.poll, "--poll");
-      const clusters = (flags.cluster ?? [undefined]).map((f) => loadCluster(f));
-      const sessions = await Promise.all(clusters.map((c) => openSession(c)));
+      const files = (flags.cluster ?? [undefined]).map((f) => clusterPath(f));
+      // Read here first, so that a broken cluster file stops the daemon at start with its errors.
+      const clusters = files.map((f) => loadCluster(f));
       const store = openStore();
-      const discovery = new Discovery(sessions, pollMs, (line) => io.err(`launcher serve: ${line}`));
+      const discovery = new Discovery(
+        clusters.map((c, i) => ({ cluster: c.name, argv: selfArgv(["status", "--watch", `${pollMs}ms`, "--json", "--cluster", files[i] as string]) })),
+        (line) => io.err(`launcher serve: ${line}`),
+      );
       const metrics = new GatewayMetrics();
 
       // Rebuilt only when the labels or the store changed; the store is checked on every request
@@ -106,8 +109,8 @@ export function registerServe(program: Command, io: Output): void {
         bodyTimeoutMs: parseDuration(flags.idleTimeout, "--idle-timeout"),
         maxBodyBytes: 64 * 1024 * 1024,
       });
-      await discovery.poll().catch((e: unknown) => io.err(`launcher serve: first discovery failed: ${(e as Error).message}`));
       discovery.start();
+      await discovery.ready(30_000);
       await new Promise<void>((resolve, reject) => {
         gateway.server.once("error", (e: NodeJS.ErrnoException) =>
           reject(e.code === "EADDRINUSE" ? new UserError(`${flags.listen} is already in use`, "stop what listens there or pass --listen HOST:PORT") : e),

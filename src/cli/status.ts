@@ -1,31 +1,76 @@
+import { createInterface } from "node:readline";
 import type { Command } from "commander";
-import { clusterStatus } from "../deploy/status.js";
+import { clusterStatus, type DeploymentStatus } from "../deploy/status.js";
 import { openSession } from "../deploy/session.js";
+import { parseDuration } from "./duration.js";
 import { loadCluster } from "./load.js";
 import type { Output } from "./output.js";
 
 const uptime = (s: number | undefined): string =>
   s === undefined ? "-" : s >= 3600 ? `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60)}m` : s >= 60 ? `${Math.floor(s / 60)}m${s % 60}s` : `${s}s`;
 
+function printText(io: Output, deployments: readonly DeploymentStatus[], unreachable: readonly string[]): void {
+  if (deployments.length === 0) io.out("no deployments");
+  for (const d of deployments) {
+    io.out(`${d.deployment}  ${d.status}${d.status === "booting" ? ` (${d.phase})` : ""}${d.lane === undefined ? "" : `  lane ${d.lane}`}  recipe ${d.recipe} (${d.recipe_hash})  model ${d.served_model}  ${d.endpoint}/v1  up ${uptime(d.uptime_seconds)}`);
+    for (const r of d.ranks) io.out(`  rank ${r.rank}  ${r.node.padEnd(10)} ${r.state}${r.exit_code === undefined ? "" : ` (exit ${r.exit_code})`}  ${r.container}`);
+    for (const m of d.missing) io.out(`  missing: ${m}`);
+  }
+  for (const n of unreachable) io.err(`warning: ${n} is unreachable; its containers are not listed`);
+}
+
 export function registerStatus(program: Command, io: Output): void {
   program
     .command("status")
     .description("every deployment found on the nodes, from the containers' labels")
     .option("--cluster <file>", "cluster file (default: $LAUNCHER_CLUSTER or ./cluster.toml)")
+    .option("--watch <interval>", "poll again every interval (with --json: one JSON line per poll; a line on stdin polls at once)")
     .option("--json", "print as JSON")
-    .action(async (opts: { cluster?: string; json?: boolean }) => {
+    .action(async (opts: { cluster?: string; json?: boolean; watch?: string }) => {
       const session = await openSession(loadCluster(opts.cluster));
-      const { deployments, unreachable } = await clusterStatus(session, new Date());
-      if (opts.json) {
-        io.json({ deployments, unreachable });
+      if (opts.watch === undefined) {
+        const { deployments, unreachable } = await clusterStatus(session, new Date());
+        if (opts.json) io.json({ deployments, unreachable });
+        else printText(io, deployments, unreachable);
         return;
       }
-      if (deployments.length === 0) io.out("no deployments");
-      for (const d of deployments) {
-        io.out(`${d.deployment}  ${d.status}${d.lane === undefined ? "" : `  lane ${d.lane}`}  recipe ${d.recipe} (${d.recipe_hash})  model ${d.served_model}  ${d.endpoint}/v1  up ${uptime(d.uptime_seconds)}`);
-        for (const r of d.ranks) io.out(`  rank ${r.rank}  ${r.node.padEnd(10)} ${r.state}${r.exit_code === undefined ? "" : ` (exit ${r.exit_code})`}  ${r.container}`);
-        for (const m of d.missing) io.out(`  missing: ${m}`);
+      const intervalMs = parseDuration(opts.watch, "--watch");
+      let stopped = false;
+      let wake: (() => void) | undefined;
+      const stop = (): void => {
+        stopped = true;
+        wake?.();
+      };
+      process.once("SIGINT", stop);
+      process.once("SIGTERM", stop);
+      // A reader that goes away (the gateway that started this) ends the watch.
+      const input = createInterface({ input: process.stdin });
+      input.on("line", () => wake?.());
+      input.on("close", () => {
+        if (!process.stdin.isTTY) stop();
+      });
+      try {
+        while (!stopped) {
+          const { deployments, unreachable } = await clusterStatus(session, new Date());
+          if (opts.json) process.stdout.write(`${JSON.stringify({ deployments, unreachable, at: new Date().toISOString() })}\n`);
+          else {
+            io.out(`--- ${new Date().toISOString()}`);
+            printText(io, deployments, unreachable);
+          }
+          if (stopped) break;
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, intervalMs);
+            wake = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+          wake = undefined;
+        }
+      } finally {
+        input.close();
+        process.off("SIGINT", stop);
+        process.off("SIGTERM", stop);
       }
-      for (const n of unreachable) io.err(`warning: ${n} is unreachable; its containers are not listed`);
     });
 }

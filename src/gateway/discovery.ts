@@ -1,29 +1,44 @@
-import type { ClusterSession } from "../deploy/session.js";
-import { clusterStatus } from "../deploy/status.js";
+import { spawn, type ChildProcess } from "node:child_process";
+import { createInterface } from "node:readline";
+import type { DeploymentStatus } from "../deploy/status.js";
 import type { KnownDeployment } from "./routes.js";
 
 export interface Snapshot {
   readonly deployments: readonly KnownDeployment[];
   readonly unreachable: readonly string[];
-  /** When the last poll finished; undefined before the first. */
+  /** When the oldest of the clusters' last polls finished; undefined before the first. */
   readonly at?: Date;
+}
+
+/** One cluster, watched by a `launcher status --watch --json` process started with `argv`. */
+export interface WatchSource {
+  readonly cluster: string;
+  readonly argv: readonly string[];
+}
+
+interface Poll {
+  readonly deployments: readonly DeploymentStatus[];
+  readonly unreachable: readonly string[];
+  readonly at: string;
 }
 
 const describe = (d: KnownDeployment): string => `${d.deployment} ${d.status}${d.status === "booting" ? ` (${d.phase})` : ""}`;
 
 /**
- * Polls every cluster's labels, so deployments started anywhere appear and dead ones turn
- * unavailable within one interval (plus one SSH round trip).
+ * Keeps the gateway's picture of every cluster's labels fresh. The polling runs in a separate
+ * `launcher status --watch` process per cluster: each poll starts ssh clients, and starting a
+ * process from the gateway's own (larger) process would stall every stream it serves for
+ * milliseconds at a time.
  */
 export class Discovery {
   private current: Snapshot = { deployments: [], unreachable: [] };
+  private readonly polls = new Map<string, Poll>();
+  private readonly children = new Map<string, ChildProcess>();
   private stopped = false;
-  private wake: (() => void) | undefined;
-  private loop: Promise<void> | undefined;
+  private firstWaiters: (() => void)[] = [];
 
   constructor(
-    private readonly sessions: readonly ClusterSession[],
-    private readonly intervalMs: number,
+    private readonly sources: readonly WatchSource[],
     private readonly log: (line: string) => void,
   ) {}
 
@@ -31,50 +46,78 @@ export class Discovery {
     return this.current;
   }
 
-  /** Polls once now (the first poll, or after an upstream failed). */
-  async poll(): Promise<Snapshot> {
-    const results = await Promise.all(
-      this.sessions.map(async (s) => {
-        const { deployments, unreachable } = await clusterStatus(s, new Date());
-        return { deployments: deployments.map((d) => ({ ...d, cluster: s.cluster.name })), unreachable: unreachable.map((n) => `${s.cluster.name}/${n}`) };
-      }),
-    );
-    const next: Snapshot = { deployments: results.flatMap((r) => r.deployments), unreachable: results.flatMap((r) => r.unreachable), at: new Date() };
-    this.report(this.current, next);
-    this.current = next;
-    return next;
-  }
-
   start(): void {
-    this.loop ??= (async () => {
-      while (!this.stopped) {
-        try {
-          await this.poll();
-        } catch (e) {
-          this.log(`discovery failed: ${(e as Error).message}`);
-        }
-        if (this.stopped) break;
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, this.intervalMs);
-          this.wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-        this.wake = undefined;
-      }
-    })();
+    for (const s of this.sources) this.watch(s, 0);
   }
 
-  /** Cuts the wait short: something looked wrong, look again now. */
+  /** Resolves once every cluster has been read once, or after `timeoutMs`. */
+  ready(timeoutMs: number): Promise<void> {
+    if (this.polls.size === this.sources.length) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      this.firstWaiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  /** Cuts the wait short: something looked wrong (or a lane changed), look again now. */
   refreshSoon(): void {
-    this.wake?.();
+    for (const c of this.children.values()) c.stdin?.write("\n");
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.wake?.();
-    await this.loop;
+    await Promise.all(
+      [...this.children.values()].map(
+        (c) =>
+          new Promise<void>((resolve) => {
+            if (c.exitCode !== null || c.signalCode !== null) return resolve();
+            c.once("close", () => resolve());
+            c.kill("SIGTERM");
+          }),
+      ),
+    );
+  }
+
+  private watch(source: WatchSource, restarts: number): void {
+    const [program, ...args] = source.argv;
+    const child = spawn(program as string, args, { stdio: ["pipe", "pipe", "pipe"] });
+    this.children.set(source.cluster, child);
+    child.stdin.on("error", () => undefined);
+    createInterface({ input: child.stdout }).on("line", (line) => {
+      try {
+        this.update(source.cluster, JSON.parse(line) as Poll);
+      } catch {
+        this.log(`discovery of ${source.cluster}: unreadable line: ${line.slice(0, 200)}`);
+      }
+    });
+    createInterface({ input: child.stderr }).on("line", (line) => this.log(`discovery of ${source.cluster}: ${line}`));
+    child.on("close", (code) => {
+      if (this.stopped) return;
+      // Bounded back-off: 1 s, 2 s, ... 30 s between restarts of a watcher that keeps failing.
+      const wait = Math.min(30_000, 1000 * 2 ** Math.min(restarts, 5));
+      this.log(`discovery of ${source.cluster} stopped (exit ${code}); restarting in ${wait / 1000} s`);
+      setTimeout(() => {
+        if (!this.stopped) this.watch(source, restarts + 1);
+      }, wait).unref();
+    });
+  }
+
+  private update(cluster: string, poll: Poll): void {
+    this.polls.set(cluster, poll);
+    const all = [...this.polls];
+    const next: Snapshot = {
+      deployments: all.flatMap(([c, p]) => p.deployments.map((d) => ({ ...d, cluster: c }))),
+      unreachable: all.flatMap(([c, p]) => p.unreachable.map((n) => `${c}/${n}`)),
+      at: new Date(Math.min(...all.map(([, p]) => Date.parse(p.at)))),
+    };
+    this.report(this.current, next);
+    this.current = next;
+    if (this.polls.size === this.sources.length) {
+      for (const w of this.firstWaiters.splice(0)) w();
+    }
   }
 
   private report(before: Snapshot, after: Snapshot): void {

@@ -49,85 +49,94 @@ function usageTokens(chunks: readonly Buffer[]): number | undefined {
  * that goes away aborts the upstream request, so the engine stops generating.
  */
 export function forward(req: IncomingMessage, res: ServerResponse, options: ForwardOptions): Promise<ForwardResult> {
-  const controller = new AbortController();
-  let clientGone = false;
-  const onClose = (): void => {
-    if (!res.writableFinished) {
-      clientGone = true;
-      controller.abort();
-    }
-  };
-  res.on("close", onClose);
   const headers = forwardHeaders(req.headers, REQUEST_DROP) as Record<string, string | string[]>;
   if (options.body !== undefined) headers["content-length"] = String(options.body.length);
 
   return new Promise<ForwardResult>((resolve) => {
+    let controller: Dispatcher.DispatchController | undefined;
+    let clientGone = false;
     let streamedChunks = 0;
     let firstChunkAt: number | undefined;
     let status = 0;
+    let streaming = false;
+    let keepJson = false;
+    const kept: Buffer[] = [];
+    let keptBytes = 0;
+    let settled = false;
     const finish = (r: Omit<ForwardResult, "streamedChunks" | "status">): void => {
+      if (settled) return;
+      settled = true;
       res.off("close", onClose);
       resolve({ status, streamedChunks, ...(firstChunkAt === undefined ? {} : { firstChunkAt }), ...r });
     };
-    options.dispatcher
-      .request({
+    const onClose = (): void => {
+      if (res.writableFinished) return;
+      clientGone = true;
+      controller?.abort(new Error("client closed the connection"));
+      finish({ outcome: "client_abort" });
+    };
+    res.on("close", onClose);
+    const resume = (): void => controller?.resume();
+
+    // The raw dispatch API: each chunk goes from the engine's socket to the client's with no
+    // stream machinery in between.
+    options.dispatcher.dispatch(
+      {
         origin: options.endpoint,
         path: req.url ?? "/",
         method: (req.method ?? "GET") as Dispatcher.HttpMethod,
         headers,
         body: options.body ?? null,
-        signal: controller.signal,
         headersTimeout: options.headersTimeoutMs,
         bodyTimeout: options.bodyTimeoutMs,
-      })
-      .then(
-        ({ statusCode, headers: upstreamHeaders, body }) => {
+      },
+      {
+        onRequestStart(c) {
+          controller = c;
+          if (clientGone) c.abort(new Error("client closed the connection"));
+        },
+        onResponseStart(_c, statusCode, upstreamHeaders) {
           status = statusCode;
-          if (clientGone) {
-            body.destroy();
-            finish({ outcome: "client_abort" });
-            return;
-          }
           const out = forwardHeaders(upstreamHeaders, RESPONSE_DROP);
           const contentType = String(upstreamHeaders["content-type"] ?? "");
-          const streaming = contentType.startsWith("text/event-stream");
+          streaming = contentType.startsWith("text/event-stream");
+          keepJson = !streaming && contentType.includes("json");
           // nginx and other proxies in front must not hold chunks back either.
           if (streaming) out["x-accel-buffering"] = "no";
           res.writeHead(statusCode, out);
           res.flushHeaders();
-          const kept: Buffer[] = [];
-          let keptBytes = 0;
-          body.on("data", (chunk: Buffer) => {
-            firstChunkAt ??= options.now();
-            if (streaming) streamedChunks += countEvents(chunk);
-            else if (keptBytes < KEEP_JSON_BYTES && contentType.includes("json")) {
-              kept.push(chunk);
-              keptBytes += chunk.length;
-            }
-            if (!res.write(chunk)) {
-              body.pause();
-              res.once("drain", () => body.resume());
-            }
-          });
-          body.on("end", () => {
-            res.end();
-            const tokens = streaming ? undefined : usageTokens(kept);
-            finish({ outcome: "done", endedAt: options.now(), ...(tokens === undefined ? {} : { completionTokens: tokens }) });
-          });
-          body.on("error", (e: Error) => {
-            if (clientGone) {
-              finish({ outcome: "client_abort" });
-              return;
-            }
-            // Headers are out: the only honest signal left is to cut the connection.
-            res.destroy();
-            finish({ outcome: "upstream_broke", error: e.message });
-          });
         },
-        (e: Error) => {
-          if (clientGone) finish({ outcome: "client_abort" });
-          else finish({ outcome: "upstream_unreachable", error: (e as Error & { code?: string }).code ?? e.message });
+        onResponseData(c, chunk) {
+          firstChunkAt ??= options.now();
+          if (streaming) streamedChunks += countEvents(chunk);
+          else if (keepJson && keptBytes < KEEP_JSON_BYTES) {
+            kept.push(chunk);
+            keptBytes += chunk.length;
+          }
+          if (!res.write(chunk)) {
+            c.pause();
+            res.once("drain", resume);
+          }
         },
-      );
+        onResponseEnd() {
+          res.end();
+          const tokens = keepJson ? usageTokens(kept) : undefined;
+          finish({ outcome: "done", endedAt: options.now(), ...(tokens === undefined ? {} : { completionTokens: tokens }) });
+        },
+        onResponseError(_c, e) {
+          if (clientGone) {
+            finish({ outcome: "client_abort" });
+            return;
+          }
+          if (status === 0) {
+            finish({ outcome: "upstream_unreachable", error: (e as Error & { code?: string }).code ?? e.message });
+            return;
+          }
+          // Headers are out: the only honest signal left is to cut the connection.
+          res.destroy();
+          finish({ outcome: "upstream_broke", error: e.message });
+        },
+      },
+    );
   });
 }
