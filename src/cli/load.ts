@@ -20,6 +20,12 @@ export function recipeDirs(): string[] {
   return [...dirs, path.resolve("recipes"), path.join(PACKAGE_ROOT, "recipes")];
 }
 
+/** Where image folders live: docker-images/ beside each recipes/ folder, and $LAUNCHER_DOCKER_IMAGES. */
+export function imageRoots(): string[] {
+  const fromEnv = process.env.LAUNCHER_DOCKER_IMAGES;
+  return [...(fromEnv ? fromEnv.split(":").filter(Boolean) : []), ...recipeDirs().map((d) => path.join(path.dirname(d), "docker-images"))];
+}
+
 export function resolveRecipeRef(ref: string, gpusPerNode?: number): Resolved {
   return resolveRecipe(ref, fileRecipeSource(recipeDirs()), gpusPerNode === undefined ? {} : { gpusPerNode });
 }

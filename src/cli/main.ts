@@ -14,6 +14,8 @@ import { registerDemo } from "./demo.js";
 import { registerLanes } from "./lanes.js";
 import { registerHistory } from "./history.js";
 import { registerServe } from "./serve.js";
+import { registerImages } from "./images.js";
+import { registerDoctor } from "./doctor.js";
 
 export function buildProgram(): Command {
   const program = new Command()
@@ -30,6 +32,8 @@ export function buildProgram(): Command {
   registerStatus(program, consoleOutput);
   registerLogs(program, consoleOutput);
   registerDown(program, consoleOutput);
+  registerImages(program, consoleOutput);
+  registerDoctor(program, consoleOutput);
   registerServe(program, consoleOutput);
   registerLanes(program, consoleOutput);
   registerHistory(program, consoleOutput);

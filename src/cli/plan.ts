@@ -3,7 +3,8 @@ import type { Cluster } from "../cluster/cluster.js";
 import { planDeployment, type Plan } from "../plan/plan.js";
 import { planJson, planText } from "../plan/render.js";
 import { UserError } from "../config/errors.js";
-import { gpusPerNode, loadCluster, loadRecipe } from "./load.js";
+import { withDetected } from "../cluster/detect.js";
+import { gpusPerNode, loadCluster, loadRecipe, openStore } from "./load.js";
 import type { Output } from "./output.js";
 
 export interface PlanFlags {
@@ -52,7 +53,13 @@ export function registerPlan(program: Command, io: Output): void {
     .option("--nodes <names>", "comma-separated nodes to use, head first (default: the first the recipe needs)")
     .option("--json", "print the plan as JSON")
     .action((ref: string, opts: PlanFlags & { json?: boolean }) => {
-      const plan = planFromFlags(ref, opts, io);
+      const cluster = loadCluster(opts.cluster);
+      // Fabric values that doctor or up detected fill what the cluster file leaves out.
+      const store = openStore();
+      const stored = store.facts(cluster.name);
+      store.close();
+      if (stored.detected_at !== undefined) io.err(`launcher: using fabric values detected on the nodes at ${stored.detected_at} where ${cluster.file} gives none (launcher doctor refreshes them)`);
+      const plan = planFromFlags(ref, opts, io, withDetected(cluster, stored.facts));
       if (opts.json) io.json(planJson(plan));
       else io.out(planText(plan));
     });

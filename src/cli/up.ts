@@ -1,5 +1,9 @@
 import type { Command } from "commander";
+import { withDetected } from "../cluster/detect.js";
+import { UserError } from "../config/errors.js";
+import { doctor } from "../deploy/doctor.js";
 import { recordedUp } from "../deploy/launch.js";
+import type { ClusterSession } from "../deploy/session.js";
 import { upInLane } from "../deploy/lane.js";
 import { holdOrBusy, laneKey, nodeKey } from "../deploy/locks.js";
 import { openSession } from "../deploy/session.js";
@@ -7,11 +11,13 @@ import { progressReporter } from "../deploy/progress.js";
 import { parseDuration } from "./duration.js";
 import { loadCluster, openStore } from "./load.js";
 import type { Output } from "./output.js";
+import type { Store } from "../store/store.js";
 import { planFromFlags, type PlanFlags } from "./plan.js";
 
 export interface UpFlags extends PlanFlags {
   timeout?: string;
   drain?: string;
+  push?: boolean;
   json?: boolean;
 }
 
@@ -32,6 +38,21 @@ export async function withInterrupts<T>(fn: (signal: AbortSignal) => Promise<T>)
   }
 }
 
+/**
+ * Reads each node's fabric (its own HCAs, GID index, interface and MTU) and fills what the
+ * cluster file leaves out; findings that would break this boot stop it before any container runs.
+ */
+async function detectFabric(session: ClusterSession, store: Store, nodes: readonly string[], now: () => Date): Promise<ClusterSession> {
+  const report = await doctor(session, { peers: false });
+  const facts = new Map(report.nodes.filter((n) => n.ssh).map((n) => [n.node, n.facts]));
+  store.saveFacts(session.cluster.name, facts, now().toISOString());
+  const blocking = report.findings.filter((f) => f.severity === "error" && nodes.includes(f.node) && !f.message.startsWith("SSH unreachable"));
+  if (blocking.length > 0) {
+    throw new UserError(`the fabric check failed; no container was started:\n${blocking.map((f) => `  - ${f.node}: ${f.message}\n    fix: ${f.fix}`).join("\n")}`, "launcher doctor shows every node's fabric");
+  }
+  return { ...session, cluster: withDetected(session.cluster, facts) };
+}
+
 export async function runUp(ref: string, flags: UpFlags, io: Output): Promise<void> {
   const timeoutMs = parseDuration(flags.timeout ?? "60m", "--timeout");
   const drainMs = parseDuration(flags.drain ?? "2m", "--drain");
@@ -44,10 +65,10 @@ export async function runUp(ref: string, flags: UpFlags, io: Output): Promise<vo
   const release: (() => void)[] = [];
   try {
     if (flags.lane !== undefined) release.push(holdOrBusy(store, [laneKey(flags.lane)], what, now));
-    const session = await openSession(cluster);
+    const session = await detectFabric(await openSession(cluster), store, first.nodes.map((n) => n.node), now);
     const progress = progressReporter(process.stderr, Date.now);
     const result = await withInterrupts(async (signal) => {
-      const options = { timeoutMs, signal, progress };
+      const options = { timeoutMs, signal, progress, push: flags.push !== false };
       if (flags.lane === undefined) {
         const plan = planFromFlags(ref, flags, io, session.cluster);
         release.push(holdOrBusy(store, plan.nodes.map((n) => nodeKey(plan.cluster, n.node)), what, now));
@@ -89,6 +110,7 @@ export function registerUp(program: Command, io: Output): void {
     .option("--port <port>", "API port on the head")
     .option("--timeout <duration>", "give up (and roll back) after this long", "60m")
     .option("--drain <duration>", "in a lane swap, how long the old deployment may finish running requests", "2m")
+    .option("--no-push", "fail instead of sending the image to nodes that lack it or hold another build")
     .option("--json", "print the result as JSON")
     .action((ref: string, opts: UpFlags) => runUp(ref, opts, io));
 }

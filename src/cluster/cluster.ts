@@ -13,6 +13,8 @@ export interface ClusterNode {
   readonly gpus: number;
   /** Where HTTP reaches the node; host may be an SSH alias that only ssh understands. */
   readonly address?: string;
+  /** Active RoCE ports, as detected (never from the cluster file): four means mesh or ring cabling. */
+  readonly ports_up?: number;
 }
 
 export interface SshSettings {

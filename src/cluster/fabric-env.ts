@@ -1,5 +1,8 @@
 import type { ClusterNode } from "./cluster.js";
 
+// Four fabric ports up (mesh or ring cabling between Sparks): what NCCL needs to use them all.
+const FOUR_PORT_ENV: Readonly<Record<string, string>> = { NCCL_IB_SUBNET_AWARE_ROUTING: "1", NCCL_IB_MERGE_NICS: "0", NCCL_NET_PLUGIN: "none" };
+
 const IFACE_ENV_KEYS = ["NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "UCX_NET_DEVICES", "MN_IF_NAME", "OMPI_MCA_btl_tcp_if_include"] as const;
 
 /** Every env key launcher sets from the cluster file; recipes must leave them alone. */
@@ -11,6 +14,7 @@ export const FABRIC_ENV_KEYS: readonly string[] = [
   "VLLM_HOST_IP",
   "RAY_NODE_IP_ADDRESS",
   "RAY_OVERRIDE_NODE_IP_ADDRESS",
+  ...Object.keys(FOUR_PORT_ENV),
 ];
 
 /** The fabric env of one node, from that node's own values only: a worker never gets the head's. */
@@ -26,6 +30,7 @@ export function fabricEnv(node: ClusterNode, backend: "mp" | "ray"): Record<stri
     env.NCCL_IB_DISABLE = "0";
   }
   if (node.gid_index !== undefined) env.NCCL_IB_GID_INDEX = String(node.gid_index);
+  if ((node.ports_up ?? 0) >= 4) Object.assign(env, FOUR_PORT_ENV);
   if (node.fabric_ip !== undefined) {
     env.VLLM_HOST_IP = node.fabric_ip;
     if (backend === "ray") {

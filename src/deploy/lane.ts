@@ -7,7 +7,8 @@ import { recordedUp } from "./launch.js";
 import { holdOrBusy, nodeKey } from "./locks.js";
 import { placeSwap } from "./placement.js";
 import { preflight } from "./preflight.js";
-import type { ClusterSession } from "./session.js";
+import { dockerOf, type ClusterSession } from "./session.js";
+import { ensureImage } from "./images.js";
 import { clusterStatus, type DeploymentStatus } from "./status.js";
 import type { UpOptions, UpResult } from "./up.js";
 
@@ -105,6 +106,7 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
     }
     // Check everything but the nodes the old deployment frees before stopping it: a typo must
     // not cost the lane its model.
+    if (options.push !== false) await ensureImage(plan.recipe.docker_image, plan.nodes.map((n) => dockerOf(session, n.node)), (t) => options.progress.note(t));
     await preflight(plan, session, replacingNames);
     store.setLane({
       name: lane,

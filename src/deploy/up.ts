@@ -7,12 +7,15 @@ import type { Progress } from "./progress.js";
 import { checkReady } from "./readiness.js";
 import { dockerOf, type ClusterSession } from "./session.js";
 import { removeContainers } from "./down.js";
+import { ensureImage } from "./images.js";
 
 export interface UpOptions {
   readonly timeoutMs: number;
   /** Aborts the boot (Ctrl-C, SIGTERM): everything started is removed. */
   readonly signal: AbortSignal;
   readonly progress: Progress;
+  /** Send the image to nodes that lack it or hold another build (default); false: refuse instead. */
+  readonly push?: boolean;
 }
 
 export type UpResult = { readonly status: "ready" | "already-running"; readonly endpoint: string; readonly served_model: string; readonly seconds: number };
@@ -44,6 +47,7 @@ class BootFailed extends Error {
  */
 export async function up(plan: Plan, session: ClusterSession, options: UpOptions): Promise<UpResult> {
   const started = Date.now();
+  if (options.push !== false) await ensureImage(plan.recipe.docker_image, plan.nodes.map((n) => dockerOf(session, n.node)), (t) => options.progress.note(t));
   const { existing } = await preflight(plan, session);
   if (existing.length > 0) {
     const running = existing.filter((c) => c.running);

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import type { ClusterNode, SshSettings } from "../cluster/cluster.js";
 import { shellJoin } from "../config/shell-words.js";
-import { runLocal, streamLocal, type ExecOptions, type ExecResult, type Transport } from "./transport.js";
+import { runLocal, spawnLocal, streamLocal, type ExecOptions, type ExecResult, type Transport } from "./transport.js";
 
 // Short, per-user: unix socket paths are limited to ~108 bytes.
 const CONTROL_DIR = path.join(tmpdir(), `launcher-ssh-${process.getuid?.() ?? "u"}`);
@@ -36,6 +36,7 @@ export function sshTransport(node: ClusterNode, ssh: SshSettings): Transport {
     node: node.name,
     exec: (argv: readonly string[], options?: ExecOptions): Promise<ExecResult> => runLocal("ssh", command(argv), options),
     stream: (argv, options) => streamLocal("ssh", command(argv), options?.signal),
+    spawn: (argv) => spawnLocal("ssh", command(argv)),
   };
 }
 

@@ -19,6 +19,8 @@ export interface Transport {
   exec(argv: readonly string[], options?: ExecOptions): Promise<ExecResult>;
   /** Output lines (stdout and stderr) of a long-running command, until it ends or `signal` aborts. */
   stream(argv: readonly string[], options?: { signal?: AbortSignal }): AsyncIterable<string>;
+  /** The command with raw pipes: bytes in, bytes out. */
+  spawn(argv: readonly string[]): RawProcess;
 }
 
 /** Runs a local program (ssh, or a command on this machine) and collects its output. */
@@ -86,4 +88,34 @@ export async function* streamLocal(program: string, args: readonly string[], sig
     signal?.removeEventListener("abort", kill);
     kill();
   }
+}
+
+/** A command running with raw byte pipes, for streams too big to hold (images, weights). */
+export interface RawProcess {
+  readonly stdin: NodeJS.WritableStream;
+  readonly stdout: NodeJS.ReadableStream;
+  /** Exit status and the stderr tail, once it has ended. */
+  readonly done: Promise<{ code: number; stderr: string }>;
+  kill(): void;
+}
+
+export function spawnLocal(program: string, args: readonly string[]): RawProcess {
+  const child = spawn(program, [...args], { stdio: ["pipe", "pipe", "pipe"] });
+  let stderr = "";
+  child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr = (stderr + d).slice(-4000)));
+  child.stdin.on("error", () => undefined);
+  const done = new Promise<{ code: number; stderr: string }>((resolve) => {
+    child.on("error", (e) => resolve({ code: 127, stderr: `${stderr}${e.message}` }));
+    child.on("close", (code, signal) => resolve({ code: code ?? (signal ? 128 : 1), stderr }));
+  });
+  return {
+    stdin: child.stdin,
+    stdout: child.stdout,
+    done,
+    kill: () => {
+      child.kill("SIGTERM");
+      child.stdout.destroy();
+      child.stderr.destroy();
+    },
+  };
 }

@@ -73,4 +73,11 @@ export const MIGRATIONS: readonly string[] = [
      what TEXT NOT NULL,
      acquired_at TEXT NOT NULL
    );`,
+  `CREATE TABLE node_facts (
+     cluster TEXT NOT NULL,
+     node TEXT NOT NULL,
+     facts TEXT NOT NULL,
+     detected_at TEXT NOT NULL,
+     PRIMARY KEY (cluster, node)
+   );`,
 ];

@@ -1,6 +1,7 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
+import type { FabricFacts } from "../cluster/detect.js";
 import { MIGRATIONS } from "./migrations.js";
 
 export type BootOutcome = "booting" | "ready" | "failed" | "interrupted";
@@ -230,6 +231,20 @@ export class Store {
 
   swaps(lane: string, limit: number): SwapRecord[] {
     return (this.db.prepare(`SELECT * FROM lane_swaps WHERE lane = ? ORDER BY id DESC LIMIT ?`).all(lane, limit) as Row[]).map((r) => compact<SwapRecord>(r));
+  }
+
+  /** What doctor or up last detected on each node of a cluster. */
+  saveFacts(cluster: string, facts: ReadonlyMap<string, FabricFacts>, at: string): void {
+    const put = this.db.prepare(`INSERT OR REPLACE INTO node_facts (cluster, node, facts, detected_at) VALUES (?, ?, ?, ?)`);
+    this.db.transaction(() => {
+      for (const [node, f] of facts) put.run(cluster, node, JSON.stringify(f), at);
+    })();
+  }
+
+  facts(cluster: string): { facts: Map<string, FabricFacts>; detected_at?: string } {
+    const rows = this.db.prepare(`SELECT node, facts, detected_at FROM node_facts WHERE cluster = ? ORDER BY node`).all(cluster) as { node: string; facts: string; detected_at: string }[];
+    const at = rows.map((r) => r.detected_at).sort()[0];
+    return { facts: new Map(rows.map((r) => [r.node, JSON.parse(r.facts) as FabricFacts])), ...(at === undefined ? {} : { detected_at: at }) };
   }
 
   /**

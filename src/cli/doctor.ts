@@ -1,0 +1,61 @@
+import type { Command } from "commander";
+import { withDetected } from "../cluster/detect.js";
+import { fabricEnv } from "../cluster/fabric-env.js";
+import { doctor } from "../deploy/doctor.js";
+import { openSession } from "../deploy/session.js";
+import { loadCluster, openStore } from "./load.js";
+import type { Output } from "./output.js";
+
+export function registerDoctor(program: Command, io: Output): void {
+  program
+    .command("doctor")
+    .description("probe every node: SSH, Docker, GPU, RoCE HCAs and GID index, fabric IP and MTU, peers, HF cache space")
+    .option("--cluster <file>", "cluster file (default: $LAUNCHER_CLUSTER or ./cluster.toml)")
+    .option("--hf-cache <path>", "the Hugging Face cache on the nodes (~ is each node's home)", "~/.cache/huggingface")
+    .option("--json", "print as JSON")
+    .action(async (opts: { cluster?: string; hfCache: string; json?: boolean }) => {
+      const session = await openSession(loadCluster(opts.cluster));
+      const report = await doctor(session, { hfCache: opts.hfCache });
+      const facts = new Map(report.nodes.filter((n) => n.ssh).map((n) => [n.node, n.facts]));
+      // What plan and up use where the cluster file is silent.
+      const store = openStore();
+      try {
+        store.saveFacts(session.cluster.name, facts, new Date().toISOString());
+      } finally {
+        store.close();
+      }
+      const detected = withDetected(session.cluster, facts);
+      const env = Object.fromEntries(detected.nodes.map((n) => [n.name, fabricEnv(n, "mp")]));
+      const errors = report.findings.filter((f) => f.severity === "error");
+      if (errors.length > 0) process.exitCode = 1;
+      if (opts.json) {
+        io.json({ ok: errors.length === 0, nodes: report.nodes, env, findings: report.findings });
+        return;
+      }
+      for (const n of report.nodes) {
+        if (!n.ssh) {
+          io.out(`${n.node.padEnd(8)} SSH unreachable`);
+          continue;
+        }
+        const f = n.facts;
+        const gpu = n.gpus === undefined ? "no nvidia-smi" : n.gpus.map((g) => `${g.name} ${g.memory}`).join(", ") + (n.gpu_processes.length > 0 ? " BUSY" : " idle");
+        const peers = Object.values(n.peers);
+        io.out(
+          [
+            n.node.padEnd(8),
+            `docker ${n.docker?.version ?? "DOWN"}${n.docker?.free_gib === undefined ? "" : ` (${n.docker.free_gib} GiB free)`}`,
+            `gpu ${gpu}`,
+            `fabric ${f.fabric_iface ?? "?"} ${f.fabric_ip ?? "?"} mtu ${f.mtu ?? "?"}`,
+            `hca ${f.hca.join(",") || "none"}${f.gid_index === undefined ? "" : ` gid ${f.gid_index}`} ports up ${f.ports_up}`,
+            `peers ${peers.length === 0 ? "-" : `${peers.filter(Boolean).length}/${peers.length}`}`,
+            `hf cache ${n.hf_cache.free_gib === undefined ? "?" : `${n.hf_cache.free_gib} GiB free`}`,
+          ].join("  "),
+        );
+      }
+      io.out("\nenv per node:");
+      for (const [node, e] of Object.entries(env)) io.out(`  ${node}: ${Object.entries(e).map(([k, v]) => `${k}=${v}`).join(" ") || "(none)"}`);
+      if (report.findings.length > 0) io.out("");
+      for (const f of report.findings) io.out(`${f.severity}: ${f.node}: ${f.message}\n  fix: ${f.fix}`);
+      if (report.findings.length === 0) io.out("\nno problems found");
+    });
+}

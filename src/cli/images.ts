@@ -1,0 +1,121 @@
+import type { Command } from "commander";
+import { UserError } from "../config/errors.js";
+import { buildImage, imageFolders, imageReport, pushImage, type PushProgress } from "../deploy/images.js";
+import { dockerOf, openSession, type ClusterSession } from "../deploy/session.js";
+import type { Recipe } from "../recipe/recipe.js";
+import { DockerClient } from "../remote/docker.js";
+import { localTransport } from "../remote/local.js";
+import { gpusPerNode, imageRoots, loadCluster, loadRecipe } from "./load.js";
+import type { Output } from "./output.js";
+import { parseNodes } from "./plan.js";
+
+interface ImageFlags {
+  cluster?: string;
+  json?: boolean;
+}
+
+const mib = (b: number): string => `${(b / 1048576).toFixed(1)} MiB`;
+const shortId = (id: string | undefined): string => (id === undefined ? "missing" : id.replace(/^sha256:/, "").slice(0, 12));
+
+async function context(ref: string, flags: ImageFlags, io: Output): Promise<{ recipe: Recipe; session: ClusterSession }> {
+  const cluster = loadCluster(flags.cluster);
+  const recipe = loadRecipe(ref, (ds) => io.diagnostics(ds), gpusPerNode(cluster));
+  return { recipe, session: await openSession(cluster) };
+}
+
+function selected(session: ClusterSession, names: string | undefined): DockerClient[] {
+  const wanted = parseNodes(names) ?? session.cluster.nodes.map((n) => n.name);
+  const unknown = wanted.filter((n) => !session.docker.has(n));
+  if (unknown.length > 0) throw new UserError(`no node ${unknown.join(", ")} in ${session.cluster.file}`);
+  return wanted.map((n) => dockerOf(session, n));
+}
+
+/** Per-node bytes and rate, at most once a second per node, and when each node is done. */
+export function pushProgress(io: Output, now: () => number): PushProgress {
+  const start = now();
+  const last = new Map<string, number>();
+  return {
+    node(node, bytes, done) {
+      const t = now();
+      if (!done && t - (last.get(node) ?? 0) < 1000) return;
+      last.set(node, t);
+      const rate = bytes / Math.max(0.001, (t - start) / 1000);
+      io.err(`  ${node.padEnd(10)} ${mib(bytes).padStart(12)}  ${mib(rate)}/s${done ? "  loaded" : ""}`);
+    },
+  };
+}
+
+export function registerImages(program: Command, io: Output): void {
+  const images = program
+    .command("images")
+    .description("the recipe's image on every node (ID, and whether the nodes agree); build and push it")
+    .argument("<recipe>", "recipe name, folder or recipe.toml")
+    .option("--cluster <file>", "cluster file (default: $LAUNCHER_CLUSTER or ./cluster.toml)")
+    .option("--json", "print as JSON")
+    .action(async (ref: string, flags: ImageFlags) => {
+      const { recipe, session } = await context(ref, flags, io);
+      const nodes = await imageReport(recipe.docker_image, [...session.docker.values()]);
+      const ids = new Set(nodes.flatMap((n) => (n.id === undefined ? [] : [n.id])));
+      const consistent = ids.size === 1 && nodes.every((n) => n.id !== undefined);
+      if (flags.json) {
+        io.json({ image: recipe.docker_image, consistent, nodes });
+        return;
+      }
+      io.out(`${recipe.docker_image}${consistent ? ": the same on every node" : ids.size > 1 ? ": DIFFERS between nodes" : ": missing on some nodes"}`);
+      for (const n of nodes) io.out(`  ${n.node.padEnd(10)} ${shortId(n.id)}`);
+      if (!consistent) io.out(`  fix: launcher images push ${ref}`);
+    });
+
+  images
+    .command("build")
+    .description("build the recipe's docker-images/<dir>/ on the head (or here, --local), bases of a FROM chain first")
+    .argument("<recipe>", "recipe name, folder or recipe.toml")
+    .option("--cluster <file>", "cluster file (default: $LAUNCHER_CLUSTER or ./cluster.toml)")
+    .option("--local", "build with this machine's Docker")
+    .option("--json", "print as JSON")
+    .action(async (ref: string, flags: ImageFlags & { local?: boolean }) => {
+      const cluster = flags.local && flags.cluster === undefined ? undefined : loadCluster(flags.cluster);
+      const recipe = loadRecipe(ref, (ds) => io.diagnostics(ds), cluster === undefined ? undefined : gpusPerNode(cluster));
+      if (recipe.docker_image_dir === undefined) throw new UserError(`recipe ${ref} has no docker_image_dir`, "set docker_image_dir to the folder under docker-images/ that builds its image");
+      const folders = imageFolders(imageRoots(), { dir: recipe.docker_image_dir, tag: recipe.docker_image });
+      const target = folders.find((f) => f.name === recipe.docker_image_dir);
+      if (target === undefined) throw new UserError(`docker-images/${recipe.docker_image_dir}/Dockerfile not found`, `looked in ${imageRoots().join(", ")}`);
+      const session = cluster === undefined ? undefined : await openSession(cluster);
+      const head = session?.cluster.nodes[0]?.name;
+      const builder = flags.local || session === undefined || head === undefined ? new DockerClient(localTransport()) : dockerOf(session, head);
+      const built = await buildImage(target, folders, builder, (t) => io.err(t));
+      const id = await builder.imageId(recipe.docker_image);
+      if (flags.json) io.json({ image: recipe.docker_image, id, node: builder.node, built: built.map((b) => ({ folder: b.name, image: b.tag })) });
+      else io.out(`${recipe.docker_image} ${shortId(id)} built on ${builder.node}${built.length > 1 ? ` (with ${built.slice(0, -1).map((b) => b.tag).join(", ")} first)` : ""}; next: launcher images push ${ref}`);
+    });
+
+  images
+    .command("push")
+    .description("send the recipe's image to every node that lacks it or has another ID (one save, streamed to all at once)")
+    .argument("<recipe>", "recipe name, folder or recipe.toml")
+    .option("--cluster <file>", "cluster file (default: $LAUNCHER_CLUSTER or ./cluster.toml)")
+    .option("--from <node>", "node to send from, or `local` (default: the head, else the first node that has it)")
+    .option("--nodes <names>", "comma-separated nodes to send to (default: every node)")
+    .option("--json", "print as JSON")
+    .action(async (ref: string, flags: ImageFlags & { from?: string; nodes?: string }) => {
+      const { recipe, session } = await context(ref, flags, io);
+      const image = recipe.docker_image;
+      let source: DockerClient;
+      if (flags.from === "local") source = new DockerClient(localTransport());
+      else if (flags.from !== undefined) source = selected(session, flags.from)[0] as DockerClient;
+      else {
+        const report = await imageReport(image, [...session.docker.values()]);
+        const from = report.find((r) => r.id !== undefined)?.node;
+        if (from === undefined) throw new UserError(`image ${image} is on no node`, `build it first: launcher images build ${ref}`);
+        source = dockerOf(session, from);
+      }
+      const targets = selected(session, flags.nodes).filter((d) => d.node !== source.node);
+      const result = await pushImage(image, source, targets, pushProgress(io, Date.now));
+      if (flags.json) {
+        io.json(result);
+        return;
+      }
+      const sent = result.nodes.filter((n) => n.action === "sent");
+      io.out(`${image} ${shortId(result.id)} from ${result.source}: ${sent.length === 0 ? "every node already had it" : `sent to ${sent.map((n) => `${n.node} (${mib(n.bytes)})`).join(", ")}`} in ${result.seconds.toFixed(1)} s; every node now holds the same ID`);
+    });
+}

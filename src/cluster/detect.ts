@@ -1,0 +1,130 @@
+import type { Cluster, ClusterNode } from "./cluster.js";
+import type { Hca } from "./sysfs.js";
+
+export interface NetIface {
+  readonly name: string;
+  readonly mtu: number;
+  readonly up: boolean;
+  /** IPv4 addresses with their prefix, e.g. 10.0.0.2/24. */
+  readonly ipv4: readonly string[];
+}
+
+/** `ip -o link show` and `ip -o -4 addr show`, as one node printed them. */
+export function parseIp(links: string, addrs: string): NetIface[] {
+  const ifaces = new Map<string, { name: string; mtu: number; up: boolean; ipv4: string[] }>();
+  for (const line of links.split("\n")) {
+    const m = /^\d+:\s+([^:@\s]+)(?:@\S+)?:\s+<([^>]*)>.*?\bmtu (\d+)/.exec(line);
+    if (m) ifaces.set(m[1] as string, { name: m[1] as string, mtu: Number(m[3]), up: (m[2] as string).split(",").includes("UP"), ipv4: [] });
+  }
+  for (const line of addrs.split("\n")) {
+    const m = /^\d+:\s+(\S+)\s+inet (\d+\.\d+\.\d+\.\d+\/\d+)/.exec(line);
+    if (m) ifaces.get(m[1] as string)?.ipv4.push(m[2] as string);
+  }
+  return [...ifaces.values()];
+}
+
+const toInt = (ip: string): number => ip.split(".").reduce((a, o) => a * 256 + Number(o), 0);
+function subnet(cidr: string): string {
+  const [ip, bits] = cidr.split("/");
+  const n = Number(bits);
+  const mask = n === 0 ? 0 : (0xffffffff << (32 - n)) >>> 0;
+  const net = (toInt(ip ?? "0.0.0.0") & mask) >>> 0;
+  return `${[net >>> 24, (net >>> 16) & 255, (net >>> 8) & 255, net & 255].join(".")}/${n}`;
+}
+
+export interface Finding {
+  readonly severity: "error" | "warning";
+  readonly node: string;
+  readonly message: string;
+  readonly fix: string;
+}
+
+/** What one node's own sysfs and interfaces say about its fabric. */
+export interface FabricFacts {
+  readonly fabric_iface?: string;
+  readonly fabric_ip?: string;
+  readonly mtu?: number;
+  readonly hca: readonly string[];
+  readonly gid_index?: number;
+  readonly ports_up: number;
+}
+
+const ipOf = (cidr: string): string => cidr.split("/")[0] ?? cidr;
+
+/**
+ * A node's fabric from its own facts. The cluster file's values win where it gives them;
+ * detection fills only what it leaves out, and never from another node.
+ */
+export function detectFabric(node: ClusterNode, hcas: readonly Hca[], ifaces: readonly NetIface[], hasGpu: boolean): { facts: FabricFacts; findings: Finding[] } {
+  const findings: Finding[] = [];
+  const active = hcas.filter((h) => h.ports.some((p) => p.active));
+  const portsUp = hcas.reduce((n, h) => n + h.ports.filter((p) => p.active).length, 0);
+  const byName = new Map(ifaces.map((i) => [i.name, i]));
+  const hcaIp = active.flatMap((h) => h.netdevs.flatMap((d) => byName.get(d)?.ipv4 ?? []))[0];
+  const fabricIp = node.fabric_ip ?? (hcaIp === undefined ? undefined : ipOf(hcaIp));
+  const holder = fabricIp === undefined ? undefined : ifaces.find((i) => i.ipv4.some((c) => ipOf(c) === fabricIp));
+  const fabricIface = node.fabric_iface ?? holder?.name;
+  const iface = fabricIface === undefined ? undefined : byName.get(fabricIface);
+  const onFabric = active.find((h) => fabricIface !== undefined && h.netdevs.includes(fabricIface)) ?? active[0];
+  const gid = onFabric?.ports.find((p) => p.active && p.rocev2 !== undefined && (fabricIp === undefined || p.rocev2.ipv4 === fabricIp))?.rocev2 ?? onFabric?.ports.find((p) => p.rocev2 !== undefined)?.rocev2;
+
+  if (active.length === 0) {
+    findings.push({
+      severity: hasGpu ? "error" : "warning",
+      node: node.name,
+      message: hcas.length === 0 ? "no RoCE HCA found (/sys/class/infiniband is empty)" : `no active RoCE port (${hcas.map((h) => `${h.name}: ${h.ports.map((p) => p.state).join(", ")}`).join("; ")})`,
+      fix: hasGpu ? "check the QSFP cable and `ibdev2netdev`; without RDMA, NCCL falls back to slow TCP" : "fine for a host without GPUs (the practice cluster); a Spark needs an active port",
+    });
+  }
+  if (fabricIp !== undefined && holder === undefined) {
+    findings.push({ severity: "error", node: node.name, message: `no interface holds the fabric IP ${fabricIp}`, fix: `set the address on the fabric port, or fix fabric_ip for ${node.name} in the cluster file` });
+  }
+  if (iface !== undefined && !iface.up) findings.push({ severity: "error", node: node.name, message: `fabric interface ${iface.name} is down`, fix: `ip link set ${iface.name} up` });
+  const subnets = new Map<string, string[]>();
+  for (const i of ifaces) for (const c of i.ipv4) if (!c.startsWith("127.")) (subnets.get(subnet(c)) ?? subnets.set(subnet(c), []).get(subnet(c)))?.push(i.name);
+  for (const [net, names] of subnets) {
+    const distinct = [...new Set(names)];
+    if (distinct.length > 1) {
+      findings.push({ severity: "error", node: node.name, message: `interfaces ${distinct.join(" and ")} are both on subnet ${net}: replies leave by either one and RDMA connects fail`, fix: "give each fabric port its own subnet, or remove the address from all but one" });
+    }
+  }
+  const facts: FabricFacts = {
+    ...(fabricIface === undefined ? {} : { fabric_iface: fabricIface }),
+    ...(fabricIp === undefined ? {} : { fabric_ip: fabricIp }),
+    ...(iface === undefined ? {} : { mtu: iface.mtu }),
+    hca: node.hca.length > 0 ? node.hca : active.map((h) => h.name),
+    ...(node.gid_index !== undefined ? { gid_index: node.gid_index } : gid === undefined ? {} : { gid_index: gid.index }),
+    ports_up: portsUp,
+  };
+  return { facts, findings };
+}
+
+/** Findings between nodes: MTUs that differ on the fabric. */
+export function crossNodeFindings(facts: ReadonlyMap<string, FabricFacts>): Finding[] {
+  const mtus = new Map<number, string[]>();
+  for (const [node, f] of facts) if (f.mtu !== undefined) (mtus.get(f.mtu) ?? mtus.set(f.mtu, []).get(f.mtu))?.push(node);
+  if (mtus.size <= 1) return [];
+  const [common] = [...mtus].sort((a, b) => b[1].length - a[1].length || b[0] - a[0])[0] ?? [9000];
+  return [...mtus]
+    .filter(([mtu]) => mtu !== common)
+    .flatMap(([mtu, nodes]) => nodes.map((node): Finding => ({ severity: "error", node, message: `fabric MTU ${mtu} differs from the other nodes' ${common}`, fix: `set MTU ${common} on ${node}'s fabric interface (ip link set DEV mtu ${common}) and on the switch` })));
+}
+
+/** The cluster with detected facts filled in where the cluster file left them out. */
+export function withDetected(cluster: Cluster, facts: ReadonlyMap<string, FabricFacts>): Cluster {
+  return {
+    ...cluster,
+    nodes: cluster.nodes.map((n): ClusterNode => {
+      const f = facts.get(n.name);
+      if (f === undefined) return n;
+      return {
+        ...n,
+        ...(n.fabric_ip === undefined && f.fabric_ip !== undefined ? { fabric_ip: f.fabric_ip } : {}),
+        ...(n.fabric_iface === undefined && f.fabric_iface !== undefined ? { fabric_iface: f.fabric_iface } : {}),
+        hca: n.hca.length > 0 ? n.hca : f.hca,
+        ...(n.gid_index === undefined && f.gid_index !== undefined ? { gid_index: f.gid_index } : {}),
+        ...(n.ports_up === undefined ? { ports_up: f.ports_up } : {}),
+      };
+    }),
+  };
+}

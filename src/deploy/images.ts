@@ -1,0 +1,172 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { RemoteError, UserError } from "../config/errors.js";
+import { buildOrder, fromImages, type ImageFolder } from "../plan/image-build.js";
+import type { DockerClient } from "../remote/docker.js";
+import { spawnLocal } from "../remote/transport.js";
+
+export interface NodeImage {
+  readonly node: string;
+  readonly id?: string;
+}
+
+/** The folders of every docker-images/ root; `own` names the recipe's folder and its image. */
+export function imageFolders(roots: readonly string[], own?: { dir: string; tag: string }): ImageFolder[] {
+  const out: ImageFolder[] = [];
+  for (const root of roots) {
+    if (!existsSync(root)) continue;
+    for (const name of readdirSync(root).sort()) {
+      const dockerfile = path.join(root, name, "Dockerfile");
+      if (out.some((f) => f.name === name) || !existsSync(dockerfile)) continue;
+      out.push({ name, path: path.join(root, name), tag: own?.dir === name ? own.tag : `${name}:local`, dockerfile: readFileSync(dockerfile, "utf8") });
+    }
+  }
+  return out;
+}
+
+export async function imageReport(image: string, dockers: readonly DockerClient[]): Promise<NodeImage[]> {
+  return Promise.all(
+    dockers.map(async (d) => {
+      const id = await d.imageId(image);
+      return id === undefined ? { node: d.node } : { node: d.node, id };
+    }),
+  );
+}
+
+/** Builds `target` on `builder`, bases first where the builder lacks them. Returns what was built. */
+export async function buildImage(target: ImageFolder, folders: readonly ImageFolder[], builder: DockerClient, note: (text: string) => void): Promise<ImageFolder[]> {
+  const bases = new Set<string>();
+  const seen = new Set<string>();
+  const collect = async (f: ImageFolder): Promise<void> => {
+    for (const base of fromImages(f.dockerfile)) {
+      if (seen.has(base)) continue;
+      seen.add(base);
+      if ((await builder.imageId(base)) !== undefined) bases.add(base);
+      const sub = folders.find((x) => x.tag === base);
+      if (sub !== undefined) await collect(sub);
+    }
+  };
+  await collect(target);
+  const order = buildOrder(target, folders, bases, builder.node);
+  if (!order.ok) throw new UserError(order.message, order.hint);
+  for (const step of order.steps) {
+    // A folder may stage files the build needs (the practice engine copies this machine's node).
+    if (existsSync(path.join(step.path, "prepare.sh"))) {
+      note(`preparing docker-images/${step.name} (prepare.sh) ...`);
+      const prep = spawnLocal("bash", [path.join(step.path, "prepare.sh")]);
+      prep.stdin.end();
+      prep.stdout.resume();
+      const r = await prep.done;
+      if (r.code !== 0) throw new RemoteError("local", `docker-images/${step.name}/prepare.sh failed (exit ${r.code})`, r.stderr);
+    }
+    note(`building ${step.tag} from docker-images/${step.name} on ${builder.node} ...`);
+    const tar = spawnLocal("tar", ["-C", step.path, "-c", "."]);
+    tar.stdin.end();
+    const build = builder.transport.spawn(["docker", "build", "--quiet", "--tag", step.tag, "-"]);
+    tar.stdout.pipe(build.stdin as NodeJS.WritableStream);
+    build.stdout.resume();
+    const [t, b] = await Promise.all([tar.done, build.done]);
+    if (t.code !== 0) throw new RemoteError("local", `packing docker-images/${step.name} failed (exit ${t.code})`, t.stderr);
+    if (b.code !== 0) throw new RemoteError(builder.node, `docker build of ${step.tag} failed (exit ${b.code})`, b.stderr.split("\n").slice(-15).join("\n"));
+  }
+  return [...order.steps];
+}
+
+export interface PushProgress {
+  node(node: string, bytes: number, done: boolean): void;
+}
+
+export interface PushResult {
+  readonly image: string;
+  readonly id: string;
+  readonly source: string;
+  readonly nodes: readonly { node: string; action: "had" | "sent"; bytes: number; before?: string }[];
+  readonly seconds: number;
+}
+
+/**
+ * Sends `image` from `source` to every target that lacks it or holds another ID: one `docker
+ * save`, its bytes streamed to every `docker load` at once (the slowest node sets the pace), then
+ * every node's ID checked against the source's.
+ */
+export async function pushImage(image: string, source: DockerClient, targets: readonly DockerClient[], progress: PushProgress): Promise<PushResult> {
+  const started = Date.now();
+  const id = await source.imageId(image);
+  if (id === undefined) throw new UserError(`image ${image} is not on ${source.node}, so it cannot be sent from there`, "build it first (launcher images build RECIPE), or name another source with --from");
+  const before = await imageReport(image, targets);
+  const need = targets.filter((t) => before.find((b) => b.node === t.node)?.id !== id);
+  const bytes = new Map<string, number>(need.map((t) => [t.node, 0]));
+  if (need.length > 0) {
+    const save = source.transport.spawn(["docker", "save", image]);
+    save.stdin.end();
+    const loads = need.map((t) => ({ node: t.node, p: t.transport.spawn(["docker", "load", "--quiet"]) }));
+    for (const l of loads) l.p.stdout.resume();
+    let waiting = 0;
+    const resume = (): void => {
+      if (--waiting === 0) save.stdout.resume();
+    };
+    save.stdout.on("data", (chunk: Buffer) => {
+      for (const l of loads) {
+        bytes.set(l.node, (bytes.get(l.node) ?? 0) + chunk.length);
+        progress.node(l.node, bytes.get(l.node) ?? 0, false);
+        if (!l.p.stdin.write(chunk)) {
+          waiting++;
+          l.p.stdin.once("drain", resume);
+        }
+      }
+      if (waiting > 0) save.stdout.pause();
+    });
+    save.stdout.on("end", () => {
+      for (const l of loads) l.p.stdin.end();
+    });
+    const saved = await save.done;
+    if (saved.code !== 0) {
+      for (const l of loads) l.p.kill();
+      throw new RemoteError(source.node, `docker save ${image} failed (exit ${saved.code})`, saved.stderr);
+    }
+    const results = await Promise.all(loads.map(async (l) => ({ node: l.node, r: await l.p.done })));
+    for (const { node } of results) progress.node(node, bytes.get(node) ?? 0, true);
+    const failed = results.filter((x) => x.r.code !== 0);
+    if (failed.length > 0) throw new RemoteError(failed.map((f) => f.node).join(", "), `docker load of ${image} failed`, failed.map((f) => `${f.node}: ${f.r.stderr.trim()}`).join("\n"));
+  }
+  const after = await imageReport(image, targets);
+  const wrong = after.filter((a) => a.id !== id);
+  if (wrong.length > 0) {
+    throw new RemoteError(wrong.map((w) => w.node).join(", "), `after the push, ${image} differs from ${source.node}'s ${id.slice(7, 19)}`, wrong.map((w) => `${w.node}: ${w.id?.slice(7, 19) ?? "missing"}`).join("\n"));
+  }
+  return {
+    image,
+    id,
+    source: source.node,
+    nodes: targets.map((t) => {
+      const had = before.find((b) => b.node === t.node)?.id;
+      const sent = bytes.has(t.node);
+      return { node: t.node, action: sent ? "sent" : "had", bytes: bytes.get(t.node) ?? 0, ...(had === undefined || !sent ? {} : { before: had }) };
+    }),
+    seconds: (Date.now() - started) / 1000,
+  };
+}
+
+/**
+ * Before a boot: every node of the plan gets the image the head has (or the first node that has
+ * it), so no rank starts with another build or none. Nothing to do costs one `inspect` per node.
+ */
+export async function ensureImage(image: string, nodes: readonly DockerClient[], note: (text: string) => void): Promise<PushResult | undefined> {
+  const report = await imageReport(image, nodes);
+  const ids = new Set(report.map((r) => r.id));
+  if (ids.size === 1 && !ids.has(undefined)) return undefined;
+  const from = report.find((r) => r.id !== undefined)?.node;
+  const source = nodes.find((n) => n.node === from);
+  if (source === undefined) return undefined;
+  const lacking = report.filter((r) => r.id !== report.find((x) => x.node === from)?.id).map((r) => r.node);
+  note(`image ${image}: sending it from ${source.node} to ${lacking.join(", ")} (--no-push refuses instead) ...`);
+  const last = new Map<string, number>();
+  return pushImage(image, source, nodes.filter((n) => n !== source), {
+    node(node, bytes, done) {
+      const t = Date.now();
+      if (!done && t - (last.get(node) ?? 0) < 2000) return;
+      last.set(node, t);
+      note(`  ${node}: ${(bytes / 1048576).toFixed(1)} MiB${done ? ", loaded" : ""}`);
+    },
+  });
+}
