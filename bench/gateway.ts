@@ -120,7 +120,7 @@ function rssMiB(pid: number): number {
 let nginx: ChildProcess | undefined;
 let gateway: Daemon | undefined;
 try {
-  rigUp(2);
+  await rigUp(2);
   const fast = variant(dir, "bench-fast", "practice-2x", `required_nodes = 1\ntensor_parallel_size = 1\nargs = ["--served-model-name", "fast"]\n[env]\nPRACTICE_PHASE_DELAY_MS = "0"\nPRACTICE_LOAD_DELAY_MS = "0"\nPRACTICE_TOKENS_PER_SEC = "0"\n`);
   const paced = variant(dir, "bench-paced", "practice-2x", `required_nodes = 1\ntensor_parallel_size = 1\nargs = ["--served-model-name", "paced"]\n[env]\nPRACTICE_PHASE_DELAY_MS = "0"\nPRACTICE_LOAD_DELAY_MS = "0"\nPRACTICE_TOKENS_PER_SEC = "${RATE}"\n`);
   for (const [recipe, node] of [[fast, "n1"], [paced, "n2"]] as const) {

@@ -28,7 +28,7 @@ async function timeUp(recipe: string, nodes: number): Promise<{ total: number; n
 }
 
 try {
-  rigUp(4);
+  await rigUp(4);
   // Open each node's shared SSH connection once, as any earlier command within a minute has.
   await launcher(["status"]);
   const recipes: [number, string][] = [

@@ -9,6 +9,7 @@ import { openSession } from "../deploy/session.js";
 import { loadCluster, PACKAGE_ROOT, selfArgv } from "./load.js";
 import type { Output } from "./output.js";
 import { runUp } from "./up.js";
+import { runImagesBuild, runImagesPush } from "./images.js";
 
 const DEMO_DIR = "/tmp/launcher-demo";
 const CLUSTER = path.join(DEMO_DIR, "cluster.toml");
@@ -85,11 +86,14 @@ export function registerDemo(program: Command, io: Output): void {
       if (opts.down) return demoDown(io);
       step(io, "checking dockerd, sshd and iproute2 (installing them if missing)", "bash", ["scripts/install-deps"]);
       step(io, "making 2 practice hosts (network namespaces with sshd and dockerd)", "bash", ["test/rig/rig.sh", "up", "2"]);
-      step(io, "building the practice engine image (a stand-in for vLLM) on the hosts", "bash", ["test/rig/build-image.sh", "practice-engine:local", "docker-images/practice-engine"]);
+      io.err("demo: building the practice engine image (a stand-in for vLLM) on the head and pushing it to the other host ...");
+      const practice = path.join(PACKAGE_ROOT, "recipes", "practice-2x");
+      await runImagesBuild(practice, { cluster: CLUSTER }, io);
+      await runImagesPush(practice, { cluster: CLUSTER }, io);
       const cluster = loadCluster(CLUSTER);
       const session = await openSession(cluster);
       await removeContainers(session, () => true, 2);
-      await runUp(path.join(PACKAGE_ROOT, "recipes", "practice-2x"), { cluster: CLUSTER, lane: LANE }, io);
+      await runUp(practice, { cluster: CLUSTER, lane: LANE }, io);
       io.err("demo: starting the gateway (launcher serve) in the background ...");
       const gateway = await startGateway(await freePort(8080));
       const endpoint = `${gateway}/v1`;

@@ -45,6 +45,46 @@ export function pushProgress(io: Output, now: () => number): PushProgress {
   };
 }
 
+/** `launcher images build`: the recipe's folder on the head (or here), bases of its FROM chain first. */
+export async function runImagesBuild(ref: string, flags: ImageFlags & { local?: boolean }, io: Output): Promise<void> {
+  const cluster = flags.local && flags.cluster === undefined ? undefined : loadCluster(flags.cluster);
+  const recipe = loadRecipe(ref, (ds) => io.diagnostics(ds), cluster === undefined ? undefined : gpusPerNode(cluster));
+  if (recipe.docker_image_dir === undefined) throw new UserError(`recipe ${ref} has no docker_image_dir`, "set docker_image_dir to the folder under docker-images/ that builds its image");
+  const folders = imageFolders(imageRoots(), { dir: recipe.docker_image_dir, tag: recipe.docker_image });
+  const target = folders.find((f) => f.name === recipe.docker_image_dir);
+  if (target === undefined) throw new UserError(`docker-images/${recipe.docker_image_dir}/Dockerfile not found`, `looked in ${imageRoots().join(", ")}`);
+  const session = cluster === undefined ? undefined : await openSession(cluster);
+  const head = session?.cluster.nodes[0]?.name;
+  const builder = flags.local || session === undefined || head === undefined ? new DockerClient(localTransport()) : dockerOf(session, head);
+  const built = await buildImage(target, folders, builder, (t) => io.err(t));
+  const id = await builder.imageId(recipe.docker_image);
+  if (flags.json) io.json({ image: recipe.docker_image, id, node: builder.node, built: built.map((b) => ({ folder: b.name, image: b.tag })) });
+  else io.out(`${recipe.docker_image} ${shortId(id)} built on ${builder.node}${built.length > 1 ? ` (with ${built.slice(0, -1).map((b) => b.tag).join(", ")} first)` : ""}; next: launcher images push ${ref}`);
+}
+
+/** `launcher images push`: one save, streamed to every node that lacks the image or holds another ID. */
+export async function runImagesPush(ref: string, flags: ImageFlags & { from?: string; nodes?: string }, io: Output): Promise<void> {
+  const { recipe, session } = await context(ref, flags, io);
+  const image = recipe.docker_image;
+  let source: DockerClient;
+  if (flags.from === "local") source = new DockerClient(localTransport());
+  else if (flags.from !== undefined) source = selected(session, flags.from)[0] as DockerClient;
+  else {
+    const report = await imageReport(image, [...session.docker.values()]);
+    const from = report.find((r) => r.id !== undefined)?.node;
+    if (from === undefined) throw new UserError(`image ${image} is on no node`, `build it first: launcher images build ${ref}`);
+    source = dockerOf(session, from);
+  }
+  const targets = selected(session, flags.nodes).filter((d) => d.node !== source.node);
+  const result = await pushImage(image, source, targets, pushProgress(io, Date.now));
+  if (flags.json) {
+    io.json(result);
+    return;
+  }
+  const sent = result.nodes.filter((n) => n.action === "sent");
+  io.out(`${image} ${shortId(result.id)} from ${result.source}: ${sent.length === 0 ? "every node already had it" : `sent to ${sent.map((n) => `${n.node} (${mib(n.bytes)})`).join(", ")}`} in ${result.seconds.toFixed(1)} s; every node now holds the same ID`);
+}
+
 export function registerImages(program: Command, io: Output): void {
   const images = program
     .command("images")
@@ -73,21 +113,8 @@ export function registerImages(program: Command, io: Output): void {
     .option("--cluster <file>", "cluster file (default: $LAUNCHER_CLUSTER or ./cluster.toml)")
     .option("--local", "build with this machine's Docker")
     .option("--json", "print as JSON")
-    .action(async (ref: string, flags: ImageFlags & { local?: boolean }) => {
-      const cluster = flags.local && flags.cluster === undefined ? undefined : loadCluster(flags.cluster);
-      const recipe = loadRecipe(ref, (ds) => io.diagnostics(ds), cluster === undefined ? undefined : gpusPerNode(cluster));
-      if (recipe.docker_image_dir === undefined) throw new UserError(`recipe ${ref} has no docker_image_dir`, "set docker_image_dir to the folder under docker-images/ that builds its image");
-      const folders = imageFolders(imageRoots(), { dir: recipe.docker_image_dir, tag: recipe.docker_image });
-      const target = folders.find((f) => f.name === recipe.docker_image_dir);
-      if (target === undefined) throw new UserError(`docker-images/${recipe.docker_image_dir}/Dockerfile not found`, `looked in ${imageRoots().join(", ")}`);
-      const session = cluster === undefined ? undefined : await openSession(cluster);
-      const head = session?.cluster.nodes[0]?.name;
-      const builder = flags.local || session === undefined || head === undefined ? new DockerClient(localTransport()) : dockerOf(session, head);
-      const built = await buildImage(target, folders, builder, (t) => io.err(t));
-      const id = await builder.imageId(recipe.docker_image);
-      if (flags.json) io.json({ image: recipe.docker_image, id, node: builder.node, built: built.map((b) => ({ folder: b.name, image: b.tag })) });
-      else io.out(`${recipe.docker_image} ${shortId(id)} built on ${builder.node}${built.length > 1 ? ` (with ${built.slice(0, -1).map((b) => b.tag).join(", ")} first)` : ""}; next: launcher images push ${ref}`);
-    });
+    // The parent command has --cluster and --json too: commander gives them to it, so merge.
+    .action((ref: string, _flags: unknown, cmd: Command) => runImagesBuild(ref, cmd.optsWithGlobals(), io));
 
   images
     .command("push")
@@ -97,25 +124,5 @@ export function registerImages(program: Command, io: Output): void {
     .option("--from <node>", "node to send from, or `local` (default: the head, else the first node that has it)")
     .option("--nodes <names>", "comma-separated nodes to send to (default: every node)")
     .option("--json", "print as JSON")
-    .action(async (ref: string, flags: ImageFlags & { from?: string; nodes?: string }) => {
-      const { recipe, session } = await context(ref, flags, io);
-      const image = recipe.docker_image;
-      let source: DockerClient;
-      if (flags.from === "local") source = new DockerClient(localTransport());
-      else if (flags.from !== undefined) source = selected(session, flags.from)[0] as DockerClient;
-      else {
-        const report = await imageReport(image, [...session.docker.values()]);
-        const from = report.find((r) => r.id !== undefined)?.node;
-        if (from === undefined) throw new UserError(`image ${image} is on no node`, `build it first: launcher images build ${ref}`);
-        source = dockerOf(session, from);
-      }
-      const targets = selected(session, flags.nodes).filter((d) => d.node !== source.node);
-      const result = await pushImage(image, source, targets, pushProgress(io, Date.now));
-      if (flags.json) {
-        io.json(result);
-        return;
-      }
-      const sent = result.nodes.filter((n) => n.action === "sent");
-      io.out(`${image} ${shortId(result.id)} from ${result.source}: ${sent.length === 0 ? "every node already had it" : `sent to ${sent.map((n) => `${n.node} (${mib(n.bytes)})`).join(", ")}`} in ${result.seconds.toFixed(1)} s; every node now holds the same ID`);
-    });
+    .action((ref: string, _flags: unknown, cmd: Command) => runImagesPush(ref, cmd.optsWithGlobals(), io));
 }

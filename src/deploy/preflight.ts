@@ -77,12 +77,14 @@ export async function preflight(plan: Plan, session: ClusterSession, replacing: 
   const missing = plan.nodes.filter((n) => imageIds.has(n.node) && imageIds.get(n.node) === undefined).map((n) => n.node);
   if (missing.length > 0) {
     problems.push(
-      `image ${plan.recipe.docker_image} is missing on ${missing.join(", ")}: build it${plan.recipe.docker_image_dir ? ` from docker-images/${plan.recipe.docker_image_dir}/` : ""} and load it on those nodes (docker save ${plan.recipe.docker_image} | ssh NODE docker load)`,
+      missing.length === plan.nodes.length
+        ? `image ${plan.recipe.docker_image} is missing on ${missing.join(", ")}: build it${plan.recipe.docker_image_dir ? ` (launcher images build ${plan.recipe.id}, from docker-images/${plan.recipe.docker_image_dir}/)` : ""}, then launcher images push ${plan.recipe.id}`
+        : `image ${plan.recipe.docker_image} is missing on ${missing.join(", ")}: launcher images push ${plan.recipe.id} sends it (up does that itself without --no-push)`,
     );
   }
   const ids = new Set([...imageIds.values()].filter((v): v is string => v !== undefined));
   if (ids.size > 1) {
-    problems.push(`image ${plan.recipe.docker_image} differs between nodes: ${[...imageIds].map(([n, id]) => `${n} ${id?.slice(7, 19) ?? "missing"}`).join(", ")}; every rank needs the same image ID`);
+    problems.push(`image ${plan.recipe.docker_image} differs between nodes: ${[...imageIds].map(([n, id]) => `${n} ${id?.slice(7, 19) ?? "missing"}`).join(", ")}; every rank needs the same image ID: launcher images push ${plan.recipe.id}`);
   }
   const head = plan.nodes[0];
   // A port held by one of our own deployments is already reported above.

@@ -17,7 +17,7 @@ const host = (i: number): string => `10.231.0.${10 + i}`;
 const openai = (baseURL: string, apiKey = "none") => new OpenAI({ baseURL: `${baseURL}/v1`, apiKey, maxRetries: 0, timeout: 30_000 });
 
 before(async () => {
-  rigUp(HOSTS);
+  await rigUp(HOSTS);
   gw = await startGateway();
   client = openai(gw.url);
 }, { timeout: 300_000 });

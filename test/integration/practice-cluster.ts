@@ -15,9 +15,13 @@ function sh(args: string[], what: string): void {
   if (r.status !== 0) throw new Error(`${what} failed (${r.status}):\n${r.stdout}\n${r.stderr}`);
 }
 
-export function rigUp(nodes: number): void {
+/** Makes the practice hosts, then builds the practice engine on the head and pushes it, as a user would. */
+export async function rigUp(nodes: number): Promise<void> {
   sh([RIG, "up", String(nodes)], `rig up ${nodes}`);
-  sh([path.resolve("test/rig/build-image.sh"), "practice-engine:local", path.resolve("docker-images/practice-engine")], "practice engine image build");
+  for (const step of [["images", "build", "practice-2x"], ["images", "push", "practice-2x"]]) {
+    const r = await launcher(step, 240_000);
+    if (r.code !== 0) throw new Error(`launcher ${step.join(" ")} failed (${r.code}):\n${r.stderr}`);
+  }
 }
 
 export function rigDown(): void {
@@ -38,9 +42,9 @@ export const STATE_HOME = path.join(RIG_DIR, "state");
 const cliEnv = (): NodeJS.ProcessEnv => ({ ...process.env, LAUNCHER_CLUSTER: CLUSTER, XDG_STATE_HOME: STATE_HOME, NODE_OPTIONS: "", CI: "true" });
 
 /** Runs the real CLI as a user would, bounded in time. */
-export function launcher(args: string[], timeoutMs = 120_000): Promise<Run> {
+export function launcher(args: string[], timeoutMs = 120_000, env: NodeJS.ProcessEnv = {}): Promise<Run> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [...cliArgs(), ...args], { env: cliEnv() });
+    const child = spawn(process.execPath, [...cliArgs(), ...args], { env: { ...cliEnv(), ...env } });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));

@@ -1,0 +1,158 @@
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { CLUSTER, launcher, launcherContainers, onHost, RIG_DIR, rigDown, rigUp, variant, type Run } from "./practice-cluster.js";
+
+// Images on a 3-host practice cluster: FROM chains, pushes that skip what is there, up's preflight.
+const HOSTS = 3;
+const dir = mkdtempSync(path.join(tmpdir(), "launcher-img-"));
+const images = path.join(dir, "docker-images");
+const env = { LAUNCHER_DOCKER_IMAGES: images };
+
+before(() => rigUp(HOSTS), { timeout: 300_000 });
+after(async () => {
+  await launcher(["down", "--all", "--grace", "1"]);
+  rigDown();
+  rmSync(dir, { recursive: true, force: true });
+}, { timeout: 300_000 });
+
+function ok(r: Run, what: string): Run {
+  assert.equal(r.code, 0, `${what}: ${r.stderr}`);
+  return r;
+}
+const idOn = (i: number, image: string): string => onHost(i, ["sh", "-c", 'docker image inspect --format "{{.Id}}" "$1" 2>/dev/null || true', "sh", image]).trim();
+
+/** An image folder of the test's own, and a recipe that uses it. */
+function overlay(name: string, dockerfile: string): string {
+  mkdirSync(path.join(images, name), { recursive: true });
+  writeFileSync(path.join(images, name, "Dockerfile"), dockerfile);
+  writeFileSync(path.join(images, name, "overlay.txt"), `${name}\n`);
+  return variant(dir, `recipe-${name}`, "practice-2x", `docker_image = "${name}:local"\ndocker_image_dir = "${name}"\n`);
+}
+
+describe("images on the practice cluster", { concurrency: false }, () => {
+  test("images: per node, the ID and whether they agree", async () => {
+    const r = ok(await launcher(["images", "practice-2x", "--json"]), "images");
+    const report = JSON.parse(r.stdout) as { consistent: boolean; nodes: { node: string; id?: string }[] };
+    assert.equal(report.consistent, true);
+    assert.deepEqual(report.nodes.map((n) => n.node), ["n1", "n2", "n3"]);
+    assert.equal(new Set(report.nodes.map((n) => n.id)).size, 1);
+    assert.match(report.nodes[0]?.id ?? "", /^sha256:[0-9a-f]{64}$/);
+  });
+
+  test("build: a thin FROM over another of our folders builds that base first when the node lacks it", async () => {
+    const recipe = overlay("practice-overlay", "FROM practice-engine:local\nCOPY overlay.txt /app/overlay.txt\n");
+    onHost(1, ["docker", "image", "rm", "practice-engine:local"]);
+    assert.equal(idOn(1, "practice-engine:local"), "");
+    const r = ok(await launcher(["images", "build", recipe, "--json"], 240_000, env), "build");
+    const built = JSON.parse(r.stdout) as { node: string; built: { folder: string; image: string }[] };
+    assert.equal(built.node, "n1");
+    assert.deepEqual(built.built, [{ folder: "practice-engine", image: "practice-engine:local" }, { folder: "practice-overlay", image: "practice-overlay:local" }]);
+    assert.match(idOn(1, "practice-overlay:local"), /^sha256:/);
+    assert.match(onHost(1, ["docker", "run", "--rm", "--entrypoint", "/usr/local/bin/vllm", "practice-overlay:local", "-e", "process.stdout.write(require('fs').readFileSync('/app/overlay.txt','utf8'))"]), /practice-overlay/);
+
+    // Built again with the base there: only the overlay.
+    const again = JSON.parse(ok(await launcher(["images", "build", recipe, "--json"], 240_000, env), "rebuild").stdout) as { built: { folder: string }[] };
+    assert.deepEqual(again.built.map((b) => b.folder), ["practice-overlay"]);
+  });
+
+  test("build: a base that is neither on the node nor buildable is a clear error", async () => {
+    const recipe = overlay("orphan", "FROM nowhere-base:local\nCOPY overlay.txt /overlay.txt\n");
+    const r = await launcher(["images", "build", recipe], 60_000, env);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /docker-images\/orphan\/Dockerfile starts FROM nowhere-base:local, which is not on n1 and which no docker-images\/ folder builds/);
+    assert.doesNotMatch(r.stderr, /at .*\.ts:\d+/, "no stack trace");
+  });
+
+  test("push: only the node with a stale image receives bytes; the one with the right ID costs nothing", async () => {
+    // The build above made a new practice-engine on n1: start from every node holding it.
+    ok(await launcher(["images", "push", "practice-2x"], 240_000), "first push");
+    const right = idOn(1, "practice-engine:local");
+    // n2: another build under the same tag (stale); n3 keeps the right one.
+    onHost(2, ["sh", "-c", 'printf "FROM practice-engine:local\\nLABEL stale=yes\\n" | docker build --quiet --tag practice-engine:local - >/dev/null']);
+    assert.notEqual(idOn(2, "practice-engine:local"), right);
+    assert.equal(idOn(3, "practice-engine:local"), right);
+    const r = ok(await launcher(["images", "push", "practice-2x", "--json"], 240_000), "push");
+    const result = JSON.parse(r.stdout) as { source: string; id: string; nodes: { node: string; action: string; bytes: number }[] };
+    assert.equal(result.source, "n1");
+    assert.equal(result.id, right);
+    const byNode = new Map(result.nodes.map((n) => [n.node, n]));
+    assert.equal(byNode.get("n2")?.action, "sent");
+    assert.ok((byNode.get("n2")?.bytes ?? 0) > 10_000_000, "the whole image went to n2");
+    assert.deepEqual([byNode.get("n3")?.action, byNode.get("n3")?.bytes], ["had", 0]);
+    for (const i of [1, 2, 3]) assert.equal(idOn(i, "practice-engine:local"), right, `n${i}`);
+    assert.match(r.stderr, /n2 +[\d.]+ MiB +[\d.]+ MiB\/s +loaded/, "progress per node with bytes and rate");
+
+    const noop = JSON.parse(ok(await launcher(["images", "push", "practice-2x", "--json"]), "push again").stdout) as { nodes: { action: string }[] };
+    assert.deepEqual(noop.nodes.map((n) => n.action), ["had", "had"]);
+  });
+
+  test("up with a node missing the image: --no-push refuses before any container starts; by default it is sent first", async () => {
+    onHost(3, ["docker", "image", "rm", "practice-engine:local"]);
+    const refused = await launcher(["up", "practice-2x", "--nodes", "n1,n3", "--no-push"]);
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /image practice-engine:local is missing on n3/);
+    assert.match(refused.stderr, /no container was started/);
+    assert.deepEqual(launcherContainers(HOSTS), []);
+
+    const r = ok(await launcher(["up", "practice-2x", "--nodes", "n1,n3"], 240_000), "up");
+    assert.match(r.stderr, /image practice-engine:local: sending it from n1 to n3/);
+    assert.equal(idOn(3, "practice-engine:local"), idOn(1, "practice-engine:local"));
+    assert.deepEqual(launcherContainers(HOSTS), ["n1:launcher-practice-2x-r0:running", "n3:launcher-practice-2x-r1:running"]);
+    ok(await launcher(["down", "practice-2x"]), "down");
+  });
+
+  test("doctor: each host's fabric interface, IP and MTU detected end to end; plan and up use them", async () => {
+    // The cluster file without fabric_iface: detection has to find it on each host.
+    const file = path.join(RIG_DIR, "cluster-detect.toml");
+    writeFileSync(file, readFileSync(CLUSTER, "utf8").replace(/^fabric_iface = .*$/gm, ""));
+    const r = ok(await launcher(["doctor", "--cluster", file, "--json"]), "doctor");
+    const report = JSON.parse(r.stdout) as {
+      ok: boolean;
+      nodes: { node: string; ssh: boolean; docker?: { version: string }; facts: { fabric_iface?: string; fabric_ip?: string; mtu?: number }; peers: Record<string, boolean> }[];
+      env: Record<string, Record<string, string>>;
+      findings: { severity: string; node: string; message: string }[];
+    };
+    assert.equal(report.ok, true);
+    for (const [i, n] of report.nodes.entries()) {
+      assert.deepEqual(n.facts, { fabric_iface: "enp1s0f1np1", fabric_ip: `10.232.0.${11 + i}`, mtu: 9000, hca: [], ports_up: 0 }, n.node);
+      assert.match(n.docker?.version ?? "", /^\d+\./);
+      assert.deepEqual(Object.values(n.peers), [true, true], `${n.node} reaches both peers`);
+      assert.equal(report.env[n.node]?.NCCL_SOCKET_IFNAME, "enp1s0f1np1");
+      assert.equal(report.env[n.node]?.VLLM_HOST_IP, `10.232.0.${11 + i}`, "each node its own IP");
+    }
+    // No RDMA and no GPU on a practice host: said, but only as a warning.
+    assert.deepEqual([...new Set(report.findings.map((f) => f.severity))], ["warning"]);
+    assert.match(report.findings[0]?.message ?? "", /no RoCE HCA found/);
+
+    const plan = ok(await launcher(["plan", "practice-2x", "--cluster", file, "--json"]), "plan");
+    assert.match(plan.stderr, /using fabric values detected on the nodes at/);
+    const nodes = (JSON.parse(plan.stdout) as { nodes: { node: string; env: Record<string, string> }[] }).nodes;
+    assert.deepEqual(nodes.map((n) => n.env.GLOO_SOCKET_IFNAME), ["enp1s0f1np1", "enp1s0f1np1"]);
+  });
+
+  test("doctor and up: an MTU that differs on one host is an error naming it and the fix; up starts nothing", async () => {
+    const mtu = (value: number) => spawnSync("ip", ["netns", "exec", "lnch-n3", "ip", "link", "set", "enp1s0f1np1", "mtu", String(value)], { encoding: "utf8" });
+    assert.equal(mtu(1500).status, 0);
+    try {
+      const r = await launcher(["doctor", "--json"]);
+      assert.equal(r.code, 1);
+      const findings = (JSON.parse(r.stdout) as { findings: { severity: string; node: string; message: string; fix: string }[] }).findings.filter((f) => f.severity === "error");
+      assert.deepEqual(findings.map((f) => f.node), ["n3"]);
+      assert.match(findings[0]?.message ?? "", /fabric MTU 1500 differs from the other nodes' 9000/);
+      assert.match(findings[0]?.fix ?? "", /ip link set DEV mtu 9000/);
+      const text = await launcher(["doctor"]);
+      assert.match(text.stdout, /^n3 .* mtu 1500 /m);
+      assert.match(text.stdout, /error: n3: fabric MTU 1500/);
+      const up = await launcher(["up", "practice-2x", "--nodes", "n1,n3"]);
+      assert.equal(up.code, 1);
+      assert.match(up.stderr, /the fabric check failed; no container was started:\n  - n3: fabric MTU 1500 differs/);
+      assert.deepEqual(launcherContainers(HOSTS), []);
+    } finally {
+      mtu(9000);
+    }
+  });
+});
