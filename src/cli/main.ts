@@ -16,6 +16,7 @@ import { registerHistory } from "./history.js";
 import { registerServe } from "./serve.js";
 import { registerImages } from "./images.js";
 import { registerDoctor } from "./doctor.js";
+import { registerModels } from "./models.js";
 
 export function buildProgram(): Command {
   const program = new Command()
@@ -34,6 +35,7 @@ export function buildProgram(): Command {
   registerDown(program, consoleOutput);
   registerImages(program, consoleOutput);
   registerDoctor(program, consoleOutput);
+  registerModels(program, consoleOutput);
   registerServe(program, consoleOutput);
   registerLanes(program, consoleOutput);
   registerHistory(program, consoleOutput);

@@ -4,6 +4,8 @@ import type { Plan } from "../plan/plan.js";
 import type { ContainerInfo } from "../remote/docker.js";
 import { DEPLOYMENT_LABEL, label } from "./labels.js";
 import { dockerOf, type ClusterSession } from "./session.js";
+import { weightsReport } from "./models.js";
+import { weightsLocation } from "../plan/weights.js";
 
 export interface Preflight {
   /** Containers of this same deployment already on the nodes. */
@@ -69,6 +71,13 @@ export async function preflight(plan: Plan, session: ClusterSession, replacing: 
       }
     }),
   );
+  // With HF_HUB_OFFLINE=1 the engine cannot fetch what is missing: find out now, not at minute 20.
+  const planNodes = session.cluster.nodes.filter((n) => plan.nodes.some((s) => s.node === n.name) && imageIds.has(n.name));
+  if (planNodes.some((n) => weightsLocation(plan.recipe, n)?.offline)) {
+    for (const w of await weightsReport(plan.recipe, session, planNodes)) {
+      if (!w.present) problems.push(`${w.node}: model ${plan.recipe.model} is not in its Hugging Face cache (looked in ${w.path}: ${w.reason ?? "?"}); HF_HUB_OFFLINE=1 forbids a download: launcher models sync ${plan.recipe.id}`);
+    }
+  }
   const rankOrder = plan.nodes.map((n) => n.node);
   for (const [name, nodes] of held) {
     const inOrder = rankOrder.filter((n) => nodes.has(n));

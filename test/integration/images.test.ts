@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { CLUSTER, launcher, launcherContainers, onHost, RIG_DIR, rigDown, rigUp, variant, type Run } from "./practice-cluster.js";
+import { CLUSTER, launcher, launcherContainers, launcherProcess, onHost, PRACTICE_REVISION, RIG_DIR, rigDown, rigUp, seedModel, variant, within, type Run } from "./practice-cluster.js";
 
 // Images on a 3-host practice cluster: FROM chains, pushes that skip what is there, up's preflight.
 const HOSTS = 3;
@@ -33,7 +33,7 @@ function overlay(name: string, dockerfile: string): string {
   return variant(dir, `recipe-${name}`, "practice-2x", `docker_image = "${name}:local"\ndocker_image_dir = "${name}"\n`);
 }
 
-describe("images on the practice cluster", { concurrency: false }, () => {
+describe("images, weights and the fabric on the practice cluster", { concurrency: false }, () => {
   test("images: per node, the ID and whether they agree", async () => {
     const r = ok(await launcher(["images", "practice-2x", "--json"]), "images");
     const report = JSON.parse(r.stdout) as { consistent: boolean; nodes: { node: string; id?: string }[] };
@@ -154,5 +154,49 @@ describe("images on the practice cluster", { concurrency: false }, () => {
     } finally {
       mtu(9000);
     }
+  });
+
+  test("weights: with HF_HUB_OFFLINE=1, a node without the model fails preflight with the path it looked in", async () => {
+    const repo = ".cache/practice/huggingface/hub/models--practice--tiny-moe";
+    onHost(3, ["sh", "-c", 'mv "$HOME/$1" "$HOME/$1.away"', "sh", repo]);
+    try {
+      const report = JSON.parse(ok(await launcher(["models", "practice-2x", "--json"]), "models").stdout) as { nodes: { node: string; present: boolean; revision?: string; path: string }[] };
+      assert.deepEqual(report.nodes.map((n) => [n.node, n.present, n.revision]), [["n1", true, PRACTICE_REVISION], ["n2", true, PRACTICE_REVISION], ["n3", false, undefined]]);
+      const r = await launcher(["up", "practice-2x", "--nodes", "n1,n3"]);
+      assert.equal(r.code, 1);
+      assert.match(r.stderr, /n3: model practice\/tiny-moe is not in its Hugging Face cache \(looked in \/home\/lnchu3\/\.cache\/practice\/huggingface\/hub\/models--practice--tiny-moe: no folder\); HF_HUB_OFFLINE=1 forbids a download: launcher models sync practice-2x/);
+      assert.match(r.stderr, /no container was started/);
+      assert.deepEqual(launcherContainers(HOSTS), []);
+    } finally {
+      onHost(3, ["sh", "-c", 'mv "$HOME/$1.away" "$HOME/$1"', "sh", repo]);
+    }
+  });
+
+  test("models sync: only the snapshot's files and blobs, interrupted and resumed, checked by SHA-256", async () => {
+    const big = variant(dir, "big-model", "practice-2x", `model = "practice/big-moe"\n`);
+    seedModel(1, 160 << 20, "models--practice--big-moe");
+    // A blob of another revision in the source cache: not part of the snapshot, so never sent.
+    onHost(1, ["sh", "-c", 'head -c 1000000 /dev/urandom > "$HOME/$1/blobs/0000000000000000000000000000000000000000000000000000000000000000"', "sh", ".cache/practice/huggingface/hub/models--practice--big-moe"]);
+    const partial = () => Number(onHost(3, ["sh", "-c", 'stat -c %s "$HOME/$1"/blobs/*.launcher-partial 2>/dev/null | sort -n | tail -1 || true', "sh", ".cache/practice/huggingface/hub/models--practice--big-moe"]).trim() || "0");
+
+    const first = launcherProcess(["models", "sync", big, "--nodes", "n1,n3"]);
+    const exited = new Promise<number | null>((resolve) => first.on("close", resolve));
+    await within(30_000, "part of the big blob on n3", async () => (partial() > 4 << 20 ? true : undefined));
+    first.kill("SIGTERM");
+    assert.equal(await exited, 143);
+    const kept = partial();
+    assert.ok(kept > 4 << 20 && kept < 160 << 20, `a partial blob of ${kept} bytes stays`);
+
+    const r = ok(await launcher(["models", "sync", big, "--nodes", "n1,n3", "--json"], 240_000), "resumed sync");
+    const result = JSON.parse(r.stdout) as { source: string; nodes: { node: string; action: string; bytes: number; resumed_bytes: number }[] };
+    const n3 = result.nodes.find((n) => n.node === "n3");
+    assert.equal(result.source, "n1");
+    assert.ok((n3?.resumed_bytes ?? 0) >= kept, "resumed from the bytes already there");
+    assert.ok((n3?.bytes ?? Infinity) < (160 << 20) - kept + 4096, `sent only the rest: ${n3?.bytes}`);
+    const sums = (i: number) => onHost(i, ["sh", "-c", 'cd "$HOME/$1/snapshots/$2" && sha256sum -- * | sort', "sh", ".cache/practice/huggingface/hub/models--practice--big-moe", PRACTICE_REVISION]);
+    assert.equal(sums(3), sums(1));
+    assert.equal(onHost(3, ["sh", "-c", 'ls "$HOME/$1/blobs" | grep -c "^0000" || true', "sh", ".cache/practice/huggingface/hub/models--practice--big-moe"]).trim(), "0", "the other revision's blob stayed behind");
+    const again = JSON.parse(ok(await launcher(["models", "sync", big, "--nodes", "n1,n3", "--json"]), "sync again").stdout) as { nodes: { action: string }[] };
+    assert.deepEqual(again.nodes.map((n) => n.action), ["had", "had"]);
   });
 });

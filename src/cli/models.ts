@@ -1,0 +1,86 @@
+import type { Command } from "commander";
+import { UserError } from "../config/errors.js";
+import { syncWeights, weightsReport } from "../deploy/models.js";
+import { openSession } from "../deploy/session.js";
+import { gpusPerNode, loadCluster, loadRecipe } from "./load.js";
+import type { Output } from "./output.js";
+import { parseNodes } from "./plan.js";
+import { withInterrupts } from "./up.js";
+
+interface ModelFlags {
+  cluster?: string;
+  nodes?: string;
+  json?: boolean;
+}
+
+async function context(ref: string, flags: ModelFlags, io: Output) {
+  const cluster = loadCluster(flags.cluster);
+  const recipe = loadRecipe(ref, (ds) => io.diagnostics(ds), gpusPerNode(cluster));
+  const session = await openSession(cluster);
+  const names = parseNodes(flags.nodes);
+  const unknown = (names ?? []).filter((n) => !session.cluster.nodes.some((c) => c.name === n));
+  if (unknown.length > 0) throw new UserError(`no node ${unknown.join(", ")} in ${cluster.file}`);
+  const nodes = session.cluster.nodes.filter((n) => names === undefined || names.includes(n.name));
+  return { recipe, session, nodes };
+}
+
+/** `launcher models sync`: the snapshot from a node that has it to those that lack it. */
+export async function runModelsSync(ref: string, flags: ModelFlags, io: Output): Promise<void> {
+  const { recipe, session, nodes } = await context(ref, flags, io);
+  const start = Date.now();
+  const last = new Map<string, number>();
+  const result = await withInterrupts((signal) =>
+    syncWeights(
+      recipe,
+      session,
+      nodes,
+      {
+        node(node, bytes, file) {
+          const t = Date.now();
+          if (t - (last.get(node) ?? 0) < 1000) return;
+          last.set(node, t);
+          io.err(`  ${node.padEnd(10)} ${(bytes / 1048576).toFixed(1).padStart(9)} MiB  ${(bytes / 1048576 / Math.max(0.001, (t - start) / 1000)).toFixed(1)} MiB/s  ${file.slice(0, 16)}`);
+        },
+      },
+      signal,
+    ),
+  );
+  if (flags.json) {
+    io.json(result);
+    return;
+  }
+  const copied = result.nodes.filter((n) => n.action === "copied");
+  io.out(
+    `${recipe.model} ${result.revision.slice(0, 12)} from ${result.source}: ${copied.length === 0 ? "every node already had it" : copied.map((n) => `${n.node} ${(n.bytes / 1048576).toFixed(1)} MiB${n.resumed_bytes > 0 ? ` (resumed after ${(n.resumed_bytes / 1048576).toFixed(1)} MiB)` : ""}`).join(", ")}; checked by size and SHA-256`,
+  );
+}
+
+export function registerModels(program: Command, io: Output): void {
+  const models = program
+    .command("models")
+    .description("the recipe's model in each node's Hugging Face cache: the revision there, or what is missing")
+    .argument("<recipe>", "recipe name, folder or recipe.toml")
+    .option("--cluster <file>", "cluster file (default: $LAUNCHER_CLUSTER or ./cluster.toml)")
+    .option("--nodes <names>", "comma-separated nodes (default: every node)")
+    .option("--json", "print as JSON")
+    .action(async (ref: string, flags: ModelFlags) => {
+      const { recipe, session, nodes } = await context(ref, flags, io);
+      const report = await weightsReport(recipe, session, nodes);
+      if (flags.json) {
+        io.json({ model: recipe.model, nodes: report });
+        return;
+      }
+      io.out(recipe.model);
+      for (const r of report) io.out(`  ${r.node.padEnd(10)} ${r.present ? `revision ${r.revision ?? "?"} (${r.files ?? 0} files)` : `MISSING: ${r.reason ?? "?"}`}  ${r.path}`);
+      if (report.some((r) => !r.present)) io.out(`  fix: launcher models sync ${ref}`);
+    });
+  models
+    .command("sync")
+    .description("copy the snapshot (its files and their blobs only) from a node that has it to the nodes that lack it; resumable")
+    .argument("<recipe>", "recipe name, folder or recipe.toml")
+    .option("--cluster <file>", "cluster file (default: $LAUNCHER_CLUSTER or ./cluster.toml)")
+    .option("--nodes <names>", "comma-separated nodes to consider (default: every node)")
+    .option("--json", "print as JSON")
+    // The parent command has the same options: commander gives them to it, so merge.
+    .action((ref: string, _flags: unknown, cmd: Command) => runModelsSync(ref, cmd.optsWithGlobals(), io));
+}
