@@ -87,3 +87,27 @@ test("detected values fill what the cluster file leaves out; the file always win
   assert.deepEqual(s2?.hca, ["roceP2p1s0f0", "roceP2p1s0f1", "rocep1s0f0", "rocep1s0f1"]);
   assert.notDeepEqual(s1?.hca, s2?.hca, "never the head's values on a worker");
 });
+
+test("a probe's output: GPUs, a busy GPU and an unreachable peer are findings with the fix", async () => {
+  const { readProbe } = await import("../../src/deploy/doctor.js");
+  const root = fixture("two-ports-gid3");
+  const sysfs = spawnSync("sh", ["-c", SYSFS_DUMP_SCRIPT, "sh", root], { encoding: "utf8" }).stdout;
+  const text = [
+    "@@sysfs", sysfs,
+    "@@ip-link", readFileSync(path.join(root, "ip-link.txt"), "utf8"),
+    "@@ip-addr", readFileSync(path.join(root, "ip-addr.txt"), "utf8"),
+    "@@docker", "28.2.2", "/var/lib/docker", "/dev/nvme0n1p2 3800000000 1200000000 2600000000 32% /",
+    "@@gpu", "NVIDIA GB10, 124000 MiB",
+    "@@gpu-apps", "4242, python3, 98000 MiB",
+    "@@hf", "nas:/ai 9000000000 1000000000 8000000000 12% /mnt/nas",
+    "@@peers", "10.10.0.2 0", "10.10.0.3 1",
+  ].join("\n");
+  const p = readProbe(bare("s1"), "/mnt/nas/ai/huggingface", text);
+  assert.deepEqual(p.gpus, [{ name: "NVIDIA GB10", memory: "124000 MiB" }]);
+  assert.deepEqual(p.docker, { version: "28.2.2", root: "/var/lib/docker", free_gib: 2479.6 });
+  assert.equal(p.hf_cache.free_gib, 7629.4);
+  assert.deepEqual(p.peers, { "10.10.0.2": true, "10.10.0.3": false });
+  assert.equal(p.facts.gid_index, 3);
+  assert.deepEqual(p.findings.map((f) => f.message), ["the GPU is busy: 4242, python3, 98000 MiB", "cannot reach peer fabric IP 10.10.0.3"]);
+  assert.ok(p.findings.every((f) => f.severity === "error" && f.fix.length > 0));
+});
