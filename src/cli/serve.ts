@@ -7,7 +7,9 @@ import { isLoopback, parseListen } from "../gateway/listen.js";
 import { GatewayMetrics } from "../gateway/metrics.js";
 import { routeTable, type RouteTable } from "../gateway/routes.js";
 import { createGateway } from "../gateway/server.js";
-import type { LaneRecord } from "../store/store.js";
+import type { LaneRecord, Store } from "../store/store.js";
+import { laneKey } from "../deploy/locks.js";
+import { hostname } from "node:os";
 import { parseDuration } from "./duration.js";
 import { clusterPath, loadCluster, openStore, selfArgv } from "./load.js";
 import type { Output } from "./output.js";
@@ -38,6 +40,22 @@ function apiKeys(flags: ServeFlags): string[] {
     keys.push(...fromFile);
   }
   return keys;
+}
+
+/**
+ * A lane marked switching whose `up` died without unmarking it (SIGKILL, a crash): the lock tells.
+ * Then the labels decide alone, as if no swap were under way.
+ */
+function switchInProgress(store: Store, lane: string): boolean {
+  const holder = store.lockHolder(laneKey(lane));
+  if (holder === undefined) return false;
+  if (holder.host !== hostname()) return true;
+  try {
+    process.kill(holder.pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
 }
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
@@ -82,7 +100,7 @@ export function registerServe(program: Command, io: Output): void {
         const snapshot = discovery.snapshot();
         if (version !== storeVersion) {
           storeVersion = version;
-          lanes = store.lanes();
+          lanes = store.lanes().map((l) => (l.state === "switching" && !switchInProgress(store, l.name) ? { ...l, state: "serving" as const } : l));
           table = undefined;
           // A lane changed: the labels are worth reading again now.
           discovery.refreshSoon();
@@ -109,14 +127,20 @@ export function registerServe(program: Command, io: Output): void {
         bodyTimeoutMs: parseDuration(flags.idleTimeout, "--idle-timeout"),
         maxBodyBytes: 64 * 1024 * 1024,
       });
+      // Listen first: an address that cannot be had stops the daemon before anything else starts.
+      await new Promise<void>((resolve, reject) => {
+        gateway.server.once("error", (e: NodeJS.ErrnoException) => {
+          const why = e.code === "EADDRINUSE" ? "is already in use" : e.code === "EADDRNOTAVAIL" ? "is not an address of this machine" : e.code === "EACCES" ? "needs privileges (a port below 1024?)" : `cannot be listened on (${e.code ?? e.message})`;
+          reject(new UserError(`--listen ${flags.listen} ${why}`, "pass --listen HOST:PORT with an address of this machine and a free port"));
+        });
+        gateway.server.listen(listen.port, listen.host, resolve);
+      }).catch(async (e: unknown) => {
+        await gateway.close();
+        store.close();
+        throw e;
+      });
       discovery.start();
       await discovery.ready(30_000);
-      await new Promise<void>((resolve, reject) => {
-        gateway.server.once("error", (e: NodeJS.ErrnoException) =>
-          reject(e.code === "EADDRINUSE" ? new UserError(`${flags.listen} is already in use`, "stop what listens there or pass --listen HOST:PORT") : e),
-        );
-        gateway.server.listen(listen.port, listen.host, resolve);
-      });
       const addr = gateway.server.address();
       const port = typeof addr === "object" && addr !== null ? addr.port : listen.port;
       const shown = listen.host.includes(":") ? `[${listen.host}]` : listen.host;

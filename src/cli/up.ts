@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { withDetected } from "../cluster/detect.js";
-import { UserError } from "../config/errors.js";
-import { doctor } from "../deploy/doctor.js";
+import { doctor, fabricBlockers, fabricCheckFailed } from "../deploy/doctor.js";
+import type { Finding } from "../cluster/detect.js";
 import { recordedUp } from "../deploy/launch.js";
 import type { ClusterSession } from "../deploy/session.js";
 import { upInLane } from "../deploy/lane.js";
@@ -24,33 +24,33 @@ export interface UpFlags extends PlanFlags {
 /** Runs `fn` with an AbortSignal that Ctrl-C and SIGTERM trigger, so that work in flight can roll back. */
 export async function withInterrupts<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const controller = new AbortController();
+  // SIGHUP too: a dropped SSH session to this machine must roll back, not leave a half boot.
   const onSignal = (sig: NodeJS.Signals): void => {
-    process.exitCode = sig === "SIGINT" ? 130 : 143;
+    process.exitCode = sig === "SIGINT" ? 130 : sig === "SIGHUP" ? 129 : 143;
     controller.abort();
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
+  process.on("SIGHUP", onSignal);
   try {
     return await fn(controller.signal);
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
+    process.off("SIGHUP", onSignal);
   }
 }
 
 /**
  * Reads each node's fabric (its own HCAs, GID index, interface and MTU) and fills what the
- * cluster file leaves out; findings that would break this boot stop it before any container runs.
+ * cluster file leaves out. Its findings are checked against the nodes the boot really uses, once
+ * they are known (a lane picks its nodes later).
  */
-async function detectFabric(session: ClusterSession, store: Store, nodes: readonly string[], now: () => Date): Promise<ClusterSession> {
+async function detectFabric(session: ClusterSession, store: Store, now: () => Date): Promise<{ session: ClusterSession; findings: Finding[] }> {
   const report = await doctor(session, { peers: false });
   const facts = new Map(report.nodes.filter((n) => n.ssh).map((n) => [n.node, n.facts]));
   store.saveFacts(session.cluster.name, facts, now().toISOString());
-  const blocking = report.findings.filter((f) => f.severity === "error" && nodes.includes(f.node) && !f.message.startsWith("SSH unreachable"));
-  if (blocking.length > 0) {
-    throw new UserError(`the fabric check failed; no container was started:\n${blocking.map((f) => `  - ${f.node}: ${f.message}\n    fix: ${f.fix}`).join("\n")}`, "launcher doctor shows every node's fabric");
-  }
-  return { ...session, cluster: withDetected(session.cluster, facts) };
+  return { session: { ...session, cluster: withDetected(session.cluster, facts) }, findings: [...report.findings] };
 }
 
 export async function runUp(ref: string, flags: UpFlags, io: Output): Promise<void> {
@@ -65,12 +65,14 @@ export async function runUp(ref: string, flags: UpFlags, io: Output): Promise<vo
   const release: (() => void)[] = [];
   try {
     if (flags.lane !== undefined) release.push(holdOrBusy(store, [laneKey(flags.lane)], what, now));
-    const session = await detectFabric(await openSession(cluster), store, first.nodes.map((n) => n.node), now);
+    const { session, findings } = await detectFabric(await openSession(cluster), store, now);
     const progress = progressReporter(process.stderr, Date.now);
     const result = await withInterrupts(async (signal) => {
       const options = { timeoutMs, signal, progress, push: flags.push !== false };
       if (flags.lane === undefined) {
         const plan = planFromFlags(ref, flags, io, session.cluster);
+        const blocking = fabricBlockers(findings, plan.nodes.map((n) => n.node));
+        if (blocking.length > 0) throw fabricCheckFailed(blocking);
         release.push(holdOrBusy(store, plan.nodes.map((n) => nodeKey(plan.cluster, n.node)), what, now));
         io.err(`launcher: starting ${plan.deployment} (${plan.recipe.id}) on ${plan.nodes.map((n) => n.node).join(", ")}`);
         return { ...(await recordedUp(plan, session, options, store, now)), deployment: plan.deployment };
@@ -81,7 +83,7 @@ export async function runUp(ref: string, flags: UpFlags, io: Output): Promise<vo
         (nodes) => planFromFlags(ref, nodes === undefined ? flags : { ...flags, nodes: nodes.join(",") }, io, session.cluster),
         flags.nodes !== undefined,
         session,
-        { ...options, lane, store, now, drainMs, what },
+        { ...options, lane, store, now, drainMs, what, findings },
       );
     });
     if (flags.json) {

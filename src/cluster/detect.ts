@@ -34,6 +34,8 @@ function subnet(cidr: string): string {
 
 export interface Finding {
   readonly severity: "error" | "warning";
+  /** fabric findings break a boot on that node; the others are the doctor's to report. */
+  readonly kind: "fabric" | "docker" | "gpu" | "peer" | "ssh";
   readonly node: string;
   readonly message: string;
   readonly fix: string;
@@ -71,21 +73,22 @@ export function detectFabric(node: ClusterNode, hcas: readonly Hca[], ifaces: re
   if (active.length === 0) {
     findings.push({
       severity: hasGpu ? "error" : "warning",
+      kind: "fabric",
       node: node.name,
       message: hcas.length === 0 ? "no RoCE HCA found (/sys/class/infiniband is empty)" : `no active RoCE port (${hcas.map((h) => `${h.name}: ${h.ports.map((p) => p.state).join(", ")}`).join("; ")})`,
       fix: hasGpu ? "check the QSFP cable and `ibdev2netdev`; without RDMA, NCCL falls back to slow TCP" : "fine for a host without GPUs (the practice cluster); a Spark needs an active port",
     });
   }
   if (fabricIp !== undefined && holder === undefined) {
-    findings.push({ severity: "error", node: node.name, message: `no interface holds the fabric IP ${fabricIp}`, fix: `set the address on the fabric port, or fix fabric_ip for ${node.name} in the cluster file` });
+    findings.push({ severity: "error", kind: "fabric", node: node.name, message: `no interface holds the fabric IP ${fabricIp}`, fix: `set the address on the fabric port, or fix fabric_ip for ${node.name} in the cluster file` });
   }
-  if (iface !== undefined && !iface.up) findings.push({ severity: "error", node: node.name, message: `fabric interface ${iface.name} is down`, fix: `ip link set ${iface.name} up` });
+  if (iface !== undefined && !iface.up) findings.push({ severity: "error", kind: "fabric", node: node.name, message: `fabric interface ${iface.name} is down`, fix: `ip link set ${iface.name} up` });
   const subnets = new Map<string, string[]>();
   for (const i of ifaces) for (const c of i.ipv4) if (!c.startsWith("127.")) (subnets.get(subnet(c)) ?? subnets.set(subnet(c), []).get(subnet(c)))?.push(i.name);
   for (const [net, names] of subnets) {
     const distinct = [...new Set(names)];
     if (distinct.length > 1) {
-      findings.push({ severity: "error", node: node.name, message: `interfaces ${distinct.join(" and ")} are both on subnet ${net}: replies leave by either one and RDMA connects fail`, fix: "give each fabric port its own subnet, or remove the address from all but one" });
+      findings.push({ severity: "error", kind: "fabric", node: node.name, message: `interfaces ${distinct.join(" and ")} are both on subnet ${net}: replies leave by either one and RDMA connects fail`, fix: "give each fabric port its own subnet, or remove the address from all but one" });
     }
   }
   const facts: FabricFacts = {
@@ -107,7 +110,7 @@ export function crossNodeFindings(facts: ReadonlyMap<string, FabricFacts>): Find
   const [common] = [...mtus].sort((a, b) => b[1].length - a[1].length || b[0] - a[0])[0] ?? [9000];
   return [...mtus]
     .filter(([mtu]) => mtu !== common)
-    .flatMap(([mtu, nodes]) => nodes.map((node): Finding => ({ severity: "error", node, message: `fabric MTU ${mtu} differs from the other nodes' ${common}`, fix: `set MTU ${common} on ${node}'s fabric interface (ip link set DEV mtu ${common}) and on the switch` })));
+    .flatMap(([mtu, nodes]) => nodes.map((node): Finding => ({ severity: "error", kind: "fabric", node, message: `fabric MTU ${mtu} differs from the other nodes' ${common}`, fix: `set MTU ${common} on ${node}'s fabric interface (ip link set DEV mtu ${common}) and on the switch` })));
 }
 
 /** The cluster with detected facts filled in where the cluster file left them out. */

@@ -1,4 +1,5 @@
 import type { ClusterNode } from "../cluster/cluster.js";
+import { UserError } from "../config/errors.js";
 import { crossNodeFindings, detectFabric, parseIp, type FabricFacts, type Finding, type NetIface } from "../cluster/detect.js";
 import { dumpTree, readHcas, SYSFS_DUMP_SCRIPT, type Hca } from "../cluster/sysfs.js";
 import { expandHome } from "../plan/plan.js";
@@ -87,10 +88,10 @@ export function readProbe(node: ClusterNode, hfPath: string, text: string): Omit
   }
   const { facts, findings } = detectFabric(node, hcas, ifaces, gpus !== undefined && gpus.length > 0);
   const dockerOk = version !== undefined && /^\d+\.\d+/.test(version.trim());
-  if (!dockerOk) findings.push({ severity: "error", node: node.name, message: `Docker is not answering: ${version?.trim() ?? "no output"}`, fix: "start dockerd, and let the SSH user use it (the docker group)" });
-  if (apps.length > 0) findings.push({ severity: "error", node: node.name, message: `the GPU is busy: ${apps.join("; ")}`, fix: "stop those processes (or the container running them) before a boot" });
+  if (!dockerOk) findings.push({ severity: "error", kind: "docker", node: node.name, message: `Docker is not answering: ${version?.trim() ?? "no output"}`, fix: "start dockerd, and let the SSH user use it (the docker group)" });
+  if (apps.length > 0) findings.push({ severity: "error", kind: "gpu", node: node.name, message: `the GPU is busy: ${apps.join("; ")}`, fix: "stop those processes (or the container running them) before a boot" });
   for (const [ip, ok] of Object.entries(peers)) {
-    if (!ok) findings.push({ severity: "error", node: node.name, message: `cannot reach peer fabric IP ${ip}`, fix: "check the cable, the addresses and the MTU on both ends" });
+    if (!ok) findings.push({ severity: "error", kind: "peer", node: node.name, message: `cannot reach peer fabric IP ${ip}`, fix: "check the cable, the addresses and the MTU on both ends" });
   }
   const dockerFree = freeGib(df);
   return {
@@ -119,7 +120,7 @@ export async function doctor(session: ClusterSession, options: { hfCache?: strin
       const r = docker === undefined ? undefined : await docker.transport.exec(["sh", "-c", PROBE_SCRIPT, "sh", hfPath, SYSFS_DUMP_SCRIPT, ...peers], { timeoutMs: 60_000 });
       if (r === undefined || r.code === 255 || !r.stdout.includes("@@sysfs")) {
         const error = (r?.stderr.trim() || "no answer").split("\n").slice(-2).join(" ");
-        findings.push({ severity: "error", node: node.name, message: `SSH unreachable: ${error}`, fix: `check that \`ssh ${node.host}\` works without a password` });
+        findings.push({ severity: "error", kind: "ssh", node: node.name, message: `SSH unreachable: ${error}`, fix: `check that \`ssh ${node.host}\` works without a password` });
         return { node: node.name, ssh: false, error, gpu_processes: [], hcas: [], ifaces: [], facts: { hca: [], ports_up: 0 }, hf_cache: { path: hfPath }, peers: {} };
       }
       const { findings: own, ...probe } = readProbe(node, hfPath, r.stdout);
@@ -129,4 +130,16 @@ export async function doctor(session: ClusterSession, options: { hfCache?: strin
   );
   findings.push(...crossNodeFindings(new Map(nodes.filter((n) => n.ssh).map((n) => [n.node, n.facts]))));
   return { nodes, findings };
+}
+
+/**
+ * Before a boot: the fabric findings on the nodes it will use stop it. A busy GPU is not one of
+ * them (the deployment being replaced or already running uses it; preflight knows which).
+ */
+export function fabricBlockers(findings: readonly Finding[], nodes: readonly string[]): Finding[] {
+  return findings.filter((f) => f.severity === "error" && f.kind === "fabric" && nodes.includes(f.node));
+}
+
+export function fabricCheckFailed(blocking: readonly Finding[]): UserError {
+  return new UserError(`the fabric check failed; no container was started:\n${blocking.map((f) => `  - ${f.node}: ${f.message}\n    fix: ${f.fix}`).join("\n")}`, "launcher doctor shows every node's fabric");
 }

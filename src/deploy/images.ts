@@ -3,7 +3,21 @@ import path from "node:path";
 import { RemoteError, UserError } from "../config/errors.js";
 import { buildOrder, fromImages, type ImageFolder } from "../plan/image-build.js";
 import type { DockerClient } from "../remote/docker.js";
-import { spawnLocal } from "../remote/transport.js";
+import { spawnLocal, type RawProcess } from "../remote/transport.js";
+
+/**
+ * `from`'s output into `to`'s input; when either ends with a failure the other is stopped, so
+ * that neither waits forever on a pipe nobody reads.
+ */
+export function joinPipe(from: RawProcess, to: RawProcess): void {
+  from.stdout.pipe(to.stdin);
+  void to.done.then((r) => {
+    if (r.code !== 0) from.kill();
+  });
+  void from.done.then((r) => {
+    if (r.code !== 0) to.kill();
+  });
+}
 
 export interface NodeImage {
   readonly node: string;
@@ -63,7 +77,7 @@ export async function buildImage(target: ImageFolder, folders: readonly ImageFol
     const tar = spawnLocal("tar", ["-C", step.path, "-c", "."]);
     tar.stdin.end();
     const build = builder.transport.spawn(["docker", "build", "--quiet", "--tag", step.tag, "-"]);
-    tar.stdout.pipe(build.stdin as NodeJS.WritableStream);
+    joinPipe(tar, build);
     build.stdout.resume();
     const [t, b] = await Promise.all([tar.done, build.done]);
     if (t.code !== 0) throw new RemoteError("local", `packing docker-images/${step.name} failed (exit ${t.code})`, t.stderr);
@@ -99,28 +113,40 @@ export async function pushImage(image: string, source: DockerClient, targets: re
   if (need.length > 0) {
     const save = source.transport.spawn(["docker", "save", image]);
     save.stdin.end();
-    const loads = need.map((t) => ({ node: t.node, p: t.transport.spawn(["docker", "load", "--quiet"]) }));
-    for (const l of loads) l.p.stdout.resume();
-    let waiting = 0;
-    const resume = (): void => {
-      if (--waiting === 0) save.stdout.resume();
+    const loads = need.map((t) => ({ node: t.node, p: t.transport.spawn(["docker", "load", "--quiet"]), dead: false, waiting: false }));
+    // The save goes at the pace of the slowest live load; a load that ends early stops holding it back.
+    const maybeResume = (): void => {
+      if (loads.every((l) => l.dead || !l.waiting)) save.stdout.resume();
     };
+    for (const l of loads) {
+      l.p.stdout.resume();
+      void l.p.done.then(() => {
+        l.dead = true;
+        maybeResume();
+      });
+    }
     save.stdout.on("data", (chunk: Buffer) => {
       for (const l of loads) {
+        if (l.dead) continue;
         bytes.set(l.node, (bytes.get(l.node) ?? 0) + chunk.length);
         progress.node(l.node, bytes.get(l.node) ?? 0, false);
         if (!l.p.stdin.write(chunk)) {
-          waiting++;
-          l.p.stdin.once("drain", resume);
+          l.waiting = true;
+          l.p.stdin.once("drain", () => {
+            l.waiting = false;
+            maybeResume();
+          });
         }
       }
-      if (waiting > 0) save.stdout.pause();
+      if (loads.some((l) => !l.dead && l.waiting)) save.stdout.pause();
+      if (loads.every((l) => l.dead)) save.kill();
     });
     save.stdout.on("end", () => {
       for (const l of loads) l.p.stdin.end();
     });
     const saved = await save.done;
-    if (saved.code !== 0) {
+    // Every load gone first: their errors (below) say more than the save's broken pipe.
+    if (saved.code !== 0 && !loads.every((l) => l.dead)) {
       for (const l of loads) l.p.kill();
       throw new RemoteError(source.node, `docker save ${image} failed (exit ${saved.code})`, saved.stderr);
     }

@@ -9,6 +9,8 @@ import { placeSwap } from "./placement.js";
 import { preflight } from "./preflight.js";
 import { dockerOf, type ClusterSession } from "./session.js";
 import { ensureImage } from "./images.js";
+import { fabricBlockers, fabricCheckFailed } from "./doctor.js";
+import type { Finding } from "../cluster/detect.js";
 import { clusterStatus, type DeploymentStatus } from "./status.js";
 import type { UpOptions, UpResult } from "./up.js";
 
@@ -20,6 +22,8 @@ export interface LaneUpOptions extends UpOptions {
   readonly drainMs: number;
   /** The command, for "busy" messages. */
   readonly what: string;
+  /** What the fabric probe found; those on the nodes finally chosen stop the swap. */
+  readonly findings: readonly Finding[];
 }
 
 export type LaneUpResult = UpResult & { readonly deployment: string; readonly mode: SwapMode; readonly replaced: readonly string[] };
@@ -73,6 +77,8 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
     plan = planOn(placed.nodes);
     mode = replacing.length === 0 ? "first" : placed.mode;
   }
+  const blocking = fabricBlockers(options.findings, plan.nodes.map((n) => n.node));
+  if (blocking.length > 0) throw fabricCheckFailed(blocking);
   const releaseNodes = holdOrBusy(store, plan.nodes.map((n) => nodeKey(plan.cluster, n.node)), options.what, now);
   const swapId = store.beginSwap({
     lane,
@@ -84,11 +90,17 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
   });
   const laneServing = (): void =>
     store.setLane({ name: lane, cluster: plan.cluster, deployment: plan.deployment, recipe: plan.recipe.id, served_model: plan.served_model, state: "serving", since: at() });
+  let stoppedAny = false;
+  const notInterrupted = (what: string): void => {
+    if (options.signal.aborted) throw new UserError(`interrupted before ${what}: nothing was stopped`);
+  };
   const stopReplaced = async (): Promise<void> => {
     for (const d of replacing) {
       options.progress.note(`lane ${lane}: draining ${d.deployment} (up to ${Math.round(options.drainMs / 1000)} s for running requests) ...`);
       const drained = await drain(d.endpoint, options.drainMs, options.signal);
       if (!drained.drained) options.progress.note(`lane ${lane}: ${d.deployment} still runs ${drained.running} request(s); stopping it anyway`);
+      notInterrupted(`stopping ${d.deployment}`);
+      stoppedAny = true;
       await removeContainers(session, (c) => c.labels["launcher.deployment"] === d.deployment, STOP_GRACE_SECONDS);
       store.deploymentStopped(plan.cluster, d.deployment, at());
       options.progress.note(`lane ${lane}: stopped ${d.deployment}`);
@@ -108,6 +120,7 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
     // not cost the lane its model.
     if (options.push !== false) await ensureImage(plan.recipe.docker_image, plan.nodes.map((n) => dockerOf(session, n.node)), (t) => options.progress.note(t));
     await preflight(plan, session, replacingNames);
+    notInterrupted(`switching lane ${lane}`);
     store.setLane({
       name: lane,
       cluster: plan.cluster,
@@ -126,7 +139,11 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
     const outcome = options.signal.aborted ? "interrupted" : "failed";
     store.endSwap(swapId, outcome, at(), e instanceof Error ? e.message : String(e));
     const laneNow = store.lane(lane);
-    if (laneNow?.state === "switching") {
+    const old = replacing[0];
+    if (laneNow?.state === "switching" && !stoppedAny && old !== undefined) {
+      // Nothing was stopped yet: the lane goes back to what it served.
+      store.setLane({ name: lane, cluster: plan.cluster, deployment: old.deployment, recipe: old.recipe, served_model: old.served_model, state: "serving", since: laneNow.since });
+    } else if (laneNow?.state === "switching") {
       // The old deployment is gone (or going): the lane has nothing to serve.
       store.setLane({ name: lane, cluster: plan.cluster, state: "empty", since: at() });
       if (e instanceof RemoteError) throw new RemoteError(e.node, `${e.message}; lane ${lane} is now empty (its old deployment was stopped for this one)`, e.detail);

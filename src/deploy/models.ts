@@ -3,6 +3,7 @@ import { RemoteError, UserError } from "../config/errors.js";
 import { blobSha256, parseSnapshotListing, weightsLocation, type SnapshotFile } from "../plan/weights.js";
 import type { Recipe } from "../recipe/recipe.js";
 import type { DockerClient } from "../remote/docker.js";
+import { joinPipe } from "./images.js";
 import type { ClusterSession } from "./session.js";
 
 export interface NodeWeights {
@@ -99,7 +100,7 @@ async function copyFrom(source: DockerClient, target: DockerClient, from: string
   };
   signal.addEventListener("abort", abort, { once: true });
   read.stdout.on("data", (c: Buffer) => onBytes(c.length));
-  read.stdout.pipe(write.stdin);
+  joinPipe(read, write);
   try {
     const [r, w] = await Promise.all([read.done, write.done]);
     if (signal.aborted) throw new UserError("interrupted: the partial copy stays and a new `launcher models sync` resumes it");

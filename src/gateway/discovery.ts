@@ -86,22 +86,33 @@ export class Discovery {
     const child = spawn(program as string, args, { stdio: ["pipe", "pipe", "pipe"] });
     this.children.set(source.cluster, child);
     child.stdin.on("error", () => undefined);
+    let healthy = false;
     createInterface({ input: child.stdout }).on("line", (line) => {
       try {
         this.update(source.cluster, JSON.parse(line) as Poll);
+        healthy = true;
       } catch {
         this.log(`discovery of ${source.cluster}: unreadable line: ${line.slice(0, 200)}`);
       }
     });
     createInterface({ input: child.stderr }).on("line", (line) => this.log(`discovery of ${source.cluster}: ${line}`));
-    child.on("close", (code) => {
-      if (this.stopped) return;
-      // Bounded back-off: 1 s, 2 s, ... 30 s between restarts of a watcher that keeps failing.
-      const wait = Math.min(30_000, 1000 * 2 ** Math.min(restarts, 5));
+    let ended = false;
+    const onEnd = (code: number | null): void => {
+      if (ended || this.stopped) return;
+      ended = true;
+      // Bounded back-off: 1 s, 2 s, ... 30 s between restarts of a watcher that keeps failing;
+      // one that worked for a while starts anew.
+      const wait = healthy ? 1000 : Math.min(30_000, 1000 * 2 ** Math.min(restarts, 5));
       this.log(`discovery of ${source.cluster} stopped (exit ${code}); restarting in ${wait / 1000} s`);
       setTimeout(() => {
-        if (!this.stopped) this.watch(source, restarts + 1);
+        if (!this.stopped) this.watch(source, healthy ? 0 : restarts + 1);
       }, wait).unref();
+    };
+    child.on("close", onEnd);
+    // A failed spawn (EAGAIN, EMFILE) is logged and retried like an exit, never a crash.
+    child.on("error", (e) => {
+      this.log(`discovery of ${source.cluster} could not start: ${e.message}`);
+      onEnd(null);
     });
   }
 

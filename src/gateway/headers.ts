@@ -20,6 +20,9 @@ export function forwardHeaders(headers: IncomingHttpHeaders | Record<string, str
   return out;
 }
 
-/** Not forwarded upstream: the client's key is the gateway's, and the length is set anew. */
-export const REQUEST_DROP: ReadonlySet<string> = new Set(["host", "authorization", "x-api-key", "content-length"]);
+/**
+ * Not forwarded upstream: the client's key is the gateway's, the length is set anew, and
+ * `Expect: 100-continue` was already answered by this server (undici refuses to send it).
+ */
+export const REQUEST_DROP: ReadonlySet<string> = new Set(["host", "authorization", "x-api-key", "content-length", "expect"]);
 export const RESPONSE_DROP: ReadonlySet<string> = new Set([]);

@@ -58,7 +58,8 @@ const HAS_BODY = new Set(["POST", "PUT", "PATCH"]);
 
 /** The OpenAI-compatible gateway: routing by model, streaming passthrough, errors in OpenAI's shape. */
 export function createGateway(options: GatewayOptions): Gateway {
-  const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 1024, pipelining: 0 });
+  // pipelining 1: one request at a time per connection, kept alive (0 would close each one).
+  const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 1024, pipelining: 1 });
   const { metrics } = options;
   let inFlight = 0;
 
@@ -171,7 +172,13 @@ export function createGateway(options: GatewayOptions): Gateway {
         sendJson(res, { object: "list", data: entries });
         return;
       }
-      const id = decodeURIComponent(path.slice("/v1/models/".length));
+      let id: string;
+      try {
+        id = decodeURIComponent(path.slice("/v1/models/".length));
+      } catch {
+        sendError(res, 400, "invalid_request_error", "invalid_model_id", `the model id in ${path} is not valid percent-encoding`);
+        return;
+      }
       const entry = entries.find((e) => e.id === id);
       if (entry === undefined) sendError(res, 404, "invalid_request_error", "model_not_found", `the model \`${id}\` does not exist; known models: ${entries.map((e) => e.id).join(", ") || "none"}`);
       else sendJson(res, entry);

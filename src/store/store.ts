@@ -101,20 +101,31 @@ export class Store {
   constructor(file: string) {
     if (file !== ":memory:") mkdirSync(path.dirname(file), { recursive: true });
     this.db = new Database(file);
-    // The daemon reads while CLI commands write: WAL lets them, busy_timeout makes writers queue.
-    this.db.pragma("journal_mode = WAL");
-    this.db.pragma("busy_timeout = 5000");
-    this.db.pragma("foreign_keys = ON");
-    this.migrate();
+    try {
+      // busy_timeout first: even switching to WAL waits for a writer. The daemon reads while CLI
+      // commands write: WAL lets them.
+      this.db.pragma("busy_timeout = 5000");
+      this.db.pragma("journal_mode = WAL");
+      this.db.pragma("foreign_keys = ON");
+      this.migrate();
+    } catch (e) {
+      this.db.close();
+      throw e;
+    }
   }
 
   private migrate(): void {
-    const version = this.db.pragma("user_version", { simple: true }) as number;
-    for (let v = version; v < MIGRATIONS.length; v++) {
-      this.db.transaction(() => {
+    for (let step = 0; step < MIGRATIONS.length; step++) {
+      // Read the version inside the write lock: two processes opening a new store at once must
+      // not both run the same migration.
+      const done = this.db.transaction((): boolean => {
+        const v = this.db.pragma("user_version", { simple: true }) as number;
+        if (v >= MIGRATIONS.length) return true;
         this.db.exec(MIGRATIONS[v] as string);
         this.db.pragma(`user_version = ${v + 1}`);
+        return false;
       }).immediate();
+      if (done) return;
     }
   }
 
@@ -264,6 +275,10 @@ export class Store {
       for (const key of keys) put.run(key, owner.pid, owner.host, owner.what, at);
       return { ok: true };
     }).immediate();
+  }
+
+  lockHolder(key: string): LockHolder | undefined {
+    return this.db.prepare(`SELECT * FROM locks WHERE key = ?`).get(key) as LockHolder | undefined;
   }
 
   release(keys: readonly string[], owner: LockOwner): void {

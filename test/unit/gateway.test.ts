@@ -108,7 +108,7 @@ test("API keys: Bearer or x-api-key; every key is compared; none configured neve
 
 test("hop-by-hop headers and the client's key are not forwarded", () => {
   const out = forwardHeaders(
-    { host: "gw", connection: "keep-alive, x-trace", "keep-alive": "timeout=5", "x-trace": "1", "transfer-encoding": "chunked", authorization: "Bearer k", "content-type": "application/json", "x-request-id": "r1", te: "trailers", upgrade: "h2c" },
+    { host: "gw", connection: "keep-alive, x-trace", "keep-alive": "timeout=5", "x-trace": "1", "transfer-encoding": "chunked", authorization: "Bearer k", "content-type": "application/json", "x-request-id": "r1", te: "trailers", upgrade: "h2c", expect: "100-continue" },
     REQUEST_DROP,
   );
   assert.deepEqual(out, { "content-type": "application/json", "x-request-id": "r1" });
