@@ -91,19 +91,24 @@ export function registerServe(program: Command, io: Output): void {
 
       // Rebuilt only when the labels or the store changed; the store is checked on every request
       // because a lane switch must take effect before its old deployment is stopped.
-      let lanes: LaneRecord[] = store.lanes();
+      // A switching lane is looked at again every second: the up behind it may have died since.
+      const readLanes = (): LaneRecord[] => store.lanes().map((l) => (l.state === "switching" && !switchInProgress(store, l.name) ? { ...l, state: "serving" as const } : l));
+      let lanes: LaneRecord[] = readLanes();
       let storeVersion = store.dataVersion();
+      let switchingCheckedAt = Date.now();
       let table: RouteTable | undefined;
       let tableSnapshot = discovery.snapshot();
       const routes = (): RouteTable => {
         const version = store.dataVersion();
         const snapshot = discovery.snapshot();
-        if (version !== storeVersion) {
-          storeVersion = version;
-          lanes = store.lanes().map((l) => (l.state === "switching" && !switchInProgress(store, l.name) ? { ...l, state: "serving" as const } : l));
-          table = undefined;
+        const recheck = lanes.some((l) => l.state === "switching") && Date.now() - switchingCheckedAt > 1000;
+        if (version !== storeVersion || recheck) {
           // A lane changed: the labels are worth reading again now.
-          discovery.refreshSoon();
+          if (version !== storeVersion) discovery.refreshSoon();
+          storeVersion = version;
+          switchingCheckedAt = Date.now();
+          lanes = readLanes();
+          table = undefined;
         }
         if (snapshot !== tableSnapshot) {
           tableSnapshot = snapshot;

@@ -4,7 +4,9 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
-import { launcher, launcherContainers, launcherProcess, onHost, rigDown, rigUp, startGateway, variant, within, type Daemon, type Run } from "./practice-cluster.js";
+import { hostname } from "node:os";
+import { Store } from "../../src/store/store.js";
+import { launcher, launcherContainers, launcherProcess, onHost, rigDown, rigUp, STATE_HOME, startGateway, variant, within, type Daemon, type Run } from "./practice-cluster.js";
 
 // The gateway, lanes and the store on the practice cluster (4 hosts, practice engine).
 const HOSTS = 4;
@@ -336,6 +338,30 @@ describe("launcher serve on the practice cluster", { concurrency: false }, () =>
     const text = ok(await launcher(["history", "practice-c"]), "history text").stdout;
     assert.match(text, /practice-c \([0-9a-f]{12}\)  ready after [\d.]+ s  on n3, n4  lane main/);
     assert.match(text, /starting [\d.]+ s -> loading [\d.]+ s \(model 84\.12 GiB in [\d.]+ s\) -> kv-cache/);
+  });
+
+  test("a lane left 'switching' by an up that died is ignored; one whose up still runs answers 503", async () => {
+    const store = new Store(path.join(STATE_HOME, "launcher", "launcher.db"));
+    const before = store.lane("main");
+    assert.ok(before);
+    const me = { pid: process.pid, host: hostname(), what: "launcher up (this test)" };
+    try {
+      // As a killed up leaves it: marked switching, no live holder of the lane's lock.
+      store.setLane({ ...before, state: "switching", switching_to: "never-started" });
+      await within(5000, "the stale switch is ignored", async () => ((await chatModel("main").catch(() => undefined)) === "practice-c" ? true : undefined));
+      assert.equal(store.acquire(["lane:main"], me, new Date().toISOString(), () => true).ok, true);
+      store.setLane({ ...before, state: "switching", switching_to: "on-its-way", since: new Date().toISOString() });
+      const e = await within(5000, "a live switch answers 503", async () => {
+        const err = await apiError(() => chatModel("main")).catch(() => undefined);
+        return err?.code === "lane_switching" ? err : undefined;
+      });
+      assert.match(e.value.message, /lane main is switching from practice-c to on-its-way/);
+    } finally {
+      store.release(["lane:main"], me);
+      store.setLane(before);
+      store.close();
+    }
+    assert.equal(await chatModel("main"), "practice-c");
   });
 
   test("a deployment that dies turns to 503 within 5 s", async () => {
