@@ -97,12 +97,13 @@ export function registerImages(program: Command, io: Output): void {
       const nodes = await imageReport(recipe.docker_image, [...session.docker.values()]);
       const ids = new Set(nodes.flatMap((n) => (n.id === undefined ? [] : [n.id])));
       const consistent = ids.size === 1 && nodes.every((n) => n.id !== undefined);
+      if (nodes.some((n) => n.error !== undefined)) process.exitCode = 1;
       if (flags.json) {
         io.json({ image: recipe.docker_image, consistent, nodes });
         return;
       }
       io.out(`${recipe.docker_image}${consistent ? ": the same on every node" : ids.size > 1 ? ": DIFFERS between nodes" : ": missing on some nodes"}`);
-      for (const n of nodes) io.out(`  ${n.node.padEnd(10)} ${shortId(n.id)}`);
+      for (const n of nodes) io.out(`  ${n.node.padEnd(10)} ${n.error === undefined ? shortId(n.id) : `unreachable: ${n.error}`}`);
       if (!consistent) io.out(`  fix: launcher images push ${ref}`);
     });
 

@@ -22,6 +22,8 @@ export function joinPipe(from: RawProcess, to: RawProcess): void {
 export interface NodeImage {
   readonly node: string;
   readonly id?: string;
+  /** Set when the node could not be asked. */
+  readonly error?: string;
 }
 
 /** The folders of every docker-images/ root; `own` names the recipe's folder and its image. */
@@ -40,9 +42,13 @@ export function imageFolders(roots: readonly string[], own?: { dir: string; tag:
 
 export async function imageReport(image: string, dockers: readonly DockerClient[]): Promise<NodeImage[]> {
   return Promise.all(
-    dockers.map(async (d) => {
-      const id = await d.imageId(image);
-      return id === undefined ? { node: d.node } : { node: d.node, id };
+    dockers.map(async (d): Promise<NodeImage> => {
+      try {
+        const id = await d.imageId(image);
+        return id === undefined ? { node: d.node } : { node: d.node, id };
+      } catch (e) {
+        return { node: d.node, error: e instanceof RemoteError ? `${e.message}: ${e.detail ?? ""}`.trim() : String(e) };
+      }
     }),
   );
 }
@@ -108,6 +114,8 @@ export async function pushImage(image: string, source: DockerClient, targets: re
   const id = await source.imageId(image);
   if (id === undefined) throw new UserError(`image ${image} is not on ${source.node}, so it cannot be sent from there`, "build it first (launcher images build RECIPE), or name another source with --from");
   const before = await imageReport(image, targets);
+  const unreachable = before.filter((b) => b.error !== undefined);
+  if (unreachable.length > 0) throw new RemoteError(unreachable.map((u) => u.node).join(", "), "cannot push: the node does not answer", unreachable.map((u) => `${u.node}: ${u.error ?? ""}`).join("\n"));
   const need = targets.filter((t) => before.find((b) => b.node === t.node)?.id !== id);
   const bytes = new Map<string, number>(need.map((t) => [t.node, 0]));
   if (need.length > 0) {
@@ -179,6 +187,8 @@ export async function pushImage(image: string, source: DockerClient, targets: re
  */
 export async function ensureImage(image: string, nodes: readonly DockerClient[], note: (text: string) => void): Promise<PushResult | undefined> {
   const report = await imageReport(image, nodes);
+  // A node that does not answer is preflight's to report, with the others' problems.
+  if (report.some((r) => r.error !== undefined)) return undefined;
   const ids = new Set(report.map((r) => r.id));
   if (ids.size === 1 && !ids.has(undefined)) return undefined;
   const from = report.find((r) => r.id !== undefined)?.node;

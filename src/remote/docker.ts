@@ -50,6 +50,8 @@ export class DockerClient {
   /** The image's ID, or undefined when the node does not have it. */
   async imageId(image: string): Promise<string | undefined> {
     const r = await this.transport.exec(["docker", "image", "inspect", "--format", "{{.Id}}", image], { timeoutMs: 20_000 });
+    // ssh's own failure is 255 (or a timeout): the node is unknown, not without the image.
+    if (r.code === 255 || r.code === 124) throw new RemoteError(this.node, "SSH unreachable", tail(r));
     return r.code === 0 ? r.stdout.trim() : undefined;
   }
 

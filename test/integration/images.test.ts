@@ -199,4 +199,25 @@ describe("images, weights and the fabric on the practice cluster", { concurrency
     const again = JSON.parse(ok(await launcher(["models", "sync", big, "--nodes", "n1,n3", "--json"]), "sync again").stdout) as { nodes: { action: string }[] };
     assert.deepEqual(again.nodes.map((n) => n.action), ["had", "had"]);
   });
+
+  test("a host that stops answering SSH: doctor names it, up refuses before any container starts, and it comes back", async () => {
+    // Cut n3's management link on this machine's side: SSH to it (and the shared connection) goes silent.
+    const link = (state: "up" | "down") => spawnSync("ip", ["link", "set", "lnchm3", state], { encoding: "utf8" });
+    assert.equal(link("down").status, 0);
+    try {
+      const r = await launcher(["doctor", "--json"], 120_000);
+      assert.equal(r.code, 1);
+      const report = JSON.parse(r.stdout) as { nodes: { node: string; ssh: boolean }[]; findings: { kind: string; node: string; message: string }[] };
+      assert.deepEqual(report.nodes.map((n) => [n.node, n.ssh]), [["n1", true], ["n2", true], ["n3", false]]);
+      assert.ok(report.findings.some((f) => f.kind === "ssh" && f.node === "n3" && /SSH unreachable/.test(f.message)));
+      const up = await launcher(["up", "practice-2x", "--nodes", "n1,n3"], 120_000);
+      assert.equal(up.code, 1);
+      assert.match(up.stderr, /n3 \(lnch-n3\): SSH unreachable/);
+      assert.match(up.stderr, /no container was started/);
+      assert.equal(onHost(1, ["docker", "ps", "-aq", "--filter", "label=launcher.deployment"]).trim(), "", "nothing started on n1");
+    } finally {
+      link("up");
+    }
+    await within(30_000, "n3 answers again", async () => ((await launcher(["status", "--json"])).code === 0 ? true : undefined));
+  });
 });
