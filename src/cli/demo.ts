@@ -10,6 +10,7 @@ import { loadCluster, PACKAGE_ROOT, selfArgv } from "./load.js";
 import type { Output } from "./output.js";
 import { runUp } from "./up.js";
 import { runImagesBuild, runImagesPush } from "./images.js";
+import { runModelsSync } from "./models.js";
 
 const DEMO_DIR = "/tmp/launcher-demo";
 const CLUSTER = path.join(DEMO_DIR, "cluster.toml");
@@ -90,6 +91,9 @@ export function registerDemo(program: Command, io: Output): void {
       const practice = path.join(PACKAGE_ROOT, "recipes", "practice-2x");
       await runImagesBuild(practice, { cluster: CLUSTER }, io);
       await runImagesPush(practice, { cluster: CLUSTER }, io);
+      step(io, "putting a small practice model into n1's Hugging Face cache", "bash", ["test/rig/seed-model.sh", "1", String(4 << 20)]);
+      io.err("demo: copying it to the other host (launcher models sync) ...");
+      await runModelsSync(practice, { cluster: CLUSTER }, io);
       const cluster = loadCluster(CLUSTER);
       const session = await openSession(cluster);
       await removeContainers(session, () => true, 2);

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { UserError } from "../config/errors.js";
-import { buildImage, imageFolders, imageReport, pushImage, type PushProgress } from "../deploy/images.js";
+import { buildImage, imageFolders, imageReport, pushImage } from "../deploy/images.js";
+import { mib, transferProgress } from "../deploy/progress.js";
 import { dockerOf, openSession, type ClusterSession } from "../deploy/session.js";
 import type { Recipe } from "../recipe/recipe.js";
 import { DockerClient } from "../remote/docker.js";
@@ -14,7 +15,6 @@ interface ImageFlags {
   json?: boolean;
 }
 
-const mib = (b: number): string => `${(b / 1048576).toFixed(1)} MiB`;
 const shortId = (id: string | undefined): string => (id === undefined ? "missing" : id.replace(/^sha256:/, "").slice(0, 12));
 
 async function context(ref: string, flags: ImageFlags, io: Output): Promise<{ recipe: Recipe; session: ClusterSession }> {
@@ -28,21 +28,6 @@ function selected(session: ClusterSession, names: string | undefined): DockerCli
   const unknown = wanted.filter((n) => !session.docker.has(n));
   if (unknown.length > 0) throw new UserError(`no node ${unknown.join(", ")} in ${session.cluster.file}`);
   return wanted.map((n) => dockerOf(session, n));
-}
-
-/** Per-node bytes and rate, at most once a second per node, and when each node is done. */
-export function pushProgress(io: Output, now: () => number): PushProgress {
-  const start = now();
-  const last = new Map<string, number>();
-  return {
-    node(node, bytes, done) {
-      const t = now();
-      if (!done && t - (last.get(node) ?? 0) < 1000) return;
-      last.set(node, t);
-      const rate = bytes / Math.max(0.001, (t - start) / 1000);
-      io.err(`  ${node.padEnd(10)} ${mib(bytes).padStart(12)}  ${mib(rate)}/s${done ? "  loaded" : ""}`);
-    },
-  };
 }
 
 /** `launcher images build`: the recipe's folder on the head (or here), bases of its FROM chain first. */
@@ -76,7 +61,7 @@ export async function runImagesPush(ref: string, flags: ImageFlags & { from?: st
     source = dockerOf(session, from);
   }
   const targets = selected(session, flags.nodes).filter((d) => d.node !== source.node);
-  const result = await pushImage(image, source, targets, pushProgress(io, Date.now));
+  const result = await pushImage(image, source, targets, transferProgress((line) => io.err(line), Date.now));
   if (flags.json) {
     io.json(result);
     return;

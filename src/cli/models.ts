@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { UserError } from "../config/errors.js";
 import { syncWeights, weightsReport } from "../deploy/models.js";
 import { openSession } from "../deploy/session.js";
+import { mib, transferProgress } from "../deploy/progress.js";
 import { gpusPerNode, loadCluster, loadRecipe } from "./load.js";
 import type { Output } from "./output.js";
 import { parseNodes } from "./plan.js";
@@ -27,31 +28,14 @@ async function context(ref: string, flags: ModelFlags, io: Output) {
 /** `launcher models sync`: the snapshot from a node that has it to those that lack it. */
 export async function runModelsSync(ref: string, flags: ModelFlags, io: Output): Promise<void> {
   const { recipe, session, nodes } = await context(ref, flags, io);
-  const start = Date.now();
-  const last = new Map<string, number>();
-  const result = await withInterrupts((signal) =>
-    syncWeights(
-      recipe,
-      session,
-      nodes,
-      {
-        node(node, bytes, file) {
-          const t = Date.now();
-          if (t - (last.get(node) ?? 0) < 1000) return;
-          last.set(node, t);
-          io.err(`  ${node.padEnd(10)} ${(bytes / 1048576).toFixed(1).padStart(9)} MiB  ${(bytes / 1048576 / Math.max(0.001, (t - start) / 1000)).toFixed(1)} MiB/s  ${file.slice(0, 16)}`);
-        },
-      },
-      signal,
-    ),
-  );
+  const result = await withInterrupts((signal) => syncWeights(recipe, session, nodes, transferProgress((line) => io.err(line), Date.now), signal));
   if (flags.json) {
     io.json(result);
     return;
   }
   const copied = result.nodes.filter((n) => n.action === "copied");
   io.out(
-    `${recipe.model} ${result.revision.slice(0, 12)} from ${result.source}: ${copied.length === 0 ? "every node already had it" : copied.map((n) => `${n.node} ${(n.bytes / 1048576).toFixed(1)} MiB${n.resumed_bytes > 0 ? ` (resumed after ${(n.resumed_bytes / 1048576).toFixed(1)} MiB)` : ""}`).join(", ")}; checked by size and SHA-256`,
+    `${recipe.model} ${result.revision.slice(0, 12)} from ${result.source}: ${copied.length === 0 ? "every node already had it" : copied.map((n) => `${n.node} ${mib(n.bytes)}${n.resumed_bytes > 0 ? ` (resumed after ${mib(n.resumed_bytes)})` : ""}`).join(", ")}; checked by size and SHA-256`,
   );
 }
 

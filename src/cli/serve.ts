@@ -7,9 +7,8 @@ import { isLoopback, parseListen } from "../gateway/listen.js";
 import { GatewayMetrics } from "../gateway/metrics.js";
 import { routeTable, type RouteTable } from "../gateway/routes.js";
 import { createGateway } from "../gateway/server.js";
-import type { LaneRecord, Store } from "../store/store.js";
-import { laneKey } from "../deploy/locks.js";
-import { hostname } from "node:os";
+import type { LaneRecord } from "../store/store.js";
+import { heldByLiveProcess, laneKey } from "../deploy/locks.js";
 import { parseDuration } from "./duration.js";
 import { clusterPath, loadCluster, openStore, selfArgv } from "./load.js";
 import type { Output } from "./output.js";
@@ -40,22 +39,6 @@ function apiKeys(flags: ServeFlags): string[] {
     keys.push(...fromFile);
   }
   return keys;
-}
-
-/**
- * A lane marked switching whose `up` died without unmarking it (SIGKILL, a crash): the lock tells.
- * Then the labels decide alone, as if no swap were under way.
- */
-function switchInProgress(store: Store, lane: string): boolean {
-  const holder = store.lockHolder(laneKey(lane));
-  if (holder === undefined) return false;
-  if (holder.host !== hostname()) return true;
-  try {
-    process.kill(holder.pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
 }
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
@@ -91,8 +74,9 @@ export function registerServe(program: Command, io: Output): void {
 
       // Rebuilt only when the labels or the store changed; the store is checked on every request
       // because a lane switch must take effect before its old deployment is stopped.
-      // A switching lane is looked at again every second: the up behind it may have died since.
-      const readLanes = (): LaneRecord[] => store.lanes().map((l) => (l.state === "switching" && !switchInProgress(store, l.name) ? { ...l, state: "serving" as const } : l));
+      // A lane marked switching by an `up` that died (SIGKILL, a crash) is ignored: its lock tells.
+      // A switching lane is looked at again every second, as that up may die meanwhile.
+      const readLanes = (): LaneRecord[] => store.lanes().map((l) => (l.state === "switching" && !heldByLiveProcess(store, laneKey(l.name)) ? { ...l, state: "serving" as const } : l));
       let lanes: LaneRecord[] = readLanes();
       let storeVersion = store.dataVersion();
       let switchingCheckedAt = Date.now();

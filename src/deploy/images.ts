@@ -3,6 +3,7 @@ import path from "node:path";
 import { RemoteError, UserError } from "../config/errors.js";
 import { buildOrder, fromImages, type ImageFolder } from "../plan/image-build.js";
 import type { DockerClient } from "../remote/docker.js";
+import { transferProgress, type TransferProgress } from "./progress.js";
 import { spawnLocal, type RawProcess } from "../remote/transport.js";
 
 /**
@@ -92,9 +93,6 @@ export async function buildImage(target: ImageFolder, folders: readonly ImageFol
   return [...order.steps];
 }
 
-export interface PushProgress {
-  node(node: string, bytes: number, done: boolean): void;
-}
 
 export interface PushResult {
   readonly image: string;
@@ -109,7 +107,7 @@ export interface PushResult {
  * save`, its bytes streamed to every `docker load` at once (the slowest node sets the pace), then
  * every node's ID checked against the source's.
  */
-export async function pushImage(image: string, source: DockerClient, targets: readonly DockerClient[], progress: PushProgress): Promise<PushResult> {
+export async function pushImage(image: string, source: DockerClient, targets: readonly DockerClient[], progress: TransferProgress): Promise<PushResult> {
   const started = Date.now();
   const id = await source.imageId(image);
   if (id === undefined) throw new UserError(`image ${image} is not on ${source.node}, so it cannot be sent from there`, "build it first (launcher images build RECIPE), or name another source with --from");
@@ -196,13 +194,5 @@ export async function ensureImage(image: string, nodes: readonly DockerClient[],
   if (source === undefined) return undefined;
   const lacking = report.filter((r) => r.id !== report.find((x) => x.node === from)?.id).map((r) => r.node);
   note(`image ${image}: sending it from ${source.node} to ${lacking.join(", ")} (--no-push refuses instead) ...`);
-  const last = new Map<string, number>();
-  return pushImage(image, source, nodes.filter((n) => n !== source), {
-    node(node, bytes, done) {
-      const t = Date.now();
-      if (!done && t - (last.get(node) ?? 0) < 2000) return;
-      last.set(node, t);
-      note(`  ${node}: ${(bytes / 1048576).toFixed(1)} MiB${done ? ", loaded" : ""}`);
-    },
-  });
+  return pushImage(image, source, nodes.filter((n) => n !== source), transferProgress(note, Date.now));
 }

@@ -5,7 +5,7 @@ import type { LockOwner, Store } from "../store/store.js";
 export const laneKey = (lane: string): string => `lane:${lane}`;
 export const nodeKey = (cluster: string, node: string): string => `node:${cluster}/${node}`;
 
-function isAlive(pid: number): boolean {
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -36,4 +36,14 @@ export function holdOrBusy(store: Store, keys: readonly string[], what: string, 
     released = true;
     store.release(keys, owner);
   };
+}
+
+/**
+ * Whether a live process of this host holds `key`. A holder on another host cannot be checked
+ * from here, so it counts as live.
+ */
+export function heldByLiveProcess(store: Store, key: string): boolean {
+  const holder = store.lockHolder(key);
+  if (holder === undefined) return false;
+  return holder.host !== hostname() || isAlive(holder.pid);
 }

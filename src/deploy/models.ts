@@ -4,6 +4,7 @@ import { blobSha256, parseSnapshotListing, weightsLocation, type SnapshotFile } 
 import type { Recipe } from "../recipe/recipe.js";
 import type { DockerClient } from "../remote/docker.js";
 import { joinPipe } from "./images.js";
+import type { TransferProgress } from "./progress.js";
 import type { ClusterSession } from "./session.js";
 
 export interface NodeWeights {
@@ -72,10 +73,6 @@ export async function weightsReport(recipe: Recipe, session: ClusterSession, nod
   );
 }
 
-export interface SyncProgress {
-  node(node: string, bytes: number, file: string): void;
-}
-
 export interface SyncResult {
   readonly source: string;
   readonly revision: string;
@@ -117,7 +114,7 @@ async function copyFrom(source: DockerClient, target: DockerClient, from: string
  * NAME.launcher-partial and moved into place once its size (and SHA-256, where its name is one)
  * checks out, so an interrupted sync resumes from the bytes already there.
  */
-export async function syncWeights(recipe: Recipe, session: ClusterSession, nodes: readonly ClusterNode[], progress: SyncProgress, signal: AbortSignal): Promise<SyncResult> {
+export async function syncWeights(recipe: Recipe, session: ClusterSession, nodes: readonly ClusterNode[], progress: TransferProgress, signal: AbortSignal): Promise<SyncResult> {
   const report = await weightsReport(recipe, session, nodes);
   const sourceReport = report.find((r) => r.present);
   if (sourceReport === undefined) {
@@ -158,7 +155,7 @@ export async function syncWeights(recipe: Recipe, session: ClusterSession, nodes
         resumed += offset;
         await copyFrom(source, target, `${sourceRepo}/blobs/${name}`, `${repo}/blobs/${name}.launcher-partial`, offset, signal, (n) => {
           bytes += n;
-          progress.node(r.node, bytes, name as string);
+          progress.node(r.node, bytes, false, (name as string).slice(0, 16));
         });
         await ok(target, ["sh", "-c", FINISH_SCRIPT, "sh", `${repo}/blobs/${name}`, String(blob.size), blob.sha256 ?? ""], `checking blob ${name}`);
         copied++;
@@ -168,13 +165,14 @@ export async function syncWeights(recipe: Recipe, session: ClusterSession, nodes
         await ok(target, ["sh", "-c", 'mkdir -p "$(dirname "$1")" && rm -f "$1.launcher-partial"', "sh", to], "preparing a plain file");
         await copyFrom(source, target, `${sourceRepo}/snapshots/${revision}/${f.path}`, `${to}.launcher-partial`, 0, signal, (n) => {
           bytes += n;
-          progress.node(r.node, bytes, f.path);
+          progress.node(r.node, bytes, false, f.path);
         });
         await ok(target, ["sh", "-c", FINISH_SCRIPT, "sh", to, String(f.size), ""], `checking ${f.path}`);
       }
       const links = files.filter((x) => x.link !== undefined).flatMap((x) => [x.path, x.link as string]);
       await ok(target, ["sh", "-c", LINK_SCRIPT, "sh", `${repo}/snapshots/${revision}`, ...links], "linking the snapshot");
       if (sourceLoc.revision === undefined) await ok(target, ["sh", "-c", 'printf %s "$2" > "$1"', "sh", `${repo}/refs/main`, revision], "writing refs/main");
+      progress.node(r.node, bytes, true);
       return { node: r.node, action: "copied" as const, bytes, resumed_bytes: resumed, blobs: copied };
     }),
   );

@@ -42,3 +42,24 @@ export function progressReporter(stream: NodeJS.WriteStream, now: () => number):
     },
   };
 }
+
+export interface TransferProgress {
+  node(node: string, bytes: number, done: boolean, detail?: string): void;
+}
+
+export const mib = (b: number): string => `${(b / 1048576).toFixed(1)} MiB`;
+
+/** Bytes and rate per node, at most once a second per node, and once more when a node is done. */
+export function transferProgress(write: (line: string) => void, now: () => number): TransferProgress {
+  const start = now();
+  const last = new Map<string, number>();
+  return {
+    node(node, bytes, done, detail) {
+      const t = now();
+      if (!done && t - (last.get(node) ?? 0) < 1000) return;
+      last.set(node, t);
+      const rate = bytes / Math.max(0.001, (t - start) / 1000);
+      write(`  ${node.padEnd(10)} ${mib(bytes).padStart(12)}  ${mib(rate)}/s${done ? "  done" : ""}${detail === undefined ? "" : `  ${detail}`}`);
+    },
+  };
+}

@@ -84,7 +84,7 @@ describe("images, weights and the fabric on the practice cluster", { concurrency
     assert.ok((byNode.get("n2")?.bytes ?? 0) > 10_000_000, "the whole image went to n2");
     assert.deepEqual([byNode.get("n3")?.action, byNode.get("n3")?.bytes], ["had", 0]);
     for (const i of [1, 2, 3]) assert.equal(idOn(i, "practice-engine:local"), right, `n${i}`);
-    assert.match(r.stderr, /n2 +[\d.]+ MiB +[\d.]+ MiB\/s +loaded/, "progress per node with bytes and rate");
+    assert.match(r.stderr, /n2 +[\d.]+ MiB +[\d.]+ MiB\/s +done/, "progress per node with bytes and rate");
 
     const noop = JSON.parse(ok(await launcher(["images", "push", "practice-2x", "--json"]), "push again").stdout) as { nodes: { action: string }[] };
     assert.deepEqual(noop.nodes.map((n) => n.action), ["had", "had"]);

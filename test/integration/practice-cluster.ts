@@ -17,20 +17,9 @@ function sh(args: string[], what: string): void {
 
 export const PRACTICE_REVISION = "5e1f0c4a9b8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f";
 
-// A snapshot in the Hugging Face layout: files in snapshots/REV linking to blobs named by SHA-256.
-const SEED_MODEL = `d="$HOME/$1/$2"; rev="$3"; bytes="$4"
-mkdir -p "$d/blobs" "$d/refs" "$d/snapshots/$rev"
-t=$(mktemp -d)
-printf '{"model_type":"practice","architectures":["PracticeForCausalLM"]}\\n' > "$t/config.json"
-head -c "$bytes" /dev/urandom > "$t/model.safetensors"
-for f in config.json model.safetensors; do
-  h=$(sha256sum "$t/$f" | cut -d' ' -f1); mv "$t/$f" "$d/blobs/$h"; ln -sfn "../../blobs/$h" "$d/snapshots/$rev/$f"
-done
-printf %s "$rev" > "$d/refs/main"; rmdir "$t"`;
-
-/** Puts the practice recipes' model (practice/tiny-moe) into host i's Hugging Face cache. */
+/** Puts the practice recipes' model (practice/tiny-moe), or another repo, into host i's Hugging Face cache. */
 export function seedModel(i: number, bytes: number, repo = "models--practice--tiny-moe"): void {
-  onHost(i, ["sh", "-c", SEED_MODEL, "sh", ".cache/practice/huggingface/hub", repo, PRACTICE_REVISION, String(bytes)]);
+  sh([path.resolve("test/rig/seed-model.sh"), String(i), String(bytes), repo, PRACTICE_REVISION], `seed-model n${i}`);
 }
 
 /**
