@@ -1,9 +1,8 @@
 import type { Command } from "commander";
-import { withDetected } from "../cluster/detect.js";
 import { fabricEnv } from "../cluster/fabric-env.js";
-import { doctor } from "../deploy/doctor.js";
+import { detectAndRecord } from "../deploy/doctor.js";
 import { openSession } from "../deploy/session.js";
-import { loadCluster, openStore } from "./load.js";
+import { loadCluster, withStore } from "./load.js";
 import type { Output } from "./output.js";
 
 export function registerDoctor(program: Command, io: Output): void {
@@ -14,18 +13,10 @@ export function registerDoctor(program: Command, io: Output): void {
     .option("--hf-cache <path>", "the Hugging Face cache on the nodes (~ is each node's home)", "~/.cache/huggingface")
     .option("--json", "print as JSON")
     .action(async (opts: { cluster?: string; hfCache: string; json?: boolean }) => {
-      const session = await openSession(loadCluster(opts.cluster));
-      const report = await doctor(session, { hfCache: opts.hfCache });
-      const facts = new Map(report.nodes.filter((n) => n.ssh).map((n) => [n.node, n.facts]));
       // What plan and up use where the cluster file is silent.
-      const store = openStore();
-      try {
-        store.saveFacts(session.cluster.name, facts, new Date().toISOString());
-      } finally {
-        store.close();
-      }
-      const detected = withDetected(session.cluster, facts);
-      const env = Object.fromEntries(detected.nodes.map((n) => [n.name, fabricEnv(n, "mp")]));
+      const session = await openSession(loadCluster(opts.cluster));
+      const { report, session: detected } = await withStore((store) => detectAndRecord(session, store, new Date().toISOString(), { hfCache: opts.hfCache }));
+      const env = Object.fromEntries(detected.cluster.nodes.map((n) => [n.name, fabricEnv(n, "mp")]));
       const errors = report.findings.filter((f) => f.severity === "error");
       if (errors.length > 0) process.exitCode = 1;
       if (opts.json) {

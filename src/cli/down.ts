@@ -3,7 +3,7 @@ import { UserError } from "../config/errors.js";
 import { removeContainers } from "../deploy/down.js";
 import { matchesTarget } from "../deploy/labels.js";
 import { openSession } from "../deploy/session.js";
-import { loadCluster, openStore } from "./load.js";
+import { loadCluster, withStore } from "./load.js";
 import type { Output } from "./output.js";
 
 export function registerDown(program: Command, io: Output): void {
@@ -21,16 +21,13 @@ export function registerDown(program: Command, io: Output): void {
       if (!Number.isInteger(grace) || grace < 0) throw new UserError(`--grace ${opts.grace} is not a whole number of seconds`);
       const session = await openSession(loadCluster(opts.cluster));
       const removed = await removeContainers(session, (c) => opts.all === true || (target !== undefined && matchesTarget(c, target)), grace);
-      const store = openStore();
-      try {
+      await withStore((store) => {
         const at = new Date().toISOString();
         for (const name of new Set(removed.map((r) => r.deployment))) store.deploymentStopped(session.cluster.name, name, at);
         // A lane named here is emptied even when nothing ran in it (say, its launcher was killed mid-swap).
         const lane = target === undefined ? undefined : store.lane(target);
         if (lane !== undefined && lane.state !== "empty") store.setLane({ name: lane.name, cluster: lane.cluster, state: "empty", since: at });
-      } finally {
-        store.close();
-      }
+      });
       if (opts.json) {
         io.json({ removed });
         return;

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { describeFigures } from "../engine/boot-log.js";
 import type { BootRecord } from "../store/store.js";
-import { openStore } from "./load.js";
+import { withStore } from "./load.js";
 import type { Output } from "./output.js";
 
 const seconds = (from: string, to: string | undefined): number | undefined => (to === undefined ? undefined : (Date.parse(to) - Date.parse(from)) / 1000);
@@ -28,9 +28,8 @@ export function registerHistory(program: Command, io: Output): void {
     .argument("[recipe]", "only the boots of this recipe")
     .option("--limit <n>", "how many boots", "20")
     .option("--json", "print as JSON")
-    .action((recipe: string | undefined, opts: { limit: string; json?: boolean }) => {
-      const store = openStore();
-      try {
+    .action((recipe: string | undefined, opts: { limit: string; json?: boolean }) =>
+      withStore((store) => {
         const boots = store.history(recipe, Math.max(1, Number.parseInt(opts.limit, 10) || 20));
         if (opts.json) {
           io.json({ boots: boots.map((b) => ({ ...b, seconds: seconds(b.started_at, b.ended_at), head_phases: headPhases(b) })) });
@@ -48,8 +47,6 @@ export function registerHistory(program: Command, io: Output): void {
           if (steps.length > 0) io.out(`    ${steps.join(" -> ")}`);
           if (b.error !== undefined) io.out(`    failed on ${b.failed_node ?? "?"}: ${b.error}`);
         }
-      } finally {
-        store.close();
-      }
-    });
+      }),
+    );
 }

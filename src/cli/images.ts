@@ -1,34 +1,20 @@
 import type { Command } from "commander";
 import { UserError } from "../config/errors.js";
-import { buildImage, imageFolders, imageReport, pushImage } from "../deploy/images.js";
+import { buildImage, imageFolders, imageReport, pushImage, pushSource, shortId } from "../deploy/images.js";
 import { mib, transferProgress } from "../deploy/progress.js";
 import { dockerOf, openSession, type ClusterSession } from "../deploy/session.js";
 import type { Recipe } from "../recipe/recipe.js";
 import { DockerClient } from "../remote/docker.js";
 import { localTransport } from "../remote/local.js";
-import { gpusPerNode, imageRoots, loadCluster, loadRecipe } from "./load.js";
+import { gpusPerNode, imageRoots, loadCluster, loadRecipe, namedNodes, recipeOnCluster } from "./load.js";
+import type { ClusterNode } from "../cluster/cluster.js";
 import type { Output } from "./output.js";
-import { parseNodes } from "./plan.js";
 
 interface ImageFlags {
   cluster?: string;
   json?: boolean;
 }
 
-const shortId = (id: string | undefined): string => (id === undefined ? "missing" : id.replace(/^sha256:/, "").slice(0, 12));
-
-async function context(ref: string, flags: ImageFlags, io: Output): Promise<{ recipe: Recipe; session: ClusterSession }> {
-  const cluster = loadCluster(flags.cluster);
-  const recipe = loadRecipe(ref, (ds) => io.diagnostics(ds), gpusPerNode(cluster));
-  return { recipe, session: await openSession(cluster) };
-}
-
-function selected(session: ClusterSession, names: string | undefined): DockerClient[] {
-  const wanted = parseNodes(names) ?? session.cluster.nodes.map((n) => n.name);
-  const unknown = wanted.filter((n) => !session.docker.has(n));
-  if (unknown.length > 0) throw new UserError(`no node ${unknown.join(", ")} in ${session.cluster.file}`);
-  return wanted.map((n) => dockerOf(session, n));
-}
 
 /** `launcher images build`: the recipe's folder on the head (or here), bases of its FROM chain first. */
 export async function runImagesBuild(ref: string, flags: ImageFlags & { local?: boolean }, io: Output): Promise<void> {
@@ -49,18 +35,18 @@ export async function runImagesBuild(ref: string, flags: ImageFlags & { local?: 
 
 /** `launcher images push`: one save, streamed to every node that lacks the image or holds another ID. */
 export async function runImagesPush(ref: string, flags: ImageFlags & { from?: string; nodes?: string }, io: Output): Promise<void> {
-  const { recipe, session } = await context(ref, flags, io);
+  const { recipe, session } = await recipeOnCluster(ref, flags.cluster, io);
   const image = recipe.docker_image;
   let source: DockerClient;
   if (flags.from === "local") source = new DockerClient(localTransport());
-  else if (flags.from !== undefined) source = selected(session, flags.from)[0] as DockerClient;
+  else if (flags.from !== undefined) source = dockerOf(session, (namedNodes(session, flags.from)[0] as ClusterNode).name);
   else {
     const report = await imageReport(image, [...session.docker.values()]);
-    const from = report.find((r) => r.id !== undefined)?.node;
+    const from = pushSource(report);
     if (from === undefined) throw new UserError(`image ${image} is on no node`, `build it first: launcher images build ${ref}`);
     source = dockerOf(session, from);
   }
-  const targets = selected(session, flags.nodes).filter((d) => d.node !== source.node);
+  const targets = namedNodes(session, flags.nodes).filter((n) => n.name !== source.node).map((n) => dockerOf(session, n.name));
   const result = await pushImage(image, source, targets, transferProgress((line) => io.err(line), Date.now));
   if (flags.json) {
     io.json(result);
@@ -78,7 +64,7 @@ export function registerImages(program: Command, io: Output): void {
     .option("--cluster <file>", "cluster file (default: $LAUNCHER_CLUSTER or ./cluster.toml)")
     .option("--json", "print as JSON")
     .action(async (ref: string, flags: ImageFlags) => {
-      const { recipe, session } = await context(ref, flags, io);
+      const { recipe, session } = await recipeOnCluster(ref, flags.cluster, io);
       const nodes = await imageReport(recipe.docker_image, [...session.docker.values()]);
       const ids = new Set(nodes.flatMap((n) => (n.id === undefined ? [] : [n.id])));
       const consistent = ids.size === 1 && nodes.every((n) => n.id !== undefined);

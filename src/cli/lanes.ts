@@ -1,9 +1,8 @@
 import type { Command } from "commander";
 import { clusterStatus } from "../deploy/status.js";
 import { openSession } from "../deploy/session.js";
-import { clusterPath, loadCluster, openStore } from "./load.js";
+import { loadCluster, optionalClusterPath, withStore } from "./load.js";
 import type { Output } from "./output.js";
-import { existsSync } from "node:fs";
 
 export function registerLanes(program: Command, io: Output): void {
   program
@@ -13,12 +12,11 @@ export function registerLanes(program: Command, io: Output): void {
     .option("--swaps <n>", "how many past swaps to show per lane", "5")
     .option("--json", "print as JSON")
     .action(async (opts: { cluster?: string; swaps: string; json?: boolean }) => {
-      const store = openStore();
-      try {
+      await withStore(async (store) => {
         const limit = Math.max(0, Number.parseInt(opts.swaps, 10) || 0);
         // The nodes are the truth: with a cluster at hand, say what really runs in each lane.
-        const file = opts.cluster ?? process.env.LAUNCHER_CLUSTER ?? (existsSync("cluster.toml") ? "cluster.toml" : undefined);
-        const live = file === undefined ? undefined : await clusterStatus(await openSession(loadCluster(clusterPath(file))), new Date());
+        const file = optionalClusterPath(opts.cluster);
+        const live = file === undefined ? undefined : await clusterStatus(await openSession(loadCluster(file)), new Date());
         const names = new Set([...store.lanes().map((l) => l.name), ...(live?.deployments.flatMap((d) => (d.lane === undefined ? [] : [d.lane])) ?? [])]);
         const lanes = [...names].sort().map((name) => {
           const rec = store.lane(name);
@@ -52,8 +50,6 @@ export function registerLanes(program: Command, io: Output): void {
             io.out(`  ${s.started_at}  ${s.from_deployment ?? "(empty)"} -> ${s.to_deployment}  ${s.mode}  ${s.outcome}${took}${s.error === undefined ? "" : `: ${s.error.split("\n")[0]}`}`);
           }
         }
-      } finally {
-        store.close();
-      }
+      });
     });
 }

@@ -2,7 +2,9 @@ import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { Cluster } from "../cluster/cluster.js";
+import type { Cluster, ClusterNode } from "../cluster/cluster.js";
+import { openSession, type ClusterSession } from "../deploy/session.js";
+import type { Output } from "./output.js";
 import { parseCluster } from "../cluster/parse.js";
 import { hasErrors, type Diagnostic } from "../config/diagnostic.js";
 import { fileRecipeSource } from "../recipe/fs-source.js";
@@ -51,6 +53,13 @@ export function clusterPath(option: string | undefined): string {
   return file;
 }
 
+/** The cluster file to read when one is given or found, else undefined (for commands that can do without). */
+export function optionalClusterPath(option: string | undefined): string | undefined {
+  if (option !== undefined) return clusterPath(option);
+  const found = process.env.LAUNCHER_CLUSTER ?? (existsSync("cluster.toml") ? "cluster.toml" : undefined);
+  return found === undefined ? undefined : clusterPath(found);
+}
+
 export function loadCluster(option: string | undefined): Cluster {
   const file = clusterPath(option);
   const parsed = parseCluster(file, readFileSync(file, "utf8"));
@@ -61,6 +70,16 @@ export function loadCluster(option: string | undefined): Cluster {
 /** GPUs per node, from the head: the parallel-size check assumes nodes alike, as Sparks are. */
 export function gpusPerNode(cluster: Cluster): number {
   return cluster.nodes[0]?.gpus ?? 1;
+}
+
+/** Runs `fn` with the store open, and closes it however `fn` ends. */
+export async function withStore<T>(fn: (store: Store) => T | Promise<T>): Promise<T> {
+  const store = openStore();
+  try {
+    return await fn(store);
+  } finally {
+    store.close();
+  }
 }
 
 /** The store of this user on this machine ($XDG_STATE_HOME/launcher/launcher.db). */
@@ -76,4 +95,24 @@ export function openStore(): Store {
 /** The command line that runs this same launcher (dist or sources) with other arguments. */
 export function selfArgv(args: readonly string[]): string[] {
   return [process.execPath, ...process.execArgv, process.argv[1] ?? "launcher", ...args];
+}
+
+/** A recipe checked against a cluster, and a session open to the cluster's nodes. */
+export async function recipeOnCluster(ref: string, clusterOption: string | undefined, io: Output): Promise<{ recipe: Recipe; session: ClusterSession }> {
+  const cluster = loadCluster(clusterOption);
+  const recipe = loadRecipe(ref, (ds) => io.diagnostics(ds), gpusPerNode(cluster));
+  return { recipe, session: await openSession(cluster) };
+}
+
+/** A comma-separated --nodes: the names, in the order given. */
+export function parseNodes(value: string | undefined): string[] | undefined {
+  return value === undefined ? undefined : value.split(",").map((n) => n.trim()).filter(Boolean);
+}
+
+/** The nodes a comma-separated --nodes names, in the cluster's order; all of them without it. */
+export function namedNodes(session: ClusterSession, option: string | undefined): ClusterNode[] {
+  const names = parseNodes(option);
+  const unknown = (names ?? []).filter((n) => !session.cluster.nodes.some((c) => c.name === n));
+  if (unknown.length > 0) throw new UserError(`no node ${unknown.join(", ")} in ${session.cluster.file}`, `its nodes are ${session.cluster.nodes.map((n) => n.name).join(", ")}`);
+  return session.cluster.nodes.filter((n) => names === undefined || names.includes(n.name));
 }

@@ -5,7 +5,7 @@ import { DEPLOYMENT_LABEL, matchesTarget } from "../deploy/labels.js";
 import { openSession } from "../deploy/session.js";
 import { loadCluster } from "./load.js";
 import type { Output } from "./output.js";
-import { withInterrupts } from "./up.js";
+import { withInterrupts } from "./interrupts.js";
 
 export function registerLogs(program: Command, io: Output): void {
   program

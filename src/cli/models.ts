@@ -1,12 +1,9 @@
 import type { Command } from "commander";
-import { UserError } from "../config/errors.js";
 import { syncWeights, weightsReport } from "../deploy/models.js";
-import { openSession } from "../deploy/session.js";
 import { mib, transferProgress } from "../deploy/progress.js";
-import { gpusPerNode, loadCluster, loadRecipe } from "./load.js";
+import { namedNodes, recipeOnCluster } from "./load.js";
 import type { Output } from "./output.js";
-import { parseNodes } from "./plan.js";
-import { withInterrupts } from "./up.js";
+import { withInterrupts } from "./interrupts.js";
 
 interface ModelFlags {
   cluster?: string;
@@ -15,14 +12,8 @@ interface ModelFlags {
 }
 
 async function context(ref: string, flags: ModelFlags, io: Output) {
-  const cluster = loadCluster(flags.cluster);
-  const recipe = loadRecipe(ref, (ds) => io.diagnostics(ds), gpusPerNode(cluster));
-  const session = await openSession(cluster);
-  const names = parseNodes(flags.nodes);
-  const unknown = (names ?? []).filter((n) => !session.cluster.nodes.some((c) => c.name === n));
-  if (unknown.length > 0) throw new UserError(`no node ${unknown.join(", ")} in ${cluster.file}`);
-  const nodes = session.cluster.nodes.filter((n) => names === undefined || names.includes(n.name));
-  return { recipe, session, nodes };
+  const { recipe, session } = await recipeOnCluster(ref, flags.cluster, io);
+  return { recipe, session, nodes: namedNodes(session, flags.nodes) };
 }
 
 /** `launcher models sync`: the snapshot from a node that has it to those that lack it. */

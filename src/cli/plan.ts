@@ -4,7 +4,7 @@ import { planDeployment, type Plan } from "../plan/plan.js";
 import { planJson, planText } from "../plan/render.js";
 import { UserError } from "../config/errors.js";
 import { withDetected } from "../cluster/detect.js";
-import { gpusPerNode, loadCluster, loadRecipe, openStore } from "./load.js";
+import { gpusPerNode, loadCluster, loadRecipe, parseNodes, withStore } from "./load.js";
 import type { Output } from "./output.js";
 
 export interface PlanFlags {
@@ -15,9 +15,6 @@ export interface PlanFlags {
   nodes?: string;
 }
 
-export function parseNodes(value: string | undefined): string[] | undefined {
-  return value === undefined ? undefined : value.split(",").map((n) => n.trim()).filter(Boolean);
-}
 
 export function parsePort(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
@@ -52,12 +49,10 @@ export function registerPlan(program: Command, io: Output): void {
     .option("--name <deployment>", "deployment name (default: the recipe name)")
     .option("--nodes <names>", "comma-separated nodes to use, head first (default: the first the recipe needs)")
     .option("--json", "print the plan as JSON")
-    .action((ref: string, opts: PlanFlags & { json?: boolean }) => {
+    .action(async (ref: string, opts: PlanFlags & { json?: boolean }) => {
       const cluster = loadCluster(opts.cluster);
       // Fabric values that doctor or up detected fill what the cluster file leaves out.
-      const store = openStore();
-      const stored = store.facts(cluster.name);
-      store.close();
+      const stored = await withStore((store) => store.facts(cluster.name));
       if (stored.detected_at !== undefined) io.err(`launcher: using fabric values detected on the nodes at ${stored.detected_at} where ${cluster.file} gives none (launcher doctor refreshes them)`);
       const plan = planFromFlags(ref, opts, io, withDetected(cluster, stored.facts));
       if (opts.json) io.json(planJson(plan));

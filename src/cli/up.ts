@@ -1,17 +1,14 @@
 import type { Command } from "commander";
-import { withDetected } from "../cluster/detect.js";
-import { doctor, fabricBlockers, fabricCheckFailed } from "../deploy/doctor.js";
-import type { Finding } from "../cluster/detect.js";
+import { detectAndRecord, fabricBlockers, fabricCheckFailed } from "../deploy/doctor.js";
 import { recordedUp } from "../deploy/launch.js";
-import type { ClusterSession } from "../deploy/session.js";
 import { upInLane } from "../deploy/lane.js";
 import { holdOrBusy, laneKey, nodeKey } from "../deploy/locks.js";
 import { openSession } from "../deploy/session.js";
 import { progressReporter } from "../deploy/progress.js";
 import { parseDuration } from "./duration.js";
+import { withInterrupts } from "./interrupts.js";
 import { loadCluster, openStore } from "./load.js";
 import type { Output } from "./output.js";
-import type { Store } from "../store/store.js";
 import { planFromFlags, type PlanFlags } from "./plan.js";
 
 export interface UpFlags extends PlanFlags {
@@ -19,38 +16,6 @@ export interface UpFlags extends PlanFlags {
   drain?: string;
   push?: boolean;
   json?: boolean;
-}
-
-/** Runs `fn` with an AbortSignal that Ctrl-C and SIGTERM trigger, so that work in flight can roll back. */
-export async function withInterrupts<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
-  const controller = new AbortController();
-  // SIGHUP too: a dropped SSH session to this machine must roll back, not leave a half boot.
-  const onSignal = (sig: NodeJS.Signals): void => {
-    process.exitCode = sig === "SIGINT" ? 130 : sig === "SIGHUP" ? 129 : 143;
-    controller.abort();
-  };
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
-  process.on("SIGHUP", onSignal);
-  try {
-    return await fn(controller.signal);
-  } finally {
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
-    process.off("SIGHUP", onSignal);
-  }
-}
-
-/**
- * Reads each node's fabric (its own HCAs, GID index, interface and MTU) and fills what the
- * cluster file leaves out. Its findings are checked against the nodes the boot really uses, once
- * they are known (a lane picks its nodes later).
- */
-async function detectFabric(session: ClusterSession, store: Store, now: () => Date): Promise<{ session: ClusterSession; findings: Finding[] }> {
-  const report = await doctor(session, { peers: false });
-  const facts = new Map(report.nodes.filter((n) => n.ssh).map((n) => [n.node, n.facts]));
-  store.saveFacts(session.cluster.name, facts, now().toISOString());
-  return { session: { ...session, cluster: withDetected(session.cluster, facts) }, findings: [...report.findings] };
 }
 
 export async function runUp(ref: string, flags: UpFlags, io: Output): Promise<void> {
@@ -65,7 +30,11 @@ export async function runUp(ref: string, flags: UpFlags, io: Output): Promise<vo
   const release: (() => void)[] = [];
   try {
     if (flags.lane !== undefined) release.push(holdOrBusy(store, [laneKey(flags.lane)], what, now));
-    const { session, findings } = await detectFabric(await openSession(cluster), store, now);
+    // Each node's own fabric fills what the cluster file leaves out; the findings are checked once
+    // the nodes are known (a lane picks its own).
+    const detected = await detectAndRecord(await openSession(cluster), store, now().toISOString(), { peers: false });
+    const { session } = detected;
+    const findings = detected.report.findings;
     const progress = progressReporter(process.stderr, Date.now);
     const result = await withInterrupts(async (signal) => {
       const options = { timeoutMs, signal, progress, push: flags.push !== false };

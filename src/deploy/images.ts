@@ -41,6 +41,12 @@ export function imageFolders(roots: readonly string[], own?: { dir: string; tag:
   return out;
 }
 
+/** `sha256:0123…` as people read it: the first 12 hex digits. */
+export const shortId = (id: string | undefined): string => (id === undefined ? "missing" : id.replace(/^sha256:/, "").slice(0, 12));
+
+/** Where to push from: the first node (in cluster order, so the head first) that has the image. */
+export const pushSource = (report: readonly NodeImage[]): string | undefined => report.find((r) => r.id !== undefined)?.node;
+
 export async function imageReport(image: string, dockers: readonly DockerClient[]): Promise<NodeImage[]> {
   return Promise.all(
     dockers.map(async (d): Promise<NodeImage> => {
@@ -164,7 +170,7 @@ export async function pushImage(image: string, source: DockerClient, targets: re
   const after = await imageReport(image, targets);
   const wrong = after.filter((a) => a.id !== id);
   if (wrong.length > 0) {
-    throw new RemoteError(wrong.map((w) => w.node).join(", "), `after the push, ${image} differs from ${source.node}'s ${id.slice(7, 19)}`, wrong.map((w) => `${w.node}: ${w.id?.slice(7, 19) ?? "missing"}`).join("\n"));
+    throw new RemoteError(wrong.map((w) => w.node).join(", "), `after the push, ${image} differs from ${source.node}'s ${shortId(id)}`, wrong.map((w) => `${w.node}: ${shortId(w.id)}`).join("\n"));
   }
   return {
     image,
@@ -189,7 +195,7 @@ export async function ensureImage(image: string, nodes: readonly DockerClient[],
   if (report.some((r) => r.error !== undefined)) return undefined;
   const ids = new Set(report.map((r) => r.id));
   if (ids.size === 1 && !ids.has(undefined)) return undefined;
-  const from = report.find((r) => r.id !== undefined)?.node;
+  const from = pushSource(report);
   const source = nodes.find((n) => n.node === from);
   if (source === undefined) return undefined;
   const lacking = report.filter((r) => r.id !== report.find((x) => x.node === from)?.id).map((r) => r.node);

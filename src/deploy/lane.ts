@@ -131,7 +131,8 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
     });
     options.progress.note(`lane ${lane} is switching: it answers 503 until ${plan.deployment} is ready`);
     await stopReplaced();
-    const result = await recordedUp(plan, session, options, store, now);
+    // The image went out before the old deployment stopped: no second look.
+    const result = await recordedUp(plan, session, { ...options, push: false }, store, now);
     laneServing();
     store.endSwap(swapId, "ok", at());
     return { ...result, deployment: plan.deployment, mode, replaced: replacing.map((d) => d.deployment) };

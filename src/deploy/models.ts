@@ -3,6 +3,7 @@ import { RemoteError, UserError } from "../config/errors.js";
 import { blobSha256, parseSnapshotListing, weightsLocation, type SnapshotFile } from "../plan/weights.js";
 import type { Recipe } from "../recipe/recipe.js";
 import type { DockerClient } from "../remote/docker.js";
+import { execChecked } from "../remote/transport.js";
 import { joinPipe } from "./images.js";
 import type { TransferProgress } from "./progress.js";
 import type { ClusterSession } from "./session.js";
@@ -79,11 +80,7 @@ export interface SyncResult {
   readonly nodes: readonly { node: string; action: "had" | "copied"; bytes: number; resumed_bytes: number; blobs: number }[];
 }
 
-async function ok(docker: DockerClient, argv: readonly string[], what: string): Promise<string> {
-  const r = await docker.transport.exec(argv, { timeoutMs: 120_000 });
-  if (r.code !== 0) throw new RemoteError(docker.node, `${what} failed (exit ${r.code})`, (r.stdout + r.stderr).trim());
-  return r.stdout;
-}
+const ok = (docker: DockerClient, argv: readonly string[], what: string): Promise<string> => execChecked(docker.transport, argv, what, 120_000);
 
 /** Streams one file's bytes from `offset` on: source `tail -c` into the target's partial file. */
 async function copyFrom(source: DockerClient, target: DockerClient, from: string, to: string, offset: number, signal: AbortSignal, onBytes: (n: number) => void): Promise<void> {

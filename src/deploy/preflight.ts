@@ -5,6 +5,7 @@ import type { ContainerInfo } from "../remote/docker.js";
 import { DEPLOYMENT_LABEL, label } from "./labels.js";
 import { dockerOf, type ClusterSession } from "./session.js";
 import { weightsReport } from "./models.js";
+import { shortId } from "./images.js";
 import { weightsLocation } from "../plan/weights.js";
 
 export interface Preflight {
@@ -93,7 +94,7 @@ export async function preflight(plan: Plan, session: ClusterSession, replacing: 
   }
   const ids = new Set([...imageIds.values()].filter((v): v is string => v !== undefined));
   if (ids.size > 1) {
-    problems.push(`image ${plan.recipe.docker_image} differs between nodes: ${[...imageIds].map(([n, id]) => `${n} ${id?.slice(7, 19) ?? "missing"}`).join(", ")}; every rank needs the same image ID: launcher images push ${plan.recipe.id}`);
+    problems.push(`image ${plan.recipe.docker_image} differs between nodes: ${[...imageIds].map(([n, id]) => `${n} ${shortId(id)}`).join(", ")}; every rank needs the same image ID: launcher images push ${plan.recipe.id}`);
   }
   const head = plan.nodes[0];
   // A port held by one of our own deployments is already reported above.

@@ -1,5 +1,5 @@
 import { RemoteError } from "../config/errors.js";
-import type { ExecResult, Transport } from "./transport.js";
+import { execChecked, outputTail, type Transport } from "./transport.js";
 
 export interface ContainerInfo {
   readonly id: string;
@@ -27,7 +27,6 @@ const LIST_SCRIPT = `ids=$(docker ps --all --quiet --no-trunc --filter "label=$1
 [ -z "$ids" ] && exit 0
 exec docker inspect $ids`;
 
-const tail = (r: ExecResult): string => (r.stderr.trim() || r.stdout.trim()).split("\n").slice(-8).join("\n");
 
 /** The few Docker operations launcher needs, run on a node through its transport. */
 export class DockerClient {
@@ -37,10 +36,8 @@ export class DockerClient {
     return this.transport.node;
   }
 
-  private async ok(argv: readonly string[], what: string, timeoutMs = 60_000): Promise<string> {
-    const r = await this.transport.exec(argv, { timeoutMs });
-    if (r.code !== 0) throw new RemoteError(this.node, `${what} failed (exit ${r.code})`, tail(r));
-    return r.stdout;
+  private ok(argv: readonly string[], what: string, timeoutMs = 60_000): Promise<string> {
+    return execChecked(this.transport, argv, what, timeoutMs);
   }
 
   async serverVersion(): Promise<string> {
@@ -51,14 +48,14 @@ export class DockerClient {
   async imageId(image: string): Promise<string | undefined> {
     const r = await this.transport.exec(["docker", "image", "inspect", "--format", "{{.Id}}", image], { timeoutMs: 20_000 });
     // ssh's own failure is 255 (or a timeout): the node is unknown, not without the image.
-    if (r.code === 255 || r.code === 124) throw new RemoteError(this.node, "SSH unreachable", tail(r));
+    if (r.code === 255 || r.code === 124) throw new RemoteError(this.node, "SSH unreachable", outputTail(r));
     return r.code === 0 ? r.stdout.trim() : undefined;
   }
 
   /** Containers (running or not) that carry `label` (a key, or key=value). One round trip. */
   async containers(label: string): Promise<ContainerInfo[]> {
     const r = await this.transport.exec(["sh", "-c", LIST_SCRIPT, "sh", label], { timeoutMs: 20_000 });
-    if (r.code === PS_FAILED || r.code === 255 || (r.code !== 0 && r.stdout.trim() === "")) throw new RemoteError(this.node, `docker ps failed (exit ${r.code})`, tail(r));
+    if (r.code === PS_FAILED || r.code === 255 || (r.code !== 0 && r.stdout.trim() === "")) throw new RemoteError(this.node, `docker ps failed (exit ${r.code})`, outputTail(r));
     // A container removed between ps and inspect is simply gone; inspect still prints the others.
     const json = JSON.parse(r.stdout.trim() || "[]") as InspectJson[];
     return json.map((c) => ({

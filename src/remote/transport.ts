@@ -1,3 +1,4 @@
+import { RemoteError } from "../config/errors.js";
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 
@@ -22,6 +23,16 @@ export interface Transport {
   /** The command with raw pipes: bytes in, bytes out. */
   spawn(argv: readonly string[]): RawProcess;
 }
+
+/** `exec`, and a RemoteError naming the node, the step and the output's tail when it fails. */
+export async function execChecked(transport: Transport, argv: readonly string[], what: string, timeoutMs = 60_000): Promise<string> {
+  const r = await transport.exec(argv, { timeoutMs });
+  if (r.code !== 0) throw new RemoteError(transport.node, `${what} failed (exit ${r.code})`, outputTail(r));
+  return r.stdout;
+}
+
+/** The last lines a failed command printed: its stderr, else its stdout. */
+export const outputTail = (r: ExecResult): string => (r.stderr.trim() || r.stdout.trim()).split("\n").slice(-8).join("\n");
 
 /** Runs a local program (ssh, or a command on this machine) and collects its output. */
 export function runLocal(program: string, args: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {

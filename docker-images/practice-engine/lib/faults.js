@@ -43,11 +43,17 @@ function wrapper(failed) {
   log.traceback(CLI_FRAMES, `RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): ${failed}`);
 }
 
-function oom(proc) {
+/** How an EngineCore process dies during start: its error line, then its traceback. */
+function coreStartFailed(proc, frames, exception) {
   log.error(proc, 'core.py:708', 'EngineCore failed to start.');
   const pre = prefixFor(proc);
   log.err(`${pre}Process ${proc}:`);
-  log.traceback(
+  log.traceback(frames, exception, pre);
+}
+
+function oom(proc) {
+  coreStartFailed(
+    proc,
     [
       ...CORE_FRAMES,
       [`${PY}/vllm/executor/uniproc_executor.py`, 55, '_init_executor', 'self.collective_rpc("load_model")'],
@@ -57,17 +63,14 @@ function oom(proc) {
       [`${PY}/torch/utils/_device.py`, 104, '__torch_function__', 'return func(*args, **kwargs)'],
     ],
     'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 119.70 GiB of which 1.02 GiB is free.',
-    pre,
   );
   wrapper('{}');
 }
 
 function kvTooSmall(proc, maxModelLen, kvGib, kvTokens) {
   const needed = Math.max((kvGib * maxModelLen) / kvTokens, kvGib + 12.98);
-  log.error(proc, 'core.py:708', 'EngineCore failed to start.');
-  const pre = prefixFor(proc);
-  log.err(`${pre}Process ${proc}:`);
-  log.traceback(
+  coreStartFailed(
+    proc,
     [
       ...CORE_FRAMES.slice(0, 5),
       [`${PY}/vllm/v1/engine/core.py`, 92, '__init__', 'self._initialize_kv_caches(vllm_config)'],
@@ -76,16 +79,13 @@ function kvTooSmall(proc, maxModelLen, kvGib, kvTokens) {
       [`${PY}/vllm/v1/core/kv_cache_utils.py`, 716, 'check_enough_kv_cache_memory', 'raise ValueError('],
     ],
     `ValueError: To serve at least one request with the models's max seq len (${maxModelLen}), (${needed.toFixed(2)} GiB KV cache is needed, which is larger than the available KV cache memory (${kvGib.toFixed(2)} GiB). Try increasing \`gpu_memory_utilization\` or decreasing \`max_model_len\` when initializing the engine.`,
-    pre,
   );
   wrapper('{}');
 }
 
 function engineCoreInit(proc) {
-  log.error(proc, 'core.py:708', 'EngineCore failed to start.');
-  const pre = prefixFor(proc);
-  log.err(`${pre}Process ${proc}:`);
-  log.traceback(
+  coreStartFailed(
+    proc,
     [
       ...CORE_FRAMES,
       [`${PY}/vllm/executor/uniproc_executor.py`, 54, '_init_executor', 'self.collective_rpc("init_device")'],
@@ -93,7 +93,6 @@ function engineCoreInit(proc) {
       [`${PY}/vllm/model_executor/layers/quantization/utils/b12x_utils.py`, 12, '<module>', 'import b12x._C  # noqa: F401'],
     ],
     `ImportError: ${PY}/b12x/_C.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEi`,
-    pre,
   );
   // A little noise, as the real thing prints while tearing down.
   log.err(
