@@ -73,3 +73,21 @@ export function shellQuote(word: string): string {
 export function shellJoin(argv: readonly string[]): string {
   return argv.map(shellQuote).join(" ");
 }
+
+/**
+ * The longest remote command a node takes. sshd runs the command as ONE argument of the user's
+ * shell (openssh-portable session.c do_child: execve(shell, {shell0, "-c", command})), and Linux
+ * refuses any single execve argument longer than MAX_ARG_STRLEN = 32 pages (include/uapi/linux/
+ * binfmts.h), 128 KiB with 4 KiB pages, the NUL included: beyond it the node says E2BIG.
+ */
+export const MAX_REMOTE_COMMAND_BYTES = 32 * 4096 - 1;
+
+/** The one string a remote shell receives for `argv`: what ssh sends and what the limit applies to. */
+export function remoteCommand(argv: readonly string[]): string {
+  return shellJoin(argv);
+}
+
+/** Bytes of `argv` as a remote command, to hold against MAX_REMOTE_COMMAND_BYTES. */
+export function remoteCommandBytes(argv: readonly string[]): number {
+  return Buffer.byteLength(remoteCommand(argv), "utf8");
+}

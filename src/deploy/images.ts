@@ -123,7 +123,7 @@ export async function pushImage(image: string, source: DockerClient, targets: re
   const need = targets.filter((t) => before.find((b) => b.node === t.node)?.id !== id);
   const bytes = new Map<string, number>(need.map((t) => [t.node, 0]));
   if (need.length > 0) {
-    const save = source.transport.spawn(["docker", "save", image]);
+    const save = source.transport.spawn(["docker", "save", "--", image]);
     save.stdin.end();
     const loads = need.map((t) => ({ node: t.node, p: t.transport.spawn(["docker", "load", "--quiet"]), dead: false, waiting: false }));
     // The save goes at the pace of the slowest live load; a load that ends early stops holding it back.

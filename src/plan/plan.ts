@@ -1,4 +1,6 @@
 import { error, type Diagnostic } from "../config/diagnostic.js";
+import { DEPLOYMENT_NAME, kindProblem } from "../config/kinds.js";
+import { MAX_REMOTE_COMMAND_BYTES, remoteCommandBytes } from "../config/shell-words.js";
 import type { Cluster, ClusterNode } from "../cluster/cluster.js";
 import { vllmRankCommand, vllmStartsHeadFirst } from "../engine/vllm-command.js";
 import { findFlag, flagsOfWords } from "../recipe/args.js";
@@ -57,8 +59,6 @@ export interface PlanOptions {
 
 export type PlanResult = { ok: true; plan: Plan } | { ok: false; diagnostics: Diagnostic[] };
 
-const DEPLOYMENT_NAME = /^[a-z0-9][a-z0-9_.-]*$/;
-
 /** `~` in a host path is the SSH user's home on that node, never this machine's. */
 export function expandHome(hostPath: string, node: ClusterNode): string | undefined {
   if (hostPath !== "~" && !hostPath.startsWith("~/")) return hostPath;
@@ -97,11 +97,10 @@ export function planDeployment(recipe: Recipe, cluster: Cluster, options: PlanOp
   const nodes = picked.nodes;
   const head = nodes[0] as ClusterNode;
   const deployment = options.deployment ?? recipe.id;
-  if (!DEPLOYMENT_NAME.test(deployment)) {
-    diagnostics.push(error(clusterLoc, `deployment name ${JSON.stringify(deployment)} is not valid`, "use lower-case letters, digits, _ . - (it becomes part of container names)"));
-  }
-  if (options.lane !== undefined && !DEPLOYMENT_NAME.test(options.lane)) {
-    diagnostics.push(error(clusterLoc, `lane name ${JSON.stringify(options.lane)} is not valid`, "use lower-case letters, digits, _ . - (clients send it as the model name)"));
+  // --name and --lane become container names and labels: the same kind check as the files'.
+  for (const [field, value] of [["deployment name (--name)", deployment], ["lane name (--lane)", options.lane]] as const) {
+    const problem = value === undefined ? undefined : kindProblem(DEPLOYMENT_NAME, field, value);
+    if (problem !== undefined) diagnostics.push(error(clusterLoc, problem.message, problem.hint));
   }
   const apiPort = options.apiPort ?? cluster.api_port;
   const masterAddr = head.fabric_ip ?? head.address ?? head.host;
@@ -160,10 +159,24 @@ export function planDeployment(recipe: Recipe, cluster: Cluster, options: PlanOp
       ...Object.entries(env).flatMap(([k, v]) => ["--env", `${k}=${v}`]),
       ...mounts.flatMap((m) => ["--volume", `${m.host}:${m.container}${m.read_only ? ":ro" : ""}`]),
       ...(entry === undefined ? [] : ["--entrypoint", entry]),
+      // pflag ends docker run's options at `--` (spf13/pflag flag.go parseArgs), and docker run
+      // stops parsing at the image (docker/cli run.go: SetInterspersed(false)): the image and
+      // the command after it are never options, whatever they say.
+      "--",
       recipe.docker_image,
       ...entryArgs,
       ...cmd.command,
     ];
+    const bytes = remoteCommandBytes(argv);
+    if (bytes > MAX_REMOTE_COMMAND_BYTES) {
+      diagnostics.push(
+        error(
+          { file: recipe.file, line: 1, col: 1 },
+          `recipe ${recipe.id}: the docker run command for ${node.name} is ${bytes} bytes, more than the ${MAX_REMOTE_COMMAND_BYTES} a node's kernel takes as one command (E2BIG)`,
+          "shorten the recipe's args, env and mounts (a long JSON value can often go in a file in a mounted folder)",
+        ),
+      );
+    }
     specs.push({ rank: node.rank, role, node: node.name, host: node.host, image: recipe.docker_image, container, env, mounts, labels, argv });
   }
   if (diagnostics.length > 0) return { ok: false, diagnostics };

@@ -1,4 +1,5 @@
 import { error, warning, type Diagnostic } from "../config/diagnostic.js";
+import { CONTAINER_PATH, DOCKER_SIZE, HOST_PATH, IMAGE, kindDiagnostics } from "../config/kinds.js";
 import { schemaDiagnostics } from "../config/schema-issues.js";
 import { splitShellWords } from "../config/shell-words.js";
 import type { TomlDocument, TomlPath } from "../config/toml-document.js";
@@ -17,8 +18,6 @@ export interface CheckedFile {
 }
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-// Docker's own size syntax (go-units RAMInBytes).
-const DOCKER_SIZE = /^\d+(\.\d+)* ?[kKmMgGtTpP]?[iI]?[bB]?$/;
 
 const knownKeys = (path: TomlPath): readonly string[] =>
   path.length === 0 ? RECIPE_KEYS : path[0] === "extra_mounts" ? MOUNT_KEYS : [];
@@ -102,9 +101,9 @@ export function checkRecipeFile(doc: TomlDocument): CheckedFile {
     else seen.set(flagKey(flag.name), flag);
   }
 
-  if (typeof value.shm_size === "string" && !DOCKER_SIZE.test(value.shm_size)) {
-    diagnostics.push(error(doc.locate(["shm_size"]), `shm_size ${JSON.stringify(value.shm_size)} is not a Docker size`, 'write a number and a unit, e.g. "32gb" or "16g"'));
-  }
+  // Values that land in `docker run`'s argv: checked for their kind, so none reads as an option.
+  if (typeof value.shm_size === "string") diagnostics.push(...kindDiagnostics(doc.locate(["shm_size"]), DOCKER_SIZE, "shm_size", value.shm_size));
+  if (typeof value.docker_image === "string") diagnostics.push(...kindDiagnostics(doc.locate(["docker_image"]), IMAGE, "docker_image", value.docker_image));
   if (typeof value.entrypoint === "string" && !splitShellWords(value.entrypoint).ok) {
     diagnostics.push(error(doc.locate(["entrypoint"]), "entrypoint has unbalanced quotes"));
   }
@@ -118,16 +117,12 @@ export function checkRecipeFile(doc: TomlDocument): CheckedFile {
   (value.extra_mounts ?? []).forEach((m, i) => {
     if (typeof m !== "object" || m === null) return;
     if (typeof m.container === "string") {
-      if (!m.container.startsWith("/")) {
-        diagnostics.push(error(doc.locate(["extra_mounts", i, "container"]), `extra_mounts[${i}].container ${JSON.stringify(m.container)} is not an absolute path`, "container paths start with /"));
-      }
+      diagnostics.push(...kindDiagnostics(doc.locate(["extra_mounts", i, "container"]), CONTAINER_PATH, `extra_mounts[${i}].container`, m.container));
       const before = containers.get(m.container);
       if (before !== undefined) diagnostics.push(error(doc.locate(["extra_mounts", i, "container"]), `extra_mounts[${i}] mounts ${m.container} again (also extra_mounts[${before}])`));
       containers.set(m.container, i);
     }
-    if (typeof m.host === "string" && !m.host.startsWith("/") && m.host !== "~" && !m.host.startsWith("~/")) {
-      diagnostics.push(error(doc.locate(["extra_mounts", i, "host"]), `extra_mounts[${i}].host ${JSON.stringify(m.host)} is neither absolute nor under ~/`, "host paths are absolute, or start with ~/ for the SSH user's home on each node"));
-    }
+    if (typeof m.host === "string") diagnostics.push(...kindDiagnostics(doc.locate(["extra_mounts", i, "host"]), HOST_PATH, `extra_mounts[${i}].host`, m.host));
     if (typeof m.env === "string" && !ENV_NAME.test(m.env)) {
       diagnostics.push(error(doc.locate(["extra_mounts", i, "env"]), `extra_mounts[${i}].env ${JSON.stringify(m.env)} is not a valid variable name`));
     }

@@ -28,7 +28,11 @@ const LIST_SCRIPT = `ids=$(docker ps --all --quiet --no-trunc --filter "label=$1
 exec docker inspect $ids`;
 
 
-/** The few Docker operations launcher needs, run on a node through its transport. */
+/**
+ * The few Docker operations launcher needs, run on a node through its transport. Names and
+ * images come after `--`: every docker command parses its flags with spf13/pflag, which ends
+ * them at `--` (flag.go parseArgs), so a value can never be read as an option.
+ */
 export class DockerClient {
   constructor(readonly transport: Transport) {}
 
@@ -46,7 +50,7 @@ export class DockerClient {
 
   /** The image's ID, or undefined when the node does not have it. */
   async imageId(image: string): Promise<string | undefined> {
-    const r = await this.transport.exec(["docker", "image", "inspect", "--format", "{{.Id}}", image], { timeoutMs: 20_000 });
+    const r = await this.transport.exec(["docker", "image", "inspect", "--format", "{{.Id}}", "--", image], { timeoutMs: 20_000 });
     // ssh's own failure is 255 (or a timeout): the node is unknown, not without the image.
     if (r.code === 255 || r.code === 124) throw new RemoteError(this.node, "SSH unreachable", outputTail(r));
     return r.code === 0 ? r.stdout.trim() : undefined;
@@ -78,13 +82,13 @@ export class DockerClient {
   /** SIGTERM, up to `graceSeconds`, then SIGKILL; then removal. Missing containers are fine. */
   async stopAndRemove(names: readonly string[], graceSeconds: number): Promise<void> {
     if (names.length === 0) return;
-    await this.transport.exec(["docker", "stop", "--time", String(graceSeconds), ...names], { timeoutMs: (graceSeconds + 30) * 1000 });
-    await this.transport.exec(["docker", "rm", "--force", ...names], { timeoutMs: 30_000 });
+    await this.transport.exec(["docker", "stop", "--time", String(graceSeconds), "--", ...names], { timeoutMs: (graceSeconds + 30) * 1000 });
+    await this.transport.exec(["docker", "rm", "--force", "--", ...names], { timeoutMs: 30_000 });
   }
 
   logs(container: string, options: { follow?: boolean; tail?: number; signal?: AbortSignal } = {}): AsyncIterable<string> {
     return this.transport.stream(
-      ["docker", "logs", "--timestamps", ...(options.follow ? ["--follow"] : []), ...(options.tail === undefined ? [] : ["--tail", String(options.tail)]), container],
+      ["docker", "logs", "--timestamps", ...(options.follow ? ["--follow"] : []), ...(options.tail === undefined ? [] : ["--tail", String(options.tail)]), "--", container],
       options.signal ? { signal: options.signal } : {},
     );
   }

@@ -2,7 +2,8 @@ import { mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { ClusterNode, SshSettings } from "../cluster/cluster.js";
-import { shellJoin } from "../config/shell-words.js";
+import { UserError } from "../config/errors.js";
+import { MAX_REMOTE_COMMAND_BYTES, remoteCommand, remoteCommandBytes } from "../config/shell-words.js";
 import { runLocal, spawnLocal, streamLocal, type ExecOptions, type ExecResult, type Transport } from "./transport.js";
 
 // Short, per-user: unix socket paths are limited to ~108 bytes.
@@ -28,10 +29,24 @@ export function sshArgs(node: ClusterNode, ssh: SshSettings): string[] {
   ];
 }
 
+/**
+ * ssh's argv for one remote command: options, then `--`, the host and the command as one string.
+ * OpenSSH parses options again after the host unless a `--` came before it (ssh.c main:
+ * `opt_terminated` is set by a `--` before the destination, and only then is the rest left
+ * alone), so the `--` goes before the host: neither the host nor the command can be an option.
+ * A second `--` after the host would reach the remote shell as part of the command.
+ */
+export function sshCommandArgs(base: readonly string[], host: string, argv: readonly string[]): string[] {
+  // The plan refuses a recipe this long; this guards every other command, naming the node.
+  const bytes = remoteCommandBytes(argv);
+  if (bytes > MAX_REMOTE_COMMAND_BYTES) throw new UserError(`${host}: a ${bytes}-byte command is longer than the ${MAX_REMOTE_COMMAND_BYTES} bytes a node takes (E2BIG): ${argv.slice(0, 3).join(" ")} ...`);
+  return [...base, "--", host, remoteCommand(argv)];
+}
+
 /** Runs commands on a node through the system OpenSSH client, reusing one connection per node. */
 export function sshTransport(node: ClusterNode, ssh: SshSettings): Transport {
   const base = sshArgs(node, ssh);
-  const command = (argv: readonly string[]): string[] => [...base, node.host, "--", shellJoin(argv)];
+  const command = (argv: readonly string[]): string[] => sshCommandArgs(base, node.host, argv);
   return {
     node: node.name,
     exec: (argv: readonly string[], options?: ExecOptions): Promise<ExecResult> => runLocal("ssh", command(argv), options),
@@ -42,7 +57,7 @@ export function sshTransport(node: ClusterNode, ssh: SshSettings): Transport {
 
 /** What `ssh -G` says a destination resolves to: the real host name and user behind an alias. */
 export async function resolveSshDestination(node: ClusterNode, ssh: SshSettings): Promise<{ hostname?: string; user?: string }> {
-  const r = await runLocal("ssh", [...(ssh.config === undefined ? [] : ["-F", ssh.config]), ...(node.user === undefined ? [] : ["-l", node.user]), "-G", node.host], { timeoutMs: 5000 });
+  const r = await runLocal("ssh", [...(ssh.config === undefined ? [] : ["-F", ssh.config]), ...(node.user === undefined ? [] : ["-l", node.user]), "-G", "--", node.host], { timeoutMs: 5000 });
   if (r.code !== 0) return {};
   const out: { hostname?: string; user?: string } = {};
   for (const line of r.stdout.split("\n")) {

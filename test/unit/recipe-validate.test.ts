@@ -120,7 +120,7 @@ test("shm_size must be a Docker size", () => {
 test("a mount's container path must be absolute", () => {
   const { errors } = check(`${BASE}\n[[extra_mounts]]\nhost = "~/cache"\ncontainer = "root/.cache"\n`);
   assert.equal(errors.length, 1, errors.join("\n"));
-  assert.match(errors[0] ?? "", /error: extra_mounts\[0\]\.container "root\/.cache" is not an absolute path/);
+  assert.match(errors[0] ?? "", /error: extra_mounts\[0\]\.container "root\/.cache" is not a container path: it is not an absolute path/);
 });
 
 test("env values must be strings", () => {
