@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -11,6 +11,7 @@ import { fileRecipeSource } from "../recipe/fs-source.js";
 import type { Recipe } from "../recipe/recipe.js";
 import { resolveRecipe, type Resolved } from "../recipe/resolve.js";
 import { UserError } from "../config/errors.js";
+import { readTextFile } from "../config/read-file.js";
 import { Store, storeDir } from "../store/store.js";
 
 /** The package's own folder, for its bundled recipes and schemas. */
@@ -62,7 +63,7 @@ export function optionalClusterPath(option: string | undefined): string | undefi
 
 export function loadCluster(option: string | undefined): Cluster {
   const file = clusterPath(option);
-  const parsed = parseCluster(file, readFileSync(file, "utf8"));
+  const parsed = parseCluster(file, readTextFile(file, "cluster file"));
   if (parsed.cluster === undefined) throw new UserError(`cluster file ${file} has errors`, undefined, parsed.diagnostics);
   return parsed.cluster;
 }

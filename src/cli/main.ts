@@ -18,13 +18,19 @@ import { registerImages } from "./images.js";
 import { registerDoctor } from "./doctor.js";
 import { registerModels } from "./models.js";
 
+/** Set once commander has picked the command: whether it was given --json (errors then print JSON too). */
+let jsonRequested = false;
+
 export function buildProgram(): Command {
   const program = new Command()
     .name("launcher")
     .description("Serve large language models across a cluster of DGX Spark machines from one recipe.")
     .version("0.1.0")
     .showHelpAfterError()
-    .exitOverride();
+    .exitOverride()
+    .hook("preAction", (_program, action) => {
+      jsonRequested = action.optsWithGlobals<{ json?: boolean }>().json === true;
+    });
   registerValidate(program, consoleOutput);
   registerPlan(program, consoleOutput);
   registerDiff(program, consoleOutput);
@@ -49,10 +55,37 @@ export async function main(argv: readonly string[]): Promise<number> {
     return typeof process.exitCode === "number" ? process.exitCode : 0;
   } catch (e) {
     if (e instanceof CommanderError) return e.exitCode;
-    const code = reportError(e, (text) => process.stderr.write(`${text}\n`));
+    const code = reportError(
+      e,
+      (text) => process.stderr.write(`${text}\n`),
+      jsonRequested ? (text) => process.stdout.write(`${text}\n`) : undefined,
+    );
     // Interrupted by a signal: keep 130/143, as shells expect.
     return typeof process.exitCode === "number" && process.exitCode > 128 ? process.exitCode : code;
   }
 }
 
+/** What a writer whose reader went away exits with: 128 + SIGPIPE, as shells show it. */
+export const EXIT_CLOSED_PIPE = 141;
+
+/**
+ * The reader of our output went away (`launcher lanes | head -1`): stop as SIGPIPE stops a C
+ * program, quietly and without a stack. Node ignores SIGPIPE and reports EPIPE as an 'error'
+ * event on the stream instead, which would crash. Work that rolls back on a signal (a boot, a
+ * lane swap) is interrupted as by SIGTERM, so it rolls back before the process ends.
+ */
+function endQuietlyOnClosedPipe(): void {
+  let closed = false;
+  const onError = (e: NodeJS.ErrnoException): void => {
+    if (e.code !== "EPIPE" && e.code !== "ERR_STREAM_DESTROYED") throw e;
+    if (closed) return;
+    closed = true;
+    if (process.listenerCount("SIGTERM") > 0) process.kill(process.pid, "SIGTERM");
+    else process.exit(EXIT_CLOSED_PIPE);
+  };
+  process.stdout.on("error", onError);
+  process.stderr.on("error", onError);
+}
+
+endQuietlyOnClosedPipe();
 process.exitCode = await main(process.argv.slice(2));

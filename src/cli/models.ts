@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { syncWeights, weightsReport } from "../deploy/models.js";
 import { mib, transferProgress } from "../deploy/progress.js";
-import { namedNodes, recipeOnCluster } from "./load.js";
+import { namedNodes, parseNodes, recipeOnCluster } from "./load.js";
 import type { Output } from "./output.js";
 import { withInterrupts } from "./interrupts.js";
 
@@ -41,13 +41,19 @@ export function registerModels(program: Command, io: Output): void {
     .action(async (ref: string, flags: ModelFlags) => {
       const { recipe, session, nodes } = await context(ref, flags, io);
       const report = await weightsReport(recipe, session, nodes);
+      // The nodes the recipe would run on (as `up` picks them without a lane): those named, else
+      // its first required_nodes. Only a missing model there fails the command.
+      const needed = new Set(parseNodes(flags.nodes) ?? session.cluster.nodes.slice(0, recipe.required_nodes).map((n) => n.name));
+      const missingWhereNeeded = report.filter((r) => !r.present && needed.has(r.node)).map((r) => r.node);
+      if (missingWhereNeeded.length > 0) process.exitCode = 1;
       if (flags.json) {
-        io.json({ model: recipe.model, nodes: report });
+        io.json({ model: recipe.model, ok: missingWhereNeeded.length === 0, nodes: report.map((r) => ({ ...r, needed: needed.has(r.node) })) });
         return;
       }
       io.out(recipe.model);
-      for (const r of report) io.out(`  ${r.node.padEnd(10)} ${r.present ? `revision ${r.revision ?? "?"} (${r.files ?? 0} files)` : `MISSING: ${r.reason ?? "?"}`}  ${r.path}`);
-      if (report.some((r) => !r.present)) io.out(`  fix: launcher models sync ${ref}`);
+      for (const r of report) io.out(`  ${r.node.padEnd(10)} ${r.present ? `revision ${r.revision ?? "?"} (${r.files ?? 0} files)` : `MISSING: ${r.reason ?? "?"}`}  ${r.path}${needed.has(r.node) ? "" : "  (not needed)"}`);
+      if (missingWhereNeeded.length > 0) io.out(`  missing on ${missingWhereNeeded.join(", ")}, where the recipe runs; fix: launcher models sync ${ref}`);
+      else if (report.some((r) => !r.present)) io.out(`  present on every node the recipe runs on (${[...needed].join(", ")}); the others lack it: launcher models sync ${ref} copies it there`);
     });
   models
     .command("sync")

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readTextFile } from "../config/read-file.js";
 import type { Command } from "commander";
 import { UserError } from "../config/errors.js";
 import { keyChecker, parseKeyFile } from "../gateway/auth.js";
@@ -28,12 +28,7 @@ function apiKeys(flags: ServeFlags): string[] {
   const fromEnv = process.env.LAUNCHER_API_KEY;
   if (fromEnv) keys.push(...fromEnv.split(",").map((k) => k.trim()).filter(Boolean));
   if (flags.apiKeyFile !== undefined) {
-    let text: string;
-    try {
-      text = readFileSync(flags.apiKeyFile, "utf8");
-    } catch (e) {
-      throw new UserError(`cannot read the API key file ${flags.apiKeyFile}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
-    }
+    const text = readTextFile(flags.apiKeyFile, "API key file");
     const fromFile = parseKeyFile(text);
     if (fromFile.length === 0) throw new UserError(`the API key file ${flags.apiKeyFile} holds no key`, "one key per line; # starts a comment");
     keys.push(...fromFile);

@@ -25,7 +25,9 @@ export function registerValidate(program: Command, io: Output): void {
         io.diagnostics(all);
         for (const r of results) if (r.ok) io.out(`${r.file ?? r.ref}: ok`);
       }
-      if (hasErrors(all)) {
+      // With --json the results above carry every diagnostic: exit 1 without a second JSON document.
+      if (hasErrors(all) && opts.json) process.exitCode = 1;
+      else if (hasErrors(all)) {
         const bad = results.filter((r) => !r.ok).map((r) => r.ref);
         throw new UserError(`${bad.length} of ${refs.length} recipe${refs.length === 1 ? "" : "s"} invalid: ${bad.join(", ")}`);
       }

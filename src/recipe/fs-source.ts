@@ -1,16 +1,25 @@
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import path from "node:path";
+import { UserError } from "../config/errors.js";
+import { readTextFile } from "../config/read-file.js";
 import type { FoundRecipe, RecipeSource } from "./resolve.js";
 
 const RECIPE_FILE = "recipe.toml";
 
 const isPathLike = (ref: string): boolean => ref.includes("/") || ref.endsWith(".toml") || ref === "." || ref === "..";
 
-function read(file: string): FoundRecipe {
+function read(file: string): FoundRecipe | { error: string } {
   const abs = path.resolve(file);
   const base = path.basename(abs);
   const id = base === RECIPE_FILE ? path.basename(path.dirname(abs)) : base.replace(/\.toml$/, "");
-  return { file: path.relative(process.cwd(), abs) || abs, id, text: readFileSync(abs, "utf8") };
+  const shown = path.relative(process.cwd(), abs) || abs;
+  try {
+    return { file: shown, id, text: readTextFile(abs, "recipe") };
+  } catch (e) {
+    // A folder named recipe.toml, a device, a huge file: a diagnostic like "not found", not a crash.
+    if (e instanceof UserError) return { error: e.message.replace(abs, shown) };
+    throw e;
+  }
 }
 
 function asRecipeFile(candidate: string): string | undefined {

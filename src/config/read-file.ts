@@ -1,0 +1,49 @@
+import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from "node:fs";
+import { UserError } from "./errors.js";
+
+/** Cluster files, recipes and key files are small: anything larger is not one of them. */
+export const MAX_CONFIG_BYTES = 1024 * 1024;
+
+const kindOf = (st: Stats): string =>
+  st.isDirectory() ? "a folder" : st.isFIFO() ? "a FIFO" : st.isCharacterDevice() ? "a character device" : st.isBlockDevice() ? "a block device" : st.isSocket() ? "a socket" : "not a regular file";
+
+const openProblem = (e: unknown): string => {
+  const code = (e as NodeJS.ErrnoException).code;
+  return code === "ENOENT" ? "not found" : code === "EACCES" ? "cannot be read (permission denied)" : `cannot be opened (${code ?? (e as Error).message})`;
+};
+
+/**
+ * The one way launcher reads a file the user names (cluster, recipe, key file): only a regular
+ * file, only up to `maxBytes`, as UTF-8. A folder, a device (/dev/zero) or a FIFO is a UserError
+ * naming it, never a hang or a crash: the file is opened non-blocking (a FIFO without a writer
+ * would block open), checked with fstat on that same descriptor, and read with a bound.
+ */
+export function readTextFile(file: string, what: string, maxBytes = MAX_CONFIG_BYTES): string {
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+  } catch (e) {
+    throw new UserError(`${what} ${file} ${openProblem(e)}`);
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new UserError(`${what} ${file} is ${kindOf(st)}, not a file`, `give the path of the ${what} itself`);
+    const tooBig = (): UserError => new UserError(`${what} ${file} is larger than ${maxBytes} bytes`, `a ${what} is a small text file; check that this is the right file`);
+    if (st.size > maxBytes) throw tooBig();
+    // Read to EOF but never past the bound: the file may grow between fstat and read.
+    const buf = Buffer.alloc(maxBytes + 1);
+    let length = 0;
+    for (;;) {
+      const n = readSync(fd, buf, length, buf.length - length, null);
+      if (n === 0) break;
+      length += n;
+      if (length > maxBytes) throw tooBig();
+    }
+    return buf.subarray(0, length).toString("utf8");
+  } catch (e) {
+    if (e instanceof UserError) throw e;
+    throw new UserError(`${what} ${file} cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+  } finally {
+    closeSync(fd);
+  }
+}
