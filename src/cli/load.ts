@@ -43,8 +43,11 @@ export function loadRecipe(ref: string, warn: (d: readonly Diagnostic[]) => void
   return resolved.recipe;
 }
 
+/** $LAUNCHER_CLUSTER, where an empty value (`LAUNCHER_CLUSTER= launcher ...`) counts as unset. */
+const clusterFromEnv = (): string | undefined => process.env.LAUNCHER_CLUSTER || undefined;
+
 export function clusterPath(option: string | undefined): string {
-  const file = option ?? process.env.LAUNCHER_CLUSTER ?? "cluster.toml";
+  const file = option ?? clusterFromEnv() ?? "cluster.toml";
   if (!existsSync(file)) {
     throw new UserError(
       `cluster file ${file} not found`,
@@ -57,7 +60,7 @@ export function clusterPath(option: string | undefined): string {
 /** The cluster file to read when one is given or found, else undefined (for commands that can do without). */
 export function optionalClusterPath(option: string | undefined): string | undefined {
   if (option !== undefined) return clusterPath(option);
-  const found = process.env.LAUNCHER_CLUSTER ?? (existsSync("cluster.toml") ? "cluster.toml" : undefined);
+  const found = clusterFromEnv() ?? (existsSync("cluster.toml") ? "cluster.toml" : undefined);
   return found === undefined ? undefined : clusterPath(found);
 }
 

@@ -30,6 +30,16 @@ export function parseTomlDocument(file: string, text: string): TomlParse {
         diagnostics: [error({ file, line: e.lineNumber, col: e.column + 1 }, `TOML syntax: ${e.message}`)],
       };
     }
+    // toml-eslint-parser builds each string with String.fromCodePoint(...chars): a string of
+    // more than about 100 000 characters overflows the stack. Name the longest line instead.
+    if (e instanceof RangeError) {
+      const lines = text.split("\n");
+      const longest = lines.reduce((best, l, i) => (l.length > (lines[best]?.length ?? 0) ? i : best), 0);
+      return {
+        ok: false,
+        diagnostics: [error({ file, line: longest + 1, col: 1 }, `a value on this line is too long to read (${lines[longest]?.length ?? 0} characters)`, "keep each string under 100 000 characters; a long value can go in a file in a mounted folder")],
+      };
+    }
     throw e;
   }
   const values = new Map<string, Loc>();
