@@ -1,4 +1,5 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
+import { readTextFile } from "../config/read-file.js";
 import path from "node:path";
 import { RemoteError, UserError } from "../config/errors.js";
 import { buildOrder, fromImages, type ImageFolder } from "../plan/image-build.js";
@@ -35,7 +36,7 @@ export function imageFolders(roots: readonly string[], own?: { dir: string; tag:
     for (const name of readdirSync(root).sort()) {
       const dockerfile = path.join(root, name, "Dockerfile");
       if (out.some((f) => f.name === name) || !existsSync(dockerfile)) continue;
-      out.push({ name, path: path.join(root, name), tag: own?.dir === name ? own.tag : `${name}:local`, dockerfile: readFileSync(dockerfile, "utf8") });
+      out.push({ name, path: path.join(root, name), tag: own?.dir === name ? own.tag : `${name}:local`, dockerfile: readTextFile(dockerfile, "Dockerfile") });
     }
   }
   return out;

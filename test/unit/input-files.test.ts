@@ -7,6 +7,7 @@ import { after, test } from "node:test";
 import { error } from "../../src/config/diagnostic.js";
 import { errorJson, RemoteError, reportError, UserError } from "../../src/config/errors.js";
 import { readTextFile } from "../../src/config/read-file.js";
+import { imageFolders } from "../../src/deploy/images.js";
 import { fileRecipeSource } from "../../src/recipe/fs-source.js";
 
 const dir = mkdtempSync(path.join(tmpdir(), "launcher-files-"));
@@ -66,4 +67,10 @@ test("--json errors: one shape for user errors with diagnostics, node errors and
   assert.deepEqual(JSON.parse(json.join("")), errorJson(user));
   assert.match(text.join("\n"), /r\.toml:4:16: error: docker_image/, "the human text still goes to stderr");
   assert.equal(reportError(new Error("boom"), () => undefined, (t) => json.push(t)), 70);
+});
+
+test("a Dockerfile that is a folder is a user error naming it, not a crash", () => {
+  const root = path.join(dir, "docker-images");
+  mkdirSync(path.join(root, "odd", "Dockerfile"), { recursive: true });
+  assert.throws(() => imageFolders([root]), (e: unknown) => e instanceof UserError && /^Dockerfile .*odd\/Dockerfile is a folder, not a file$/.test(e.message));
 });
