@@ -17,7 +17,6 @@ export interface Kind {
 }
 
 // Control characters (newline, NUL, escape...) never belong in a name or a path we pass on.
-// eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
 const leadingDash = (v: string): string | undefined => (v.startsWith("-") ? "it starts with '-', so a command would read it as an option" : undefined);
