@@ -1,4 +1,4 @@
-import type { DeploymentStatus } from "../deploy/status.js";
+import type { DeploymentState, DeploymentStatus } from "../deploy/contract.js";
 import type { LaneRecord } from "../store/store.js";
 
 /** A deployment the gateway knows, from one cluster's labels. */
@@ -48,12 +48,21 @@ const targetOf = (d: KnownDeployment): Target => ({
   recipe: d.recipe,
 });
 
-function unavailable(d: KnownDeployment, name: string): Resolution {
-  if (d.status === "degraded") {
-    return { kind: "unavailable", code: "deployment_degraded", retryAfter: 30, message: `model ${name} (deployment ${d.deployment}) is not serving: missing ${d.missing.join("; ")}` };
-  }
-  return { kind: "unavailable", code: "model_booting", retryAfter: 10, message: `model ${name} (deployment ${d.deployment}) is booting: phase ${d.phase}` };
-}
+/** Why a deployment that does not serve cannot take the request, by its status. */
+const UNAVAILABLE: Record<Exclude<DeploymentState, "serving">, (d: KnownDeployment, name: string) => Extract<Resolution, { kind: "unavailable" }>> = {
+  degraded: (d, name) => ({ kind: "unavailable", code: "deployment_degraded", retryAfter: 30, message: `model ${name} (deployment ${d.deployment}) is not serving: missing ${d.missing.join("; ")}` }),
+  booting: (d, name) => ({ kind: "unavailable", code: "model_booting", retryAfter: 10, message: `model ${name} (deployment ${d.deployment}) is booting: phase ${d.phase}` }),
+  // Its head does not answer and a node of it cannot be read: whether it lives is unknown.
+  unreachable: (d, name) => ({
+    kind: "unavailable",
+    code: "deployment_unreachable",
+    retryAfter: 10,
+    message: `model ${name} (deployment ${d.deployment}) cannot be reached: ${d.unreachable.join(", ")} unreachable and its head does not answer /health`,
+  }),
+};
+
+// A "serving" deployment that routes anyway (proven by `up` after the last poll) never gets here.
+const unavailable = (d: KnownDeployment, name: string): Resolution => UNAVAILABLE[d.status === "serving" ? "booting" : d.status](d, name);
 
 
 /**

@@ -19,6 +19,7 @@ function dep(name: string, over: Partial<KnownDeployment> = {}): KnownDeployment
     phase: "serving",
     uptime_seconds: 100,
     missing: [],
+    unreachable: [],
     ranks: [{ rank: 0, node: "n1", container: `launcher-${name}-r0`, state: "running", started_at: "t" }],
     ...over,
   };
@@ -71,7 +72,7 @@ test("routing during a swap: the lane's deployment wins until the store switches
   assert.equal(done.kind === "route" && done.target.deployment, "new", "the labels win once the new one serves");
   // `up` proved it ready after the labels were read: route now rather than after the next poll.
   const proven = lane("vision", { deployment: "new", since: "2026-01-01T00:00:10.000Z" });
-  const booting = { ...fresh, status: "booting", phase: "warmup" };
+  const booting: KnownDeployment = { ...fresh, status: "booting", phase: "warmup" };
   const early = routeTable([booting], [proven], Date.parse("2026-01-01T00:00:09.000Z")).resolve("vision");
   assert.equal(early.kind === "route" && early.target.deployment, "new");
   const byName = routeTable([booting], [proven], Date.parse("2026-01-01T00:00:09.000Z")).resolve("m");
