@@ -49,6 +49,19 @@ test("routing: booting and degraded deployments answer unavailable with their ph
   assert.equal(b.kind === "unavailable" && b.code, "deployment_degraded");
 });
 
+test("routing: a serving deployment with an unreachable worker routes; one that cannot be judged answers 503 naming the node", () => {
+  const worker = { rank: 1, node: "n2", container: "launcher-a-r1", state: "unreachable" as const };
+  const serving = dep("a", { unreachable: ["n2"], ranks: [...dep("a").ranks, worker] });
+  const r = routeTable([serving], []).resolve("a");
+  assert.equal(r.kind === "route" && r.target.deployment, "a");
+  assert.deepEqual(routeTable([serving], []).models()[0]?.nodes, ["n1", "n2"]);
+  const unknown = dep("b", { status: "unreachable", phase: "unknown", unreachable: ["n2"], ranks: [...dep("b").ranks, { ...worker, container: "launcher-b-r1" }] });
+  const u = routeTable([unknown], []).resolve("b");
+  assert.equal(u.kind === "unavailable" && u.code, "deployment_unreachable");
+  assert.match(u.kind === "unavailable" ? u.message : "", /deployment b\) cannot be reached: n2 unreachable/);
+  assert.equal(routeTable([unknown], []).models()[0]?.status, "unreachable");
+});
+
 test("routing during a swap: the lane's deployment wins until the store switches; switching answers 503", () => {
   const old = dep("old", { lane: "vision", served_model: "m", uptime_seconds: 500 });
   const fresh = dep("new", { lane: "vision", served_model: "m", uptime_seconds: 5 });
