@@ -100,7 +100,7 @@ export function registerServe(program: Command, io: Output): void {
           table = undefined;
           for (const status of DEPLOYMENT_STATUSES) metrics.deployments.set({ status }, snapshot.deployments.filter((d) => d.status === status).length);
         }
-        table ??= routeTable(snapshot.deployments, lanes, snapshot.at?.getTime());
+        table ??= routeTable(snapshot.deployments, lanes, snapshot.at?.getTime(), snapshot.unreachable);
         return table;
       };
 

@@ -71,7 +71,7 @@ const unavailable = (d: KnownDeployment, name: string): Resolution => UNAVAILABL
  * The store only breaks ties and marks a lane "switching"; it never routes to what the labels
  * do not show.
  */
-export function routeTable(deployments: readonly KnownDeployment[], lanes: readonly LaneRecord[], labelsReadAt?: number): RouteTable {
+export function routeTable(deployments: readonly KnownDeployment[], lanes: readonly LaneRecord[], labelsReadAt?: number, unreachable: readonly string[] = []): RouteTable {
   const laneRecords = new Map(lanes.map((l) => [l.name, l]));
   const laneNames = new Set([...lanes.map((l) => l.name), ...deployments.flatMap((d) => (d.lane === undefined ? [] : [d.lane]))]);
   const current = new Set(lanes.flatMap((l) => (l.state === "serving" && l.deployment !== undefined ? [l.deployment] : [])));
@@ -97,6 +97,15 @@ export function routeTable(deployments: readonly KnownDeployment[], lanes: reado
       if (next !== undefined && serving(next)) return { kind: "route", target: targetOf(next) };
       const where = next === undefined ? "" : ` (phase ${next.phase})`;
       return { kind: "unavailable", code: "lane_switching", retryAfter: 10, message: `lane ${name} is switching from ${rec.deployment ?? "nothing"} to ${rec.switching_to ?? "?"}${where}` };
+    }
+    if (chosen === undefined && unreachable.length > 0) {
+      // Nothing that answered runs it, but a node that did not answer may: that is not "empty".
+      return {
+        kind: "unavailable",
+        code: "deployment_unreachable",
+        retryAfter: 10,
+        message: `lane ${name}: no node that answered runs it${rec?.deployment === undefined ? "" : ` (it last served ${rec.deployment})`}, and ${unreachable.join(", ")} could not be read, so whether it runs there is unknown`,
+      };
     }
     if (chosen === undefined) {
       const hint = rec?.deployment === undefined ? "" : ` (it last served ${rec.deployment}, which no node runs now)`;

@@ -60,6 +60,12 @@ test("routing: a serving deployment with an unreachable worker routes; one that 
   assert.equal(u.kind === "unavailable" && u.code, "deployment_unreachable");
   assert.match(u.kind === "unavailable" ? u.message : "", /deployment b\) cannot be reached: n2 unreachable/);
   assert.equal(routeTable([unknown], []).models()[0]?.status, "unreachable");
+  // Every node of the lane's deployment unreadable: not "empty", unknown.
+  const lost = routeTable([], [lane("vision", { deployment: "a" })], undefined, ["c/n1"]).resolve("vision");
+  assert.equal(lost.kind === "unavailable" && lost.code, "deployment_unreachable");
+  assert.match(lost.kind === "unavailable" ? lost.message : "", /it last served a\), and c\/n1 could not be read/);
+  const empty = routeTable([], [lane("vision", { deployment: "a" })]).resolve("vision");
+  assert.equal(empty.kind === "unavailable" && empty.code, "lane_empty", "every node read: the lane is empty");
 });
 
 test("routing during a swap: the lane's deployment wins until the store switches; switching answers 503", () => {
