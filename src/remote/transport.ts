@@ -42,9 +42,8 @@ const TIMED_OUT = 124;
  */
 export function unreachable(transport: Transport, r: ExecResult): UnreachableError | undefined {
   if (r.code !== SSH_FAILED && r.code !== TIMED_OUT) return undefined;
-  const why = r.code === TIMED_OUT ? "no answer in time" : "SSH failed";
-  const tail = outputTail(r);
-  return new UnreachableError(transport.node, tail === "" ? why : `${why}: ${tail.split("\n").slice(-2).join(" ")}`);
+  const tail = outputTail(r).split("\n").slice(-2).join(" ");
+  return new UnreachableError(transport.node, r.code === TIMED_OUT ? `no answer in time${tail === "" ? "" : ` (${tail})`}` : tail || `ssh exit ${r.code}`);
 }
 
 /** `exec`, and a RemoteError naming the node, the step and the output's tail when it fails. */
