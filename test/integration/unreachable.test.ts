@@ -101,7 +101,8 @@ describe("unreachable nodes, ambiguous targets, nothing left behind", { concurre
       await gateway.stop();
     }
     await within(60_000, "n2 answers again", async () => ((await launcher(["status", "--json"])).code === 0 ? true : undefined));
-    assert.deepEqual(launcherContainers(HOSTS), ["n2:launcher-practice-2x-r1:running"], "what n2 ran is still there: down did not claim it");
+    // (The worker may have exited when its head was removed: it is there all the same.)
+    assert.deepEqual(launcherContainers(HOSTS).map((c) => c.split(":").slice(0, 2).join(":")), ["n2:launcher-practice-2x-r1"], "what n2 ran is still there: down did not claim it");
     const again = ok(await launcher(["down", "practice-2x", "--grace", "1"]), "the later down");
     assert.match(again.stdout, /stopped practice-2x: n2 launcher-practice-2x-r1/);
     assert.deepEqual(launcherContainers(HOSTS), []);
