@@ -54,6 +54,16 @@ describe("unreachable nodes, ambiguous targets, nothing left behind", { concurre
 
   test("a node that cannot be reached: status says unreachable and still serving, the gateway routes, down says it did not finish and a later down does", async () => {
     ok(await launcher(["up", "practice-2x"], 240_000), "up");
+    try {
+      await cutAndRestore();
+    } finally {
+      // Whatever failed above, the next test starts on empty nodes.
+      await launcher(["down", "practice-2x", "--grace", "1"]);
+    }
+  });
+
+  /** The part of the test above that runs with n2's link cut, then with it back. */
+  async function cutAndRestore(): Promise<void> {
     const gateway = await startGateway();
     let cut = false;
     try {
@@ -106,7 +116,7 @@ describe("unreachable nodes, ambiguous targets, nothing left behind", { concurre
     const again = ok(await launcher(["down", "practice-2x", "--grace", "1"]), "the later down");
     assert.match(again.stdout, /stopped practice-2x: n2 launcher-practice-2x-r1/);
     assert.deepEqual(launcherContainers(HOSTS), []);
-  });
+  }
 
   test("down of a name that fits several deployments refuses and lists them; a qualified name stops exactly one", async () => {
     const solo = variant(dir, "solo", "practice-2x", "required_nodes = 1\ntensor_parallel_size = 1\n");
