@@ -70,7 +70,7 @@ function step(io: Output, what: string, program: string, args: string[]): void {
 async function demoDown(io: Output): Promise<void> {
   stopGateway();
   if (existsSync(CLUSTER)) {
-    for (const line of formatRemoval(await removeContainers(await openSession(loadCluster(CLUSTER)), () => true, 5), "npx launcher demo --down", "per-container")) io.out(line);
+    for (const line of formatRemoval(await removeContainers(await openSession(loadCluster(CLUSTER)), () => true, 5, true), "npx launcher demo --down", "per-container")) io.out(line);
   }
   step(io, "removing the practice cluster", "bash", ["test/rig/rig.sh", "down"]);
   io.out("the demo is gone: practice hosts, daemons, users and files removed");

@@ -71,17 +71,22 @@ export function encodeLabels(l: DeploymentLabels): Record<string, string> {
 }
 
 const count = z.string().regex(/^\d+$/).transform(Number);
+// Launcher always writes every label; a container made by hand or by an older launcher may lack
+// the descriptive ones, which then read as "?" (it is still listed, routed and stopped). What
+// status, routing and down cannot do without (deployment, rank, nnodes, served model, endpoint)
+// must be there.
+const described = z.string().catch("?");
 const labelsSchema = z.object({
   [LABELS.deployment]: z.string().min(1),
-  [LABELS.recipe]: z.string(),
-  [LABELS.recipe_hash]: z.string(),
+  [LABELS.recipe]: described,
+  [LABELS.recipe_hash]: described,
   [LABELS.served_model]: z.string(),
   [LABELS.rank]: count,
-  [LABELS.role]: z.enum(ROLES),
-  [LABELS.node]: z.string(),
+  [LABELS.role]: z.exactOptional(z.enum(ROLES)),
+  [LABELS.node]: described,
   [LABELS.nnodes]: count,
   [LABELS.nodes]: z.exactOptional(z.string().transform((s) => s.split(","))),
-  [LABELS.cluster]: z.string(),
+  [LABELS.cluster]: described,
   [LABELS.endpoint]: z.string(),
   [LABELS.lane]: z.exactOptional(z.string()),
 });
@@ -101,7 +106,7 @@ export function decodeLabels(labels: Readonly<Record<string, string>>): { ok: tr
       recipe_hash: v[LABELS.recipe_hash],
       served_model: v[LABELS.served_model],
       rank: v[LABELS.rank],
-      role: v[LABELS.role],
+      role: v[LABELS.role] ?? (v[LABELS.rank] === 0 ? "head" : "worker"),
       node: v[LABELS.node],
       nnodes: v[LABELS.nnodes],
       ...(nodes === undefined ? {} : { nodes }),

@@ -1,3 +1,4 @@
+import { DEPLOYMENT_LABEL } from "./contract.js";
 import { listNodes, reasonOf, type Labelled, type NodeListing } from "./labels.js";
 import type { ClusterSession } from "./session.js";
 
@@ -18,12 +19,15 @@ export type NodeOutcome =
  * every node in parallel. Labels decide what matches, so it works without any local state; a node
  * that cannot be reached is said so, and a later run finishes there.
  */
-export async function removeListed(listing: readonly NodeListing[], match: (c: Labelled) => boolean, graceSeconds: number): Promise<NodeOutcome[]> {
+export async function removeListed(listing: readonly NodeListing[], match: (c: Labelled) => boolean, graceSeconds: number, strays = false): Promise<NodeOutcome[]> {
   return Promise.all(
     listing.map(async (l): Promise<NodeOutcome> => {
       if (!l.reachable) return { node: l.node, kind: "unreachable", reason: l.reason, deployments: [] };
-      const mine = l.containers.filter(match);
-      const removed = mine.map((c) => ({ node: l.node, container: c.c.name, deployment: c.labels.deployment, wasRunning: c.c.running }));
+      const removed = [
+        ...l.containers.filter(match).map((c) => ({ node: l.node, container: c.c.name, deployment: c.labels.deployment, wasRunning: c.c.running })),
+        // `--all` means every container that says it is launcher's, readable labels or not.
+        ...(strays ? l.strays.map((c) => ({ node: l.node, container: c.name, deployment: c.labels[DEPLOYMENT_LABEL] ?? "?", wasRunning: c.running })) : []),
+      ];
       try {
         await l.docker.stopAndRemove(removed.map((r) => r.container), graceSeconds);
         return { node: l.node, kind: "removed", removed };
@@ -34,9 +38,9 @@ export async function removeListed(listing: readonly NodeListing[], match: (c: L
   );
 }
 
-/** Lists the nodes and removes what matches: rollbacks and lane swaps. */
-export async function removeContainers(session: ClusterSession, match: (c: Labelled) => boolean, graceSeconds: number): Promise<NodeOutcome[]> {
-  return removeListed(await listNodes(session), match, graceSeconds);
+/** Lists the nodes and removes what matches: rollbacks, lane swaps, the demo's teardown (with strays). */
+export async function removeContainers(session: ClusterSession, match: (c: Labelled) => boolean, graceSeconds: number, strays = false): Promise<NodeOutcome[]> {
+  return removeListed(await listNodes(session), match, graceSeconds, strays);
 }
 
 export const removedOf = (outcomes: readonly NodeOutcome[]): Removed[] => outcomes.flatMap((o) => (o.kind === "removed" ? o.removed : []));

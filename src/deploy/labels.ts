@@ -13,7 +13,15 @@ export interface Labelled {
 
 /** What one node said when asked for launcher's containers. */
 export type NodeListing =
-  | { readonly node: string; readonly docker: DockerClient; readonly reachable: true; readonly containers: readonly Labelled[]; readonly undecodable: readonly string[] }
+  | {
+      readonly node: string;
+      readonly docker: DockerClient;
+      readonly reachable: true;
+      readonly containers: readonly Labelled[];
+      /** Containers with a launcher.deployment label whose other labels do not decode. */
+      readonly strays: readonly ContainerInfo[];
+      readonly undecodable: readonly string[];
+    }
   | { readonly node: string; readonly reachable: false; readonly reason: string };
 
 /**
@@ -28,12 +36,16 @@ export async function listNodes(session: ClusterSession, only?: ReadonlySet<stri
         try {
           const containers: Labelled[] = [];
           const undecodable: string[] = [];
+          const strays: ContainerInfo[] = [];
           for (const c of await docker.containers(DEPLOYMENT_LABEL)) {
             const d = decodeLabels(c.labels);
             if (d.ok) containers.push({ node, c, labels: d.labels });
-            else undecodable.push(`${node}: container ${c.name} carries launcher labels that do not decode (${d.problem}); launcher leaves it alone`);
+            else {
+              strays.push(c);
+              undecodable.push(`${node}: container ${c.name} carries launcher labels that do not decode (${d.problem}); only \`launcher down --all\` removes it`);
+            }
           }
-          return { node, docker, reachable: true, containers, undecodable };
+          return { node, docker, reachable: true, containers, strays, undecodable };
         } catch (e) {
           return { node, reachable: false, reason: reasonOf(e) };
         }

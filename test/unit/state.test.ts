@@ -53,6 +53,10 @@ test("contract: labels round-trip through the encoder and decoder; every label i
   const { nodes: _nodes, lane: _lane, ...old } = l;
   const oldEncoded = encodeLabels(old);
   assert.deepEqual(decodeLabels(oldEncoded), { ok: true, labels: old }, "containers from before the nodes label still decode");
+  // Made by hand (the gateway test's ghost) or by an older launcher: descriptive labels read as "?".
+  const { "launcher.role": _role, "launcher.cluster": _cluster, "launcher.recipe": _recipe, ...sparse } = encoded;
+  const decoded = decodeLabels(sparse);
+  assert.deepEqual(decoded.ok && [decoded.labels.role, decoded.labels.cluster, decoded.labels.recipe], ["worker", "?", "?"]);
   const bad = decodeLabels({ ...encoded, "launcher.rank": "one" });
   assert.equal(bad.ok, false);
   assert.match(bad.ok ? "" : bad.problem, /launcher\.rank/);
