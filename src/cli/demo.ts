@@ -4,7 +4,7 @@ import { createServer } from "node:net";
 import path from "node:path";
 import type { Command } from "commander";
 import { UserError } from "../config/errors.js";
-import { removeContainers } from "../deploy/down.js";
+import { formatRemoval, removeContainers } from "../deploy/down.js";
 import { openSession } from "../deploy/session.js";
 import { loadCluster, PACKAGE_ROOT, selfArgv } from "./load.js";
 import type { Output } from "./output.js";
@@ -70,8 +70,7 @@ function step(io: Output, what: string, program: string, args: string[]): void {
 async function demoDown(io: Output): Promise<void> {
   stopGateway();
   if (existsSync(CLUSTER)) {
-    const removed = await removeContainers(await openSession(loadCluster(CLUSTER)), () => true, 5);
-    for (const r of removed) io.out(`stopped ${r.deployment}: ${r.node} ${r.container}`);
+    for (const line of formatRemoval(await removeContainers(await openSession(loadCluster(CLUSTER)), () => true, 5, true), "npx launcher demo --down", "per-container")) io.out(line);
   }
   step(io, "removing the practice cluster", "bash", ["test/rig/rig.sh", "down"]);
   io.out("the demo is gone: practice hosts, daemons, users and files removed");

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
-import { UserError } from "../config/errors.js";
-import { removeContainers } from "../deploy/down.js";
-import { matchesTarget } from "../deploy/labels.js";
+import { EXIT_USER, UserError } from "../config/errors.js";
+import { formatRemoval, fullyStopped, removedOf, removeListed, unreachableOf } from "../deploy/down.js";
+import { listNodes, parseTarget, targetDeployments } from "../deploy/labels.js";
 import { openSession } from "../deploy/session.js";
 import { loadCluster, withStore } from "./load.js";
 import type { Output } from "./output.js";
@@ -10,7 +10,7 @@ export function registerDown(program: Command, io: Output): void {
   program
     .command("down")
     .description("stop and remove a deployment on every node (SIGTERM, a grace period, then kill)")
-    .argument("[target]", "deployment, lane or recipe name")
+    .argument("[target]", "deployment, lane or recipe name (deployment/NAME, lane/NAME, recipe/NAME when a name fits several)")
     .option("--all", "every launcher deployment on the cluster")
     .option("--cluster <file>", "cluster file (default: $LAUNCHER_CLUSTER or ./cluster.toml)")
     .option("--grace <seconds>", "seconds between SIGTERM and kill", "10")
@@ -20,22 +20,31 @@ export function registerDown(program: Command, io: Output): void {
       const grace = Number(opts.grace);
       if (!Number.isInteger(grace) || grace < 0) throw new UserError(`--grace ${opts.grace} is not a whole number of seconds`);
       const session = await openSession(loadCluster(opts.cluster));
-      const removed = await removeContainers(session, (c) => opts.all === true || (target !== undefined && matchesTarget(c, target)), grace);
+      const listing = await listNodes(session);
+      const found = listing.flatMap((l) => (l.reachable ? l.containers : []));
+      if (!opts.all) for (const l of listing) for (const p of l.reachable ? l.undecodable : []) io.err(`warning: ${p}`);
+      const chosen = targetDeployments(opts.all ? undefined : target, found, "down");
+      const outcomes = await removeListed(listing, (c) => chosen.has(c.labels.deployment), grace, opts.all === true);
+      const nodesOf = (name: string): readonly string[] | undefined => found.find((c) => c.labels.deployment === name && c.labels.nodes !== undefined)?.labels.nodes;
+      const stopped = [...chosen].filter((name) => fullyStopped(outcomes, name, nodesOf));
+      const unreachable = unreachableOf(outcomes);
+      const laneName = target === undefined ? undefined : ((t) => (t.kind === undefined || t.kind === "lane" ? t.name : undefined))(parseTarget(target));
       await withStore((store) => {
         const at = new Date().toISOString();
-        for (const name of new Set(removed.map((r) => r.deployment))) store.deploymentStopped(session.cluster.name, name, at);
-        // A lane named here is emptied even when nothing ran in it (say, its launcher was killed mid-swap).
-        const lane = target === undefined ? undefined : store.lane(target);
-        if (lane !== undefined && lane.state !== "empty") store.setLane({ name: lane.name, cluster: lane.cluster, state: "empty", since: at });
+        for (const name of stopped) store.deploymentStopped(session.cluster.name, name, at);
+        // A lane named here is emptied even when nothing ran in it (say, its launcher was killed
+        // mid-swap), but not while a node that did not answer may still run it.
+        const lane = laneName === undefined ? undefined : store.lane(laneName);
+        if (lane !== undefined && lane.state !== "empty" && unreachable.length === 0) store.setLane({ name: lane.name, cluster: lane.cluster, state: "empty", since: at });
       });
-      if (opts.json) {
-        io.json({ removed });
-        return;
+      const again = `launcher down ${opts.all ? "--all" : (target as string)}`;
+      if (opts.json) io.json({ removed: removedOf(outcomes), unreachable: unreachable.map((u) => ({ node: u.node, reason: u.reason })), complete: unreachable.length === 0 });
+      else if (outcomes.every((o) => o.kind === "removed" && o.removed.length === 0)) io.out(`nothing to stop${target === undefined ? "" : ` for ${target}`}`);
+      else for (const line of formatRemoval(outcomes, again, "per-container")) io.out(line);
+      if (unreachable.length > 0) {
+        // Not done: what the unreachable nodes run is unknown, and the labels will still say so.
+        io.err(`launcher: ${unreachable.map((u) => u.node).join(", ")} could not be reached: what runs there was not stopped; once it answers, \`${again}\` finishes the job`);
+        process.exitCode = EXIT_USER;
       }
-      if (removed.length === 0) {
-        io.out(`nothing to stop${target === undefined ? "" : ` for ${target}`}`);
-        return;
-      }
-      for (const r of removed) io.out(`stopped ${r.deployment}: ${r.node} ${r.container}${r.wasRunning ? "" : " (had already exited)"}`);
     });
 }

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
-import { UserError } from "../config/errors.js";
+import { EXIT_USER, UserError } from "../config/errors.js";
 import { splitTimestamp } from "../engine/boot-log.js";
-import { DEPLOYMENT_LABEL, matchesTarget } from "../deploy/labels.js";
+import { listNodes, targetDeployments } from "../deploy/labels.js";
 import { openSession } from "../deploy/session.js";
 import { loadCluster } from "./load.js";
 import type { Output } from "./output.js";
@@ -11,7 +11,7 @@ export function registerLogs(program: Command, io: Output): void {
   program
     .command("logs")
     .description("the logs of a deployment, node-prefixed, merged in time order")
-    .argument("<target>", "deployment, lane or recipe name")
+    .argument("<target>", "deployment, lane or recipe name (deployment/NAME, lane/NAME, recipe/NAME when a name fits several)")
     .option("--node <name>", "only this node")
     .option("--follow", "keep printing new lines")
     .option("--tail <n>", "last N lines per node", "200")
@@ -23,14 +23,16 @@ export function registerLogs(program: Command, io: Output): void {
       if (opts.node !== undefined && !session.docker.has(opts.node)) {
         throw new UserError(`no node ${opts.node} in ${session.cluster.file}`, `nodes: ${[...session.docker.keys()].join(", ")}`);
       }
-      const sources = (
-        await Promise.all(
-          [...session.docker]
-            .filter(([node]) => opts.node === undefined || node === opts.node)
-            .map(async ([node, docker]) => (await docker.containers(DEPLOYMENT_LABEL)).filter((c) => matchesTarget(c, target)).map((c) => ({ node, docker, c }))),
-        )
-      ).flat();
-      if (sources.length === 0) throw new UserError(`no containers of ${target} on the cluster`, "launcher status lists what runs");
+      const listing = await listNodes(session, opts.node === undefined ? undefined : new Set([opts.node]));
+      const chosen = targetDeployments(target, listing.flatMap((l) => (l.reachable ? l.containers : [])), "logs");
+      const sources = listing.flatMap((l) => (l.reachable ? l.containers.filter((c) => chosen.has(c.labels.deployment)).map((c) => ({ node: l.node, docker: l.docker, c: c.c })) : []));
+      const lost = listing.flatMap((l) => (l.reachable ? [] : [`${l.node} (${l.reason})`]));
+      // What an unreachable node logged is unknown: said, and the exit status is 1, but the others are shown.
+      if (lost.length > 0) {
+        io.err(`warning: could not read ${lost.join(", ")}; its logs are not shown`);
+        process.exitCode = EXIT_USER;
+      }
+      if (sources.length === 0) throw new UserError(`no containers of ${target} on the ${lost.length > 0 ? "nodes that answered" : "cluster"}`, "launcher status lists what runs");
       const width = Math.max(...sources.map((s) => s.node.length));
       const prefix = (node: string): string => `[${node.padEnd(width)}]`;
       if (!opts.follow) {
@@ -54,6 +56,6 @@ export function registerLogs(program: Command, io: Output): void {
           }),
         );
       });
-      process.exitCode = 0;
+      process.exitCode = lost.length > 0 ? EXIT_USER : 0;
     });
 }

@@ -8,6 +8,7 @@ import { GatewayMetrics } from "../gateway/metrics.js";
 import { routeTable, type RouteTable } from "../gateway/routes.js";
 import { createGateway } from "../gateway/server.js";
 import type { LaneRecord } from "../store/store.js";
+import { DEPLOYMENT_STATUSES } from "../deploy/contract.js";
 import { heldByLiveProcess, laneKey } from "../deploy/locks.js";
 import { parseDuration } from "./duration.js";
 import { clusterPath, loadCluster, openStore, selfArgv } from "./load.js";
@@ -92,9 +93,9 @@ export function registerServe(program: Command, io: Output): void {
         if (snapshot !== tableSnapshot) {
           tableSnapshot = snapshot;
           table = undefined;
-          for (const status of ["serving", "booting", "degraded"]) metrics.deployments.set({ status }, snapshot.deployments.filter((d) => d.status === status).length);
+          for (const status of DEPLOYMENT_STATUSES) metrics.deployments.set({ status }, snapshot.deployments.filter((d) => d.status === status).length);
         }
-        table ??= routeTable(snapshot.deployments, lanes, snapshot.at?.getTime());
+        table ??= routeTable(snapshot.deployments, lanes, snapshot.at?.getTime(), snapshot.unreachable);
         return table;
       };
 

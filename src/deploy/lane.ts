@@ -1,7 +1,7 @@
 import { RemoteError, UserError } from "../config/errors.js";
 import type { Plan } from "../plan/plan.js";
 import type { Store, SwapMode } from "../store/store.js";
-import { removeContainers } from "./down.js";
+import { formatRemoval, fullyStopped, removeContainers } from "./down.js";
 import { drain } from "./drain.js";
 import { recordedUp } from "./launch.js";
 import { holdOrBusy, nodeKey } from "./locks.js";
@@ -101,8 +101,10 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
       if (!drained.drained) options.progress.note(`lane ${lane}: ${d.deployment} still runs ${drained.running} request(s); stopping it anyway`);
       notInterrupted(`stopping ${d.deployment}`);
       stoppedAny = true;
-      await removeContainers(session, (c) => c.labels["launcher.deployment"] === d.deployment, STOP_GRACE_SECONDS);
-      store.deploymentStopped(plan.cluster, d.deployment, at());
+      const outcomes = await removeContainers(session, (c) => c.labels.deployment === d.deployment, STOP_GRACE_SECONDS);
+      // Recorded stopped only when it is: a node that did not answer may still run it.
+      if (fullyStopped(outcomes, d.deployment, () => [...new Set(d.ranks.map((r) => r.node))])) store.deploymentStopped(plan.cluster, d.deployment, at());
+      else for (const line of formatRemoval(outcomes, `launcher down deployment/${d.deployment}`, "summary").slice(1)) options.progress.note(`lane ${lane}: ${line}`);
       options.progress.note(`lane ${lane}: stopped ${d.deployment}`);
     }
   };

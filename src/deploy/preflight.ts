@@ -2,7 +2,8 @@ import { connect } from "node:net";
 import { RemoteError, UserError } from "../config/errors.js";
 import type { Plan } from "../plan/plan.js";
 import type { ContainerInfo } from "../remote/docker.js";
-import { DEPLOYMENT_LABEL, label } from "./labels.js";
+import { DEPLOYMENT_LABEL } from "./contract.js";
+import { UnreachableError } from "../remote/transport.js";
 import { dockerOf, type ClusterSession } from "./session.js";
 import { weightsReport } from "./models.js";
 import { shortId } from "./images.js";
@@ -53,7 +54,7 @@ export async function preflight(plan: Plan, session: ClusterSession, replacing: 
         await docker.serverVersion();
       } catch (e) {
         const detail = e instanceof RemoteError ? (e.detail ?? "") : String(e);
-        const ssh = /ssh:|Could not resolve|Connection refused|timed out|Permission denied|Host key/i.test(detail) || /exit 255/.test(String(e));
+        const ssh = e instanceof UnreachableError;
         problems.push(`${spec.node} (${spec.host}): ${ssh ? "SSH unreachable" : "Docker unreachable"}: ${detail.split("\n").slice(-2).join(" ").trim()}`);
         return;
       }
@@ -65,7 +66,7 @@ export async function preflight(plan: Plan, session: ClusterSession, replacing: 
       imageIds.set(spec.node, id);
       if (mounts.code !== 0) problems.push(`${spec.node}: mount paths missing on the node:${mounts.stdout.trim() ? ` ${mounts.stdout.trim()}` : ` ${mounts.stderr.trim()}`}`);
       for (const c of containers) {
-        const name = label(c, "deployment") ?? "?";
+        const name = c.labels[DEPLOYMENT_LABEL] ?? "?";
         if (replacing.has(name)) headReplaced ||= spec.rank === 0;
         else if (name === plan.deployment) existing.push(c);
         else if (c.running) (held.get(name) ?? held.set(name, new Set()).get(name))?.add(spec.node);

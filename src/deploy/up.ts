@@ -6,7 +6,8 @@ import { preflight } from "./preflight.js";
 import type { Progress } from "./progress.js";
 import { checkReady } from "./readiness.js";
 import { dockerOf, type ClusterSession } from "./session.js";
-import { removeContainers } from "./down.js";
+import { formatRemoval, removeContainers } from "./down.js";
+import { DEPLOYMENT_LABEL, LABELS } from "./contract.js";
 import { ensureImage } from "./images.js";
 
 export interface UpOptions {
@@ -51,7 +52,7 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
   const { existing } = await preflight(plan, session);
   if (existing.length > 0) {
     const running = existing.filter((c) => c.running);
-    const sameRecipe = existing.every((c) => c.labels["launcher.recipe-hash"] === plan.recipe_hash);
+    const sameRecipe = existing.every((c) => c.labels[LABELS.recipe_hash] === plan.recipe_hash);
     if (running.length === plan.nodes.length && sameRecipe) {
       return { status: "already-running", endpoint: plan.endpoint, served_model: plan.served_model, seconds: 0 };
     }
@@ -104,7 +105,7 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
     }
     if (watch.signal.aborted) return;
     // The log ended: the container exited (a serving engine never ends its log on its own).
-    const info = (await docker.containers(`launcher.deployment=${plan.deployment}`)).find((c) => c.name === spec.container);
+    const info = (await docker.containers(`${DEPLOYMENT_LABEL}=${plan.deployment}`)).find((c) => c.name === spec.container);
     const state = states.get(spec.node) ?? INITIAL_BOOT;
     fail({
       node: spec.node,
@@ -160,12 +161,12 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
     const f = e instanceof BootFailed ? e.failure : (failure ?? { node: "launcher", rank: -1, message: options.signal.aborted ? "interrupted" : "aborted", lastLines: [] });
     watch.abort();
     options.progress.note(`boot failed on ${f.node}: ${f.message}; removing every container of ${plan.deployment} ...`);
-    const removed = await removeContainers(session, (c) => c.labels["launcher.deployment"] === plan.deployment, ROLLBACK_GRACE_SECONDS);
+    const removed = await removeContainers(session, (c) => c.labels.deployment === plan.deployment, ROLLBACK_GRACE_SECONDS);
     const where = f.rank >= 0 ? `${f.node} (rank ${f.rank})` : f.node;
     const detail = [
       ...(f.cause ? [`cause: ${f.cause}`] : []),
       ...(f.lastLines.length > 0 ? [`last lines of ${f.node}'s log:`, ...f.lastLines.slice(-LAST_LINES)] : []),
-      `rolled back: removed ${removed.length} container${removed.length === 1 ? "" : "s"} (${removed.map((r) => `${r.node}/${r.container}`).join(", ") || "none"})`,
+      ...formatRemoval(removed, `launcher down deployment/${plan.deployment}`, "summary").map((l, i) => (i === 0 ? `rolled back: ${l}` : l)),
     ].join("\n");
     throw new RemoteError(where, `boot of ${plan.deployment} failed: ${f.message}`, detail);
   } finally {

@@ -1,3 +1,5 @@
+import type { BootPhase as Phase } from "../deploy/contract.js";
+
 /** What launcher needs to know about one inference engine. */
 export interface ManagedFlag {
   readonly flags: readonly string[];
@@ -6,7 +8,8 @@ export interface ManagedFlag {
 }
 
 export interface BootPhase {
-  readonly phase: string;
+  /** One of the contract's phases: status, history and the gateway show them. */
+  readonly phase: Phase;
   readonly pattern: RegExp;
   /** Named figures to pull out of the matching line (capture group index by name). */
   readonly figures?: Readonly<Record<string, number>>;

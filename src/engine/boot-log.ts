@@ -1,8 +1,9 @@
+import type { BootPhase } from "../deploy/contract.js";
 import type { EngineAdapter } from "./adapter.js";
 
 /** What launcher knows about one node's boot, read from its log lines. */
 export interface BootState {
-  readonly phase: string;
+  readonly phase: BootPhase;
   readonly figures: Readonly<Record<string, string>>;
   readonly ready: boolean;
   /** The first fatal line seen, if any. */

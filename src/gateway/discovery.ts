@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
-import type { DeploymentStatus } from "../deploy/status.js";
+import { decodeStatusLine, type StatusLine } from "../deploy/contract.js";
 import type { KnownDeployment } from "./routes.js";
 
 export interface Snapshot {
@@ -16,11 +16,7 @@ export interface WatchSource {
   readonly argv: readonly string[];
 }
 
-interface Poll {
-  readonly deployments: readonly DeploymentStatus[];
-  readonly unreachable: readonly string[];
-  readonly at: string;
-}
+type Poll = StatusLine;
 
 const describe = (d: KnownDeployment): string => `${d.deployment} ${d.status}${d.status === "booting" ? ` (${d.phase})` : ""}`;
 
@@ -89,10 +85,10 @@ export class Discovery {
     let healthy = false;
     createInterface({ input: child.stdout }).on("line", (line) => {
       try {
-        this.update(source.cluster, JSON.parse(line) as Poll);
+        this.update(source.cluster, decodeStatusLine(line));
         healthy = true;
-      } catch {
-        this.log(`discovery of ${source.cluster}: unreadable line: ${line.slice(0, 200)}`);
+      } catch (e) {
+        this.log(`discovery of ${source.cluster}: unreadable line (${(e as Error).message}): ${line.slice(0, 200)}`);
       }
     });
     createInterface({ input: child.stderr }).on("line", (line) => this.log(`discovery of ${source.cluster}: ${line}`));

@@ -1,4 +1,4 @@
-import type { DeploymentStatus } from "../deploy/status.js";
+import type { DeploymentState, DeploymentStatus } from "../deploy/contract.js";
 import type { LaneRecord } from "../store/store.js";
 
 /** A deployment the gateway knows, from one cluster's labels. */
@@ -48,12 +48,21 @@ const targetOf = (d: KnownDeployment): Target => ({
   recipe: d.recipe,
 });
 
-function unavailable(d: KnownDeployment, name: string): Resolution {
-  if (d.status === "degraded") {
-    return { kind: "unavailable", code: "deployment_degraded", retryAfter: 30, message: `model ${name} (deployment ${d.deployment}) is not serving: missing ${d.missing.join("; ")}` };
-  }
-  return { kind: "unavailable", code: "model_booting", retryAfter: 10, message: `model ${name} (deployment ${d.deployment}) is booting: phase ${d.phase}` };
-}
+/** Why a deployment that does not serve cannot take the request, by its status. */
+const UNAVAILABLE: Record<Exclude<DeploymentState, "serving">, (d: KnownDeployment, name: string) => Extract<Resolution, { kind: "unavailable" }>> = {
+  degraded: (d, name) => ({ kind: "unavailable", code: "deployment_degraded", retryAfter: 30, message: `model ${name} (deployment ${d.deployment}) is not serving: missing ${d.missing.join("; ")}` }),
+  booting: (d, name) => ({ kind: "unavailable", code: "model_booting", retryAfter: 10, message: `model ${name} (deployment ${d.deployment}) is booting: phase ${d.phase}` }),
+  // Its head does not answer and a node of it cannot be read: whether it lives is unknown.
+  unreachable: (d, name) => ({
+    kind: "unavailable",
+    code: "deployment_unreachable",
+    retryAfter: 10,
+    message: `model ${name} (deployment ${d.deployment}) cannot be reached: ${d.unreachable.join(", ")} unreachable and its head does not answer /health`,
+  }),
+};
+
+// A "serving" deployment that routes anyway (proven by `up` after the last poll) never gets here.
+const unavailable = (d: KnownDeployment, name: string): Resolution => UNAVAILABLE[d.status === "serving" ? "booting" : d.status](d, name);
 
 
 /**
@@ -62,7 +71,7 @@ function unavailable(d: KnownDeployment, name: string): Resolution {
  * The store only breaks ties and marks a lane "switching"; it never routes to what the labels
  * do not show.
  */
-export function routeTable(deployments: readonly KnownDeployment[], lanes: readonly LaneRecord[], labelsReadAt?: number): RouteTable {
+export function routeTable(deployments: readonly KnownDeployment[], lanes: readonly LaneRecord[], labelsReadAt?: number, unreachable: readonly string[] = []): RouteTable {
   const laneRecords = new Map(lanes.map((l) => [l.name, l]));
   const laneNames = new Set([...lanes.map((l) => l.name), ...deployments.flatMap((d) => (d.lane === undefined ? [] : [d.lane]))]);
   const current = new Set(lanes.flatMap((l) => (l.state === "serving" && l.deployment !== undefined ? [l.deployment] : [])));
@@ -88,6 +97,15 @@ export function routeTable(deployments: readonly KnownDeployment[], lanes: reado
       if (next !== undefined && serving(next)) return { kind: "route", target: targetOf(next) };
       const where = next === undefined ? "" : ` (phase ${next.phase})`;
       return { kind: "unavailable", code: "lane_switching", retryAfter: 10, message: `lane ${name} is switching from ${rec.deployment ?? "nothing"} to ${rec.switching_to ?? "?"}${where}` };
+    }
+    if (chosen === undefined && unreachable.length > 0) {
+      // Nothing that answered runs it, but a node that did not answer may: that is not "empty".
+      return {
+        kind: "unavailable",
+        code: "deployment_unreachable",
+        retryAfter: 10,
+        message: `lane ${name}: no node that answered runs it${rec?.deployment === undefined ? "" : ` (it last served ${rec.deployment})`}, and ${unreachable.join(", ")} could not be read, so whether it runs there is unknown`,
+      };
     }
     if (chosen === undefined) {
       const hint = rec?.deployment === undefined ? "" : ` (it last served ${rec.deployment}, which no node runs now)`;

@@ -7,8 +7,7 @@ import { findFlag, flagsOfWords } from "../recipe/args.js";
 import type { Recipe } from "../recipe/recipe.js";
 import { recipeHash } from "../recipe/resolve.js";
 import { fabricEnv } from "../cluster/fabric-env.js";
-
-export const LABEL_PREFIX = "launcher.";
+import { containerName, encodeLabels } from "../deploy/contract.js";
 
 export interface MountSpec {
   readonly host: string;
@@ -126,20 +125,21 @@ export function planDeployment(recipe: Recipe, cluster: Cluster, options: PlanOp
     Object.assign(env, fabricEnv(node, recipe.distributed_backend));
 
     const role = node.rank === 0 ? "head" : "worker";
-    const container = `launcher-${deployment}-r${node.rank}`;
-    const labels: Record<string, string> = {
-      [`${LABEL_PREFIX}deployment`]: deployment,
-      [`${LABEL_PREFIX}recipe`]: recipe.id,
-      [`${LABEL_PREFIX}recipe-hash`]: hash,
-      [`${LABEL_PREFIX}served-model`]: served,
-      [`${LABEL_PREFIX}rank`]: String(node.rank),
-      [`${LABEL_PREFIX}role`]: role,
-      [`${LABEL_PREFIX}node`]: node.name,
-      [`${LABEL_PREFIX}nnodes`]: String(nodes.length),
-      [`${LABEL_PREFIX}cluster`]: cluster.name,
-      [`${LABEL_PREFIX}endpoint`]: endpoint,
-      ...(options.lane === undefined ? {} : { [`${LABEL_PREFIX}lane`]: options.lane }),
-    };
+    const container = containerName(deployment, node.rank);
+    const labels = encodeLabels({
+      deployment,
+      recipe: recipe.id,
+      recipe_hash: hash,
+      served_model: served,
+      rank: node.rank,
+      role,
+      node: node.name,
+      nnodes: nodes.length,
+      nodes: nodes.map((n) => n.name),
+      cluster: cluster.name,
+      endpoint,
+      ...(options.lane === undefined ? {} : { lane: options.lane }),
+    });
     const cmd = vllmRankCommand(recipe, {
       rank: node.rank,
       nnodes: nodes.length,

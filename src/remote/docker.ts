@@ -1,5 +1,5 @@
 import { RemoteError } from "../config/errors.js";
-import { execChecked, outputTail, type Transport } from "./transport.js";
+import { execChecked, outputTail, unreachable, type Transport } from "./transport.js";
 
 export interface ContainerInfo {
   readonly id: string;
@@ -27,6 +27,23 @@ const LIST_SCRIPT = `ids=$(docker ps --all --quiet --no-trunc --filter "label=$1
 [ -z "$ids" ] && exit 0
 exec docker inspect $ids`;
 
+// `docker logs --follow` runs until its container is removed, whoever stopped reading: over a
+// shared ssh connection, a mux client that dies does not end the remote command, the master only
+// sends EOF on the session's stdin (openssh-portable mux.c, mux_master_control_cleanup_cb:
+// chan_read_failed on the session channel; mux_master_process_new_session makes the client's
+// stdin that channel's input), and sshd sends no signal without a tty. So the follower runs in
+// the background and a watcher reads stdin (kept open, empty, by streamLocal) until EOF, then
+// ends it. A non-interactive shell gives background jobs /dev/null as stdin (POSIX, "Asynchronous
+// Lists"): the watcher reads a copy made first. Arguments come only as "$@".
+const FOLLOW_SCRIPT = `exec 3<&0
+"$@" </dev/null &
+follower=$!
+( while read -r _ <&3; do :; done; kill "$follower" 2>/dev/null ) &
+watcher=$!
+wait "$follower"
+status=$?
+kill "$watcher" 2>/dev/null
+exit "$status"`;
 
 /**
  * The few Docker operations launcher needs, run on a node through its transport. Names and
@@ -51,15 +68,18 @@ export class DockerClient {
   /** The image's ID, or undefined when the node does not have it. */
   async imageId(image: string): Promise<string | undefined> {
     const r = await this.transport.exec(["docker", "image", "inspect", "--format", "{{.Id}}", "--", image], { timeoutMs: 20_000 });
-    // ssh's own failure is 255 (or a timeout): the node is unknown, not without the image.
-    if (r.code === 255 || r.code === 124) throw new RemoteError(this.node, "SSH unreachable", outputTail(r));
+    // Unreachable: the node is unknown, not without the image.
+    const lost = unreachable(this.transport, r);
+    if (lost !== undefined) throw lost;
     return r.code === 0 ? r.stdout.trim() : undefined;
   }
 
   /** Containers (running or not) that carry `label` (a key, or key=value). One round trip. */
   async containers(label: string): Promise<ContainerInfo[]> {
     const r = await this.transport.exec(["sh", "-c", LIST_SCRIPT, "sh", label], { timeoutMs: 20_000 });
-    if (r.code === PS_FAILED || r.code === 255 || (r.code !== 0 && r.stdout.trim() === "")) throw new RemoteError(this.node, `docker ps failed (exit ${r.code})`, outputTail(r));
+    const lost = unreachable(this.transport, r);
+    if (lost !== undefined) throw lost;
+    if (r.code === PS_FAILED || (r.code !== 0 && r.stdout.trim() === "")) throw new RemoteError(this.node, `docker ps failed (exit ${r.code})`, outputTail(r));
     // A container removed between ps and inspect is simply gone; inspect still prints the others.
     const json = JSON.parse(r.stdout.trim() || "[]") as InspectJson[];
     return json.map((c) => ({
@@ -79,17 +99,24 @@ export class DockerClient {
     return (await this.ok(argv, "docker run")).trim();
   }
 
-  /** SIGTERM, up to `graceSeconds`, then SIGKILL; then removal. Missing containers are fine. */
+  /**
+   * SIGTERM, up to `graceSeconds`, then SIGKILL; then removal. Missing containers are fine; a
+   * node that stops answering midway is an UnreachableError (its containers may still be there).
+   */
   async stopAndRemove(names: readonly string[], graceSeconds: number): Promise<void> {
     if (names.length === 0) return;
-    await this.transport.exec(["docker", "stop", "--time", String(graceSeconds), "--", ...names], { timeoutMs: (graceSeconds + 30) * 1000 });
-    await this.transport.exec(["docker", "rm", "--force", "--", ...names], { timeoutMs: 30_000 });
+    for (const [argv, timeoutMs] of [
+      [["docker", "stop", "--time", String(graceSeconds), "--", ...names], (graceSeconds + 30) * 1000],
+      [["docker", "rm", "--force", "--", ...names], 30_000],
+    ] as const) {
+      const lost = unreachable(this.transport, await this.transport.exec(argv, { timeoutMs }));
+      if (lost !== undefined) throw lost;
+    }
   }
 
+  /** The container's log lines; with `follow`, the follower on the node ends when the reader does. */
   logs(container: string, options: { follow?: boolean; tail?: number; signal?: AbortSignal } = {}): AsyncIterable<string> {
-    return this.transport.stream(
-      ["docker", "logs", "--timestamps", ...(options.follow ? ["--follow"] : []), ...(options.tail === undefined ? [] : ["--tail", String(options.tail)]), "--", container],
-      options.signal ? { signal: options.signal } : {},
-    );
+    const argv = ["docker", "logs", "--timestamps", ...(options.follow ? ["--follow"] : []), ...(options.tail === undefined ? [] : ["--tail", String(options.tail)]), "--", container];
+    return this.transport.stream(options.follow ? ["sh", "-c", FOLLOW_SCRIPT, "sh", ...argv] : argv, options.signal ? { signal: options.signal } : {});
   }
 }

@@ -24,10 +24,32 @@ export interface Transport {
   spawn(argv: readonly string[]): RawProcess;
 }
 
+/** The node itself could not be reached (as opposed to a command on it that failed). */
+export class UnreachableError extends RemoteError {
+  constructor(node: string, detail: string) {
+    super(node, "unreachable", detail);
+    this.name = "UnreachableError";
+  }
+}
+
+const SSH_FAILED = 255;
+const TIMED_OUT = 124;
+
+/**
+ * The one place that decides that a node could not be reached: ssh(1) "exits with the exit
+ * status of the remote command or with 255 if an error occurred" (openssh-portable ssh.1,
+ * EXIT STATUS), and a command we had to kill for its time (124, see runLocal) got no answer.
+ */
+export function unreachable(transport: Transport, r: ExecResult): UnreachableError | undefined {
+  if (r.code !== SSH_FAILED && r.code !== TIMED_OUT) return undefined;
+  const tail = outputTail(r).split("\n").slice(-2).join(" ");
+  return new UnreachableError(transport.node, r.code === TIMED_OUT ? `no answer in time${tail === "" ? "" : ` (${tail})`}` : tail || `ssh exit ${r.code}`);
+}
+
 /** `exec`, and a RemoteError naming the node, the step and the output's tail when it fails. */
 export async function execChecked(transport: Transport, argv: readonly string[], what: string, timeoutMs = 60_000): Promise<string> {
   const r = await transport.exec(argv, { timeoutMs });
-  if (r.code !== 0) throw new RemoteError(transport.node, `${what} failed (exit ${r.code})`, outputTail(r));
+  if (r.code !== 0) throw unreachable(transport, r) ?? new RemoteError(transport.node, `${what} failed (exit ${r.code})`, outputTail(r));
   return r.stdout;
 }
 
@@ -64,12 +86,18 @@ export function runLocal(program: string, args: readonly string[], options: Exec
   });
 }
 
-/** Lines of a local program's stdout and stderr, interleaved as they come. */
+/**
+ * Lines of a local program's stdout and stderr, interleaved as they come. Its stdin stays open
+ * (an empty pipe) for as long as the lines are read, and is closed when the reader goes away (or
+ * this process dies): a remote command can watch it to end with its reader (see docker.ts logs).
+ */
 export async function* streamLocal(program: string, args: readonly string[], signal?: AbortSignal): AsyncIterable<string> {
-  const child = spawn(program, [...args], { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(program, [...args], { stdio: ["pipe", "pipe", "pipe"] });
+  child.stdin.on("error", () => undefined);
   // With ssh connection sharing the master holds our pipe ends too, so killing the client alone
-  // would leave them open: close our side as well.
+  // would leave them open: close our side as well. Closing stdin is what reaches the node.
   const kill = (): void => {
+    child.stdin.destroy();
     child.kill("SIGTERM");
     child.stdout.destroy();
     child.stderr.destroy();

@@ -19,6 +19,7 @@ function dep(name: string, over: Partial<KnownDeployment> = {}): KnownDeployment
     phase: "serving",
     uptime_seconds: 100,
     missing: [],
+    unreachable: [],
     ranks: [{ rank: 0, node: "n1", container: `launcher-${name}-r0`, state: "running", started_at: "t" }],
     ...over,
   };
@@ -48,6 +49,25 @@ test("routing: booting and degraded deployments answer unavailable with their ph
   assert.equal(b.kind === "unavailable" && b.code, "deployment_degraded");
 });
 
+test("routing: a serving deployment with an unreachable worker routes; one that cannot be judged answers 503 naming the node", () => {
+  const worker = { rank: 1, node: "n2", container: "launcher-a-r1", state: "unreachable" as const };
+  const serving = dep("a", { unreachable: ["n2"], ranks: [...dep("a").ranks, worker] });
+  const r = routeTable([serving], []).resolve("a");
+  assert.equal(r.kind === "route" && r.target.deployment, "a");
+  assert.deepEqual(routeTable([serving], []).models()[0]?.nodes, ["n1", "n2"]);
+  const unknown = dep("b", { status: "unreachable", phase: "unknown", unreachable: ["n2"], ranks: [...dep("b").ranks, { ...worker, container: "launcher-b-r1" }] });
+  const u = routeTable([unknown], []).resolve("b");
+  assert.equal(u.kind === "unavailable" && u.code, "deployment_unreachable");
+  assert.match(u.kind === "unavailable" ? u.message : "", /deployment b\) cannot be reached: n2 unreachable/);
+  assert.equal(routeTable([unknown], []).models()[0]?.status, "unreachable");
+  // Every node of the lane's deployment unreadable: not "empty", unknown.
+  const lost = routeTable([], [lane("vision", { deployment: "a" })], undefined, ["c/n1"]).resolve("vision");
+  assert.equal(lost.kind === "unavailable" && lost.code, "deployment_unreachable");
+  assert.match(lost.kind === "unavailable" ? lost.message : "", /it last served a\), and c\/n1 could not be read/);
+  const empty = routeTable([], [lane("vision", { deployment: "a" })]).resolve("vision");
+  assert.equal(empty.kind === "unavailable" && empty.code, "lane_empty", "every node read: the lane is empty");
+});
+
 test("routing during a swap: the lane's deployment wins until the store switches; switching answers 503", () => {
   const old = dep("old", { lane: "vision", served_model: "m", uptime_seconds: 500 });
   const fresh = dep("new", { lane: "vision", served_model: "m", uptime_seconds: 5 });
@@ -71,7 +91,7 @@ test("routing during a swap: the lane's deployment wins until the store switches
   assert.equal(done.kind === "route" && done.target.deployment, "new", "the labels win once the new one serves");
   // `up` proved it ready after the labels were read: route now rather than after the next poll.
   const proven = lane("vision", { deployment: "new", since: "2026-01-01T00:00:10.000Z" });
-  const booting = { ...fresh, status: "booting", phase: "warmup" };
+  const booting: KnownDeployment = { ...fresh, status: "booting", phase: "warmup" };
   const early = routeTable([booting], [proven], Date.parse("2026-01-01T00:00:09.000Z")).resolve("vision");
   assert.equal(early.kind === "route" && early.target.deployment, "new");
   const byName = routeTable([booting], [proven], Date.parse("2026-01-01T00:00:09.000Z")).resolve("m");
