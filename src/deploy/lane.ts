@@ -9,6 +9,8 @@ import { placeSwap } from "./placement.js";
 import { preflight } from "./preflight.js";
 import { dockerOf, type ClusterSession } from "./session.js";
 import { ensureImage } from "./images.js";
+import { abortable, checkInterrupted, interruption } from "./abort.js";
+import { createdBy } from "./boot.js";
 import { fabricBlockers, fabricCheckFailed } from "./doctor.js";
 import type { Finding } from "../cluster/detect.js";
 import { clusterStatus, type DeploymentStatus } from "./status.js";
@@ -45,7 +47,7 @@ function runningNodes(d: DeploymentStatus): string[] {
 export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, explicitNodes: boolean, session: ClusterSession, options: LaneUpOptions): Promise<LaneUpResult> {
   const { lane, store, now } = options;
   const at = (): string => now().toISOString();
-  const { deployments, unreachable } = await clusterStatus(session, now());
+  const { deployments, unreachable } = await abortable(clusterStatus(session, now()), options.signal, `before lane ${lane} changed; nothing was started or stopped`);
   if (unreachable.length > 0) {
     throw new UserError(`cannot change lane ${lane}: ${unreachable.join(", ")} unreachable, so what runs there is unknown`, "bring the node back or remove it from the cluster file");
   }
@@ -90,10 +92,11 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
   });
   const laneServing = (): void =>
     store.setLane({ name: lane, cluster: plan.cluster, deployment: plan.deployment, recipe: plan.recipe.id, served_model: plan.served_model, state: "serving", since: at() });
+  const laneBefore = store.lane(lane);
   let stoppedAny = false;
-  const notInterrupted = (what: string): void => {
-    if (options.signal.aborted) throw new UserError(`interrupted before ${what}: nothing was stopped`);
-  };
+  /** The boot id of the new deployment once it serves: what an interrupt after that removes. */
+  let booted: string | undefined;
+  const notInterrupted = (what: string): void => checkInterrupted(options.signal, `before ${what}: nothing was stopped`);
   const stopReplaced = async (): Promise<void> => {
     for (const d of replacing) {
       options.progress.note(`lane ${lane}: draining ${d.deployment} (up to ${Math.round(options.drainMs / 1000)} s for running requests) ...`);
@@ -110,6 +113,7 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
   try {
     if (mode === "first" || mode === "disjoint") {
       const result = await recordedUp(plan, session, options, store, now);
+      booted = result.boot;
       laneServing();
       if (mode === "disjoint") options.progress.note(`lane ${lane} now serves ${plan.deployment}`);
       await stopReplaced();
@@ -118,8 +122,8 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
     }
     // Check everything but the nodes the old deployment frees before stopping it: a typo must
     // not cost the lane its model.
-    if (options.push !== false) await ensureImage(plan.recipe.docker_image, plan.nodes.map((n) => dockerOf(session, n.node)), (t) => options.progress.note(t));
-    await preflight(plan, session, replacingNames);
+    if (options.push !== false) await ensureImage(plan.recipe.docker_image, plan.nodes.map((n) => dockerOf(session, n.node)), (t) => options.progress.note(t), options.signal);
+    await preflight(plan, session, options.signal, replacingNames);
     notInterrupted(`switching lane ${lane}`);
     store.setLane({
       name: lane,
@@ -138,9 +142,21 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
     return { ...result, deployment: plan.deployment, mode, replaced: replacing.map((d) => d.deployment) };
   } catch (e) {
     const outcome = options.signal.aborted ? "interrupted" : "failed";
+    const old = replacing[0];
+    if (options.signal.aborted && booted !== undefined && !stoppedAny) {
+      // Interrupted while the old one drained: the new one already serves, but the swap was
+      // stopped and the old one still runs, so it is undone; nothing else is touched.
+      const removed = await removeContainers(session, createdBy(booted), STOP_GRACE_SECONDS);
+      store.deploymentStopped(plan.cluster, plan.deployment, at());
+      if (laneBefore === undefined) store.setLane({ name: lane, cluster: plan.cluster, state: "empty", since: at() });
+      else store.setLane(laneBefore);
+      const back = old === undefined ? `lane ${lane} is empty` : `lane ${lane} serves ${old.deployment} again`;
+      const err = interruption(options.signal, `the swap of lane ${lane} was undone: removed ${removed.length} container(s) of the new ${plan.deployment}; ${back}; nothing was stopped`);
+      store.endSwap(swapId, outcome, at(), err.message);
+      throw err;
+    }
     store.endSwap(swapId, outcome, at(), e instanceof Error ? e.message : String(e));
     const laneNow = store.lane(lane);
-    const old = replacing[0];
     if (laneNow?.state === "switching" && !stoppedAny && old !== undefined) {
       // Nothing was stopped yet: the lane goes back to what it served.
       store.setLane({ name: lane, cluster: plan.cluster, deployment: old.deployment, recipe: old.recipe, served_model: old.served_model, state: "serving", since: laneNow.since });
