@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { detectAndRecord, fabricBlockers, fabricCheckFailed } from "../deploy/doctor.js";
 import { recordedUp } from "../deploy/launch.js";
 import { upInLane } from "../deploy/lane.js";
-import { holdOrBusy, laneKey, nodeKey } from "../deploy/locks.js";
+import { deploymentKey, holdOrBusy, laneKey, nodeKey } from "../deploy/locks.js";
 import { openSession } from "../deploy/session.js";
 import { progressReporter } from "../deploy/progress.js";
 import { parseDuration } from "./duration.js";
@@ -51,7 +51,7 @@ async function launch(ref: string, flags: UpFlags, io: Output, signal: AbortSign
       const plan = planFromFlags(ref, flags, io, session.cluster);
       const blocking = fabricBlockers(findings, plan.nodes.map((n) => n.node));
       if (blocking.length > 0) throw fabricCheckFailed(blocking);
-      release.push(holdOrBusy(store, plan.nodes.map((n) => nodeKey(plan.cluster, n.node)), what, now));
+      release.push(holdOrBusy(store, [...plan.nodes.map((n) => nodeKey(plan.cluster, n.node)), deploymentKey(plan.cluster, plan.deployment)], what, now));
       io.err(`launcher: starting ${plan.deployment} (${plan.recipe.id}) on ${plan.nodes.map((n) => n.node).join(", ")}`);
       result = { ...(await recordedUp(plan, session, options, store, now)), deployment: plan.deployment };
     } else {

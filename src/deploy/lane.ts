@@ -4,7 +4,7 @@ import type { Store, SwapMode } from "../store/store.js";
 import { removeContainers } from "./down.js";
 import { drain } from "./drain.js";
 import { recordedUp } from "./launch.js";
-import { holdOrBusy, nodeKey } from "./locks.js";
+import { deploymentKey, holdOrBusy, nodeKey } from "./locks.js";
 import { placeSwap } from "./placement.js";
 import { preflight } from "./preflight.js";
 import { dockerOf, type ClusterSession } from "./session.js";
@@ -81,7 +81,7 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
   }
   const blocking = fabricBlockers(options.findings, plan.nodes.map((n) => n.node));
   if (blocking.length > 0) throw fabricCheckFailed(blocking);
-  const releaseNodes = holdOrBusy(store, plan.nodes.map((n) => nodeKey(plan.cluster, n.node)), options.what, now);
+  const releaseNodes = holdOrBusy(store, [...plan.nodes.map((n) => nodeKey(plan.cluster, n.node)), deploymentKey(plan.cluster, plan.deployment)], options.what, now);
   const swapId = store.beginSwap({
     lane,
     mode,

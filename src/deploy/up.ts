@@ -66,6 +66,7 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
     const same = await sameNameOnCluster(plan, session, signal, note);
     if (same !== undefined) return { status: "already-running", endpoint: same.endpoint, served_model: same.served_model, seconds: 0 };
     if (options.push !== false) await ensureImage(plan.recipe.docker_image, plan.nodes.map((n) => dockerOf(session, n.node)), note, signal);
+    note(`preflight of ${plan.deployment} on ${plan.nodes.map((n) => n.node).join(", ")} ...`);
     await preflight(plan, session, signal);
     checkInterrupted(signal, `before any container of ${plan.deployment} started; nothing to roll back`);
     const bootId = newBootId();
