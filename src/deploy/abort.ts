@@ -7,7 +7,8 @@ import { UserError } from "../config/errors.js";
 export class Interrupted extends UserError {
   constructor(
     readonly signalName: string,
-    what = "",
+    /** What was happening and what was (not) done, said after the signal's name. */
+    readonly what = "",
   ) {
     super(`interrupted (${signalName})${what === "" ? "" : `: ${what}`}`);
     this.name = "Interrupted";

@@ -9,8 +9,9 @@ import { placeSwap } from "./placement.js";
 import { preflight } from "./preflight.js";
 import { dockerOf, type ClusterSession } from "./session.js";
 import { ensureImage } from "./images.js";
-import { abortable, checkInterrupted, interruption } from "./abort.js";
+import { abortable, checkInterrupted, Interrupted, interruption } from "./abort.js";
 import { createdBy } from "./boot.js";
+import { judgeExisting } from "./existing.js";
 import { fabricBlockers, fabricCheckFailed } from "./doctor.js";
 import type { Finding } from "../cluster/detect.js";
 import { clusterStatus, type DeploymentStatus } from "./status.js";
@@ -54,10 +55,11 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
   const wanted = planOn(undefined);
   const olds = deployments.filter((d) => d.lane === lane && d.deployment !== wanted.deployment);
   const same = deployments.find((d) => d.lane === lane && d.deployment === wanted.deployment);
-  if (same !== undefined && same.recipe_hash === wanted.recipe_hash && same.missing.length === 0 && olds.length === 0) {
-    if (same.status === "serving") {
-      store.setLane({ name: lane, cluster: wanted.cluster, deployment: same.deployment, recipe: same.recipe, served_model: same.served_model, state: "serving", since: store.lane(lane)?.since ?? at() });
-    }
+  // Already running only when it serves this recipe with these options (nodes as asked, or where
+  // it runs when none were named); anything else of this name in the lane is replaced below.
+  const asked = same === undefined || explicitNodes ? wanted : planOn([...same.ranks].sort((a, b) => a.rank - b.rank).map((r) => r.node));
+  if (same !== undefined && olds.length === 0 && judgeExisting(asked, same).same) {
+    store.setLane({ name: lane, cluster: wanted.cluster, deployment: same.deployment, recipe: same.recipe, served_model: same.served_model, state: "serving", since: store.lane(lane)?.since ?? at() });
     return { status: "already-running", deployment: same.deployment, endpoint: same.endpoint, served_model: same.served_model, seconds: 0, mode: "same", replaced: [] };
   }
   const replacing = [...olds, ...(same === undefined ? [] : [same])];
@@ -163,7 +165,9 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
     } else if (laneNow?.state === "switching") {
       // The old deployment is gone (or going): the lane has nothing to serve.
       store.setLane({ name: lane, cluster: plan.cluster, state: "empty", since: at() });
-      if (e instanceof RemoteError) throw new RemoteError(e.node, `${e.message}; lane ${lane} is now empty (its old deployment was stopped for this one)`, e.detail);
+      const empty = `lane ${lane} is now empty (its old deployment was stopped for this one)`;
+      if (e instanceof RemoteError) throw new RemoteError(e.node, `${e.message}; ${empty}`, e.detail);
+      if (e instanceof Interrupted) throw new Interrupted(e.signalName, `${e.what}; ${empty}`);
     }
     throw e;
   } finally {
