@@ -40,10 +40,10 @@ function portInUse(host: string, port: number): Promise<boolean> {
  * An interrupt ends it at once (it starts nothing that would need undoing).
  */
 export function preflight(plan: Plan, session: ClusterSession, signal: AbortSignal, replacing: ReadonlySet<string> = new Set()): Promise<void> {
-  return abortable(checkNodes(plan, session, replacing), signal, `during the preflight of ${plan.deployment}; no container was started`);
+  return abortable(checkNodes(plan, session, replacing, signal), signal, `during the preflight of ${plan.deployment}; no container was started`);
 }
 
-async function checkNodes(plan: Plan, session: ClusterSession, replacing: ReadonlySet<string>): Promise<void> {
+async function checkNodes(plan: Plan, session: ClusterSession, replacing: ReadonlySet<string>, signal: AbortSignal): Promise<void> {
   const problems: string[] = [];
   const imageIds = new Map<string, string | undefined>();
   const existing: ContainerInfo[] = [];
@@ -63,7 +63,7 @@ async function checkNodes(plan: Plan, session: ClusterSession, replacing: Readon
       const [id, containers, mounts] = await Promise.all([
         docker.imageId(spec.image),
         docker.containers(DEPLOYMENT_LABEL),
-        docker.transport.exec(["sh", "-c", MOUNT_SCRIPT, "sh", ...spec.mounts.map((m) => `${m.read_only ? "ro" : "rw"}:${m.host}`)], { timeoutMs: 20_000 }),
+        docker.transport.exec(["sh", "-c", MOUNT_SCRIPT, "sh", ...spec.mounts.map((m) => `${m.read_only ? "ro" : "rw"}:${m.host}`)], { timeoutMs: 20_000, signal }),
       ]);
       imageIds.set(spec.node, id);
       if (mounts.code !== 0) problems.push(`${spec.node}: mount paths missing on the node:${mounts.stdout.trim() ? ` ${mounts.stdout.trim()}` : ` ${mounts.stderr.trim()}`}`);
@@ -82,7 +82,7 @@ async function checkNodes(plan: Plan, session: ClusterSession, replacing: Readon
   // With HF_HUB_OFFLINE=1 the engine cannot fetch what is missing: find out now, not at minute 20.
   const planNodes = session.cluster.nodes.filter((n) => plan.nodes.some((s) => s.node === n.name) && imageIds.has(n.name));
   if (planNodes.some((n) => weightsLocation(plan.recipe, n)?.offline)) {
-    for (const w of await weightsReport(plan.recipe, session, planNodes)) {
+    for (const w of await weightsReport(plan.recipe, session, planNodes, signal)) {
       if (!w.present) problems.push(`${w.node}: model ${plan.recipe.model} is not in its Hugging Face cache (looked in ${w.path}: ${w.reason ?? "?"}); HF_HUB_OFFLINE=1 forbids a download: launcher models sync ${plan.recipe.id}`);
     }
   }

@@ -46,7 +46,7 @@ async function lastBoot(): Promise<{ outcome: string; deployment?: string; recip
   return boots[0];
 }
 
-/** Traffic from this machine to host i, shaped (the push's bytes, SSH round trips); undone in finally. */
+/** Traffic from this machine to host i, shaped (the push's bytes); undone in finally. */
 function shape(i: number, qdisc: string[]): () => void {
   const dev = `lnchm${i}`;
   const r = spawnSync("tc", ["qdisc", "replace", "dev", dev, "root", ...qdisc], { encoding: "utf8" });
@@ -109,19 +109,23 @@ describe("up hardening on the practice cluster", { concurrency: false }, () => {
     }
   });
 
-  test("Ctrl-C during preflight: nothing starts, exit 130, history says interrupted", async () => {
-    // Every SSH round trip to n2 takes a second: preflight lasts long enough to be interrupted.
-    const unshape = shape(2, ["netem", "delay", "1000ms"]);
+  test("Ctrl-C during preflight: nothing starts, exit 130 at once, history says interrupted", async () => {
+    // n2's refs/main becomes a FIFO: preflight's weights check (HF_HUB_OFFLINE=1) blocks there, as
+    // on a hung network filesystem, so preflight lasts until the signal comes.
+    const refs = "~/.cache/practice/huggingface/hub/models--practice--tiny-moe/refs";
+    onHost(2, ["sh", "-c", `cd ${refs} && mv main main.saved && mkfifo main`]);
     try {
       const boot = await upUntil(["practice-2x", "--name", "preflown"], /preflight of preflown on n1, n2/);
+      const signalled = Date.now();
       boot.child.kill("SIGINT");
       assert.equal(await boot.closed, 130, boot.stderr());
+      assert.ok(Date.now() - signalled < 10_000, `exited ${Date.now() - signalled} ms after the signal`);
       assert.match(boot.stderr(), /interrupted \(SIGINT\): during the preflight of preflown; no container was started/);
-      unshape();
       assert.deepEqual(launcherContainers(HOSTS), []);
       assert.equal((await lastBoot()).outcome, "interrupted");
     } finally {
-      unshape();
+      // Release a reader still blocked on the FIFO, then put refs/main back.
+      onHost(2, ["sh", "-c", `cd ${refs} && { timeout 2 sh -c 'echo > main' || true; } && rm -f main && mv main.saved main`]);
       await downAll();
     }
   });
