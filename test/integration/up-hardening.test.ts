@@ -165,6 +165,37 @@ describe("up hardening on the practice cluster", { concurrency: false }, () => {
     }
   });
 
+  test("Ctrl-C while a lane swap drains the old deployment: the new one is removed, the lane serves the old one", async () => {
+    const next = variant(dir, "next", "practice-2x", `[env]\nPRACTICE_KV_TOKENS = "1000000"\n`);
+    const stream = new AbortController();
+    try {
+      const first = await launcher(["up", "practice-2x", "--lane", "chat", "--json"]);
+      assert.equal(first.code, 0, first.stderr);
+      const { endpoint } = JSON.parse(first.stdout) as { endpoint: string };
+      // A long answer in flight keeps the old deployment draining.
+      const res = await fetch(`${endpoint}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "practice", stream: true, max_tokens: 4096, messages: [{ role: "user", content: "a long answer" }] }),
+        signal: stream.signal,
+      });
+      assert.equal(res.status, 200);
+      const swap = await upUntil([next, "--lane", "chat", "--drain", "60s"], /lane chat: draining practice-2x/);
+      swap.child.kill("SIGINT");
+      assert.equal(await swap.closed, 130, swap.stderr());
+      assert.match(swap.stderr(), /interrupted \(SIGINT\): the swap of lane chat was undone: removed 2 container\(s\) of the new next; lane chat serves practice-2x again; nothing was stopped/);
+      assert.deepEqual(launcherContainers(HOSTS), ["n1:launcher-practice-2x-r0:running", "n2:launcher-practice-2x-r1:running"]);
+      const lanes = await launcher(["lanes", "--json"]);
+      const chat = (JSON.parse(lanes.stdout) as { lanes: { lane: string; state: string; deployment?: string; swaps: { outcome: string }[] }[] }).lanes.find((l) => l.lane === "chat");
+      assert.equal(chat?.state, "serving");
+      assert.equal(chat?.deployment, "practice-2x");
+      assert.equal(chat?.swaps[0]?.outcome, "interrupted");
+    } finally {
+      stream.abort();
+      await downAll();
+    }
+  });
+
   test("a worker that hangs is blamed, not the head that waits for it", async () => {
     const recipe = variant(dir, "worker-hang", "practice-2x", `[env]\nPRACTICE_FAULT = "hang"\nPRACTICE_FAULT_RANK = "1"\n`);
     try {
