@@ -2,11 +2,12 @@ import type { Command } from "commander";
 import { detectAndRecord, fabricBlockers, fabricCheckFailed } from "../deploy/doctor.js";
 import { recordedUp } from "../deploy/launch.js";
 import { upInLane } from "../deploy/lane.js";
-import { holdOrBusy, laneKey, nodeKey } from "../deploy/locks.js";
+import { deploymentKey, holdOrBusy, laneKey, nodeKey } from "../deploy/locks.js";
 import { openSession } from "../deploy/session.js";
 import { progressReporter } from "../deploy/progress.js";
 import { parseDuration } from "./duration.js";
 import { withInterrupts } from "./interrupts.js";
+import { abortable } from "../deploy/abort.js";
 import { loadCluster, openStore } from "./load.js";
 import type { Output } from "./output.js";
 import { planFromFlags, type PlanFlags } from "./plan.js";
@@ -19,6 +20,12 @@ export interface UpFlags extends PlanFlags {
 }
 
 export async function runUp(ref: string, flags: UpFlags, io: Output): Promise<void> {
+  // From the first instant: a signal at any step (detection, locks, push, preflight, starts,
+  // watch, swap) is heard, ends the command with 130/143/129 and rolls back what it started.
+  await withInterrupts((signal) => launch(ref, flags, io, signal));
+}
+
+async function launch(ref: string, flags: UpFlags, io: Output, signal: AbortSignal): Promise<void> {
   const timeoutMs = parseDuration(flags.timeout ?? "60m", "--timeout");
   const drainMs = parseDuration(flags.drain ?? "2m", "--drain");
   const what = `launcher up ${ref}${flags.lane === undefined ? "" : ` --lane ${flags.lane}`}`;
@@ -32,33 +39,35 @@ export async function runUp(ref: string, flags: UpFlags, io: Output): Promise<vo
     if (flags.lane !== undefined) release.push(holdOrBusy(store, [laneKey(flags.lane)], what, now));
     // Each node's own fabric fills what the cluster file leaves out; the findings are checked once
     // the nodes are known (a lane picks its own).
-    const detected = await detectAndRecord(await openSession(cluster), store, now().toISOString(), { peers: false });
+    const probing = "while probing the nodes' fabric; nothing was started";
+    const opened = await abortable(openSession(cluster), signal, probing);
+    const detected = await abortable(detectAndRecord(opened, store, now().toISOString(), { peers: false }), signal, probing);
     const { session } = detected;
     const findings = detected.report.findings;
     const progress = progressReporter(process.stderr, Date.now);
-    const result = await withInterrupts(async (signal) => {
-      const options = { timeoutMs, signal, progress, push: flags.push !== false };
-      if (flags.lane === undefined) {
-        const plan = planFromFlags(ref, flags, io, session.cluster);
-        const blocking = fabricBlockers(findings, plan.nodes.map((n) => n.node));
-        if (blocking.length > 0) throw fabricCheckFailed(blocking);
-        release.push(holdOrBusy(store, plan.nodes.map((n) => nodeKey(plan.cluster, n.node)), what, now));
-        io.err(`launcher: starting ${plan.deployment} (${plan.recipe.id}) on ${plan.nodes.map((n) => n.node).join(", ")}`);
-        return { ...(await recordedUp(plan, session, options, store, now)), deployment: plan.deployment };
-      }
+    const options = { timeoutMs, signal, progress, push: flags.push !== false };
+    let result;
+    if (flags.lane === undefined) {
+      const plan = planFromFlags(ref, flags, io, session.cluster);
+      const blocking = fabricBlockers(findings, plan.nodes.map((n) => n.node));
+      if (blocking.length > 0) throw fabricCheckFailed(blocking);
+      release.push(holdOrBusy(store, [...plan.nodes.map((n) => nodeKey(plan.cluster, n.node)), deploymentKey(plan.cluster, plan.deployment)], what, now));
+      io.err(`launcher: starting ${plan.deployment} (${plan.recipe.id}) on ${plan.nodes.map((n) => n.node).join(", ")}`);
+      result = { ...(await recordedUp(plan, session, options, store, now)), deployment: plan.deployment };
+    } else {
       const lane = flags.lane;
       io.err(`launcher: putting ${first.recipe.id} in lane ${lane}`);
-      return upInLane(
+      result = await upInLane(
         (nodes) => planFromFlags(ref, nodes === undefined ? flags : { ...flags, nodes: nodes.join(",") }, io, session.cluster),
         flags.nodes !== undefined,
         session,
         { ...options, lane, store, now, drainMs, what, findings },
       );
-    });
+    }
     if (flags.json) {
       io.json(result);
     } else if (result.status === "already-running") {
-      io.out(`${result.deployment} is already running this recipe: ${result.endpoint}/v1 (model "${result.served_model}"); nothing started`);
+      io.out(`${result.deployment} is already running this recipe with these options: ${result.endpoint}/v1 (model "${result.served_model}"); nothing started`);
     } else {
       const laneText = flags.lane === undefined ? "" : `; lane ${flags.lane} serves it`;
       io.out(`${result.deployment} is ready in ${result.seconds.toFixed(1)} s: ${result.endpoint}/v1 (model "${result.served_model}")${laneText}`);

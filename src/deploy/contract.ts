@@ -25,6 +25,9 @@ export const LABELS = {
   cluster: `${LABEL_PREFIX}cluster`,
   endpoint: `${LABEL_PREFIX}endpoint`,
   lane: `${LABEL_PREFIX}lane`,
+  // Which `up` created the container (a random id per boot, added at launch by deploy/boot.ts,
+  // never by the plan): a rollback removes only its own.
+  boot: `${LABEL_PREFIX}boot`,
 } as const;
 export const LABEL_NAMES: readonly string[] = Object.values(LABELS);
 /** The label every launcher container carries: `docker ps --filter label=...` finds them all. */

@@ -6,6 +6,7 @@ import { buildOrder, fromImages, type ImageFolder } from "../plan/image-build.js
 import type { DockerClient } from "../remote/docker.js";
 import { transferProgress, type TransferProgress } from "./progress.js";
 import { spawnLocal, type RawProcess } from "../remote/transport.js";
+import { abortable, checkInterrupted } from "./abort.js";
 
 /**
  * `from`'s output into `to`'s input; when either ends with a failure the other is stopped, so
@@ -114,7 +115,7 @@ export interface PushResult {
  * save`, its bytes streamed to every `docker load` at once (the slowest node sets the pace), then
  * every node's ID checked against the source's.
  */
-export async function pushImage(image: string, source: DockerClient, targets: readonly DockerClient[], progress: TransferProgress): Promise<PushResult> {
+export async function pushImage(image: string, source: DockerClient, targets: readonly DockerClient[], progress: TransferProgress, signal?: AbortSignal): Promise<PushResult> {
   const started = Date.now();
   const id = await source.imageId(image);
   if (id === undefined) throw new UserError(`image ${image} is not on ${source.node}, so it cannot be sent from there`, "build it first (launcher images build RECIPE), or name another source with --from");
@@ -157,7 +158,20 @@ export async function pushImage(image: string, source: DockerClient, targets: re
     save.stdout.on("end", () => {
       for (const l of loads) l.p.stdin.end();
     });
+    // An interrupt stops the transfer where it is: a load cut short gets a truncated archive and
+    // tags nothing, so no node is left with half an image under the name.
+    const stop = (): void => {
+      save.kill();
+      for (const l of loads) l.p.kill();
+    };
+    signal?.addEventListener("abort", stop, { once: true });
+    if (signal?.aborted) stop();
     const saved = await save.done;
+    signal?.removeEventListener("abort", stop);
+    if (signal?.aborted) {
+      await Promise.all(loads.map((l) => l.p.done));
+      checkInterrupted(signal, `the push of ${image} was stopped; no container was started`);
+    }
     // Every load gone first: their errors (below) say more than the save's broken pipe.
     if (saved.code !== 0 && !loads.every((l) => l.dead)) {
       for (const l of loads) l.p.kill();
@@ -190,8 +204,8 @@ export async function pushImage(image: string, source: DockerClient, targets: re
  * Before a boot: every node of the plan gets the image the head has (or the first node that has
  * it), so no rank starts with another build or none. Nothing to do costs one `inspect` per node.
  */
-export async function ensureImage(image: string, nodes: readonly DockerClient[], note: (text: string) => void): Promise<PushResult | undefined> {
-  const report = await imageReport(image, nodes);
+export async function ensureImage(image: string, nodes: readonly DockerClient[], note: (text: string) => void, signal: AbortSignal): Promise<PushResult | undefined> {
+  const report = await abortable(imageReport(image, nodes), signal, "before the image push; no container was started");
   // A node that does not answer is preflight's to report, with the others' problems.
   if (report.some((r) => r.error !== undefined)) return undefined;
   const ids = new Set(report.map((r) => r.id));
@@ -201,5 +215,5 @@ export async function ensureImage(image: string, nodes: readonly DockerClient[],
   if (source === undefined) return undefined;
   const lacking = report.filter((r) => r.id !== report.find((x) => x.node === from)?.id).map((r) => r.node);
   note(`image ${image}: sending it from ${source.node} to ${lacking.join(", ")} (--no-push refuses instead) ...`);
-  return pushImage(image, source, nodes.filter((n) => n !== source), transferProgress(note, Date.now));
+  return pushImage(image, source, nodes.filter((n) => n !== source), transferProgress(note, Date.now), signal);
 }

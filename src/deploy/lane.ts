@@ -1,14 +1,17 @@
 import { RemoteError, UserError } from "../config/errors.js";
 import type { Plan } from "../plan/plan.js";
 import type { Store, SwapMode } from "../store/store.js";
-import { formatRemoval, fullyStopped, removeContainers } from "./down.js";
+import { formatRemoval, fullyStopped, removeContainers, unreachableOf } from "./down.js";
 import { drain } from "./drain.js";
 import { recordedUp } from "./launch.js";
-import { holdOrBusy, nodeKey } from "./locks.js";
+import { deploymentKey, holdOrBusy, nodeKey } from "./locks.js";
 import { placeSwap } from "./placement.js";
 import { preflight } from "./preflight.js";
 import { dockerOf, type ClusterSession } from "./session.js";
 import { ensureImage } from "./images.js";
+import { abortable, checkInterrupted, Interrupted, interruption } from "./abort.js";
+import { createdBy } from "./boot.js";
+import { judgeExisting } from "./existing.js";
 import { fabricBlockers, fabricCheckFailed } from "./doctor.js";
 import type { Finding } from "../cluster/detect.js";
 import { clusterStatus, type DeploymentStatus } from "./status.js";
@@ -45,17 +48,18 @@ function runningNodes(d: DeploymentStatus): string[] {
 export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, explicitNodes: boolean, session: ClusterSession, options: LaneUpOptions): Promise<LaneUpResult> {
   const { lane, store, now } = options;
   const at = (): string => now().toISOString();
-  const { deployments, unreachable } = await clusterStatus(session, now());
+  const { deployments, unreachable } = await abortable(clusterStatus(session, now()), options.signal, `before lane ${lane} changed; nothing was started or stopped`);
   if (unreachable.length > 0) {
     throw new UserError(`cannot change lane ${lane}: ${unreachable.join(", ")} unreachable, so what runs there is unknown`, "bring the node back or remove it from the cluster file");
   }
   const wanted = planOn(undefined);
   const olds = deployments.filter((d) => d.lane === lane && d.deployment !== wanted.deployment);
   const same = deployments.find((d) => d.lane === lane && d.deployment === wanted.deployment);
-  if (same !== undefined && same.recipe_hash === wanted.recipe_hash && same.missing.length === 0 && olds.length === 0) {
-    if (same.status === "serving") {
-      store.setLane({ name: lane, cluster: wanted.cluster, deployment: same.deployment, recipe: same.recipe, served_model: same.served_model, state: "serving", since: store.lane(lane)?.since ?? at() });
-    }
+  // Already running only when it serves this recipe with these options (nodes as asked, or where
+  // it runs when none were named); anything else of this name in the lane is replaced below.
+  const asked = same === undefined || explicitNodes ? wanted : planOn([...same.ranks].sort((a, b) => a.rank - b.rank).map((r) => r.node));
+  if (same !== undefined && olds.length === 0 && judgeExisting(asked, same).same) {
+    store.setLane({ name: lane, cluster: wanted.cluster, deployment: same.deployment, recipe: same.recipe, served_model: same.served_model, state: "serving", since: store.lane(lane)?.since ?? at() });
     return { status: "already-running", deployment: same.deployment, endpoint: same.endpoint, served_model: same.served_model, seconds: 0, mode: "same", replaced: [] };
   }
   const replacing = [...olds, ...(same === undefined ? [] : [same])];
@@ -79,7 +83,7 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
   }
   const blocking = fabricBlockers(options.findings, plan.nodes.map((n) => n.node));
   if (blocking.length > 0) throw fabricCheckFailed(blocking);
-  const releaseNodes = holdOrBusy(store, plan.nodes.map((n) => nodeKey(plan.cluster, n.node)), options.what, now);
+  const releaseNodes = holdOrBusy(store, [...plan.nodes.map((n) => nodeKey(plan.cluster, n.node)), deploymentKey(plan.cluster, plan.deployment)], options.what, now);
   const swapId = store.beginSwap({
     lane,
     mode,
@@ -90,10 +94,11 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
   });
   const laneServing = (): void =>
     store.setLane({ name: lane, cluster: plan.cluster, deployment: plan.deployment, recipe: plan.recipe.id, served_model: plan.served_model, state: "serving", since: at() });
+  const laneBefore = store.lane(lane);
   let stoppedAny = false;
-  const notInterrupted = (what: string): void => {
-    if (options.signal.aborted) throw new UserError(`interrupted before ${what}: nothing was stopped`);
-  };
+  /** The boot id of the new deployment once it serves: what an interrupt after that removes. */
+  let booted: string | undefined;
+  const notInterrupted = (what: string): void => checkInterrupted(options.signal, `before ${what}: nothing was stopped`);
   const stopReplaced = async (): Promise<void> => {
     for (const d of replacing) {
       options.progress.note(`lane ${lane}: draining ${d.deployment} (up to ${Math.round(options.drainMs / 1000)} s for running requests) ...`);
@@ -112,6 +117,7 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
   try {
     if (mode === "first" || mode === "disjoint") {
       const result = await recordedUp(plan, session, options, store, now);
+      booted = result.boot;
       laneServing();
       if (mode === "disjoint") options.progress.note(`lane ${lane} now serves ${plan.deployment}`);
       await stopReplaced();
@@ -120,8 +126,8 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
     }
     // Check everything but the nodes the old deployment frees before stopping it: a typo must
     // not cost the lane its model.
-    if (options.push !== false) await ensureImage(plan.recipe.docker_image, plan.nodes.map((n) => dockerOf(session, n.node)), (t) => options.progress.note(t));
-    await preflight(plan, session, replacingNames);
+    if (options.push !== false) await ensureImage(plan.recipe.docker_image, plan.nodes.map((n) => dockerOf(session, n.node)), (t) => options.progress.note(t), options.signal);
+    await preflight(plan, session, options.signal, replacingNames);
     notInterrupted(`switching lane ${lane}`);
     store.setLane({
       name: lane,
@@ -140,16 +146,30 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
     return { ...result, deployment: plan.deployment, mode, replaced: replacing.map((d) => d.deployment) };
   } catch (e) {
     const outcome = options.signal.aborted ? "interrupted" : "failed";
+    const old = replacing[0];
+    if (options.signal.aborted && booted !== undefined && !stoppedAny) {
+      // Interrupted while the old one drained: the new one already serves, but the swap was
+      // stopped and the old one still runs, so it is undone; nothing else is touched.
+      const removed = await removeContainers(session, createdBy(booted), STOP_GRACE_SECONDS);
+      if (unreachableOf(removed).length === 0) store.deploymentStopped(plan.cluster, plan.deployment, at());
+      if (laneBefore === undefined) store.setLane({ name: lane, cluster: plan.cluster, state: "empty", since: at() });
+      else store.setLane(laneBefore);
+      const back = old === undefined ? `lane ${lane} is empty` : `lane ${lane} serves ${old.deployment} again`;
+      const err = interruption(options.signal, `the swap of lane ${lane} was undone (the new ${plan.deployment}: ${formatRemoval(removed, `launcher down deployment/${plan.deployment}`, "summary").join("; ")}); ${back}; nothing was stopped`);
+      store.endSwap(swapId, outcome, at(), err.message);
+      throw err;
+    }
     store.endSwap(swapId, outcome, at(), e instanceof Error ? e.message : String(e));
     const laneNow = store.lane(lane);
-    const old = replacing[0];
     if (laneNow?.state === "switching" && !stoppedAny && old !== undefined) {
       // Nothing was stopped yet: the lane goes back to what it served.
       store.setLane({ name: lane, cluster: plan.cluster, deployment: old.deployment, recipe: old.recipe, served_model: old.served_model, state: "serving", since: laneNow.since });
     } else if (laneNow?.state === "switching") {
       // The old deployment is gone (or going): the lane has nothing to serve.
       store.setLane({ name: lane, cluster: plan.cluster, state: "empty", since: at() });
-      if (e instanceof RemoteError) throw new RemoteError(e.node, `${e.message}; lane ${lane} is now empty (its old deployment was stopped for this one)`, e.detail);
+      const empty = `lane ${lane} is now empty (its old deployment was stopped for this one)`;
+      if (e instanceof RemoteError) throw new RemoteError(e.node, `${e.message}; ${empty}`, e.detail);
+      if (e instanceof Interrupted) throw new Interrupted(e.signalName, `${e.what}; ${empty}`);
     }
     throw e;
   } finally {

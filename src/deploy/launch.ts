@@ -44,9 +44,13 @@ export async function recordedUp(plan: Plan, session: ClusterSession, options: U
     }
     return result;
   } catch (e) {
+    const outcome = options.signal.aborted ? "interrupted" : "failed";
+    // An interrupt is history even before any container ran (during the push or the preflight):
+    // the user asked for this boot and stopped it. A refusal is not.
+    if (outcome === "interrupted") bootId ??= store.beginBoot({ ...boot, started_at: startedAt });
     if (bootId !== undefined) {
       const failure = e instanceof RemoteError ? { node: e.node, error: e.message } : { node: "launcher", error: (e as Error).message };
-      store.endBoot(bootId, options.signal.aborted ? "interrupted" : "failed", at(), failure);
+      store.endBoot(bootId, outcome, at(), failure);
     }
     throw e;
   }

@@ -4,6 +4,8 @@ import type { LockOwner, Store } from "../store/store.js";
 
 export const laneKey = (lane: string): string => `lane:${lane}`;
 export const nodeKey = (cluster: string, node: string): string => `node:${cluster}/${node}`;
+/** A deployment name is unique across its cluster: two `up`s of one name on other nodes exclude each other. */
+export const deploymentKey = (cluster: string, deployment: string): string => `deployment:${cluster}/${deployment}`;
 
 export function isAlive(pid: number): boolean {
   try {
@@ -14,7 +16,7 @@ export function isAlive(pid: number): boolean {
   }
 }
 
-const describeKey = (key: string): string => key.replace(/^lane:/, "lane ").replace(/^node:[^/]*\//, "node ");
+const describeKey = (key: string): string => key.replace(/^lane:/, "lane ").replace(/^node:[^/]*\//, "node ").replace(/^deployment:[^/]*\//, "deployment ");
 
 /**
  * Holds `keys` for this process or fails at once with a "busy" error that names the holder.

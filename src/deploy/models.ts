@@ -60,12 +60,13 @@ function located(recipe: Recipe, node: ClusterNode): { hub: string; repo: string
   return loc;
 }
 
-export async function weightsReport(recipe: Recipe, session: ClusterSession, nodes: readonly ClusterNode[]): Promise<NodeWeights[]> {
+/** `signal` ends the checks still running (a cache on a hung network filesystem must not hold up a Ctrl-C). */
+export async function weightsReport(recipe: Recipe, session: ClusterSession, nodes: readonly ClusterNode[], signal?: AbortSignal): Promise<NodeWeights[]> {
   return Promise.all(
     nodes.map(async (node): Promise<NodeWeights> => {
       const loc = located(recipe, node);
       const path = `${loc.hub}/${loc.repo}`;
-      const r = await (session.docker.get(node.name) as DockerClient).transport.exec(["sh", "-c", CHECK_SCRIPT, "sh", path, loc.revision ?? ""], { timeoutMs: 60_000 });
+      const r = await (session.docker.get(node.name) as DockerClient).transport.exec(["sh", "-c", CHECK_SCRIPT, "sh", path, loc.revision ?? ""], { timeoutMs: 60_000, ...(signal === undefined ? {} : { signal }) });
       if (r.code !== 0) throw new RemoteError(node.name, `checking the weights in ${path} failed (exit ${r.code})`, r.stderr);
       const [word, ...rest] = r.stdout.trim().split(" ");
       if (word === "ok") return { node: node.name, path, present: true, revision: rest[0] as string, files: Number(rest[1]) };

@@ -8,11 +8,9 @@ import { dockerOf, type ClusterSession } from "./session.js";
 import { weightsReport } from "./models.js";
 import { shortId } from "./images.js";
 import { weightsLocation } from "../plan/weights.js";
-
-export interface Preflight {
-  /** Containers of this same deployment already on the nodes. */
-  readonly existing: readonly ContainerInfo[];
-}
+import { abortable } from "./abort.js";
+import { judgeExisting } from "./existing.js";
+import { clusterStatus, type DeploymentStatus } from "./status.js";
 
 // Read-only mounts are data that must exist; the others are caches, created on first boot.
 const MOUNT_SCRIPT = `missing=""
@@ -40,8 +38,13 @@ function portInUse(host: string, port: number): Promise<boolean> {
 /**
  * Checks every node in parallel before any container starts; every problem names its node.
  * Deployments in `replacing` are about to be stopped for this one: their nodes count as free.
+ * An interrupt ends it at once (it starts nothing that would need undoing).
  */
-export async function preflight(plan: Plan, session: ClusterSession, replacing: ReadonlySet<string> = new Set()): Promise<Preflight> {
+export function preflight(plan: Plan, session: ClusterSession, signal: AbortSignal, replacing: ReadonlySet<string> = new Set()): Promise<void> {
+  return abortable(checkNodes(plan, session, replacing, signal), signal, `during the preflight of ${plan.deployment}; no container was started`);
+}
+
+async function checkNodes(plan: Plan, session: ClusterSession, replacing: ReadonlySet<string>, signal: AbortSignal): Promise<void> {
   const problems: string[] = [];
   const imageIds = new Map<string, string | undefined>();
   const existing: ContainerInfo[] = [];
@@ -61,14 +64,18 @@ export async function preflight(plan: Plan, session: ClusterSession, replacing: 
       const [id, containers, mounts] = await Promise.all([
         docker.imageId(spec.image),
         docker.containers(DEPLOYMENT_LABEL),
-        docker.transport.exec(["sh", "-c", MOUNT_SCRIPT, "sh", ...spec.mounts.map((m) => `${m.read_only ? "ro" : "rw"}:${m.host}`)], { timeoutMs: 20_000 }),
+        docker.transport.exec(["sh", "-c", MOUNT_SCRIPT, "sh", ...spec.mounts.map((m) => `${m.read_only ? "ro" : "rw"}:${m.host}`)], { timeoutMs: 20_000, signal }),
       ]);
       imageIds.set(spec.node, id);
       if (mounts.code !== 0) problems.push(`${spec.node}: mount paths missing on the node:${mounts.stdout.trim() ? ` ${mounts.stdout.trim()}` : ` ${mounts.stderr.trim()}`}`);
       for (const c of containers) {
         const name = c.labels[DEPLOYMENT_LABEL] ?? "?";
         if (replacing.has(name)) headReplaced ||= spec.rank === 0;
-        else if (name === plan.deployment) existing.push(c);
+        else if (name === plan.deployment) {
+          // `up` refused an existing one before; this one appeared since (another launcher).
+          existing.push(c);
+          problems.push(`${spec.node}: deployment ${name} already has a container here (${c.name}, ${c.state}): pick another name (--name OTHER) or stop it (launcher down ${name})`);
+        }
         else if (c.running) (held.get(name) ?? held.set(name, new Set()).get(name))?.add(spec.node);
       }
     }),
@@ -76,7 +83,7 @@ export async function preflight(plan: Plan, session: ClusterSession, replacing: 
   // With HF_HUB_OFFLINE=1 the engine cannot fetch what is missing: find out now, not at minute 20.
   const planNodes = session.cluster.nodes.filter((n) => plan.nodes.some((s) => s.node === n.name) && imageIds.has(n.name));
   if (planNodes.some((n) => weightsLocation(plan.recipe, n)?.offline)) {
-    for (const w of await weightsReport(plan.recipe, session, planNodes)) {
+    for (const w of await weightsReport(plan.recipe, session, planNodes, signal)) {
       if (!w.present) problems.push(`${w.node}: model ${plan.recipe.model} is not in its Hugging Face cache (looked in ${w.path}: ${w.reason ?? "?"}); HF_HUB_OFFLINE=1 forbids a download: launcher models sync ${plan.recipe.id}`);
     }
   }
@@ -106,5 +113,22 @@ export async function preflight(plan: Plan, session: ClusterSession, replacing: 
   if (problems.length > 0) {
     throw new UserError(`preflight failed for ${plan.deployment}; no container was started:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
   }
-  return { existing };
+}
+
+/**
+ * A deployment name is unique across the cluster: looks on EVERY node (not only the plan's) for
+ * containers of this name. Returns the deployment when the very same one already serves; refuses
+ * any other (another recipe, port, nodes or lane, or one that does not serve), before anything
+ * is pushed or started. A node that does not answer cannot be checked: `note` says so.
+ */
+export async function sameNameOnCluster(plan: Plan, session: ClusterSession, signal: AbortSignal, note: (text: string) => void): Promise<DeploymentStatus | undefined> {
+  const { deployments, unreachable } = await abortable(clusterStatus(session, new Date()), signal, `while looking for ${plan.deployment} on the cluster; no container was started`);
+  const found = deployments.find((d) => d.deployment === plan.deployment);
+  if (found === undefined) {
+    if (unreachable.length > 0) note(`warning: ${unreachable.join(", ")} did not answer: cannot tell whether a deployment ${plan.deployment} runs there`);
+    return undefined;
+  }
+  const verdict = judgeExisting(plan, found);
+  if (!verdict.same) throw new UserError(verdict.message, verdict.hint);
+  return found;
 }

@@ -1,8 +1,11 @@
-import { RemoteError, UserError } from "../config/errors.js";
+import { RemoteError } from "../config/errors.js";
 import { advanceBoot, INITIAL_BOOT, splitTimestamp, type BootState } from "../engine/boot-log.js";
 import { vllm } from "../engine/vllm.js";
 import type { NodeSpec, Plan } from "../plan/plan.js";
-import { preflight } from "./preflight.js";
+import { preflight, sameNameOnCluster } from "./preflight.js";
+import { checkInterrupted, interruption } from "./abort.js";
+import { createdBy, newBootId, stampBoot } from "./boot.js";
+import { rankBehind } from "./blame.js";
 import type { Progress } from "./progress.js";
 import { checkReady } from "./readiness.js";
 import { dockerOf, type ClusterSession } from "./session.js";
@@ -19,7 +22,14 @@ export interface UpOptions {
   readonly push?: boolean;
 }
 
-export type UpResult = { readonly status: "ready" | "already-running"; readonly endpoint: string; readonly served_model: string; readonly seconds: number };
+export type UpResult = {
+  readonly status: "ready" | "already-running";
+  readonly endpoint: string;
+  readonly served_model: string;
+  readonly seconds: number;
+  /** The id this boot's containers carry (launcher.boot); absent when nothing was started. */
+  readonly boot?: string;
+};
 
 interface Failure {
   readonly node: string;
@@ -43,27 +53,35 @@ class BootFailed extends Error {
 }
 
 /**
- * Starts a plan on its nodes and waits until it serves. Any failure removes every container of
- * the deployment on every node before it is reported: nothing is left half-started.
+ * Starts a plan on its nodes and waits until it serves. From its first instant an interrupt
+ * (options.signal) stops it: before any container starts it just ends; after, it rolls back.
+ * Any failure removes every container THIS boot created (they carry its `launcher.boot` id) on
+ * every node before it is reported, and nothing else: nothing is left half-started, and no other
+ * deployment is touched.
  */
 export async function up(plan: Plan, session: ClusterSession, options: UpOptions): Promise<UpResult> {
   const started = Date.now();
-  if (options.push !== false) await ensureImage(plan.recipe.docker_image, plan.nodes.map((n) => dockerOf(session, n.node)), (t) => options.progress.note(t));
-  const { existing } = await preflight(plan, session);
-  if (existing.length > 0) {
-    const running = existing.filter((c) => c.running);
-    const sameRecipe = existing.every((c) => c.labels[LABELS.recipe_hash] === plan.recipe_hash);
-    if (running.length === plan.nodes.length && sameRecipe) {
-      return { status: "already-running", endpoint: plan.endpoint, served_model: plan.served_model, seconds: 0 };
-    }
-    throw new UserError(
-      `deployment ${plan.deployment} already exists (${running.length} of ${plan.nodes.length} ranks running${sameRecipe ? "" : ", another version of the recipe"})`,
-      `stop it first: launcher down ${plan.deployment}`,
-    );
+  const { signal } = options;
+  const note = (text: string): void => options.progress.note(text);
+  try {
+    const same = await sameNameOnCluster(plan, session, signal, note);
+    if (same !== undefined) return { status: "already-running", endpoint: same.endpoint, served_model: same.served_model, seconds: 0 };
+    if (options.push !== false) await ensureImage(plan.recipe.docker_image, plan.nodes.map((n) => dockerOf(session, n.node)), note, signal);
+    note(`preflight of ${plan.deployment} on ${plan.nodes.map((n) => n.node).join(", ")} ...`);
+    await preflight(plan, session, signal);
+    checkInterrupted(signal, `before any container of ${plan.deployment} started; nothing to roll back`);
+    const bootId = newBootId();
+    return await boot(stampBoot(plan, bootId), bootId, session, options, started);
+  } finally {
+    options.progress.done();
   }
+}
 
+/** The starts, the watch and, on any failure, the rollback of this boot's containers. */
+async function boot(plan: Plan, bootId: string, session: ClusterSession, options: UpOptions, started: number): Promise<UpResult> {
   const watch = new AbortController();
-  const stopWatching = (): void => fail({ node: "launcher", rank: -1, message: "interrupted (Ctrl-C or SIGTERM)", lastLines: [] }, true);
+  const stopWatching = (): void => fail({ node: "launcher", rank: -1, message: interruption(options.signal).message, lastLines: [] }, true);
+  // No await since the last check: an interrupt from here on is heard, and rolls back.
   options.signal.addEventListener("abort", stopWatching, { once: true });
   const states = new Map<string, BootState>(plan.nodes.map((n) => [n.node, INITIAL_BOOT]));
   const byNode = new Map(plan.nodes.map((n) => [n.node, n]));
@@ -119,7 +137,8 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
 
   const startNode = async (name: string): Promise<void> => {
     const spec = byNode.get(name);
-    if (spec === undefined) return;
+    // After a failure or an interrupt, start nothing more.
+    if (spec === undefined || watch.signal.aborted) return;
     try {
       await dockerOf(session, name).run(spec.argv);
     } catch (e) {
@@ -131,20 +150,38 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
   };
 
   const timeout = setTimeout(() => {
-    const head = plan.nodes[0];
-    fail({ node: head?.node ?? "?", rank: 0, message: `timed out after ${Math.round(options.timeoutMs / 1000)} s (phase ${states.get(head?.node ?? "")?.phase ?? "?"})`, lastLines: states.get(head?.node ?? "")?.lastLines ?? [] }, true);
+    // Blame the rank that holds the others up, not the head that waits for it.
+    const ranks = plan.nodes.map((n) => ({ node: n.node, rank: n.rank, state: states.get(n.node) ?? INITIAL_BOOT }));
+    const behind = rankBehind(vllm, ranks) ?? { node: "?", rank: 0, state: INITIAL_BOOT };
+    const others = ranks.filter((r) => r.rank !== behind.rank).map((r) => `${r.node} ${r.state.phase}${r.state.atRendezvous ? " at the rendezvous" : ""}`);
+    fail(
+      {
+        node: behind.node,
+        rank: behind.rank,
+        message: `timed out after ${Math.round(options.timeoutMs / 1000)} s (phase ${behind.state.phase})${others.length === 0 ? "" : `; the other ranks got further (${others.join(", ")})`}`,
+        lastLines: behind.state.lastLines,
+      },
+      true,
+    );
   }, options.timeoutMs);
 
   try {
     // The plan's order: the head last for mp (workers wait for it), first for Ray; the rest at once.
+    // Every `docker run` of a step is waited for, even when one fails: a run still creating its
+    // container while the rollback lists them would leave that container behind.
+    const startAll = async (names: readonly string[]): Promise<void> => {
+      const results = await Promise.allSettled(names.map(startNode));
+      const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
+      if (failed !== undefined) throw failed.reason;
+    };
     const headName = plan.nodes[0]?.node;
     const others = plan.start_order.filter((n) => n !== headName);
     if (plan.start_order[0] === headName) {
-      await startNode(headName as string);
-      await Promise.all(others.map(startNode));
+      await startAll([headName as string]);
+      await startAll(others);
     } else {
-      await Promise.all(others.map(startNode));
-      if (headName !== undefined) await startNode(headName);
+      await startAll(others);
+      if (headName !== undefined) await startAll([headName]);
     }
     for (;;) {
       await Promise.race([headReady, failureWait]);
@@ -155,13 +192,13 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
       await new Promise((r) => setTimeout(r, 200));
     }
     if (failure !== undefined) throw new BootFailed(failure);
-    return { status: "ready", endpoint: plan.endpoint, served_model: plan.served_model, seconds: (Date.now() - started) / 1000 };
+    return { status: "ready", endpoint: plan.endpoint, served_model: plan.served_model, seconds: (Date.now() - started) / 1000, boot: bootId };
   } catch (e) {
     if (!(e instanceof BootFailed) && !(e instanceof Error && e.message === "aborted")) throw e;
-    const f = e instanceof BootFailed ? e.failure : (failure ?? { node: "launcher", rank: -1, message: options.signal.aborted ? "interrupted" : "aborted", lastLines: [] });
+    const f = e instanceof BootFailed ? e.failure : (failure ?? { node: "launcher", rank: -1, message: options.signal.aborted ? interruption(options.signal).message : "aborted", lastLines: [] });
     watch.abort();
-    options.progress.note(`boot failed on ${f.node}: ${f.message}; removing every container of ${plan.deployment} ...`);
-    const removed = await removeContainers(session, (c) => c.labels.deployment === plan.deployment, ROLLBACK_GRACE_SECONDS);
+    options.progress.note(`boot failed on ${f.node}: ${f.message}; removing every container this boot (${bootId}) of ${plan.deployment} created ...`);
+    const removed = await removeContainers(session, createdBy(bootId), ROLLBACK_GRACE_SECONDS);
     const where = f.rank >= 0 ? `${f.node} (rank ${f.rank})` : f.node;
     const detail = [
       ...(f.cause ? [`cause: ${f.cause}`] : []),
@@ -173,6 +210,5 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
     clearTimeout(timeout);
     watch.abort();
     options.signal.removeEventListener("abort", stopWatching);
-    options.progress.done();
   }
 }

@@ -24,6 +24,12 @@ export interface EngineAdapter {
   readonly fatalPatterns: readonly RegExp[];
   /** The line that says the API is up. */
   readonly readyPattern: RegExp;
+  /**
+   * Lines that say a rank has done its own part of the start and now waits for its peers (the
+   * multi-node rendezvous): of two ranks in one phase, one that printed such a line is not the
+   * one holding the boot up.
+   */
+  readonly rendezvousPatterns: readonly RegExp[];
 }
 
 /** What one rank's container runs, decided by the engine. */

@@ -11,6 +11,8 @@ export interface BootState {
   /** The first exception (the root cause), which may come before the fatal wrapper line. */
   readonly cause?: string;
   readonly lastLines: readonly string[];
+  /** The rank has reached the rendezvous with its peers (and may be waiting there for them). */
+  readonly atRendezvous?: true;
 }
 
 export const INITIAL_BOOT: BootState = { phase: "starting", figures: {}, ready: false, lastLines: [] };
@@ -41,13 +43,22 @@ export function advanceBoot(adapter: EngineAdapter, state: BootState, line: stri
     }
   }
   if (adapter.readyPattern.test(line)) ready = true;
+  const atRendezvous = state.atRendezvous === true || adapter.rendezvousPatterns.some((p) => p.test(line));
   const trimmed = line.trim();
   if (cause === undefined && EXCEPTION.test(trimmed) && !WRAPPER.test(trimmed)) cause = trimmed;
   if (fatal === undefined && adapter.fatalPatterns.some((p) => p.test(line))) {
     fatal = trimmed;
     cause ??= trimmed;
   }
-  return { phase, figures, ready, lastLines, ...(fatal === undefined ? {} : { fatal }), ...(cause === undefined ? {} : { cause }) };
+  return {
+    phase,
+    figures,
+    ready,
+    lastLines,
+    ...(fatal === undefined ? {} : { fatal }),
+    ...(cause === undefined ? {} : { cause }),
+    ...(atRendezvous ? { atRendezvous: true as const } : {}),
+  };
 }
 
 /** A short line of the figures pulled from the log so far. */

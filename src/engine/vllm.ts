@@ -48,6 +48,11 @@ export const vllm: EngineAdapter = {
     /CUDA-capable device\(s\) is\/are busy or unavailable/,
   ],
   readyPattern: /Application startup complete/,
+  // The mp backend's rendezvous, as the practice engine prints it (docker-images/practice-engine/
+  // lib/rendezvous.js): the head waiting for its headless workers, a worker connecting to the
+  // master. vLLM's head blocks there until every worker has joined (MultiprocExecutor waits for
+  // every worker's READY: vllm/v1/executor/multiproc_executor.py, wait_for_ready).
+  rendezvousPatterns: [/waiting for \d+ headless worker/, /connecting to master at /],
 };
 
 export function engineAdapter(name: string): EngineAdapter | undefined {

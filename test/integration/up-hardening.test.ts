@@ -1,0 +1,211 @@
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { launcher, launcherContainers, launcherProcess, onHost, rigDown, rigUp, variant, within } from "./practice-cluster.js";
+
+// `up` hardening (issue 9): a name unique across the cluster, a rollback that removes only its
+// own boot's containers, a signal heard at any step, "already running" only when it is so, and a
+// hang blamed on the rank that holds the boot up. 4 hosts: a second deployment on n3,n4.
+const HOSTS = 4;
+const dir = mkdtempSync(path.join(tmpdir(), "launcher-up-"));
+
+before(() => rigUp(HOSTS), { timeout: 300_000 });
+after(() => {
+  rigDown();
+  rmSync(dir, { recursive: true, force: true });
+}, { timeout: 300_000 });
+
+async function downAll(): Promise<void> {
+  const r = await launcher(["down", "--all", "--grace", "1"]);
+  assert.equal(r.code, 0, r.stderr);
+}
+
+/** Starts `up` and resolves once its stderr matches `ready`; the caller signals it. */
+async function upUntil(args: string[], ready: RegExp) {
+  const child = launcherProcess(["up", ...args]);
+  let stderr = "";
+  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+  const closed = new Promise<number | null>((resolve) => child.on("close", resolve));
+  try {
+    await within(60_000, `up ${args.join(" ")} printing ${ready}`, async () => (ready.test(stderr) ? true : undefined));
+  } catch (e) {
+    child.kill("SIGKILL");
+    throw new Error(`${(e as Error).message}\n${stderr}`);
+  }
+  return { child, closed, stderr: () => stderr };
+}
+
+async function lastBoot(): Promise<{ outcome: string; deployment?: string; recipe: string }> {
+  const r = await launcher(["history", "--json", "--limit", "1"]);
+  assert.equal(r.code, 0, r.stderr);
+  const { boots } = JSON.parse(r.stdout) as { boots: { outcome: string; recipe: string }[] };
+  assert.ok(boots[0], r.stdout);
+  return boots[0];
+}
+
+/** Traffic from this machine to host i, shaped (the push's bytes); undone in finally. */
+function shape(i: number, qdisc: string[]): () => void {
+  const dev = `lnchm${i}`;
+  const r = spawnSync("tc", ["qdisc", "replace", "dev", dev, "root", ...qdisc], { encoding: "utf8" });
+  assert.equal(r.status, 0, r.stderr);
+  return () => void spawnSync("tc", ["qdisc", "del", "dev", dev, "root"], { encoding: "utf8" });
+}
+
+describe("up hardening on the practice cluster", { concurrency: false }, () => {
+  test("same name on other nodes is refused, naming where it runs; the serving one is untouched", async () => {
+    try {
+      const first = await launcher(["up", "practice-2x"]);
+      assert.equal(first.code, 0, first.stderr);
+      const r = await launcher(["up", "practice-2x", "--nodes", "n3,n4"]);
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(r.stderr, /deployment practice-2x already exists on n1, n2 \(serving\) with other options: .*nodes n1,n2, asked n3,n4/);
+      assert.match(r.stderr, /unique across the cluster/);
+      assert.match(r.stderr, /--name OTHER.*launcher down practice-2x/);
+      assert.deepEqual(launcherContainers(HOSTS), ["n1:launcher-practice-2x-r0:running", "n2:launcher-practice-2x-r1:running"]);
+      // Under another name it runs beside it.
+      const other = await launcher(["up", "practice-2x", "--nodes", "n3,n4", "--name", "practice-2x-b", "--port", "8001"]);
+      assert.equal(other.code, 0, other.stderr);
+    } finally {
+      await downAll();
+    }
+  });
+
+  test("a rollback removes only the containers its own boot created", async () => {
+    const recipe = variant(dir, "dup", "practice-2x", `[env]\nPRACTICE_FAULT = "hang"\n`);
+    try {
+      const boot = await upUntil([recipe, "--timeout", "8s"], /n1 +loading/);
+      // Meanwhile another launcher's boot of the same name (its own launcher.boot id) on n3.
+      onHost(3, ["docker", "create", "--name", "launcher-dup-r0", "--label", "launcher.deployment=dup", "--label", "launcher.boot=0123456789ab", "practice-engine:local", "practice/tiny-moe"]);
+      assert.equal(await boot.closed, 1, boot.stderr());
+      assert.match(boot.stderr(), /timed out after 8 s/);
+      assert.match(boot.stderr(), /rolled back: removed 2 containers \(n1\/launcher-dup-r0, n2\/launcher-dup-r1\)/);
+      assert.deepEqual(launcherContainers(HOSTS), ["n3:launcher-dup-r0:created"]);
+    } finally {
+      await downAll();
+    }
+  });
+
+  test("Ctrl-C while the image is pushed: the push stops, nothing starts, history says interrupted", async () => {
+    onHost(3, ["docker", "image", "rm", "--force", "practice-engine:local"]);
+    // Slow enough that the push is still going when the signal comes.
+    const unshape = shape(3, ["tbf", "rate", "16mbit", "burst", "64kb", "latency", "500ms"]);
+    try {
+      const boot = await upUntil(["practice-2x", "--nodes", "n3,n4", "--name", "pushed"], /image practice-engine:local: sending it from n4 to n3[^]*\n +n3 +[\d.]+ MiB/);
+      boot.child.kill("SIGINT");
+      assert.equal(await boot.closed, 130, boot.stderr());
+      assert.match(boot.stderr(), /interrupted \(SIGINT\): the push of practice-engine:local was stopped/);
+      assert.doesNotMatch(boot.stderr(), /\n\s+at .*\.ts:\d+/);
+      assert.deepEqual(launcherContainers(HOSTS), []);
+      // The load was cut short: n3 has no image under the name, not half of one.
+      assert.equal(onHost(3, ["docker", "images", "--quiet", "practice-engine:local"]).trim(), "");
+      const last = await lastBoot();
+      assert.equal(last.outcome, "interrupted");
+    } finally {
+      unshape();
+      await downAll();
+    }
+  });
+
+  test("Ctrl-C during preflight: nothing starts, exit 130 at once, history says interrupted", async () => {
+    // n2's refs/main becomes a FIFO: preflight's weights check (HF_HUB_OFFLINE=1) blocks there, as
+    // on a hung network filesystem, so preflight lasts until the signal comes.
+    const refs = "~/.cache/practice/huggingface/hub/models--practice--tiny-moe/refs";
+    onHost(2, ["sh", "-c", `cd ${refs} && mv main main.saved && mkfifo main`]);
+    try {
+      const boot = await upUntil(["practice-2x", "--name", "preflown"], /preflight of preflown on n1, n2/);
+      const signalled = Date.now();
+      boot.child.kill("SIGINT");
+      assert.equal(await boot.closed, 130, boot.stderr());
+      assert.ok(Date.now() - signalled < 10_000, `exited ${Date.now() - signalled} ms after the signal`);
+      assert.match(boot.stderr(), /interrupted \(SIGINT\): during the preflight of preflown; no container was started/);
+      assert.deepEqual(launcherContainers(HOSTS), []);
+      assert.equal((await lastBoot()).outcome, "interrupted");
+    } finally {
+      // Release a reader still blocked on the FIFO, then put refs/main back.
+      onHost(2, ["sh", "-c", `cd ${refs} && { timeout 2 sh -c 'echo > main' || true; } && rm -f main && mv main.saved main`]);
+      await downAll();
+    }
+  });
+
+  test("a hung boot left by a killed up is not 'already running': up names its state and the fix", async () => {
+    const recipe = variant(dir, "hung", "practice-2x", `[env]\nPRACTICE_FAULT = "hang"\n`);
+    try {
+      const boot = await upUntil([recipe], /n1 +loading/);
+      boot.child.kill("SIGKILL");
+      await boot.closed;
+      assert.equal(launcherContainers(HOSTS).length, 2, "the killed up could not roll back");
+      const r = await launcher(["up", recipe]);
+      assert.equal(r.code, 1, r.stdout + r.stderr);
+      assert.doesNotMatch(r.stdout, /already running/);
+      assert.match(r.stderr, /deployment hung exists on n1, n2 but does not serve \(status booting, phase loading\)/);
+      assert.match(r.stderr, /launcher down hung/);
+      assert.equal(launcherContainers(HOSTS).length, 2, "nothing started, nothing removed");
+    } finally {
+      await downAll();
+    }
+  });
+
+  test("up with another --port than the running one is refused, saying what differs", async () => {
+    try {
+      const first = await launcher(["up", "practice-2x"]);
+      assert.equal(first.code, 0, first.stderr);
+      const r = await launcher(["up", "practice-2x", "--port", "9000", "--json"]);
+      assert.equal(r.code, 1, r.stdout + r.stderr);
+      assert.doesNotMatch(r.stdout, /already-running/);
+      assert.match(r.stderr, /endpoint http:\/\/10\.231\.0\.11:8000, asked http:\/\/10\.231\.0\.11:9000/);
+      assert.deepEqual(launcherContainers(HOSTS), ["n1:launcher-practice-2x-r0:running", "n2:launcher-practice-2x-r1:running"]);
+      const same = await launcher(["up", "practice-2x"]);
+      assert.equal(same.code, 0, same.stderr);
+      assert.match(same.stdout, /already running this recipe/);
+    } finally {
+      await downAll();
+    }
+  });
+
+  test("Ctrl-C while a lane swap drains the old deployment: the new one is removed, the lane serves the old one", async () => {
+    const next = variant(dir, "next", "practice-2x", `[env]\nPRACTICE_KV_TOKENS = "1000000"\n`);
+    const stream = new AbortController();
+    try {
+      const first = await launcher(["up", "practice-2x", "--lane", "chat", "--json"]);
+      assert.equal(first.code, 0, first.stderr);
+      const { endpoint } = JSON.parse(first.stdout) as { endpoint: string };
+      // A long answer in flight keeps the old deployment draining.
+      const res = await fetch(`${endpoint}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "practice", stream: true, max_tokens: 4096, messages: [{ role: "user", content: "a long answer" }] }),
+        signal: stream.signal,
+      });
+      assert.equal(res.status, 200);
+      const swap = await upUntil([next, "--lane", "chat", "--drain", "60s"], /lane chat: draining practice-2x/);
+      swap.child.kill("SIGINT");
+      assert.equal(await swap.closed, 130, swap.stderr());
+      assert.match(swap.stderr(), /interrupted \(SIGINT\): the swap of lane chat was undone: removed 2 container\(s\) of the new next; lane chat serves practice-2x again; nothing was stopped/);
+      assert.deepEqual(launcherContainers(HOSTS), ["n1:launcher-practice-2x-r0:running", "n2:launcher-practice-2x-r1:running"]);
+      const lanes = await launcher(["lanes", "--json"]);
+      const chat = (JSON.parse(lanes.stdout) as { lanes: { lane: string; state: string; deployment?: string; swaps: { outcome: string }[] }[] }).lanes.find((l) => l.lane === "chat");
+      assert.equal(chat?.state, "serving");
+      assert.equal(chat?.deployment, "practice-2x");
+      assert.equal(chat?.swaps[0]?.outcome, "interrupted");
+    } finally {
+      stream.abort();
+      await downAll();
+    }
+  });
+
+  test("a worker that hangs is blamed, not the head that waits for it", async () => {
+    const recipe = variant(dir, "worker-hang", "practice-2x", `[env]\nPRACTICE_FAULT = "hang"\nPRACTICE_FAULT_RANK = "1"\n`);
+    try {
+      const r = await launcher(["up", recipe, "--timeout", "5s"]);
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(r.stderr, /n2 \(rank 1\): boot of worker-hang failed: timed out after 5 s \(phase loading\); the other ranks got further \(n1 loading at the rendezvous\)/);
+      assert.match(r.stderr, /last lines of n2's log/);
+      assert.deepEqual(launcherContainers(HOSTS), []);
+    } finally {
+      await downAll();
+    }
+  });
+});
