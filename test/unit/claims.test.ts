@@ -63,7 +63,8 @@ const options = (deployment: string, extra: Partial<ClaimOptions> = {}): ClaimOp
 const outcome = (p: Promise<{ release(): Promise<void> }>) => p.then((c) => ({ ok: true as const, c }), (e: unknown) => ({ ok: false as const, e }));
 
 test("two overlapping claims at the same instant: exactly one wins, the other is busy naming it and holds nothing", async () => {
-  for (const [a, b] of [[["s1", "s2"], ["s2", "s1"]], [["o1", "o2"], ["o2", "o3"]], [["p1", "p3"], ["p2", "p3"]]] as const) {
+  const cases: [string[], string[]][] = [[["s1", "s2"], ["s2", "s1"]], [["o1", "o2"], ["o2", "o3"]], [["p1", "p3"], ["p2", "p3"]]];
+  for (const [a, b] of cases) {
     const all = new Map([...a, ...b].map((n) => [n, node(n)]));
     const pick = (names: readonly string[]) => new Map(names.map((n) => [n, all.get(n) as Transport]));
     const [ra, rb] = await Promise.all([outcome(claimNodes(pick(a), options("A"))), outcome(claimNodes(pick(b), options("B")))]);
@@ -73,7 +74,7 @@ test("two overlapping claims at the same instant: exactly one wins, the other is
     assert.match(loser.e.message, new RegExp(`^busy: node \\S+ is claimed by \`launcher up ${ra.ok ? "A" : "B"}\` \\(pid ${process.pid} on `));
     const winner = ra.ok ? ra : rb;
     const winnerNodes = ra.ok ? a : b;
-    for (const n of all.keys()) assert.equal(existsSync(claimFile(n)), winnerNodes.includes(n as never), `${n}: only the winner's claims remain`);
+    for (const n of all.keys()) assert.equal(existsSync(claimFile(n)), winnerNodes.includes(n), `${n}: only the winner's claims remain`);
     if (winner.ok) await winner.c.release();
     for (const n of all.keys()) assert.equal(existsSync(claimFile(n)), false, `${n} released`);
   }
