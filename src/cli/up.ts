@@ -44,8 +44,11 @@ export async function runUp(ref: string, flags: UpFlags, io: Output): Promise<vo
       // A claim taken over by another launcher (this one froze past its lease) stops the boot.
       const claimLost = new AbortController();
       const options = { timeoutMs, signal: AbortSignal.any([signal, claimLost.signal]), progress, push: flags.push !== false };
-      const claim = (plan: Plan) =>
-        claimPlanNodes(session, plan, { command: what, leaseMs, now, note: (t) => progress.note(t), onLost: (m) => (progress.note(m), claimLost.abort()) });
+      const onLost = (message: string): void => {
+        progress.note(message);
+        claimLost.abort();
+      };
+      const claim = (plan: Plan) => claimPlanNodes(session, plan, { command: what, leaseMs, now, note: (t) => progress.note(t), onLost });
       if (flags.lane === undefined) {
         const plan = planFromFlags(ref, flags, io, session.cluster);
         const blocking = fabricBlockers(findings, plan.nodes.map((n) => n.node));

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { z } from "zod";
-import { RemoteError, UserError } from "../config/errors.js";
+import { UserError } from "../config/errors.js";
 import type { Plan } from "../plan/plan.js";
 import { outputTail, type Transport } from "../remote/transport.js";
 import { dockerOf, type ClusterSession } from "./session.js";
@@ -152,6 +152,8 @@ export interface ClaimOptions {
   readonly now: () => Date;
   /** A line for the user: a takeover, a renewal that failed. */
   readonly note: (text: string) => void;
+  /** How a node is named in errors (default: its name). */
+  readonly where?: (node: string) => string;
   /** Called once if another launcher took a claim of ours (we failed to renew within the lease). */
   readonly onLost: (message: string) => void;
 }
@@ -162,19 +164,23 @@ export interface NodeClaims {
 }
 
 /** Takes one node's claim, taking over an expired one; a live holder is returned. */
-async function takeOne(t: Transport, id: string, record: string, leaseMs: number, note: (text: string) => void): Promise<HeldClaim | undefined> {
+async function takeOne(t: Transport, id: string, record: string, leaseMs: number, note: (text: string) => void, where: (node: string) => string): Promise<HeldClaim | undefined> {
   let expect = "";
   // Each round either takes the claim or learns of a newer holder: bounded by the takers racing.
   for (let round = 0; round < 5; round++) {
     const r = await runScript(t, ["take", id, expect, record]);
     const outcome = parseTake(r.code, r.stdout);
-    if (outcome === undefined) throw new RemoteError(t.node, `claiming the node failed (exit ${r.code})`, outputTail(r));
+    if (outcome === undefined) {
+      // ssh's own failure (255) or our timeout (124): the node cannot be reached, as preflight would say.
+      const why = r.code === 255 || r.code === 124 ? "SSH unreachable" : `the claim script failed (exit ${r.code})`;
+      throw new UserError(`cannot claim ${where(t.node)}: ${why}: ${outputTail(r).split("\n").slice(-2).join(" ").trim()}; no container was started`, "launcher doctor checks every node");
+    }
     if (outcome.taken) return undefined;
     if (!claimExpired(outcome.held, leaseMs)) return outcome.held;
     note(`${t.node}: taking over the expired claim of ${describeHolder(outcome.held)}, not renewed for ${outcome.held.ageSeconds} s`);
     expect = outcome.held.id;
   }
-  throw new RemoteError(t.node, "claiming the node failed: its claim kept changing hands");
+  throw new UserError(`cannot claim ${where(t.node)}: its claim kept changing hands; no container was started`, "try again");
 }
 
 /**
@@ -200,7 +206,7 @@ export async function claimNodes(nodes: ReadonlyMap<string, Transport>, options:
   };
   try {
     for (const t of transports) {
-      const holder = await takeOne(t, id, record, options.leaseMs, options.note);
+      const holder = await takeOne(t, id, record, options.leaseMs, options.note, options.where ?? ((n) => n));
       if (holder !== undefined) {
         throw new UserError(
           `busy: node ${t.node} is claimed by ${describeHolder(holder)}`,
@@ -247,6 +253,11 @@ export async function claimNodes(nodes: ReadonlyMap<string, Transport>, options:
 }
 
 /** Claims the nodes of `plan` through the session's connections (see claimNodes). */
-export function claimPlanNodes(session: ClusterSession, plan: Plan, options: Omit<ClaimOptions, "deployment">): Promise<NodeClaims> {
-  return claimNodes(new Map(plan.nodes.map((n) => [n.node, dockerOf(session, n.node).transport])), { ...options, deployment: plan.deployment });
+export function claimPlanNodes(session: ClusterSession, plan: Plan, options: Omit<ClaimOptions, "deployment" | "where">): Promise<NodeClaims> {
+  const hosts = new Map(plan.nodes.map((n) => [n.node, n.host]));
+  return claimNodes(new Map(plan.nodes.map((n) => [n.node, dockerOf(session, n.node).transport])), {
+    ...options,
+    deployment: plan.deployment,
+    where: (node) => `${node} (${hosts.get(node) ?? "?"})`,
+  });
 }

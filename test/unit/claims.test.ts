@@ -121,3 +121,14 @@ test("a live holder keeps its claim by renewing; one that lost it is told", asyn
   await held.release();
   assert.match(readFileSync(claimFile("r1"), "utf8"), /^someone-else\n/, "releasing never removes another's claim");
 });
+
+test("a node that cannot be reached stops the claim like preflight would, and gives back what was taken", async () => {
+  const gone: Transport = { ...node("u2"), exec: async () => ({ code: 255, stdout: "", stderr: "ssh: connect to host 10.0.0.9 port 22: Connection timed out" }) };
+  const ns = new Map([["u1", node("u1")], ["u2", gone]]);
+  await assert.rejects(claimNodes(ns, options("A", { where: (n) => `${n} (host-${n})` })), (e: unknown) => {
+    assert.ok(e instanceof UserError);
+    assert.equal(e.message, "cannot claim u2 (host-u2): SSH unreachable: ssh: connect to host 10.0.0.9 port 22: Connection timed out; no container was started");
+    return true;
+  });
+  assert.equal(existsSync(claimFile("u1")), false, "u1 given back");
+});
