@@ -128,7 +128,8 @@ cur=""
 [ -f "$f" ] && { IFS= read -r cur <"$f" || true; }
 case "$1" in
 take)
-  if [ "$cur" != "$2" ] && [ "$cur" != "$3" ]; then
+  # Free (no claim), ours already, or the expired one this launcher judged: take it.
+  if [ -n "$cur" ] && [ "$cur" != "$2" ] && [ "$cur" != "$3" ]; then
     echo "held $(( $(date +%s) - $(stat -c %Y "$f") ))"
     cat "$f"
     exit ${HELD}
