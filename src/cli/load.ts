@@ -4,7 +4,6 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Cluster, ClusterNode } from "../cluster/cluster.js";
 import { openSession, type ClusterSession } from "../deploy/session.js";
-import type { Output } from "./output.js";
 import { parseCluster } from "../cluster/parse.js";
 import { hasErrors, type Diagnostic } from "../config/diagnostic.js";
 import { fileRecipeSource } from "../recipe/fs-source.js";
@@ -12,7 +11,9 @@ import type { Recipe } from "../recipe/recipe.js";
 import { resolveRecipe, type Resolved } from "../recipe/resolve.js";
 import { UserError } from "../config/errors.js";
 import { readTextFile } from "../config/read-file.js";
-import { Store, storeDir } from "../store/store.js";
+import { openStateStore } from "../store/open.js";
+import { storeDir, type StateStore } from "../store/store.js";
+import { consoleOutput, type Output } from "./output.js";
 
 /** The package's own folder, for its bundled recipes and schemas. */
 export const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -77,8 +78,8 @@ export function gpusPerNode(cluster: Cluster): number {
 }
 
 /** Runs `fn` with the store open, and closes it however `fn` ends. */
-export async function withStore<T>(fn: (store: Store) => T | Promise<T>): Promise<T> {
-  const store = openStore();
+export async function withStore<T>(fn: (store: StateStore) => T | Promise<T>, warn: (line: string) => void = consoleOutput.err): Promise<T> {
+  const store = openStore(warn);
   try {
     return await fn(store);
   } finally {
@@ -86,14 +87,13 @@ export async function withStore<T>(fn: (store: Store) => T | Promise<T>): Promis
   }
 }
 
-/** The store of this user on this machine ($XDG_STATE_HOME/launcher/launcher.db). */
-export function openStore(): Store {
-  const file = path.join(storeDir(process.env, homedir()), "launcher.db");
-  try {
-    return new Store(file);
-  } catch (e) {
-    throw new UserError(`cannot open the state store ${file}: ${(e as Error).message}`, "check that the folder is writable, or set XDG_STATE_HOME");
-  }
+/**
+ * The store of this user on this machine ($XDG_STATE_HOME/launcher/launcher.db); when it is corrupt
+ * or cannot be opened, a stand-in and one warning line (src/store/open.ts): commands never stop
+ * for want of history.
+ */
+export function openStore(warn: (line: string) => void = consoleOutput.err): StateStore {
+  return openStateStore(path.join(storeDir(process.env, homedir()), "launcher.db"), warn, () => new Date());
 }
 
 /** The command line that runs this same launcher (dist or sources) with other arguments. */

@@ -2,7 +2,8 @@ import type { Command } from "commander";
 import { detectAndRecord, fabricBlockers, fabricCheckFailed } from "../deploy/doctor.js";
 import { recordedUp } from "../deploy/launch.js";
 import { upInLane } from "../deploy/lane.js";
-import { deploymentKey, holdOrBusy, laneKey, nodeKey } from "../deploy/locks.js";
+import { claimPlanNodes, DEFAULT_LEASE_MS } from "../deploy/claims.js";
+import { deploymentKey, holdOrBusy, laneKey } from "../deploy/locks.js";
 import { openSession } from "../deploy/session.js";
 import { progressReporter } from "../deploy/progress.js";
 import { parseDuration } from "./duration.js";
@@ -11,6 +12,7 @@ import { abortable } from "../deploy/abort.js";
 import { loadCluster, openStore } from "./load.js";
 import type { Output } from "./output.js";
 import { planFromFlags, type PlanFlags } from "./plan.js";
+import type { Plan } from "../plan/plan.js";
 
 export interface UpFlags extends PlanFlags {
   timeout?: string;
@@ -30,11 +32,13 @@ async function launch(ref: string, flags: UpFlags, io: Output, signal: AbortSign
   const drainMs = parseDuration(flags.drain ?? "2m", "--drain");
   const what = `launcher up ${ref}${flags.lane === undefined ? "" : ` --lane ${flags.lane}`}`;
   const now = (): Date => new Date();
+  // Short leases are for tests that kill an `up`; the default suits real boots (README, "Two machines").
+  const leaseMs = process.env.LAUNCHER_CLAIM_LEASE ? parseDuration(process.env.LAUNCHER_CLAIM_LEASE, "$LAUNCHER_CLAIM_LEASE") : DEFAULT_LEASE_MS;
   const cluster = loadCluster(flags.cluster);
   // Planning first: a recipe error is reported before any node or lock is touched.
   const first = planFromFlags(ref, flags, io, cluster);
   const store = openStore();
-  const release: (() => void)[] = [];
+  const release: (() => void | Promise<void>)[] = [];
   try {
     if (flags.lane !== undefined) release.push(holdOrBusy(store, [laneKey(flags.lane)], what, now));
     // Each node's own fabric fills what the cluster file leaves out; the findings are checked once
@@ -45,13 +49,22 @@ async function launch(ref: string, flags: UpFlags, io: Output, signal: AbortSign
     const { session } = detected;
     const findings = detected.report.findings;
     const progress = progressReporter(process.stderr, Date.now);
-    const options = { timeoutMs, signal, progress, push: flags.push !== false };
+    // A claim taken over by another launcher (this one froze past its lease) stops the boot.
+    const claimLost = new AbortController();
+    const options = { timeoutMs, signal: AbortSignal.any([signal, claimLost.signal]), progress, push: flags.push !== false };
+    const onLost = (message: string): void => {
+      progress.note(message);
+      claimLost.abort();
+    };
+    const claim = (plan: Plan) => claimPlanNodes(session, plan, { command: what, leaseMs, now, note: (t) => progress.note(t), onLost });
     let result;
     if (flags.lane === undefined) {
       const plan = planFromFlags(ref, flags, io, session.cluster);
       const blocking = fabricBlockers(findings, plan.nodes.map((n) => n.node));
       if (blocking.length > 0) throw fabricCheckFailed(blocking);
-      release.push(holdOrBusy(store, [...plan.nodes.map((n) => nodeKey(plan.cluster, n.node)), deploymentKey(plan.cluster, plan.deployment)], what, now));
+      release.push(holdOrBusy(store, [deploymentKey(plan.cluster, plan.deployment)], what, now));
+      const claims = await claim(plan);
+      release.push(() => claims.release());
       io.err(`launcher: starting ${plan.deployment} (${plan.recipe.id}) on ${plan.nodes.map((n) => n.node).join(", ")}`);
       result = { ...(await recordedUp(plan, session, options, store, now)), deployment: plan.deployment };
     } else {
@@ -61,7 +74,7 @@ async function launch(ref: string, flags: UpFlags, io: Output, signal: AbortSign
         (nodes) => planFromFlags(ref, nodes === undefined ? flags : { ...flags, nodes: nodes.join(",") }, io, session.cluster),
         flags.nodes !== undefined,
         session,
-        { ...options, lane, store, now, drainMs, what, findings },
+        { ...options, lane, store, now, drainMs, what, claim, findings },
       );
     }
     if (flags.json) {
@@ -73,7 +86,7 @@ async function launch(ref: string, flags: UpFlags, io: Output, signal: AbortSign
       io.out(`${result.deployment} is ready in ${result.seconds.toFixed(1)} s: ${result.endpoint}/v1 (model "${result.served_model}")${laneText}`);
     }
   } finally {
-    for (const r of release.reverse()) r();
+    for (const r of release.reverse()) await r();
     store.close();
   }
 }

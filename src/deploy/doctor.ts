@@ -1,7 +1,7 @@
 import type { ClusterNode } from "../cluster/cluster.js";
 import { UserError } from "../config/errors.js";
 import { crossNodeFindings, detectFabric, parseIp, withDetected, type FabricFacts, type Finding, type NetIface } from "../cluster/detect.js";
-import type { Store } from "../store/store.js";
+import type { StateStore } from "../store/store.js";
 import { dumpTree, readHcas, SYSFS_DUMP_SCRIPT, type Hca } from "../cluster/sysfs.js";
 import { expandHome } from "../plan/plan.js";
 import type { ClusterSession } from "./session.js";
@@ -149,7 +149,7 @@ export function fabricCheckFailed(blocking: readonly Finding[]): UserError {
  * Probes the nodes, records what each one's fabric is (for `plan`), and returns the session with
  * those values filled in where the cluster file leaves them out.
  */
-export async function detectAndRecord(session: ClusterSession, store: Store, at: string, options: { hfCache?: string; peers?: boolean } = {}): Promise<{ report: DoctorReport; session: ClusterSession }> {
+export async function detectAndRecord(session: ClusterSession, store: StateStore, at: string, options: { hfCache?: string; peers?: boolean } = {}): Promise<{ report: DoctorReport; session: ClusterSession }> {
   const report = await doctor(session, options);
   const facts = new Map(report.nodes.filter((n) => n.ssh).map((n) => [n.node, n.facts]));
   store.saveFacts(session.cluster.name, facts, at);

@@ -1,10 +1,11 @@
 import { RemoteError, UserError } from "../config/errors.js";
 import type { Plan } from "../plan/plan.js";
-import type { Store, SwapMode } from "../store/store.js";
+import type { StateStore, SwapMode } from "../store/store.js";
 import { formatRemoval, fullyStopped, removeContainers, unreachableOf } from "./down.js";
 import { drain } from "./drain.js";
 import { recordedUp } from "./launch.js";
-import { deploymentKey, holdOrBusy, nodeKey } from "./locks.js";
+import { deploymentKey, holdOrBusy } from "./locks.js";
+import type { NodeClaims } from "./claims.js";
 import { placeSwap } from "./placement.js";
 import { preflight } from "./preflight.js";
 import { dockerOf, type ClusterSession } from "./session.js";
@@ -19,12 +20,14 @@ import type { UpOptions, UpResult } from "./up.js";
 
 export interface LaneUpOptions extends UpOptions {
   readonly lane: string;
-  readonly store: Store;
+  readonly store: StateStore;
   readonly now: () => Date;
   /** How long a replaced deployment may finish its running requests before it is stopped. */
   readonly drainMs: number;
   /** The command, for "busy" messages. */
   readonly what: string;
+  /** Claims the plan's nodes on the nodes themselves, or fails with "busy" (./claims.ts). */
+  readonly claim: (plan: Plan) => Promise<NodeClaims>;
   /** What the fabric probe found; those on the nodes finally chosen stop the swap. */
   readonly findings: readonly Finding[];
 }
@@ -83,7 +86,14 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
   }
   const blocking = fabricBlockers(options.findings, plan.nodes.map((n) => n.node));
   if (blocking.length > 0) throw fabricCheckFailed(blocking);
-  const releaseNodes = holdOrBusy(store, [...plan.nodes.map((n) => nodeKey(plan.cluster, n.node)), deploymentKey(plan.cluster, plan.deployment)], options.what, now);
+  const releaseName = holdOrBusy(store, [deploymentKey(plan.cluster, plan.deployment)], options.what, now);
+  let claims: NodeClaims;
+  try {
+    claims = await options.claim(plan);
+  } catch (e) {
+    releaseName();
+    throw e;
+  }
   const swapId = store.beginSwap({
     lane,
     mode,
@@ -173,6 +183,7 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
     }
     throw e;
   } finally {
-    releaseNodes();
+    await claims.release();
+    releaseName();
   }
 }

@@ -1,12 +1,12 @@
 import { RemoteError } from "../config/errors.js";
 import type { Plan } from "../plan/plan.js";
-import type { Store } from "../store/store.js";
+import type { StateStore } from "../store/store.js";
 import type { Progress } from "./progress.js";
 import type { ClusterSession } from "./session.js";
 import { up, type UpOptions, type UpResult } from "./up.js";
 
 /** `up`, with the boot written to the store: every phase of every node, the figures, the outcome. */
-export async function recordedUp(plan: Plan, session: ClusterSession, options: UpOptions, store: Store, now: () => Date): Promise<UpResult> {
+export async function recordedUp(plan: Plan, session: ClusterSession, options: UpOptions, store: StateStore, now: () => Date): Promise<UpResult> {
   const at = (): string => now().toISOString();
   const boot = {
     deployment: plan.deployment,

@@ -1,9 +1,8 @@
 import { hostname } from "node:os";
 import { UserError } from "../config/errors.js";
-import type { LockOwner, Store } from "../store/store.js";
+import type { LockOwner, StateStore } from "../store/store.js";
 
 export const laneKey = (lane: string): string => `lane:${lane}`;
-export const nodeKey = (cluster: string, node: string): string => `node:${cluster}/${node}`;
 /** A deployment name is unique across its cluster: two `up`s of one name on other nodes exclude each other. */
 export const deploymentKey = (cluster: string, deployment: string): string => `deployment:${cluster}/${deployment}`;
 
@@ -16,13 +15,13 @@ export function isAlive(pid: number): boolean {
   }
 }
 
-const describeKey = (key: string): string => key.replace(/^lane:/, "lane ").replace(/^node:[^/]*\//, "node ").replace(/^deployment:[^/]*\//, "deployment ");
+const describeKey = (key: string): string => key.replace(/^lane:/, "lane ").replace(/^deployment:[^/]*\//, "deployment ");
 
 /**
  * Holds `keys` for this process or fails at once with a "busy" error that names the holder.
  * A holder that died without releasing is noticed (its pid is gone) and replaced.
  */
-export function holdOrBusy(store: Store, keys: readonly string[], what: string, now: () => Date): () => void {
+export function holdOrBusy(store: StateStore, keys: readonly string[], what: string, now: () => Date): () => void {
   const owner: LockOwner = { pid: process.pid, host: hostname(), what };
   const r = store.acquire(keys, owner, now().toISOString(), isAlive);
   if (!r.ok) {
@@ -44,7 +43,7 @@ export function holdOrBusy(store: Store, keys: readonly string[], what: string, 
  * Whether a live process of this host holds `key`. A holder on another host cannot be checked
  * from here, so it counts as live.
  */
-export function heldByLiveProcess(store: Store, key: string): boolean {
+export function heldByLiveProcess(store: StateStore, key: string): boolean {
   const holder = store.lockHolder(key);
   if (holder === undefined) return false;
   return holder.host !== hostname() || isAlive(holder.pid);

@@ -91,6 +91,9 @@ export function storeDir(env: NodeJS.ProcessEnv, home: string): string {
   return path.join(base, "launcher");
 }
 
+/** What commands use of the store: the SQLite one, or the stand-in when it cannot be had (src/store/open.ts). */
+export type StateStore = { [K in keyof Store]: Store[K] };
+
 /**
  * launcher's local memory: lanes, deployments and the history of every boot. The nodes' labels
  * stay the truth for what runs; this records what launcher did and intends.
@@ -108,6 +111,8 @@ export class Store {
       this.db.pragma("journal_mode = WAL");
       this.db.pragma("foreign_keys = ON");
       this.migrate();
+      // Reads the whole schema: a damaged one shows here, at open, and not in the middle of a command.
+      this.db.prepare(`SELECT count(*) FROM sqlite_master`).get();
     } catch (e) {
       this.db.close();
       throw e;

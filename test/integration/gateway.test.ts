@@ -306,7 +306,7 @@ describe("launcher serve on the practice cluster", { concurrency: false }, () =>
     const [a, b] = await race(["up", slow, "--name", "x1", "--nodes", "n1,n2"], ["up", "practice-2x", "--name", "x2", "--nodes", "n2,n1"]);
     ok(a, "x1");
     assert.equal(b.code, 1);
-    assert.match(b.stderr, /busy: node n[12] is in use by `launcher up \S+slow-boot`/);
+    assert.match(b.stderr, /busy: node n1 is claimed by `launcher up \S+slow-boot` \(pid \d+ on \S+, since \S+, deployment x1\)/);
     ok(await launcher(["down", "x1"]), "down x1");
   });
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
@@ -73,4 +73,35 @@ test("an unknown command or option is a usage error, not a crash", () => {
   const r = run(["plna"]);
   assert.notEqual(r.code, 0);
   assert.doesNotMatch(r.stderr, /\n\s+at /);
+});
+
+test("a corrupt state store is set aside and a new one started; one that cannot be opened is gone without: commands go on and say so once", () => {
+  const withState = (state: string, args: string[]) => {
+    const r = spawnSync(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, ...args], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "", XDG_STATE_HOME: state } });
+    return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  };
+  const corrupt = path.join(dir, "state-corrupt");
+  const db = path.join(corrupt, "launcher", "launcher.db");
+  mkdirSync(path.dirname(db), { recursive: true });
+  writeFileSync(db, "garbage, not SQLite ".repeat(100));
+  const r = withState(corrupt, ["history"]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stdout, "no boots recorded\n");
+  const lines = r.stderr.trim().split("\n");
+  assert.equal(lines.length, 1, r.stderr);
+  assert.match(lines[0] ?? "", new RegExp(`^warning: the state store ${db} is corrupt \\(SQLITE_NOTADB.*\\); moved it to ${db}\\.corrupt-\\d{8}T\\d{6}Z for inspection and started a new one`));
+  assert.equal(readdirSync(path.dirname(db)).filter((f) => f.startsWith("launcher.db.corrupt-")).length, 1);
+  const again = withState(corrupt, ["lanes"]);
+  assert.equal(again.code, 0, again.stderr);
+  assert.equal(again.stderr, "", "the new store is healthy");
+
+  const unreadable = path.join(dir, "state-folder");
+  mkdirSync(path.join(unreadable, "launcher", "launcher.db"), { recursive: true });
+  for (const args of [["history"], ["lanes"]]) {
+    const u = withState(unreadable, args);
+    assert.equal(u.code, 0, u.stderr);
+    assert.match(u.stderr, /^warning: cannot open the state store \S+launcher\.db \(SQLITE_CANTOPEN: unable to open database file\); going on without it: history and lane records are neither read nor written by this command/);
+    assert.equal(u.stderr.trim().split("\n").length, 1, u.stderr);
+  }
+  assert.deepEqual(readdirSync(path.join(unreadable, "launcher")), ["launcher.db"], "nothing renamed");
 });

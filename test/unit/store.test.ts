@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
@@ -7,6 +7,7 @@ import Database from "better-sqlite3";
 import { headPhases } from "../../src/cli/history.js";
 import { Store, storeDir } from "../../src/store/store.js";
 import { MIGRATIONS } from "../../src/store/migrations.js";
+import { NullStore, openFailure, openStateStore } from "../../src/store/open.js";
 
 const dir = mkdtempSync(path.join(tmpdir(), "launcher-store-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -107,4 +108,64 @@ test("data_version tells a reader that another connection wrote", () => {
   assert.notEqual(reader.dataVersion(), before);
   reader.close();
   writer.close();
+});
+
+test("a corrupt store is set aside with its -wal and -shm, a new one is started, and the warning names both", () => {
+  const folder = path.join(dir, "corrupt");
+  mkdirSync(folder, { recursive: true });
+  const file = path.join(folder, "launcher.db");
+  writeFileSync(file, "this is not a database, just garbage ".repeat(200));
+  writeFileSync(`${file}-wal`, "wal");
+  writeFileSync(`${file}-shm`, "shm");
+  const warnings: string[] = [];
+  const at = new Date("2026-03-04T05:06:07.890Z");
+  const s = openStateStore(file, (l) => warnings.push(l), () => at);
+  const aside = path.join(folder, "launcher.db.corrupt-20260304T050607Z");
+  assert.equal(warnings.length, 1);
+  assert.equal(warnings[0]?.startsWith(`warning: the state store ${file} is corrupt (SQLITE_NOTADB`), true, warnings[0]);
+  assert.match(warnings[0] ?? "", new RegExp(`moved it to ${aside.replace(/[.]/g, "\\.")} for inspection and started a new one`));
+  assert.match(readFileSync(aside, "utf8"), /^this is not a database/, "kept for inspection");
+  assert.equal(readFileSync(`${aside}-wal`, "utf8"), "wal");
+  assert.ok(existsSync(`${aside}-shm`), "SQLite rebuilds the -shm index, but it goes along");
+  assert.ok(s instanceof Store, "a real store again");
+  s.beginBoot(boot);
+  assert.equal(s.history(undefined, 10).length, 1);
+  s.close();
+  // The next open finds the new store healthy: nothing more is moved or said.
+  const again = openStateStore(file, (l) => warnings.push(l), () => at);
+  assert.equal(again.history(undefined, 10).length, 1);
+  again.close();
+  assert.equal(warnings.length, 1);
+});
+
+test("a store that cannot be opened is left alone: commands get a stand-in that records nothing, and one warning", () => {
+  const file = path.join(dir, "folder-in-place", "launcher.db");
+  mkdirSync(path.join(file, "inside"), { recursive: true });
+  const warnings: string[] = [];
+  const s = openStateStore(file, (l) => warnings.push(l), () => new Date());
+  assert.equal(s instanceof NullStore, true);
+  assert.deepEqual(warnings, [
+    `warning: cannot open the state store ${file} (SQLITE_CANTOPEN: unable to open database file); going on without it: history and lane records are neither read nor written by this command (check the path's permissions, or set XDG_STATE_HOME)`,
+  ]);
+  assert.ok(statSync(path.join(file, "inside")).isDirectory(), "not renamed, not touched");
+  assert.deepEqual(readdirSync(path.dirname(file)), ["launcher.db"]);
+  // Reads are empty and writes vanish, whatever a command does.
+  const id = s.beginBoot(boot);
+  s.endBoot(id, "ready", boot.started_at);
+  s.setLane({ name: "l", cluster: "c", state: "serving", since: boot.started_at });
+  assert.deepEqual(s.history(undefined, 10), []);
+  assert.deepEqual(s.lanes(), []);
+  assert.equal(s.lane("l"), undefined);
+  assert.deepEqual(s.acquire(["lane:l"], { pid: 1, host: "h", what: "w" }, boot.started_at, () => true), { ok: true });
+  s.close();
+  assert.equal(warnings.length, 1, "said once");
+});
+
+test("only a damaged database counts as corrupt; anything else leaves the file where it is", () => {
+  assert.equal(openFailure(new Database.SqliteError("file is not a database", "SQLITE_NOTADB")), "corrupt");
+  assert.equal(openFailure(new Database.SqliteError("database disk image is malformed", "SQLITE_CORRUPT")), "corrupt");
+  assert.equal(openFailure(new Database.SqliteError("x", "SQLITE_CORRUPT_INDEX")), "corrupt");
+  assert.equal(openFailure(new Database.SqliteError("unable to open database file", "SQLITE_CANTOPEN")), "unusable");
+  assert.equal(openFailure(new Database.SqliteError("attempt to write a readonly database", "SQLITE_READONLY")), "unusable");
+  assert.equal(openFailure(Object.assign(new Error("permission denied"), { code: "EACCES" })), "unusable");
 });
