@@ -21,6 +21,8 @@ export interface EngineAdapter {
   readonly fatalPatterns: readonly RegExp[];
   /** The line that says the API is up. */
   readonly readyPattern: RegExp;
+  /** The engine's OpenAI-compatible routes under /v1 and the methods each takes (the gateway answers 405 for others). */
+  readonly apiMethods: Readonly<Record<string, readonly string[]>>;
 }
 
 /** What one rank's container runs, decided by the engine. */
