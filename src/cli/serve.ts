@@ -1,8 +1,9 @@
 import { readTextFile } from "../config/read-file.js";
 import type { Command } from "commander";
 import { UserError } from "../config/errors.js";
-import { keyChecker, parseKeyFile } from "../gateway/auth.js";
-import { Discovery } from "../gateway/discovery.js";
+import { vllm } from "../engine/vllm.js";
+import { collectKeys, keyChecker } from "../gateway/auth.js";
+import { Discovery, staleAfterMs } from "../gateway/discovery.js";
 import { isLoopback, parseListen } from "../gateway/listen.js";
 import { GatewayMetrics } from "../gateway/metrics.js";
 import { routeTable, type RouteTable } from "../gateway/routes.js";
@@ -25,17 +26,15 @@ interface ServeFlags {
 }
 
 function apiKeys(flags: ServeFlags): string[] {
-  const keys = [...(flags.apiKey ?? [])];
-  const fromEnv = process.env.LAUNCHER_API_KEY;
-  if (fromEnv) keys.push(...fromEnv.split(",").map((k) => k.trim()).filter(Boolean));
+  let file: { path: string; text: string } | undefined;
   if (flags.apiKeyFile !== undefined) {
-    const text = readTextFile(flags.apiKeyFile, "API key file");
-    const fromFile = parseKeyFile(text);
-    if (fromFile.length === 0) throw new UserError(`the API key file ${flags.apiKeyFile} holds no key`, "one key per line; # starts a comment");
-    keys.push(...fromFile);
+    file = { path: flags.apiKeyFile, text: readTextFile(flags.apiKeyFile, "API key file") };
   }
-  return keys;
+  return collectKeys({ flags: flags.apiKey ?? [], env: process.env.LAUNCHER_API_KEY, ...(file === undefined ? {} : { file }) });
 }
+
+/** The longest a client may take to send a whole request (a 64 MiB body at ~1 MB/s). */
+const REQUEST_TIMEOUT_MS = 120_000;
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
@@ -65,6 +64,7 @@ export function registerServe(program: Command, io: Output): void {
       const discovery = new Discovery(
         clusters.map((c, i) => ({ cluster: c.name, argv: selfArgv(["status", "--watch", `${pollMs}ms`, "--json", "--cluster", files[i] as string]) })),
         (line) => io.err(`launcher serve: ${line}`),
+        staleAfterMs(pollMs),
       );
       const metrics = new GatewayMetrics();
 
@@ -107,6 +107,9 @@ export function registerServe(program: Command, io: Output): void {
           const s = discovery.snapshot();
           return { deployments: s.deployments.length, unreachable: s.unreachable, discovered_at: s.at?.toISOString() ?? null };
         },
+        staleness: () => discovery.staleness(),
+        apiMethods: vllm.apiMethods,
+        requestTimeoutMs: REQUEST_TIMEOUT_MS,
         upstreamFailed: () => discovery.refreshSoon(),
         headersTimeoutMs: parseDuration(flags.upstreamTimeout, "--upstream-timeout"),
         bodyTimeoutMs: parseDuration(flags.idleTimeout, "--idle-timeout"),

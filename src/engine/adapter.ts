@@ -30,6 +30,8 @@ export interface EngineAdapter {
    * one holding the boot up.
    */
   readonly rendezvousPatterns: readonly RegExp[];
+  /** The engine's OpenAI-compatible routes under /v1 and the methods each takes (the gateway answers 405 for others). */
+  readonly apiMethods: Readonly<Record<string, readonly string[]>>;
 }
 
 /** What one rank's container runs, decided by the engine. */

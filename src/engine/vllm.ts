@@ -53,6 +53,26 @@ export const vllm: EngineAdapter = {
   // master. vLLM's head blocks there until every worker has joined (MultiprocExecutor waits for
   // every worker's READY: vllm/v1/executor/multiproc_executor.py, wait_for_ready).
   rendezvousPatterns: [/waiting for \d+ headless worker/, /connecting to master at /],
+  // From the routers of vllm-project/vllm: vllm/entrypoints/openai/chat_completion/api_router.py,
+  // completion/api_router.py (also /v1/completions/render), responses/api_router.py,
+  // speech_to_text/api_router.py (form bodies), vllm/entrypoints/pooling/embed/api_router.py,
+  // pooling/score/api_router.py (/v1/score, /v1/rerank), vllm/entrypoints/anthropic/api_router.py;
+  // GET /v1/models is answered by the gateway itself.
+  apiMethods: {
+    "/v1/chat/completions": ["POST"],
+    "/v1/completions": ["POST"],
+    "/v1/completions/render": ["POST"],
+    "/v1/embeddings": ["POST"],
+    "/v1/responses": ["POST"],
+    "/v1/responses/{response_id}": ["GET"],
+    "/v1/responses/{response_id}/cancel": ["POST"],
+    "/v1/audio/transcriptions": ["POST"],
+    "/v1/audio/translations": ["POST"],
+    "/v1/score": ["POST"],
+    "/v1/rerank": ["POST"],
+    "/v1/messages": ["POST"],
+    "/v1/messages/count_tokens": ["POST"],
+  },
 };
 
 export function engineAdapter(name: string): EngineAdapter | undefined {

@@ -18,6 +18,26 @@ export interface WatchSource {
 
 type Poll = StatusLine;
 
+/** How stale the gateway's view of the clusters is, when some cluster has not been heard from in time. */
+export interface Staleness {
+  /** Since the oldest of the clusters' last polls arrived (or discovery started). */
+  readonly ageSeconds: number;
+  readonly clusters: readonly string[];
+}
+
+/**
+ * Beyond this, a watcher that printed nothing is stalled. One poll of `status --watch` takes an
+ * SSH round trip per node, bounded by the 20 s timeout of the container listing
+ * (src/remote/docker.ts) plus the engines' 2 s health check and the head's log read
+ * (src/deploy/status.ts): so three polls apart plus 30 s.
+ */
+export function staleAfterMs(pollMs: number): number {
+  return 3 * pollMs + 30_000;
+}
+
+/** A stalled watcher gets this long after SIGTERM (it may be inside a hung poll) before SIGKILL. */
+const KILL_GRACE_MS = 2000;
+
 const describe = (d: KnownDeployment): string => `${d.deployment} ${d.status}${d.status === "booting" ? ` (${d.phase})` : ""}`;
 
 /**
@@ -32,10 +52,19 @@ export class Discovery {
   private readonly children = new Map<string, ChildProcess>();
   private stopped = false;
   private firstWaiters: (() => void)[] = [];
+  /** When each cluster's last poll arrived. */
+  private readonly heard = new Map<string, number>();
+  /** When each watcher last printed anything, or started. */
+  private readonly lastOutput = new Map<string, number>();
+  private readonly staleClusters = new Set<string>();
+  private startedAt = Date.now();
+  private checker: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly sources: readonly WatchSource[],
     private readonly log: (line: string) => void,
+    /** A view older than this is stale, and a watcher silent this long is restarted. */
+    private readonly staleAfter: number,
   ) {}
 
   snapshot(): Snapshot {
@@ -43,7 +72,45 @@ export class Discovery {
   }
 
   start(): void {
+    this.startedAt = Date.now();
     for (const s of this.sources) this.watch(s, 0);
+    // A watcher that is alive but prints nothing (a hung ssh, a stopped process) never exits,
+    // so the restart on exit below never happens: look for silence instead.
+    this.checker = setInterval(() => this.checkFreshness(), Math.min(1000, Math.max(50, this.staleAfter / 4)));
+    this.checker.unref();
+  }
+
+  /** undefined while every cluster was heard from within the bound. */
+  staleness(now = Date.now()): Staleness | undefined {
+    const ages = this.sources.map((s) => ({ cluster: s.cluster, age: now - (this.heard.get(s.cluster) ?? this.startedAt) }));
+    const stale = ages.filter((a) => a.age > this.staleAfter);
+    if (stale.length === 0) return undefined;
+    return { ageSeconds: Math.round(Math.max(...ages.map((a) => a.age)) / 1000), clusters: stale.map((a) => a.cluster) };
+  }
+
+  private checkFreshness(): void {
+    if (this.stopped) return;
+    const now = Date.now();
+    const stale = new Set(this.staleness(now)?.clusters ?? []);
+    for (const s of this.sources) {
+      const age = Math.round((now - (this.heard.get(s.cluster) ?? this.startedAt)) / 1000);
+      if (stale.has(s.cluster) && !this.staleClusters.has(s.cluster)) {
+        this.staleClusters.add(s.cluster);
+        this.log(`discovery of ${s.cluster} is stale: nothing read for ${age} s (more than ${Math.round(this.staleAfter / 1000)} s); routing on what was last seen`);
+      } else if (!stale.has(s.cluster) && this.staleClusters.delete(s.cluster)) {
+        this.log(`discovery of ${s.cluster} is fresh again`);
+      }
+      const child = this.children.get(s.cluster);
+      const silent = now - (this.lastOutput.get(s.cluster) ?? now);
+      if (child !== undefined && child.exitCode === null && child.signalCode === null && silent > this.staleAfter) {
+        this.log(`discovery of ${s.cluster}: its watcher (pid ${child.pid ?? "?"}) printed nothing for ${Math.round(silent / 1000)} s; stopping it to start a new one`);
+        this.lastOutput.set(s.cluster, now);
+        child.kill("SIGTERM");
+        setTimeout(() => {
+          if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+        }, KILL_GRACE_MS).unref();
+      }
+    }
   }
 
   /** Resolves once every cluster has been read once, or after `timeoutMs`. */
@@ -65,6 +132,7 @@ export class Discovery {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    clearInterval(this.checker);
     await Promise.all(
       [...this.children.values()].map(
         (c) =>
@@ -81,7 +149,9 @@ export class Discovery {
     const [program, ...args] = source.argv;
     const child = spawn(program as string, args, { stdio: ["pipe", "pipe", "pipe"] });
     this.children.set(source.cluster, child);
+    this.lastOutput.set(source.cluster, Date.now());
     child.stdin.on("error", () => undefined);
+    child.stdout.on("data", () => this.lastOutput.set(source.cluster, Date.now()));
     let healthy = false;
     createInterface({ input: child.stdout }).on("line", (line) => {
       try {
@@ -114,6 +184,7 @@ export class Discovery {
 
   private update(cluster: string, poll: Poll): void {
     this.polls.set(cluster, poll);
+    this.heard.set(cluster, Date.now());
     const all = [...this.polls];
     const next: Snapshot = {
       deployments: all.flatMap(([c, p]) => p.deployments.map((d) => ({ ...d, cluster: c }))),

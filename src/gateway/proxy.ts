@@ -17,6 +17,8 @@ export interface ForwardOptions {
   readonly dispatcher: Dispatcher;
   readonly endpoint: string;
   readonly body: Buffer | undefined;
+  /** Replaces the client's Content-Type (a JSON body sent without one). */
+  readonly contentType?: string;
   readonly headersTimeoutMs: number;
   readonly bodyTimeoutMs: number;
   readonly now: () => number;
@@ -51,6 +53,7 @@ function usageTokens(chunks: readonly Buffer[]): number | undefined {
 export function forward(req: IncomingMessage, res: ServerResponse, options: ForwardOptions): Promise<ForwardResult> {
   const headers = forwardHeaders(req.headers, REQUEST_DROP) as Record<string, string | string[]>;
   if (options.body !== undefined) headers["content-length"] = String(options.body.length);
+  if (options.contentType !== undefined) headers["content-type"] = options.contentType;
 
   return new Promise<ForwardResult>((resolve) => {
     let controller: Dispatcher.DispatchController | undefined;

@@ -1,6 +1,10 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { Duplex } from "node:stream";
 import { Agent } from "undici";
 import { presentedKey } from "./auth.js";
+import { readRequestBody } from "./body.js";
+import type { Staleness } from "./discovery.js";
+import { allowedMethods, GATEWAY_METHODS, UNKNOWN_V1_METHODS, type MethodTable } from "./methods.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { forward } from "./proxy.js";
 import type { Resolution, RouteTable, Target } from "./routes.js";
@@ -10,12 +14,19 @@ export interface GatewayOptions {
   /** undefined: no keys configured (loopback only). */
   readonly checkKey?: (presented: string | undefined) => boolean;
   readonly metrics: GatewayMetrics;
+  /** The daemon's detail for /health (nodes, deployments): shown only to a client with a key. */
   readonly health: () => Record<string, unknown>;
+  /** undefined while the view of the clusters is fresh. */
+  readonly staleness: () => Staleness | undefined;
+  /** The engine's /v1 routes and their methods (from its adapter). */
+  readonly apiMethods: MethodTable;
   /** An upstream did not answer: look at the cluster again now. */
   readonly upstreamFailed: () => void;
   readonly headersTimeoutMs: number;
   readonly bodyTimeoutMs: number;
   readonly maxBodyBytes: number;
+  /** The longest a client may take to send a whole request, headers and body. */
+  readonly requestTimeoutMs: number;
 }
 
 export interface Gateway {
@@ -30,14 +41,15 @@ function sendError(res: ServerResponse, status: number, type: string, code: stri
   res.end(body);
 }
 
-function sendJson(res: ServerResponse, value: unknown): void {
+function sendJson(res: ServerResponse, value: unknown, status = 200): void {
   const body = JSON.stringify(value);
-  res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
   res.end(body);
 }
 
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer | "too-large"> {
-  return new Promise((resolve, reject) => {
+/** The body, or why there is none: too large, or the client went away (a request timeout too). */
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer | "too-large" | "gone"> {
+  return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
     req.on("data", (c: Buffer) => {
@@ -50,11 +62,28 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer | "too-la
       chunks.push(c);
     });
     req.on("end", () => resolve(Buffer.concat(chunks)));
-    req.on("error", reject);
+    req.on("error", () => resolve("gone"));
+    req.on("close", () => {
+      if (!req.complete) resolve("gone");
+    });
   });
 }
 
-const HAS_BODY = new Set(["POST", "PUT", "PATCH"]);
+/** What a client that broke the HTTP rules is told, in OpenAI's shape, before its socket closes. */
+function clientError(e: Error & { code?: string }, socket: Duplex): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const [status, code, message] =
+    e.code === "ERR_HTTP_REQUEST_TIMEOUT"
+      ? [408, "request_timeout", "the request (headers and body) was not received in time"]
+      : e.code === "HPE_HEADER_OVERFLOW"
+        ? [431, "headers_too_large", "the request headers are too large"]
+        : [400, "bad_request", "the request is not valid HTTP"];
+  const body = JSON.stringify({ error: { message, type: "invalid_request_error", code, param: null } });
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+}
 
 /** The OpenAI-compatible gateway: routing by model, streaming passthrough, errors in OpenAI's shape. */
 export function createGateway(options: GatewayOptions): Gateway {
@@ -63,9 +92,15 @@ export function createGateway(options: GatewayOptions): Gateway {
   const { metrics } = options;
   let inFlight = 0;
 
+  /** Appended to 404/503 answers while the gateway's view of the clusters is stale. */
+  const staleNote = (): string => {
+    const s = options.staleness();
+    return s === undefined ? "" : ` (the gateway's view of the clusters is ${s.ageSeconds} s old: discovery of ${s.clusters.join(", ")} is not answering)`;
+  };
+
   const unavailable = (res: ServerResponse, r: Extract<Resolution, { kind: "unavailable" }>, model: string): void => {
     metrics.errors.inc({ model: model || "(unknown)", lane: "", kind: "unavailable" });
-    sendError(res, 503, "service_unavailable", r.code, r.message, { "retry-after": String(r.retryAfter) });
+    sendError(res, 503, "service_unavailable", r.code, `${r.message}${staleNote()}`, { "retry-after": String(r.retryAfter) });
   };
 
   type Answered = { readonly status: number; readonly model: string; readonly lane: string };
@@ -74,29 +109,39 @@ export function createGateway(options: GatewayOptions): Gateway {
   async function proxy(req: IncomingMessage, res: ServerResponse, started: number): Promise<Answered> {
     let raw: Buffer | undefined;
     let parsed: Record<string, unknown> | undefined;
-    if (HAS_BODY.has(req.method ?? "")) {
+    let json = false;
+    if (req.method === "POST") {
       const read = await readBody(req, options.maxBodyBytes);
+      if (read === "gone") {
+        metrics.errors.inc({ model: "(unknown)", lane: "", kind: "client_abort" });
+        return none(0);
+      }
       if (read === "too-large") {
         sendError(res, 413, "invalid_request_error", "request_too_large", `request body larger than ${options.maxBodyBytes} bytes`);
         return none(413);
       }
       raw = read;
-      if (String(req.headers["content-type"] ?? "").includes("json") && raw.length > 0) {
-        try {
-          const value = JSON.parse(raw.toString("utf8")) as unknown;
-          if (value !== null && typeof value === "object" && !Array.isArray(value)) parsed = value as Record<string, unknown>;
-        } catch (e) {
-          sendError(res, 400, "invalid_request_error", "invalid_json", `the request body is not valid JSON: ${(e as Error).message}`);
-          return none(400);
-        }
+      const body = readRequestBody(raw, req.headers["content-type"]);
+      if (body.kind === "invalid") {
+        sendError(res, 400, "invalid_request_error", body.code, body.message);
+        return none(400);
       }
+      if (body.kind === "json") {
+        json = true;
+        const value = body.value;
+        if (value !== null && typeof value === "object" && !Array.isArray(value)) parsed = value as Record<string, unknown>;
+      }
+    } else {
+      // A body on a GET is not used: drained, so that the request is complete (and its
+      // requestTimeout over) while a long answer streams.
+      req.resume();
     }
     const model = typeof parsed?.model === "string" ? parsed.model : undefined;
     const r = options.routes().resolve(model);
     if (r.kind === "unknown") {
       metrics.errors.inc({ model: "(unknown)", lane: "", kind: "unknown_model" });
       const known = r.known.length === 0 ? "none is running" : `known models: ${r.known.join(", ")}`;
-      sendError(res, 404, "invalid_request_error", "model_not_found", model === undefined ? `say which model (the request has no "model"); ${known}` : `the model \`${model}\` does not exist; ${known}`);
+      sendError(res, 404, "invalid_request_error", "model_not_found", `${model === undefined ? `say which model (the request has no "model"); ${known}` : `the model \`${model}\` does not exist; ${known}`}${staleNote()}`);
       return none(404);
     }
     if (r.kind === "unavailable") {
@@ -104,10 +149,10 @@ export function createGateway(options: GatewayOptions): Gateway {
       return none(503, model);
     }
     const name = model ?? r.target.served_model;
-    return { status: await proxyTo(req, res, r.target, name, raw, parsed, started), model: name, lane: r.target.lane ?? "" };
+    return { status: await proxyTo(req, res, r.target, name, raw, parsed, json, started), model: name, lane: r.target.lane ?? "" };
   }
 
-  async function proxyTo(req: IncomingMessage, res: ServerResponse, target: Target, model: string, raw: Buffer | undefined, parsed: Record<string, unknown> | undefined, started: number): Promise<number> {
+  async function proxyTo(req: IncomingMessage, res: ServerResponse, target: Target, model: string, raw: Buffer | undefined, parsed: Record<string, unknown> | undefined, json: boolean, started: number): Promise<number> {
     // A lane alias means nothing to the engine: it is told its own served name.
     const body = parsed !== undefined && parsed.model !== undefined && parsed.model !== target.served_model ? Buffer.from(JSON.stringify({ ...parsed, model: target.served_model })) : raw;
     const labels = { model, lane: target.lane ?? "" };
@@ -117,6 +162,8 @@ export function createGateway(options: GatewayOptions): Gateway {
         dispatcher,
         endpoint: target.endpoint,
         body,
+        // The engine takes JSON only when it is labelled so; the gateway read it as JSON anyway.
+        ...(json ? { contentType: "application/json" } : {}),
         headersTimeoutMs: options.headersTimeoutMs,
         bodyTimeoutMs: options.bodyTimeoutMs,
         now: Date.now,
@@ -151,22 +198,36 @@ export function createGateway(options: GatewayOptions): Gateway {
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = Date.now();
     const path = (req.url ?? "/").split("?")[0] ?? "/";
-    if (path === "/health") {
-      sendJson(res, { status: "ok", in_flight: inFlight, ...options.health() });
+    const method = req.method ?? "GET";
+    // The routes' methods: the gateway's own, the engine's, and GET/POST for a /v1 path neither
+    // names. Checked before the key: which methods a route takes is no secret.
+    const allowed = allowedMethods([GATEWAY_METHODS, options.apiMethods], path) ?? (path.startsWith("/v1/") ? UNKNOWN_V1_METHODS : undefined);
+    if (allowed !== undefined && !allowed.includes(method)) {
+      req.resume();
+      sendError(res, 405, "invalid_request_error", "method_not_allowed", `${path} takes ${allowed.join(" or ")}, not ${method}`, { allow: allowed.join(", ") });
       return;
     }
-    if (options.checkKey !== undefined && !options.checkKey(presentedKey(req.headers.authorization, req.headers["x-api-key"]))) {
+    const keyed = options.checkKey === undefined || options.checkKey(presentedKey(req.headers.authorization, req.headers["x-api-key"]));
+    if (path === "/health") {
+      // Without a key (when keys are configured): whether the daemon is fine, and nothing about
+      // the clusters. Stale discovery is 503: a monitor that reads only the code sees it.
+      const stale = options.staleness();
+      const status = stale === undefined ? { status: "ok" } : { status: "stale", discovery_age_seconds: stale.ageSeconds };
+      sendJson(res, { ...status, ...(keyed ? { ...(stale === undefined ? {} : { stale_clusters: stale.clusters }), in_flight: inFlight, ...options.health() } : {}) }, stale === undefined ? 200 : 503);
+      return;
+    }
+    if (!keyed) {
       metrics.errors.inc({ model: "", lane: "", kind: "auth" });
       sendError(res, 401, "invalid_request_error", "invalid_api_key", "missing or wrong API key: send Authorization: Bearer KEY", { "www-authenticate": "Bearer" });
       return;
     }
-    if (req.method === "GET" && path === "/metrics") {
+    if (path === "/metrics") {
       const text = await metrics.text();
       res.writeHead(200, { "content-type": metrics.registry.contentType });
       res.end(text);
       return;
     }
-    if (req.method === "GET" && (path === "/v1/models" || path.startsWith("/v1/models/"))) {
+    if (path === "/v1/models" || path.startsWith("/v1/models/")) {
       const entries = options.routes().models().map((m) => ({ object: "model", created: Math.floor(started / 1000), owned_by: "launcher", ...m }));
       if (path === "/v1/models") {
         sendJson(res, { object: "list", data: entries });
@@ -180,7 +241,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         return;
       }
       const entry = entries.find((e) => e.id === id);
-      if (entry === undefined) sendError(res, 404, "invalid_request_error", "model_not_found", `the model \`${id}\` does not exist; known models: ${entries.map((e) => e.id).join(", ") || "none"}`);
+      if (entry === undefined) sendError(res, 404, "invalid_request_error", "model_not_found", `the model \`${id}\` does not exist; known models: ${entries.map((e) => e.id).join(", ") || "none"}${staleNote()}`);
       else sendJson(res, entry);
       return;
     }
@@ -191,22 +252,35 @@ export function createGateway(options: GatewayOptions): Gateway {
     inFlight++;
     try {
       const { status, model, lane } = await proxy(req, res, started);
-      metrics.requests.inc({ model, lane, code: String(status) });
+      // 0: the client went away before its request was whole; nothing was answered.
+      if (status !== 0) metrics.requests.inc({ model, lane, code: String(status) });
     } finally {
       inFlight--;
     }
   }
 
-  const server = createServer((req, res) => {
-    handle(req, res).catch((e: unknown) => {
-      if (res.headersSent) res.destroy();
-      else sendError(res, 500, "internal_error", "gateway_bug", `launcher serve failed on this request: ${(e as Error).message}`);
-    });
-  });
-  // Long generations: the server itself never times a request out.
-  server.requestTimeout = 0;
-  server.headersTimeout = 60_000;
-  server.keepAliveTimeout = 30_000;
+  // requestTimeout bounds the time to RECEIVE a request, headers and body, not to answer it:
+  // Node drops a request from the checked list once its message is complete (nodejs/node
+  // src/node_http_parser.cc: on_message_complete pops the parser from the active connections that
+  // ConnectionsList::Expired looks at; doc/api/http.md: "the timeout value in milliseconds for
+  // receiving the entire request from the client"). A long streamed answer is never cut by it.
+  // The check runs every connectionsCheckingInterval (30 s by default): a tighter one for a
+  // tighter bound. headersTimeout may not exceed requestTimeout.
+  const server = createServer(
+    {
+      requestTimeout: options.requestTimeoutMs,
+      headersTimeout: Math.min(60_000, options.requestTimeoutMs),
+      connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(options.requestTimeoutMs / 4))),
+      keepAliveTimeout: 30_000,
+    },
+    (req, res) => {
+      handle(req, res).catch((e: unknown) => {
+        if (res.headersSent) res.destroy();
+        else sendError(res, 500, "internal_error", "gateway_bug", `launcher serve failed on this request: ${(e as Error).message}`);
+      });
+    },
+  );
+  server.on("clientError", clientError);
   return {
     server,
     inFlight: () => inFlight,
