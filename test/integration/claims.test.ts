@@ -1,22 +1,16 @@
 import assert from "node:assert/strict";
 import type { ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { after, before, describe, test } from "node:test";
-import { launcher, launcherContainers, launcherProcess, onHost, rigDown, rigUp, within, type Run } from "./practice-cluster.js";
+import { describe, test } from "node:test";
+import { launcher, launcherContainers, launcherProcess, onHost, within, type Run, practiceSuite } from "./practice-cluster.js";
 
 // Node claims (src/deploy/claims.ts) between launchers that share no store: each "machine" is its
 // own XDG_STATE_HOME. Three hosts: enough for two overlapping node sets.
 const HOSTS = 3;
-const dir = mkdtempSync(path.join(tmpdir(), "launcher-claims-it-"));
+const dir = practiceSuite(HOSTS, "launcher-claims-it-");
 const machine = (name: string): NodeJS.ProcessEnv => ({ XDG_STATE_HOME: path.join(dir, name) });
 
-before(() => rigUp(HOSTS), { timeout: 300_000 });
-after(() => {
-  rigDown();
-  rmSync(dir, { recursive: true, force: true });
-}, { timeout: 300_000 });
 
 /** What a started CLI printed and how it ended, killed if it outlives `ms`. */
 function finished(child: ChildProcess, ms = 180_000): Promise<Run> {

@@ -7,7 +7,7 @@ import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
 import { hostname } from "node:os";
 import { Store } from "../../src/store/store.js";
-import { launcher, launcherContainers, launcherProcess, onHost, rigDown, rigUp, STATE_HOME, startGateway, variant, within, type Daemon, type Run } from "./practice-cluster.js";
+import { launcher, launcherContainers, launcherProcess, onHost, rigDown, rigUp, STATE_HOME, startGateway, variant, within, type Daemon, type Run, ok } from "./practice-cluster.js";
 
 // The gateway, lanes and the store on the practice cluster (4 hosts, practice engine).
 const HOSTS = 4;
@@ -51,10 +51,6 @@ async function streams(endpoint: string): Promise<{ open: number; started: numbe
   return (await (await fetch(`${endpoint}/practice/streams`, { signal: AbortSignal.timeout(5000) })).json()) as { open: number; started: number; aborted: number };
 }
 
-function ok(r: Run, what: string): Run {
-  assert.equal(r.code, 0, `${what}: ${r.stderr}`);
-  return r;
-}
 
 describe("launcher serve on the practice cluster", { concurrency: false }, () => {
   test("a deployment started by `launcher up` in another process is routable within 5 s", async () => {

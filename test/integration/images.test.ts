@@ -1,28 +1,17 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { after, before, describe, test } from "node:test";
-import { CLUSTER, launcher, launcherContainers, launcherProcess, onHost, PRACTICE_REVISION, RIG_DIR, rigDown, rigUp, seedModel, variant, within, type Run } from "./practice-cluster.js";
+import { describe, test } from "node:test";
+import { CLUSTER, launcher, launcherContainers, launcherProcess, onHost, PRACTICE_REVISION, RIG_DIR, seedModel, variant, within, type Run, ok, practiceSuite } from "./practice-cluster.js";
 
 // Images on a 3-host practice cluster: FROM chains, pushes that skip what is there, up's preflight.
 const HOSTS = 3;
-const dir = mkdtempSync(path.join(tmpdir(), "launcher-img-"));
+const dir = practiceSuite(HOSTS, "launcher-img-");
 const images = path.join(dir, "docker-images");
 const env = { LAUNCHER_DOCKER_IMAGES: images };
 
-before(() => rigUp(HOSTS), { timeout: 300_000 });
-after(async () => {
-  await launcher(["down", "--all", "--grace", "1"]);
-  rigDown();
-  rmSync(dir, { recursive: true, force: true });
-}, { timeout: 300_000 });
 
-function ok(r: Run, what: string): Run {
-  assert.equal(r.code, 0, `${what}: ${r.stderr}`);
-  return r;
-}
 const idOn = (i: number, image: string): string => onHost(i, ["sh", "-c", 'docker image inspect --format "{{.Id}}" "$1" 2>/dev/null || true', "sh", image]).trim();
 
 /** An image folder of the test's own, and a recipe that uses it. */

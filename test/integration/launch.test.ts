@@ -1,18 +1,9 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { after, before, describe, test } from "node:test";
-import { launcher, launcherContainers, launcherProcess, onHost, rigDown, rigUp, variant } from "./practice-cluster.js";
+import { describe, test } from "node:test";
+import { launcher, launcherContainers, launcherProcess, onHost, variant, practiceSuite } from "./practice-cluster.js";
 
 const HOSTS = 4;
-const dir = mkdtempSync(path.join(tmpdir(), "launcher-it-"));
-
-before(() => rigUp(HOSTS), { timeout: 300_000 });
-after(() => {
-  rigDown();
-  rmSync(dir, { recursive: true, force: true });
-}, { timeout: 300_000 });
+const dir = practiceSuite(HOSTS, "launcher-it-");
 
 async function chat(endpoint: string, model: string): Promise<string> {
   const res = await fetch(`${endpoint}/chat/completions`, {

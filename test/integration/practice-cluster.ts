@@ -1,5 +1,8 @@
+import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { after, before } from "node:test";
 import path from "node:path";
 import { shellJoin } from "../../src/config/shell-words.js";
 
@@ -157,4 +160,25 @@ export function variant(dir: string, name: string, parent: string, body: string)
   mkdirSync(folder, { recursive: true });
   writeFileSync(path.join(folder, "recipe.toml"), `extends = "${path.resolve("recipes", parent, "recipe.toml")}"\n${body}`);
   return folder;
+}
+
+/**
+ * A test file's practice cluster of `hosts` hosts: made before its first test, and after its last
+ * every launcher container stopped, the hosts removed and the file's temp folder (returned) deleted.
+ */
+export function practiceSuite(hosts: number, tmpPrefix: string): string {
+  const dir = mkdtempSync(path.join(tmpdir(), tmpPrefix));
+  before(() => rigUp(hosts), { timeout: 300_000 });
+  after(async () => {
+    await launcher(["down", "--all", "--grace", "1"]);
+    rigDown();
+    rmSync(dir, { recursive: true, force: true });
+  }, { timeout: 300_000 });
+  return dir;
+}
+
+/** The run, once it is known to have exited 0 (else the test fails with what it printed). */
+export function ok(r: Run, what: string): Run {
+  assert.equal(r.code, 0, `${what}: ${r.stderr}`);
+  return r;
 }

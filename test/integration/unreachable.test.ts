@@ -1,28 +1,14 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { RANK_STATES, type StatusLine } from "../../src/deploy/contract.js";
-import { launcher, launcherContainers, launcherProcess, onHost, rigDown, rigUp, startGateway, variant, within, type Run } from "./practice-cluster.js";
+import { launcher, launcherContainers, launcherProcess, onHost, startGateway, variant, within, type Run, ok, practiceSuite } from "./practice-cluster.js";
 
 // Unreachable nodes, ambiguous targets and what launcher leaves running on the nodes, on a
 // 2-host practice cluster.
 const HOSTS = 2;
-const dir = mkdtempSync(path.join(tmpdir(), "launcher-unreach-"));
+const dir = practiceSuite(HOSTS, "launcher-unreach-");
 
-before(() => rigUp(HOSTS), { timeout: 300_000 });
-after(async () => {
-  await launcher(["down", "--all", "--grace", "1"]);
-  rigDown();
-  rmSync(dir, { recursive: true, force: true });
-}, { timeout: 300_000 });
-
-function ok(r: Run, what: string): Run {
-  assert.equal(r.code, 0, `${what}: ${r.stderr}`);
-  return r;
-}
 
 /** Cuts (or restores) host i's management link on this machine's side: SSH and HTTP to it go silent. */
 const link = (i: number, state: "up" | "down"): void => {

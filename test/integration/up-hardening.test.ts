@@ -1,22 +1,13 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { after, before, describe, test } from "node:test";
-import { launcher, launcherContainers, launcherProcess, onHost, rigDown, rigUp, variant, within } from "./practice-cluster.js";
+import { describe, test } from "node:test";
+import { launcher, launcherContainers, launcherProcess, onHost, variant, within, practiceSuite } from "./practice-cluster.js";
 
 // `up` hardening (issue 9): a name unique across the cluster, a rollback that removes only its
 // own boot's containers, a signal heard at any step, "already running" only when it is so, and a
 // hang blamed on the rank that holds the boot up. 4 hosts: a second deployment on n3,n4.
 const HOSTS = 4;
-const dir = mkdtempSync(path.join(tmpdir(), "launcher-up-"));
-
-before(() => rigUp(HOSTS), { timeout: 300_000 });
-after(() => {
-  rigDown();
-  rmSync(dir, { recursive: true, force: true });
-}, { timeout: 300_000 });
+const dir = practiceSuite(HOSTS, "launcher-up-");
 
 async function downAll(): Promise<void> {
   const r = await launcher(["down", "--all", "--grace", "1"]);
