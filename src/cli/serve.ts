@@ -1,7 +1,7 @@
 import { readTextFile } from "../config/read-file.js";
 import type { Command } from "commander";
 import { UserError } from "../config/errors.js";
-import { vllm } from "../engine/vllm.js";
+import { vllm } from "../engine/vllm/adapter.js";
 import { collectKeys, keyChecker } from "../gateway/auth.js";
 import { Discovery, staleAfterMs } from "../gateway/discovery.js";
 import { isLoopback, parseListen } from "../gateway/listen.js";

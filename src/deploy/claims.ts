@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { z } from "zod";
 import { UserError } from "../config/errors.js";
@@ -35,6 +36,9 @@ import { dockerOf, type ClusterSession } from "./session.js";
  * shared SSH connection; a holder killed with SIGKILL or on a crashed machine stops renewing, and
  * once the claim is older than the lease its holder wrote in the record, any launcher may take it
  * over. A holder that finds its claim gone or replaced (it was frozen longer than its lease) aborts.
+ * One case needs no lease: a holder on this very machine (same hostname and kernel boot id, so the
+ * pid means the same process) whose pid no longer runs is dead for certain, and the user who
+ * SIGKILLed an `up` and runs it again should not wait a lease for it.
  *
  * Order: claims are taken one node at a time in sorted node-name order, and all are given back on
  * the first busy node. Two `up`s whose node sets overlap both need the smallest shared node first;
@@ -55,6 +59,8 @@ const ClaimRecordSchema = z.object({
   deployment: z.string(),
   since: z.string(),
   lease_seconds: z.number().positive(),
+  /** The holder machine's kernel boot id (Linux), which with `host` says whether `pid` is ours to check. */
+  boot: z.string().optional(),
 });
 
 /** Who holds a node: written by the holder, shown in every "busy" message. */
@@ -103,6 +109,41 @@ export function parseTake(code: number, stdout: string): TakeOutcome | undefined
 export function claimExpired(held: HeldClaim, defaultLeaseMs = DEFAULT_LEASE_MS): boolean {
   const leaseSeconds = held.record?.lease_seconds ?? defaultLeaseMs / 1000;
   return held.ageSeconds > leaseSeconds;
+}
+
+/** This machine as a claim names it: hostname, and the boot id where the kernel gives one. */
+export interface Machine {
+  readonly host: string;
+  readonly boot?: string;
+}
+
+export function thisMachine(): Machine {
+  try {
+    // proc(5): a random UUID made at each boot; a pid is only meaningful within one boot.
+    return { host: hostname(), boot: readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim() };
+  } catch {
+    return { host: hostname() };
+  }
+}
+
+/** Whether a process with this pid runs here (EPERM: it runs, under another user). */
+export function pidRuns(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * Whether the holder is certainly dead: it ran on this machine, in this boot, and its pid is gone.
+ * Without a boot id on either side nothing is certain, and the lease decides.
+ */
+export function holderGone(held: HeldClaim, here: Machine, runs: (pid: number) => boolean): boolean {
+  const r = held.record;
+  if (r?.boot === undefined || here.boot === undefined) return false;
+  return r.host === here.host && r.boot === here.boot && r.pid > 0 && !runs(r.pid);
 }
 
 export function describeHolder(held: HeldClaim): string {
@@ -165,7 +206,7 @@ export interface NodeClaims {
 }
 
 /** Takes one node's claim, taking over an expired one; a live holder is returned. */
-async function takeOne(t: Transport, id: string, record: string, leaseMs: number, note: (text: string) => void, where: (node: string) => string): Promise<HeldClaim | undefined> {
+async function takeOne(t: Transport, id: string, record: string, leaseMs: number, here: Machine, note: (text: string) => void, where: (node: string) => string): Promise<HeldClaim | undefined> {
   let expect = "";
   // Each round either takes the claim or learns of a newer holder: bounded by the takers racing.
   for (let round = 0; round < 5; round++) {
@@ -177,8 +218,13 @@ async function takeOne(t: Transport, id: string, record: string, leaseMs: number
       throw new UserError(`cannot claim ${where(t.node)}: ${why}: ${outputTail(r).split("\n").slice(-2).join(" ").trim()}; no container was started`, "launcher doctor checks every node");
     }
     if (outcome.taken) return undefined;
-    if (!claimExpired(outcome.held, leaseMs)) return outcome.held;
-    note(`${t.node}: taking over the expired claim of ${describeHolder(outcome.held)}, not renewed for ${outcome.held.ageSeconds} s`);
+    if (holderGone(outcome.held, here, pidRuns)) {
+      note(`${t.node}: taking over the claim of ${describeHolder(outcome.held)}: that process no longer runs on this machine`);
+    } else if (claimExpired(outcome.held, leaseMs)) {
+      note(`${t.node}: taking over the expired claim of ${describeHolder(outcome.held)}, not renewed for ${outcome.held.ageSeconds} s`);
+    } else {
+      return outcome.held;
+    }
     expect = outcome.held.id;
   }
   throw new UserError(`cannot claim ${where(t.node)}: its claim kept changing hands; no container was started`, "try again");
@@ -190,9 +236,10 @@ async function takeOne(t: Transport, id: string, record: string, leaseMs: number
  */
 export async function claimNodes(nodes: ReadonlyMap<string, Transport>, options: ClaimOptions): Promise<NodeClaims> {
   const id = randomBytes(12).toString("hex");
+  const here = thisMachine();
   const record = encodeClaim({
     id,
-    host: hostname(),
+    ...here,
     pid: process.pid,
     command: options.command,
     deployment: options.deployment,
@@ -207,7 +254,7 @@ export async function claimNodes(nodes: ReadonlyMap<string, Transport>, options:
   };
   try {
     for (const t of transports) {
-      const holder = await takeOne(t, id, record, options.leaseMs, options.note, options.where ?? ((n) => n));
+      const holder = await takeOne(t, id, record, options.leaseMs, here, options.note, options.where ?? ((n) => n));
       if (holder !== undefined) {
         throw new UserError(
           `busy: node ${t.node} is claimed by ${describeHolder(holder)}`,

@@ -1,5 +1,5 @@
 import { advanceBoot, INITIAL_BOOT, splitTimestamp } from "../engine/boot-log.js";
-import { vllm } from "../engine/vllm.js";
+import { vllm } from "../engine/vllm/adapter.js";
 import { CONTAINER_STATES, containerName, type DeploymentState, type DeploymentStatus, type RankStatus, type StatusLine, type StatusPhase } from "./contract.js";
 import { listNodes, type Labelled } from "./labels.js";
 import type { ClusterSession } from "./session.js";

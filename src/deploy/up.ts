@@ -1,6 +1,6 @@
 import { RemoteError } from "../config/errors.js";
 import { advanceBoot, INITIAL_BOOT, splitTimestamp, type BootState } from "../engine/boot-log.js";
-import { vllm } from "../engine/vllm.js";
+import { vllm } from "../engine/vllm/adapter.js";
 import type { NodeSpec, Plan } from "../plan/plan.js";
 import { preflight, sameNameOnCluster } from "./preflight.js";
 import { checkInterrupted, interruption } from "./abort.js";

@@ -2,7 +2,7 @@ import { error, type Diagnostic } from "../config/diagnostic.js";
 import { DEPLOYMENT_NAME, kindProblem } from "../config/kinds.js";
 import { MAX_REMOTE_COMMAND_BYTES, remoteCommandBytes } from "../config/shell-words.js";
 import type { Cluster, ClusterNode } from "../cluster/cluster.js";
-import { vllmRankCommand, vllmStartsHeadFirst } from "../engine/vllm-command.js";
+import { vllmRankCommand, vllmStartsHeadFirst } from "../engine/vllm/command.js";
 import { findFlag, flagsOfWords } from "../recipe/args.js";
 import type { Recipe } from "../recipe/recipe.js";
 import { recipeHash } from "../recipe/resolve.js";

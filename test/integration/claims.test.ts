@@ -78,7 +78,8 @@ describe("node claims on the practice cluster", { concurrency: false }, () => {
   test("an up killed with SIGKILL keeps its nodes claimed until its lease expires; then another machine takes them over", async () => {
     // A short lease, as $LAUNCHER_CLAIM_LEASE allows: the dead holder's claim expires in seconds.
     const lease = { LAUNCHER_CLAIM_LEASE: "8s" };
-    const killed = launcherProcess(["up", "practice-2x"], { ...machine("machine-a"), ...lease });
+    // On another machine: a holder on this one whose pid is gone is taken over at once (up-hardening).
+    const killed = launcherProcess(["up", "practice-2x"], { ...machine("machine-a"), ...lease }, "machine-a");
     const done = finished(killed);
     let stderr = "";
     killed.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
@@ -86,10 +87,10 @@ describe("node claims on the practice cluster", { concurrency: false }, () => {
       await within(60_000, "the first up claims its nodes and starts", async () => (/starting practice-2x/.test(stderr) ? true : undefined));
       killed.kill("SIGKILL");
       await done;
-      assert.match(claimOn(1) ?? "", new RegExp(`"pid":${killed.pid}`), "the claim outlives its launcher");
+      assert.match(claimOn(1) ?? "", new RegExp(`"host":"machine-a".*"pid":${killed.pid}`), "the claim outlives its launcher");
       const blocked = await launcher(["up", "practice-2x"], 120_000, machine("machine-b"));
       assert.equal(blocked.code, 1, blocked.stderr);
-      assert.match(blocked.stderr, new RegExp(`busy: node n1 is claimed by \`launcher up practice-2x\` \\(pid ${killed.pid} on `));
+      assert.match(blocked.stderr, new RegExp(`busy: node n1 is claimed by \`launcher up practice-2x\` \\(pid ${killed.pid} on machine-a, `));
       assert.match(blocked.stderr, /a claim whose launcher died expires 8 s after its last renewal/);
       // What the killed up started is still there: stop it (down needs no claim).
       await downAll();

@@ -71,9 +71,15 @@ export function launcher(args: string[], timeoutMs = 120_000, env: NodeJS.Proces
   });
 }
 
-/** Starts the CLI and hands back the process, for tests that signal it. */
-export function launcherProcess(args: string[], env: NodeJS.ProcessEnv = {}) {
-  return spawn(process.execPath, [...cliArgs(), ...args], { env: { ...cliEnv(), ...env } });
+/**
+ * Starts the CLI and hands back the process, for tests that signal it. With `hostname`, it runs as
+ * another machine would: in its own UTS namespace under that name (unshare(1) without --fork
+ * execs, so the pid is the CLI's), so a claim it leaves is not one this machine can check by pid.
+ */
+export function launcherProcess(args: string[], env: NodeJS.ProcessEnv = {}, hostname?: string) {
+  const argv = [process.execPath, ...cliArgs(), ...args];
+  const [command, ...rest] = hostname === undefined ? argv : ["unshare", "--uts", "sh", "-c", 'hostname "$1" && shift && exec "$@"', "sh", hostname, ...argv];
+  return spawn(command as string, rest, { env: { ...cliEnv(), ...env } });
 }
 
 export interface Daemon {

@@ -133,6 +133,8 @@ describe("up hardening on the practice cluster", { concurrency: false }, () => {
       assert.doesNotMatch(r.stdout, /already running/);
       assert.match(r.stderr, /deployment hung exists on n1, n2 but does not serve \(status booting, phase loading\)/);
       assert.match(r.stderr, /launcher down hung/);
+      // The killed up's claims are not waited out: its pid is gone from this machine.
+      assert.match(r.stderr, new RegExp(`n1: taking over the claim of \`launcher up ${recipe}\` \\(pid ${boot.child.pid} on [^)]*\\): that process no longer runs on this machine`));
       assert.equal(launcherContainers(HOSTS).length, 2, "nothing started, nothing removed");
     } finally {
       await downAll();
@@ -174,7 +176,7 @@ describe("up hardening on the practice cluster", { concurrency: false }, () => {
       const swap = await upUntil([next, "--lane", "chat", "--drain", "60s"], /lane chat: draining practice-2x/);
       swap.child.kill("SIGINT");
       assert.equal(await swap.closed, 130, swap.stderr());
-      assert.match(swap.stderr(), /interrupted \(SIGINT\): the swap of lane chat was undone: removed 2 container\(s\) of the new next; lane chat serves practice-2x again; nothing was stopped/);
+      assert.match(swap.stderr(), /interrupted \(SIGINT\): the swap of lane chat was undone \(the new next: removed 2 containers \(n3\/launcher-next-r0, n4\/launcher-next-r1\)\); lane chat serves practice-2x again; nothing was stopped/);
       assert.deepEqual(launcherContainers(HOSTS), ["n1:launcher-practice-2x-r0:running", "n2:launcher-practice-2x-r1:running"]);
       const lanes = await launcher(["lanes", "--json"]);
       const chat = (JSON.parse(lanes.stdout) as { lanes: { lane: string; state: string; deployment?: string; swaps: { outcome: string }[] }[] }).lanes.find((l) => l.lane === "chat");

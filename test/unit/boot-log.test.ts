@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { advanceBoot, describeFigures, INITIAL_BOOT, splitTimestamp } from "../../src/engine/boot-log.js";
-import { vllm } from "../../src/engine/vllm.js";
+import { vllm } from "../../src/engine/vllm/adapter.js";
 
 const feed = (lines: string[]) => lines.reduce((s, l) => advanceBoot(vllm, s, l), INITIAL_BOOT);
 

@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
-import { claimExpired, claimNodes, claimOrder, decodeClaim, describeHolder, encodeClaim, parseTake, type ClaimOptions, type ClaimRecord } from "../../src/deploy/claims.js";
+import { claimExpired, claimNodes, claimOrder, decodeClaim, describeHolder, encodeClaim, holderGone, parseTake, pidRuns, thisMachine, type ClaimOptions, type ClaimRecord } from "../../src/deploy/claims.js";
 import { UserError } from "../../src/config/errors.js";
 import { localTransport } from "../../src/remote/local.js";
 import type { Transport } from "../../src/remote/transport.js";
@@ -35,6 +36,21 @@ test("a claim expires only once its holder stopped renewing for longer than the 
   assert.equal(claimExpired({ id: "abc", ageSeconds: 30 }, 60_000), false, "an unreadable record gets the default lease");
   assert.equal(claimExpired({ id: "abc", ageSeconds: 61 }, 60_000), true);
   assert.equal(claimExpired({ id: "abc", record, ageSeconds: -5 }), false, "a clock set back is no expiry");
+});
+
+test("a holder is certainly gone only when it ran on this machine in this boot and its pid is not running", () => {
+  const here = { host: "laptop", boot: "b-1" };
+  const mine = { id: "abc", record: { ...record, boot: "b-1" }, ageSeconds: 1 };
+  const none = () => false;
+  assert.equal(holderGone(mine, here, none), true);
+  assert.equal(holderGone(mine, here, () => true), false, "its pid still runs");
+  assert.equal(holderGone(mine, { ...here, host: "workstation" }, none), false, "another machine's pid says nothing here");
+  assert.equal(holderGone(mine, { ...here, boot: "b-2" }, none), false, "a pid from before a reboot says nothing");
+  assert.equal(holderGone({ ...mine, record }, here, none), false, "a record without a boot id (not Linux)");
+  assert.equal(holderGone(mine, { host: "laptop" }, none), false, "no boot id here");
+  assert.equal(holderGone({ id: "abc", ageSeconds: 1 }, here, none), false, "an unreadable record");
+  assert.equal(pidRuns(process.pid), true);
+  assert.equal(thisMachine().boot?.length, 36, "Linux gives a UUID");
 });
 
 test("claims are taken in one order whatever order the nodes come in; the holder is named", () => {
@@ -99,6 +115,24 @@ test("a claim not renewed past its lease is taken over, by exactly one of two ta
   const winner = ra.ok ? ra : rb;
   if (winner.ok) await winner.c.release();
   assert.equal(existsSync(claimFile("e1")), false);
+});
+
+test("a fresh claim whose holder died on this machine is taken over at once; a live one's is not", async () => {
+  const dead = spawnSync("true").pid;
+  const me = thisMachine();
+  const plant = (pid: number) => {
+    mkdirSync(path.dirname(claimFile("d1")), { recursive: true });
+    writeFileSync(claimFile("d1"), `old-id\n${encodeClaim({ ...record, ...me, id: "old-id", pid })}\n`);
+  };
+  plant(process.pid);
+  const busy = await outcome(claimNodes(nodes("d1"), options("A")));
+  assert.ok(!busy.ok && busy.e instanceof UserError && /busy: node d1/.test(busy.e.message), "a running holder keeps it");
+  plant(dead);
+  const notes: string[] = [];
+  const taken = await outcome(claimNodes(nodes("d1"), options("A", { note: (t) => notes.push(t) })));
+  assert.ok(taken.ok);
+  assert.match(notes.join("\n"), new RegExp(`^d1: taking over the claim of .*\\(pid ${dead} on ${me.host},.*: that process no longer runs on this machine$`));
+  await taken.c.release();
 });
 
 test("a live holder keeps its claim by renewing; one that lost it is told", async () => {

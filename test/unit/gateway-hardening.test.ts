@@ -6,7 +6,7 @@ import { connect, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
-import { vllm } from "../../src/engine/vllm.js";
+import { vllm } from "../../src/engine/vllm/adapter.js";
 import { collectKeys, keyChecker, parseKeyFile, presentedKey } from "../../src/gateway/auth.js";
 import { jsonDepthExceeds, MAX_JSON_DEPTH, readRequestBody } from "../../src/gateway/body.js";
 import { Discovery } from "../../src/gateway/discovery.js";

@@ -17,7 +17,7 @@ import {
 import { formatRemoval, fullyStopped, type NodeOutcome } from "../../src/deploy/down.js";
 import { parseTarget, resolveTarget, type Labelled } from "../../src/deploy/labels.js";
 import { judge, needsHeadProbe, rankView } from "../../src/deploy/status.js";
-import { vllm } from "../../src/engine/vllm.js";
+import { vllm } from "../../src/engine/vllm/adapter.js";
 import type { ContainerInfo } from "../../src/remote/docker.js";
 
 const NOW = new Date("2026-01-01T01:00:00.000Z");

@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { parseCluster } from "../../src/cluster/parse.js";
 import { advanceBoot, INITIAL_BOOT, type BootState } from "../../src/engine/boot-log.js";
-import { vllm } from "../../src/engine/vllm.js";
+import { vllm } from "../../src/engine/vllm/adapter.js";
 import { planDeployment, type Plan } from "../../src/plan/plan.js";
 import { fileRecipeSource } from "../../src/recipe/fs-source.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";

@@ -1,5 +1,5 @@
-import { FABRIC_ENV_KEYS } from "../cluster/fabric-env.js";
-import type { EngineAdapter } from "./adapter.js";
+import { FABRIC_ENV_KEYS } from "../../cluster/fabric-env.js";
+import type { EngineAdapter } from "../adapter.js";
 
 
 export const vllm: EngineAdapter = {
