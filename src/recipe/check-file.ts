@@ -3,7 +3,8 @@ import { CONTAINER_PATH, DOCKER_SIZE, HOST_PATH, IMAGE, kindDiagnostics } from "
 import { schemaDiagnostics } from "../config/schema-issues.js";
 import { splitShellWords } from "../config/shell-words.js";
 import type { TomlDocument, TomlPath } from "../config/toml-document.js";
-import { engineAdapter, vllm } from "../engine/vllm/adapter.js";
+import { engineAdapter } from "../engine/registry.js";
+import { vllm } from "../engine/vllm/adapter.js";
 import { flagKey, parseFlags, type Flag, type Word } from "./args.js";
 import { MOUNT_KEYS, RECIPE_KEYS, recipeFileSchema, type RecipeFile } from "./schema.js";
 

@@ -1,7 +1,6 @@
 import { FABRIC_ENV_KEYS } from "../../cluster/fabric-env.js";
 import type { EngineAdapter } from "../adapter.js";
 
-
 export const vllm: EngineAdapter = {
   name: "vllm",
   managedFlags: [
@@ -74,7 +73,3 @@ export const vllm: EngineAdapter = {
     "/v1/messages/count_tokens": ["POST"],
   },
 };
-
-export function engineAdapter(name: string): EngineAdapter | undefined {
-  return name === "vllm" ? vllm : undefined;
-}
