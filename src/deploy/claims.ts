@@ -5,6 +5,7 @@ import { z } from "zod";
 import { UserError } from "../config/errors.js";
 import type { Plan } from "../plan/plan.js";
 import { outputTail, type Transport } from "../remote/transport.js";
+import { isAlive } from "./locks.js";
 import { dockerOf, type ClusterSession } from "./session.js";
 
 /*
@@ -126,16 +127,6 @@ export function thisMachine(): Machine {
   }
 }
 
-/** Whether a process with this pid runs here (EPERM: it runs, under another user). */
-export function pidRuns(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
 /**
  * Whether the holder is certainly dead: it ran on this machine, in this boot, and its pid is gone.
  * Without a boot id on either side nothing is certain, and the lease decides.
@@ -218,7 +209,7 @@ async function takeOne(t: Transport, id: string, record: string, leaseMs: number
       throw new UserError(`cannot claim ${where(t.node)}: ${why}: ${outputTail(r).split("\n").slice(-2).join(" ").trim()}; no container was started`, "launcher doctor checks every node");
     }
     if (outcome.taken) return undefined;
-    if (holderGone(outcome.held, here, pidRuns)) {
+    if (holderGone(outcome.held, here, isAlive)) {
       note(`${t.node}: taking over the claim of ${describeHolder(outcome.held)}: that process no longer runs on this machine`);
     } else if (claimExpired(outcome.held, leaseMs)) {
       note(`${t.node}: taking over the expired claim of ${describeHolder(outcome.held)}, not renewed for ${outcome.held.ageSeconds} s`);

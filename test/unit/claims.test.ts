@@ -4,8 +4,9 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, uti
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
-import { claimExpired, claimNodes, claimOrder, decodeClaim, describeHolder, encodeClaim, holderGone, parseTake, pidRuns, thisMachine, type ClaimOptions, type ClaimRecord } from "../../src/deploy/claims.js";
+import { claimExpired, claimNodes, claimOrder, decodeClaim, describeHolder, encodeClaim, holderGone, parseTake, thisMachine, type ClaimOptions, type ClaimRecord } from "../../src/deploy/claims.js";
 import { UserError } from "../../src/config/errors.js";
+import { isAlive } from "../../src/deploy/locks.js";
 import { localTransport } from "../../src/remote/local.js";
 import type { Transport } from "../../src/remote/transport.js";
 
@@ -49,7 +50,8 @@ test("a holder is certainly gone only when it ran on this machine in this boot a
   assert.equal(holderGone({ ...mine, record }, here, none), false, "a record without a boot id (not Linux)");
   assert.equal(holderGone(mine, { host: "laptop" }, none), false, "no boot id here");
   assert.equal(holderGone({ id: "abc", ageSeconds: 1 }, here, none), false, "an unreadable record");
-  assert.equal(pidRuns(process.pid), true);
+  assert.equal(isAlive(process.pid), true);
+  assert.equal(isAlive(spawnSync("true").pid as number), false, "a pid that has exited");
   assert.equal(thisMachine().boot?.length, 36, "Linux gives a UUID");
 });
 
