@@ -86,6 +86,14 @@ test("a log with only wrappers names no wrapper as its cause", () => {
   const s = feed(wrappers());
   assert.ok(s.fatal !== undefined);
   assert.equal(s.cause, undefined);
+  // vllm/v1/executor/multiproc_executor.py get_response and vllm/v1/engine/exceptions.py.
+  const rpc = feed([
+    "(EngineCore_DP0 pid=1482) ERROR 02-03 19:11:07 [core.py:938] RuntimeError: Worker failed with error ''ForwardContext' object has no attribute 'draft_attn_metadatas'', please check the stack trace above for the root cause",
+    "(APIServer pid=968) ERROR 02-03 19:11:07 [async_llm.py:546] vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.",
+  ]);
+  assert.equal(rpc.cause, undefined);
+  const ray = feed(["(EngineCore_DP0 pid=1) ERROR 05-19 12:00:00 [ray_executor_v2.py:464] RayWorkerProc rank=[3] died unexpectedly, shutting down executor."]);
+  assert.match(ray.fatal ?? "", /^RayWorkerProc rank=\[3\] died unexpectedly/);
 });
 
 test("every figure variant: init in s with compilation and in seconds, --kv-cache-memory, negative KV memory", () => {

@@ -64,6 +64,13 @@ export const WRAPPERS: readonly RegExp[] = [
   /WorkerProc initialization failed due to an exception in a background process/,
   // vllm/v1/engine/utils.py `wait_for_engine_startup`, raised in the API server.
   /Engine core initialization failed\. See root cause above/,
+  // vllm/v1/executor/multiproc_executor.py `collective_rpc` / `get_response`: a worker answered a
+  // call with FAILURE after logging the exception itself ("WorkerProc hit an exception."):
+  // "RuntimeError: Worker failed with error '%s', please check the stack trace above for the root cause".
+  /Worker failed with error '/,
+  // vllm/v1/engine/exceptions.py `EngineDeadError`: "EngineCore encountered an issue. See stack trace
+  // (above) for the root cause."
+  /EngineDeadError/,
 ];
 
 // vllm/v1/engine/core.py `_initialize_kv_caches`: "init engine (profile, create kv cache, warmup
@@ -73,12 +80,13 @@ export const WRAPPERS: readonly RegExp[] = [
 const INIT_DONE = /init engine \(profile, create kv cache, warmup model\) took (-?[\d.]+) (?:s\b|seconds)/;
 
 export const BOOT_PHASES: readonly BootPhase[] = [
-  // vllm/engine/arg_utils.py / vllm/entrypoints/utils.py `log_non_default_args`.
+  // vllm/entrypoints/utils.py `log_non_default_args`: "non-default args: %s".
   { phase: "starting", pattern: /non-default args:/ },
   // vllm/entrypoints/cli/serve.py `run_headless`: a headless node's own start line, "Launching vLLM
   // (v%s) headless multiproc executor, with head node address %s for torch.distributed process group."
   { phase: "starting", pattern: /Launching (?:vLLM \(v[^)]*\) )?headless multiproc executor/, sets: ["headless"] },
-  // vllm/config/model.py: "Resolved architecture: %s", "Using max model len %s".
+  // vllm/config/model.py `ModelConfig.__post_init__`: "Resolved architecture: %s"; then "Using max
+  // model len %s" (vllm/config: the max model len it settled on).
   { phase: "loading", pattern: /Resolved architecture:|Using max model len/ },
   {
     phase: "loading",
@@ -111,8 +119,9 @@ export const BOOT_PHASES: readonly BootPhase[] = [
 
 export const FATAL: readonly RegExp[] = [
   ...WRAPPERS,
-  // vllm/v1/worker/utils.py / gpu_worker.py `request_memory`: "Free memory on device … on startup is
-  // less than desired GPU memory utilization".
+  // The GPU worker's start-up check (vllm/v1/worker/gpu_worker.py `init_device`; moved to
+  // vllm/v1/worker/utils.py `request_memory` in later builds): "Free memory on device cuda:0 (X/Y GiB)
+  // on startup is less than desired GPU memory utilization (U, Z GiB). …".
   /Free memory on device .* is less than desired GPU memory utilization/,
   // vllm/v1/core/kv_cache_utils.py `_check_enough_kv_cache_memory`: "No available memory for the cache
   // blocks." and "To serve at least one request with the model's max seq len (%d), (%s GiB KV cache is
@@ -126,8 +135,9 @@ export const FATAL: readonly RegExp[] = [
   /CUDA out of memory/,
   /CUDA error: out of memory/,
   // vllm/v1/executor/multiproc_executor.py `monitor_workers`: "Worker proc %s died unexpectedly,
-  // shutting down executor."
-  /Worker proc .* died unexpectedly/,
+  // shutting down executor."; the Ray executor's (vllm/v1/executor/ray_executor_v2.py) "RayWorkerProc
+  // rank=%s died unexpectedly, shutting down executor."
+  /Worker ?[Pp]roc .* died unexpectedly/,
   /ibv_modify_qp/,
   /NCCL error/,
   /CUDA-capable device\(s\) is\/are busy or unavailable/,
