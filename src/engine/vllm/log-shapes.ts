@@ -1,3 +1,4 @@
+import { stripVTControlCharacters } from "node:util";
 import type { BootPhase, LogLine } from "../adapter.js";
 
 /**
@@ -5,12 +6,11 @@ import type { BootPhase, LogLine } from "../adapter.js";
  * reads from vLLM: the adapter hands these to the engine-neutral parser (src/engine/boot-log.ts).
  */
 
-// ANSI colour codes. vllm/utils/system_utils.py `_add_prefix` wraps the process prefix in CYAN
-// ("\033[0;36m") ... RESET ("\033[0;0m"); builds from about v0.10 to early 2026 did so even
-// without a TTY (current main only when a TTY or VLLM_LOGGING_COLOR=1 asks for it).
-// vllm/logging_utils/formatter.py `ColoredFormatter` colours the level, time and [file:line] too.
-// eslint-disable-next-line no-control-regex
-const ANSI = /\x1b\[[0-9;]*[A-Za-z]/g;
+// ANSI colour codes (dropped with node's stripVTControlCharacters). vllm/utils/system_utils.py
+// `_add_prefix` wraps the process prefix in CYAN ("\033[0;36m") ... RESET ("\033[0;0m"); builds from
+// about v0.10 to early 2026 did so even without a TTY (current main only when a TTY or
+// VLLM_LOGGING_COLOR=1 asks for it). vllm/logging_utils/formatter.py `ColoredFormatter` colours the
+// level, time and [file:line] too.
 
 // The process prefix `(Worker_TP0 pid=123) ` that vllm/utils/system_utils.py `_add_prefix` writes
 // at the start of every stdout/stderr line of a child process (decorate_logs); some builds print
@@ -34,7 +34,7 @@ const HEADER = /^(DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d)(
  * process, the logger header and the message itself.
  */
 export function readVllmLine(raw: string): LogLine {
-  const parts = raw.replace(ANSI, "").split("\r").filter((p) => p.trim() !== "");
+  const parts = stripVTControlCharacters(raw).split("\r").filter((p) => p.trim() !== "");
   const first = parts[0] ?? "";
   const lastPart = parts[parts.length - 1] ?? "";
   const text = parts.length > 1 && PREFIX_ONLY.test(first) ? `${first.trimEnd()} ${lastPart}` : lastPart;
