@@ -1,5 +1,16 @@
 import { FABRIC_ENV_KEYS } from "../../cluster/fabric-env.js";
-import type { EngineAdapter } from "../adapter.js";
+import type { EngineAdapter, LineTime } from "../adapter.js";
+import { vllmHint } from "./hints.js";
+
+// vllm/logger.py: the header is "%(levelname)s %(asctime)s ..." with _DATE_FORMAT "%m-%d %H:%M:%S"
+// (no year: the clock is only compared within one log, so any leap year does).
+const HEADER_TIME = /\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b/;
+function lineTime(line: string): LineTime | undefined {
+  const m = HEADER_TIME.exec(line);
+  if (!m) return undefined;
+  const [mo, d, h, mi, s] = m.slice(1).map(Number) as [number, number, number, number, number];
+  return { text: `${m[1]}-${m[2]} ${m[3]}:${m[4]}:${m[5]}`, ms: Date.UTC(2000, mo - 1, d, h, mi, s) };
+}
 
 export const vllm: EngineAdapter = {
   name: "vllm",
@@ -51,6 +62,8 @@ export const vllm: EngineAdapter = {
   // lib/rendezvous.js): the head waiting for its headless workers, a worker connecting to the
   // master. vLLM's head blocks there until every worker has joined (MultiprocExecutor waits for
   // every worker's READY: vllm/v1/executor/multiproc_executor.py, wait_for_ready).
+  hintFor: vllmHint,
+  lineTime,
   rendezvousPatterns: [/waiting for \d+ headless worker/, /connecting to master at /],
   // From the routers of vllm-project/vllm: vllm/entrypoints/openai/chat_completion/api_router.py,
   // completion/api_router.py (also /v1/completions/render), responses/api_router.py,
