@@ -147,11 +147,13 @@ export function explainLog(adapter: EngineAdapter, text: string): Explanation {
 function pickNode(all: readonly [string, NodeLog][]): [string, NodeLog] | undefined {
   const failed = all.filter(([, n]) => failedOf(n.state));
   if (failed.length > 0) {
-    const key = (n: NodeLog): [number, number] => [n.causeAt?.ms ?? Number.POSITIVE_INFINITY, n.causeAt?.order ?? Number.POSITIVE_INFINITY];
+    const order = (n: NodeLog): number => n.causeAt?.order ?? Number.POSITIVE_INFINITY;
     return [...failed].sort(([, a], [, b]) => {
-      const [am, ao] = key(a);
-      const [bm, bo] = key(b);
-      return am < bm ? -1 : am > bm ? 1 : ao < bo ? -1 : ao > bo ? 1 : 0;
+      // Times only when both causes have one (a line without a header has none); else the lines' order.
+      const am = a.causeAt?.ms;
+      const bm = b.causeAt?.ms;
+      if (am !== undefined && bm !== undefined && am !== bm) return am - bm;
+      return order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0;
     })[0];
   }
   const rank = (n: NodeLog): number => (n.state.ready ? BOOT_PHASES.length : BOOT_PHASES.indexOf(n.state.phase));
