@@ -121,8 +121,9 @@ export function explainLog(adapter: EngineAdapter, text: string): Explanation {
   return {
     engine: adapter.name,
     phase: s.phase,
-    // A boot past the engine's init is serving even when the server's own ready line is hidden.
-    ready: !failed && (s.ready || s.phase === "serving"),
+    // A boot past the engine's init is serving even when the server's own ready line is hidden
+    // (vllm/entrypoints/openai/api_server.py logs "Starting vLLM ... server" once the engine client is built).
+    ready: s.ready || s.phase === "serving",
     failed,
     fatal: s.fatal ?? null,
     cause: s.cause === undefined ? null : stripVTControlCharacters(s.cause),
@@ -180,7 +181,8 @@ export function formatExplanation(e: Explanation): string[] {
     out.push(`  ${p.phase.padEnd(width)}${when}${took}${figures}`);
   }
   const where = e.node !== undefined ? ` on ${e.node}` : "";
-  if (e.failed) out.push(`the boot failed${where} in phase ${e.phase}`);
+  if (e.failed && e.ready) out.push(`the engine reached serving${where}, then failed`);
+  else if (e.failed) out.push(`the boot failed${where} in phase ${e.phase}`);
   else if (e.ready) out.push(`the boot reached serving${where}`);
   else out.push(`no failure in the log: it ends in phase ${e.phase}${where} (saved while still booting?)`);
   if (e.cause !== null) {

@@ -171,6 +171,24 @@ test("launcher logs output: the headless worker that failed first is named, not 
   assert.match(formatExplanation(e).join("\n"), /the boot failed on spark2/);
 });
 
+test("an engine that died after it served: ready, and failed (exit 1)", () => {
+  const e = explainLog(
+    vllm,
+    [
+      BOOT_START[0],
+      `${api} INFO 12-02 13:56:02 [api_server.py:1] Starting vLLM API server 0 on http://0.0.0.0:8000`,
+      `${api} INFO:     Application startup complete.`,
+      "(EngineCore_DP0 pid=123) ERROR 12-02 14:10:00 [core.py:795] EngineCore encountered a fatal error.",
+      "(EngineCore_DP0 pid=123) RuntimeError: CUDA error: an illegal memory access was encountered",
+      "(EngineCore_DP0 pid=123) Worker proc VllmWorker-0 died unexpectedly, shutting down executor.",
+    ].join("\n"),
+  );
+  assert.equal(e.ready, true);
+  assert.equal(e.failed, true);
+  assert.match(e.cause ?? "", /illegal memory access/);
+  assert.match(formatExplanation(e).join("\n"), /the engine reached serving, then failed/);
+});
+
 test("a raw log whose lines start with a bracket is not read as launcher logs output", () => {
   const e = explainLog(vllm, [BOOT_START[0], "[Gloo] Rank 0 is connected to 1 peer ranks. Expected number of connected peer ranks is : 1"].join("\n"));
   assert.equal(e.node, undefined);
