@@ -137,9 +137,12 @@ export function explainLog(adapter: EngineAdapter, text: string): Explanation {
     })),
     ...(name === "" ? {} : { node: name }),
     nodes: all.map(([node, n]) => ({ node, phase: n.state.phase, failed: failedOf(n.state) })),
-    context: at === undefined ? [] : log.lines.slice(Math.max(0, at - CONTEXT_BEFORE), at + CONTEXT_AFTER + 1),
+    context: at === undefined ? [] : log.lines.slice(Math.max(0, at - CONTEXT_BEFORE), at + CONTEXT_AFTER + 1).map(asShown),
   };
 }
+
+/** A line as a terminal shows it: a tqdm bar redraws itself after each `\r`, and only its last state stays. */
+const asShown = (line: string): string => line.split("\r").filter((part) => part.trim() !== "").at(-1) ?? "";
 
 /**
  * The node to explain: of the failed ones the first to fail (by the log's times, else by the

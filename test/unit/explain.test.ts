@@ -189,6 +189,14 @@ test("an engine that died after it served: ready, and failed (exit 1)", () => {
   assert.match(formatExplanation(e).join("\n"), /the engine reached serving, then failed/);
 });
 
+test("a tqdm bar redrawn with \\r is shown as its last state around the cause", () => {
+  // vLLM's capture bar (gpu_model_runner.py, capture_model) goes to stderr through tqdm, redrawn with "\r".
+  const bar = ["Capturing CUDA graphs (mixed prefill-decode, PIECEWISE):   0%|          | 0/67", "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE):  45%|████▌     | 30/67"].join("\r");
+  const e = explainLog(vllm, [BOOT_START[0], `${bar}\r`, "(EngineCore_DP0 pid=123) RuntimeError: CUDA error: out of memory", WRAPPER].join("\n"));
+  assert.ok(e.context.includes("Capturing CUDA graphs (mixed prefill-decode, PIECEWISE):  45%|████▌     | 30/67"), e.context.join("\n"));
+  assert.ok(e.context.every((l) => !l.includes("\r")));
+});
+
 test("a raw log whose lines start with a bracket is not read as launcher logs output", () => {
   const e = explainLog(vllm, [BOOT_START[0], "[Gloo] Rank 0 is connected to 1 peer ranks. Expected number of connected peer ranks is : 1"].join("\n"));
   assert.equal(e.node, undefined);
