@@ -84,6 +84,19 @@ test("Free memory on device: the highest --gpu-memory-utilization that fits, fro
   assert.match(failureHint(vllm, "ValueError: Free memory on device (6.92/8.0 GiB) on startup is less than desired GPU memory utilization (0.9, 7.2 GiB).", []) ?? "", /at most 0\.86/);
 });
 
+test("no memory for the cache blocks: how far short, from the negative available KV cache memory vLLM printed", () => {
+  // vllm/v1/worker/gpu_worker.py (determine_available_memory), then vllm/v1/core/kv_cache_utils.py.
+  const log = [
+    ...BOOT_START,
+    "(EngineCore_DP0 pid=123) INFO 12-02 13:55:20 [gpu_worker.py:298] Available KV cache memory: -3.52 GiB",
+    core("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine."),
+    WRAPPER,
+  ];
+  const e = explainLog(vllm, log.join("\n"));
+  assert.equal(e.failed, true);
+  assert.match(e.hint ?? "", /take the whole --gpu-memory-utilization budget and 3\.52 GiB more; raise --gpu-memory-utilization/);
+});
+
 test("CUDA out of memory: how far short, and by how much to lower --gpu-memory-utilization", () => {
   // torch, c10/cuda/CUDACachingAllocator.cpp (format_size gives GiB / MiB).
   const h = failureHint(vllm, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 119.70 GiB of which 1.02 GiB is free. Including non-PyTorch memory, this process has 118.1 GiB memory in use.", []);

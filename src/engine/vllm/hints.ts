@@ -8,7 +8,8 @@
 
 interface Rule {
   readonly pattern: RegExp;
-  readonly say: (m: RegExpExecArray) => string;
+  /** The hint, from the matching line and (for figures printed earlier) every line of the log. */
+  readonly say: (m: RegExpExecArray, lines: readonly string[]) => string;
 }
 
 const num = (s: string | undefined): number => Number((s ?? "").replace(/,/g, ""));
@@ -35,10 +36,14 @@ const RULES: readonly Rule[] = [
         : `KV cache too small: one request of ${m[1]} tokens needs ${m[2]} GiB of KV cache but only ${m[3]} GiB is left: lower --max-model-len in the recipe's args, or raise --gpu-memory-utilization`,
   },
   // Same function: "No available memory for the cache blocks. Try increasing `gpu_memory_utilization`".
+  // How far short it is, vllm/v1/worker/gpu_worker.py (determine_available_memory) printed before:
+  // "Available KV cache memory: -X GiB" (requested memory minus weights, activations and the rest).
   {
     pattern: /No available memory for the cache blocks/,
-    say: () =>
-      "no memory is left for the KV cache: the weights and activations take the whole --gpu-memory-utilization budget; raise --gpu-memory-utilization (or give --kv-cache-memory), or spread the model over more nodes (tensor_parallel_size)",
+    say: (_m, lines) => {
+      const short = firstMatch(/Available KV cache memory: -([\d.]+) GiB/, lines)?.[1];
+      return `no memory is left for the KV cache: the weights and activations take the whole --gpu-memory-utilization budget${short === undefined ? "" : ` and ${short} GiB more`}; raise --gpu-memory-utilization (or give --kv-cache-memory), or spread the model over more nodes (tensor_parallel_size)`;
+    },
   },
   // vllm/v1/worker/utils.py, request_memory: "Free memory on device cuda:0 (F/T GiB) on startup is
   // less than desired GPU memory utilization (U, R GiB)" (older builds leave the device out).
@@ -118,7 +123,7 @@ export function vllmHint(cause: string | undefined, lines: readonly string[]): s
   for (const r of RULES) {
     const m = firstMatch(r.pattern, all);
     if (m) {
-      main = r.say(m);
+      main = r.say(m, lines);
       break;
     }
   }
