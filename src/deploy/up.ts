@@ -1,6 +1,6 @@
 import { RemoteError } from "../config/errors.js";
 import { advanceBoot, INITIAL_BOOT, splitTimestamp, type BootState } from "../engine/boot-log.js";
-import { failureHint } from "../engine/explain.js";
+import { failureHint, warningNote } from "../engine/explain.js";
 import { vllm } from "../engine/vllm/adapter.js";
 import type { NodeSpec, Plan } from "../plan/plan.js";
 import { preflight, sameNameOnCluster } from "./preflight.js";
@@ -37,6 +37,8 @@ interface Failure {
   readonly rank: number;
   readonly message: string;
   readonly cause?: string;
+  /** Lines that did not stop the engine but likely explain the failure (a plugin that failed to load). */
+  readonly warnings?: readonly string[];
   readonly lastLines: readonly string[];
   /** When it happened on the node (the log line's timestamp), to find the node that failed first. */
   readonly time?: string;
@@ -46,6 +48,13 @@ interface Failure {
 const SETTLE_MS = 600;
 const ROLLBACK_GRACE_SECONDS = 3;
 const LAST_LINES = 15;
+
+/** What a node's log said about its failure. */
+const seen = (state: BootState): Pick<Failure, "cause" | "warnings" | "lastLines"> => ({
+  ...(state.cause === undefined ? {} : { cause: state.cause }),
+  ...(state.warnings === undefined ? {} : { warnings: state.warnings }),
+  lastLines: state.lastLines,
+});
 
 class BootFailed extends Error {
   constructor(readonly failure: Failure) {
@@ -117,10 +126,12 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
       states.set(spec.node, state);
       options.progress.node(spec.node, state);
       if (state.fatal !== undefined) {
-        fail({ node: spec.node, rank: spec.rank, message: "the engine failed", ...(state.cause ? { cause: state.cause } : {}), lastLines: state.lastLines, ...(time ? { time } : {}) });
+        fail({ node: spec.node, rank: spec.rank, message: "the engine failed", ...seen(state), ...(time ? { time } : {}) });
         return;
       }
-      if (spec.rank === 0 && state.ready) readyResolve?.();
+      // Past its init line the engine's API comes up any moment: from then on /health is polled
+      // (uvicorn's "Application startup complete" alone is hidden by --uvicorn-log-level warning).
+      if (spec.rank === 0 && (state.ready || state.pastInit === true)) readyResolve?.();
     }
     if (watch.signal.aborted) return;
     // The log ended: the container exited (a serving engine never ends its log on its own).
@@ -130,8 +141,7 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
       node: spec.node,
       rank: spec.rank,
       message: info === undefined ? "container disappeared" : `container exited with status ${info.exitCode}`,
-      ...(state.cause ? { cause: state.cause } : {}),
-      lastLines: state.lastLines,
+      ...seen(state),
       ...((lastTime ?? info?.finishedAt) === undefined ? {} : { time: (lastTime ?? info?.finishedAt) as string }),
     });
   };
@@ -206,6 +216,7 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
     const detail = [
       ...(f.cause ? [`cause: ${f.cause}`] : []),
       ...(hint ? [`hint: ${hint}`] : []),
+      ...(f.warnings ?? []).map((w) => `warning: ${warningNote(w)}`),
       ...(f.lastLines.length > 0 ? [`last lines of ${f.node}'s log:`, ...f.lastLines.slice(-LAST_LINES)] : []),
       ...formatRemoval(removed, `launcher down deployment/${plan.deployment}`, "summary").map((l, i) => (i === 0 ? `rolled back: ${l}` : l)),
     ].join("\n");

@@ -13,6 +13,29 @@ export interface BootPhase {
   readonly pattern: RegExp;
   /** Named figures to pull out of the matching line (capture group index by name). */
   readonly figures?: Readonly<Record<string, number>>;
+  /** Facts the line establishes about the boot (see BootState). */
+  readonly sets?: readonly BootMark[];
+}
+
+/**
+ * "pastInit": the engine finished its own init, its API may answer any moment (launcher polls
+ * /health from then on); "headless": the rank runs without an API (a worker node's own start line).
+ */
+export type BootMark = "pastInit" | "headless";
+
+/** One raw log line, read the engine's way. */
+export interface LogLine {
+  /** The line as a terminal shows it: no colour codes, of a redrawn ("\r") line only the last drawing. */
+  readonly text: string;
+  /** The message alone, without the process prefix and logger header. */
+  readonly body: string;
+  /** The process that wrote it, when the line says. */
+  readonly proc?: string;
+  readonly level?: string;
+  /** The same for every line of one logger record (a multi-line message, a logged traceback). */
+  readonly record?: string;
+  /** The time the line's own header gives, as written. */
+  readonly time?: string;
 }
 
 export interface EngineAdapter {
@@ -21,7 +44,16 @@ export interface EngineAdapter {
   /** Env keys launcher sets per node; a recipe must not set them. */
   readonly managedEnv: readonly string[];
   readonly bootPhases: readonly BootPhase[];
+  /** Splits one raw line into what the engine's log format puts in it. */
+  readonly readLine: (raw: string) => LogLine;
+  /** A line (message) that ends the boot. */
   readonly fatalPatterns: readonly RegExp[];
+  /** An exception line (message) that may be a boot's root cause. */
+  readonly exceptionPattern: RegExp;
+  /** Exceptions that only say another process failed before: never named as the root cause. */
+  readonly wrapperPatterns: readonly RegExp[];
+  /** Lines that do not stop the engine but likely explain a later failure; their record's exception goes with them. */
+  readonly warningPatterns: readonly RegExp[];
   /** The line that says the API is up. */
   readonly readyPattern: RegExp;
   /**
@@ -38,7 +70,7 @@ export interface EngineAdapter {
    */
   readonly hintFor?: (cause: string | undefined, lines: readonly string[]) => string | undefined;
   /** The time the engine's own log header gives a line (when the log has no `docker logs --timestamps`). */
-  readonly lineTime?: (line: string) => LineTime | undefined;
+  readonly lineTime?: (line: LogLine) => LineTime | undefined;
 }
 
 export interface LineTime {

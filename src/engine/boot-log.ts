@@ -1,5 +1,5 @@
 import type { BootPhase } from "../deploy/contract.js";
-import type { EngineAdapter } from "./adapter.js";
+import type { EngineAdapter, LogLine } from "./adapter.js";
 
 /** What launcher knows about one node's boot, read from its log lines. */
 export interface BootState {
@@ -8,18 +8,33 @@ export interface BootState {
   readonly ready: boolean;
   /** The first fatal line seen, if any. */
   readonly fatal?: string;
-  /** The first exception (the root cause), which may come before the fatal wrapper line. */
+  /**
+   * The root cause: the first real exception (its message, without the process prefix and logger
+   * header), which comes before the fatal wrapper lines; never a wrapper, never the exception of a
+   * record that only warns (a plugin that failed to load).
+   */
   readonly cause?: string;
+  /** The lines that led up to the cause (its traceback), as shown, the cause last. */
+  readonly causeLines?: readonly string[];
+  /** Lines that did not stop the engine but likely explain a later failure (with their exception). */
+  readonly warnings?: readonly string[];
+  /** Shown lines (no colour codes, the last drawing of a redrawn line). */
   readonly lastLines: readonly string[];
   /** The rank has reached the rendezvous with its peers (and may be waiting there for them). */
   readonly atRendezvous?: true;
+  /** The engine finished its init: its API may answer any moment, so /health is worth polling. */
+  readonly pastInit?: true;
+  /** The rank said it runs headless (a worker node). */
+  readonly headless?: true;
+  /** The logger record whose lines belong to the last warning (its traceback), while it goes on. */
+  readonly warningRecord?: string;
 }
 
 export const INITIAL_BOOT: BootState = { phase: "starting", figures: {}, ready: false, lastLines: [] };
 
 const KEEP_LINES = 40;
-const EXCEPTION = /^(?:\S+ )?(?:\([^)]*\) )?(?:[A-Za-z_][\w.]*\.)?([A-Z]\w*(?:Error|Exception|Exit)): .+/;
-const WRAPPER = /Engine core initialization failed\. See root cause above/;
+const CAUSE_LINES = 12;
+const MAX_WARNINGS = 5;
 // `docker logs --timestamps` prefixes every line with an RFC 3339 time.
 const TIMESTAMP = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z) (.*)$/;
 
@@ -28,27 +43,52 @@ export function splitTimestamp(line: string): { time?: string; text: string } {
   return m ? { time: m[1] as string, text: m[2] as string } : { text: line };
 }
 
-/** The state after one more log line. */
-export function advanceBoot(adapter: EngineAdapter, state: BootState, line: string): BootState {
-  const lastLines = [...state.lastLines.slice(-(KEEP_LINES - 1)), line];
-  let { phase, ready, fatal, cause } = state;
+/** The state after one more raw log line (its docker timestamp already split off). */
+export function advanceBoot(adapter: EngineAdapter, state: BootState, raw: string): BootState {
+  const line = adapter.readLine(raw);
+  if (line.text.trim() === "") return state;
+  const lastLines = [...state.lastLines.slice(-(KEEP_LINES - 1)), line.text];
+  let { phase, ready, fatal, cause, causeLines, warnings, pastInit, headless } = state;
   const figures = { ...state.figures };
   for (const p of adapter.bootPhases) {
-    const m = p.pattern.exec(line);
+    const m = p.pattern.exec(line.body);
     if (!m) continue;
     phase = p.phase;
     for (const [name, group] of Object.entries(p.figures ?? {})) {
       const value = m[group];
       if (value !== undefined) figures[name] = value.replace(/,/g, "");
     }
+    if (p.sets?.includes("pastInit")) pastInit = true;
+    if (p.sets?.includes("headless")) headless = true;
   }
-  if (adapter.readyPattern.test(line)) ready = true;
-  const atRendezvous = state.atRendezvous === true || adapter.rendezvousPatterns.some((p) => p.test(line));
-  const trimmed = line.trim();
-  if (cause === undefined && EXCEPTION.test(trimmed) && !WRAPPER.test(trimmed)) cause = trimmed;
-  if (fatal === undefined && adapter.fatalPatterns.some((p) => p.test(line))) {
-    fatal = trimmed;
-    cause ??= trimmed;
+  if (adapter.readyPattern.test(line.body)) ready = true;
+  const atRendezvous = state.atRendezvous === true || adapter.rendezvousPatterns.some((p) => p.test(line.body));
+
+  // A warning's own record (the traceback of `logger.exception`) goes with the warning.
+  let warningRecord = line.record !== undefined && line.record === state.warningRecord ? state.warningRecord : undefined;
+  const warning = adapter.warningPatterns.find((p) => p.test(line.body));
+  if (warning !== undefined) {
+    if ((warnings?.length ?? 0) < MAX_WARNINGS) warnings = [...(warnings ?? []), line.body];
+    warningRecord = line.record;
+  } else if (warningRecord !== undefined && warnings !== undefined && adapter.exceptionPattern.test(line.body)) {
+    const last = warnings[warnings.length - 1] as string;
+    // The first exception of the record (the innermost of a chain) says why.
+    if (!last.endsWith(")")) warnings = [...warnings.slice(0, -1), `${last} (${line.body})`];
+  }
+
+  if (warningRecord === undefined) {
+    const wrapper = adapter.wrapperPatterns.some((p) => p.test(line.body));
+    if (cause === undefined && !wrapper && adapter.exceptionPattern.test(line.body)) {
+      cause = line.body;
+      causeLines = causeContext(lastLines, line);
+    }
+    if (fatal === undefined && adapter.fatalPatterns.some((p) => p.test(line.body))) {
+      fatal = line.body;
+      if (cause === undefined && !wrapper) {
+        cause = line.body;
+        causeLines = causeContext(lastLines, line);
+      }
+    }
   }
   return {
     phase,
@@ -57,8 +97,20 @@ export function advanceBoot(adapter: EngineAdapter, state: BootState, line: stri
     lastLines,
     ...(fatal === undefined ? {} : { fatal }),
     ...(cause === undefined ? {} : { cause }),
+    ...(causeLines === undefined ? {} : { causeLines }),
+    ...(warnings === undefined ? {} : { warnings }),
     ...(atRendezvous ? { atRendezvous: true as const } : {}),
+    ...(pastInit === true ? { pastInit: true as const } : {}),
+    ...(headless === true ? { headless: true as const } : {}),
+    ...(warningRecord === undefined ? {} : { warningRecord }),
   };
+}
+
+/** The cause's traceback: the lines just before it from the same process (other ranks interleave). */
+function causeContext(lastLines: readonly string[], line: LogLine): readonly string[] {
+  const prefix = line.proc === undefined ? undefined : `(${line.proc}) `;
+  const same = prefix === undefined ? lastLines : lastLines.filter((l) => l.startsWith(prefix));
+  return same.slice(-CAUSE_LINES);
 }
 
 /** A short line of the figures pulled from the log so far. */

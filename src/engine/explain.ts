@@ -1,4 +1,3 @@
-import { stripVTControlCharacters } from "node:util";
 import { BOOT_PHASES, type BootPhase } from "../deploy/contract.js";
 import type { EngineAdapter } from "./adapter.js";
 import { advanceBoot, INITIAL_BOOT, splitTimestamp, type BootState } from "./boot-log.js";
@@ -30,8 +29,10 @@ export interface Explanation {
   readonly node?: string;
   /** Every node in the log (one unnamed node for a single container's log). */
   readonly nodes: readonly { readonly node: string; readonly phase: BootPhase; readonly failed: boolean }[];
-  /** The cause and the lines around it, as the log has them (colour codes removed). */
+  /** The cause and the lines around it, as a terminal shows them. */
   readonly context: readonly string[];
+  /** Lines that did not stop the engine but likely explain the failure (the parser's `warnings`). */
+  readonly warnings: readonly string[];
 }
 
 /** How many lines before the cause (a traceback's frames) and after it are shown. */
@@ -43,6 +44,9 @@ const NODE_PREFIX = /^\[([^\]\s]+) *\] ?(.*)$/s;
 
 interface Line {
   readonly node: string;
+  /** As the log has it (what the parser reads). */
+  readonly raw: string;
+  /** As a terminal shows it (the engine's own reading: no colour codes, a redrawn bar's last state). */
   readonly text: string;
   readonly time?: { readonly text: string; readonly ms: number };
 }
@@ -61,11 +65,13 @@ export function readLogLines(adapter: EngineAdapter, text: string): Line[] {
     const m = prefixed ? NODE_PREFIX.exec(l) : null;
     const node = m?.[1] ?? "";
     const { time, text: rest } = splitTimestamp(m ? (m[2] ?? "") : l);
+    const shown = adapter.readLine(rest);
     const docker = time === undefined ? undefined : Date.parse(time);
-    const own = docker === undefined || Number.isNaN(docker) ? adapter.lineTime?.(rest) : undefined;
+    const own = docker === undefined || Number.isNaN(docker) ? adapter.lineTime?.(shown) : undefined;
     return {
       node,
-      text: rest,
+      raw: rest,
+      text: shown.text,
       ...(docker !== undefined && !Number.isNaN(docker) ? { time: { text: time as string, ms: docker } } : own ? { time: own } : {}),
     };
   });
@@ -93,8 +99,8 @@ export function explainLog(adapter: EngineAdapter, text: string): Explanation {
       nodes.set(line.node, n);
     }
     const before = n.state;
-    n.state = advanceBoot(adapter, before, line.text);
-    n.lines.push(stripVTControlCharacters(line.text));
+    n.state = advanceBoot(adapter, before, line.raw);
+    n.lines.push(line.text);
     if (before.cause === undefined && n.state.cause !== undefined) {
       n.causeAt = { index: n.lines.length - 1, order, ...(line.time ? { ms: line.time.ms } : {}) };
     }
@@ -116,7 +122,9 @@ export function explainLog(adapter: EngineAdapter, text: string): Explanation {
   const [name, log] = chosen ?? ["", { state: INITIAL_BOOT, lines: [], steps: [] } as NodeLog];
   const s = log.state;
   const failed = failedOf(s);
-  const hint = failed ? failureHint(adapter, s.cause, log.lines) : undefined;
+  const main = failed ? failureHint(adapter, s.cause, log.lines) : undefined;
+  const warnings = s.warnings ?? [];
+  const hint = [...(main === undefined ? [] : [main]), ...(failed ? warnings.map(warningNote) : [])].join("; ");
   const at = log.causeAt?.index;
   return {
     engine: adapter.name,
@@ -126,8 +134,8 @@ export function explainLog(adapter: EngineAdapter, text: string): Explanation {
     ready: s.ready || s.phase === "serving",
     failed,
     fatal: s.fatal ?? null,
-    cause: s.cause === undefined ? null : stripVTControlCharacters(s.cause),
-    hint: hint ?? null,
+    cause: s.cause ?? null,
+    hint: hint === "" ? null : hint,
     figures: numbers(s.figures),
     phases: log.steps.map((st) => ({
       phase: st.phase,
@@ -137,12 +145,11 @@ export function explainLog(adapter: EngineAdapter, text: string): Explanation {
     })),
     ...(name === "" ? {} : { node: name }),
     nodes: all.map(([node, n]) => ({ node, phase: n.state.phase, failed: failedOf(n.state) })),
-    context: at === undefined ? [] : log.lines.slice(Math.max(0, at - CONTEXT_BEFORE), at + CONTEXT_AFTER + 1).map(asShown),
+    // The parser's traceback of the cause (its own process's lines), then what followed it.
+    context: at === undefined ? [] : [...(s.causeLines ?? log.lines.slice(Math.max(0, at - CONTEXT_BEFORE), at + 1)), ...log.lines.slice(at + 1, at + CONTEXT_AFTER + 1)],
+    warnings,
   };
 }
-
-/** A line as a terminal shows it: a tqdm bar redraws itself after each `\r`, and only its last state stays. */
-const asShown = (line: string): string => line.split("\r").filter((part) => part.trim() !== "").at(-1) ?? "";
 
 /**
  * The node to explain: of the failed ones the first to fail (by the log's times, else by the
@@ -164,10 +171,16 @@ function pickNode(all: readonly [string, NodeLog][]): [string, NodeLog] | undefi
   return [...all].sort(([, a], [, b]) => rank(b) - rank(a))[0];
 }
 
-/** The hint for a failed boot, in the words `launcher explain` uses (`up`'s failure message shows the same). */
+/**
+ * The hint for a failed boot, in the words `launcher explain` uses (`up`'s failure message shows the
+ * same), from the cause and the log's lines as shown (the parser's `lastLines` or `readLine` text).
+ */
 export function failureHint(adapter: EngineAdapter, cause: string | undefined, lines: readonly string[]): string | undefined {
-  return adapter.hintFor?.(cause, lines.map((l) => stripVTControlCharacters(l)));
+  return adapter.hintFor?.(cause, lines);
 }
+
+/** A line that did not stop the engine (the parser's `warnings`: a plugin that failed to load), as explain and up say it. */
+export const warningNote = (warning: string): string => `${warning} (this likely explains the failure)`;
 
 const figureText = (f: Readonly<Record<string, number>>): string => Object.entries(f).map(([k, v]) => `${k} ${v}`).join(", ");
 

@@ -29,7 +29,7 @@ test("the cause is the first exception, not the wrapper that follows it", () => 
     "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
   ]);
   assert.match(s.fatal ?? "", /Engine core initialization failed/);
-  assert.equal(s.cause, "(EngineCore_DP0 pid=1) ImportError: /b12x/_C.abi3.so: undefined symbol: _ZN3c10");
+  assert.equal(s.cause, "ImportError: /b12x/_C.abi3.so: undefined symbol: _ZN3c10");
   const oom = feed(["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."]);
   assert.match(oom.fatal ?? "", /CUDA out of memory/);
   assert.match(oom.cause ?? "", /^torch\.OutOfMemoryError/);

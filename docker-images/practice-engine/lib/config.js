@@ -4,7 +4,9 @@
 
 class ConfigError extends Error {}
 
-const FAULTS = ['oom', 'kv_too_small', 'engine_core_init', 'hang', 'worker_exit', 'crash_after_ready'];
+const FAULTS = ['oom', 'cuda_oom', 'kv_too_small', 'engine_core_init', 'hang', 'worker_exit', 'crash_after_ready'];
+// current: vLLM's log as main writes it; v0.11: the shapes of about v0.10 to early 2026 (lib/log.js).
+const LOG_STYLES = ['current', 'v0.11'];
 
 function num(env, name, def, { int = false, min = 0, gt = false } = {}) {
   const raw = env[name];
@@ -33,7 +35,13 @@ function readConfig(env, args) {
     envChecks: (env.PRACTICE_ENV_CHECKS ?? '1').trim() !== '0',
     fault: null,
     faultRank: null,
+    logStyle: (env.PRACTICE_LOG_STYLE ?? '').trim() || 'current',
+    // A vLLM plugin (entry point) that fails to import: logged, and the boot goes on.
+    failedPlugin: (env.PRACTICE_FAILED_PLUGIN ?? '').trim() || null,
   };
+  if (!LOG_STYLES.includes(c.logStyle)) {
+    throw new ConfigError(`unknown PRACTICE_LOG_STYLE '${c.logStyle}' (known: ${LOG_STYLES.join(', ')})`);
+  }
   const fault = (env.PRACTICE_FAULT ?? '').trim();
   if (fault !== '' && fault !== 'none') {
     if (!FAULTS.includes(fault)) {

@@ -35,42 +35,96 @@ const CORE_FRAMES = [
   [`${PY}/vllm/executor/executor_base.py`, 54, '__init__', 'self._init_executor()'],
 ];
 
-function prefixFor(proc) {
-  return `(${proc} pid=${log.PID}) `;
+// How vLLM reports a failure during start (vllm-project/vllm), in this order:
+// 1. the worker process: logger.exception("WorkerProc failed to start.") with its traceback
+//    (vllm/v1/executor/multiproc_executor.py WorkerProc.worker_main) -- the root cause;
+// 2. the engine core: logger.exception("EngineCore failed to start.") whose traceback ends in
+//    "Exception: WorkerProc initialization failed due to an exception in a background process. See
+//    stack trace for root cause." (WorkerProc.wait_for_ready; vllm/v1/engine/core.py
+//    run_engine_core), then multiprocessing's own "Process EngineCore_DP0:" traceback on stderr;
+// 3. the API server: "RuntimeError: Engine core initialization failed. See root cause above. Failed
+//    core proc(s): {...}" (vllm/v1/engine/utils.py wait_for_engine_startup).
+// A headless node (vllm/entrypoints/cli/serve.py run_headless) has no engine core: after its
+// worker's record, its `vllm serve` dies of the WorkerProc wrapper, uncaught, on stderr.
+const WORKER_PROC_WRAPPER =
+  'Exception: WorkerProc initialization failed due to an exception in a background process. See stack trace for root cause.';
+
+const WAIT_FOR_READY = [
+  [`${PY}/vllm/v1/executor/multiproc_executor.py`, 106, '_init_executor', 'self.workers = WorkerProc.wait_for_ready(unready_workers)'],
+  [`${PY}/vllm/v1/executor/multiproc_executor.py`, 509, 'wait_for_ready', 'raise e from None'],
+];
+
+const WORKER_MAIN = [[`${PY}/vllm/v1/executor/multiproc_executor.py`, 845, 'worker_main', 'worker = WorkerProc(*args, **kwargs)']];
+
+function workerName(rank) {
+  return `Worker_TP${rank}`;
 }
 
-function wrapper(failed) {
-  log.traceback(CLI_FRAMES, `RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): ${failed}`);
+function apiWrapper(failed) {
+  log.traceback(CLI_FRAMES, `RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): ${failed}`, 'APIServer');
 }
 
-/** How an EngineCore process dies during start: its error line, then its traceback. */
-function coreStartFailed(proc, frames, exception) {
-  log.error(proc, 'core.py:708', 'EngineCore failed to start.');
-  const pre = prefixFor(proc);
-  log.err(`${pre}Process ${proc}:`);
-  log.traceback(frames, exception, pre);
+/** The engine core's own failure during start: its record, multiprocessing's traceback, the API server's wrapper. */
+function coreStartFailed(frames, exception, failed) {
+  const proc = 'EngineCore_DP0';
+  log.exception(proc, 'core.py:1108', 'EngineCore failed to start.', frames, exception);
+  log.err(`${log.prefix(proc)}Process ${proc}:`);
+  log.traceback(CORE_FRAMES, exception, proc);
+  apiWrapper(failed);
 }
 
-function oom(proc) {
-  coreStartFailed(
-    proc,
-    [
-      ...CORE_FRAMES,
-      [`${PY}/vllm/executor/uniproc_executor.py`, 55, '_init_executor', 'self.collective_rpc("load_model")'],
-      [`${PY}/vllm/v1/worker/gpu_worker.py`, 233, 'load_model', 'self.model_runner.load_model(eep_scale_up=eep_scale_up)'],
-      [`${PY}/vllm/v1/worker/gpu_model_runner.py`, 2580, 'load_model', 'self.model = model_loader.load_model('],
-      [`${PY}/vllm/model_executor/model_loader/base_loader.py`, 49, 'load_model', 'model = initialize_model(vllm_config=vllm_config,'],
-      [`${PY}/torch/utils/_device.py`, 104, '__torch_function__', 'return func(*args, **kwargs)'],
-    ],
+/** A worker process fails during start, on the head (rank 0) or on a headless node. */
+function workerStartFailed(rank, frames, exception, noise = () => {}) {
+  log.exception(workerName(rank), 'multiproc_executor.py:870', 'WorkerProc failed to start.', [...WORKER_MAIN, ...frames], exception);
+  noise();
+  if (rank === 0) {
+    coreStartFailed([...CORE_FRAMES, ...WAIT_FOR_READY], WORKER_PROC_WRAPPER, "{'EngineCore_DP0': 1}");
+  } else {
+    log.traceback(
+      [
+        ['/usr/local/bin/vllm', 10, '<module>', 'sys.exit(main())'],
+        [`${PY}/vllm/entrypoints/cli/main.py`, 54, 'main', 'args.dispatch_function(args)'],
+        [`${PY}/vllm/entrypoints/cli/serve.py`, 112, 'cmd', 'run_headless(args)'],
+        [`${PY}/vllm/entrypoints/cli/serve.py`, 178, 'run_headless', 'executor = MultiprocExecutor(vllm_config, monitor_workers=False)'],
+        ...WAIT_FOR_READY,
+      ],
+      WORKER_PROC_WRAPPER,
+    );
+  }
+}
+
+const LOAD_FRAMES = [
+  [`${PY}/vllm/v1/worker/gpu_worker.py`, 233, 'load_model', 'self.model_runner.load_model(eep_scale_up=eep_scale_up)'],
+  [`${PY}/vllm/v1/worker/gpu_model_runner.py`, 2580, 'load_model', 'self.model = model_loader.load_model('],
+  [`${PY}/vllm/model_executor/model_loader/base_loader.py`, 49, 'load_model', 'model = initialize_model(vllm_config=vllm_config,'],
+];
+
+function oom(rank) {
+  workerStartFailed(
+    rank,
+    [...LOAD_FRAMES, [`${PY}/torch/utils/_device.py`, 104, '__torch_function__', 'return func(*args, **kwargs)']],
     'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 119.70 GiB of which 1.02 GiB is free.',
   );
-  wrapper('{}');
 }
 
-function kvTooSmall(proc, maxModelLen, kvGib, kvTokens) {
+/** A raw CUDA call that finds the unified memory pool exhausted (the allocator did not see it coming). */
+function cudaOom(rank) {
+  workerStartFailed(
+    rank,
+    [...LOAD_FRAMES, [`${PY}/vllm/model_executor/model_loader/weight_utils.py`, 612, 'safetensors_weights_iterator', 'param = f.get_tensor(name).to(device)']],
+    [
+      'RuntimeError: CUDA error: out of memory',
+      'CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.',
+      'For debugging consider passing CUDA_LAUNCH_BLOCKING=1',
+    ],
+  );
+}
+
+function kvTooSmall(maxModelLen, kvGib, kvTokens) {
   const needed = Math.max((kvGib * maxModelLen) / kvTokens, kvGib + 12.98);
+  const estimated = Math.floor((kvTokens * kvGib) / needed / 16) * 16;
+  // Raised in the engine core itself (vllm/v1/core/kv_cache_utils.py), no worker involved.
   coreStartFailed(
-    proc,
     [
       ...CORE_FRAMES.slice(0, 5),
       [`${PY}/vllm/v1/engine/core.py`, 92, '__init__', 'self._initialize_kv_caches(vllm_config)'],
@@ -78,34 +132,52 @@ function kvTooSmall(proc, maxModelLen, kvGib, kvTokens) {
       [`${PY}/vllm/v1/core/kv_cache_utils.py`, 1243, 'get_kv_cache_configs', 'check_enough_kv_cache_memory(vllm_config, kv_cache_spec_one_worker,'],
       [`${PY}/vllm/v1/core/kv_cache_utils.py`, 716, 'check_enough_kv_cache_memory', 'raise ValueError('],
     ],
-    `ValueError: To serve at least one request with the models's max seq len (${maxModelLen}), (${needed.toFixed(2)} GiB KV cache is needed, which is larger than the available KV cache memory (${kvGib.toFixed(2)} GiB). Try increasing \`gpu_memory_utilization\` or decreasing \`max_model_len\` when initializing the engine.`,
+    `ValueError: To serve at least one request with the ${log.OLD_STYLE ? "models's" : "model's"} max seq len (${maxModelLen}), (${needed.toFixed(2)} GiB KV cache is needed, which is larger than the available KV cache memory (${kvGib.toFixed(2)} GiB). Based on the available memory, the estimated maximum model length is ${Math.min(estimated, maxModelLen - 16)}. Try increasing \`gpu_memory_utilization\` or decreasing \`max_model_len\` when initializing the engine.`,
+    '{}',
   );
-  wrapper('{}');
 }
 
-function engineCoreInit(proc) {
-  coreStartFailed(
-    proc,
+function engineCoreInit(rank) {
+  workerStartFailed(
+    rank,
     [
-      ...CORE_FRAMES,
-      [`${PY}/vllm/executor/uniproc_executor.py`, 54, '_init_executor', 'self.collective_rpc("init_device")'],
       [`${PY}/vllm/v1/worker/gpu_worker.py`, 161, 'init_device', 'from vllm.model_executor.layers.quantization.utils import b12x_utils'],
       [`${PY}/vllm/model_executor/layers/quantization/utils/b12x_utils.py`, 12, '<module>', 'import b12x._C  # noqa: F401'],
     ],
     `ImportError: ${PY}/b12x/_C.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEi`,
+    // A little noise, as the real thing prints while tearing down.
+    () => {
+      log.err(
+        `[rank${rank}]:[W${log.stamp().replace(/[- :]/g, '')} ProcessGroupNCCL.cpp:1538] Warning: WARNING: destroy_process_group() was not called before program exit, which can leak resources. For more info, please see https://pytorch.org/docs/stable/distributed.html#shutdown (function operator())`,
+      );
+      log.err(`${MP}/resource_tracker.py:279: UserWarning: resource_tracker: There appear to be 1 leaked shared_memory objects to clean up at shutdown`);
+      log.err("  warnings.warn('resource_tracker: There appear to be %d '");
+    },
   );
-  // A little noise, as the real thing prints while tearing down.
-  log.err(
-    `[rank0]:[W${log.stamp().replace(/[- :]/g, '')} ProcessGroupNCCL.cpp:1538] Warning: WARNING: destroy_process_group() was not called before program exit, which can leak resources. For more info, please see https://pytorch.org/docs/stable/distributed.html#shutdown (function operator())`,
+}
+
+/**
+ * A plugin that fails to load: vllm/plugins/__init__.py load_plugins_by_group logs
+ * logger.exception("Failed to load plugin %s", name) and goes on without it.
+ */
+function pluginFailed(name) {
+  log.exception(
+    'APIServer',
+    '__init__.py:47',
+    `Failed to load plugin ${name}`,
+    [
+      [`${PY}/vllm/plugins/__init__.py`, 44, 'load_plugins_by_group', 'func = plugin.load()'],
+      ['/usr/lib/python3.12/importlib/metadata/__init__.py', 205, 'load', 'module = import_module(match.group(\'module\'))'],
+    ],
+    `ModuleNotFoundError: No module named '${name}'`,
   );
-  log.err(`${MP}/resource_tracker.py:279: UserWarning: resource_tracker: There appear to be 1 leaked shared_memory objects to clean up at shutdown`);
-  log.err("  warnings.warn('resource_tracker: There appear to be %d '");
-  wrapper("{'EngineCore_DP0': 1}");
 }
 
 function crashAfterReady(proc) {
-  log.error(proc, 'core.py:795', 'EngineCore encountered a fatal error.');
-  log.traceback(
+  log.exception(
+    proc,
+    'core.py:795',
+    'EngineCore encountered a fatal error.',
     [
       [`${PY}/vllm/v1/engine/core.py`, 786, 'run_engine_core', 'engine_core.run_busy_loop()'],
       [`${PY}/vllm/v1/engine/core.py`, 813, 'run_busy_loop', 'self._process_engine_step()'],
@@ -113,7 +185,6 @@ function crashAfterReady(proc) {
       [`${PY}/vllm/v1/worker/gpu_model_runner.py`, 2215, 'execute_model', 'valid_sampled_token_ids = sampled_token_ids.tolist()'],
     ],
     'RuntimeError: CUDA error: an illegal memory access was encountered',
-    prefixFor(proc),
   );
 }
 
@@ -141,4 +212,4 @@ function startupError(exc, where = 'vllm/entrypoints/cli/serve.py') {
   );
 }
 
-module.exports = { oom, kvTooSmall, engineCoreInit, crashAfterReady, lostMaster, startupError };
+module.exports = { oom, cudaOom, kvTooSmall, engineCoreInit, pluginFailed, crashAfterReady, lostMaster, startupError };

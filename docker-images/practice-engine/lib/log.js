@@ -3,10 +3,25 @@
 // Python-style tracebacks and a flush-then-exit helper.
 //
 // Rule: log lines "(Proc pid=P) LEVEL MM-DD HH:MM:SS [file.py:N] msg" go to
-// stdout (vLLM's logger writes to stdout); argparse errors and raw Python-style
-// tracebacks go to stderr.
+// stdout (vLLM's logger writes to stdout); argparse errors, raw Python-style
+// tracebacks and tqdm bars go to stderr.
+//
+// The shapes are current vLLM's (vllm-project/vllm):
+// - the process prefix "(Proc pid=P) " of vllm/utils/system_utils.py _add_prefix, in CYAN only on a
+//   TTY; builds of about v0.10 to early 2026 coloured it always (PRACTICE_LOG_STYLE=v0.11);
+// - vllm/logging_utils/formatter.py NewLineFormatter: every line of a multi-line message (the
+//   traceback of logger.exception) carries the prefix and header again, lines joined by "\r\n".
 
 const PID = process.pid;
+// Read here, before the first line; lib/config.js checks the value.
+const OLD_STYLE = (process.env.PRACTICE_LOG_STYLE ?? '').trim() === 'v0.11';
+const CYAN = '\x1b[0;36m';
+const RESET = '\x1b[0;0m';
+
+function prefix(proc) {
+  const p = `(${proc} pid=${PID})`;
+  return OLD_STYLE ? `${CYAN}${p}${RESET} ` : `${p} `;
+}
 
 function pad(n) {
   return String(n).padStart(2, '0');
@@ -29,31 +44,58 @@ function err(line) {
   process.stderr.write(line + '\n');
 }
 
+/** One logger record: every line of the message behind the prefix and header (NewLineFormatter). */
+function record(level, proc, src, lines) {
+  const head = `${prefix(proc)}${level} ${stamp()} [${src}] `;
+  out(lines.map((l) => head + l).join('\r\n'));
+}
+
 function info(proc, src, msg) {
-  out(`(${proc} pid=${PID}) INFO ${stamp()} [${src}] ${msg}`);
+  record('INFO', proc, src, [msg]);
 }
 
 function warn(proc, src, msg) {
-  out(`(${proc} pid=${PID}) WARNING ${stamp()} [${src}] ${msg}`);
+  record('WARNING', proc, src, [msg]);
 }
 
 function error(proc, src, msg) {
-  out(`(${proc} pid=${PID}) ERROR ${stamp()} [${src}] ${msg}`);
+  record('ERROR', proc, src, [msg]);
 }
 
-/**
- * Python-style traceback on stderr.
- * frames: [[file, line, func, code], ...]; excLines: final line(s), e.g. "RuntimeError: ...".
- * prefix: optional per-line prefix such as "(EngineCore_DP0 pid=P) ".
- */
-function traceback(frames, excLines, prefix = '') {
+function tracebackLines(frames, excLines) {
   const lines = ['Traceback (most recent call last):'];
   for (const [file, line, func, code] of frames) {
     lines.push(`  File "${file}", line ${line}, in ${func}`);
     if (code) lines.push(`    ${code}`);
   }
   for (const l of [].concat(excLines)) lines.push(l);
-  for (const l of lines) err(prefix + l);
+  return lines;
+}
+
+/** logger.exception(msg): the message and the traceback as ONE record, on stdout. */
+function exception(proc, src, msg, frames, excLines) {
+  record('ERROR', proc, src, [msg, ...tracebackLines(frames, excLines)]);
+}
+
+/**
+ * A raw Python traceback on stderr (an uncaught exception, multiprocessing's own report).
+ * frames: [[file, line, func, code], ...]; excLines: final line(s), e.g. "RuntimeError: ...".
+ * proc: the process whose prefix each line carries, if any.
+ */
+function traceback(frames, excLines, proc) {
+  const pre = proc === undefined ? '' : prefix(proc);
+  for (const l of tracebackLines(frames, excLines)) err(pre + l);
+}
+
+/** A tqdm bar on stderr: redrawn with "\r" on one line, ended by "\n" when done. */
+function bar(proc, desc, total) {
+  let s = prefix(proc);
+  for (const n of [0, Math.ceil(total / 2), total]) {
+    const pct = String(Math.round((100 * n) / total)).padStart(3, ' ');
+    const fill = '\u2588'.repeat(Math.round((10 * n) / total)).padEnd(10, ' ');
+    s += `\r${desc}: ${pct}%|${fill}| ${n}/${total} [00:00<00:00, 51.75it/s]`;
+  }
+  err(s);
 }
 
 function onExit(fn) {
@@ -93,4 +135,4 @@ function exit(code) {
   setTimeout(() => process.exit(code), 400).unref();
 }
 
-module.exports = { PID, stamp, out, err, info, warn, error, traceback, onExit, isExiting, exit };
+module.exports = { PID, OLD_STYLE, stamp, prefix, out, err, record, info, warn, error, exception, traceback, bar, onExit, isExiting, exit };

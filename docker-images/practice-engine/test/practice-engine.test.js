@@ -88,7 +88,10 @@ test('boots, serves the OpenAI API, stops on SIGTERM', async () => {
   assert.match(e.out, /non-default args: \{'model': 'my\/model', 'port': \d+, 'host': '127.0.0.1', 'served_model_name': \['m'\], 'max_model_len': 524288, 'tensor_parallel_size': 4, 'speculative_config': \{'method': 'mtp', 'n': 1\}, 'enforce_eager': True\}/);
   assert.match(e.out, /Maximum concurrency for 524,288 tokens per request: 2\.38x/);
   assert.match(e.out, /GPU KV cache size: 1,250,000 tokens/);
-  assert.match(e.out, /Starting vLLM API server 0 on http:\/\/127\.0\.0\.1:\d+\n\(APIServer pid=\d+\) INFO: {5}Application startup complete\./);
+  assert.match(e.out, /Starting vLLM server on http:\/\/127\.0\.0\.1:\d+\n\(APIServer pid=\d+\) INFO: {5}Application startup complete\./);
+  assert.match(e.out, /init engine \(profile, create kv cache, warmup model\) took \d+\.\d\d s\n/);
+  assert.doesNotMatch(e.out, /\x1b/); // no colour without a TTY, as current vLLM
+  assert.match(e.err, /^\(Worker_TP0 pid=\d+\) \rCapturing CUDA graphs \(mixed prefill-decode, PIECEWISE\):   0%\|.*\r.*\rCapturing CUDA graphs .*100%\|.*\| 15\/15 .*\n/m);
 
   const h = await req(port, 'GET', '/health');
   assert.equal(h.status, 200);
@@ -234,19 +237,62 @@ test('environment checks pass for good values', async () => {
   assert.equal((await e.exit(1500)).code, 0);
 });
 
+// The worker's exception as one logger.exception record on stdout, the header on every line
+// (vllm/logging_utils/formatter.py), then the wrappers; the API server's last, on stderr.
+const rec = (proc, file) => `^\\(${proc} pid=\\d+\\) ERROR \\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d \\[${file}\\] `;
 const faultCases = [
-  ['oom', /torch\.OutOfMemoryError: CUDA out of memory\. Tried to allocate 2\.00 GiB\. GPU 0 has a total capacity of 119\.70 GiB of which 1\.02 GiB is free\.\n(.*\n)*RuntimeError: Engine core initialization failed\. See root cause above\. Failed core proc\(s\): \{\}\n$/],
-  ['kv_too_small', /ValueError: To serve at least one request with the models's max seq len \(8192\), \(24\.00 GiB KV cache is needed, which is larger than the available KV cache memory \(11\.02 GiB\)\..*\n(.*\n)*RuntimeError: Engine core initialization failed\. See root cause above\. Failed core proc\(s\): \{\}\n$/],
-  ['engine_core_init', /ImportError: \/usr\/local\/lib\/python3\.12\/dist-packages\/b12x\/_C\.abi3\.so: undefined symbol: _ZN3c104cuda9SetDeviceEi\n(.*\n)+RuntimeError: Engine core initialization failed\. See root cause above\. Failed core proc\(s\): \{'EngineCore_DP0': 1\}\n$/],
+  ['oom', new RegExp(`${rec('Worker_TP0', 'multiproc_executor\\.py:870')}torch\\.OutOfMemoryError: CUDA out of memory\\. Tried to allocate 2\\.00 GiB\\.`, 'm'), "{'EngineCore_DP0': 1}"],
+  ['cuda_oom', new RegExp(`${rec('Worker_TP0', 'multiproc_executor\\.py:870')}RuntimeError: CUDA error: out of memory\\r$`, 'm'), "{'EngineCore_DP0': 1}"],
+  ['kv_too_small', new RegExp(`${rec('EngineCore_DP0', 'core\\.py:1108')}ValueError: To serve at least one request with the model's max seq len \\(8192\\), \\(24\\.00 GiB KV cache is needed, which is larger than the available KV cache memory \\(11\\.02 GiB\\)\\. Based on the available memory, the estimated maximum model length is \\d+\\.`, 'm'), '{}'],
+  ['engine_core_init', new RegExp(`${rec('Worker_TP0', 'multiproc_executor\\.py:870')}ImportError: /usr/local/lib/python3\\.12/dist-packages/b12x/_C\\.abi3\\.so: undefined symbol: _ZN3c104cuda9SetDeviceEi$`, 'm'), "{'EngineCore_DP0': 1}"],
 ];
-for (const [fault, re] of faultCases) {
-  test(`fault ${fault}`, async () => {
+for (const [fault, cause, failed] of faultCases) {
+  test(`fault ${fault}: the cause logged the vLLM way, then the wrappers`, async () => {
     const e = run(['m', '--port', String(await freePort())], { PRACTICE_FAULT: fault });
     assert.equal((await e.exit()).code, 1);
-    assert.match(e.err, re);
+    assert.match(e.out, cause);
+    assert.match(e.out, /WorkerProc failed to start\.|EngineCore failed to start\./);
+    assert.ok(e.err.endsWith(`(APIServer pid=${e.proc.pid}) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): ${failed}\n`), e.err);
     assert.doesNotMatch(e.out, READY);
   });
 }
+
+test('PRACTICE_LOG_STYLE=v0.11: the coloured prefix and older spellings of about v0.10 to early 2026', async () => {
+  const e = run(['m', '--port', String(await freePort()), '--host', '127.0.0.1'], { PRACTICE_LOG_STYLE: 'v0.11' });
+  await e.waitFor(READY);
+  assert.match(e.out, /^\x1b\[0;36m\(APIServer pid=\d+\)\x1b\[0;0m INFO /m);
+  assert.match(e.out, /init engine \(profile, create kv cache, warmup model\) took \d+\.\d\d seconds\n/);
+  assert.match(e.out, /Starting vLLM API server 0 on http:\/\/127\.0\.0\.1:\d+\n/);
+  e.proc.kill('SIGTERM');
+  assert.equal((await e.exit(1500)).code, 0);
+  const bad = run(['m'], { PRACTICE_LOG_STYLE: 'v0.1' });
+  assert.equal((await bad.exit()).code, 2);
+  assert.match(bad.err, /unknown PRACTICE_LOG_STYLE 'v0\.1'/);
+});
+
+test("--uvicorn-log-level warning hides uvicorn's line; the API serves anyway", async () => {
+  const port = await freePort();
+  const e = run(['m', '--port', String(port), '--host', '127.0.0.1', '--uvicorn-log-level', 'warning']);
+  await e.waitFor(/Starting vLLM server on/);
+  let health;
+  for (let i = 0; i < 50 && health?.status !== 200; i++) {
+    health = await req(port, 'GET', '/health').catch(() => undefined);
+    if (health?.status !== 200) await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.equal(health?.status, 200);
+  assert.doesNotMatch(e.out, READY);
+  e.proc.kill('SIGTERM');
+  assert.equal((await e.exit(1500)).code, 0);
+});
+
+test('PRACTICE_FAILED_PLUGIN: logged with its traceback, and the boot goes on', async () => {
+  const e = run(['m', '--port', String(await freePort()), '--host', '127.0.0.1'], { PRACTICE_FAILED_PLUGIN: 'dspark_vision' });
+  await e.waitFor(READY);
+  assert.match(e.out, new RegExp(`${rec('APIServer', '__init__\\.py:47')}Failed to load plugin dspark_vision\\r$`, 'm'));
+  assert.match(e.out, new RegExp(`${rec('APIServer', '__init__\\.py:47')}ModuleNotFoundError: No module named 'dspark_vision'$`, 'm'));
+  e.proc.kill('SIGTERM');
+  assert.equal((await e.exit(1500)).code, 0);
+});
 
 test('fault hang: stops after "Using max model len", still obeys SIGTERM', async () => {
   const e = run(['m', '--port', String(await freePort())], { PRACTICE_FAULT: 'hang' });
@@ -261,7 +307,7 @@ test('fault crash_after_ready', async () => {
   const e = run(['m', '--port', String(await freePort()), '--host', '127.0.0.1'], { PRACTICE_FAULT: 'crash_after_ready', PRACTICE_CRASH_AFTER_MS: '200' });
   await e.waitFor(READY);
   assert.equal((await e.exit()).code, 1);
-  assert.match(e.err, /RuntimeError: CUDA error: an illegal memory access was encountered\n$/);
+  assert.match(e.out, /\[core\.py:795\] RuntimeError: CUDA error: an illegal memory access was encountered\n$/);
 });
 
 async function twoRanks(env = {}, nnodes = 2) {
@@ -293,6 +339,16 @@ test('2-rank rendezvous; killing the head takes the worker down', async () => {
   head.proc.kill('SIGKILL');
   assert.equal((await w.exit()).code, 1);
   assert.match(w.err, /RuntimeError: lost connection to master at 127\.0\.0\.1:\d+\n$/);
+});
+
+test('fault engine_core_init on a headless worker: its start line, its worker record, then the uncaught wrapper', async () => {
+  const { head, workers: [w] } = await twoRanks({ PRACTICE_FAULT: 'engine_core_init', PRACTICE_FAULT_RANK: '1' });
+  assert.equal((await w.exit()).code, 1);
+  assert.match(w.out, /^INFO \d\d-\d\d [\d:]+ \[serve\.py:230\] Launching vLLM \(v[^)]+\) headless multiproc executor, with head node address 127\.0\.0\.1:\d+ for torch\.distributed process group\.$/m);
+  assert.match(w.out, new RegExp(`${rec('Worker_TP1', 'multiproc_executor\\.py:870')}ImportError: .*undefined symbol: _ZN3c104cuda9SetDeviceEi$`, 'm'));
+  assert.ok(w.err.endsWith('Exception: WorkerProc initialization failed due to an exception in a background process. See stack trace for root cause.\n'), w.err);
+  assert.equal((await head.exit()).code, 1);
+  assert.match(head.out, /Worker proc VllmWorker-1 died unexpectedly/);
 });
 
 test('fault worker_exit (3 ranks): last worker exits, everybody fails', async () => {

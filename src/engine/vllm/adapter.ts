@@ -1,15 +1,14 @@
 import { FABRIC_ENV_KEYS } from "../../cluster/fabric-env.js";
-import type { EngineAdapter, LineTime } from "../adapter.js";
+import type { EngineAdapter, LineTime, LogLine } from "../adapter.js";
 import { vllmHint } from "./hints.js";
+import { BOOT_PHASES, EXCEPTION, FATAL, readVllmLine, WARNINGS, WRAPPERS } from "./log-shapes.js";
 
-// vllm/logger.py: the header is "%(levelname)s %(asctime)s ..." with _DATE_FORMAT "%m-%d %H:%M:%S"
-// (no year: the clock is only compared within one log, so any leap year does).
-const HEADER_TIME = /\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b/;
-function lineTime(line: string): LineTime | undefined {
-  const m = HEADER_TIME.exec(line);
-  if (!m) return undefined;
-  const [mo, d, h, mi, s] = m.slice(1).map(Number) as [number, number, number, number, number];
-  return { text: `${m[1]}-${m[2]} ${m[3]}:${m[4]}:${m[5]}`, ms: Date.UTC(2000, mo - 1, d, h, mi, s) };
+// The header's time is vllm/logger.py's _DATE_FORMAT "%m-%d %H:%M:%S" (read in log-shapes.ts). It
+// has no year: it goes on a leap year's clock, and is only compared within one log.
+function lineTime(line: LogLine): LineTime | undefined {
+  if (line.time === undefined) return undefined;
+  const [mo, d, h, mi, s] = line.time.split(/[- :]/).map(Number) as [number, number, number, number, number];
+  return { text: line.time, ms: Date.UTC(2000, mo - 1, d, h, mi, s) };
 }
 
 export const vllm: EngineAdapter = {
@@ -26,37 +25,13 @@ export const vllm: EngineAdapter = {
     { flags: ["--pipeline-parallel-size", "-pp"], instead: "set pipeline_parallel_size in the recipe" },
   ],
   managedEnv: FABRIC_ENV_KEYS,
-  bootPhases: [
-    { phase: "starting", pattern: /non-default args:/ },
-    { phase: "loading", pattern: /Resolved architecture:|Using max model len/ },
-    {
-      phase: "loading",
-      pattern: /Model loading took ([\d.]+) GiB(?: memory)? and ([\d.]+) seconds/,
-      figures: { model_gib: 1, load_seconds: 2 },
-    },
-    { phase: "kv-cache", pattern: /Available KV cache memory: ([\d.]+) GiB/, figures: { kv_gib: 1 } },
-    { phase: "kv-cache", pattern: /GPU KV cache size: ([\d,]+) tokens/, figures: { kv_tokens: 1 } },
-    {
-      phase: "kv-cache",
-      pattern: /Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x/,
-      figures: { max_concurrency: 2 },
-    },
-    { phase: "graph-capture", pattern: /Capturing CUDA graphs/ },
-    { phase: "graph-capture", pattern: /Graph capturing finished in ([\d.]+) secs/, figures: { graph_seconds: 1 } },
-    { phase: "warmup", pattern: /init engine \(profile, create kv cache, warmup model\) took ([\d.]+) seconds/, figures: { init_seconds: 1 } },
-    { phase: "serving", pattern: /Starting vLLM (?:API )?server/ },
-    { phase: "serving", pattern: /Application startup complete/ },
-  ],
-  fatalPatterns: [
-    /Engine core initialization failed/,
-    /Free memory on device .* is less than desired GPU memory utilization/,
-    /KV cache is needed, which is larger than the available KV cache memory/,
-    /CUDA out of memory/,
-    /Worker proc .* died unexpectedly/,
-    /ibv_modify_qp/,
-    /NCCL error/,
-    /CUDA-capable device\(s\) is\/are busy or unavailable/,
-  ],
+  // Every line shape below: src/engine/vllm/log-shapes.ts, each with its place in vLLM's source.
+  bootPhases: BOOT_PHASES,
+  readLine: readVllmLine,
+  fatalPatterns: FATAL,
+  exceptionPattern: EXCEPTION,
+  wrapperPatterns: WRAPPERS,
+  warningPatterns: WARNINGS,
   readyPattern: /Application startup complete/,
   // The mp backend's rendezvous, as the practice engine prints it (docker-images/practice-engine/
   // lib/rendezvous.js): the head waiting for its headless workers, a worker connecting to the

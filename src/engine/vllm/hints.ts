@@ -106,16 +106,11 @@ const RULES: readonly Rule[] = [
   },
 ];
 
-// vllm/plugins/__init__.py, load_plugins_by_group: `logger.exception("Failed to load plugin %s", name)`;
-// vLLM goes on without the plugin, and what the plugin registers (a model, a quantization) is missing later.
-const PLUGIN = /Failed to load plugin (\S+)/;
-const pluginNote = (name: string): string =>
-  `vLLM plugin ${name} failed to load (vLLM went on without it), which likely explains the failure: its own exception follows the "Failed to load plugin" line`;
-
 /**
  * The hint for a failed boot. The rules go most specific first, each tried on the cause and then on
  * every line: the cause may be a generic line ("NCCL error: unhandled system error") whose reason
- * is a line before it (NCCL's ibv_modify_qp warning). A plugin that failed to load is added.
+ * is a line before it (NCCL's ibv_modify_qp warning). A plugin that failed to load is not decided
+ * here: the log parser keeps it as a warning (log-shapes.ts WARNINGS), shown next to this hint.
  */
 export function vllmHint(cause: string | undefined, lines: readonly string[]): string | undefined {
   const all = cause === undefined ? lines : [cause, ...lines];
@@ -127,9 +122,7 @@ export function vllmHint(cause: string | undefined, lines: readonly string[]): s
       break;
     }
   }
-  const plugin = firstMatch(PLUGIN, lines)?.[1];
-  const parts = [main, plugin === undefined ? undefined : pluginNote(plugin)].filter((p): p is string => p !== undefined);
-  return parts.length === 0 ? undefined : parts.join("; also: ");
+  return main;
 }
 
 function firstMatch(pattern: RegExp, lines: readonly string[]): RegExpExecArray | undefined {

@@ -1,0 +1,142 @@
+import type { BootPhase, LogLine } from "../adapter.js";
+
+/**
+ * How vLLM writes its log, as read in vllm-project/vllm. One home for every line shape launcher
+ * reads from vLLM: the adapter hands these to the engine-neutral parser (src/engine/boot-log.ts).
+ */
+
+// ANSI colour codes. vllm/utils/system_utils.py `_add_prefix` wraps the process prefix in CYAN
+// ("\033[0;36m") ... RESET ("\033[0;0m"); builds from about v0.10 to early 2026 did so even
+// without a TTY (current main only when a TTY or VLLM_LOGGING_COLOR=1 asks for it).
+// vllm/logging_utils/formatter.py `ColoredFormatter` colours the level, time and [file:line] too.
+// eslint-disable-next-line no-control-regex
+const ANSI = /\x1b\[[0-9;]*[A-Za-z]/g;
+
+// The process prefix `(Worker_TP0 pid=123) ` that vllm/utils/system_utils.py `_add_prefix` writes
+// at the start of every stdout/stderr line of a child process (decorate_logs); some builds print
+// a simplified name (`(Worker (TP1)) `, no pid), Ray's own workers `(RayWorkerWrapper pid=1, ip=…)`.
+const PREFIX = /^\(([\w.-]+(?: \([\w.-]+\))?(?: pid=\d+)?(?:, ip=[\w.:-]+)?)\) /;
+const PREFIX_ONLY = /^\([\w.-]+(?: \([\w.-]+\))?(?: pid=\d+)?(?:, ip=[\w.:-]+)?\) ?$/;
+
+// The logger header: vllm/logger.py `_FORMAT` "%(levelname)s %(asctime)s [%(fileinfo)s:%(lineno)d]
+// %(message)s" with `_DATE_FORMAT` "%m-%d %H:%M:%S"; builds before about v0.8 wrote
+// "%(filename)s:%(lineno)d]" without the opening bracket. vllm/logging_utils/formatter.py
+// `NewLineFormatter.format` replaces every "\n" of a message by "\r\n" + this header, so every
+// line of a multi-line message (a `logger.exception` traceback) carries it again, and each such
+// line but the last ends in "\r".
+const HEADER = /^(DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? \[?([^\s\]]+:\d+)\] /;
+
+/**
+ * One raw line as a terminal would show it: colours dropped, and of a line redrawn with "\r"
+ * (a tqdm bar, e.g. `Capturing CUDA graphs (mixed prefill-decode, PIECEWISE):  42%|...` in
+ * vllm/v1/worker/gpu_model_runner.py, which tqdm redraws on stderr until it ends the line) only
+ * the last drawing, behind the process prefix written before the first. Then split into the
+ * process, the logger header and the message itself.
+ */
+export function readVllmLine(raw: string): LogLine {
+  const parts = raw.replace(ANSI, "").split("\r").filter((p) => p.trim() !== "");
+  const first = parts[0] ?? "";
+  const lastPart = parts[parts.length - 1] ?? "";
+  const text = parts.length > 1 && PREFIX_ONLY.test(first) ? `${first.trimEnd()} ${lastPart}` : lastPart;
+  const p = PREFIX.exec(text);
+  const afterPrefix = p ? text.slice(p[0].length) : text;
+  const h = HEADER.exec(afterPrefix);
+  const body = (h ? afterPrefix.slice(h[0].length) : afterPrefix).trim();
+  return {
+    text,
+    body,
+    ...(p?.[1] === undefined ? {} : { proc: p[1] }),
+    ...(h?.[1] === undefined ? {} : { level: h[1] }),
+    ...(h?.[2] === undefined ? {} : { time: h[2] }),
+    // Every line of one logger record carries the same process prefix and header.
+    ...(h === null ? {} : { record: `${p?.[0] ?? ""}${h[0]}` }),
+  };
+}
+
+// A Python exception line: the last line of a traceback (`ImportError: …`, `torch.OutOfMemoryError:
+// CUDA out of memory …`, a bare `AssertionError`).
+export const EXCEPTION = /^(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception|Exit)(?:: .*)?$/;
+
+/** Exceptions vLLM raises only to say that another process failed before: never the root cause. */
+export const WRAPPERS: readonly RegExp[] = [
+  // vllm/v1/executor/multiproc_executor.py `WorkerProc.wait_for_ready`, raised in the engine core
+  // (and in a headless node's `vllm serve`) when a worker process did not report READY; the worker
+  // itself logged its exception just before with `logger.exception("WorkerProc failed to start.")`.
+  /WorkerProc initialization failed due to an exception in a background process/,
+  // vllm/v1/engine/utils.py `wait_for_engine_startup`, raised in the API server.
+  /Engine core initialization failed\. See root cause above/,
+];
+
+// vllm/v1/engine/core.py `_initialize_kv_caches`: "init engine (profile, create kv cache, warmup
+// model) took %.2f s" (since about April 2026, with " (compilation: %.2f s)" or
+// " (compilation: %.2f s — language_model: …, encoder: …)" when it compiled), earlier "took %.2f
+// seconds". The engine core is up from here on; the API server follows.
+const INIT_DONE = /init engine \(profile, create kv cache, warmup model\) took (-?[\d.]+) (?:s\b|seconds)/;
+
+export const BOOT_PHASES: readonly BootPhase[] = [
+  // vllm/engine/arg_utils.py / vllm/entrypoints/utils.py `log_non_default_args`.
+  { phase: "starting", pattern: /non-default args:/ },
+  // vllm/entrypoints/cli/serve.py `run_headless`: a headless node's own start line, "Launching vLLM
+  // (v%s) headless multiproc executor, with head node address %s for torch.distributed process group."
+  { phase: "starting", pattern: /Launching (?:vLLM \(v[^)]*\) )?headless multiproc executor/, sets: ["headless"] },
+  // vllm/config/model.py: "Resolved architecture: %s", "Using max model len %s".
+  { phase: "loading", pattern: /Resolved architecture:|Using max model len/ },
+  {
+    phase: "loading",
+    // vllm/v1/worker/gpu_model_runner.py (and vllm/v1/worker/gpu/model_runner.py, model runner v2):
+    // "Model loading took %s GiB memory and %.6f seconds"; older "took %.4f GiB and %.6f seconds".
+    pattern: /Model loading took (-?[\d.]+) GiB(?: memory)? and ([\d.]+) seconds/,
+    figures: { model_gib: 1, load_seconds: 2 },
+  },
+  // vllm/v1/worker/gpu_worker.py `determine_available_memory`: "Available KV cache memory: %s GiB"
+  // (format_gib; negative when the weights and activations already exceed the budget).
+  { phase: "kv-cache", pattern: /Available KV cache memory: (-?[\d.]+) GiB/, figures: { kv_gib: 1 } },
+  // Same function with --kv-cache-memory (kv_cache_memory_bytes): no profiling, instead "Initial free
+  // memory %s GiB, reserved %s GiB memory for KV Cache as specified by kv_cache_memory_bytes config …".
+  { phase: "kv-cache", pattern: /reserved (-?[\d.]+) GiB memory for KV Cache as specified by kv_cache_memory_bytes/, figures: { kv_gib: 1 } },
+  // vllm/v1/core/kv_cache_utils.py: "GPU KV cache size: %s tokens" and "Maximum concurrency for %s
+  // tokens per request: %.2fx" (one line or two, depending on the build).
+  { phase: "kv-cache", pattern: /GPU KV cache size: ([\d,]+) tokens/, figures: { kv_tokens: 1 } },
+  { phase: "kv-cache", pattern: /Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x/, figures: { max_concurrency: 2 } },
+  // vllm/v1/worker/gpu_model_runner.py `capture_model`: the tqdm bar "Capturing CUDA graphs (%s, %s)"
+  // (first rank only) and "Graph capturing finished in %.0f secs, took %.2f GiB".
+  { phase: "graph-capture", pattern: /Capturing CUDA graphs/ },
+  { phase: "graph-capture", pattern: /Graph capturing finished in ([\d.]+) secs/, figures: { graph_seconds: 1 } },
+  { phase: "warmup", pattern: INIT_DONE, figures: { init_seconds: 1 }, sets: ["pastInit"] },
+  // vllm/entrypoints/openai/api_server.py `run_server_worker`: "Starting vLLM server on %s" (older
+  // "Starting vLLM API server %d on %s"), logged just before uvicorn starts listening.
+  { phase: "serving", pattern: /Starting vLLM (?:API )?server/, sets: ["pastInit"] },
+  // uvicorn's own line; `--uvicorn-log-level warning` hides it, so readiness never waits for it alone.
+  { phase: "serving", pattern: /Application startup complete/, sets: ["pastInit"] },
+];
+
+export const FATAL: readonly RegExp[] = [
+  ...WRAPPERS,
+  // vllm/v1/worker/utils.py / gpu_worker.py `request_memory`: "Free memory on device … on startup is
+  // less than desired GPU memory utilization".
+  /Free memory on device .* is less than desired GPU memory utilization/,
+  // vllm/v1/core/kv_cache_utils.py `_check_enough_kv_cache_memory`: "No available memory for the cache
+  // blocks." and "To serve at least one request with the model's max seq len (%d), (%s GiB KV cache is
+  // needed, which is larger than the available KV cache memory (%s GiB). Based on the available
+  // memory, the estimated maximum model length is %d. …" (older builds: "models's").
+  /No available memory for the cache blocks/,
+  /KV cache is needed, which is larger than the available KV cache memory/,
+  // torch: `torch.OutOfMemoryError: CUDA out of memory. Tried to allocate …` from the caching
+  // allocator, and `RuntimeError: CUDA error: out of memory` from a raw CUDA call, common on a
+  // Spark's unified memory, where the allocator does not see the pool run dry.
+  /CUDA out of memory/,
+  /CUDA error: out of memory/,
+  // vllm/v1/executor/multiproc_executor.py `monitor_workers`: "Worker proc %s died unexpectedly,
+  // shutting down executor."
+  /Worker proc .* died unexpectedly/,
+  /ibv_modify_qp/,
+  /NCCL error/,
+  /CUDA-capable device\(s\) is\/are busy or unavailable/,
+];
+
+/**
+ * Lines that do not stop vLLM but likely explain a later failure. vllm/plugins/__init__.py
+ * `load_plugins_by_group` logs `logger.exception("Failed to load plugin %s", plugin.name)` and goes
+ * on without it: its traceback belongs to the warning, not to the boot's root cause.
+ */
+export const WARNINGS: readonly RegExp[] = [/Failed to load plugin \S+/];
