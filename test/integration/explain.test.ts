@@ -18,10 +18,10 @@ async function bounded<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
 }
 
 describe("explain on the log of a real failed boot", { concurrency: false }, () => {
-  test("a worker-side failure: explain names the worker, its real cause and the hint up gave", async () => {
+  test("a worker-side failure: explain names the worker, its real cause, the plugin warning and the hint up gave", async () => {
     // The fault on the headless worker (rank 1, n2), after a few slow phases: long enough to follow the
     // boot's logs as a user would (`launcher logs --follow > boot.log`) before up rolls it back.
-    const recipe = variant(dir, "explain-worker", "practice-2x", `[env]\nPRACTICE_FAULT = "engine_core_init"\nPRACTICE_FAULT_RANK = "1"\nPRACTICE_PHASE_DELAY_MS = "2500"\n`);
+    const recipe = variant(dir, "explain-worker", "practice-2x", `[env]\nPRACTICE_FAULT = "engine_core_init"\nPRACTICE_FAULT_RANK = "1"\nPRACTICE_FAILED_PLUGIN = "dspark_vision"\nPRACTICE_PHASE_DELAY_MS = "2500"\n`);
     const up = launcherProcess(["up", recipe]);
     let upErr = "";
     up.stderr.on("data", (d: Buffer) => (upErr += d.toString()));
@@ -47,10 +47,14 @@ describe("explain on the log of a real failed boot", { concurrency: false }, () 
       assert.equal(e.failed, true);
       assert.match(e.cause ?? "", /ImportError: .*_C\.abi3\.so: undefined symbol/);
       assert.match(e.hint ?? "", /compiled against another torch/);
+      // The plugin that failed to load (vLLM went on without it) goes with the hint.
+      assert.match(e.hint ?? "", /; Failed to load plugin dspark_vision \(ModuleNotFoundError: No module named 'dspark_vision'\) \(this likely explains the failure\)$/);
       assert.ok(e.phases.length > 0);
-      // up's failure message says the same, in the same words.
+      // up's failure message says the same, in the same words: the hint, then the warning.
       assert.match(upErr, /n2 \(rank 1\): boot of explain-worker failed/);
-      assert.ok(upErr.includes(`hint: ${e.hint ?? ""}`), upErr);
+      const upHint = /^ {2}\| hint: (.*)$/m.exec(upErr)?.[1];
+      assert.ok(upHint !== undefined && (e.hint ?? "").startsWith(`${upHint}; `), upErr);
+      assert.match(upErr, /^ {2}\| warning: Failed to load plugin dspark_vision \(ModuleNotFoundError: No module named 'dspark_vision'\) \(this likely explains the failure\)$/m);
 
       const text = await launcher(["explain", file]);
       assert.equal(text.code, 1);
