@@ -57,7 +57,7 @@ interface Line {
  * may itself start with a bracket (`[Gloo] Rank 0 ...`).
  */
 export function readLogLines(adapter: EngineAdapter, text: string): Line[] {
-  // vLLM's formatter ends the lines of a multi-line message with "\r\n" (vllm/logger.py, NewLineFormatter).
+  // A multi-line log record may end its lines with "\r\n" (the engine's readLine handles a "\r" inside a line).
   const raw = text.split(/\r?\n/);
   if (raw.at(-1) === "") raw.pop();
   const prefixed = raw.some((l) => l !== "") && raw.every((l) => l === "" || NODE_PREFIX.test(l));
@@ -129,8 +129,8 @@ export function explainLog(adapter: EngineAdapter, text: string): Explanation {
   return {
     engine: adapter.name,
     phase: s.phase,
-    // A boot past the engine's init is serving even when the server's own ready line is hidden
-    // (vllm/entrypoints/openai/api_server.py logs "Starting vLLM ... server" once the engine client is built).
+    // A log that reached the serving phase is ready even when the server's own ready line is
+    // hidden (a quieter server log level): the engine logs that phase once its init is done.
     ready: s.ready || s.phase === "serving",
     failed,
     fatal: s.fatal ?? null,
