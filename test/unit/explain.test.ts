@@ -104,8 +104,9 @@ test("CUDA out of memory: how far short, and by how much to lower --gpu-memory-u
   const mib = failureHint(vllm, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 266.00 MiB. GPU 0 has a total capacity of 79.10 GiB of which 17.88 MiB is free.", []);
   assert.match(mib ?? "", /\(0\.24 GiB short\)/);
   // The CUDA runtime's own OOM (no figures), common on unified memory, is fatal and gets its hint.
-  const e = explainLog(vllm, [BOOT_START[0], "(EngineCore_DP0 pid=123) RuntimeError: CUDA error: out of memory", WRAPPER].join("\n"));
+  const e = explainLog(vllm, [BOOT_START[0], core("RuntimeError: CUDA error: out of memory")].join("\n"));
   assert.equal(e.failed, true);
+  assert.equal(e.cause, "RuntimeError: CUDA error: out of memory");
   assert.match(e.hint ?? "", /a CUDA call ran out of memory; on unified memory/);
 });
 
@@ -169,15 +170,16 @@ test("launcher logs output: the headless worker that failed first is named, not 
       '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_worker.py", line 161, in init_device',
       "ImportError: /usr/local/lib/python3.12/dist-packages/b12x/_C.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEi",
     ]
-      // The traceback as the worker process's stderr has it (the process prefix only); the parser's
-      // own tests cover the header repeated on every line (test/unit/boot-log*.test.ts).
-      .map((l) => w(`(Worker_TP1 pid=8) ${l}`)),
+      // The worker's logger.exception: the header on every line (vllm/v1/executor/multiproc_executor.py).
+      .map(header("Worker_TP1 pid=8", "ERROR", "13:50:10", "multiproc_executor.py:671"))
+      .map(w),
     h("(EngineCore_DP0 pid=123) ERROR 12-02 13:50:40 [core.py:708] Exception: WorkerProc initialization failed due to an exception in a background process. See stack trace for root cause."),
     h(WRAPPER),
   ].join("\n");
   const e = explainLog(vllm, log);
   assert.equal(e.node, "spark2");
-  assert.match(e.cause ?? "", /ImportError: .*undefined symbol/);
+  assert.match(e.cause ?? "", /^ImportError: .*undefined symbol/);
+  assert.ok(e.context.some((l) => l.includes("in init_device")), e.context.join("\n"));
   assert.match(e.hint ?? "", /compiled against another torch/);
   assert.deepEqual(
     e.nodes.map((n) => n.node),
