@@ -13,7 +13,8 @@ export function registerExplain(program: Command, io: Output): void {
     .command("explain")
     .description("read a saved engine log (raw, docker logs --timestamps, or launcher logs) and say how far the boot got, why it failed and what to do")
     .argument("[file]", "the log file; - or nothing reads standard input")
-    .option("--engine <name>", "the engine that wrote the log", "vllm")
+    // The registry's first engine is the default (no engine is named outside src/engine).
+    .option("--engine <name>", "the engine that wrote the log", Object.keys(ENGINES)[0] ?? "")
     .option("--json", "print one JSON object")
     .action(async (file: string | undefined, opts: { engine: string; json?: boolean }) => {
       const adapter = engineAdapter(opts.engine);
