@@ -17,6 +17,7 @@ import { registerServe } from "./serve.js";
 import { registerImages } from "./images.js";
 import { registerDoctor } from "./doctor.js";
 import { registerModels } from "./models.js";
+import { registerExplain } from "./explain.js";
 
 /** Set once commander has picked the command: whether it was given --json (errors then print JSON too). */
 let jsonRequested = false;
@@ -38,6 +39,7 @@ export function buildProgram(): Command {
   registerUp(program, consoleOutput);
   registerStatus(program, consoleOutput);
   registerLogs(program, consoleOutput);
+  registerExplain(program, consoleOutput);
   registerDown(program, consoleOutput);
   registerImages(program, consoleOutput);
   registerDoctor(program, consoleOutput);

@@ -47,3 +47,20 @@ export function readTextFile(file: string, what: string, maxBytes = MAX_CONFIG_B
     closeSync(fd);
   }
 }
+
+/**
+ * Standard input as UTF-8, up to `maxBytes` (`launcher explain -`). A terminal is refused: nobody
+ * types a log, and waiting for one would look like a hang.
+ */
+export async function readTextStdin(what: string, maxBytes: number, hint: string): Promise<string> {
+  if (process.stdin.isTTY) throw new UserError(`no ${what} given and standard input is a terminal`, hint);
+  const chunks: Buffer[] = [];
+  let length = 0;
+  for await (const chunk of process.stdin) {
+    const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
+    length += b.length;
+    if (length > maxBytes) throw new UserError(`the ${what} on standard input is larger than ${maxBytes} bytes`, "give the boot's part of the log (a boot log is a few MB at most)");
+    chunks.push(b);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}

@@ -1,5 +1,6 @@
 import { RemoteError } from "../config/errors.js";
 import { advanceBoot, INITIAL_BOOT, splitTimestamp, type BootState } from "../engine/boot-log.js";
+import { failureHint, warningNote } from "../engine/explain.js";
 import { vllm } from "../engine/vllm/adapter.js";
 import type { NodeSpec, Plan } from "../plan/plan.js";
 import { preflight, sameNameOnCluster } from "./preflight.js";
@@ -210,9 +211,12 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
     options.progress.note(`boot failed on ${f.node}: ${f.message}; removing every container this boot (${bootId}) of ${plan.deployment} created ...`);
     const removed = await removeContainers(session, createdBy(bootId), ROLLBACK_GRACE_SECONDS);
     const where = f.rank >= 0 ? `${f.node} (rank ${f.rank})` : f.node;
+    // The same hint `launcher explain` gives for this log (src/engine/explain.ts): one wording per cause.
+    const hint = f.rank >= 0 ? failureHint(vllm, f.cause, f.lastLines) : undefined;
     const detail = [
       ...(f.cause ? [`cause: ${f.cause}`] : []),
-      ...(f.warnings ?? []).map((w) => `warning: ${w} (this likely explains the failure)`),
+      ...(hint ? [`hint: ${hint}`] : []),
+      ...(f.warnings ?? []).map((w) => `warning: ${warningNote(w)}`),
       ...(f.lastLines.length > 0 ? [`last lines of ${f.node}'s log:`, ...f.lastLines.slice(-LAST_LINES)] : []),
       ...formatRemoval(removed, `launcher down deployment/${plan.deployment}`, "summary").map((l, i) => (i === 0 ? `rolled back: ${l}` : l)),
     ].join("\n");

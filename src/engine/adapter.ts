@@ -34,6 +34,8 @@ export interface LogLine {
   readonly level?: string;
   /** The same for every line of one logger record (a multi-line message, a logged traceback). */
   readonly record?: string;
+  /** The time the line's own header gives, as written. */
+  readonly time?: string;
 }
 
 export interface EngineAdapter {
@@ -62,6 +64,20 @@ export interface EngineAdapter {
   readonly rendezvousPatterns: readonly RegExp[];
   /** The engine's OpenAI-compatible routes under /v1 and the methods each takes (the gateway answers 405 for others). */
   readonly apiMethods: Readonly<Record<string, readonly string[]>>;
+  /**
+   * What to do about a failed boot, from the engine's own words (its cause line and the log lines
+   * around it): `up`'s failure message and `launcher explain` both show it.
+   */
+  readonly hintFor?: (cause: string | undefined, lines: readonly string[]) => string | undefined;
+  /** The time the engine's own log header gives a line (when the log has no `docker logs --timestamps`). */
+  readonly lineTime?: (line: LogLine) => LineTime | undefined;
+}
+
+export interface LineTime {
+  /** As the log writes it. */
+  readonly text: string;
+  /** Milliseconds on a clock that only needs to be comparable within one log. */
+  readonly ms: number;
 }
 
 /** What one rank's container runs, decided by the engine. */

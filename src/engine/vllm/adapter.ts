@@ -1,6 +1,15 @@
 import { FABRIC_ENV_KEYS } from "../../cluster/fabric-env.js";
-import type { EngineAdapter } from "../adapter.js";
+import type { EngineAdapter, LineTime, LogLine } from "../adapter.js";
+import { vllmHint } from "./hints.js";
 import { BOOT_PHASES, EXCEPTION, FATAL, readVllmLine, WARNINGS, WRAPPERS } from "./log-shapes.js";
+
+// The header's time is vllm/logger.py's _DATE_FORMAT "%m-%d %H:%M:%S" (read in log-shapes.ts). It
+// has no year: it goes on a leap year's clock, and is only compared within one log.
+function lineTime(line: LogLine): LineTime | undefined {
+  if (line.time === undefined) return undefined;
+  const [mo, d, h, mi, s] = line.time.split(/[- :]/).map(Number) as [number, number, number, number, number];
+  return { text: line.time, ms: Date.UTC(2000, mo - 1, d, h, mi, s) };
+}
 
 export const vllm: EngineAdapter = {
   name: "vllm",
@@ -28,6 +37,8 @@ export const vllm: EngineAdapter = {
   // lib/rendezvous.js): the head waiting for its headless workers, a worker connecting to the
   // master. vLLM's head blocks there until every worker has joined (MultiprocExecutor waits for
   // every worker's READY: vllm/v1/executor/multiproc_executor.py, wait_for_ready).
+  hintFor: vllmHint,
+  lineTime,
   rendezvousPatterns: [/waiting for \d+ headless worker/, /connecting to master at /],
   // From the routers of vllm-project/vllm: vllm/entrypoints/openai/chat_completion/api_router.py,
   // completion/api_router.py (also /v1/completions/render), responses/api_router.py,

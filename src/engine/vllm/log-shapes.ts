@@ -47,6 +47,7 @@ export function readVllmLine(raw: string): LogLine {
     body,
     ...(p?.[1] === undefined ? {} : { proc: p[1] }),
     ...(h?.[1] === undefined ? {} : { level: h[1] }),
+    ...(h?.[2] === undefined ? {} : { time: h[2] }),
     // Every line of one logger record carries the same process prefix and header.
     ...(h === null ? {} : { record: `${p?.[0] ?? ""}${h[0]}` }),
   };

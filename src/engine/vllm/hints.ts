@@ -1,0 +1,134 @@
+/**
+ * What vLLM's own failure lines tell the user to do, with the figures the line gives. One module:
+ * `launcher explain` and `up`'s failure message both read their hint from here (through the
+ * adapter's `hintFor`), so the two never word the same cause differently.
+ *
+ * Every shape below is checked in vLLM's (or torch's / NCCL's) source; the file is named at each.
+ */
+
+interface Rule {
+  readonly pattern: RegExp;
+  /** The hint, from the matching line and (for figures printed earlier) every line of the log. */
+  readonly say: (m: RegExpExecArray, lines: readonly string[]) => string;
+}
+
+const num = (s: string | undefined): number => Number((s ?? "").replace(/,/g, ""));
+const GIB: Readonly<Record<string, number>> = { GiB: 1, MiB: 1 / 1024, KiB: 1 / (1024 * 1024), bytes: 1 / 1024 ** 3 };
+const gib = (value: string | undefined, unit: string | undefined): number => num(value) * (GIB[unit ?? "GiB"] ?? 1);
+const two = (n: number): string => n.toFixed(2);
+/** A --gpu-memory-utilization step, rounded the safe way (up for "lower by", down for "at most"). */
+const up2 = (n: number): string => (Math.ceil(n * 100) / 100).toFixed(2);
+const down2 = (n: number): string => (Math.floor(n * 100) / 100).toFixed(2);
+
+const DOCTOR = "`launcher doctor`";
+
+/** The known causes' own shapes, most specific first. */
+const RULES: readonly Rule[] = [
+  // vllm/v1/core/kv_cache_utils.py, _check_enough_kv_cache_memory: "To serve at least one request
+  // with the models's max seq len (N), (X GiB KV cache is needed, which is larger than the available
+  // KV cache memory (Y GiB). Based on the available memory, the estimated maximum model length is E."
+  // (older builds spell it "models's", newer "model's"; the estimate is left out when it is 0).
+  {
+    pattern: /max seq len \((\d+)\), \(([\d.]+) GiB KV cache is needed, which is larger than the available KV cache memory \((-?[\d.]+) GiB\)\.(?: Based on the available memory, the estimated maximum model length is (\d+)\.)?/,
+    say: (m) =>
+      m[4] !== undefined
+        ? `KV cache too small: one request of ${m[1]} tokens needs ${m[2]} GiB of KV cache but only ${m[3]} GiB is left; vLLM estimates the longest that fits at ${m[4]} tokens: set --max-model-len ${m[4]} (or less) in the recipe's args, or raise --gpu-memory-utilization`
+        : `KV cache too small: one request of ${m[1]} tokens needs ${m[2]} GiB of KV cache but only ${m[3]} GiB is left: lower --max-model-len in the recipe's args, or raise --gpu-memory-utilization`,
+  },
+  // Same function: "No available memory for the cache blocks. Try increasing `gpu_memory_utilization`".
+  // How far short it is, vllm/v1/worker/gpu_worker.py (determine_available_memory) printed before:
+  // "Available KV cache memory: -X GiB" (requested memory minus weights, activations and the rest).
+  {
+    pattern: /No available memory for the cache blocks/,
+    say: (_m, lines) => {
+      const short = firstMatch(/Available KV cache memory: -([\d.]+) GiB/, lines)?.[1];
+      return `no memory is left for the KV cache: the weights and activations take the whole --gpu-memory-utilization budget${short === undefined ? "" : ` and ${short} GiB more`}; raise --gpu-memory-utilization (or give --kv-cache-memory), or spread the model over more nodes (tensor_parallel_size)`;
+    },
+  },
+  // vllm/v1/worker/utils.py, request_memory: "Free memory on device cuda:0 (F/T GiB) on startup is
+  // less than desired GPU memory utilization (U, R GiB)" (older builds leave the device out).
+  {
+    pattern: /Free memory on device(?: \S+)? \(([\d.]+)\/([\d.]+) GiB\) on startup is less than desired GPU memory utilization \(([\d.]+), ([\d.]+) GiB\)/,
+    say: (m) =>
+      `only ${m[1]} of ${m[2]} GiB was free when the engine started, and --gpu-memory-utilization ${m[3]} asks for ${m[4]} GiB: lower it to at most ${down2(num(m[1]) / num(m[2]))}, or free the memory first (another deployment's container, or the page cache on unified memory: \`sync; echo 3 > /proc/sys/vm/drop_caches\` as root)`,
+  },
+  // vllm/config/model.py, _get_and_verify_max_len: "User-specified max_model_len (N) is greater than
+  // the derived max_model_len (max_position_embeddings=D or model_max_length=None in model's config.json)".
+  {
+    pattern: /User-specified max_model_len \((\d+)\) is greater than the derived max_model_len \((\w+)=([\d.]+)/,
+    say: (m) =>
+      `--max-model-len ${m[1]} is longer than the model supports (${m[2]}=${String(Math.trunc(num(m[3])))} in its config.json): lower --max-model-len to ${String(Math.trunc(num(m[3])))} or less (VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 in the recipe's env only with RoPE scaling that really extends it)`,
+  },
+  // torch, c10/cuda/CUDACachingAllocator.cpp: "CUDA out of memory. Tried to allocate X GiB. GPU 0 has
+  // a total capacity of T GiB of which F GiB is free." (format_size: bytes, KiB, MiB or GiB).
+  {
+    pattern: /CUDA out of memory\. Tried to allocate ([\d.]+) (GiB|MiB|KiB|bytes)\. GPU \d+ has a total capacity of ([\d.]+) (GiB|MiB) of which ([\d.]+) (GiB|MiB|KiB|bytes) is free/,
+    say: (m) => {
+      const short = Math.max(0, gib(m[1], m[2]) - gib(m[5], m[6]));
+      const total = gib(m[3], m[4]);
+      return `out of GPU memory: an allocation of ${m[1]} ${m[2]} found only ${m[5]} ${m[6]} free of ${m[3]} ${m[4]} (${two(short)} GiB short): lower --gpu-memory-utilization by at least ${up2(total > 0 ? short / total : 0)} so more stays outside vLLM's budget, or lower --max-num-seqs / --max-model-len; if it happened while loading the weights, the model does not fit these nodes (more nodes or a smaller quantization)`;
+    },
+  },
+  // A CUDA runtime call that failed with cudaErrorMemoryAllocation (torch's C10_CUDA_CHECK prints
+  // "CUDA error: out of memory"); no figures. Common on unified memory, where the page cache and
+  // every other process draw on the same pool.
+  {
+    pattern: /CUDA error: out of memory/,
+    say: () =>
+      "a CUDA call ran out of memory; on unified memory (DGX Spark) the page cache and other processes share the GPU's pool: lower --gpu-memory-utilization (0.05 at a time), drop the page cache on the node (`sync; echo 3 > /proc/sys/vm/drop_caches` as root) and check that nothing else holds memory",
+  },
+  // NCCL, src/misc/ibvwrap.cc: "Call to ibv_modify_qp failed with 61 No data available ... local GID
+  // index N": the RDMA queue pair could not be moved to RTR, in practice a RoCE GID index that is
+  // wrong on one node (it differs between Sparks).
+  {
+    pattern: /ibv_modify_qp/,
+    say: () =>
+      `NCCL could not connect the RDMA queue pairs (ibv_modify_qp): usually the RoCE GID index (NCCL_IB_GID_INDEX) is wrong on one node; run ${DOCTOR} to read each node's GID index and fix gid_index in the cluster file`,
+  },
+  // vllm/distributed/device_communicators/pynccl_wrapper.py, NCCL_CHECK: "RuntimeError: NCCL error:
+  // <ncclGetErrorString>"; torch's ProcessGroupNCCL says "NCCL error in: ...".
+  {
+    pattern: /NCCL error/,
+    say: () =>
+      `NCCL failed between the nodes: run ${DOCTOR} to check every node's fabric (interface, RoCE HCAs and GID index, MTU, peers); NCCL_DEBUG=INFO in the recipe's env shows which step failed`,
+  },
+  // The dynamic loader's words through Python's ImportError ("<file>.so: undefined symbol: <name>");
+  // vLLM logs its own kernels' ImportError from vllm/platforms/interface.py (import_kernels).
+  {
+    pattern: /(\S+\.so[\w.]*): undefined symbol: (\S+)/,
+    say: (m) =>
+      `${m[1]} was compiled against another torch (or for another GPU architecture) than the one in the image (undefined symbol ${m[2]}): rebuild the image so that this extension is built against the image's own torch and CUDA, for this GPU`,
+  },
+  // torch / the CUDA driver: "CUDA-capable device(s) is/are busy or unavailable".
+  {
+    pattern: /CUDA-capable device\(s\) is\/are busy or unavailable/,
+    say: () => "the GPU is held by another process (a container of another deployment?): `launcher status` lists what runs; `nvidia-smi` on the node shows who holds it",
+  },
+];
+
+/**
+ * The hint for a failed boot. The rules go most specific first, each tried on the cause and then on
+ * every line: the cause may be a generic line ("NCCL error: unhandled system error") whose reason
+ * is a line before it (NCCL's ibv_modify_qp warning). A plugin that failed to load is not decided
+ * here: the log parser keeps it as a warning (log-shapes.ts WARNINGS), shown next to this hint.
+ */
+export function vllmHint(cause: string | undefined, lines: readonly string[]): string | undefined {
+  const all = cause === undefined ? lines : [cause, ...lines];
+  let main: string | undefined;
+  for (const r of RULES) {
+    const m = firstMatch(r.pattern, all);
+    if (m) {
+      main = r.say(m, lines);
+      break;
+    }
+  }
+  return main;
+}
+
+function firstMatch(pattern: RegExp, lines: readonly string[]): RegExpExecArray | undefined {
+  for (const l of lines) {
+    const m = pattern.exec(l);
+    if (m) return m;
+  }
+  return undefined;
+}
