@@ -1,3 +1,4 @@
+import type { ClusterNode } from "../cluster/cluster.js";
 import type { BootPhase as Phase } from "../deploy/contract.js";
 
 /** What launcher needs to know about one inference engine. */
@@ -44,6 +45,12 @@ export interface EngineAdapter {
   readonly name: string;
   /** Each rank's container command. */
   readonly rankCommand: (recipe: EngineRecipe, ctx: RankContext) => RankCommand;
+  /**
+   * The env one node's container gets from that node's own fabric facts (never another node's):
+   * what the engine and its communication libraries read to find the fabric. Its keys are in
+   * `managedEnv`, so that no recipe sets them.
+   */
+  readonly nodeEnv: (recipe: EngineRecipe, node: ClusterNode) => Record<string, string>;
   /** Start order: true when the head must run before the workers start, false for workers first. */
   readonly startsHeadFirst: (recipe: EngineRecipe) => boolean;
   /** What the image must run when the recipe sets no `entrypoint` (preflight compares the image's ENTRYPOINT). */

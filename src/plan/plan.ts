@@ -7,7 +7,6 @@ import { adapterOf, engineAdapter, ENGINES, type EngineRegistry } from "../engin
 import { findAnyFlag, flagsOfWords } from "../recipe/args.js";
 import type { Recipe } from "../recipe/recipe.js";
 import { recipeHash } from "../recipe/resolve.js";
-import { fabricEnv } from "../cluster/fabric-env.js";
 import { containerName, encodeLabels } from "../deploy/contract.js";
 
 export interface MountSpec {
@@ -132,7 +131,7 @@ export function planDeployment(recipe: Recipe, cluster: Cluster, options: PlanOp
     }
     const env: Record<string, string> = { ...recipe.env };
     for (const m of recipe.extra_mounts) if (m.env !== undefined) env[m.env] = m.container;
-    Object.assign(env, fabricEnv(node, recipe.distributed_backend));
+    Object.assign(env, engine.nodeEnv(recipe, node));
 
     const role = node.rank === 0 ? "head" : "worker";
     const container = containerName(deployment, node.rank);

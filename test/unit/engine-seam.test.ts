@@ -41,6 +41,10 @@ test("a second engine is one folder and one registry line: the plan's commands, 
     assert.deepEqual(command.slice(0, 6), ["--weights", practice.model, "--peer", `${plan.master_addr}:${plan.master_port}`, "--rank", String(n.rank)]);
     // Nothing of vLLM's command leaks into another engine's.
     for (const vllmWord of ["--tensor-parallel-size", "--headless", "--nnodes"]) assert.ok(!argv.includes(vllmWord), `${n.node}: ${vllmWord}`);
+    const fabricIp: string | undefined = cluster.nodes.find((c) => c.name === n.node)?.fabric_ip;
+    assert.ok(fabricIp);
+    assert.equal(n.env.TOY_PEER, fabricIp, "the node's env is the toy's, from its own fabric IP");
+    assert.equal(n.env.VLLM_HOST_IP, undefined);
     assert.equal(n.labels[LABELS.engine], "toy");
     const decoded = decodeLabels(n.labels);
     assert.ok(decoded.ok);

@@ -1,4 +1,4 @@
-import { FABRIC_ENV_KEYS } from "../../cluster/fabric-env.js";
+import { FABRIC_ENV_KEYS, fabricEnv } from "../../cluster/fabric-env.js";
 import type { EngineAdapter } from "../adapter.js";
 import { vllmRankCommand, vllmStartsHeadFirst } from "./command.js";
 
@@ -6,6 +6,7 @@ export const vllm: EngineAdapter = {
   name: "vllm",
   rankCommand: vllmRankCommand,
   startsHeadFirst: vllmStartsHeadFirst,
+  nodeEnv: (recipe, node) => fabricEnv(node, recipe.distributed_backend === "ray" ? "ray" : "mp"),
   // The vllm-openai stage of vllm-project/vllm docker/Dockerfile: `ENTRYPOINT ["vllm", "serve"]`
   // since October 2025 (before, `python3 -m vllm.entrypoints.openai.api_server`, which ignores
   // --headless); the container command is then model + flags.
