@@ -80,7 +80,7 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
 /** The starts, the watch and, on any failure, the rollback of this boot's containers. */
 async function boot(plan: Plan, bootId: string, session: ClusterSession, options: UpOptions, started: number): Promise<UpResult> {
   const engine = adapterOf(plan.recipe.engine);
-  // The plan was made with this engine's adapter: none here is launcher's bug, not the user's.
+  // The plan was made with this engine's adapter, so a missing one here is launcher's bug (exit 70).
   if (engine === undefined) throw new Error(`no adapter for engine ${plan.recipe.engine}`);
   const watch = new AbortController();
   const stopWatching = (): void => fail({ node: "launcher", rank: -1, message: interruption(options.signal).message, lastLines: [] }, true);
