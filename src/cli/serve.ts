@@ -1,7 +1,7 @@
 import { readTextFile } from "../config/read-file.js";
 import type { Command } from "commander";
 import { UserError } from "../config/errors.js";
-import { vllm } from "../engine/vllm/adapter.js";
+import { engineApiMethods } from "../engine/registry.js";
 import { collectKeys, keyChecker } from "../gateway/auth.js";
 import { Discovery, staleAfterMs } from "../gateway/discovery.js";
 import { isLoopback, parseListen } from "../gateway/listen.js";
@@ -108,7 +108,8 @@ export function registerServe(program: Command, io: Output): void {
           return { deployments: s.deployments.length, unreachable: s.unreachable, discovered_at: s.at?.toISOString() ?? null };
         },
         staleness: () => discovery.staleness(),
-        apiMethods: vllm.apiMethods,
+        // Every engine's routes: the gateway fronts deployments of any engine at once.
+        apiMethods: engineApiMethods(),
         requestTimeoutMs: REQUEST_TIMEOUT_MS,
         upstreamFailed: () => discovery.refreshSoon(),
         headersTimeoutMs: parseDuration(flags.upstreamTimeout, "--upstream-timeout"),

@@ -14,6 +14,9 @@ export const LABELS = {
   deployment: `${LABEL_PREFIX}deployment`,
   recipe: `${LABEL_PREFIX}recipe`,
   recipe_hash: `${LABEL_PREFIX}recipe-hash`,
+  // The engine that runs in the container (the recipe's `engine`): status reads its log and
+  // drain its metrics through that engine's adapter, whatever the other deployments run.
+  engine: `${LABEL_PREFIX}engine`,
   served_model: `${LABEL_PREFIX}served-model`,
   rank: `${LABEL_PREFIX}rank`,
   role: `${LABEL_PREFIX}role`,
@@ -41,6 +44,8 @@ export interface DeploymentLabels {
   readonly deployment: string;
   readonly recipe: string;
   readonly recipe_hash: string;
+  /** Absent on containers started before the label existed (they run the default engine). */
+  readonly engine?: string;
   readonly served_model: string;
   readonly rank: number;
   readonly role: Role;
@@ -61,6 +66,7 @@ export function encodeLabels(l: DeploymentLabels): Record<string, string> {
     [LABELS.deployment]: l.deployment,
     [LABELS.recipe]: l.recipe,
     [LABELS.recipe_hash]: l.recipe_hash,
+    ...(l.engine === undefined ? {} : { [LABELS.engine]: l.engine }),
     [LABELS.served_model]: l.served_model,
     [LABELS.rank]: String(l.rank),
     [LABELS.role]: l.role,
@@ -83,6 +89,7 @@ const labelsSchema = z.object({
   [LABELS.deployment]: z.string().min(1),
   [LABELS.recipe]: described,
   [LABELS.recipe_hash]: described,
+  [LABELS.engine]: z.exactOptional(z.string()),
   [LABELS.served_model]: z.string(),
   [LABELS.rank]: count,
   [LABELS.role]: z.exactOptional(z.enum(ROLES)),
@@ -101,12 +108,14 @@ export function decodeLabels(labels: Readonly<Record<string, string>>): { ok: tr
   const v = r.data;
   const nodes = v[LABELS.nodes];
   const lane = v[LABELS.lane];
+  const engine = v[LABELS.engine];
   return {
     ok: true,
     labels: {
       deployment: v[LABELS.deployment],
       recipe: v[LABELS.recipe],
       recipe_hash: v[LABELS.recipe_hash],
+      ...(engine === undefined ? {} : { engine }),
       served_model: v[LABELS.served_model],
       rank: v[LABELS.rank],
       role: v[LABELS.role] ?? (v[LABELS.rank] === 0 ? "head" : "worker"),
@@ -155,6 +164,8 @@ export interface DeploymentStatus {
   readonly deployment: string;
   readonly recipe: string;
   readonly recipe_hash: string;
+  /** The engine it runs (its containers' launcher.engine label); absent when they predate the label. */
+  readonly engine?: string;
   readonly lane?: string;
   readonly served_model: string;
   readonly endpoint: string;
@@ -188,6 +199,7 @@ const deploymentSchema = z.object({
   deployment: z.string(),
   recipe: z.string(),
   recipe_hash: z.string(),
+  engine: z.exactOptional(z.string()),
   lane: z.exactOptional(z.string()),
   served_model: z.string(),
   endpoint: z.string(),

@@ -1,14 +1,23 @@
-/** Requests the engine is running now, from vLLM's Prometheus gauge; undefined if unreadable. */
-export async function requestsRunning(endpoint: string, signal?: AbortSignal): Promise<number | undefined> {
+import type { EngineAdapter } from "../engine/adapter.js";
+
+/** The sum of a gauge's series in Prometheus text (`name{labels} value`); undefined when it is not there. */
+export function sumGauge(text: string, metric: string): number | undefined {
+  let total: number | undefined;
+  for (const raw of text.split("\n")) {
+    const line = raw.trim();
+    if (!line.startsWith(metric)) continue;
+    const m = /^(?:\{[^}]*\})? ([\d.eE+-]+)$/.exec(line.slice(metric.length));
+    if (m) total = (total ?? 0) + Number(m[1]);
+  }
+  return total;
+}
+
+/** Requests the engine is running now, from its adapter's Prometheus gauge; undefined if unreadable. */
+export async function requestsRunning(endpoint: string, engine: EngineAdapter, signal?: AbortSignal): Promise<number | undefined> {
   try {
-    const res = await fetch(`${endpoint}/metrics`, { signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(2000)]) : AbortSignal.timeout(2000) });
+    const res = await fetch(`${endpoint}${engine.metricsPath}`, { signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(2000)]) : AbortSignal.timeout(2000) });
     if (res.status !== 200) return undefined;
-    let total: number | undefined;
-    for (const line of (await res.text()).split("\n")) {
-      const m = /^vllm:num_requests_running(?:\{[^}]*\})? ([\d.eE+-]+)$/.exec(line.trim());
-      if (m) total = (total ?? 0) + Number(m[1]);
-    }
-    return total;
+    return sumGauge(await res.text(), engine.runningRequestsMetric);
   } catch {
     return undefined;
   }
@@ -16,15 +25,16 @@ export async function requestsRunning(endpoint: string, signal?: AbortSignal): P
 
 /**
  * Waits until a deployment that no longer gets new requests has finished the ones it runs, so
- * that stopping it cuts no answer short. Bounded by `timeoutMs`; an engine without metrics is
- * not waited for.
+ * that stopping it cuts no answer short. Bounded by `timeoutMs`; an engine without metrics (or
+ * without an adapter here: a newer launcher's container) is not waited for.
  */
-export async function drain(endpoint: string, timeoutMs: number, signal: AbortSignal, sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))): Promise<{ drained: boolean; running: number }> {
+export async function drain(endpoint: string, timeoutMs: number, signal: AbortSignal, engine: EngineAdapter | undefined, sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))): Promise<{ drained: boolean; running: number }> {
+  if (engine === undefined) return { drained: true, running: 0 };
   const deadline = Date.now() + timeoutMs;
   // A request routed just before the switch may still be on its way to the engine.
   await sleep(Math.min(500, timeoutMs));
   for (let i = 0; ; i++) {
-    const running = await requestsRunning(endpoint, signal);
+    const running = await requestsRunning(endpoint, engine, signal);
     if (running === undefined || running === 0) return { drained: true, running: 0 };
     if (Date.now() >= deadline || signal.aborted || i > 10_000) return { drained: false, running };
     await sleep(250);

@@ -2,6 +2,7 @@ import { RemoteError, UserError } from "../config/errors.js";
 import type { Plan } from "../plan/plan.js";
 import type { StateStore, SwapMode } from "../store/store.js";
 import { formatRemoval, fullyStopped, removeContainers, unreachableOf } from "./down.js";
+import { adapterOf } from "../engine/registry.js";
 import { drain } from "./drain.js";
 import { recordedUp } from "./launch.js";
 import { deploymentKey, holdOrBusy } from "./locks.js";
@@ -112,7 +113,7 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
   const stopReplaced = async (): Promise<void> => {
     for (const d of replacing) {
       options.progress.note(`lane ${lane}: draining ${d.deployment} (up to ${Math.round(options.drainMs / 1000)} s for running requests) ...`);
-      const drained = await drain(d.endpoint, options.drainMs, options.signal);
+      const drained = await drain(d.endpoint, options.drainMs, options.signal, adapterOf(d.engine));
       if (!drained.drained) options.progress.note(`lane ${lane}: ${d.deployment} still runs ${drained.running} request(s); stopping it anyway`);
       notInterrupted(`stopping ${d.deployment}`);
       stoppedAny = true;

@@ -1,8 +1,8 @@
-/** Ready means: /health answers 200 and one streamed chat completion returns a token. */
-export async function checkReady(endpoint: string, model: string, signal: AbortSignal): Promise<{ ok: true } | { ok: false; why: string }> {
+/** Ready means: the engine's health path (its adapter's) answers 200 and one streamed chat completion returns a token. */
+export async function checkReady(endpoint: string, model: string, signal: AbortSignal, healthPath: string): Promise<{ ok: true } | { ok: false; why: string }> {
   try {
-    const health = await fetch(`${endpoint}/health`, { signal });
-    if (health.status !== 200) return { ok: false, why: `/health answered ${health.status}` };
+    const health = await fetch(`${endpoint}${healthPath}`, { signal });
+    if (health.status !== 200) return { ok: false, why: `${healthPath} answered ${health.status}` };
     const res = await fetch(`${endpoint}/v1/chat/completions`, {
       method: "POST",
       headers: { "content-type": "application/json" },

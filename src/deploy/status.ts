@@ -1,5 +1,6 @@
+import type { EngineAdapter } from "../engine/adapter.js";
 import { advanceBoot, INITIAL_BOOT, splitTimestamp } from "../engine/boot-log.js";
-import { vllm } from "../engine/vllm/adapter.js";
+import { adapterOf } from "../engine/registry.js";
 import { CONTAINER_STATES, containerName, type DeploymentState, type DeploymentStatus, type RankStatus, type StatusLine, type StatusPhase } from "./contract.js";
 import { listNodes, type Labelled } from "./labels.js";
 import type { ClusterSession } from "./session.js";
@@ -85,9 +86,11 @@ export function judge(v: RankView, head: HeadProbe | undefined): { status: Deplo
   return { status: "booting", phase: head?.phase ?? "unknown" };
 }
 
-async function probeHead(session: ClusterSession, v: RankView, endpoint: string): Promise<HeadProbe> {
+async function probeHead(session: ClusterSession, v: RankView, endpoint: string, engine: EngineAdapter | undefined): Promise<HeadProbe> {
+  // An engine this launcher has no adapter for (a newer launcher's container) cannot be judged.
+  if (engine === undefined) return { healthy: false };
   try {
-    const res = await fetch(`${endpoint}/health`, { signal: AbortSignal.timeout(2000) });
+    const res = await fetch(`${endpoint}${engine.healthPath}`, { signal: AbortSignal.timeout(2000) });
     if (res.status === 200) return { healthy: true };
   } catch {
     // not answering yet: read the boot phase from the log
@@ -97,7 +100,7 @@ async function probeHead(session: ClusterSession, v: RankView, endpoint: string)
   if (head === undefined || docker === undefined) return { healthy: false };
   let state = INITIAL_BOOT;
   try {
-    for await (const line of docker.logs(head.container, { tail: 400 })) state = advanceBoot(vllm, state, splitTimestamp(line).text);
+    for await (const line of docker.logs(head.container, { tail: 400 })) state = advanceBoot(engine, state, splitTimestamp(line).text);
   } catch {
     return { healthy: false };
   }
@@ -123,12 +126,13 @@ export async function clusterStatus(session: ClusterSession, now: Date): Promise
     [...groups].sort(([a], [b]) => a.localeCompare(b)).map(async ([deployment, members]): Promise<DeploymentStatus> => {
       const first = (members[0] as Labelled).labels;
       const view = rankView(members, unreachableNodes, now);
-      const { status, phase } = judge(view, needsHeadProbe(view) ? await probeHead(session, view, first.endpoint) : undefined);
+      const { status, phase } = judge(view, needsHeadProbe(view) ? await probeHead(session, view, first.endpoint, adapterOf(first.engine)) : undefined);
       const startedTimes = view.ranks.filter((r) => r.state === "running").map((r) => Date.parse(r.started_at ?? "")).filter((t) => !Number.isNaN(t));
       return {
         deployment,
         recipe: first.recipe,
         recipe_hash: first.recipe_hash,
+        ...(first.engine === undefined ? {} : { engine: first.engine }),
         ...(first.lane === undefined ? {} : { lane: first.lane }),
         served_model: first.served_model,
         endpoint: first.endpoint,

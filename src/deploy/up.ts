@@ -1,7 +1,7 @@
 import { RemoteError } from "../config/errors.js";
 import { advanceBoot, INITIAL_BOOT, splitTimestamp, type BootState } from "../engine/boot-log.js";
 import { failureHint, warningNote } from "../engine/explain.js";
-import { vllm } from "../engine/vllm/adapter.js";
+import { adapterOf } from "../engine/registry.js";
 import type { NodeSpec, Plan } from "../plan/plan.js";
 import { preflight, sameNameOnCluster } from "./preflight.js";
 import { checkInterrupted, interruption } from "./abort.js";
@@ -89,6 +89,9 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
 
 /** The starts, the watch and, on any failure, the rollback of this boot's containers. */
 async function boot(plan: Plan, bootId: string, session: ClusterSession, options: UpOptions, started: number): Promise<UpResult> {
+  const engine = adapterOf(plan.recipe.engine);
+  // The plan was made with this engine's adapter, so a missing one here is launcher's bug (exit 70).
+  if (engine === undefined) throw new Error(`no adapter for engine ${plan.recipe.engine}`);
   const watch = new AbortController();
   const stopWatching = (): void => fail({ node: "launcher", rank: -1, message: interruption(options.signal).message, lastLines: [] }, true);
   // No await since the last check: an interrupt from here on is heard, and rolls back.
@@ -122,7 +125,7 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
     for await (const raw of docker.logs(spec.container, { follow: true, signal: watch.signal })) {
       const { text, time } = splitTimestamp(raw);
       lastTime = time ?? lastTime;
-      const state = advanceBoot(vllm, states.get(spec.node) ?? INITIAL_BOOT, text);
+      const state = advanceBoot(engine, states.get(spec.node) ?? INITIAL_BOOT, text);
       states.set(spec.node, state);
       options.progress.node(spec.node, state);
       if (state.fatal !== undefined) {
@@ -163,7 +166,7 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
   const timeout = setTimeout(() => {
     // Blame the rank that holds the others up, not the head that waits for it.
     const ranks = plan.nodes.map((n) => ({ node: n.node, rank: n.rank, state: states.get(n.node) ?? INITIAL_BOOT }));
-    const behind = rankBehind(vllm, ranks) ?? { node: "?", rank: 0, state: INITIAL_BOOT };
+    const behind = rankBehind(engine, ranks) ?? { node: "?", rank: 0, state: INITIAL_BOOT };
     const others = ranks.filter((r) => r.rank !== behind.rank).map((r) => `${r.node} ${r.state.phase}${r.state.atRendezvous ? " at the rendezvous" : ""}`);
     fail(
       {
@@ -196,7 +199,7 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
     }
     for (;;) {
       await Promise.race([headReady, failureWait]);
-      const check = await checkReady(plan.endpoint, plan.served_model, watch.signal);
+      const check = await checkReady(plan.endpoint, plan.served_model, watch.signal, engine.healthPath);
       if (check.ok) break;
       if (watch.signal.aborted) break;
       // /health can lag the ready line by a moment; any real failure arrives through the watchers.
@@ -212,7 +215,7 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
     const removed = await removeContainers(session, createdBy(bootId), ROLLBACK_GRACE_SECONDS);
     const where = f.rank >= 0 ? `${f.node} (rank ${f.rank})` : f.node;
     // The same hint `launcher explain` gives for this log (src/engine/explain.ts): one wording per cause.
-    const hint = f.rank >= 0 ? failureHint(vllm, f.cause, f.lastLines) : undefined;
+    const hint = f.rank >= 0 ? failureHint(engine, f.cause, f.lastLines) : undefined;
     const detail = [
       ...(f.cause ? [`cause: ${f.cause}`] : []),
       ...(hint ? [`hint: ${hint}`] : []),

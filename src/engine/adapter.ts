@@ -1,3 +1,4 @@
+import type { ClusterNode } from "../cluster/cluster.js";
 import type { BootPhase as Phase } from "../deploy/contract.js";
 
 /** What launcher needs to know about one inference engine. */
@@ -38,8 +39,55 @@ export interface LogLine {
   readonly time?: string;
 }
 
+/**
+ * What the planner tells an engine about one deployment, filled from the recipe by plan/plan.ts:
+ * the engine reads no recipe/ type, so the recipe format and the engines change apart. The field
+ * names are the recipe's, so a resolved Recipe fits it as it is.
+ */
+export interface EngineRecipe {
+  readonly model: string;
+  readonly docker_image: string;
+  readonly tensor_parallel_size: number;
+  readonly pipeline_parallel_size: number;
+  readonly distributed_backend: string;
+  /** Replaces the image's ENTRYPOINT, when the recipe sets one. */
+  readonly entrypoint?: readonly string[];
+  /** The engine's flags, one element per word, as the recipe's args. */
+  readonly args: readonly string[];
+  /** The recipe's env (every container gets it). */
+  readonly env: Readonly<Record<string, string>>;
+}
+
+/**
+ * The one seam between launcher and an inference engine: plan, up, status, drain, validation and
+ * the gateway ask the engine's adapter (found by the recipe's `engine`, or a container's
+ * `launcher.engine` label, in ./registry.ts) and never name an engine themselves.
+ */
 export interface EngineAdapter {
+  /** The recipe's `engine` value and the containers' `launcher.engine` label. */
   readonly name: string;
+  /** Each rank's container command. */
+  readonly rankCommand: (recipe: EngineRecipe, ctx: RankContext) => RankCommand;
+  /**
+   * The env one node's container gets from that node's own fabric facts (never another node's):
+   * what the engine and its communication libraries read to find the fabric. Its keys are in
+   * `managedEnv`, so that no recipe sets them.
+   */
+  readonly nodeEnv: (recipe: EngineRecipe, node: ClusterNode) => Record<string, string>;
+  /** Start order: true when the head must run before the workers start, false for workers first. */
+  readonly startsHeadFirst: (recipe: EngineRecipe) => boolean;
+  /** What the image must run when the recipe sets no `entrypoint` (preflight compares the image's ENTRYPOINT). */
+  readonly image: { readonly entrypoint: readonly string[] };
+  /**
+   * The engine's flags (every spelling) that name the model to clients and pin its revision:
+   * the planner reads them from the recipe's args for the served name and the weights check.
+   */
+  readonly modelFlags: { readonly servedName: readonly string[]; readonly revision: readonly string[] };
+  /** Readiness: the path that answers 200 once the engine serves. */
+  readonly healthPath: string;
+  /** Drain: the Prometheus gauge of requests running now, summed over its series, on `metricsPath`. */
+  readonly metricsPath: string;
+  readonly runningRequestsMetric: string;
   readonly managedFlags: readonly ManagedFlag[];
   /** Env keys launcher sets per node; a recipe must not set them. */
   readonly managedEnv: readonly string[];

@@ -2,8 +2,35 @@ import type { EngineAdapter } from "./adapter.js";
 import { vllm } from "./vllm/adapter.js";
 
 /** Every engine launcher drives, keyed by the recipe's `engine`: a new engine is one folder and one line here. */
-export const ENGINES: Readonly<Record<string, EngineAdapter>> = { vllm };
+export const ENGINES = { vllm } as const satisfies Readonly<Record<string, EngineAdapter>>;
 
-export function engineAdapter(name: string): EngineAdapter | undefined {
-  return Object.hasOwn(ENGINES, name) ? ENGINES[name] : undefined;
+export type EngineName = keyof typeof ENGINES;
+/** A set of engines by name: ENGINES, or (in a test) ENGINES plus one more. */
+export type EngineRegistry = Readonly<Record<string, EngineAdapter>>;
+
+/** The recipe schema's `engine` values (the first is the default). */
+export const ENGINE_NAMES = Object.keys(ENGINES) as [EngineName, ...EngineName[]];
+/** The engine of a recipe without `engine`, and of a container made before the `launcher.engine` label. */
+export const DEFAULT_ENGINE: EngineName = "vllm";
+
+export function engineAdapter(name: string, engines: EngineRegistry = ENGINES): EngineAdapter | undefined {
+  return Object.hasOwn(engines, name) ? engines[name] : undefined;
+}
+
+/**
+ * The adapter of a name that validation has already accepted (a recipe's engine) or that a
+ * container's label carries; no name is the default engine. A name no adapter has is a bug at
+ * plan time, and reads as "unknown" where a container from another launcher version is read.
+ */
+export function adapterOf(name: string | undefined, engines: EngineRegistry = ENGINES): EngineAdapter | undefined {
+  return engineAdapter(name ?? DEFAULT_ENGINE, engines);
+}
+
+/** The /v1 routes of every engine with the methods each takes: the gateway fronts them all. */
+export function engineApiMethods(engines: EngineRegistry = ENGINES): Readonly<Record<string, readonly string[]>> {
+  const out: Record<string, string[]> = {};
+  for (const e of Object.values(engines)) {
+    for (const [route, methods] of Object.entries(e.apiMethods)) out[route] = [...new Set([...(out[route] ?? []), ...methods])];
+  }
+  return out;
 }

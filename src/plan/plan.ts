@@ -2,11 +2,11 @@ import { error, type Diagnostic } from "../config/diagnostic.js";
 import { DEPLOYMENT_NAME, kindProblem } from "../config/kinds.js";
 import { MAX_REMOTE_COMMAND_BYTES, remoteCommandBytes } from "../config/shell-words.js";
 import type { Cluster, ClusterNode } from "../cluster/cluster.js";
-import { vllmRankCommand, vllmStartsHeadFirst } from "../engine/vllm/command.js";
-import { findFlag, flagsOfWords } from "../recipe/args.js";
+import type { EngineAdapter } from "../engine/adapter.js";
+import { adapterOf, engineAdapter, ENGINES, type EngineRegistry } from "../engine/registry.js";
+import { findAnyFlag, flagsOfWords } from "../recipe/args.js";
 import type { Recipe } from "../recipe/recipe.js";
 import { recipeHash } from "../recipe/resolve.js";
-import { fabricEnv } from "../cluster/fabric-env.js";
 import { containerName, encodeLabels } from "../deploy/contract.js";
 
 export interface MountSpec {
@@ -54,6 +54,8 @@ export interface PlanOptions {
   readonly lane?: string;
   /** API port on the head; default: the cluster's api_port. */
   readonly apiPort?: number;
+  /** The engines a recipe's `engine` may name; default: every engine launcher has (a test adds its own). */
+  readonly engines?: EngineRegistry;
 }
 
 export type PlanResult = { ok: true; plan: Plan } | { ok: false; diagnostics: Diagnostic[] };
@@ -65,8 +67,9 @@ export function expandHome(hostPath: string, node: ClusterNode): string | undefi
   return node.home.replace(/\/+$/, "") + hostPath.slice(1);
 }
 
-export function servedModelName(recipe: Recipe): string {
-  const flag = findFlag(flagsOfWords(recipe.args), "--served-model-name");
+/** What clients call the model: the engine's served-name flag in args, else the model. */
+export function servedModelName(recipe: Recipe, engine: EngineAdapter | undefined = adapterOf(recipe.engine)): string {
+  const flag = engine === undefined ? undefined : findAnyFlag(flagsOfWords(recipe.args), engine.modelFlags.servedName);
   return flag?.value ?? recipe.model;
 }
 
@@ -95,6 +98,12 @@ export function planDeployment(recipe: Recipe, cluster: Cluster, options: PlanOp
   if (!picked.ok) return { ok: false, diagnostics: [error(clusterLoc, picked.message, picked.hint)] };
   const nodes = picked.nodes;
   const head = nodes[0] as ClusterNode;
+  // Validation accepts only the registry's names; a recipe built another way still gets a user error.
+  const engine = engineAdapter(recipe.engine, options.engines ?? ENGINES);
+  if (engine === undefined) {
+    const known = Object.keys(options.engines ?? ENGINES).join(", ");
+    return { ok: false, diagnostics: [error({ file: recipe.file, line: 1, col: 1 }, `recipe ${recipe.id}: no engine "${recipe.engine}"`, `set engine to one of ${known}`)] };
+  }
   const deployment = options.deployment ?? recipe.id;
   // --name and --lane become container names and labels: the same kind check as the files'.
   for (const [field, value] of [["deployment name (--name)", deployment], ["lane name (--lane)", options.lane]] as const) {
@@ -105,7 +114,7 @@ export function planDeployment(recipe: Recipe, cluster: Cluster, options: PlanOp
   const masterAddr = head.fabric_ip ?? head.address ?? head.host;
   const endpoint = `http://${head.address ?? head.host}:${apiPort}`;
   const hash = recipeHash(recipe);
-  const served = servedModelName(recipe);
+  const served = servedModelName(recipe, engine);
 
   const specs: NodeSpec[] = [];
   for (const node of nodes) {
@@ -122,7 +131,7 @@ export function planDeployment(recipe: Recipe, cluster: Cluster, options: PlanOp
     }
     const env: Record<string, string> = { ...recipe.env };
     for (const m of recipe.extra_mounts) if (m.env !== undefined) env[m.env] = m.container;
-    Object.assign(env, fabricEnv(node, recipe.distributed_backend));
+    Object.assign(env, engine.nodeEnv(recipe, node));
 
     const role = node.rank === 0 ? "head" : "worker";
     const container = containerName(deployment, node.rank);
@@ -136,11 +145,12 @@ export function planDeployment(recipe: Recipe, cluster: Cluster, options: PlanOp
       node: node.name,
       nnodes: nodes.length,
       nodes: nodes.map((n) => n.name),
+      engine: engine.name,
       cluster: cluster.name,
       endpoint,
       ...(options.lane === undefined ? {} : { lane: options.lane }),
     });
-    const cmd = vllmRankCommand(recipe, {
+    const cmd = engine.rankCommand(recipe, {
       rank: node.rank,
       nnodes: nodes.length,
       masterAddr,
@@ -181,7 +191,7 @@ export function planDeployment(recipe: Recipe, cluster: Cluster, options: PlanOp
   }
   if (diagnostics.length > 0) return { ok: false, diagnostics };
   const workers = specs.filter((s) => s.rank > 0).map((s) => s.node);
-  const start_order = vllmStartsHeadFirst(recipe) ? [head.name, ...workers] : [...workers, head.name];
+  const start_order = engine.startsHeadFirst(recipe) ? [head.name, ...workers] : [...workers, head.name];
   return {
     ok: true,
     plan: {

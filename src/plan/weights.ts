@@ -1,5 +1,6 @@
 import type { ClusterNode } from "../cluster/cluster.js";
-import { findFlag, flagsOfWords } from "../recipe/args.js";
+import { adapterOf } from "../engine/registry.js";
+import { findAnyFlag, flagsOfWords } from "../recipe/args.js";
 import type { Recipe } from "../recipe/recipe.js";
 import { expandHome } from "./plan.js";
 
@@ -20,7 +21,8 @@ export function weightsLocation(recipe: Recipe, node: ClusterNode): WeightsLocat
   const mount = recipe.extra_mounts.find((m) => m.env === "HF_HOME");
   const home = expandHome(mount?.host ?? "~/.cache/huggingface", node);
   if (home === undefined) return undefined;
-  const revision = findFlag(flagsOfWords(recipe.args), "--revision")?.value;
+  const revisionFlags = adapterOf(recipe.engine)?.modelFlags.revision ?? [];
+  const revision = findAnyFlag(flagsOfWords(recipe.args), revisionFlags)?.value;
   return {
     hub: `${home.replace(/\/+$/, "")}/hub`,
     repo: `models--${recipe.model.split("/").join("--")}`,

@@ -66,3 +66,9 @@ export function findFlag(flags: readonly Flag[], name: string): Flag | undefined
   const key = flagKey(name);
   return flags.find((f) => flagKey(f.name) === key);
 }
+
+/** The first flag written under any of a flag's spellings (an engine adapter lists them). */
+export function findAnyFlag(flags: readonly Flag[], names: readonly string[]): Flag | undefined {
+  const keys = new Set(names.map(flagKey));
+  return flags.find((f) => keys.has(flagKey(f.name)));
+}

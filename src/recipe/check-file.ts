@@ -3,8 +3,7 @@ import { CONTAINER_PATH, DOCKER_SIZE, HOST_PATH, IMAGE, kindDiagnostics } from "
 import { schemaDiagnostics } from "../config/schema-issues.js";
 import { splitShellWords } from "../config/shell-words.js";
 import type { TomlDocument, TomlPath } from "../config/toml-document.js";
-import { engineAdapter } from "../engine/registry.js";
-import { vllm } from "../engine/vllm/adapter.js";
+import { adapterOf, DEFAULT_ENGINE, ENGINES } from "../engine/registry.js";
 import { flagKey, parseFlags, type Flag, type Word } from "./args.js";
 import { MOUNT_KEYS, RECIPE_KEYS, recipeFileSchema, type RecipeFile } from "./schema.js";
 
@@ -62,7 +61,8 @@ export function checkRecipeFile(doc: TomlDocument): CheckedFile {
   // Keep checking what did parse, so that one report shows every problem of the file.
   const value = (parsed.success ? parsed.data : partialValue(raw)) as RecipeFile;
   const invalidKeys = new Set(Object.keys(raw).filter((k) => !(k in value)));
-  const adapter = engineAdapter(value.engine ?? "vllm") ?? vllm;
+  // An engine the schema refused is already an error: the rest is checked as the default engine's.
+  const adapter = adapterOf(value.engine) ?? ENGINES[DEFAULT_ENGINE];
 
   const words: Word[] = [];
   (value.args ?? []).forEach((element, i) => {

@@ -1,4 +1,5 @@
 import type { Loc } from "../config/diagnostic.js";
+import type { EngineName } from "../engine/registry.js";
 
 export interface Mount {
   readonly host: string;
@@ -14,7 +15,8 @@ export interface Recipe {
   readonly file: string;
   /** Files merged into this recipe, the recipe itself first, its root parent last. */
   readonly chain: readonly string[];
-  readonly engine: "vllm";
+  /** Which adapter in src/engine/registry.ts plans, starts and reads the deployment. */
+  readonly engine: EngineName;
   readonly name: string;
   readonly docker_image: string;
   readonly docker_image_dir?: string;

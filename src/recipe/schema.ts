@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { DEFAULT_ENGINE, ENGINE_NAMES } from "../engine/registry.js";
 
 /**
  * The recipe file format: one source for every key's type, default and description. Every key
@@ -21,7 +22,8 @@ export const recipeFileSchema = z
       .string()
       .optional()
       .meta({ description: "Parent recipe (a name under recipes/, or a path): this recipe is the parent plus its own keys." }),
-    engine: z.enum(["vllm"]).optional().meta({ description: "Inference engine.", default: "vllm" }),
+    // The engines' names come from the registry: a new engine's folder adds its name here too.
+    engine: z.enum(ENGINE_NAMES).optional().meta({ description: "Inference engine.", default: DEFAULT_ENGINE }),
     name: z.string().optional().meta({ description: "Human-readable name of the recipe." }),
     docker_image: z.string().optional().meta({ description: "Docker image every node runs (same image ID on all nodes)." }),
     docker_image_dir: z
@@ -30,17 +32,17 @@ export const recipeFileSchema = z
       .meta({ description: "Folder under docker-images/ whose Dockerfile builds docker_image." }),
     model: z.string().optional().meta({ description: "Model to serve (Hugging Face id); the first word of the container command." }),
     required_nodes: z.number().int().min(1).optional().meta({ description: "Number of nodes the recipe runs on.", default: 1 }),
-    tensor_parallel_size: z.number().int().min(1).optional().meta({ description: "Tensor parallel size (launcher passes --tensor-parallel-size).", default: 1 }),
-    pipeline_parallel_size: z.number().int().min(1).optional().meta({ description: "Pipeline parallel size (launcher passes --pipeline-parallel-size).", default: 1 }),
+    tensor_parallel_size: z.number().int().min(1).optional().meta({ description: "Tensor parallel size (launcher passes it to the engine).", default: 1 }),
+    pipeline_parallel_size: z.number().int().min(1).optional().meta({ description: "Pipeline parallel size (launcher passes it to the engine).", default: 1 }),
     distributed_backend: z
       .enum(["mp", "ray"])
       .optional()
-      .meta({ description: "Multi-node backend: vLLM multiprocessing (mp) or Ray.", default: "mp" }),
+      .meta({ description: "Multi-node backend: the engine's own multiprocessing (mp) or Ray.", default: "mp" }),
     shm_size: z.string().optional().meta({ description: "Docker --shm-size for every container (e.g. 32gb).", default: "32gb" }),
     entrypoint: z
       .union([z.string(), z.array(z.string())], { error: "entrypoint must be a string or an array of strings" })
       .optional()
-      .meta({ description: "Replaces the image's ENTRYPOINT; the command stays model + flags. Unset: the image's own (vllm serve)." }),
+      .meta({ description: "Replaces the image's ENTRYPOINT; the command stays model + flags. Unset: the image's own (the engine's serve command)." }),
     args: z
       .array(z.string())
       .optional()

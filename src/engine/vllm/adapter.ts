@@ -1,5 +1,6 @@
-import { FABRIC_ENV_KEYS } from "../../cluster/fabric-env.js";
+import { FABRIC_ENV_KEYS, fabricEnv } from "../../cluster/fabric-env.js";
 import type { EngineAdapter, LineTime, LogLine } from "../adapter.js";
+import { vllmRankCommand, vllmStartsHeadFirst } from "./command.js";
 import { vllmHint } from "./hints.js";
 import { BOOT_PHASES, EXCEPTION, FATAL, readVllmLine, WARNINGS, WRAPPERS } from "./log-shapes.js";
 
@@ -13,6 +14,22 @@ function lineTime(line: LogLine): LineTime | undefined {
 
 export const vllm: EngineAdapter = {
   name: "vllm",
+  rankCommand: vllmRankCommand,
+  startsHeadFirst: vllmStartsHeadFirst,
+  nodeEnv: (recipe, node) => fabricEnv(node, recipe.distributed_backend === "ray" ? "ray" : "mp"),
+  // The vllm-openai stage of vllm-project/vllm docker/Dockerfile: `ENTRYPOINT ["vllm", "serve"]`
+  // since October 2025 (before, `python3 -m vllm.entrypoints.openai.api_server`, which ignores
+  // --headless); the container command is then model + flags.
+  image: { entrypoint: ["vllm", "serve"] },
+  // vllm/entrypoints/serve/instrumentator/health.py: GET /health is 200 once the engine serves,
+  // 503 when it died. vllm/v1/metrics/loggers.py: the gauge `vllm:num_requests_running`
+  // ("Number of requests in model execution batches"), one series per engine, on /metrics.
+  // vllm/config/model.py: ModelConfig.served_model_name and revision, whose flags
+  // (vllm/engine/arg_utils.py add_cli_args) are --served-model-name and --revision.
+  modelFlags: { servedName: ["--served-model-name"], revision: ["--revision"] },
+  healthPath: "/health",
+  metricsPath: "/metrics",
+  runningRequestsMetric: "vllm:num_requests_running",
   managedFlags: [
     { flags: ["--host"], instead: "launcher serves the API on every address of the head; remove it" },
     { flags: ["--port"], instead: "set api_port in the cluster file or pass --port to launcher" },

@@ -1,6 +1,5 @@
 import { shellJoin } from "../../config/shell-words.js";
-import type { Recipe } from "../../recipe/recipe.js";
-import type { RankCommand, RankContext } from "../adapter.js";
+import type { EngineRecipe as Recipe, RankCommand, RankContext } from "../adapter.js";
 
 const RAY_PORT = 6379;
 // Bounded wait for the Ray cluster before vllm serve; a missing worker fails the boot visibly.
