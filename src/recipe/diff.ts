@@ -1,3 +1,5 @@
+import { engineAdapter } from "../engine/registry.js";
+import { vllm } from "../engine/vllm/adapter.js";
 import { flagKey, flagsOfWords } from "./args.js";
 import type { Mount, Recipe } from "./recipe.js";
 
@@ -32,9 +34,9 @@ function keyed<T>(a: ReadonlyMap<string, T>, b: ReadonlyMap<string, T>, section:
 
 const flagMap = (r: Recipe): Map<string, string> => {
   const map = new Map<string, string>();
-  for (const f of flagsOfWords(r.args)) {
+  for (const f of flagsOfWords(r.args, (engineAdapter(r.engine) ?? vllm).flags)) {
     const key = flagKey(f.name);
-    const value = f.value ?? "(set)";
+    const value = f.values.length === 0 ? "(set)" : f.values.join(" ");
     map.set(key, map.has(key) ? `${map.get(key) ?? ""}, ${value}` : value);
   }
   return map;

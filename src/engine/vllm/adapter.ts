@@ -1,19 +1,11 @@
 import { FABRIC_ENV_KEYS } from "../../cluster/fabric-env.js";
 import type { EngineAdapter } from "../adapter.js";
+import { vllmFlags } from "./flags.js";
 
 export const vllm: EngineAdapter = {
   name: "vllm",
-  managedFlags: [
-    { flags: ["--host"], instead: "launcher serves the API on every address of the head; remove it" },
-    { flags: ["--port"], instead: "set api_port in the cluster file or pass --port to launcher" },
-    { flags: ["--nnodes"], instead: "set required_nodes in the recipe" },
-    { flags: ["--node-rank"], instead: "launcher gives each node its rank from the cluster file's order; remove it" },
-    { flags: ["--master-addr"], instead: "launcher uses the head's fabric_ip from the cluster file; remove it" },
-    { flags: ["--master-port"], instead: "set master_port in the cluster file" },
-    { flags: ["--headless"], instead: "launcher adds it to every rank above 0; remove it" },
-    { flags: ["--tensor-parallel-size", "-tp"], instead: "set tensor_parallel_size in the recipe" },
-    { flags: ["--pipeline-parallel-size", "-pp"], instead: "set pipeline_parallel_size in the recipe" },
-  ],
+  managedFlags: vllmFlags.managed,
+  flags: vllmFlags,
   managedEnv: FABRIC_ENV_KEYS,
   bootPhases: [
     { phase: "starting", pattern: /non-default args:/ },
