@@ -185,7 +185,7 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
     }
     for (;;) {
       await Promise.race([headReady, failureWait]);
-      const check = await checkReady(plan.endpoint, plan.served_model, watch.signal);
+      const check = await checkReady(plan.endpoint, plan.served_model, watch.signal, plan.api_key);
       if (check.ok) break;
       if (watch.signal.aborted) break;
       // /health can lag the ready line by a moment; any real failure arrives through the watchers.

@@ -3,7 +3,8 @@ import { DEPLOYMENT_NAME, kindProblem } from "../config/kinds.js";
 import { MAX_REMOTE_COMMAND_BYTES, remoteCommandBytes } from "../config/shell-words.js";
 import type { Cluster, ClusterNode } from "../cluster/cluster.js";
 import { vllmRankCommand, vllmStartsHeadFirst } from "../engine/vllm/command.js";
-import { findFlag, flagsOfWords } from "../recipe/args.js";
+import { engineAdapter } from "../engine/registry.js";
+import { apiKeyOf, findFlag, flagsOfWords } from "../recipe/args.js";
 import type { Recipe } from "../recipe/recipe.js";
 import { recipeHash } from "../recipe/resolve.js";
 import { fabricEnv } from "../cluster/fabric-env.js";
@@ -44,6 +45,11 @@ export interface Plan {
   readonly nodes: readonly NodeSpec[];
   /** Node names in the order their containers start. */
   readonly start_order: readonly string[];
+  /**
+   * The key the engine's API demands (from the recipe's args or env), which readiness, drain and
+   * the gateway send. A secret: render.ts redacts it from everything the plan prints.
+   */
+  readonly api_key?: string;
 }
 
 export interface PlanOptions {
@@ -181,6 +187,8 @@ export function planDeployment(recipe: Recipe, cluster: Cluster, options: PlanOp
   }
   if (diagnostics.length > 0) return { ok: false, diagnostics };
   const workers = specs.filter((s) => s.rank > 0).map((s) => s.node);
+  const table = engineAdapter(recipe.engine)?.flags;
+  const apiKey = table === undefined ? undefined : apiKeyOf(recipe.args, recipe.env, table);
   const start_order = vllmStartsHeadFirst(recipe) ? [head.name, ...workers] : [...workers, head.name];
   return {
     ok: true,
@@ -197,6 +205,7 @@ export function planDeployment(recipe: Recipe, cluster: Cluster, options: PlanOp
       api_port: apiPort,
       nodes: specs,
       start_order,
+      ...(apiKey === undefined ? {} : { api_key: apiKey }),
     },
   };
 }
