@@ -12,10 +12,11 @@ const ENV_KEY = "sk-engine-env-88c3e0";
 const ENDPOINT = "http://10.231.0.11:8000";
 
 const leaks = (text: string): boolean => text.includes(FLAG_KEY) || text.includes(ENV_KEY);
+const flagKeyed = (): string => variant(dir, "keyed-flag", "practice-2x", `args = ["--api-key", "${FLAG_KEY}"]\n`);
 
 describe("an engine API key on the practice cluster", { concurrency: false }, () => {
   test("plan shows the key redacted; up is ready through the key; the engine refuses requests without it", async () => {
-    const keyed = variant(dir, "keyed-flag", "practice-2x", `args = ["--api-key", "${FLAG_KEY}"]\n`);
+    const keyed = flagKeyed();
     const plan = ok(await launcher(["plan", keyed]), "plan");
     assert.ok(!leaks(plan.stdout + plan.stderr), plan.stdout);
     assert.match(plan.stdout, /--api-key '?<redacted>/);
@@ -36,6 +37,9 @@ describe("an engine API key on the practice cluster", { concurrency: false }, ()
   });
 
   test("the gateway sends the deployment's key upstream, also after a lane switch to a VLLM_API_KEY recipe", async () => {
+    // On its own too: the lane holds the --api-key deployment (already running after the test above).
+    const held = ok(await launcher(["up", flagKeyed(), "--lane", "main", "--json"], 120_000), "up");
+    assert.ok(!leaks(held.stdout + held.stderr), "up prints no key");
     const gw = await startGateway();
     try {
       const chat = async (): Promise<Response> =>
