@@ -7,6 +7,7 @@ import { requestsRunning } from "../../src/deploy/drain.js";
 import { checkReady } from "../../src/deploy/readiness.js";
 import { planDeployment } from "../../src/plan/plan.js";
 import { planJson, planText } from "../../src/plan/render.js";
+import { diffRecipes, formatChanges } from "../../src/recipe/diff.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";
 import { BASE, memorySource } from "./memory-source.js";
 import { readFileSync } from "node:fs";
@@ -74,4 +75,18 @@ test("the plan carries the key from --api-key or VLLM_API_KEY and prints it reda
   const none = planOf(BASE);
   assert.ok(none.ok);
   assert.equal(none.plan.api_key, undefined);
+});
+
+test("diff shows a changed engine API key as a change, never the key", () => {
+  const resolveText = (text: string) => {
+    const r = resolveRecipe("keyed", memorySource({ "recipes/keyed/recipe.toml": text }));
+    assert.ok(r.recipe, JSON.stringify(r.diagnostics));
+    return r.recipe;
+  };
+  const a = resolveText(BASE.replace('"--enable-prefix-caching",', '"--enable-prefix-caching",\n    "--api-key", "old-secret-1",'));
+  const b = resolveText(`${BASE}VLLM_API_KEY = "new-secret-2"\n`);
+  const text = formatChanges(diffRecipes(a, b)).join("\n");
+  assert.match(text, /- args --api-key: <redacted>/);
+  assert.match(text, /\+ env VLLM_API_KEY: <redacted>/);
+  assert.ok(!text.includes("secret-"), text);
 });
