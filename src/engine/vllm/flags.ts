@@ -14,8 +14,9 @@ import type { EngineFlags, ManagedFlag } from "../adapter.js";
  *   `--default-chat-template-kwargs` and `--allowed-origins/-methods/-headers` are json.loads).
  * - vllm/utils/argparse_utils.py: FlexibleArgumentParser turns `_` into `-` in a `--` flag's
  *   name up to the first `.`, moves `--model X` to the front as the positional model, and
- *   subclasses argparse.ArgumentParser with its default allow_abbrev=True: a unique prefix
- *   (`--nnode`) is taken for the whole flag.
+ *   subclasses argparse.ArgumentParser; vllm/entrypoints/cli/serve.py subparser_init makes the
+ *   `serve` parser with add_parser and no allow_abbrev, so argparse's default (True) holds: a
+ *   unique prefix (`--nnode`) is taken for the whole flag.
  */
 
 /** Flags launcher writes itself on every rank (mp backend) or the head (Ray). */
@@ -96,8 +97,8 @@ export const vllmFlags: EngineFlags = {
   // The positional model: FlexibleArgumentParser.parse_args moves `--model X` to the front, so
   // beside the model launcher puts there vLLM sees two positionals and stops.
   model: ["--model"],
-  // A headless rank refuses API servers (cli/serve.py: "--api-server-count cannot be used
-  // with --headless"); every rank gets the recipe's args.
+  // A headless rank refuses API servers (vllm/entrypoints/cli/serve.py ServeSubcommand.cmd:
+  // "--api-server-count=N cannot be used with --headless"); every rank gets the recipe's args.
   singleNode: [{ flags: ["--api-server-count", "-asc"], instead: "headless worker ranks refuse it; run the API servers of a multi-node deployment with the default count" }],
   // vllm/config/parallel.py: world_size = PP x TP x PCP ("PCP expands the process world size"),
   // and data parallel runs that many copies (world_size_across_dp); DCP reuses the TP ranks.
