@@ -32,6 +32,8 @@ export interface EngineFlags {
   readonly singleNode: readonly ManagedFlag[];
   /** Parallel sizes beside tensor and pipeline parallel that multiply the GPUs needed. */
   readonly worldSize: readonly WorldSizeFlag[];
+  /** Flags naming a file of more flags the engine reads itself: launcher cannot check what is in it. */
+  readonly flagFiles: readonly string[];
   /** Where a recipe gives the key the engine's API demands (flag first, as the engine does). */
   readonly apiKey: { readonly flags: readonly string[]; readonly env: string };
 }

@@ -117,6 +117,7 @@ function knownKeys(table: EngineFlags): Set<string> {
     ...table.model,
     ...table.worldSize.flatMap((w) => w.flags),
     ...table.apiKey.flags,
+    ...table.flagFiles,
   ]);
 }
 

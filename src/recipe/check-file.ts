@@ -97,6 +97,11 @@ export function checkRecipeFile(doc: TomlDocument): CheckedFile {
     } else if (managed !== undefined) {
       diagnostics.push(error(at, `${flag.name} is managed by launcher and must not be in args`, managed.managed.instead));
     }
+    if (adapter.flags.flagFiles.some((f) => flagKey(f) === flagKey(flag.name))) {
+      diagnostics.push(
+        warning(at, `${flag.name} ${flag.value ?? ""}: the engine reads more flags from this file inside the container, where launcher cannot check them`, "keep launcher-managed flags and --api-key out of it; put the API key in args or env so that launcher can send it"),
+      );
+    }
     flag.values.forEach((v, n) => {
       if (!takesJson(flag.name, v, adapter.flags)) return;
       try {

@@ -122,3 +122,10 @@ test("the API key: --api-key first, then VLLM_API_KEY, as vLLM's build_app reads
   assert.equal(apiKeyOf([], { VLLM_API_KEY: "" }, vllmFlags), undefined);
   assert.equal(apiKeyOf([], {}, vllmFlags), undefined);
 });
+
+test("--config FILE is a warning: the engine reads flags from it that launcher cannot check", () => {
+  const { errors, warnings } = resolve(withArgs('    "--config", "/etc/vllm.yaml",'));
+  assert.deepEqual(errors, []);
+  assert.equal(warnings.length, 1, warnings.join("\n"));
+  assert.match(warnings[0] ?? "", /:12:5: warning: --config \/etc\/vllm\.yaml: the engine reads more flags from this file/);
+});

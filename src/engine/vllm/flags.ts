@@ -106,6 +106,9 @@ export const vllmFlags: EngineFlags = {
     { key: "data_parallel_size", flags: ["--data-parallel-size", "-dp"] },
     { key: "prefill_context_parallel_size", flags: ["--prefill-context-parallel-size", "-pcp"] },
   ],
+  // cli_args.py make_arg_parser `--config` (a YAML file); argparse_utils.py _pull_args_from_config
+  // inserts its keys as flags inside the container, where launcher does not look.
+  flagFiles: ["--config"],
   // vllm/entrypoints/openai/api_server.py build_app: `args.api_key or [envs.VLLM_API_KEY]`
   // (the flag wins), checked as `Authorization: Bearer KEY` on /v1 routes.
   apiKey: { flags: ["--api-key"], env: "VLLM_API_KEY" },
