@@ -48,7 +48,7 @@ export interface BootPhase {
 
 export interface EngineAdapter {
   readonly name: string;
-  readonly managedFlags: readonly ManagedFlag[];
+  /** The engine's command line: managed flags (with every alias), value shapes, JSON flags, ... */
   readonly flags: EngineFlags;
   /** Env keys launcher sets per node; a recipe must not set them. */
   readonly managedEnv: readonly string[];

@@ -4,7 +4,6 @@ import { vllmFlags } from "./flags.js";
 
 export const vllm: EngineAdapter = {
   name: "vllm",
-  managedFlags: vllmFlags.managed,
   flags: vllmFlags,
   managedEnv: FABRIC_ENV_KEYS,
   bootPhases: [
