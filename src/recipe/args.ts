@@ -33,10 +33,16 @@ const isFlag = (w: string): boolean => w.startsWith("-") && w.length > 1 && !/^-
 /** A `#` word comes from a comment written inside an args string: it is never meant as a value. */
 export const isCommentWord = (w: string): boolean => w.startsWith("#");
 
-/** Flags compare without regard to `_` versus `-`, as vLLM's argument parser treats them alike. */
+/**
+ * Flags compare without regard to `_` versus `-` in the name, as vLLM's parser treats them alike:
+ * up to the first `.` only, since what follows in `--compilation-config.cudagraph_mode` is a JSON
+ * key (vllm/utils/argparse_utils.py, FlexibleArgumentParser.parse_args).
+ */
 export function flagKey(name: string): string {
   const dashes = name.startsWith("--") ? 2 : 1;
-  return name.slice(0, dashes) + name.slice(dashes).replace(/_/g, "-");
+  const dot = name.indexOf(".", dashes);
+  const end = dot < 0 ? name.length : dot;
+  return name.slice(0, dashes) + name.slice(dashes, end).replace(/_/g, "-") + name.slice(end);
 }
 
 const keySet = (names: readonly string[]): Set<string> => new Set(names.map(flagKey));

@@ -129,3 +129,10 @@ test("--config FILE is a warning: the engine reads flags from it that launcher c
   assert.equal(warnings.length, 1, warnings.join("\n"));
   assert.match(warnings[0] ?? "", /:12:5: warning: --config \/etc\/vllm\.yaml: the engine reads more flags from this file/);
 });
+
+test("`_` and `-` are one in a flag's name, not in the JSON key after its first dot", async () => {
+  const { flagKey } = await import("../../src/recipe/args.js");
+  assert.equal(flagKey("--max_model_len"), "--max-model-len");
+  assert.equal(flagKey("--compilation_config.cudagraph_mode"), "--compilation-config.cudagraph_mode");
+  assert.notEqual(flagKey("--compilation-config.cudagraph_mode"), flagKey("--compilation-config.cudagraph-mode"));
+});
