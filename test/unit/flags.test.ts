@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { formatDiagnostic } from "../../src/config/diagnostic.js";
 import { vllmFlags } from "../../src/engine/vllm/flags.js";
-import { apiKeyOf, flagsOfWords } from "../../src/recipe/args.js";
+import { apiKeyOf, flagKey, flagsOfWords } from "../../src/recipe/args.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";
 import { BASE, memorySource } from "./memory-source.js";
 
@@ -130,8 +130,7 @@ test("--config FILE is a warning: the engine reads flags from it that launcher c
   assert.match(warnings[0] ?? "", /:12:5: warning: --config \/etc\/vllm\.yaml: the engine reads more flags from this file/);
 });
 
-test("`_` and `-` are one in a flag's name, not in the JSON key after its first dot", async () => {
-  const { flagKey } = await import("../../src/recipe/args.js");
+test("`_` and `-` are one in a flag's name, not in the JSON key after its first dot", () => {
   assert.equal(flagKey("--max_model_len"), "--max-model-len");
   assert.equal(flagKey("--compilation_config.cudagraph_mode"), "--compilation-config.cudagraph_mode");
   assert.notEqual(flagKey("--compilation-config.cudagraph_mode"), flagKey("--compilation-config.cudagraph-mode"));
