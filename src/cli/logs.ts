@@ -3,7 +3,8 @@ import { EXIT_USER, UserError } from "../config/errors.js";
 import { splitTimestamp } from "../engine/boot-log.js";
 import { listNodes, targetDeployments } from "../deploy/labels.js";
 import { openSession } from "../deploy/session.js";
-import { loadCluster } from "./load.js";
+import { redactText } from "../config/redact.js";
+import { loadCluster, openStore } from "./load.js";
 import type { Output } from "./output.js";
 import { withInterrupts } from "./interrupts.js";
 
@@ -33,6 +34,12 @@ export function registerLogs(program: Command, io: Output): void {
         process.exitCode = EXIT_USER;
       }
       if (sources.length === 0) throw new UserError(`no containers of ${target} on the ${lost.length > 0 ? "nodes that answered" : "cluster"}`, "launcher status lists what runs");
+      // Engines print their arguments at start (vLLM's "non-default args:" showed api_key verbatim
+      // before vllm/entrypoints/utils.py redact_sensitive_args): the keys up recorded are hidden.
+      const store = openStore();
+      const secrets = [...chosen].flatMap((d) => store.engineKey(session.cluster.name, d) ?? []);
+      store.close();
+      const shown = (text: string): string => redactText(text, secrets);
       const width = Math.max(...sources.map((s) => s.node.length));
       const prefix = (node: string): string => `[${node.padEnd(width)}]`;
       if (!opts.follow) {
@@ -46,13 +53,13 @@ export function registerLogs(program: Command, io: Output): void {
           }),
         );
         lines.sort((a, b) => (a.time < b.time ? -1 : a.time > b.time ? 1 : 0));
-        for (const l of lines) io.out(`${prefix(l.node)} ${l.text}`);
+        for (const l of lines) io.out(`${prefix(l.node)} ${shown(l.text)}`);
         return;
       }
       await withInterrupts(async (signal) => {
         await Promise.all(
           sources.map(async (s) => {
-            for await (const raw of s.docker.logs(s.c.name, { tail, follow: true, signal })) io.out(`${prefix(s.node)} ${splitTimestamp(raw).text}`);
+            for await (const raw of s.docker.logs(s.c.name, { tail, follow: true, signal })) io.out(`${prefix(s.node)} ${shown(splitTimestamp(raw).text)}`);
           }),
         );
       });

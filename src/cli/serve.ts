@@ -108,6 +108,9 @@ export function registerServe(program: Command, io: Output): void {
           return { deployments: s.deployments.length, unreachable: s.unreachable, discovered_at: s.at?.toISOString() ?? null };
         },
         staleness: () => discovery.staleness(),
+        // Recorded by the `up` that booted it (src/deploy/launch.ts), read per request: a lane's
+        // new deployment may have booted since.
+        engineKey: (t) => store.engineKey(t.cluster, t.deployment),
         // Every engine's routes: the gateway fronts deployments of any engine at once.
         apiMethods: engineApiMethods(),
         requestTimeoutMs: REQUEST_TIMEOUT_MS,

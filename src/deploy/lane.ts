@@ -113,7 +113,7 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
   const stopReplaced = async (): Promise<void> => {
     for (const d of replacing) {
       options.progress.note(`lane ${lane}: draining ${d.deployment} (up to ${Math.round(options.drainMs / 1000)} s for running requests) ...`);
-      const drained = await drain(d.endpoint, options.drainMs, options.signal, adapterOf(d.engine));
+      const drained = await drain(d.endpoint, options.drainMs, options.signal, adapterOf(d.engine), store.engineKey(plan.cluster, d.deployment));
       if (!drained.drained) options.progress.note(`lane ${lane}: ${d.deployment} still runs ${drained.running} request(s); stopping it anyway`);
       notInterrupted(`stopping ${d.deployment}`);
       stoppedAny = true;

@@ -40,7 +40,7 @@ export async function recordedUp(plan: Plan, session: ClusterSession, options: U
     if (result.status === "ready") {
       bootId ??= store.beginBoot({ ...boot, started_at: startedAt });
       store.endBoot(bootId, "ready", at());
-      store.deploymentReady({ ...boot, boot_id: bootId, ready_at: at() });
+      store.deploymentReady({ ...boot, boot_id: bootId, ready_at: at() }, plan.api_key);
     }
     return result;
   } catch (e) {

@@ -1,11 +1,18 @@
-/** Ready means: the engine's health path (its adapter's) answers 200 and one streamed chat completion returns a token. */
-export async function checkReady(endpoint: string, model: string, signal: AbortSignal, healthPath: string): Promise<{ ok: true } | { ok: false; why: string }> {
+import { engineAuthHeaders } from "../gateway/headers.js";
+
+/**
+ * Ready means: the engine's health path (its adapter's) answers 200 and one streamed chat
+ * completion returns a token. `apiKey`: the key the engine demands (its /v1 routes answer 401
+ * without it).
+ */
+export async function checkReady(endpoint: string, model: string, signal: AbortSignal, healthPath: string, apiKey?: string): Promise<{ ok: true } | { ok: false; why: string }> {
+  const auth = engineAuthHeaders(apiKey);
   try {
-    const health = await fetch(`${endpoint}${healthPath}`, { signal });
+    const health = await fetch(`${endpoint}${healthPath}`, { signal, headers: auth });
     if (health.status !== 200) return { ok: false, why: `${healthPath} answered ${health.status}` };
     const res = await fetch(`${endpoint}/v1/chat/completions`, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: { "content-type": "application/json", ...auth },
       body: JSON.stringify({ model, stream: true, max_tokens: 1, messages: [{ role: "user", content: "ping" }] }),
       signal,
     });

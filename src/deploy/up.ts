@@ -8,6 +8,7 @@ import { checkInterrupted, interruption } from "./abort.js";
 import { createdBy, newBootId, stampBoot } from "./boot.js";
 import { rankBehind } from "./blame.js";
 import type { Progress } from "./progress.js";
+import { redactText } from "../config/redact.js";
 import { checkReady } from "./readiness.js";
 import { dockerOf, type ClusterSession } from "./session.js";
 import { formatRemoval, removeContainers } from "./down.js";
@@ -199,7 +200,7 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
     }
     for (;;) {
       await Promise.race([headReady, failureWait]);
-      const check = await checkReady(plan.endpoint, plan.served_model, watch.signal, engine.healthPath);
+      const check = await checkReady(plan.endpoint, plan.served_model, watch.signal, engine.healthPath, plan.api_key);
       if (check.ok) break;
       if (watch.signal.aborted) break;
       // /health can lag the ready line by a moment; any real failure arrives through the watchers.
@@ -223,7 +224,9 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
       ...(f.lastLines.length > 0 ? [`last lines of ${f.node}'s log:`, ...f.lastLines.slice(-LAST_LINES)] : []),
       ...formatRemoval(removed, `launcher down deployment/${plan.deployment}`, "summary").map((l, i) => (i === 0 ? `rolled back: ${l}` : l)),
     ].join("\n");
-    throw new RemoteError(where, `boot of ${plan.deployment} failed: ${f.message}`, detail);
+    // The engine's own lines may hold its API key (vLLM's "non-default args" before it redacted them).
+    const secrets = plan.api_key === undefined ? [] : [plan.api_key];
+    throw new RemoteError(where, redactText(`boot of ${plan.deployment} failed: ${f.message}`, secrets), redactText(detail, secrets));
   } finally {
     clearTimeout(timeout);
     watch.abort();

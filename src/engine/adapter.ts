@@ -8,6 +8,37 @@ export interface ManagedFlag {
   readonly instead: string;
 }
 
+/** A parallel size given as an engine flag that multiplies the GPUs a deployment needs. */
+export interface WorldSizeFlag {
+  /** How the size is named in messages. */
+  readonly key: string;
+  readonly flags: readonly string[];
+}
+
+/** How the engine's argument parser reads the recipe's args (see src/recipe/args.ts). */
+export interface EngineFlags {
+  /** Flags launcher writes itself: never in a recipe (every alias listed). */
+  readonly managed: readonly ManagedFlag[];
+  /** Flags that take no value. */
+  readonly boolean: readonly string[];
+  /** Flags that take every following word up to the next flag. */
+  readonly many: readonly string[];
+  /** Flags whose value the engine parses as JSON. */
+  readonly json: readonly string[];
+  /** Flags whose value the engine parses as JSON only when it is written `{...}`. */
+  readonly jsonWhenBraced: readonly string[];
+  /** Flags that name the model, which launcher passes from the recipe's `model`. */
+  readonly model: readonly string[];
+  /** Flags allowed on one node only (every rank gets the recipe's args). */
+  readonly singleNode: readonly ManagedFlag[];
+  /** Parallel sizes beside tensor and pipeline parallel that multiply the GPUs needed. */
+  readonly worldSize: readonly WorldSizeFlag[];
+  /** Flags naming a file of more flags the engine reads itself: launcher cannot check what is in it. */
+  readonly flagFiles: readonly string[];
+  /** Where a recipe gives the key the engine's API demands (flag first, as the engine does). */
+  readonly apiKey: { readonly flags: readonly string[]; readonly env: string };
+}
+
 export interface BootPhase {
   /** One of the contract's phases: status, history and the gateway show them. */
   readonly phase: Phase;
@@ -88,7 +119,8 @@ export interface EngineAdapter {
   /** Drain: the Prometheus gauge of requests running now, summed over its series, on `metricsPath`. */
   readonly metricsPath: string;
   readonly runningRequestsMetric: string;
-  readonly managedFlags: readonly ManagedFlag[];
+  /** The engine's command line: managed flags (with every alias), value shapes, JSON flags, ... */
+  readonly flags: EngineFlags;
   /** Env keys launcher sets per node; a recipe must not set them. */
   readonly managedEnv: readonly string[];
   readonly bootPhases: readonly BootPhase[];

@@ -26,6 +26,15 @@ export function adapterOf(name: string | undefined, engines: EngineRegistry = EN
   return engineAdapter(name ?? DEFAULT_ENGINE, engines);
 }
 
+/**
+ * The adapter to read a recipe's words with, also while the recipe is still being checked: an
+ * engine name that validation refuses is already an error of its own, and the rest of the file is
+ * read as the default engine's, so that one report shows every problem.
+ */
+export function adapterOrDefault(name: string | undefined): EngineAdapter {
+  return adapterOf(name) ?? ENGINES[DEFAULT_ENGINE];
+}
+
 /** The /v1 routes of every engine with the methods each takes: the gateway fronts them all. */
 export function engineApiMethods(engines: EngineRegistry = ENGINES): Readonly<Record<string, readonly string[]>> {
   const out: Record<string, string[]> = {};

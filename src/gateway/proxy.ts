@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
-import { forwardHeaders, REQUEST_DROP, RESPONSE_DROP } from "./headers.js";
+import { engineAuthHeaders, forwardHeaders, REQUEST_DROP, RESPONSE_DROP } from "./headers.js";
 
 export interface ForwardResult {
   readonly status: number;
@@ -20,6 +20,8 @@ export interface ForwardOptions {
   /** Replaces the client's Content-Type (a JSON body sent without one). */
   readonly contentType?: string;
   readonly headersTimeoutMs: number;
+  /** The key the deployment's engine demands (a secret: sent as a header, never in a URL or a message). */
+  readonly engineKey?: string;
   readonly bodyTimeoutMs: number;
   readonly now: () => number;
 }
@@ -51,7 +53,8 @@ function usageTokens(chunks: readonly Buffer[]): number | undefined {
  * that goes away aborts the upstream request, so the engine stops generating.
  */
 export function forward(req: IncomingMessage, res: ServerResponse, options: ForwardOptions): Promise<ForwardResult> {
-  const headers = forwardHeaders(req.headers, REQUEST_DROP) as Record<string, string | string[]>;
+  // The client's own key was dropped (REQUEST_DROP): the engine gets the deployment's key, if any.
+  const headers = { ...forwardHeaders(req.headers, REQUEST_DROP), ...engineAuthHeaders(options.engineKey) } as Record<string, string | string[]>;
   if (options.body !== undefined) headers["content-length"] = String(options.body.length);
   if (options.contentType !== undefined) headers["content-type"] = options.contentType;
 

@@ -18,6 +18,8 @@ export interface GatewayOptions {
   readonly health: () => Record<string, unknown>;
   /** undefined while the view of the clusters is fresh. */
   readonly staleness: () => Staleness | undefined;
+  /** The key a deployment's engine demands, sent upstream with each request; undefined: none. */
+  readonly engineKey: (target: Target) => string | undefined;
   /** The engine's /v1 routes and their methods (from its adapter). */
   readonly apiMethods: MethodTable;
   /** An upstream did not answer: look at the cluster again now. */
@@ -86,6 +88,8 @@ function clientError(e: Error & { code?: string }, socket: Duplex): void {
 }
 
 /** The OpenAI-compatible gateway: routing by model, streaming passthrough, errors in OpenAI's shape. */
+const withKey = (key: string | undefined): { engineKey?: string } => (key === undefined ? {} : { engineKey: key });
+
 export function createGateway(options: GatewayOptions): Gateway {
   // pipelining 1: one request at a time per connection, kept alive (0 would close each one).
   const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 1024, pipelining: 1 });
@@ -162,6 +166,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         dispatcher,
         endpoint: target.endpoint,
         body,
+        ...withKey(options.engineKey(target)),
         // The engine takes JSON only when it is labelled so; the gateway read it as JSON anyway.
         ...(json ? { contentType: "application/json" } : {}),
         headersTimeoutMs: options.headersTimeoutMs,

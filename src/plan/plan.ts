@@ -4,7 +4,7 @@ import { MAX_REMOTE_COMMAND_BYTES, remoteCommandBytes } from "../config/shell-wo
 import type { Cluster, ClusterNode } from "../cluster/cluster.js";
 import type { EngineAdapter } from "../engine/adapter.js";
 import { adapterOf, engineAdapter, ENGINES, type EngineRegistry } from "../engine/registry.js";
-import { findAnyFlag, flagsOfWords } from "../recipe/args.js";
+import { apiKeyOf, findAnyFlag, flagsOfWords } from "../recipe/args.js";
 import type { Recipe } from "../recipe/recipe.js";
 import { recipeHash } from "../recipe/resolve.js";
 import { containerName, encodeLabels } from "../deploy/contract.js";
@@ -44,6 +44,11 @@ export interface Plan {
   readonly nodes: readonly NodeSpec[];
   /** Node names in the order their containers start. */
   readonly start_order: readonly string[];
+  /**
+   * The key the engine's API demands (from the recipe's args or env), which readiness, drain and
+   * the gateway send. A secret: render.ts redacts it from everything the plan prints.
+   */
+  readonly api_key?: string;
 }
 
 export interface PlanOptions {
@@ -69,7 +74,7 @@ export function expandHome(hostPath: string, node: ClusterNode): string | undefi
 
 /** What clients call the model: the engine's served-name flag in args, else the model. */
 export function servedModelName(recipe: Recipe, engine: EngineAdapter | undefined = adapterOf(recipe.engine)): string {
-  const flag = engine === undefined ? undefined : findAnyFlag(flagsOfWords(recipe.args), engine.modelFlags.servedName);
+  const flag = engine === undefined ? undefined : findAnyFlag(flagsOfWords(recipe.args, engine.flags), engine.modelFlags.servedName);
   return flag?.value ?? recipe.model;
 }
 
@@ -191,6 +196,7 @@ export function planDeployment(recipe: Recipe, cluster: Cluster, options: PlanOp
   }
   if (diagnostics.length > 0) return { ok: false, diagnostics };
   const workers = specs.filter((s) => s.rank > 0).map((s) => s.node);
+  const apiKey = apiKeyOf(recipe.args, recipe.env, engine.flags);
   const start_order = engine.startsHeadFirst(recipe) ? [head.name, ...workers] : [...workers, head.name];
   return {
     ok: true,
@@ -207,6 +213,7 @@ export function planDeployment(recipe: Recipe, cluster: Cluster, options: PlanOp
       api_port: apiPort,
       nodes: specs,
       start_order,
+      ...(apiKey === undefined ? {} : { api_key: apiKey }),
     },
   };
 }

@@ -1,9 +1,12 @@
+import { redactText, redactValue } from "../config/redact.js";
 import { shellJoin } from "../config/shell-words.js";
 import type { Plan } from "./plan.js";
 
-/** The plan as `--json` prints it: stable key order, one argv element per argument. */
+const secretsOf = (plan: Plan): string[] => (plan.api_key === undefined ? [] : [plan.api_key]);
+
+/** The plan as `--json` prints it: stable key order, one argv element per argument, the API key redacted. */
 export function planJson(plan: Plan): unknown {
-  return {
+  return redactValue({
     deployment: plan.deployment,
     ...(plan.lane === undefined ? {} : { lane: plan.lane }),
     cluster: plan.cluster,
@@ -23,7 +26,7 @@ export function planJson(plan: Plan): unknown {
       env: n.env,
       argv: n.argv,
     })),
-  };
+  }, secretsOf(plan));
 }
 
 /** One shell command, an option and its value per line, so that a long `docker run` stays readable. */
@@ -57,5 +60,5 @@ export function planText(plan: Plan): string {
     lines.push(pasteable(n.argv));
     lines.push("");
   }
-  return lines.join("\n");
+  return redactText(lines.join("\n"), secretsOf(plan));
 }

@@ -1,10 +1,14 @@
+import type { EngineFlags, ManagedFlag } from "../engine/adapter.js";
+
 /** One engine flag as written in a recipe's args, with the args element it came from. */
 export interface Flag {
   readonly name: string;
+  /** The first of `values`: most flags take exactly one. */
   readonly value?: string;
+  readonly values: readonly string[];
   /** Index of the args element holding the flag name (for error positions). */
   readonly element: number;
-  /** Index of the args element holding the value, when it is a separate word. */
+  /** Index of the args element holding the (first) value, when it is a separate word. */
   readonly valueElement?: number;
 }
 
@@ -15,50 +19,82 @@ export interface Word {
 
 export interface ParsedArgs {
   readonly flags: Flag[];
-  /** Words that are neither a flag nor a flag's value. */
+  /** Words that are neither a flag nor a flag's value: the engine's parser stops on them. */
   readonly stray: Word[];
 }
 
+/** How many values each flag takes; flags it does not name take one when a non-flag word follows. */
+export type FlagShapes = Pick<EngineFlags, "boolean" | "many">;
+
+const NO_SHAPES: FlagShapes = { boolean: [], many: [] };
+
 const isFlag = (w: string): boolean => w.startsWith("-") && w.length > 1 && !/^-\d/.test(w);
 
-/** Flags compare without regard to `_` versus `-`, as vLLM's argument parser treats them alike. */
+/** A `#` word comes from a comment written inside an args string: it is never meant as a value. */
+export const isCommentWord = (w: string): boolean => w.startsWith("#");
+
+/**
+ * Flags compare without regard to `_` versus `-` in the name, as vLLM's parser treats them alike:
+ * up to the first `.` only, since what follows in `--compilation-config.cudagraph_mode` is a JSON
+ * key (vllm/utils/argparse_utils.py, FlexibleArgumentParser.parse_args).
+ */
 export function flagKey(name: string): string {
   const dashes = name.startsWith("--") ? 2 : 1;
-  return name.slice(0, dashes) + name.slice(dashes).replace(/_/g, "-");
+  const dot = name.indexOf(".", dashes);
+  const end = dot < 0 ? name.length : dot;
+  return name.slice(0, dashes) + name.slice(dashes, end).replace(/_/g, "-") + name.slice(end);
 }
 
-export function parseFlags(words: readonly Word[]): ParsedArgs {
+const keySet = (names: readonly string[]): Set<string> => new Set(names.map(flagKey));
+
+/** The flags of `shapes` that take no value: each also as its BooleanOptionalAction `--no-` twin. */
+function booleanKeys(shapes: FlagShapes): Set<string> {
+  const keys = keySet(shapes.boolean);
+  for (const k of [...keys]) if (k.startsWith("--")) keys.add(`--no-${k.slice(2)}`);
+  return keys;
+}
+
+export function parseFlags(words: readonly Word[], shapes: FlagShapes = NO_SHAPES): ParsedArgs {
+  const boolean = booleanKeys(shapes);
+  const many = keySet(shapes.many);
   const flags: Flag[] = [];
   const stray: Word[] = [];
+  const isValue = (w: Word | undefined): w is Word => w !== undefined && !isFlag(w.word) && !isCommentWord(w.word);
   for (let i = 0; i < words.length; i++) {
     const w = words[i] as Word;
     if (!isFlag(w.word)) {
       stray.push(w);
       continue;
     }
+    // argparse takes `--name=value` and `-x=value` alike (ArgumentParser._parse_optional).
     const eq = w.word.indexOf("=");
-    if (w.word.startsWith("--") && eq > 0) {
-      flags.push({ name: w.word.slice(0, eq), value: w.word.slice(eq + 1), element: w.element });
+    if (eq > 1) {
+      const value = w.word.slice(eq + 1);
+      flags.push({ name: w.word.slice(0, eq), value, values: [value], element: w.element });
       continue;
     }
-    const next = words[i + 1];
-    if (next !== undefined && !isFlag(next.word)) {
-      flags.push({ name: w.word, value: next.word, element: w.element, valueElement: next.element });
-      i++;
-    } else {
-      flags.push({ name: w.word, element: w.element });
+    const key = flagKey(w.word);
+    const values: Word[] = [];
+    if (!boolean.has(key)) {
+      while (isValue(words[i + 1]) && (values.length === 0 || many.has(key))) values.push(words[++i] as Word);
     }
+    const first = values[0];
+    flags.push(
+      first === undefined
+        ? { name: w.word, values: [], element: w.element }
+        : { name: w.word, value: first.word, values: values.map((v) => v.word), element: w.element, valueElement: first.element },
+    );
   }
   return { flags, stray };
 }
 
 /** The flags of a resolved recipe's args (already split into words). */
-export function flagsOfWords(words: readonly string[]): Flag[] {
-  return parseFlags(words.map((word) => ({ word, element: 0 }))).flags;
+export function flagsOfWords(words: readonly string[], shapes: FlagShapes = NO_SHAPES): Flag[] {
+  return parseFlags(words.map((word) => ({ word, element: 0 })), shapes).flags;
 }
 
-export function renderFlags(flags: readonly Pick<Flag, "name" | "value">[]): string[] {
-  return flags.flatMap((f) => (f.value === undefined ? [f.name] : [f.name, f.value]));
+export function renderFlags(flags: readonly Pick<Flag, "name" | "values">[]): string[] {
+  return flags.flatMap((f) => [f.name, ...f.values]);
 }
 
 /** The first flag with this name (any of its spellings). */
@@ -67,8 +103,61 @@ export function findFlag(flags: readonly Flag[], name: string): Flag | undefined
   return flags.find((f) => flagKey(f.name) === key);
 }
 
-/** The first flag written under any of a flag's spellings (an engine adapter lists them). */
+/** The first flag written under any of `names` (a flag and its aliases). */
 export function findAnyFlag(flags: readonly Flag[], names: readonly string[]): Flag | undefined {
-  const keys = new Set(names.map(flagKey));
+  const keys = keySet(names);
   return flags.find((f) => keys.has(flagKey(f.name)));
+}
+
+const hasName = (m: ManagedFlag, key: string): boolean => m.flags.some((f) => flagKey(f) === key);
+
+/** Every flag spelling the engine table names, so that an abbreviation is told from a flag of its own. */
+function knownKeys(table: EngineFlags): Set<string> {
+  return keySet([
+    ...table.managed.flatMap((m) => m.flags),
+    ...table.singleNode.flatMap((m) => m.flags),
+    ...table.boolean,
+    ...table.many,
+    ...table.json,
+    ...table.jsonWhenBraced,
+    ...table.model,
+    ...table.worldSize.flatMap((w) => w.flags),
+    ...table.apiKey.flags,
+    ...table.flagFiles,
+  ]);
+}
+
+/**
+ * The managed flag a written flag stands for: its own spelling or alias, or an abbreviation of
+ * it. vLLM's parser is an argparse.ArgumentParser with allow_abbrev left on, so `--nnode 2` sets
+ * --nnodes (vllm/utils/argparse_utils.py, FlexibleArgumentParser).
+ */
+export function managedFlagOf(name: string, table: EngineFlags): { managed: ManagedFlag; abbreviates?: string[] } | undefined {
+  const key = flagKey(name);
+  const exact = table.managed.find((m) => hasName(m, key));
+  if (exact !== undefined) return { managed: exact };
+  if (!key.startsWith("--") || key.length < 4 || knownKeys(table).has(key)) return undefined;
+  const longs = table.managed.flatMap((m) => m.flags.filter((f) => f.startsWith("--") && flagKey(f).startsWith(key)).map((f) => ({ m, f })));
+  const first = longs[0];
+  return first === undefined ? undefined : { managed: first.m, abbreviates: longs.map((l) => l.f) };
+}
+
+/** Whether the engine parses this flag's value as JSON; a JSON-or-string flag only when written `{...}`. */
+export function takesJson(name: string, value: string, table: EngineFlags): boolean {
+  const key = flagKey(name);
+  if (keySet(table.json).has(key)) return true;
+  // vllm/engine/arg_utils.py union_dict_and_str: json.loads only when the value matches `{...}`.
+  return keySet(table.jsonWhenBraced).has(key) && /^\s*\{[\s\S]*\}\s*$/.test(value);
+}
+
+/**
+ * The key the engine's API demands, if the recipe sets one: the flag's first value, else the env
+ * variable (the engine takes the flag first). Empty values set no key, as in vLLM.
+ */
+export function apiKeyOf(args: readonly string[], env: Readonly<Record<string, string>>, table: EngineFlags): string | undefined {
+  const flag = findAnyFlag(flagsOfWords(args, table), table.apiKey.flags);
+  // vllm/entrypoints/openai/api_server.py: `args.api_key or [envs.VLLM_API_KEY]`, empty keys dropped.
+  if (flag !== undefined && flag.values.length > 0) return flag.values.find((v) => v !== "");
+  const fromEnv = env[table.apiKey.env];
+  return fromEnv === undefined || fromEnv === "" ? undefined : fromEnv;
 }

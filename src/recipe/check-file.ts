@@ -3,15 +3,17 @@ import { CONTAINER_PATH, DOCKER_SIZE, HOST_PATH, IMAGE, kindDiagnostics } from "
 import { schemaDiagnostics } from "../config/schema-issues.js";
 import { splitShellWords } from "../config/shell-words.js";
 import type { TomlDocument, TomlPath } from "../config/toml-document.js";
-import { adapterOf, DEFAULT_ENGINE, ENGINES } from "../engine/registry.js";
-import { flagKey, parseFlags, type Flag, type Word } from "./args.js";
+import { adapterOrDefault } from "../engine/registry.js";
+import { flagKey, isCommentWord, managedFlagOf, parseFlags, takesJson, type Flag, type Word } from "./args.js";
 import { MOUNT_KEYS, RECIPE_KEYS, recipeFileSchema, type RecipeFile } from "./schema.js";
 
 /** The checks of one recipe file on its own; checks across the `extends` chain come later. */
 export interface CheckedFile {
   readonly value: RecipeFile;
   readonly words: Word[];
+  /** The args as the engine's parser reads them. */
   readonly flags: Flag[];
+  readonly stray: Word[];
   readonly diagnostics: Diagnostic[];
   /** Keys written with a wrong value: later checks leave them alone rather than repeat the error. */
   readonly invalidKeys: ReadonlySet<string>;
@@ -61,12 +63,18 @@ export function checkRecipeFile(doc: TomlDocument): CheckedFile {
   // Keep checking what did parse, so that one report shows every problem of the file.
   const value = (parsed.success ? parsed.data : partialValue(raw)) as RecipeFile;
   const invalidKeys = new Set(Object.keys(raw).filter((k) => !(k in value)));
-  // An engine the schema refused is already an error: the rest is checked as the default engine's.
-  const adapter = adapterOf(value.engine) ?? ENGINES[DEFAULT_ENGINE];
+  const adapter = adapterOrDefault(value.engine);
 
   const words: Word[] = [];
   (value.args ?? []).forEach((element, i) => {
     if (typeof element !== "string") return;
+    // An element that is JSON as written (a TOML literal string '{"rope_scaling":{...}}') is
+    // one value: shell-splitting it would strip the quotes JSON needs.
+    const json = jsonElement(element);
+    if (json !== undefined) {
+      words.push({ word: json, element: i });
+      return;
+    }
     const split = splitShellWords(element.trim());
     if (!split.ok) {
       diagnostics.push(
@@ -76,24 +84,42 @@ export function checkRecipeFile(doc: TomlDocument): CheckedFile {
     }
     for (const word of split.words) words.push({ word, element: i });
   });
-  const { flags, stray } = parseFlags(words);
+  const { flags, stray } = parseFlags(words, adapter.flags);
 
   for (const flag of flags) {
     const at = doc.locate(["args", flag.element]);
-    const managed = adapter.managedFlags.find((m) => m.flags.some((f) => flagKey(f) === flagKey(flag.name)));
-    if (managed) diagnostics.push(error(at, `${flag.name} is managed by launcher and must not be in args`, managed.instead));
-    if (flag.value !== undefined && /^[[{]/.test(flag.value)) {
+    const managed = managedFlagOf(flag.name, adapter.flags);
+    if (managed?.abbreviates !== undefined) {
+      diagnostics.push(
+        error(at, `${flag.name} abbreviates ${managed.abbreviates.join(" or ")}, which launcher manages (the engine's parser takes a unique prefix for the whole flag)`, managed.managed.instead),
+      );
+    } else if (managed !== undefined) {
+      diagnostics.push(error(at, `${flag.name} is managed by launcher and must not be in args`, managed.managed.instead));
+    }
+    if (adapter.flags.flagFiles.some((f) => flagKey(f) === flagKey(flag.name))) {
+      diagnostics.push(
+        warning(at, `${flag.name} ${flag.value ?? ""}: the engine reads more flags from this file inside the container, where launcher cannot check them`, "keep launcher-managed flags and --api-key out of it; put the API key in args or env so that launcher can send it"),
+      );
+    }
+    flag.values.forEach((v, n) => {
+      if (!takesJson(flag.name, v, adapter.flags)) return;
       try {
-        JSON.parse(flag.value);
+        JSON.parse(v);
       } catch (e) {
+        const element = n === 0 ? (flag.valueElement ?? flag.element) : flag.element;
         diagnostics.push(
-          error(doc.locate(["args", flag.valueElement ?? flag.element]), `${flag.name}: value is not valid JSON (${(e as Error).message})`, "write the JSON inside single quotes: '{\"key\": 1}'"),
+          error(doc.locate(["args", element]), `${flag.name}: value is not valid JSON (${(e as Error).message})`, "write the JSON inside single quotes: '{\"key\": 1}'"),
         );
       }
-    }
+    });
   }
   for (const w of stray) {
-    diagnostics.push(warning(doc.locate(["args", w.element]), `args: ${JSON.stringify(w.word)} is not a flag nor a flag's value`, "the model is the recipe's model key; args hold --flags"));
+    const at = doc.locate(["args", w.element]);
+    if (isCommentWord(w.word)) {
+      diagnostics.push(error(at, `args: ${JSON.stringify(w.word)} is a comment written inside an args string: the engine would get its words as arguments`, "put the comment outside the quotes (a TOML # comment on its own line)"));
+    } else {
+      diagnostics.push(error(at, `args: ${JSON.stringify(w.word)} is not a flag nor a flag's value: the engine's parser would stop on it`, "the model is the recipe's model key; args hold --flags and their values"));
+    }
   }
   const seen = new Map<string, Flag>();
   for (const flag of flags) {
@@ -128,7 +154,19 @@ export function checkRecipeFile(doc: TomlDocument): CheckedFile {
       diagnostics.push(error(doc.locate(["extra_mounts", i, "env"]), `extra_mounts[${i}].env ${JSON.stringify(m.env)} is not a valid variable name`));
     }
   });
-  return { value, words, flags, diagnostics, invalidKeys };
+  return { value, words, flags, stray, diagnostics, invalidKeys };
+}
+
+/** The element itself when it is a JSON object or array as written, else undefined. */
+function jsonElement(element: string): string | undefined {
+  const text = element.trim();
+  if (!/^[[{]/.test(text)) return undefined;
+  try {
+    JSON.parse(text);
+    return text;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The keys whose values have the right type, so that a file with errors still gets checked further. */

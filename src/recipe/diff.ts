@@ -1,4 +1,7 @@
-import { flagKey, flagsOfWords } from "./args.js";
+import { adapterOrDefault } from "../engine/registry.js";
+import type { EngineFlags } from "../engine/adapter.js";
+import { redactValue } from "../config/redact.js";
+import { apiKeyOf, flagKey, flagsOfWords } from "./args.js";
 import type { Mount, Recipe } from "./recipe.js";
 
 export interface Change {
@@ -30,11 +33,13 @@ function keyed<T>(a: ReadonlyMap<string, T>, b: ReadonlyMap<string, T>, section:
   return out;
 }
 
+const flagTable = (r: Recipe): EngineFlags => adapterOrDefault(r.engine).flags;
+
 const flagMap = (r: Recipe): Map<string, string> => {
   const map = new Map<string, string>();
-  for (const f of flagsOfWords(r.args)) {
+  for (const f of flagsOfWords(r.args, flagTable(r))) {
     const key = flagKey(f.name);
-    const value = f.value ?? "(set)";
+    const value = f.values.length === 0 ? "(set)" : f.values.join(" ");
     map.set(key, map.has(key) ? `${map.get(key) ?? ""}, ${value}` : value);
   }
   return map;
@@ -50,12 +55,15 @@ export function diffRecipes(a: Recipe, b: Recipe): Change[] {
     const vb = show(b[field]);
     if (va !== vb) fields.push({ section: "field", key: field, ...(va === undefined ? {} : { a: va }), ...(vb === undefined ? {} : { b: vb }) });
   }
-  return [
+  const changes = [
     ...fields,
     ...keyed(flagMap(a), flagMap(b), "args", (v) => v),
     ...keyed(new Map(Object.entries(a.env)), new Map(Object.entries(b.env)), "env", (v) => v),
     ...keyed(new Map(a.extra_mounts.map((m) => [m.container, m])), new Map(b.extra_mounts.map((m) => [m.container, m])), "mount", mountText),
   ];
+  // A changed engine API key shows as a change, never as the key.
+  const secrets = [a, b].flatMap((r) => apiKeyOf(r.args, r.env, flagTable(r)) ?? []);
+  return redactValue(changes, secrets) as Change[];
 }
 
 export function formatChanges(changes: readonly Change[]): string[] {

@@ -2,7 +2,8 @@ import { createHash } from "node:crypto";
 import { error, hasErrors, warning, type Diagnostic, type Loc } from "../config/diagnostic.js";
 import { splitShellWords } from "../config/shell-words.js";
 import { parseTomlDocument, type TomlDocument } from "../config/toml-document.js";
-import { findFlag, flagKey, flagsOfWords, parseFlags } from "./args.js";
+import { adapterOrDefault } from "../engine/registry.js";
+import { findAnyFlag, findFlag, flagKey, flagsOfWords, type Flag } from "./args.js";
 import { checkRecipeFile, type CheckedFile } from "./check-file.js";
 import type { Mount, Origins, Recipe } from "./recipe.js";
 import { recipeFileSchema, REQUIRED_RECIPE_KEYS, type RecipeFile } from "./schema.js";
@@ -81,11 +82,11 @@ function loadChain(ref: string, source: RecipeSource, diagnostics: Diagnostic[])
 }
 
 function argEntries(layer: Layer): ArgEntry[] {
-  const { flags, stray } = parseFlags(layer.checked.words);
+  const { flags, stray } = layer.checked;
   const loc = (element: number): Loc => layer.doc.locate(["args", element]);
   const entries: ArgEntry[] = flags.map((f) => ({
     key: flagKey(f.name),
-    words: f.value === undefined ? [f.name] : [f.name, f.value],
+    words: [f.name, ...f.values],
     loc: loc(f.element),
   }));
   stray.forEach((w, i) => entries.push({ key: `#${layer.found.file}#${i}`, words: [w.word], loc: loc(w.element) }));
@@ -197,22 +198,53 @@ export function resolveRecipe(ref: string, source: RecipeSource, options: Resolv
 function checkResolved(recipe: Recipe, origins: Origins, top: Loc, options: ResolveOptions, invalid: ReadonlySet<string>): Diagnostic[] {
   const out: Diagnostic[] = [];
   const at = (key: string): Loc => origins.get(key) ?? top;
-  const flags = flagsOfWords(recipe.args);
+  const table = adapterOrDefault(recipe.engine).flags;
+  const flags = flagsOfWords(recipe.args, table);
+  const flagAt = (f: Flag): Loc => at(`args:${flagKey(f.name)}`);
   const gpus = options.gpusPerNode ?? 1;
   const tp = recipe.tensor_parallel_size;
   const pp = recipe.pipeline_parallel_size;
   const world = recipe.required_nodes * gpus;
   const sizesValid = !["required_nodes", "tensor_parallel_size", "pipeline_parallel_size"].some((k) => invalid.has(k));
-  if (sizesValid && tp * pp !== world) {
+  // Sizes beside TP and PP that multiply the ranks (vLLM: data parallel, prefill context parallel).
+  const extra: { key: string; flag: Flag; size: number }[] = [];
+  for (const w of table.worldSize) {
+    const flag = findAnyFlag(flags, w.flags);
+    if (flag === undefined) continue;
+    const size = Number(flag.value);
+    if (!Number.isInteger(size) || size < 1) out.push(error(flagAt(flag), `${flag.name} must be a positive integer, not ${JSON.stringify(flag.value ?? "")}`));
+    else extra.push({ key: w.key, flag, size });
+  }
+  const ranks = extra.reduce((n, e) => n * e.size, tp * pp);
+  if (sizesValid && ranks !== world) {
+    const names = ["tensor_parallel_size", "pipeline_parallel_size", ...extra.map((e) => `${e.key} (${e.flag.name})`)];
+    const sizes = [tp, pp, ...extra.map((e) => e.size)];
     out.push(
       error(
-        at("tensor_parallel_size"),
-        `tensor_parallel_size x pipeline_parallel_size = ${tp} x ${pp} = ${tp * pp}, but required_nodes x GPUs per node = ${recipe.required_nodes} x ${gpus} = ${world}`,
-        "every GPU of the deployment holds one rank: make TP x PP equal the number of GPUs",
+        extra.length > 0 && tp * pp === world ? flagAt((extra[0] as { flag: Flag }).flag) : at("tensor_parallel_size"),
+        `${names.join(" x ")} = ${sizes.join(" x ")} = ${ranks}, but required_nodes x GPUs per node = ${recipe.required_nodes} x ${gpus} = ${world}`,
+        "every GPU of the deployment holds one rank: make the product of the parallel sizes equal the number of GPUs",
       ),
     );
   }
-  const dcp = findFlag(flags, "--decode-context-parallel-size") ?? findFlag(flags, "-dcp");
+  const model = findAnyFlag(flags, table.model);
+  if (model !== undefined) {
+    const where = origins.get("model");
+    out.push(
+      error(
+        flagAt(model),
+        `${model.name} ${model.value ?? ""}: launcher passes the recipe's model ${JSON.stringify(recipe.model)}${where === undefined ? "" : ` (line ${where.line})`} to the engine as its model; a second one stops its parser`,
+        `remove ${model.name}; set model = ${JSON.stringify(model.value ?? recipe.model)} in the recipe`,
+      ),
+    );
+  }
+  if (recipe.required_nodes > 1) {
+    for (const single of table.singleNode) {
+      const flag = findAnyFlag(flags, single.flags);
+      if (flag !== undefined) out.push(error(flagAt(flag), `${flag.name} cannot be used on a multi-node deployment (required_nodes = ${recipe.required_nodes})`, single.instead));
+    }
+  }
+  const dcp = findAnyFlag(flags, ["--decode-context-parallel-size", "-dcp"]);
   if (dcp !== undefined) {
     const size = Number(dcp.value);
     const loc = at(`args:${flagKey(dcp.name)}`);

@@ -80,4 +80,7 @@ export const MIGRATIONS: readonly string[] = [
      detected_at TEXT NOT NULL,
      PRIMARY KEY (cluster, node)
    );`,
+  // The key a deployment's engine demands (--api-key / VLLM_API_KEY in its recipe), kept where
+  // the gateway and a lane's drain find it for the running deployment; never printed.
+  `ALTER TABLE deployments ADD COLUMN api_key TEXT;`,
 ];

@@ -22,6 +22,9 @@ export class NullStore implements StateStore {
     return [];
   }
   deploymentReady(): void {}
+  engineKey(): string | undefined {
+    return undefined;
+  }
   deploymentStopped(): void {}
   lane(): LaneRecord | undefined {
     return undefined;

@@ -194,16 +194,23 @@ export class Store {
     });
   }
 
-  deploymentReady(d: Omit<NewBoot, "started_at"> & { boot_id: number; ready_at: string }): void {
+  /** `apiKey`: the key the deployment's engine demands, if any (a secret: only engineKey reads it back). */
+  deploymentReady(d: Omit<NewBoot, "started_at"> & { boot_id: number; ready_at: string }, apiKey?: string): void {
     this.db
       .prepare(
-        `INSERT INTO deployments (cluster, name, recipe, recipe_hash, lane, served_model, endpoint, nodes, boot_id, ready_at)
-         VALUES (@cluster, @deployment, @recipe, @recipe_hash, @lane, @served_model, @endpoint, @nodes, @boot_id, @ready_at)
+        `INSERT INTO deployments (cluster, name, recipe, recipe_hash, lane, served_model, endpoint, nodes, boot_id, ready_at, api_key)
+         VALUES (@cluster, @deployment, @recipe, @recipe_hash, @lane, @served_model, @endpoint, @nodes, @boot_id, @ready_at, @api_key)
          ON CONFLICT (cluster, name) DO UPDATE SET recipe = excluded.recipe, recipe_hash = excluded.recipe_hash, lane = excluded.lane,
            served_model = excluded.served_model, endpoint = excluded.endpoint, nodes = excluded.nodes, boot_id = excluded.boot_id,
-           ready_at = excluded.ready_at, stopped_at = NULL`,
+           ready_at = excluded.ready_at, stopped_at = NULL, api_key = excluded.api_key`,
       )
-      .run({ ...d, lane: d.lane ?? null, nodes: JSON.stringify(d.nodes) });
+      .run({ ...d, lane: d.lane ?? null, nodes: JSON.stringify(d.nodes), api_key: apiKey ?? null });
+  }
+
+  /** The key the engine of a running deployment demands, as `up` recorded it; undefined: none. */
+  engineKey(cluster: string, name: string): string | undefined {
+    const row = this.db.prepare(`SELECT api_key FROM deployments WHERE cluster = ? AND name = ? AND stopped_at IS NULL`).get(cluster, name) as { api_key: string | null } | undefined;
+    return row?.api_key ?? undefined;
   }
 
   deploymentStopped(cluster: string, name: string, at: string): void {

@@ -23,13 +23,13 @@ test("validate: the seeds are clean", () => {
 test("validate: a bad recipe gives every error as path:line:col, exit 1, no stack trace", () => {
   mkdirSync(path.join(dir, "recipes", "bad"), { recursive: true });
   const file = path.join(dir, "recipes", "bad", "recipe.toml");
-  writeFileSync(file, `name = "x"\ndocker_image = "i"\nmodel = "m"\ntensor_paralel_size = 1\nargs = ["--port", "9", "--x", "'{bad'"]\n`);
+  writeFileSync(file, `name = "x"\ndocker_image = "i"\nmodel = "m"\ntensor_paralel_size = 1\nargs = ["--port", "9", "--speculative-config", "'{bad'"]\n`);
   const r = run(["validate", "bad"], dir);
   assert.equal(r.code, 1);
   const lines = r.stderr.split("\n");
   assert.ok(lines.includes('recipes/bad/recipe.toml:4:1: error: unknown key "tensor_paralel_size"'), r.stderr);
   assert.ok(lines.includes("recipes/bad/recipe.toml:5:9: error: --port is managed by launcher and must not be in args"), r.stderr);
-  assert.ok(lines.some((l) => /^recipes\/bad\/recipe\.toml:5:31: error: --x: value is not valid JSON/.test(l)), r.stderr);
+  assert.ok(lines.some((l) => /^recipes\/bad\/recipe\.toml:5:48: error: --speculative-config: value is not valid JSON/.test(l)), r.stderr);
   assert.match(r.stderr, /launcher: 1 of 1 recipe invalid: bad/);
   assert.doesNotMatch(r.stderr, /\n\s+at /);
 });

@@ -170,6 +170,7 @@ async function startGateway(over: Partial<GatewayOptions> & { routes: () => Rout
     metrics: new GatewayMetrics(),
     health: () => ({ deployments: 1, unreachable: ["c/n2"] }),
     staleness: () => undefined,
+    engineKey: () => undefined,
     apiMethods: vllm.apiMethods,
     upstreamFailed: () => undefined,
     headersTimeoutMs: 10_000,
@@ -368,4 +369,28 @@ test("stale discovery: a watcher that stalls is noticed (/health 503 stale, erro
     await gw.close();
     await discovery.stop();
   }
+});
+
+test("HTTP: the engine gets the deployment's own API key, never the client's key to the gateway", async () => {
+  const seenKeys: string[] = [];
+  await withGateway(
+    {
+      checkKey: (k) => k === "gateway-key",
+      engineKey: (t) => {
+        seenKeys.push(`${t.cluster}/${t.deployment}`);
+        return "engine-secret";
+      },
+    },
+    async (gw, engine) => {
+      const a = await call(gw, "POST", "/v1/chat/completions", { "content-type": "application/json", authorization: "Bearer gateway-key" }, '{"model":"main","messages":[]}');
+      assert.equal(a.status, 200, a.body);
+      assert.equal(engine.seen.at(-1)?.headers.authorization, "Bearer engine-secret");
+      assert.deepEqual(seenKeys, ["c/practice-2x"]);
+    },
+  );
+  await withGateway({ checkKey: (k) => k === "gateway-key" }, async (gw, engine) => {
+    const a = await call(gw, "POST", "/v1/chat/completions", { "content-type": "application/json", authorization: "Bearer gateway-key" }, '{"model":"main","messages":[]}');
+    assert.equal(a.status, 200, a.body);
+    assert.equal(engine.seen.at(-1)?.headers.authorization, undefined, "no engine key: the client's key is not passed on");
+  });
 });

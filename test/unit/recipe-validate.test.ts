@@ -153,8 +153,8 @@ test("all problems of a file are reported together", () => {
   assert.ok(errors.some((e) => e.includes("--port is managed")));
 });
 
-test("a stray word in args is a warning, not silently dropped", () => {
+test("a stray word in args is an error, as vLLM's parser stops on it", () => {
   const r = check(replaceArgs('    "--a", "1", "2",'));
-  assert.deepEqual(r.errors, []);
-  assert.match(r.warnings.join("\n"), /args: "2" is not a flag nor a flag's value/);
+  assert.equal(r.errors.length, 1, r.errors.join("\n"));
+  assert.match(r.errors[0] ?? "", /args: "2" is not a flag nor a flag's value/);
 });

@@ -169,3 +169,15 @@ test("only a damaged database counts as corrupt; anything else leaves the file w
   assert.equal(openFailure(new Database.SqliteError("attempt to write a readonly database", "SQLITE_READONLY")), "unusable");
   assert.equal(openFailure(Object.assign(new Error("permission denied"), { code: "EACCES" })), "unusable");
 });
+
+test("a deployment's engine API key is kept for the gateway and a lane's drain, and gone once it stopped", () => {
+  const s = new Store(path.join(dir, "key", "launcher.db"));
+  const { started_at: _started, ...d } = boot;
+  s.deploymentReady({ ...d, boot_id: s.beginBoot(boot), ready_at: "t" }, "engine-secret");
+  s.deploymentReady({ ...d, deployment: "open", boot_id: s.beginBoot(boot), ready_at: "t" });
+  assert.equal(s.engineKey("c", "d"), "engine-secret");
+  assert.equal(s.engineKey("c", "open"), undefined);
+  s.deploymentStopped("c", "d", "t2");
+  assert.equal(s.engineKey("c", "d"), undefined);
+  s.close();
+});

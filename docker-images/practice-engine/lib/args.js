@@ -25,6 +25,8 @@ const MANAGED = {
   'distributed-executor-backend': { type: 'choice', choices: ['mp', 'ray', 'uni', 'external_launcher'] },
   'max-model-len': { type: 'int', min: 1 },
   model: { type: 'str' },
+  // vllm/entrypoints/openai/cli_args.py FrontendArgs.api_key: list[str], so nargs="+".
+  'api-key': { type: 'names' },
 };
 
 function parseIntStrict(name, raw, spec) {
@@ -65,6 +67,15 @@ function pyRepr(v) {
     return '{' + Object.entries(v).map(([k, x]) => `${pyRepr(k)}: ${pyRepr(x)}`).join(', ') + '}';
   }
   return String(v);
+}
+
+/**
+ * The keys the API demands, as vLLM's build_app takes them
+ * (vllm/entrypoints/openai/api_server.py): `args.api_key or [envs.VLLM_API_KEY]`, empty ones
+ * dropped. None: no authentication.
+ */
+function apiKeys(args, env) {
+  return (args.apiKeys.length > 0 ? args.apiKeys : [env.VLLM_API_KEY]).filter((k) => typeof k === 'string' && k !== '');
 }
 
 /**
@@ -140,6 +151,7 @@ function parseArgs(argv) {
     servedModelNames: [model],
     backend: 'mp',
     maxModelLen: 8192,
+    apiKeys: [],
     flags: {}, // every flag as given (raw), for reference
     nonDefault: {}, // python-ish dict for the log line
   };
@@ -198,6 +210,7 @@ function parseArgs(argv) {
       case 'served-model-name': a.servedModelNames = v; break;
       case 'distributed-executor-backend': a.backend = v; break;
       case 'max-model-len': a.maxModelLen = v; break;
+      case 'api-key': a.apiKeys = v; break;
       default: break;
     }
   }
@@ -218,4 +231,4 @@ function parseArgs(argv) {
 
 const USAGE = 'usage: vllm serve [model_tag] [options]';
 
-module.exports = { parseArgs, pyRepr, ArgError, USAGE, MANAGED };
+module.exports = { parseArgs, apiKeys, pyRepr, ArgError, USAGE, MANAGED };

@@ -317,8 +317,23 @@ function createApi(opts) {
     res.end(body);
   }
 
+  // vLLM's AuthenticationMiddleware (vllm/entrypoints/openai/server_utils.py, added by build_app
+  // when --api-key or VLLM_API_KEY is set): OPTIONS passes, routes under /v1 (and /v2,
+  // /inference) need `Authorization: Bearer KEY`, others (/health, /metrics) do not; a refusal
+  // is 401 {"error": "Unauthorized"}.
+  const keys = opts.apiKeys || [];
+  function authorized(req, path) {
+    if (keys.length === 0 || req.method === 'OPTIONS') return true;
+    if (!['/v1', '/v2', '/inference'].some((p) => path === p || path.startsWith(`${p}/`))) return true;
+    return keys.some((k) => req.headers.authorization === `Bearer ${k}`);
+  }
+
   async function handle(req, res) {
     const path = (req.url || '/').split('?')[0];
+    if (!authorized(req, path)) {
+      sendJson(res, 401, { error: 'Unauthorized' });
+      return;
+    }
     const route = `${req.method} ${path}`;
     switch (route) {
       case 'GET /health':

@@ -77,6 +77,33 @@ function req(port, method, p, body) {
 
 const READY = /Application startup complete/;
 
+function reqWithKey(port, method, p, key) {
+  return new Promise((resolve, reject) => {
+    const q = http.request({ host: '127.0.0.1', port, method, path: p, headers: key === undefined ? {} : { authorization: `Bearer ${key}` } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode));
+    });
+    q.on('error', reject);
+    q.end();
+  });
+}
+
+// vLLM's build_app: `args.api_key or [envs.VLLM_API_KEY]`; /v1 routes then need the Bearer key.
+test('--api-key or VLLM_API_KEY: /v1 answers 401 without the key, /health and /metrics do not ask', async () => {
+  for (const [args, env, key] of [[['--api-key', 'k1', 'k2'], {}, 'k2'], [[], { VLLM_API_KEY: 'from-env' }, 'from-env'], [['--api-key', 'flag'], { VLLM_API_KEY: 'env' }, 'flag']]) {
+    const port = await freePort();
+    const e = run(['m', '--port', String(port), '--host', '127.0.0.1', ...args], env);
+    await e.waitFor(READY);
+    assert.equal(await reqWithKey(port, 'GET', '/v1/models'), 401);
+    assert.equal(await reqWithKey(port, 'GET', '/v1/models', 'wrong'), 401);
+    assert.equal(await reqWithKey(port, 'GET', '/v1/models', key), 200);
+    assert.equal(await reqWithKey(port, 'GET', '/health'), 200);
+    assert.equal(await reqWithKey(port, 'GET', '/metrics'), 200);
+    e.proc.kill('SIGTERM');
+    await e.exit();
+  }
+});
+
 test('boots, serves the OpenAI API, stops on SIGTERM', async () => {
   const port = await freePort();
   const e = run(['my/model', '--port', String(port), '--host', '127.0.0.1', '--served-model-name', 'm', '--max-model-len', '524288',

@@ -1,6 +1,7 @@
 import { FABRIC_ENV_KEYS, fabricEnv } from "../../cluster/fabric-env.js";
 import type { EngineAdapter, LineTime, LogLine } from "../adapter.js";
 import { vllmRankCommand, vllmStartsHeadFirst } from "./command.js";
+import { vllmFlags } from "./flags.js";
 import { vllmHint } from "./hints.js";
 import { BOOT_PHASES, EXCEPTION, FATAL, readVllmLine, WARNINGS, WRAPPERS } from "./log-shapes.js";
 
@@ -30,17 +31,7 @@ export const vllm: EngineAdapter = {
   healthPath: "/health",
   metricsPath: "/metrics",
   runningRequestsMetric: "vllm:num_requests_running",
-  managedFlags: [
-    { flags: ["--host"], instead: "launcher serves the API on every address of the head; remove it" },
-    { flags: ["--port"], instead: "set api_port in the cluster file or pass --port to launcher" },
-    { flags: ["--nnodes"], instead: "set required_nodes in the recipe" },
-    { flags: ["--node-rank"], instead: "launcher gives each node its rank from the cluster file's order; remove it" },
-    { flags: ["--master-addr"], instead: "launcher uses the head's fabric_ip from the cluster file; remove it" },
-    { flags: ["--master-port"], instead: "set master_port in the cluster file" },
-    { flags: ["--headless"], instead: "launcher adds it to every rank above 0; remove it" },
-    { flags: ["--tensor-parallel-size", "-tp"], instead: "set tensor_parallel_size in the recipe" },
-    { flags: ["--pipeline-parallel-size", "-pp"], instead: "set pipeline_parallel_size in the recipe" },
-  ],
+  flags: vllmFlags,
   managedEnv: FABRIC_ENV_KEYS,
   // Every line shape below: src/engine/vllm/log-shapes.ts, each with its place in vLLM's source.
   bootPhases: BOOT_PHASES,

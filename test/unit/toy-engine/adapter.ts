@@ -7,7 +7,18 @@ import type { EngineAdapter, EngineRecipe, RankCommand, RankContext } from "../.
  */
 export const toy: EngineAdapter = {
   name: "toy",
-  managedFlags: [{ flags: ["--listen", "-l"], instead: "set api_port in the cluster file" }],
+  flags: {
+    managed: [{ flags: ["--listen", "-l"], instead: "set api_port in the cluster file" }],
+    boolean: ["--quiet"],
+    many: ["--alias"],
+    json: ["--tuning"],
+    jsonWhenBraced: [],
+    model: ["--weights"],
+    singleNode: [],
+    worldSize: [],
+    flagFiles: [],
+    apiKey: { flags: ["--secret"], env: "TOY_SECRET" },
+  },
   managedEnv: ["TOY_PEER"],
   bootPhases: [
     { phase: "loading", pattern: /toy: loading weights/ },
