@@ -36,7 +36,7 @@ async function launch(ref: string, flags: UpFlags, io: Output, signal: AbortSign
   const leaseMs = process.env.LAUNCHER_CLAIM_LEASE ? parseDuration(process.env.LAUNCHER_CLAIM_LEASE, "$LAUNCHER_CLAIM_LEASE") : DEFAULT_LEASE_MS;
   const cluster = loadCluster(flags.cluster);
   // Planning first: a recipe error is reported before any node or lock is touched.
-  const first = planFromFlags(ref, flags, io, cluster);
+  const first = planFromFlags(ref, flags, io, cluster, "ignore");
   const store = openStore();
   const release: (() => void | Promise<void>)[] = [];
   try {
@@ -59,7 +59,7 @@ async function launch(ref: string, flags: UpFlags, io: Output, signal: AbortSign
     const claim = (plan: Plan) => claimPlanNodes(session, plan, { command: what, leaseMs, now, note: (t) => progress.note(t), onLost });
     let result;
     if (flags.lane === undefined) {
-      const plan = planFromFlags(ref, flags, io, session.cluster);
+      const plan = planFromFlags(ref, flags, io, session.cluster, "error");
       const blocking = fabricBlockers(findings, plan.nodes.map((n) => n.node));
       if (blocking.length > 0) throw fabricCheckFailed(blocking);
       release.push(holdOrBusy(store, [deploymentKey(plan.cluster, plan.deployment)], what, now));
@@ -71,7 +71,7 @@ async function launch(ref: string, flags: UpFlags, io: Output, signal: AbortSign
       const lane = flags.lane;
       io.err(`launcher: putting ${first.recipe.id} in lane ${lane}`);
       result = await upInLane(
-        (nodes) => planFromFlags(ref, nodes === undefined ? flags : { ...flags, nodes: nodes.join(",") }, io, session.cluster),
+        (nodes) => planFromFlags(ref, nodes === undefined ? flags : { ...flags, nodes: nodes.join(",") }, io, session.cluster, "error"),
         flags.nodes !== undefined,
         session,
         { ...options, lane, store, now, drainMs, what, claim, findings },

@@ -6,7 +6,7 @@ import { vllmRankCommand, vllmStartsHeadFirst } from "../engine/vllm/command.js"
 import { findFlag, flagsOfWords } from "../recipe/args.js";
 import type { Recipe } from "../recipe/recipe.js";
 import { recipeHash } from "../recipe/resolve.js";
-import { fabricEnv } from "../cluster/fabric-env.js";
+import { fabricEnv, fabricGaps, type FabricGap } from "../cluster/fabric-env.js";
 import { containerName, encodeLabels } from "../deploy/contract.js";
 
 export interface MountSpec {
@@ -44,6 +44,8 @@ export interface Plan {
   readonly nodes: readonly NodeSpec[];
   /** Node names in the order their containers start. */
   readonly start_order: readonly string[];
+  /** Nodes without a fabric IP or interface: a warning at `plan`, an error at `up`. */
+  readonly fabric_gaps: readonly FabricGap[];
 }
 
 export interface PlanOptions {
@@ -197,6 +199,7 @@ export function planDeployment(recipe: Recipe, cluster: Cluster, options: PlanOp
       api_port: apiPort,
       nodes: specs,
       start_order,
+      fabric_gaps: fabricGaps(nodes),
     },
   };
 }
