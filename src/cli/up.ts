@@ -13,6 +13,7 @@ import { loadCluster, openStore } from "./load.js";
 import type { Output } from "./output.js";
 import { planFromFlags, type PlanFlags } from "./plan.js";
 import type { Plan } from "../plan/plan.js";
+import type { ImageFacts } from "../engine/image-contract.js";
 
 export interface UpFlags extends PlanFlags {
   timeout?: string;
@@ -46,7 +47,8 @@ async function launch(ref: string, flags: UpFlags, io: Output, signal: AbortSign
     const probing = "while probing the nodes' fabric; nothing was started";
     const opened = await abortable(openSession(cluster), signal, probing);
     const detected = await abortable(detectAndRecord(opened, store, now().toISOString(), { peers: false }), signal, probing);
-    const { session } = detected;
+    // What earlier boots read of an image (entrypoint, engine version) is kept by image ID.
+    const session = { ...detected.session, images: { get: (id: string) => store.imageFacts(id), put: (id: string, facts: ImageFacts) => store.saveImageFacts(id, facts, now().toISOString()) } };
     const findings = detected.report.findings;
     const progress = progressReporter(process.stderr, Date.now);
     // A claim taken over by another launcher (this one froze past its lease) stops the boot.

@@ -1,4 +1,5 @@
 import type { BootPhase as Phase } from "../deploy/contract.js";
+import type { ImageContract } from "./image-contract.js";
 
 /** What launcher needs to know about one inference engine. */
 export interface ManagedFlag {
@@ -32,6 +33,8 @@ export interface EngineAdapter {
   readonly rendezvousPatterns: readonly RegExp[];
   /** The engine's OpenAI-compatible routes under /v1 and the methods each takes (the gateway answers 405 for others). */
   readonly apiMethods: Readonly<Record<string, readonly string[]>>;
+  /** What the engine requires of its image (entrypoint, version), checked in preflight. */
+  readonly imageContract?: ImageContract;
 }
 
 /** What one rank's container runs, decided by the engine. */

@@ -80,4 +80,12 @@ export const MIGRATIONS: readonly string[] = [
      detected_at TEXT NOT NULL,
      PRIMARY KEY (cluster, node)
    );`,
+  // What an engine image is (entrypoint, engine version), read once per image ID; the engine
+  // version each boot ran.
+  `CREATE TABLE image_facts (
+     image_id TEXT PRIMARY KEY,
+     facts TEXT NOT NULL,
+     read_at TEXT NOT NULL
+   );
+   ALTER TABLE boots ADD COLUMN engine_version TEXT;`,
 ];

@@ -1,5 +1,6 @@
 import { FABRIC_ENV_KEYS } from "../../cluster/fabric-env.js";
 import type { EngineAdapter } from "../adapter.js";
+import { vllmImage } from "./image.js";
 
 export const vllm: EngineAdapter = {
   name: "vllm",
@@ -57,6 +58,7 @@ export const vllm: EngineAdapter = {
   // speech_to_text/api_router.py (form bodies), vllm/entrypoints/pooling/embed/api_router.py,
   // pooling/score/api_router.py (/v1/score, /v1/rerank), vllm/entrypoints/anthropic/api_router.py;
   // GET /v1/models is answered by the gateway itself.
+  imageContract: vllmImage,
   apiMethods: {
     "/v1/chat/completions": ["POST"],
     "/v1/completions": ["POST"],
