@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
+import { readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
 import { describe, test } from "node:test";
-import { launcher, launcherContainers, ok, onHost, practiceSuite, variant } from "./practice-cluster.js";
+import { CLUSTER, launcher, launcherContainers, ok, onHost, practiceSuite, RIG_DIR, variant } from "./practice-cluster.js";
 
 // The image contract on the practice cluster: preflight reads the image's ENTRYPOINT and the
 // version its `vllm --version` prints (the practice engine answers as vLLM's CLI does), refuses an
@@ -43,5 +45,24 @@ describe("the engine image contract", { concurrency: false }, () => {
     } finally {
       await launcher(["down", "deployment/imgc", "--grace", "1"]);
     }
+  });
+
+  test("a node with no fabric IP or interface (not in the cluster file, not detectable): plan warns, up refuses before anything starts", async () => {
+    // n2's fabric lines gone; a practice host has no RoCE HCA, so detection cannot find its fabric
+    // IP either. Its own cluster name: no fabric values stored by the other tests apply.
+    const file = path.join(RIG_DIR, "cluster-nofabric.toml");
+    const text = readFileSync(CLUSTER, "utf8").replace(/^name = .*$/m, 'name = "practice-nofabric"');
+    const cut = text.lastIndexOf("[[nodes]]");
+    writeFileSync(file, text.slice(0, cut) + text.slice(cut).replace(/^fabric_(ip|iface) = .*$/gm, ""));
+    const plan = ok(await launcher(["plan", "practice-2x", "--cluster", file]), "plan");
+    assert.match(plan.stderr, /warning: node n2 has no fabric IP or fabric interface \(neither in \S+cluster-nofabric\.toml nor detected\)/);
+    assert.match(plan.stderr, /run `launcher doctor --cluster \S+cluster-nofabric\.toml` to detect it/);
+    assert.doesNotMatch(plan.stderr, /node n1/);
+
+    const up = await launcher(["up", "practice-2x", "--cluster", file, "--timeout", "1m"], 120_000);
+    assert.equal(up.code, 1, up.stderr);
+    assert.match(up.stderr, /cannot start practice-2x: node n2 has no fabric IP or fabric interface/);
+    assert.match(up.stderr, /launcher doctor/);
+    assert.deepEqual(launcherContainers(HOSTS), []);
   });
 });
