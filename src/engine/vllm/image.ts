@@ -13,8 +13,10 @@ const SERVE_ENTRYPOINT = ["vllm", "serve"] as const;
  * The first release whose `vllm serve` parses --nnodes/-n, --node-rank/-r, --master-addr and
  * --master-port (vllm/engine/arg_utils.py, parallel_group.add_argument("--nnodes", "-n", ...);
  * added by vllm-project/vllm PR #23691 "[V1] Support MP Executor for multi node distributed
- * inference", released in mid-November 2025 with v0.11.1). launcher passes them on every mp rank,
- * one node included: an older vLLM stops at "unrecognized arguments".
+ * inference", merged after v0.11.0 and released in mid-November 2025 with v0.11.1: users of the
+ * 0.11.1 containers met its multi-node MP behaviour at once, NVIDIA-NeMo/Skills issue #1059).
+ * launcher passes them on every mp rank, one node included: an older vLLM stops at "unrecognized
+ * arguments".
  */
 export const MULTINODE_MIN_VERSION = "0.11.1";
 
