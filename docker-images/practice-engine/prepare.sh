@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Stage rootfs/ for the practice-engine image (a stand-in for vLLM, not vLLM):
-#   rootfs/usr/local/bin/vllm  = a copy of this machine's `node` binary
+#   rootfs/usr/local/bin/node  = a copy of this machine's `node` binary
+#   rootfs/usr/local/bin/vllm  = ./vllm, the `vllm` command (`vllm serve`, `vllm --version`), run by node
 #   rootfs/<lib path>          = every shared library `ldd` lists for it (same absolute paths)
 #   rootfs/<dynamic loader>    = e.g. /lib64/ld-linux-x86-64.so.2
 #   rootfs/tmp                 = empty, mode 1777
@@ -37,7 +38,9 @@ rm -rf "$root"
 mkdir -p "$root/usr/local/bin" "$root/tmp" "$root/app"
 chmod 1777 "$root/tmp"
 
-cp -L "$node_bin" "$root/usr/local/bin/vllm"
+cp -L "$node_bin" "$root/usr/local/bin/node"
+chmod 0755 "$root/usr/local/bin/node"
+cp "$here/vllm" "$root/usr/local/bin/vllm"
 chmod 0755 "$root/usr/local/bin/vllm"
 
 copy_abs() {

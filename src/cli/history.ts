@@ -39,7 +39,8 @@ export function registerHistory(program: Command, io: Output): void {
         for (const b of boots) {
           const total = seconds(b.started_at, b.ended_at);
           const outcome = b.outcome === "booting" ? "still booting (or its launcher was killed)" : `${b.outcome}${total === undefined ? "" : ` after ${total.toFixed(1)} s`}`;
-          io.out(`${b.started_at}  ${b.recipe} (${b.recipe_hash})  ${outcome}  on ${b.nodes.join(", ")}${b.lane === undefined ? "" : `  lane ${b.lane}`}`);
+          const engine = b.engine_version === undefined ? "" : `  engine ${b.engine_version}`;
+          io.out(`${b.started_at}  ${b.recipe} (${b.recipe_hash})  ${outcome}  on ${b.nodes.join(", ")}${b.lane === undefined ? "" : `  lane ${b.lane}`}${engine}`);
           const steps = headPhases(b).map((p) => {
             const figures = describeFigures(p.figures);
             return `${p.phase} ${p.seconds === undefined ? "?" : `${p.seconds.toFixed(1)} s`}${figures ? ` (${figures})` : ""}`;

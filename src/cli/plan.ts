@@ -3,7 +3,8 @@ import type { Cluster } from "../cluster/cluster.js";
 import { planDeployment, type Plan } from "../plan/plan.js";
 import { planJson, planText } from "../plan/render.js";
 import { UserError } from "../config/errors.js";
-import { withDetected } from "../cluster/detect.js";
+import { mergeDetected, type DetectedValue } from "../cluster/detect.js";
+import { describeFabricGap } from "../cluster/fabric-env.js";
 import { gpusPerNode, loadCluster, loadRecipe, parseNodes, withStore } from "./load.js";
 import type { Output } from "./output.js";
 
@@ -23,8 +24,15 @@ export function parsePort(value: string | undefined): number | undefined {
   return port;
 }
 
+/**
+ * How a multi-node plan with a node lacking its fabric IP or interface is taken: `plan` warns (it
+ * may run before any detection), `up` refuses once it has probed the nodes, and `up`'s first plan,
+ * made before the probe only to report recipe errors early, ignores it.
+ */
+export type FabricGapMode = "ignore" | "warn" | "error";
+
 /** Recipe + cluster + command-line options -> a plan, or a UserError with every diagnostic. */
-export function planFromFlags(ref: string, flags: PlanFlags, io: Output, cluster: Cluster = loadCluster(flags.cluster)): Plan {
+export function planFromFlags(ref: string, flags: PlanFlags, io: Output, cluster: Cluster = loadCluster(flags.cluster), gaps: FabricGapMode = "warn"): Plan {
   const recipe = loadRecipe(ref, (ds) => io.diagnostics(ds), gpusPerNode(cluster));
   const port = parsePort(flags.port);
   const nodes = parseNodes(flags.nodes);
@@ -35,7 +43,20 @@ export function planFromFlags(ref: string, flags: PlanFlags, io: Output, cluster
     ...(flags.name === undefined ? {} : { deployment: flags.name }),
   });
   if (!result.ok) throw new UserError(`cannot plan ${ref} on ${cluster.file}`, undefined, result.diagnostics);
+  const described = result.plan.fabric_gaps.map((g) => describeFabricGap(g, cluster.file));
+  if (gaps === "error" && described.length > 0) {
+    throw new UserError(`cannot start ${ref}: ${described.map((d) => d.message).join("; ")}`, described.map((d) => d.hint).join("; "));
+  }
+  if (gaps === "warn") for (const d of described) io.err(`launcher: warning: ${d.message}; ${d.hint}`);
   return result.plan;
+}
+
+/** "spark2: fabric_ip 10.0.0.2, gid_index 3" for each planned node that took values from detection. */
+export function detectedNote(plan: Plan, detected: ReadonlyMap<string, readonly DetectedValue[]>): string[] {
+  return plan.nodes.flatMap((n) => {
+    const values = detected.get(n.node);
+    return values === undefined ? [] : [`${n.node}: ${values.map((v) => `${v.field} ${v.value}`).join(", ")}`];
+  });
 }
 
 export function registerPlan(program: Command, io: Output): void {
@@ -53,8 +74,13 @@ export function registerPlan(program: Command, io: Output): void {
       const cluster = loadCluster(opts.cluster);
       // Fabric values that doctor or up detected fill what the cluster file leaves out.
       const stored = await withStore((store) => store.facts(cluster.name));
-      if (stored.detected_at !== undefined) io.err(`launcher: using fabric values detected on the nodes at ${stored.detected_at} where ${cluster.file} gives none (launcher doctor refreshes them)`);
-      const plan = planFromFlags(ref, opts, io, withDetected(cluster, stored.facts));
+      const merged = mergeDetected(cluster, stored.facts);
+      const plan = planFromFlags(ref, opts, io, merged.cluster);
+      // Only values really taken from detection are called detected; none, no note.
+      const taken = detectedNote(plan, merged.detected);
+      if (taken.length > 0) {
+        io.err(`launcher: detected on the nodes at ${stored.detected_at ?? "?"} (${cluster.file} gives none; launcher doctor refreshes them): ${taken.join("; ")}`);
+      }
       if (opts.json) io.json(planJson(plan));
       else io.out(planText(plan));
     });

@@ -13,6 +13,7 @@ import { loadCluster, openStore } from "./load.js";
 import type { Output } from "./output.js";
 import { planFromFlags, type PlanFlags } from "./plan.js";
 import type { Plan } from "../plan/plan.js";
+import type { ImageFacts } from "../engine/image-contract.js";
 
 export interface UpFlags extends PlanFlags {
   timeout?: string;
@@ -36,7 +37,7 @@ async function launch(ref: string, flags: UpFlags, io: Output, signal: AbortSign
   const leaseMs = process.env.LAUNCHER_CLAIM_LEASE ? parseDuration(process.env.LAUNCHER_CLAIM_LEASE, "$LAUNCHER_CLAIM_LEASE") : DEFAULT_LEASE_MS;
   const cluster = loadCluster(flags.cluster);
   // Planning first: a recipe error is reported before any node or lock is touched.
-  const first = planFromFlags(ref, flags, io, cluster);
+  const first = planFromFlags(ref, flags, io, cluster, "ignore");
   const store = openStore();
   const release: (() => void | Promise<void>)[] = [];
   try {
@@ -46,7 +47,8 @@ async function launch(ref: string, flags: UpFlags, io: Output, signal: AbortSign
     const probing = "while probing the nodes' fabric; nothing was started";
     const opened = await abortable(openSession(cluster), signal, probing);
     const detected = await abortable(detectAndRecord(opened, store, now().toISOString(), { peers: false }), signal, probing);
-    const { session } = detected;
+    // What earlier boots read of an image (entrypoint, engine version) is kept by image ID.
+    const session = { ...detected.session, images: { get: (id: string) => store.imageFacts(id), put: (id: string, facts: ImageFacts) => store.saveImageFacts(id, facts, now().toISOString()) } };
     const findings = detected.report.findings;
     const progress = progressReporter(process.stderr, Date.now);
     // A claim taken over by another launcher (this one froze past its lease) stops the boot.
@@ -59,7 +61,7 @@ async function launch(ref: string, flags: UpFlags, io: Output, signal: AbortSign
     const claim = (plan: Plan) => claimPlanNodes(session, plan, { command: what, leaseMs, now, note: (t) => progress.note(t), onLost });
     let result;
     if (flags.lane === undefined) {
-      const plan = planFromFlags(ref, flags, io, session.cluster);
+      const plan = planFromFlags(ref, flags, io, session.cluster, "error");
       const blocking = fabricBlockers(findings, plan.nodes.map((n) => n.node));
       if (blocking.length > 0) throw fabricCheckFailed(blocking);
       release.push(holdOrBusy(store, [deploymentKey(plan.cluster, plan.deployment)], what, now));
@@ -71,7 +73,7 @@ async function launch(ref: string, flags: UpFlags, io: Output, signal: AbortSign
       const lane = flags.lane;
       io.err(`launcher: putting ${first.recipe.id} in lane ${lane}`);
       result = await upInLane(
-        (nodes) => planFromFlags(ref, nodes === undefined ? flags : { ...flags, nodes: nodes.join(",") }, io, session.cluster),
+        (nodes) => planFromFlags(ref, nodes === undefined ? flags : { ...flags, nodes: nodes.join(",") }, io, session.cluster, "error"),
         flags.nodes !== undefined,
         session,
         { ...options, lane, store, now, drainMs, what, claim, findings },

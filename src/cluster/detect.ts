@@ -113,21 +113,42 @@ export function crossNodeFindings(facts: ReadonlyMap<string, FabricFacts>): Find
     .flatMap(([mtu, nodes]) => nodes.map((node): Finding => ({ severity: "error", kind: "fabric", node, message: `fabric MTU ${mtu} differs from the other nodes' ${common}`, fix: `set MTU ${common} on ${node}'s fabric interface (ip link set DEV mtu ${common}) and on the switch` })));
 }
 
+/** One value a plan took from detection, because the cluster file left it out. */
+export interface DetectedValue {
+  readonly field: "fabric_ip" | "fabric_iface" | "hca" | "gid_index" | "ports_up";
+  readonly value: string;
+}
+
+/**
+ * The cluster with detected facts filled in where the cluster file left them out, and per node
+ * the values that really came from detection (none where the file gives them all), so that `plan`
+ * says "detected" only for those. Four ports up counts: it adds NCCL settings; fewer changes nothing.
+ */
+export function mergeDetected(cluster: Cluster, facts: ReadonlyMap<string, FabricFacts>): { cluster: Cluster; detected: ReadonlyMap<string, readonly DetectedValue[]> } {
+  const detected = new Map<string, DetectedValue[]>();
+  const nodes = cluster.nodes.map((n): ClusterNode => {
+    const f = facts.get(n.name);
+    if (f === undefined) return n;
+    const taken: DetectedValue[] = [];
+    if (n.fabric_ip === undefined && f.fabric_ip !== undefined) taken.push({ field: "fabric_ip", value: f.fabric_ip });
+    if (n.fabric_iface === undefined && f.fabric_iface !== undefined) taken.push({ field: "fabric_iface", value: f.fabric_iface });
+    if (n.hca.length === 0 && f.hca.length > 0) taken.push({ field: "hca", value: f.hca.join(",") });
+    if (n.gid_index === undefined && f.gid_index !== undefined) taken.push({ field: "gid_index", value: String(f.gid_index) });
+    if (n.ports_up === undefined && f.ports_up >= 4) taken.push({ field: "ports_up", value: String(f.ports_up) });
+    if (taken.length > 0) detected.set(n.name, taken);
+    return {
+      ...n,
+      ...(n.fabric_ip === undefined && f.fabric_ip !== undefined ? { fabric_ip: f.fabric_ip } : {}),
+      ...(n.fabric_iface === undefined && f.fabric_iface !== undefined ? { fabric_iface: f.fabric_iface } : {}),
+      hca: n.hca.length > 0 ? n.hca : f.hca,
+      ...(n.gid_index === undefined && f.gid_index !== undefined ? { gid_index: f.gid_index } : {}),
+      ...(n.ports_up === undefined ? { ports_up: f.ports_up } : {}),
+    };
+  });
+  return { cluster: { ...cluster, nodes }, detected };
+}
+
 /** The cluster with detected facts filled in where the cluster file left them out. */
 export function withDetected(cluster: Cluster, facts: ReadonlyMap<string, FabricFacts>): Cluster {
-  return {
-    ...cluster,
-    nodes: cluster.nodes.map((n): ClusterNode => {
-      const f = facts.get(n.name);
-      if (f === undefined) return n;
-      return {
-        ...n,
-        ...(n.fabric_ip === undefined && f.fabric_ip !== undefined ? { fabric_ip: f.fabric_ip } : {}),
-        ...(n.fabric_iface === undefined && f.fabric_iface !== undefined ? { fabric_iface: f.fabric_iface } : {}),
-        hca: n.hca.length > 0 ? n.hca : f.hca,
-        ...(n.gid_index === undefined && f.gid_index !== undefined ? { gid_index: f.gid_index } : {}),
-        ...(n.ports_up === undefined ? { ports_up: f.ports_up } : {}),
-      };
-    }),
-  };
+  return mergeDetected(cluster, facts).cluster;
 }

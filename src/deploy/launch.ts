@@ -22,11 +22,16 @@ export async function recordedUp(plan: Plan, session: ClusterSession, options: U
   const startedAt = at();
   let bootId: number | undefined;
   const seen = new Map<string, string>();
+  let engineVersion: string | undefined;
+  const begin = (): number => store.beginBoot({ ...boot, started_at: startedAt, ...(engineVersion === undefined ? {} : { engine_version: engineVersion }) });
   const progress: Progress = {
+    engine(version) {
+      engineVersion = version;
+    },
     node(node, state) {
       options.progress.node(node, state);
       // The first line seen means containers run: only then is this a boot worth remembering.
-      bootId ??= store.beginBoot({ ...boot, started_at: startedAt });
+      bootId ??= begin();
       const key = `${state.phase} ${JSON.stringify(state.figures)}`;
       if (seen.get(node) === key) return;
       seen.set(node, key);
@@ -38,7 +43,7 @@ export async function recordedUp(plan: Plan, session: ClusterSession, options: U
   try {
     const result = await up(plan, session, { ...options, progress });
     if (result.status === "ready") {
-      bootId ??= store.beginBoot({ ...boot, started_at: startedAt });
+      bootId ??= begin();
       store.endBoot(bootId, "ready", at());
       store.deploymentReady({ ...boot, boot_id: bootId, ready_at: at() }, plan.api_key);
     }
@@ -47,7 +52,7 @@ export async function recordedUp(plan: Plan, session: ClusterSession, options: U
     const outcome = options.signal.aborted ? "interrupted" : "failed";
     // An interrupt is history even before any container ran (during the push or the preflight):
     // the user asked for this boot and stopped it. A refusal is not.
-    if (outcome === "interrupted") bootId ??= store.beginBoot({ ...boot, started_at: startedAt });
+    if (outcome === "interrupted") bootId ??= begin();
     if (bootId !== undefined) {
       const failure = e instanceof RemoteError ? { node: e.node, error: e.message } : { node: "launcher", error: (e as Error).message };
       store.endBoot(bootId, outcome, at(), failure);

@@ -11,6 +11,7 @@ import { weightsLocation } from "../plan/weights.js";
 import { abortable } from "./abort.js";
 import { judgeExisting } from "./existing.js";
 import { clusterStatus, type DeploymentStatus } from "./status.js";
+import { checkImage, type ImageCheck } from "./image-check.js";
 
 // Read-only mounts are data that must exist; the others are caches, created on first boot.
 const MOUNT_SCRIPT = `missing=""
@@ -40,11 +41,11 @@ function portInUse(host: string, port: number): Promise<boolean> {
  * Deployments in `replacing` are about to be stopped for this one: their nodes count as free.
  * An interrupt ends it at once (it starts nothing that would need undoing).
  */
-export function preflight(plan: Plan, session: ClusterSession, signal: AbortSignal, replacing: ReadonlySet<string> = new Set()): Promise<void> {
+export function preflight(plan: Plan, session: ClusterSession, signal: AbortSignal, replacing: ReadonlySet<string> = new Set()): Promise<Omit<ImageCheck, "problems">> {
   return abortable(checkNodes(plan, session, replacing, signal), signal, `during the preflight of ${plan.deployment}; no container was started`);
 }
 
-async function checkNodes(plan: Plan, session: ClusterSession, replacing: ReadonlySet<string>, signal: AbortSignal): Promise<void> {
+async function checkNodes(plan: Plan, session: ClusterSession, replacing: ReadonlySet<string>, signal: AbortSignal): Promise<Omit<ImageCheck, "problems">> {
   const problems: string[] = [];
   const imageIds = new Map<string, string | undefined>();
   const existing: ContainerInfo[] = [];
@@ -105,6 +106,14 @@ async function checkNodes(plan: Plan, session: ClusterSession, replacing: Readon
     problems.push(`image ${plan.recipe.docker_image} differs between nodes: ${[...imageIds].map(([n, id]) => `${n} ${shortId(id)}`).join(", ")}; every rank needs the same image ID: launcher images push ${plan.recipe.id}`);
   }
   const head = plan.nodes[0];
+  // The image as the engine needs it (entrypoint, version), read on the head once every node is
+  // known to hold the same one.
+  let image: ImageCheck = { problems: [] };
+  const [onlyId] = ids;
+  if (head !== undefined && ids.size === 1 && missing.length === 0 && onlyId !== undefined) {
+    image = await checkImage(plan, dockerOf(session, head.node), onlyId, session.images);
+    problems.push(...image.problems);
+  }
   // A port held by one of our own deployments is already reported above.
   if (head !== undefined && existing.length === 0 && held.size === 0 && !headReplaced) {
     const host = new URL(plan.endpoint).hostname;
@@ -113,6 +122,7 @@ async function checkNodes(plan: Plan, session: ClusterSession, replacing: Readon
   if (problems.length > 0) {
     throw new UserError(`preflight failed for ${plan.deployment}; no container was started:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
   }
+  return { ...(image.version === undefined ? {} : { version: image.version }), ...(image.unread === undefined ? {} : { unread: image.unread }) };
 }
 
 /**

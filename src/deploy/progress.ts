@@ -3,6 +3,8 @@ import { describeFigures, type BootState } from "../engine/boot-log.js";
 
 export interface Progress {
   node(node: string, state: BootState): void;
+  /** The engine version the image reported in preflight, for the boot's record. */
+  engine?(version: string): void;
   note(text: string): void;
   done(): void;
 }

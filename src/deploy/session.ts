@@ -2,10 +2,13 @@ import type { Cluster, ClusterNode } from "../cluster/cluster.js";
 import { defaultHome } from "../cluster/parse.js";
 import { DockerClient } from "../remote/docker.js";
 import { resolveSshDestination, sshTransport } from "../remote/ssh.js";
+import type { ImageFactsCache } from "./image-check.js";
 
 export interface ClusterSession {
   readonly cluster: Cluster;
   readonly docker: ReadonlyMap<string, DockerClient>;
+  /** What earlier runs read of images, by ID (the store); none: every preflight reads them. */
+  readonly images?: ImageFactsCache;
 }
 
 /**

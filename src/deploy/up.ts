@@ -79,7 +79,12 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
     if (same !== undefined) return { status: "already-running", endpoint: same.endpoint, served_model: same.served_model, seconds: 0 };
     if (options.push !== false) await ensureImage(plan.recipe.docker_image, plan.nodes.map((n) => dockerOf(session, n.node)), note, signal);
     note(`preflight of ${plan.deployment} on ${plan.nodes.map((n) => n.node).join(", ")} ...`);
-    await preflight(plan, session, signal);
+    const image = await preflight(plan, session, signal);
+    if (image.version !== undefined) {
+      note(`image ${plan.recipe.docker_image}: ${plan.recipe.engine} ${image.version}`);
+      options.progress.engine?.(image.version);
+    }
+    if (image.unread !== undefined) note(`warning: image ${plan.recipe.docker_image}: ${image.unread}`);
     checkInterrupted(signal, `before any container of ${plan.deployment} started; nothing to roll back`);
     const bootId = newBootId();
     return await boot(stampBoot(plan, bootId), bootId, session, options, started);

@@ -1,5 +1,6 @@
 import type { ClusterNode } from "../cluster/cluster.js";
 import type { BootPhase as Phase } from "../deploy/contract.js";
+import type { ImageContract } from "./image-contract.js";
 
 /** What launcher needs to know about one inference engine. */
 export interface ManagedFlag {
@@ -107,8 +108,8 @@ export interface EngineAdapter {
   readonly nodeEnv: (recipe: EngineRecipe, node: ClusterNode) => Record<string, string>;
   /** Start order: true when the head must run before the workers start, false for workers first. */
   readonly startsHeadFirst: (recipe: EngineRecipe) => boolean;
-  /** What the image must run when the recipe sets no `entrypoint` (preflight compares the image's ENTRYPOINT). */
-  readonly image: { readonly entrypoint: readonly string[] };
+  /** What the engine requires of its image (entrypoint, version), checked in preflight. */
+  readonly image: ImageContract;
   /**
    * The engine's flags (every spelling) that name the model to clients and pin its revision:
    * the planner reads them from the recipe's args for the served name and the weights check.

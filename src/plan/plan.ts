@@ -7,6 +7,7 @@ import { adapterOf, engineAdapter, ENGINES, type EngineRegistry } from "../engin
 import { apiKeyOf, findAnyFlag, flagsOfWords } from "../recipe/args.js";
 import type { Recipe } from "../recipe/recipe.js";
 import { recipeHash } from "../recipe/resolve.js";
+import { fabricGaps, type FabricGap } from "../cluster/fabric-env.js";
 import { containerName, encodeLabels } from "../deploy/contract.js";
 
 export interface MountSpec {
@@ -49,6 +50,8 @@ export interface Plan {
    * the gateway send. A secret: render.ts redacts it from everything the plan prints.
    */
   readonly api_key?: string;
+  /** Nodes without a fabric IP or interface: a warning at `plan`, an error at `up`. */
+  readonly fabric_gaps: readonly FabricGap[];
 }
 
 export interface PlanOptions {
@@ -214,6 +217,7 @@ export function planDeployment(recipe: Recipe, cluster: Cluster, options: PlanOp
       nodes: specs,
       start_order,
       ...(apiKey === undefined ? {} : { api_key: apiKey }),
+      fabric_gaps: fabricGaps(nodes),
     },
   };
 }

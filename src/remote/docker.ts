@@ -74,6 +74,26 @@ export class DockerClient {
     return r.code === 0 ? r.stdout.trim() : undefined;
   }
 
+  /** The image's ENTRYPOINT (.Config.Entrypoint), null when it has none. */
+  async imageEntrypoint(image: string): Promise<string[] | null> {
+    const out = await this.ok(["docker", "image", "inspect", "--format", "{{json .Config.Entrypoint}}", "--", image], "docker image inspect", 20_000);
+    const parsed = JSON.parse(out.trim() || "null") as unknown;
+    return Array.isArray(parsed) ? parsed.map(String) : null;
+  }
+
+  /**
+   * Runs `argv` once in the image (its first word replacing the ENTRYPOINT), without network or
+   * labels (no deployment sees it), and removes the container: a question to the image itself.
+   */
+  async runInImage(image: string, argv: readonly string[], timeoutMs: number): Promise<{ code: number; output: string }> {
+    const [entry, ...args] = argv;
+    if (entry === undefined) throw new Error("runInImage needs a command");
+    const r = await this.transport.exec(["docker", "run", "--rm", "--network", "none", "--entrypoint", entry, "--", image, ...args], { timeoutMs });
+    const lost = unreachable(this.transport, r);
+    if (lost !== undefined) throw lost;
+    return { code: r.code, output: `${r.stdout}\n${r.stderr}` };
+  }
+
   /** Containers (running or not) that carry `label` (a key, or key=value). One round trip. */
   async containers(label: string): Promise<ContainerInfo[]> {
     const r = await this.transport.exec(["sh", "-c", LIST_SCRIPT, "sh", label], { timeoutMs: 20_000 });

@@ -83,4 +83,12 @@ export const MIGRATIONS: readonly string[] = [
   // The key a deployment's engine demands (--api-key / VLLM_API_KEY in its recipe), kept where
   // the gateway and a lane's drain find it for the running deployment; never printed.
   `ALTER TABLE deployments ADD COLUMN api_key TEXT;`,
+  // What an engine image is (entrypoint, engine version), read once per image ID; the engine
+  // version each boot ran.
+  `CREATE TABLE image_facts (
+     image_id TEXT PRIMARY KEY,
+     facts TEXT NOT NULL,
+     read_at TEXT NOT NULL
+   );
+   ALTER TABLE boots ADD COLUMN engine_version TEXT;`,
 ];

@@ -1,6 +1,7 @@
 import { existsSync, renameSync, statSync } from "node:fs";
 import Database from "better-sqlite3";
 import type { FabricFacts } from "../cluster/detect.js";
+import type { ImageFacts } from "../engine/image-contract.js";
 import { Store, type BootRecord, type LaneRecord, type LockHolder, type StateStore, type SwapRecord } from "./store.js";
 
 /**
@@ -44,6 +45,10 @@ export class NullStore implements StateStore {
   facts(): { facts: Map<string, FabricFacts> } {
     return { facts: new Map() };
   }
+  imageFacts(): ImageFacts | undefined {
+    return undefined;
+  }
+  saveImageFacts(): void {}
   // Lane locks guard this machine's store records; with no records there is nothing to guard.
   acquire(): { ok: true } {
     return { ok: true };

@@ -2,6 +2,7 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 import type { FabricFacts } from "../cluster/detect.js";
+import type { ImageFacts } from "../engine/image-contract.js";
 import { MIGRATIONS } from "./migrations.js";
 
 export type BootOutcome = "booting" | "ready" | "failed" | "interrupted";
@@ -16,6 +17,8 @@ export interface NewBoot {
   readonly endpoint: string;
   readonly nodes: readonly string[];
   readonly started_at: string;
+  /** The engine version the image reported in preflight. */
+  readonly engine_version?: string;
 }
 
 export interface PhaseRecord {
@@ -146,10 +149,10 @@ export class Store {
   beginBoot(b: NewBoot): number {
     const r = this.db
       .prepare(
-        `INSERT INTO boots (deployment, recipe, recipe_hash, lane, cluster, served_model, endpoint, nodes, started_at)
-         VALUES (@deployment, @recipe, @recipe_hash, @lane, @cluster, @served_model, @endpoint, @nodes, @started_at)`,
+        `INSERT INTO boots (deployment, recipe, recipe_hash, lane, cluster, served_model, endpoint, nodes, started_at, engine_version)
+         VALUES (@deployment, @recipe, @recipe_hash, @lane, @cluster, @served_model, @endpoint, @nodes, @started_at, @engine_version)`,
       )
-      .run({ ...b, lane: b.lane ?? null, nodes: JSON.stringify(b.nodes) });
+      .run({ ...b, lane: b.lane ?? null, engine_version: b.engine_version ?? null, nodes: JSON.stringify(b.nodes) });
     return Number(r.lastInsertRowid);
   }
 
@@ -268,6 +271,16 @@ export class Store {
     const rows = this.db.prepare(`SELECT node, facts, detected_at FROM node_facts WHERE cluster = ? ORDER BY node`).all(cluster) as { node: string; facts: string; detected_at: string }[];
     const at = rows.map((r) => r.detected_at).sort()[0];
     return { facts: new Map(rows.map((r) => [r.node, JSON.parse(r.facts) as FabricFacts])), ...(at === undefined ? {} : { detected_at: at }) };
+  }
+
+  /** What was read of an image, by its ID (an ID names one exact content, so it never goes stale). */
+  imageFacts(imageId: string): ImageFacts | undefined {
+    const row = this.db.prepare(`SELECT facts FROM image_facts WHERE image_id = ?`).get(imageId) as { facts: string } | undefined;
+    return row === undefined ? undefined : (JSON.parse(row.facts) as ImageFacts);
+  }
+
+  saveImageFacts(imageId: string, facts: ImageFacts, at: string): void {
+    this.db.prepare(`INSERT OR REPLACE INTO image_facts (image_id, facts, read_at) VALUES (?, ?, ?)`).run(imageId, JSON.stringify(facts), at);
   }
 
   /**

@@ -118,7 +118,9 @@ describe("images, weights and the fabric on the practice cluster", { concurrency
     assert.match(report.findings[0]?.message ?? "", /no RoCE HCA found/);
 
     const plan = ok(await launcher(["plan", "practice-2x", "--cluster", file, "--json"]), "plan");
-    assert.match(plan.stderr, /using fabric values detected on the nodes at/);
+    // Only what detection really gave is called detected: the interface (the file keeps fabric_ip).
+    assert.match(plan.stderr, /detected on the nodes at \S+ \(.*\): n1: fabric_iface enp1s0f1np1; n2: fabric_iface enp1s0f1np1\n/);
+    assert.doesNotMatch(plan.stderr, /fabric_ip/);
     const nodes = (JSON.parse(plan.stdout) as { nodes: { node: string; env: Record<string, string> }[] }).nodes;
     assert.deepEqual(nodes.map((n) => n.env.GLOO_SOCKET_IFNAME), ["enp1s0f1np1", "enp1s0f1np1"]);
   });

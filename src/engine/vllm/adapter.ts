@@ -3,6 +3,7 @@ import type { EngineAdapter, LineTime, LogLine } from "../adapter.js";
 import { vllmRankCommand, vllmStartsHeadFirst } from "./command.js";
 import { vllmFlags } from "./flags.js";
 import { vllmHint } from "./hints.js";
+import { vllmImage } from "./image.js";
 import { BOOT_PHASES, EXCEPTION, FATAL, readVllmLine, WARNINGS, WRAPPERS } from "./log-shapes.js";
 
 // The header's time is vllm/logger.py's _DATE_FORMAT "%m-%d %H:%M:%S" (read in log-shapes.ts). It
@@ -18,10 +19,8 @@ export const vllm: EngineAdapter = {
   rankCommand: vllmRankCommand,
   startsHeadFirst: vllmStartsHeadFirst,
   nodeEnv: (recipe, node) => fabricEnv(node, recipe.distributed_backend === "ray" ? "ray" : "mp"),
-  // The vllm-openai stage of vllm-project/vllm docker/Dockerfile: `ENTRYPOINT ["vllm", "serve"]`
-  // since October 2025 (before, `python3 -m vllm.entrypoints.openai.api_server`, which ignores
-  // --headless); the container command is then model + flags.
-  image: { entrypoint: ["vllm", "serve"] },
+  // Entrypoint and version the image must have: ./image.ts, with vLLM's Dockerfile.
+  image: vllmImage,
   // vllm/entrypoints/serve/instrumentator/health.py: GET /health is 200 once the engine serves,
   // 503 when it died. vllm/v1/metrics/loggers.py: the gauge `vllm:num_requests_running`
   // ("Number of requests in model execution batches"), one series per engine, on /metrics.

@@ -1,0 +1,24 @@
+/** What launcher reads of an engine image, once per image ID (the store caches it by ID). */
+export interface ImageFacts {
+  /** The image's ENTRYPOINT (`docker image inspect`, .Config.Entrypoint); null when it has none. */
+  readonly entrypoint: readonly string[] | null;
+  /** The engine version the image reports; null when it could not be read. */
+  readonly version: string | null;
+}
+
+/** How a deployment uses the image: the parts of a recipe the image must fit. */
+export interface ImageUse {
+  readonly backend: "mp" | "ray";
+  /** The recipe's `entrypoint`, which replaces the image's. */
+  readonly entrypoint?: readonly string[];
+}
+
+/** What an engine requires of its image, and how to ask an image for its version. */
+export interface ImageContract {
+  /** Run in the image (its first word replacing the ENTRYPOINT) to print the engine's version. */
+  readonly versionCommand: readonly string[];
+  /** The version in what `versionCommand` printed, or null. */
+  parseVersion(output: string): string | null;
+  /** What is wrong with this image for this use, each naming the image and its version; [] when fine. */
+  problems(image: string, facts: ImageFacts, use: ImageUse): string[];
+}

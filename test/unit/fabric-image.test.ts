@@ -1,0 +1,110 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { parseCluster } from "../../src/cluster/parse.js";
+import type { ImageFacts } from "../../src/engine/image-contract.js";
+import { MULTINODE_MIN_VERSION, olderThan, vllmImage } from "../../src/engine/vllm/image.js";
+import { checkImage, type ImageFactsCache } from "../../src/deploy/image-check.js";
+import { planDeployment, type Plan } from "../../src/plan/plan.js";
+import { resolveRecipe } from "../../src/recipe/resolve.js";
+import { fileRecipeSource } from "../../src/recipe/fs-source.js";
+import { DockerClient } from "../../src/remote/docker.js";
+import type { ExecResult, Transport } from "../../src/remote/transport.js";
+import { Store } from "../../src/store/store.js";
+
+const IMAGE = "vllm/vllm-openai:v0.12.0";
+const SERVE = { entrypoint: ["vllm", "serve"], version: "0.12.0" } satisfies ImageFacts;
+
+test("the version `vllm --version` prints (vllm/entrypoints/cli/main.py: argparse's version action), after any log lines", () => {
+  assert.equal(vllmImage.parseVersion("INFO 05-19 12:34:56 [__init__.py:216] Automatically detected platform cuda.\n0.12.0\n"), "0.12.0");
+  assert.equal(vllmImage.parseVersion("0.11.1rc2.dev45+g1a2b3c4\n"), "0.11.1rc2.dev45+g1a2b3c4");
+  assert.equal(vllmImage.parseVersion("v20.11.1\n"), null, "node's --version is no vLLM version");
+  assert.equal(vllmImage.parseVersion("usage: vllm [-h]\nvllm: error: unrecognized arguments\n"), null);
+});
+
+test("older than multi-node support: by release numbers; nightlies of the release and untagged source builds are not", () => {
+  assert.equal(MULTINODE_MIN_VERSION, "0.11.1");
+  for (const v of ["0.10.2", "0.11.0", "0.9.2.post1", "0.11.0rc3"]) assert.equal(olderThan(v, MULTINODE_MIN_VERSION), true, v);
+  for (const v of ["0.11.1", "0.11.1rc1", "0.11.1.dev12+gabc", "0.12.0", "1.0", "0.1.dev1+gdeadbee"]) assert.equal(olderThan(v, MULTINODE_MIN_VERSION), false, v);
+});
+
+test("the image contract: vllm serve as ENTRYPOINT unless the recipe sets one; --nnodes support on mp; each problem names image and version", () => {
+  assert.deepEqual(vllmImage.problems(IMAGE, SERVE, { backend: "mp" }), []);
+  assert.deepEqual(vllmImage.problems(IMAGE, { ...SERVE, entrypoint: ["/usr/local/bin/vllm", "serve"] }, { backend: "mp" }), []);
+  const old = { entrypoint: ["python3", "-m", "vllm.entrypoints.openai.api_server"], version: "0.10.1" };
+  const both = vllmImage.problems("vllm/vllm-openai:v0.10.1", old, { backend: "mp" });
+  assert.equal(both.length, 2);
+  assert.match(both[0] ?? "", /^image vllm\/vllm-openai:v0\.10\.1 \(vLLM 0\.10\.1\) has ENTRYPOINT \["python3","-m","vllm\.entrypoints\.openai\.api_server"\], not vllm serve: .*set entrypoint = \["vllm", "serve"\] in the recipe/);
+  assert.match(both[1] ?? "", /^image vllm\/vllm-openai:v0\.10\.1 has vLLM 0\.10\.1, older than 0\.11\.1, the first whose vllm serve takes --nnodes/);
+  assert.match(vllmImage.problems(IMAGE, { entrypoint: null, version: null }, { backend: "mp" })[0] ?? "", /\(vLLM version unknown\) has no ENTRYPOINT/);
+  // The recipe's entrypoint replaces the image's; Ray ranks bring their own and pass no --nnodes.
+  assert.deepEqual(vllmImage.problems(IMAGE, { ...old, version: "0.12.0" }, { backend: "mp", entrypoint: ["vllm", "serve"] }), []);
+  assert.deepEqual(vllmImage.problems(IMAGE, old, { backend: "ray" }), []);
+});
+
+/** A node whose Docker answers inspect and run from canned results, counting the runs. */
+function fakeNode(entrypoint: string, versionRun: ExecResult): { docker: DockerClient; runs: string[][] } {
+  const runs: string[][] = [];
+  const transport: Transport = {
+    node: "n1",
+    exec: async (argv) => {
+      if (argv[1] === "image") return { code: 0, stdout: `${entrypoint}\n`, stderr: "" };
+      runs.push([...argv]);
+      return versionRun;
+    },
+    stream: () => {
+      throw new Error("not used");
+    },
+    spawn: () => {
+      throw new Error("not used");
+    },
+  };
+  return { docker: new DockerClient(transport), runs };
+}
+
+function practicePlan(): Plan {
+  const r = resolveRecipe("practice-2x", fileRecipeSource(["recipes"]));
+  assert.ok(r.recipe);
+  const c = parseCluster("c.toml", `name = "c"\n[[nodes]]\nname = "n1"\nhost = "n1"\nuser = "u"\n[[nodes]]\nname = "n2"\nhost = "n2"\nuser = "u"\n`).cluster;
+  assert.ok(c);
+  const p = planDeployment(r.recipe, c);
+  assert.ok(p.ok);
+  return p.plan;
+}
+
+test("preflight's image check: reads once per image ID (the store keeps it), asks again when the version could not be read", async () => {
+  const store = new Store(":memory:");
+  const cache: ImageFactsCache = { get: (id) => store.imageFacts(id), put: (id, f) => store.saveImageFacts(id, f, "2026-01-01T00:00:00Z") };
+  const plan = practicePlan();
+  const good = fakeNode('["vllm","serve"]', { code: 0, stdout: "0.12.0\n", stderr: "" });
+  const first = await checkImage(plan, good.docker, "sha256:aaa", cache);
+  assert.deepEqual(first, { problems: [], version: "0.12.0" });
+  assert.deepEqual(good.runs, [["docker", "run", "--rm", "--network", "none", "--entrypoint", "vllm", "--", "practice-engine:local", "--version"]]);
+  const again = await checkImage(plan, good.docker, "sha256:aaa", cache);
+  assert.deepEqual(again, first);
+  assert.equal(good.runs.length, 1, "the second boot of the same image ID runs nothing in it");
+  assert.deepEqual(store.imageFacts("sha256:aaa"), { entrypoint: ["vllm", "serve"], version: "0.12.0" });
+
+  const silent = fakeNode('["vllm","serve"]', { code: 127, stdout: "", stderr: "exec: \"vllm\": executable file not found in $PATH" });
+  const unread = await checkImage(plan, silent.docker, "sha256:bbb", cache);
+  assert.deepEqual(unread.problems, []);
+  assert.equal(unread.version, undefined);
+  assert.match(unread.unread ?? "", /vllm --version` in the image printed no version \(exit 127: .*not found/);
+  assert.equal(store.imageFacts("sha256:bbb"), undefined, "an incomplete reading is not kept");
+
+  const python = fakeNode('["python3","-m","vllm.entrypoints.openai.api_server"]', { code: 0, stdout: "0.10.2\n", stderr: "" });
+  const refused = await checkImage(plan, python.docker, "sha256:ccc", cache);
+  assert.equal(refused.problems.length, 2);
+  assert.match(refused.problems.join("\n"), /image practice-engine:local \(vLLM 0\.10\.2\) has ENTRYPOINT/);
+  store.close();
+});
+
+test("boot history records the engine version each boot ran", () => {
+  const store = new Store(":memory:");
+  const boot = { deployment: "d", recipe: "r", recipe_hash: "h", cluster: "c", served_model: "m", endpoint: "http://x:8000", nodes: ["n1"], started_at: "2026-01-01T00:00:00Z" };
+  store.beginBoot({ ...boot, engine_version: "0.12.0" });
+  store.beginBoot(boot);
+  const [second, first] = store.history(undefined, 10);
+  assert.equal(first?.engine_version, "0.12.0");
+  assert.equal(second?.engine_version, undefined);
+  store.close();
+});
