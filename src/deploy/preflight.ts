@@ -11,6 +11,7 @@ import { weightsLocation } from "../plan/weights.js";
 import { abortable } from "./abort.js";
 import { judgeExisting } from "./existing.js";
 import { clusterStatus, type DeploymentStatus } from "./status.js";
+import { engineAdapter } from "../engine/registry.js";
 
 // Read-only mounts are data that must exist; the others are caches, created on first boot.
 const MOUNT_SCRIPT = `missing=""
@@ -105,6 +106,16 @@ async function checkNodes(plan: Plan, session: ClusterSession, replacing: Readon
     problems.push(`image ${plan.recipe.docker_image} differs between nodes: ${[...imageIds].map(([n, id]) => `${n} ${shortId(id)}`).join(", ")}; every rank needs the same image ID: launcher images push ${plan.recipe.id}`);
   }
   const head = plan.nodes[0];
+  // What the engine needs inside the image (Ray for the Ray backend): probed on the head only,
+  // since every rank runs the same image ID (checked above).
+  const headId = head === undefined ? undefined : imageIds.get(head.node);
+  if (head !== undefined && headId !== undefined && ids.size === 1) {
+    const docker = dockerOf(session, head.node);
+    for (const probe of engineAdapter(plan.recipe.engine)?.imageProbes?.(plan.recipe) ?? []) {
+      const r = await docker.probe(plan.recipe.docker_image, probe.entrypoint, probe.args, signal);
+      if (r.code !== 0) problems.push(`${head.node}: ${probe.problem(plan.recipe.docker_image)} (\`${[probe.entrypoint, ...probe.args].join(" ")}\` in the image: exit ${r.code}${r.output ? `, ${r.output.split("\n").at(-1)}` : ""})`);
+    }
+  }
   // A port held by one of our own deployments is already reported above.
   if (head !== undefined && existing.length === 0 && held.size === 0 && !headReplaced) {
     const host = new URL(plan.endpoint).hostname;

@@ -1,4 +1,5 @@
 import type { BootPhase as Phase } from "../deploy/contract.js";
+import type { Recipe } from "../recipe/recipe.js";
 
 /** What launcher needs to know about one inference engine. */
 export interface ManagedFlag {
@@ -32,6 +33,8 @@ export interface EngineAdapter {
   readonly rendezvousPatterns: readonly RegExp[];
   /** The engine's OpenAI-compatible routes under /v1 and the methods each takes (the gateway answers 405 for others). */
   readonly apiMethods: Readonly<Record<string, readonly string[]>>;
+  /** What the image must have for this recipe, checked before any container starts. */
+  readonly imageProbes?: (recipe: Recipe) => readonly ImageProbe[];
 }
 
 /** What one rank's container runs, decided by the engine. */
@@ -40,6 +43,16 @@ export interface RankCommand {
   readonly entrypoint?: readonly string[];
   /** The container command (after the image). */
   readonly command: readonly string[];
+  /** Env the engine needs on this rank; the recipe's `[env]` overrides it. */
+  readonly env?: Readonly<Record<string, string>>;
+}
+
+/** Something the image must have, checked by preflight with `docker run --rm --entrypoint E IMAGE ARGS...`. */
+export interface ImageProbe {
+  readonly entrypoint: string;
+  readonly args: readonly string[];
+  /** What is wrong, and the fix, when the probe fails. */
+  readonly problem: (image: string) => string;
 }
 
 export interface RankContext {
@@ -50,4 +63,6 @@ export interface RankContext {
   readonly apiPort: number;
   /** This node's fabric IP, when known. */
   readonly nodeIp?: string;
+  /** Every rank's node, in rank order, with its fabric IP when known (a head waits for them all). */
+  readonly nodes: readonly { readonly name: string; readonly ip?: string }[];
 }

@@ -95,6 +95,19 @@ export class DockerClient {
     }));
   }
 
+  /**
+   * Runs `entrypoint args...` in a throw-away container of `image` (no network) and returns its
+   * exit code and output. A missing program is exit 127 ("exec: ...: executable file not found
+   * in $PATH", the code docker run documents for a command that cannot be found); the caller
+   * treats any non-zero code as the image lacking what it probed for.
+   */
+  async probe(image: string, entrypoint: string, args: readonly string[], signal?: AbortSignal): Promise<{ code: number; output: string }> {
+    const r = await this.transport.exec(["docker", "run", "--rm", "--network", "none", "--entrypoint", entrypoint, "--", image, ...args], { timeoutMs: 60_000, ...(signal ? { signal } : {}) });
+    const lost = unreachable(this.transport, r);
+    if (lost !== undefined) throw lost;
+    return { code: r.code, output: `${r.stdout}\n${r.stderr}`.trim() };
+  }
+
   async run(argv: readonly string[]): Promise<string> {
     return (await this.ok(argv, "docker run")).trim();
   }

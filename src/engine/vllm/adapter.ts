@@ -1,5 +1,6 @@
 import { FABRIC_ENV_KEYS } from "../../cluster/fabric-env.js";
 import type { EngineAdapter } from "../adapter.js";
+import { RAY_NOT_JOINED_PATTERN, rayImageProbes } from "./ray.js";
 
 export const vllm: EngineAdapter = {
   name: "vllm",
@@ -45,6 +46,7 @@ export const vllm: EngineAdapter = {
     /ibv_modify_qp/,
     /NCCL error/,
     /CUDA-capable device\(s\) is\/are busy or unavailable/,
+    RAY_NOT_JOINED_PATTERN,
   ],
   readyPattern: /Application startup complete/,
   // The mp backend's rendezvous, as the practice engine prints it (docker-images/practice-engine/
@@ -72,4 +74,5 @@ export const vllm: EngineAdapter = {
     "/v1/messages": ["POST"],
     "/v1/messages/count_tokens": ["POST"],
   },
+  imageProbes: rayImageProbes,
 };
