@@ -13,6 +13,10 @@ import { judgeExisting } from "./existing.js";
 import { clusterStatus, type DeploymentStatus } from "./status.js";
 import { engineAdapter } from "../engine/registry.js";
 
+// docker run's own error, as opposed to the probed program's (docker/cli docs/reference/run.md,
+// "Exit status": 125 Docker, 126 cannot be invoked, 127 not found, else the program's code).
+const DOCKER_ERROR = 125;
+
 // Read-only mounts are data that must exist; the others are caches, created on first boot.
 const MOUNT_SCRIPT = `missing=""
 for p in "$@"; do
@@ -113,7 +117,10 @@ async function checkNodes(plan: Plan, session: ClusterSession, replacing: Readon
     const docker = dockerOf(session, head.node);
     for (const probe of engineAdapter(plan.recipe.engine)?.imageProbes?.(plan.recipe) ?? []) {
       const r = await docker.probe(plan.recipe.docker_image, probe.entrypoint, probe.args, signal);
-      if (r.code !== 0) problems.push(`${head.node}: ${probe.problem(plan.recipe.docker_image)} (\`${[probe.entrypoint, ...probe.args].join(" ")}\` in the image: exit ${r.code}${r.output ? `, ${r.output.split("\n").at(-1)}` : ""})`);
+      const ran = `\`${[probe.entrypoint, ...probe.args].join(" ")}\` in the image: exit ${r.code}${r.output ? `, ${r.output.split("\n").at(-1) ?? ""}` : ""}`;
+      // 127 (not found), 126 (not runnable) or the program's own failure: the image lacks it.
+      if (r.code === DOCKER_ERROR) problems.push(`${head.node}: could not check image ${plan.recipe.docker_image} (${ran})`);
+      else if (r.code !== 0) problems.push(`${head.node}: ${probe.problem(plan.recipe.docker_image)} (${ran})`);
     }
   }
   // A port held by one of our own deployments is already reported above.

@@ -97,9 +97,9 @@ export class DockerClient {
 
   /**
    * Runs `entrypoint args...` in a throw-away container of `image` (no network) and returns its
-   * exit code and output. A missing program is exit 127 ("exec: ...: executable file not found
-   * in $PATH", the code docker run documents for a command that cannot be found); the caller
-   * treats any non-zero code as the image lacking what it probed for.
+   * exit code and output. docker run's exit status follows chroot's (docker/cli
+   * docs/reference/run.md, "Exit status"): 125 is Docker's own error, 126 a command that cannot
+   * be invoked, 127 a command that cannot be found, else the command's own code.
    */
   async probe(image: string, entrypoint: string, args: readonly string[], signal?: AbortSignal): Promise<{ code: number; output: string }> {
     const r = await this.transport.exec(["docker", "run", "--rm", "--network", "none", "--entrypoint", entrypoint, "--", image, ...args], { timeoutMs: 60_000, ...(signal ? { signal } : {}) });

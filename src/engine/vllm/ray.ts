@@ -16,8 +16,8 @@ export const RAY_JOIN_SECONDS_ENV = "LAUNCHER_RAY_JOIN_SECONDS";
 
 /**
  * Env of every Ray node. Ray's memory monitor kills workers when the node's memory use passes its
- * threshold (ray-project/ray src/ray/common/ray_config_def.h: memory_monitor_refresh_ms, "0 to
- * disable"; RAY_<name> overrides a config value). On a DGX Spark the GPU's memory IS the node's
+ * threshold (ray-project/ray src/ray/common/ray_config_def.h: memory_monitor_refresh_ms, "Monitor
+ * is disabled when this value is 0"; RAY_<name> overrides a config value). On a DGX Spark the GPU's memory IS the node's
  * memory, so a loaded model looks like host memory pressure and the monitor kills the engine's
  * workers: Spark users start Ray with RAY_memory_monitor_refresh_ms=0. A recipe's `[env]` wins.
  */
