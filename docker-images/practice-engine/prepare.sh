@@ -55,6 +55,16 @@ while read -r lib; do
   copy_abs "$lib"
 done < <(grep -o '/[^ )]*' <<<"$ldd_out" | sort -u)
 
+# A POSIX shell and mkdir, as every real vLLM image has (launcher's Ray head runs a sh script that
+# writes vLLM's config file before `ray start`), with their libraries.
+for tool in sh mkdir; do
+  tool_bin="$(readlink -f "$(command -v "$tool")")"
+  cp -L "$tool_bin" "$root/usr/local/bin/$tool"
+  while read -r lib; do
+    copy_abs "$lib"
+  done < <(ldd "$tool_bin" 2>/dev/null | grep -o '/[^ )]*' | sort -u)
+done
+
 # The dynamic loader, explicitly (ldd lists it, but be sure).
 for ld in /lib64/ld-linux-x86-64.so.2 /lib/ld-linux-aarch64.so.1; do
   copy_abs "$ld"

@@ -111,7 +111,7 @@ async function checkNodes(plan: Plan, session: ClusterSession, replacing: Readon
   let image: ImageCheck = { problems: [] };
   const [onlyId] = ids;
   if (head !== undefined && ids.size === 1 && missing.length === 0 && onlyId !== undefined) {
-    image = await checkImage(plan, dockerOf(session, head.node), onlyId, session.images);
+    image = await checkImage(plan, dockerOf(session, head.node), onlyId, session.images, signal);
     problems.push(...image.problems);
   }
   // A port held by one of our own deployments is already reported above.

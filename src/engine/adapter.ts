@@ -167,7 +167,10 @@ export interface RankCommand {
   readonly entrypoint?: readonly string[];
   /** The container command (after the image). */
   readonly command: readonly string[];
+  /** Env the engine needs on this rank; the recipe's `[env]` overrides it. */
+  readonly env?: Readonly<Record<string, string>>;
 }
+
 
 export interface RankContext {
   readonly rank: number;
@@ -177,4 +180,6 @@ export interface RankContext {
   readonly apiPort: number;
   /** This node's fabric IP, when known. */
   readonly nodeIp?: string;
+  /** Every rank's node, in rank order, with its fabric IP when known (a head waits for them all). */
+  readonly nodes: readonly { readonly name: string; readonly ip?: string }[];
 }

@@ -13,6 +13,14 @@ export interface ImageUse {
   readonly entrypoint?: readonly string[];
 }
 
+/** Something the image must have for one use, checked in preflight by running `argv` in it. */
+export interface ImageProbe {
+  /** Run in the image, its first word replacing the ENTRYPOINT; exit 0 means the image has it. */
+  readonly argv: readonly string[];
+  /** What is wrong, and the fix, when the probe fails. */
+  readonly problem: (image: string) => string;
+}
+
 /** What an engine requires of its image, and how to ask an image for its version. */
 export interface ImageContract {
   /** Run in the image (its first word replacing the ENTRYPOINT) to print the engine's version. */
@@ -21,4 +29,6 @@ export interface ImageContract {
   parseVersion(output: string): string | null;
   /** What is wrong with this image for this use, each naming the image and its version; [] when fine. */
   problems(image: string, facts: ImageFacts, use: ImageUse): string[];
+  /** What else this use needs inside the image (a program), asked of the image each time. */
+  probes?(use: ImageUse): readonly ImageProbe[];
 }

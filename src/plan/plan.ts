@@ -137,7 +137,17 @@ export function planDeployment(recipe: Recipe, cluster: Cluster, options: PlanOp
       }
       mounts.push({ host, container: m.container, read_only: m.read_only });
     }
-    const env: Record<string, string> = { ...recipe.env };
+    const cmd = engine.rankCommand(recipe, {
+      rank: node.rank,
+      nnodes: nodes.length,
+      masterAddr,
+      masterPort: cluster.master_port,
+      apiPort,
+      ...(node.fabric_ip === undefined ? {} : { nodeIp: node.fabric_ip }),
+      nodes: nodes.map((n) => (n.fabric_ip === undefined ? { name: n.name } : { name: n.name, ip: n.fabric_ip })),
+    });
+    // The engine's own env first: the recipe's `[env]` overrides it, the fabric env is launcher's.
+    const env: Record<string, string> = { ...cmd.env, ...recipe.env };
     for (const m of recipe.extra_mounts) if (m.env !== undefined) env[m.env] = m.container;
     Object.assign(env, engine.nodeEnv(recipe, node));
 
@@ -157,14 +167,6 @@ export function planDeployment(recipe: Recipe, cluster: Cluster, options: PlanOp
       cluster: cluster.name,
       endpoint,
       ...(options.lane === undefined ? {} : { lane: options.lane }),
-    });
-    const cmd = engine.rankCommand(recipe, {
-      rank: node.rank,
-      nnodes: nodes.length,
-      masterAddr,
-      masterPort: cluster.master_port,
-      apiPort,
-      ...(node.fabric_ip === undefined ? {} : { nodeIp: node.fabric_ip }),
     });
     const [entry, ...entryArgs] = cmd.entrypoint ?? [];
     const argv = [

@@ -85,10 +85,10 @@ export class DockerClient {
    * Runs `argv` once in the image (its first word replacing the ENTRYPOINT), without network or
    * labels (no deployment sees it), and removes the container: a question to the image itself.
    */
-  async runInImage(image: string, argv: readonly string[], timeoutMs: number): Promise<{ code: number; output: string }> {
+  async runInImage(image: string, argv: readonly string[], timeoutMs: number, signal?: AbortSignal): Promise<{ code: number; output: string }> {
     const [entry, ...args] = argv;
     if (entry === undefined) throw new Error("runInImage needs a command");
-    const r = await this.transport.exec(["docker", "run", "--rm", "--network", "none", "--entrypoint", entry, "--", image, ...args], { timeoutMs });
+    const r = await this.transport.exec(["docker", "run", "--rm", "--network", "none", "--entrypoint", entry, "--", image, ...args], { timeoutMs, ...(signal ? { signal } : {}) });
     const lost = unreachable(this.transport, r);
     if (lost !== undefined) throw lost;
     return { code: r.code, output: `${r.stdout}\n${r.stderr}` };

@@ -175,9 +175,14 @@ test("ray backend: ray head and workers, one vllm serve on the head, head starte
   const [head, worker] = p.plan.nodes;
   assert.deepEqual(worker?.argv.slice(-4), ["start", "--block", "--address=h1:6379", "--node-ip-address=10.9.0.2"]);
   assert.equal(worker?.env.RAY_NODE_IP_ADDRESS, "10.9.0.2");
-  const script = head?.argv.at(-1) ?? "";
-  assert.match(script, /^ray start --head --node-ip-address=h1 --port=6379 && /);
-  assert.match(script, /exec vllm serve org\/model .*--distributed-executor-backend ray --tensor-parallel-size 2 --pipeline-parallel-size 1 --host 0\.0\.0\.0 --port 8000$/);
+  const argv = head?.argv ?? [];
+  const at = argv.indexOf("img:local");
+  assert.equal(argv[argv.indexOf("--entrypoint") + 1], "sh");
+  assert.equal(argv[at + 1], "-c");
+  // $1... of the head's script: head IP, port, wait, keys kept per node, nodes to wait for, then vllm serve.
+  assert.deepEqual(argv.slice(at + 3, at + 6), ["sh", "h1", "6379"]);
+  assert.equal(argv[at + 8], "a1=h1,a2=10.9.0.2");
+  assert.equal(argv.slice(at + 9).join(" "), "vllm serve org/model --served-model-name served --max-model-len 4096 --enable-prefix-caching --distributed-executor-backend ray --tensor-parallel-size 2 --pipeline-parallel-size 1 --host 0.0.0.0 --port 8000");
 });
 
 test("too few nodes in the cluster is an error", () => {

@@ -217,8 +217,8 @@ function parseArgs(argv) {
   a.nonDefault = nd;
 
   // Cross-checks.
-  if (a.backend !== 'mp') {
-    fail(`argument --distributed-executor-backend: '${a.backend}' is not supported by practice-engine (only 'mp')`);
+  if (a.backend !== 'mp' && a.backend !== 'ray') {
+    fail(`argument --distributed-executor-backend: '${a.backend}' is not supported by practice-engine (only 'mp' and 'ray')`);
   }
   if (a.nodeRank >= a.nnodes) {
     fail(`argument --node-rank: invalid value ${a.nodeRank}: must be < --nnodes (${a.nnodes})`);

@@ -219,7 +219,7 @@ const argCases = [
   [['m', '--nnodes', '2', '--node-rank', '1', '--master-addr', '127.0.0.1'], /argument --headless: required/],
   [['m', '--nnodes', '2'], /argument --master-addr: required when --nnodes > 1/],
   [['m', '--nnodes', '2', '--node-rank', '2', '--master-addr', '127.0.0.1', '--headless'], /argument --node-rank: invalid value 2/],
-  [['m', '--distributed-executor-backend', 'ray'], /'ray' is not supported/],
+  [['m', '--distributed-executor-backend', 'uni'], /'uni' is not supported/],
   [['m', '--master-port', '70000'], /argument --master-port: invalid value 70000/],
   [['m', '--tensor-parallel-size'], /argument --tensor-parallel-size: expected one argument/],
   [['m', 'extra'], /unrecognized arguments: extra/],

@@ -1,9 +1,5 @@
-import { shellJoin } from "../../config/shell-words.js";
 import type { EngineRecipe as Recipe, RankCommand, RankContext } from "../adapter.js";
-
-const RAY_PORT = 6379;
-// Bounded wait for the Ray cluster before vllm serve; a missing worker fails the boot visibly.
-const RAY_WAIT_SECONDS = 600;
+import { rayCommand } from "./ray.js";
 
 function parallelFlags(recipe: Recipe): string[] {
   return [
@@ -30,27 +26,8 @@ function mpCommand(recipe: Recipe, ctx: RankContext): RankCommand {
   return recipe.entrypoint === undefined ? { command } : { entrypoint: recipe.entrypoint, command };
 }
 
-/** Ray backend: a Ray head and workers, then one `vllm serve` on the head once all nodes joined. */
-function rayCommand(recipe: Recipe, ctx: RankContext): RankCommand {
-  const ip = ctx.nodeIp ?? ctx.masterAddr;
-  if (ctx.rank > 0) {
-    return {
-      entrypoint: ["ray"],
-      command: ["start", "--block", `--address=${ctx.masterAddr}:${RAY_PORT}`, `--node-ip-address=${ip}`],
-    };
-  }
-  const backend = recipe.args.includes("--distributed-executor-backend") ? [] : ["--distributed-executor-backend", "ray"];
-  const serve = ["vllm", "serve", recipe.model, ...recipe.args, ...backend, ...parallelFlags(recipe), ...apiFlags(ctx)];
-  const script = [
-    `ray start --head --node-ip-address=${shellJoin([ip])} --port=${RAY_PORT}`,
-    `for i in $(seq ${RAY_WAIT_SECONDS}); do [ "$(ray list nodes --filter state=ALIVE 2>/dev/null | grep -c ALIVE)" -ge ${ctx.nnodes} ] && break; sleep 1; done`,
-    `exec ${shellJoin(serve)}`,
-  ].join(" && ");
-  return { entrypoint: ["bash"], command: ["-c", script] };
-}
-
 export function vllmRankCommand(recipe: Recipe, ctx: RankContext): RankCommand {
-  return recipe.distributed_backend === "ray" ? rayCommand(recipe, ctx) : mpCommand(recipe, ctx);
+  return recipe.distributed_backend === "ray" ? rayCommand(recipe, ctx, [...parallelFlags(recipe), ...apiFlags(ctx)]) : mpCommand(recipe, ctx);
 }
 
 /** mp starts workers first so the head finds them waiting; Ray needs its head up first. */

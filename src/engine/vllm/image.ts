@@ -1,4 +1,5 @@
 import type { ImageContract, ImageFacts, ImageUse } from "../image-contract.js";
+import { rayImageProbes } from "./ray.js";
 
 /**
  * The ENTRYPOINT launcher's mp command needs: the container command is the model and its flags
@@ -74,4 +75,5 @@ function problems(image: string, facts: ImageFacts, use: ImageUse): string[] {
   return found;
 }
 
-export const vllmImage: ImageContract = { versionCommand: ["vllm", "--version"], parseVersion, problems };
+// The Ray backend's image needs Ray's own command (./ray.ts).
+export const vllmImage: ImageContract = { versionCommand: ["vllm", "--version"], parseVersion, problems, probes: rayImageProbes };

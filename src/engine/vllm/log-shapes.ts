@@ -1,5 +1,6 @@
 import { stripVTControlCharacters } from "node:util";
 import type { BootPhase, LogLine } from "../adapter.js";
+import { RAY_NOT_JOINED_PATTERN } from "./ray.js";
 
 /**
  * How vLLM writes its log, as read in vllm-project/vllm. One home for every line shape launcher
@@ -142,6 +143,8 @@ export const FATAL: readonly RegExp[] = [
   /ibv_modify_qp/,
   /NCCL error/,
   /CUDA-capable device\(s\) is\/are busy or unavailable/,
+  // Not vLLM's words: the Ray head's join check that launcher runs before vllm serve (./ray.ts).
+  RAY_NOT_JOINED_PATTERN,
 ];
 
 /**

@@ -1,0 +1,142 @@
+import { FABRIC_ENV_KEYS } from "../../cluster/fabric-env.js";
+import { shellQuote } from "../../config/shell-words.js";
+import type { EngineRecipe as Recipe, RankCommand, RankContext } from "../adapter.js";
+import type { ImageProbe, ImageUse } from "../image-contract.js";
+
+// vLLM's Ray backend as it really starts (vLLM's examples/online_serving/run_cluster.sh): a Ray head
+// (`ray start --head`), workers joining it (`ray start --block --address=HEAD:PORT`), and one
+// `vllm serve --distributed-executor-backend ray` on the head once every node has joined.
+
+export const RAY_PORT = 6379;
+
+/** How long the head waits for every node to join Ray before it gives up and fails the boot. */
+export const RAY_JOIN_SECONDS = 300;
+/** Recipe `[env]` key that shortens or lengthens that wait (the practice cluster's tests use it). */
+export const RAY_JOIN_SECONDS_ENV = "LAUNCHER_RAY_JOIN_SECONDS";
+
+/**
+ * Env of every Ray node. Ray's memory monitor kills workers when the node's memory use passes its
+ * threshold (ray-project/ray src/ray/common/ray_config_def.h: memory_monitor_refresh_ms, "Monitor
+ * is disabled when this value is 0"; RAY_<name> overrides a config value). On a DGX Spark the GPU's memory IS the node's
+ * memory, so a loaded model looks like host memory pressure and the monitor kills the engine's
+ * workers: Spark users start Ray with RAY_memory_monitor_refresh_ms=0. A recipe's `[env]` wins.
+ */
+export const RAY_NODE_ENV: Readonly<Record<string, string>> = { RAY_memory_monitor_refresh_ms: "0" };
+
+/**
+ * vLLM copies the head's env to every Ray worker: every name under the prefixes VLLM_, LMCACHE_,
+ * NCCL_, UCX_, HF_, HUGGING_FACE_ (plus VLLM_RAY_ENV_VAR_PREFIXES_TO_COPY), except its own
+ * worker-specific ones (VLLM_HOST_IP, VLLM_HOST_PORT, LOCAL_RANK, CUDA_VISIBLE_DEVICES) and the
+ * names listed in VLLM_CONFIG_ROOT/ray_non_carry_over_env_vars.json (vllm/ray/ray_env.py
+ * get_env_vars_to_copy; vllm/v1/executor/ray_executor.py WORKER_SPECIFIC_ENV_VARS;
+ * VLLM_CONFIG_ROOT defaults to ${XDG_CONFIG_HOME:-~/.config}/vllm, vllm/envs.py). The workers
+ * then overwrite their own env with the head's values (RayWorkerWrapper.update_environment_variables).
+ * Launcher's per-node fabric env (each node's own interface, HCAs, GID index, IP) must not be
+ * replaced by the head's, so every per-node key goes in that file: all of them, not only those
+ * under today's prefixes, since a user can add prefixes (GLOO_ ...) with an env var.
+ */
+export const RAY_NON_CARRY_OVER_FILE = "ray_non_carry_over_env_vars.json";
+export const rayNonCarryOverKeys = (): string[] => [...FABRIC_ENV_KEYS].sort();
+
+/** The line the head prints when the wait ends with nodes missing (the boot watcher's fatal line). */
+export const RAY_NOT_JOINED = "launcher: Ray nodes not joined after";
+export const RAY_NOT_JOINED_PATTERN = /launcher: Ray nodes not joined after \d+ s: /;
+
+/**
+ * The join check, run on the head. It works on a minimal Ray install: `ray.nodes()` reads the GCS
+ * node table (python/ray/_private/state.py, core Ray), whereas `ray list nodes` is the State API
+ * that needs `ray[default]` (doc/source/ray-observability/state/cli.rst). It connects once (as vLLM
+ * itself does, ray.init in vllm/v1/executor/ray_utils.py initialize_ray_cluster), polls bounded in
+ * time, and names the nodes whose IP is not among the alive nodes' NodeManagerAddress.
+ * argv: SECONDS NAME=IP[,NAME=IP...]
+ */
+export const RAY_JOIN_CHECK = [
+  "import sys, time, ray",
+  "limit = int(sys.argv[1])",
+  "want = [p.split('=', 1) for p in sys.argv[2].split(',')]",
+  "ray.init(address='auto', logging_level='ERROR', log_to_driver=False)",
+  "deadline = time.monotonic() + limit",
+  "while True:",
+  "    alive = {n['NodeManagerAddress'] for n in ray.nodes() if n['Alive']}",
+  "    missing = [name + ' (' + ip + ')' for name, ip in want if ip not in alive]",
+  "    if not missing or time.monotonic() >= deadline:",
+  "        break",
+  "    time.sleep(1)",
+  "ray.shutdown()",
+  "if missing:",
+  `    print('${RAY_NOT_JOINED} %d s: %s; check that their containers run and reach the head on port ${RAY_PORT}' % (limit, ', '.join(missing)), file=sys.stderr, flush=True)`,
+  "    sys.exit(1)",
+  "print('launcher: all %d Ray nodes joined' % len(want), flush=True)",
+].join("\n");
+
+/**
+ * The head's script; values only as $1...: $1 head IP, $2 Ray port, $3 wait seconds, $4 the keys
+ * that must not be carried over (comma-joined), $5 the nodes to wait for (NAME=IP,...), then the
+ * `vllm serve` argv. The exclusion file is written unless one is there already (an image or a
+ * mount may bring its own): then it must list our keys, or the boot stops saying which to add.
+ */
+const HEAD_SCRIPT = `set -e
+ip=$1 port=$2 join=\${${RAY_JOIN_SECONDS_ENV}:-$3} keys=$4 nodes=$5
+shift 5
+root=\${VLLM_CONFIG_ROOT:-\${XDG_CONFIG_HOME:-$HOME/.config}/vllm}
+file=$root/${RAY_NON_CARRY_OVER_FILE}
+if [ -e "$file" ]; then
+  have=""
+  while IFS= read -r line || [ -n "$line" ]; do have="$have$line"; done < "$file"
+  lack=""
+  IFS=,; for k in $keys; do case "$have" in *\\"$k\\"*) ;; *) lack="$lack $k" ;; esac; done; unset IFS
+  if [ -n "$lack" ]; then
+    echo "launcher: $file exists without$lack: vLLM would copy the head's values of these to every Ray worker; add them to its list" >&2
+    exit 1
+  fi
+else
+  json=""
+  IFS=,; for k in $keys; do json="$json\${json:+,}\\"$k\\""; done; unset IFS
+  mkdir -p "$root"
+  printf '[%s]\\n' "$json" > "$file"
+fi
+ray start --head --node-ip-address="$ip" --port="$port"
+python3 -c "$CHECK" "$join" "$nodes"
+exec "$@"`;
+
+/** Every node's Ray address: its fabric IP, the head's master address, else the name SSH reaches. */
+export function rayNodeIp(ctx: RankContext, rank: number): string {
+  const node = ctx.nodes[rank];
+  return node?.ip ?? (rank === 0 ? ctx.masterAddr : (node?.name ?? ctx.masterAddr));
+}
+
+/** Ray backend: a Ray head and workers, then one `vllm serve` on the head once all nodes joined. */
+export function rayCommand(recipe: Recipe, ctx: RankContext, serveFlags: readonly string[]): RankCommand {
+  const ip = rayNodeIp(ctx, ctx.rank);
+  if (ctx.rank > 0) {
+    return {
+      entrypoint: ["ray"],
+      command: ["start", "--block", `--address=${ctx.masterAddr}:${RAY_PORT}`, `--node-ip-address=${ip}`],
+      env: RAY_NODE_ENV,
+    };
+  }
+  const backend = recipe.args.includes("--distributed-executor-backend") ? [] : ["--distributed-executor-backend", "ray"];
+  // The image's ENTRYPOINT is replaced by the head's script: the recipe's entrypoint, else vLLM's CLI.
+  const serve = [...(recipe.entrypoint ?? ["vllm", "serve"]), recipe.model, ...recipe.args, ...backend, ...serveFlags];
+  const nodes = ctx.nodes.map((n, rank) => `${n.name}=${rayNodeIp(ctx, rank)}`).join(",");
+  return {
+    entrypoint: ["sh"],
+    command: ["-c", HEAD_SCRIPT.replace('"$CHECK"', shellQuote(RAY_JOIN_CHECK)), "sh", ip, String(RAY_PORT), String(RAY_JOIN_SECONDS), rayNonCarryOverKeys().join(","), nodes, ...serve],
+    env: RAY_NODE_ENV,
+  };
+}
+
+/**
+ * Ray is not installed with vLLM any more (its docs: `pip install "ray[cgraph]"` for the Ray
+ * backend, whose compiled graphs need the cgraph extra): the image must bring it.
+ */
+export function rayImageProbes(use: ImageUse): ImageProbe[] {
+  if (use.backend !== "ray") return [];
+  return [
+    {
+      argv: ["ray", "--version"],
+      problem: (image) =>
+        `image ${image} has no \`ray\` command, and distributed_backend = "ray" needs it (vLLM no longer installs Ray): add \`RUN pip install "ray[cgraph]"\` to its Dockerfile and rebuild, or use distributed_backend = "mp"`,
+    },
+  ];
+}
