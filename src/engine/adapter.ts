@@ -34,6 +34,10 @@ export interface EngineFlags {
   readonly singleNode: readonly ManagedFlag[];
   /** Parallel sizes beside tensor and pipeline parallel that multiply the GPUs needed. */
   readonly worldSize: readonly WorldSizeFlag[];
+  /** Parallel sizes whose groups are carved out of the tensor parallel ranks: they must divide it. */
+  readonly dividesTensorParallel: readonly WorldSizeFlag[];
+  /** Flags that name the distributed backend, which must agree with the recipe's `distributed_backend`. */
+  readonly backend: readonly string[];
   /** Flags naming a file of more flags the engine reads itself: launcher cannot check what is in it. */
   readonly flagFiles: readonly string[];
   /** Where a recipe gives the key the engine's API demands (flag first, as the engine does). */

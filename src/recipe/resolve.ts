@@ -244,19 +244,19 @@ function checkResolved(recipe: Recipe, origins: Origins, top: Loc, options: Reso
       if (flag !== undefined) out.push(error(flagAt(flag), `${flag.name} cannot be used on a multi-node deployment (required_nodes = ${recipe.required_nodes})`, single.instead));
     }
   }
-  const dcp = findAnyFlag(flags, ["--decode-context-parallel-size", "-dcp"]);
-  if (dcp !== undefined) {
-    const size = Number(dcp.value);
-    const loc = at(`args:${flagKey(dcp.name)}`);
-    if (!Number.isInteger(size) || size < 1) out.push(error(loc, `${dcp.name} must be a positive integer, not ${JSON.stringify(dcp.value ?? "")}`));
-    else if (tp % size !== 0) out.push(error(loc, `${dcp.name} ${size} does not divide tensor_parallel_size ${tp}`, "decode context parallel groups split the TP ranks evenly"));
+  for (const d of table.dividesTensorParallel) {
+    const flag = findAnyFlag(flags, d.flags);
+    if (flag === undefined) continue;
+    const size = Number(flag.value);
+    if (!Number.isInteger(size) || size < 1) out.push(error(flagAt(flag), `${flag.name} must be a positive integer, not ${JSON.stringify(flag.value ?? "")}`));
+    else if (tp % size !== 0) out.push(error(flagAt(flag), `${flag.name} ${size} does not divide tensor_parallel_size ${tp}`, `the ${d.key} groups split the tensor parallel ranks evenly`));
   }
-  const backend = findFlag(flags, "--distributed-executor-backend");
+  const backend = findAnyFlag(flags, table.backend);
   if (backend !== undefined && backend.value !== recipe.distributed_backend) {
     out.push(
       error(
-        at(`args:${flagKey(backend.name)}`),
-        `--distributed-executor-backend ${backend.value ?? ""} disagrees with distributed_backend = "${recipe.distributed_backend}"`,
+        flagAt(backend),
+        `${backend.name} ${backend.value ?? ""} disagrees with distributed_backend = "${recipe.distributed_backend}"`,
         "set distributed_backend and drop the flag, or make them agree",
       ),
     );

@@ -106,6 +106,11 @@ export const vllmFlags: EngineFlags = {
     { key: "data_parallel_size", flags: ["--data-parallel-size", "-dp"] },
     { key: "prefill_context_parallel_size", flags: ["--prefill-context-parallel-size", "-pcp"] },
   ],
+  // DCP shards the KV cache across the TP ranks it reuses (vllm/config/parallel.py,
+  // docs/serving/context_parallel_deployment.md): its groups split the TP ranks evenly.
+  dividesTensorParallel: [{ key: "decode_context_parallel_size", flags: ["--decode-context-parallel-size", "-dcp"] }],
+  // vllm/config/parallel.py ParallelConfig.distributed_executor_backend ("mp", "ray", ...).
+  backend: ["--distributed-executor-backend"],
   // cli_args.py make_arg_parser `--config` (a YAML file); argparse_utils.py _pull_args_from_config
   // inserts its keys as flags inside the container, where launcher does not look.
   flagFiles: ["--config"],

@@ -16,6 +16,8 @@ export const toy: EngineAdapter = {
     model: ["--weights"],
     singleNode: [],
     worldSize: [],
+    dividesTensorParallel: [],
+    backend: [],
     flagFiles: [],
     apiKey: { flags: ["--secret"], env: "TOY_SECRET" },
   },
