@@ -14,6 +14,7 @@ import { readTextFile } from "../config/read-file.js";
 import { openStateStore } from "../store/open.js";
 import { storeDir, type StateStore } from "../store/store.js";
 import { consoleOutput, type Output } from "./output.js";
+import { chooseCluster, configDirs, type ClusterChoice, type ConfigDirs } from "../cluster/locate.js";
 
 /** The package's own folder, for its bundled recipes and schemas. */
 export const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -44,25 +45,38 @@ export function loadRecipe(ref: string, warn: (d: readonly Diagnostic[]) => void
   return resolved.recipe;
 }
 
-/** $LAUNCHER_CLUSTER, where an empty value (`LAUNCHER_CLUSTER= launcher ...`) counts as unset. */
-const clusterFromEnv = (): string | undefined => process.env.LAUNCHER_CLUSTER || undefined;
+/** The config folder of this user ($XDG_CONFIG_HOME/launcher, default ~/.config/launcher). */
+export const userConfigDirs = (): ConfigDirs => configDirs(process.env, homedir());
+
+/** The default cluster's name, as `cluster use` wrote it; undefined when none was chosen. */
+export function defaultClusterName(dirs: ConfigDirs = userConfigDirs()): string | undefined {
+  if (!existsSync(dirs.defaultFile)) return undefined;
+  return readTextFile(dirs.defaultFile, "default cluster name").trim() || undefined;
+}
+
+/**
+ * Which cluster file a command reads (src/cluster/locate.ts has the order): `--cluster PATH|NAME`,
+ * $LAUNCHER_CLUSTER (empty counts as unset), ./cluster.toml, then the default cluster.
+ */
+export function findCluster(option: string | undefined): ClusterChoice {
+  const dirs = userConfigDirs();
+  const env = process.env.LAUNCHER_CLUSTER || undefined;
+  const defaultName = defaultClusterName(dirs);
+  return chooseCluster({ dirs, ...(option === undefined ? {} : { option }), ...(env === undefined ? {} : { env }), ...(defaultName === undefined ? {} : { defaultName }), exists: existsSync });
+}
 
 export function clusterPath(option: string | undefined): string {
-  const file = option ?? clusterFromEnv() ?? "cluster.toml";
-  if (!existsSync(file)) {
-    throw new UserError(
-      `cluster file ${file} not found`,
-      option === undefined ? "pass --cluster FILE, set LAUNCHER_CLUSTER, or create ./cluster.toml (see examples/clusters/)" : undefined,
-    );
-  }
-  return file;
+  const choice = findCluster(option);
+  if (!choice.found) throw new UserError(choice.message, choice.hint);
+  return choice.file;
 }
 
 /** The cluster file to read when one is given or found, else undefined (for commands that can do without). */
 export function optionalClusterPath(option: string | undefined): string | undefined {
-  if (option !== undefined) return clusterPath(option);
-  const found = clusterFromEnv() ?? (existsSync("cluster.toml") ? "cluster.toml" : undefined);
-  return found === undefined ? undefined : clusterPath(found);
+  const choice = findCluster(option);
+  // Nothing anywhere is fine here; a cluster named but missing is still an error.
+  if (!choice.found && choice.source === undefined) return undefined;
+  return clusterPath(option);
 }
 
 export function loadCluster(option: string | undefined): Cluster {

@@ -18,6 +18,7 @@ import { registerImages } from "./images.js";
 import { registerDoctor } from "./doctor.js";
 import { registerModels } from "./models.js";
 import { registerExplain } from "./explain.js";
+import { registerCluster } from "./cluster.js";
 
 /** Set once commander has picked the command: whether it was given --json (errors then print JSON too). */
 let jsonRequested = false;
@@ -43,6 +44,7 @@ export function buildProgram(): Command {
   registerDown(program, consoleOutput);
   registerImages(program, consoleOutput);
   registerDoctor(program, consoleOutput);
+  registerCluster(program, consoleOutput);
   registerModels(program, consoleOutput);
   registerServe(program, consoleOutput);
   registerLanes(program, consoleOutput);

@@ -55,15 +55,20 @@ export function sshTransport(node: ClusterNode, ssh: SshSettings): Transport {
   };
 }
 
-/** What `ssh -G` says a destination resolves to: the real host name and user behind an alias. */
-export async function resolveSshDestination(node: ClusterNode, ssh: SshSettings): Promise<{ hostname?: string; user?: string }> {
-  const r = await runLocal("ssh", [...(ssh.config === undefined ? [] : ["-F", ssh.config]), ...(node.user === undefined ? [] : ["-l", node.user]), "-G", "--", node.host], { timeoutMs: 5000 });
+/**
+ * What `ssh -G` says a destination resolves to: the real host name, user and port behind an alias.
+ * OpenSSH prints them as `user X`, `hostname X`, `port N` lines (readconf.c dump_client_config:
+ * "Most interesting options first: user, host, port").
+ */
+export async function resolveSshDestination(node: ClusterNode, ssh: SshSettings): Promise<{ hostname?: string; user?: string; port?: number }> {
+  const r = await runLocal("ssh", [...(ssh.config === undefined ? [] : ["-F", ssh.config]), ...(node.user === undefined ? [] : ["-l", node.user]), ...(node.port === undefined ? [] : ["-p", String(node.port)]), "-G", "--", node.host], { timeoutMs: 5000 });
   if (r.code !== 0) return {};
-  const out: { hostname?: string; user?: string } = {};
+  const out: { hostname?: string; user?: string; port?: number } = {};
   for (const line of r.stdout.split("\n")) {
     const [key, ...rest] = line.split(" ");
     if (key === "hostname") out.hostname = rest.join(" ");
     if (key === "user") out.user = rest.join(" ");
+    if (key === "port" && /^\d+$/.test(rest.join(" "))) out.port = Number(rest.join(" "));
   }
   return out;
 }

@@ -1,0 +1,83 @@
+import path from "node:path";
+
+/**
+ * Where cluster files live, and which one a command reads. Pure: the file system is passed in as
+ * `exists` and the default's name as read, so that the order is tested without a home folder.
+ *
+ * Order: `--cluster PATH|NAME`, then `$LAUNCHER_CLUSTER` (PATH|NAME), then `./cluster.toml`, then the
+ * default cluster of the config folder (`$XDG_CONFIG_HOME/launcher`, default `~/.config/launcher`),
+ * whose named clusters are `clusters/NAME.toml` and whose default is the name in `default-cluster`
+ * (`launcher cluster use NAME` writes it; `cluster init` writes it when there is none yet).
+ */
+
+/** How a cluster was chosen: shown by `cluster show`, and in the hint when it is missing. */
+export const CLUSTER_SOURCES = ["option", "env", "cwd", "default"] as const;
+export type ClusterSource = (typeof CLUSTER_SOURCES)[number];
+
+export const SOURCE_LABEL: Readonly<Record<ClusterSource, string>> = {
+  option: "--cluster",
+  env: "$LAUNCHER_CLUSTER",
+  cwd: "./cluster.toml",
+  default: "the default cluster",
+};
+
+/** A cluster name: a file name in the config folder, so no `/`, no `.`, no leading `-`. */
+export const CLUSTER_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]*$/;
+export const isClusterName = (ref: string): boolean => CLUSTER_NAME.test(ref);
+
+export interface ConfigDirs {
+  /** `$XDG_CONFIG_HOME/launcher` or `~/.config/launcher`. */
+  readonly root: string;
+  readonly clusters: string;
+  /** Holds the default cluster's name. */
+  readonly defaultFile: string;
+}
+
+/** XDG Base Directory: a relative $XDG_CONFIG_HOME is ignored, as the spec says (and as the store does for $XDG_STATE_HOME). */
+export function configDirs(env: NodeJS.ProcessEnv, home: string): ConfigDirs {
+  const base = env.XDG_CONFIG_HOME && path.isAbsolute(env.XDG_CONFIG_HOME) ? env.XDG_CONFIG_HOME : path.join(home, ".config");
+  const root = path.join(base, "launcher");
+  return { root, clusters: path.join(root, "clusters"), defaultFile: path.join(root, "default-cluster") };
+}
+
+export const namedClusterFile = (dirs: ConfigDirs, name: string): string => path.join(dirs.clusters, `${name}.toml`);
+
+export interface ClusterLookup {
+  readonly dirs: ConfigDirs;
+  /** `--cluster`, when given. */
+  readonly option?: string;
+  /** `$LAUNCHER_CLUSTER`; an empty value counts as unset. */
+  readonly env?: string;
+  /** The name in `default-cluster`, when the file exists. */
+  readonly defaultName?: string;
+  readonly exists: (file: string) => boolean;
+}
+
+export type ClusterChoice =
+  | { readonly found: true; readonly file: string; readonly source: ClusterSource; readonly name?: string }
+  | { readonly found: false; readonly source?: ClusterSource; readonly message: string; readonly hint: string };
+
+const INIT_HINT = "run `launcher cluster init HOST...` to write one, pass --cluster FILE|NAME, set LAUNCHER_CLUSTER, or create ./cluster.toml (see examples/clusters/)";
+
+/** A path that exists is a path; else a name of the config folder; else not found. */
+function byRef(ref: string, source: ClusterSource, l: ClusterLookup): ClusterChoice {
+  if (l.exists(ref)) return { found: true, file: ref, source };
+  if (isClusterName(ref)) {
+    const file = namedClusterFile(l.dirs, ref);
+    if (l.exists(file)) return { found: true, file, source, name: ref };
+    return { found: false, source, message: `no cluster file ${ref} and no cluster named ${ref} (${file})`, hint: "`launcher cluster list` shows the named clusters" };
+  }
+  return { found: false, source, message: `cluster file ${ref} not found`, hint: `check the path given by ${SOURCE_LABEL[source]}` };
+}
+
+export function chooseCluster(l: ClusterLookup): ClusterChoice {
+  if (l.option !== undefined) return byRef(l.option, "option", l);
+  if (l.env) return byRef(l.env, "env", l);
+  if (l.exists("cluster.toml")) return { found: true, file: "cluster.toml", source: "cwd" };
+  if (l.defaultName !== undefined) {
+    const file = namedClusterFile(l.dirs, l.defaultName);
+    if (l.exists(file)) return { found: true, file, source: "default", name: l.defaultName };
+    return { found: false, source: "default", message: `the default cluster ${l.defaultName} (${l.dirs.defaultFile}) has no file ${file}`, hint: "`launcher cluster use NAME` picks another; `launcher cluster list` shows them" };
+  }
+  return { found: false, message: "no cluster file", hint: INIT_HINT };
+}
