@@ -48,7 +48,7 @@ test("plan: --json prints the nodes' argv; a missing cluster file says how to gi
   assert.deepEqual(plan.nodes[0]?.argv.slice(0, 2), ["docker", "run"]);
   const missing = run(["plan", "dsv4-flash-vision"], dir);
   assert.equal(missing.code, 1);
-  assert.match(missing.stderr, /cluster file cluster\.toml not found\n  hint: pass --cluster FILE, set LAUNCHER_CLUSTER/);
+  assert.match(missing.stderr, /no cluster file\n  hint: run `launcher cluster init HOST\.\.\.` to write one, pass --cluster FILE\|NAME, set LAUNCHER_CLUSTER/);
 });
 
 test("plan: a bad cluster file is reported with positions", () => {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
@@ -152,5 +152,18 @@ describe("cluster init's host arguments", () => {
 
   test("node names from host names; addresses and repeats get numbers", () => {
     assert.deepEqual(nodeNames(["spark1.lan", "spark2.lan", "10.0.0.3", "spark1.other"]), ["spark1", "spark2", "node3", "spark1-4"]);
+  });
+});
+
+describe("the example cluster files", () => {
+  test("each parses; the minimal one has only names and hosts, everything else found by launcher", () => {
+    const files = readdirSync("examples/clusters").filter((f) => f.endsWith(".toml"));
+    assert.ok(files.includes("minimal.toml"));
+    for (const f of files) {
+      const file = path.join("examples/clusters", f);
+      assert.deepEqual(parseCluster(file, readFileSync(file, "utf8")).diagnostics, [], file);
+    }
+    const minimal = parseCluster("examples/clusters/minimal.toml", readFileSync("examples/clusters/minimal.toml", "utf8")).cluster;
+    assert.deepEqual(minimal?.nodes.map((n) => Object.keys(n).sort()), [["gpus", "hca", "host", "name", "rank"], ["gpus", "hca", "host", "name", "rank"]]);
   });
 });
