@@ -27,7 +27,8 @@ const rig = (args: string[]): void => {
 before(() => {
   rig(["up", "1"]);
   // The rig's aliases, plus one whose sshd is not there (port 1 on loopback refuses at once).
-  writeFileSync(sshConfig, `Host lnch-gone\n  HostName 127.0.0.1\n  Port 1\n  BatchMode yes\n\nInclude ${path.join(RIG_DIR, "ssh_config")}\n`);
+  // The Include comes first: inside a Host block it would apply to that host only (ssh_config(5), Include).
+  writeFileSync(sshConfig, `Include ${path.join(RIG_DIR, "ssh_config")}\n\nHost lnch-gone\n  HostName 127.0.0.1\n  Port 1\n  BatchMode yes\n`);
 }, { timeout: 300_000 });
 after(() => {
   rig(["down"]);
