@@ -50,3 +50,14 @@ test("launcher validate warns (exit 0) until docker-images/<dir>/ holds a Docker
   assert.equal(fixed.status, 0, fixed.stderr);
   assert.equal(fixed.stderr, "");
 });
+
+test("up's preflight, an image on no node: a public image (no docker_image_dir) is pulled on one node, since launcher never pulls; one of ours is built", async () => {
+  const { missingImage } = await import("../../src/deploy/preflight.js");
+  const pub = { id: "qwen3-8b-1x", docker_image: "nvcr.io/nvidia/vllm:25.11-py3" };
+  assert.equal(
+    missingImage(pub, ["spark1"], true),
+    "image nvcr.io/nvidia/vllm:25.11-py3 is missing on spark1: launcher does not pull images: run docker pull nvcr.io/nvidia/vllm:25.11-py3 on one node, then up sends it to the others (or launcher images push qwen3-8b-1x)",
+  );
+  assert.match(missingImage({ ...pub, docker_image_dir: "mine" }, ["spark1"], true), /: build it \(launcher images build qwen3-8b-1x, from docker-images\/mine\/\), then launcher images push qwen3-8b-1x$/);
+  assert.match(missingImage(pub, ["spark2"], false), /missing on spark2: launcher images push qwen3-8b-1x sends it/);
+});
