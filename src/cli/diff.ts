@@ -6,7 +6,7 @@ import type { Output } from "./output.js";
 export function registerDiff(program: Command, io: Output): void {
   program
     .command("diff")
-    .description("compare two resolved recipes: fields, args flag by flag, env by key, mounts by container path")
+    .description("compare two resolved recipes: fields, args flag by flag (JSON values key by key), env by key, mounts by container path")
     .argument("<a>", "first recipe")
     .argument("<b>", "second recipe")
     .option("--json", "print the changes as JSON")

@@ -1,6 +1,6 @@
 import { Interrupted } from "../deploy/abort.js";
 
-const EXIT_CODES: Readonly<Record<string, number>> = { SIGINT: 130, SIGTERM: 143, SIGHUP: 129 };
+export const EXIT_CODES: Readonly<Record<string, number>> = { SIGINT: 130, SIGTERM: 143, SIGHUP: 129 };
 
 /**
  * Runs `fn` with an AbortSignal that Ctrl-C, SIGTERM and SIGHUP trigger, so that work in flight

@@ -8,7 +8,7 @@ import { parseCluster } from "../cluster/parse.js";
 import { hasErrors, type Diagnostic } from "../config/diagnostic.js";
 import { fileRecipeSource } from "../recipe/fs-source.js";
 import type { Recipe } from "../recipe/recipe.js";
-import { resolveRecipe, type Resolved } from "../recipe/resolve.js";
+import { resolveRecipe, type ResolveOptions, type Resolved } from "../recipe/resolve.js";
 import { UserError } from "../config/errors.js";
 import { readTextFile } from "../config/read-file.js";
 import { openStateStore } from "../store/open.js";
@@ -31,8 +31,8 @@ export function imageRoots(): string[] {
   return [...(fromEnv ? fromEnv.split(":").filter(Boolean) : []), ...recipeDirs().map((d) => path.join(path.dirname(d), "docker-images"))];
 }
 
-export function resolveRecipeRef(ref: string, gpusPerNode?: number): Resolved {
-  return resolveRecipe(ref, fileRecipeSource(recipeDirs()), gpusPerNode === undefined ? {} : { gpusPerNode });
+export function resolveRecipeRef(ref: string, gpusPerNode?: number, checks: Pick<ResolveOptions, "imageFolders"> = {}): Resolved {
+  return resolveRecipe(ref, fileRecipeSource(recipeDirs()), { ...checks, ...(gpusPerNode === undefined ? {} : { gpusPerNode }) });
 }
 
 /** Loads a recipe or throws a UserError carrying every diagnostic; warnings go to `warn`. */

@@ -1,7 +1,8 @@
 import type { Command } from "commander";
 import type { Cluster } from "../cluster/cluster.js";
 import { planDeployment, type Plan } from "../plan/plan.js";
-import { planJson, planText } from "../plan/render.js";
+import { planJson, planText, unknownNode } from "../plan/render.js";
+import { nearest } from "../config/suggest.js";
 import { UserError } from "../config/errors.js";
 import { mergeDetected, type DetectedValue } from "../cluster/detect.js";
 import { describeFabricGap } from "../cluster/fabric-env.js";
@@ -69,8 +70,9 @@ export function registerPlan(program: Command, io: Output): void {
     .option("--lane <name>", "serving lane")
     .option("--name <deployment>", "deployment name (default: the recipe name)")
     .option("--nodes <names>", "comma-separated nodes to use, head first (default: the first the recipe needs)")
+    .option("--node <name>", "show only this node's container")
     .option("--json", "print the plan as JSON")
-    .action(async (ref: string, opts: PlanFlags & { json?: boolean }) => {
+    .action(async (ref: string, opts: PlanFlags & { node?: string; json?: boolean }) => {
       const cluster = loadCluster(opts.cluster);
       // Fabric values that doctor or up detected fill what the cluster file leaves out.
       const stored = await withStore((store) => store.facts(cluster.name));
@@ -81,7 +83,13 @@ export function registerPlan(program: Command, io: Output): void {
       if (taken.length > 0) {
         io.err(`launcher: detected on the nodes at ${stored.detected_at ?? "?"} (${cluster.file} gives none; launcher doctor refreshes them): ${taken.join("; ")}`);
       }
-      if (opts.json) io.json(planJson(plan));
-      else io.out(planText(plan));
+      const filter = opts.node === undefined ? {} : { node: opts.node };
+      const known = unknownNode(plan, filter);
+      if (known !== undefined) {
+        const guess = nearest(opts.node ?? "", known);
+        throw new UserError(`--node ${opts.node ?? ""}: ${ref} does not run on that node (it runs on ${known.join(", ")})`, guess === undefined ? `name one of ${known.join(", ")}` : `did you mean --node ${guess}?`);
+      }
+      if (opts.json) io.json(planJson(plan, filter));
+      else io.out(planText(plan, filter));
     });
 }

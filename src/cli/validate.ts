@@ -1,6 +1,9 @@
+import { existsSync } from "node:fs";
+import path from "node:path";
 import type { Command } from "commander";
 import { hasErrors, type Diagnostic } from "../config/diagnostic.js";
-import { loadCluster, gpusPerNode, resolveRecipeRef } from "./load.js";
+import { loadCluster, gpusPerNode, imageRoots, resolveRecipeRef } from "./load.js";
+import { imageFolders } from "../deploy/images.js";
 import type { Output } from "./output.js";
 import { UserError } from "../config/errors.js";
 
@@ -14,8 +17,11 @@ export function registerValidate(program: Command, io: Output): void {
     .action((refs: string[], opts: { cluster?: string; json?: boolean }) => {
       const gpus = opts.cluster === undefined ? undefined : gpusPerNode(loadCluster(opts.cluster));
       const all: Diagnostic[] = [];
+      // Only roots that exist are named where a docker_image_dir finds no folder.
+      const roots = imageRoots().filter((r) => existsSync(r));
+      const folders = { roots: [...new Set(roots.map((r) => path.relative(process.cwd(), r) || r))], names: imageFolders(roots).map((f) => f.name) };
       const results = refs.map((ref) => {
-        const r = resolveRecipeRef(ref, gpus);
+        const r = resolveRecipeRef(ref, gpus, { imageFolders: folders });
         all.push(...r.diagnostics);
         return { ref, file: r.recipe?.file, ok: !hasErrors(r.diagnostics), diagnostics: r.diagnostics };
       });

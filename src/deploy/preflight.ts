@@ -1,6 +1,7 @@
 import { connect } from "node:net";
 import { RemoteError, UserError } from "../config/errors.js";
 import type { Plan } from "../plan/plan.js";
+import type { Recipe } from "../recipe/recipe.js";
 import type { ContainerInfo } from "../remote/docker.js";
 import { DEPLOYMENT_LABEL } from "./contract.js";
 import { UnreachableError } from "../remote/transport.js";
@@ -34,6 +35,19 @@ function portInUse(host: string, port: number): Promise<boolean> {
     socket.once("timeout", () => done(false));
     socket.once("error", () => done(false));
   });
+}
+
+/**
+ * What to do about an image missing on `missing` (`everywhere`: on every node of the plan, so
+ * there is nothing to push from): build it from its docker-images/ folder, or, for an image
+ * launcher does not build (a public one), pull it on one node, since launcher never pulls.
+ */
+export function missingImage(recipe: Pick<Recipe, "id" | "docker_image" | "docker_image_dir">, missing: readonly string[], everywhere: boolean): string {
+  const head = `image ${recipe.docker_image} is missing on ${missing.join(", ")}`;
+  if (!everywhere) return `${head}: launcher images push ${recipe.id} sends it (up does that itself without --no-push)`;
+  return recipe.docker_image_dir === undefined
+    ? `${head}: launcher does not pull images: run docker pull ${recipe.docker_image} on one node, then up sends it to the others (or launcher images push ${recipe.id})`
+    : `${head}: build it (launcher images build ${recipe.id}, from docker-images/${recipe.docker_image_dir}/), then launcher images push ${recipe.id}`;
 }
 
 /**
@@ -94,13 +108,7 @@ async function checkNodes(plan: Plan, session: ClusterSession, replacing: Readon
     problems.push(`${inOrder.join(", ")} held by deployment ${name}: stop it first (launcher down ${name})`);
   }
   const missing = plan.nodes.filter((n) => imageIds.has(n.node) && imageIds.get(n.node) === undefined).map((n) => n.node);
-  if (missing.length > 0) {
-    problems.push(
-      missing.length === plan.nodes.length
-        ? `image ${plan.recipe.docker_image} is missing on ${missing.join(", ")}: build it${plan.recipe.docker_image_dir ? ` (launcher images build ${plan.recipe.id}, from docker-images/${plan.recipe.docker_image_dir}/)` : ""}, then launcher images push ${plan.recipe.id}`
-        : `image ${plan.recipe.docker_image} is missing on ${missing.join(", ")}: launcher images push ${plan.recipe.id} sends it (up does that itself without --no-push)`,
-    );
-  }
+  if (missing.length > 0) problems.push(missingImage(plan.recipe, missing, missing.length === plan.nodes.length));
   const ids = new Set([...imageIds.values()].filter((v): v is string => v !== undefined));
   if (ids.size > 1) {
     problems.push(`image ${plan.recipe.docker_image} differs between nodes: ${[...imageIds].map(([n, id]) => `${n} ${shortId(id)}`).join(", ")}; every rank needs the same image ID: launcher images push ${plan.recipe.id}`);

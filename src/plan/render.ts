@@ -1,11 +1,33 @@
 import { redactText, redactValue } from "../config/redact.js";
 import { shellJoin } from "../config/shell-words.js";
-import type { Plan } from "./plan.js";
+import type { NodeSpec, Plan } from "./plan.js";
 
 const secretsOf = (plan: Plan): string[] => (plan.api_key === undefined ? [] : [plan.api_key]);
 
-/** The plan as `--json` prints it: stable key order, one argv element per argument, the API key redacted. */
-export function planJson(plan: Plan): unknown {
+/** Which of the plan's nodes to show: all, or the one `plan --node NAME` names. */
+export interface NodeFilter {
+  readonly node?: string;
+}
+
+/**
+ * A node name the plan does not run on: its names (in start order) to say which it does. The
+ * check lives here, beside what the filter shows, so that text and JSON agree on it.
+ */
+export function unknownNode(plan: Plan, filter: NodeFilter): readonly string[] | undefined {
+  return filter.node === undefined || plan.nodes.some((n) => n.node === filter.node) ? undefined : plan.start_order;
+}
+
+/** The nodes in the order their containers start (mp: workers first, the head last), as a reader follows a boot. */
+export function nodesInStartOrder(plan: Plan, filter: NodeFilter = {}): NodeSpec[] {
+  const at = (n: NodeSpec): number => plan.start_order.indexOf(n.node);
+  return plan.nodes.filter((n) => filter.node === undefined || n.node === filter.node).sort((a, b) => at(a) - at(b));
+}
+
+/**
+ * The plan as `--json` prints it: stable key order, one argv element per argument, the API key
+ * redacted. `nodes` stay in rank order (`rank`, `start_order` say the rest): scripts index them.
+ */
+export function planJson(plan: Plan, filter: NodeFilter = {}): unknown {
   return redactValue({
     deployment: plan.deployment,
     ...(plan.lane === undefined ? {} : { lane: plan.lane }),
@@ -16,7 +38,7 @@ export function planJson(plan: Plan): unknown {
     master_port: plan.master_port,
     start_order: plan.start_order,
     recipe: { ...plan.recipe, hash: plan.recipe_hash },
-    nodes: plan.nodes.map((n) => ({
+    nodes: plan.nodes.filter((n) => filter.node === undefined || n.node === filter.node).map((n) => ({
       rank: n.rank,
       role: n.role,
       node: n.node,
@@ -41,8 +63,8 @@ export function pasteable(argv: readonly string[]): string {
   return groups.map((g) => shellJoin(g)).join(" \\\n    ");
 }
 
-/** A readable summary, then per node a command that can be pasted into that node's shell. */
-export function planText(plan: Plan): string {
+/** A readable summary, then per node (in start order) a command that can be pasted into that node's shell. */
+export function planText(plan: Plan, filter: NodeFilter = {}): string {
   const r = plan.recipe;
   const lines = [
     `deployment ${plan.deployment}${plan.lane === undefined ? "" : ` (lane ${plan.lane})`}: ${r.name}`,
@@ -55,7 +77,7 @@ export function planText(plan: Plan): string {
     `  start     ${plan.start_order.join(", ")}`,
     "",
   ];
-  for (const n of plan.nodes) {
+  for (const n of nodesInStartOrder(plan, filter)) {
     lines.push(`# rank ${n.rank} (${n.role}) on ${n.node} [${n.host}]: container ${n.container}`);
     lines.push(pasteable(n.argv));
     lines.push("");

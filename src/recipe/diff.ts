@@ -1,8 +1,9 @@
 import { adapterOrDefault } from "../engine/registry.js";
 import type { EngineFlags } from "../engine/adapter.js";
 import { redactValue } from "../config/redact.js";
-import { apiKeyOf, flagKey, flagsOfWords } from "./args.js";
+import { apiKeyOf, flagKey, flagsOfWords, takesJson } from "./args.js";
 import type { Mount, Recipe } from "./recipe.js";
+import { canonicalJson } from "./resolve.js";
 
 export interface Change {
   /** `field`, `args`, `env` or `mount`. */
@@ -35,19 +36,71 @@ function keyed<T>(a: ReadonlyMap<string, T>, b: ReadonlyMap<string, T>, section:
 
 const flagTable = (r: Recipe): EngineFlags => adapterOrDefault(r.engine).flags;
 
-const flagMap = (r: Recipe): Map<string, string> => {
-  const map = new Map<string, string>();
-  for (const f of flagsOfWords(r.args, flagTable(r))) {
+/** One flag's value as diff compares it: the words as written, or a JSON object parsed. */
+type FlagValue = { readonly text: string; readonly object?: Readonly<Record<string, unknown>> };
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
+
+/**
+ * A value the engine parses as JSON (the engine's flag table says which) compares as JSON, not as
+ * text: `{"a": 1}` and `{"a":1}` are the same value, keys in any order.
+ */
+function flagValue(name: string, values: readonly string[], table: EngineFlags): FlagValue {
+  const text = values.length === 0 ? "(set)" : values.join(" ");
+  const only = values.length === 1 ? values[0] : undefined;
+  if (only === undefined || !takesJson(name, only, table)) return { text };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(only);
+  } catch {
+    return { text };
+  }
+  return isObject(parsed) ? { text: canonicalJson(parsed), object: parsed } : { text: canonicalJson(parsed) };
+}
+
+const flagMap = (r: Recipe): Map<string, FlagValue> => {
+  const table = flagTable(r);
+  const map = new Map<string, FlagValue>();
+  for (const f of flagsOfWords(r.args, table)) {
     const key = flagKey(f.name);
-    const value = f.values.length === 0 ? "(set)" : f.values.join(" ");
-    map.set(key, map.has(key) ? `${map.get(key) ?? ""}, ${value}` : value);
+    const value = flagValue(f.name, f.values, table);
+    const before = map.get(key);
+    // Given twice: both values, as written (a JSON flag given twice is not compared key by key).
+    map.set(key, before === undefined ? value : { text: `${before.text}, ${value.text}` });
   }
   return map;
 };
 
+/** `{"a":{"b":5},"c":[1]}` -> `PREFIX.a.b` = `5`, `PREFIX.c` = `[1]`: arrays and empty objects are leaves. */
+function jsonLeaves(value: unknown, at: string, out: Map<string, string>): Map<string, string> {
+  if (isObject(value) && Object.keys(value).length > 0) for (const [k, v] of Object.entries(value)) jsonLeaves(v, `${at}.${k}`, out);
+  else out.set(at, canonicalJson(value));
+  return out;
+}
+
+/**
+ * Flags by flag; a JSON object on both sides key by key (`--speculative-config.num_speculative_tokens:
+ * 5 -> 6`), the A/B case users diff most. A flag on one side only is one line with its whole value.
+ */
+function flagChanges(a: Recipe, b: Recipe): Change[] {
+  const fa = flagMap(a);
+  const fb = flagMap(b);
+  const out: Change[] = [];
+  for (const key of new Set([...fa.keys(), ...fb.keys()])) {
+    const va = fa.get(key);
+    const vb = fb.get(key);
+    if (va?.object !== undefined && vb?.object !== undefined) {
+      out.push(...keyed(jsonLeaves(va.object, key, new Map()), jsonLeaves(vb.object, key, new Map()), "args", (v) => v));
+    } else {
+      out.push(...keyed(new Map(va === undefined ? [] : [[key, va.text]]), new Map(vb === undefined ? [] : [[key, vb.text]]), "args", (v) => v));
+    }
+  }
+  return out;
+}
+
 const mountText = (m: Mount): string => `${m.host}${m.read_only ? " (read-only)" : ""}${m.env === undefined ? "" : ` env ${m.env}`}`;
 
-/** Field-by-field difference of two resolved recipes: flags by flag, env by key, mounts by container path. */
+/** Field-by-field difference of two resolved recipes: flags by flag (JSON values key by key), env by key, mounts by container path. */
 export function diffRecipes(a: Recipe, b: Recipe): Change[] {
   const fields: Change[] = [];
   for (const field of FIELDS) {
@@ -57,7 +110,7 @@ export function diffRecipes(a: Recipe, b: Recipe): Change[] {
   }
   const changes = [
     ...fields,
-    ...keyed(flagMap(a), flagMap(b), "args", (v) => v),
+    ...flagChanges(a, b),
     ...keyed(new Map(Object.entries(a.env)), new Map(Object.entries(b.env)), "env", (v) => v),
     ...keyed(new Map(a.extra_mounts.map((m) => [m.container, m])), new Map(b.extra_mounts.map((m) => [m.container, m])), "mount", mountText),
   ];

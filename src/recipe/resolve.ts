@@ -26,9 +26,17 @@ export interface Resolved {
   readonly diagnostics: Diagnostic[];
 }
 
+/** The image folders a recipe's `docker_image_dir` may name: the folders found, and where they were looked for. */
+export interface ImageFolders {
+  readonly roots: readonly string[];
+  readonly names: readonly string[];
+}
+
 export interface ResolveOptions {
   /** GPUs per node, to check that the parallel sizes fit (a DGX Spark has one). */
   readonly gpusPerNode?: number;
+  /** The `docker-images/` folders there are, to warn about a `docker_image_dir` naming none (unchecked when absent). */
+  readonly imageFolders?: ImageFolders;
 }
 
 interface Layer {
@@ -192,7 +200,26 @@ export function resolveRecipe(ref: string, source: RecipeSource, options: Resolv
     extra_mounts: [...mounts.values()],
   };
   diagnostics.push(...checkResolved(recipe, origins, top, options, invalid));
+  diagnostics.push(...checkImageDir(recipe, origins.get("docker_image_dir") ?? top, options.imageFolders));
   return hasErrors(diagnostics) ? { origins, diagnostics } : { recipe, origins, diagnostics };
+}
+
+/**
+ * A `docker_image_dir` with no folder under `docker-images/` is a warning, not an error: the
+ * image may already be on the nodes (the seeds' image folders are not in this repository), but
+ * `launcher images build` cannot make it and `up` cannot help when a node lacks it.
+ */
+function checkImageDir(recipe: Recipe, at: Loc, folders: ImageFolders | undefined): Diagnostic[] {
+  const dir = recipe.docker_image_dir;
+  if (dir === undefined || folders === undefined || folders.names.includes(dir)) return [];
+  const where = folders.roots.length === 0 ? "" : ` (looked in ${folders.roots.join(", ")})`;
+  return [
+    warning(
+      at,
+      `docker_image_dir "${dir}" names no folder with a Dockerfile under docker-images/${where}`,
+      `to build the image with launcher images build, put its Dockerfile in docker-images/${dir}/ (or in a folder on $LAUNCHER_DOCKER_IMAGES); otherwise the image ${recipe.docker_image} must already be on the nodes (launcher images ${recipe.id} shows where it is)`,
+    ),
+  ];
 }
 
 function checkResolved(recipe: Recipe, origins: Origins, top: Loc, options: ResolveOptions, invalid: ReadonlySet<string>): Diagnostic[] {
