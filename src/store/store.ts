@@ -1,4 +1,4 @@
-import { mkdirSync } from "node:fs";
+import { chmodSync, closeSync, mkdirSync, openSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 import type { FabricFacts } from "../cluster/detect.js";
@@ -94,6 +94,14 @@ export function storeDir(env: NodeJS.ProcessEnv, home: string): string {
   return path.join(base, "launcher");
 }
 
+function narrowMode(file: string): void {
+  try {
+    chmodSync(file, 0o600);
+  } catch {
+    // Another user's store that this one may write: its owner chose its mode.
+  }
+}
+
 /** What commands use of the store: the SQLite one, or the stand-in when it cannot be had (src/store/open.ts). */
 export type StateStore = { [K in keyof Store]: Store[K] };
 
@@ -105,11 +113,22 @@ export class Store {
   private readonly db: Database.Database;
 
   constructor(file: string) {
-    if (file !== ":memory:") mkdirSync(path.dirname(file), { recursive: true });
+    if (file !== ":memory:") {
+      // The store holds engine API keys: readable by its owner alone. SQLite gives the -wal and
+      // -shm files the database file's own mode (sqlite src/os_unix.c, findCreateFileMode), so a
+      // new file is made 0600 before SQLite opens it, and an older one is narrowed once opened.
+      mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+      try {
+        closeSync(openSync(file, "wx", 0o600));
+      } catch {
+        // There already (or not creatable): SQLite opens it, or says why it cannot.
+      }
+    }
     this.db = new Database(file);
     try {
       // busy_timeout first: even switching to WAL waits for a writer. The daemon reads while CLI
       // commands write: WAL lets them.
+      if (file !== ":memory:") narrowMode(file);
       this.db.pragma("busy_timeout = 5000");
       this.db.pragma("journal_mode = WAL");
       this.db.pragma("foreign_keys = ON");

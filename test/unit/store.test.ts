@@ -181,3 +181,19 @@ test("a deployment's engine API key is kept for the gateway and a lane's drain, 
   assert.equal(s.engineKey("c", "d"), undefined);
   s.close();
 });
+
+test("the store file is readable by its owner alone (it holds engine API keys), an older one too", () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "launcher-store-mode-"));
+  try {
+    const fresh = path.join(dir, "new", "launcher.db");
+    new Store(fresh).close();
+    assert.equal(statSync(fresh).mode & 0o777, 0o600);
+    assert.equal(statSync(path.dirname(fresh)).mode & 0o777, 0o700);
+    const older = path.join(dir, "old.db");
+    writeFileSync(older, "", { mode: 0o644 });
+    new Store(older).close();
+    assert.equal(statSync(older).mode & 0o777, 0o600);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
