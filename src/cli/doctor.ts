@@ -4,14 +4,15 @@ import { detectAndRecord } from "../deploy/doctor.js";
 import { openSession } from "../deploy/session.js";
 import { loadCluster, withStore } from "./load.js";
 import type { Output } from "./output.js";
+import { clusterOption, jsonOption, outputOption } from "./options.js";
 
 export function registerDoctor(program: Command, io: Output): void {
   program
     .command("doctor")
     .description("probe every node: SSH, Docker, GPU, RoCE HCAs and GID index, fabric IP and MTU, peers, HF cache space")
-    .option("--cluster <file>", "cluster file (default: $LAUNCHER_CLUSTER or ./cluster.toml)")
+    .addOption(clusterOption())
     .option("--hf-cache <path>", "the Hugging Face cache on the nodes (~ is each node's home)", "~/.cache/huggingface")
-    .option("--json", "print as JSON")
+    .addOption(jsonOption("print as JSON")).addOption(outputOption())
     .action(async (opts: { cluster?: string; hfCache: string; json?: boolean }) => {
       // What plan and up use where the cluster file is silent.
       const session = await openSession(loadCluster(opts.cluster));

@@ -7,6 +7,7 @@ import { mergeDetected, type DetectedValue } from "../cluster/detect.js";
 import { describeFabricGap } from "../cluster/fabric-env.js";
 import { gpusPerNode, loadCluster, loadRecipe, parseNodes, withStore } from "./load.js";
 import type { Output } from "./output.js";
+import { clusterOption, jsonOption, outputOption } from "./options.js";
 
 export interface PlanFlags {
   cluster?: string;
@@ -64,12 +65,12 @@ export function registerPlan(program: Command, io: Output): void {
     .command("plan")
     .description("show the exact container every node would run (touches no node)")
     .argument("<recipe>", "recipe name, folder or recipe.toml")
-    .option("--cluster <file>", "cluster file (default: $LAUNCHER_CLUSTER or ./cluster.toml)")
+    .addOption(clusterOption())
     .option("--port <port>", "API port on the head (default: the cluster's api_port, 8000)")
     .option("--lane <name>", "serving lane")
     .option("--name <deployment>", "deployment name (default: the recipe name)")
     .option("--nodes <names>", "comma-separated nodes to use, head first (default: the first the recipe needs)")
-    .option("--json", "print the plan as JSON")
+    .addOption(jsonOption("print the plan as JSON")).addOption(outputOption())
     .action(async (ref: string, opts: PlanFlags & { json?: boolean }) => {
       const cluster = loadCluster(opts.cluster);
       // Fabric values that doctor or up detected fill what the cluster file leaves out.

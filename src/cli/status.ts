@@ -7,6 +7,7 @@ import { openSession } from "../deploy/session.js";
 import { parseDuration } from "./duration.js";
 import { loadCluster } from "./load.js";
 import type { Output } from "./output.js";
+import { clusterOption, jsonOption, outputOption } from "./options.js";
 
 const uptime = (s: number | undefined): string =>
   s === undefined ? "-" : s >= 3600 ? `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60)}m` : s >= 60 ? `${Math.floor(s / 60)}m${s % 60}s` : `${s}s`;
@@ -30,9 +31,9 @@ export function registerStatus(program: Command, io: Output): void {
   program
     .command("status")
     .description("every deployment found on the nodes, from the containers' labels")
-    .option("--cluster <file>", "cluster file (default: $LAUNCHER_CLUSTER or ./cluster.toml)")
+    .addOption(clusterOption())
     .option("--watch <interval>", "poll again every interval (with --json: one JSON line per poll; a line on stdin polls at once)")
-    .option("--json", "print as JSON")
+    .addOption(jsonOption("print as JSON")).addOption(outputOption())
     .action(async (opts: { cluster?: string; json?: boolean; watch?: string }) => {
       const session = await openSession(loadCluster(opts.cluster));
       if (opts.watch === undefined) {

@@ -3,14 +3,15 @@ import { hasErrors, type Diagnostic } from "../config/diagnostic.js";
 import { loadCluster, gpusPerNode, resolveRecipeRef } from "./load.js";
 import type { Output } from "./output.js";
 import { UserError } from "../config/errors.js";
+import { clusterOption, jsonOption, outputOption } from "./options.js";
 
 export function registerValidate(program: Command, io: Output): void {
   program
     .command("validate")
     .description("check recipes: every problem of a file at once, as path:line:col")
     .argument("<recipe...>", "recipe name, folder or recipe.toml")
-    .option("--cluster <file>", "also check the parallel sizes against this cluster's GPUs per node")
-    .option("--json", "print the findings as JSON")
+    .addOption(clusterOption())
+    .addOption(jsonOption("print the findings as JSON")).addOption(outputOption())
     .action((refs: string[], opts: { cluster?: string; json?: boolean }) => {
       const gpus = opts.cluster === undefined ? undefined : gpusPerNode(loadCluster(opts.cluster));
       const all: Diagnostic[] = [];
