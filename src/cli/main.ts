@@ -1,5 +1,7 @@
 #!/usr/bin/env node
-import { Command, CommanderError } from "commander";
+import { realpathSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { Command, CommanderError, type OutputConfiguration } from "commander";
 import { registerDiff } from "./diff.js";
 import { reportError } from "../config/errors.js";
 import { consoleOutput } from "./output.js";
@@ -18,16 +20,18 @@ import { registerImages } from "./images.js";
 import { registerDoctor } from "./doctor.js";
 import { registerModels } from "./models.js";
 import { registerExplain } from "./explain.js";
+import { oneLineUsageErrors } from "./usage.js";
 
 /** Set once commander has picked the command: whether it was given --json (errors then print JSON too). */
 let jsonRequested = false;
 
-export function buildProgram(): Command {
+/** `output` replaces where commander writes help and usage errors (tests capture them). */
+export function buildProgram(output: Pick<OutputConfiguration, "writeOut" | "writeErr"> = {}): Command {
   const program = new Command()
     .name("launcher")
     .description("Serve large language models across a cluster of DGX Spark machines from one recipe.")
     .version("0.1.0")
-    .showHelpAfterError()
+    .configureOutput(output)
     .exitOverride()
     .hook("preAction", (_program, action) => {
       jsonRequested = action.optsWithGlobals<{ json?: boolean }>().json === true;
@@ -48,6 +52,7 @@ export function buildProgram(): Command {
   registerLanes(program, consoleOutput);
   registerHistory(program, consoleOutput);
   registerDemo(program, consoleOutput);
+  oneLineUsageErrors(program);
   return program;
 }
 
@@ -89,5 +94,18 @@ function endQuietlyOnClosedPipe(): void {
   process.stderr.on("error", onError);
 }
 
-endQuietlyOnClosedPipe();
-process.exitCode = await main(process.argv.slice(2));
+/** Whether this file is the program being run (through npm's bin symlink too), not a module imported by a test. */
+function isEntryPoint(): boolean {
+  const script = process.argv[1];
+  if (script === undefined) return false;
+  try {
+    return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isEntryPoint()) {
+  endQuietlyOnClosedPipe();
+  process.exitCode = await main(process.argv.slice(2));
+}

@@ -30,6 +30,7 @@ function warnings(r: Awaited<ReturnType<typeof clusterStatus>>): string[] {
 export function registerStatus(program: Command, io: Output): void {
   program
     .command("status")
+    .alias("ps")
     .description("every deployment found on the nodes, from the containers' labels")
     .addOption(clusterOption())
     .option("--watch <interval>", "poll again every interval (with --json: one JSON line per poll; a line on stdin polls at once)")
