@@ -1,0 +1,95 @@
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import path from "node:path";
+import { test } from "node:test";
+import { CommanderError, type Command } from "commander";
+import { buildProgram } from "../../src/cli/main.js";
+import { parseGraceSeconds, parseSince } from "../../src/cli/duration.js";
+import { CLUSTER_OPTION_DESCRIPTION } from "../../src/cli/options.js";
+import { allCommands } from "../../src/cli/usage.js";
+import { logsSinceArg } from "../../src/remote/docker.js";
+import { formatDiagnostic } from "../../src/config/diagnostic.js";
+
+const MAIN = path.resolve("src/cli/main.ts");
+const run = (args: string[], env: NodeJS.ProcessEnv = {}) => {
+  const r = spawnSync(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, ...args], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "", ...env } });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+};
+
+/** Parses `args` in-process: what commander wrote on stderr, and the exit code it asked for. */
+async function usage(args: string[]): Promise<{ err: string; code: number | undefined }> {
+  let err = "";
+  const program = buildProgram({ writeErr: (t) => (err += t), writeOut: () => undefined });
+  // Stop before any action: only parsing is under test.
+  for (const c of allCommands(program)) c.hook("preAction", () => {
+    throw new CommanderError(0, "test.parsed", "parsed");
+  });
+  try {
+    await program.parseAsync(args, { from: "user" });
+    return { err, code: undefined };
+  } catch (e) {
+    assert.ok(e instanceof CommanderError, String(e));
+    return { err, code: e.code === "test.parsed" ? 0 : e.exitCode };
+  }
+}
+
+test("a usage error is one line with a did-you-mean and a hint, not the help page", async () => {
+  const cmd = await usage(["plna"]);
+  assert.equal(cmd.code, 1);
+  assert.equal(cmd.err, "launcher: unknown command 'plna' (did you mean plan?)\n  hint: `launcher --help` lists the commands\n");
+  const opt = await usage(["plan", "r", "--jsn"]);
+  assert.equal(opt.err, "launcher plan: unknown option '--jsn' (did you mean --json?)\n  hint: `launcher plan --help` shows what it takes\n");
+  const missing = await usage(["images", "push"]);
+  assert.equal(missing.err, "launcher images push: missing required argument 'recipe'\n  hint: `launcher images push --help` shows what it takes\n");
+});
+
+test("every --cluster is the one shared declaration: -c, the same help", () => {
+  const withCluster = allCommands(buildProgram()).flatMap((c) => c.options.filter((o) => o.long === "--cluster").map((o) => ({ c: c.name(), o })));
+  assert.ok(withCluster.length >= 12, `${withCluster.length} commands take --cluster`);
+  for (const { c, o } of withCluster) {
+    assert.equal(o.short, "-c", c);
+    assert.equal(o.description, CLUSTER_OPTION_DESCRIPTION, c);
+  }
+});
+
+test("every command with --json also takes -o json, and -o json means --json", async () => {
+  for (const c of allCommands(buildProgram())) {
+    if (c.options.some((o) => o.long === "--json")) assert.ok(c.options.some((o) => o.short === "-o"), `${c.name()} lacks -o`);
+  }
+  const program = buildProgram({ writeErr: () => undefined });
+  const status = program.commands.find((c) => c.name() === "status") as Command;
+  status.hook("preAction", () => {
+    throw new CommanderError(0, "test.parsed", "parsed");
+  });
+  await assert.rejects(program.parseAsync(["ps", "-o", "json", "-c", "x.toml"], { from: "user" }), (e: CommanderError) => e.code === "test.parsed");
+  assert.deepEqual(status.opts(), { output: "json", json: true, cluster: "x.toml" });
+  assert.equal((await usage(["status", "-o", "yaml"])).code, 1);
+});
+
+test("logs takes -f, -n, --since and -t; down --grace takes a duration", async () => {
+  assert.equal((await usage(["logs", "x", "-f", "-n", "5", "--since", "10m", "-t", "-c", "c.toml"])).code, 0);
+  assert.equal((await usage(["down", "x", "--grace", "1m30s"])).code, 0);
+  assert.equal(parseGraceSeconds("10s", "--grace"), 10);
+  assert.equal(parseGraceSeconds("10", "--grace"), 10, "plain seconds as before");
+  assert.equal(parseGraceSeconds("1m30s", "--grace"), 90);
+  assert.throws(() => parseGraceSeconds("soon", "--grace"), /--grace "soon" is not a duration/);
+  assert.equal(logsSinceArg(parseSince("10m", "--since")), "600s");
+  assert.equal(logsSinceArg(parseSince("2026-12-03T05:00:00Z", "--since")), String(Date.UTC(2026, 11, 3, 5) / 1000));
+  assert.throws(() => parseSince("2026-12-03T05:00:00", "--since"), /--since "2026-12-03T05:00:00" is neither a duration nor a time/, "no zone: refused, not guessed");
+});
+
+test("a misspelt recipe name gets the nearest recipe", () => {
+  const r = run(["validate", "dsv4-flash-vison"]);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /recipe "dsv4-flash-vison" not found \(looked for [^)]*\); did you mean "dsv4-flash-vision"\?/);
+});
+
+test("a bad --nodes, --name or --lane names the flag, not cluster.toml:1:1", () => {
+  const r = run(["plan", "dsv4-flash-vision", "-c", "examples/clusters/spark-2x.toml", "--nodes", "spark1"], { XDG_STATE_HOME: "/nonexistent-launcher-test" });
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /^--nodes: error: the recipe needs 2 nodes, 1 were named \(spark1\)$/m);
+  assert.equal(formatDiagnostic({ severity: "error", loc: { file: "--lane", line: 0, col: 0 }, message: "bad" }), "--lane: error: bad");
+  const named = run(["plan", "dsv4-flash-vision", "-c", "examples/clusters/spark-2x.toml", "--name", "a b"], { XDG_STATE_HOME: "/nonexistent-launcher-test" });
+  assert.match(named.stderr, /^--name: error: deployment name \(--name\) "a b" is not a deployment or lane name/m);
+  assert.doesNotMatch(named.stderr + r.stderr, /cluster\.toml:1:1/);
+});
