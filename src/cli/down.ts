@@ -23,7 +23,7 @@ export function registerDown(program: Command, io: Output): void {
       const session = await openSession(loadCluster(opts.cluster));
       const listing = await listNodes(session);
       const found = listing.flatMap((l) => (l.reachable ? l.containers : []));
-      if (!opts.all) for (const l of listing) for (const p of l.reachable ? l.undecodable : []) io.err(`warning: ${p}`);
+      if (!opts.all) for (const l of listing) for (const p of l.reachable ? l.undecodable : []) io.warn(p);
       const chosen = targetDeployments(opts.all ? undefined : target, found, "down");
       const outcomes = await removeListed(listing, (c) => chosen.has(c.labels.deployment), grace, opts.all === true);
       const nodesOf = (name: string): readonly string[] | undefined => found.find((c) => c.labels.deployment === name && c.labels.nodes !== undefined)?.labels.nodes;

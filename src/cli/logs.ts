@@ -36,7 +36,7 @@ export function registerLogs(program: Command, io: Output): void {
       const lost = listing.flatMap((l) => (l.reachable ? [] : [`${l.node} (${l.reason})`]));
       // What an unreachable node logged is unknown: said, and the exit status is 1, but the others are shown.
       if (lost.length > 0) {
-        io.err(`warning: could not read ${lost.join(", ")}; its logs are not shown`);
+        io.warn(`could not read ${lost.join(", ")}; its logs are not shown`);
         process.exitCode = EXIT_USER;
       }
       if (sources.length === 0) throw new UserError(`no containers of ${target} on the ${lost.length > 0 ? "nodes that answered" : "cluster"}`, "launcher status lists what runs");

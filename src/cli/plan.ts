@@ -48,7 +48,7 @@ export function planFromFlags(ref: string, flags: PlanFlags, io: Output, cluster
   if (gaps === "error" && described.length > 0) {
     throw new UserError(`cannot start ${ref}: ${described.map((d) => d.message).join("; ")}`, described.map((d) => d.hint).join("; "));
   }
-  if (gaps === "warn") for (const d of described) io.err(`launcher: warning: ${d.message}; ${d.hint}`);
+  if (gaps === "warn") for (const d of described) io.warn(`${d.message}; ${d.hint}`);
   return result.plan;
 }
 

@@ -24,7 +24,7 @@ function printText(io: Output, deployments: readonly DeploymentStatus[]): void {
 
 /** Warnings go to stderr in every mode (a watch says each one once, until it changes). */
 function warnings(r: Awaited<ReturnType<typeof clusterStatus>>): string[] {
-  return [...r.problems.map((p) => `warning: ${p}`), ...[...r.reasons].map(([n, why]) => `warning: ${n} could not be read (${why}); what runs there is unknown (its ranks show as unreachable)`)];
+  return [...r.problems, ...[...r.reasons].map(([n, why]) => `${n} could not be read (${why}); what runs there is unknown (its ranks show as unreachable)`)];
 }
 
 export function registerStatus(program: Command, io: Output): void {
@@ -39,9 +39,9 @@ export function registerStatus(program: Command, io: Output): void {
       const session = await openSession(loadCluster(opts.cluster));
       if (opts.watch === undefined) {
         const r = await clusterStatus(session, new Date());
+        for (const w of warnings(r)) io.warn(w);
         if (opts.json) io.json(JSON.parse(encodeStatusLine(r)));
         else printText(io, r.deployments);
-        for (const w of warnings(r)) io.err(w);
         // The answer is incomplete: scripts must not take it for the whole truth.
         if (r.unreachable.length > 0) process.exitCode = EXIT_USER;
         return;
@@ -72,7 +72,7 @@ export function registerStatus(program: Command, io: Output): void {
             printText(io, r.deployments);
           }
           const now = warnings(r);
-          for (const w of now) if (!said.has(w)) io.err(w);
+          for (const w of now) if (!said.has(w)) io.err(`warning: ${w}`);
           said = new Set(now);
           if (stopped) break;
           await new Promise<void>((resolve) => {

@@ -21,7 +21,7 @@ export function registerValidate(program: Command, io: Output): void {
         return { ref, file: r.recipe?.file, ok: !hasErrors(r.diagnostics), diagnostics: r.diagnostics };
       });
       if (opts.json) {
-        io.json(results);
+        io.json({ ok: !hasErrors(all), recipes: results });
       } else {
         io.diagnostics(all);
         for (const r of results) if (r.ok) io.out(`${r.file ?? r.ref}: ok`);

@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { test } from "node:test";
 import { CommanderError, type Command } from "commander";
@@ -9,6 +11,7 @@ import { CLUSTER_OPTION_DESCRIPTION } from "../../src/cli/options.js";
 import { allCommands } from "../../src/cli/usage.js";
 import { logsSinceArg } from "../../src/remote/docker.js";
 import { formatDiagnostic } from "../../src/config/diagnostic.js";
+import { jsonAnswer } from "../../src/cli/output.js";
 
 const MAIN = path.resolve("src/cli/main.ts");
 const run = (args: string[], env: NodeJS.ProcessEnv = {}) => {
@@ -92,4 +95,27 @@ test("a bad --nodes, --name or --lane names the flag, not cluster.toml:1:1", () 
   const named = run(["plan", "dsv4-flash-vision", "-c", "examples/clusters/spark-2x.toml", "--name", "a b"], { XDG_STATE_HOME: "/nonexistent-launcher-test" });
   assert.match(named.stderr, /^--name: error: deployment name \(--name\) "a b" is not a deployment or lane name/m);
   assert.doesNotMatch(named.stderr + r.stderr, /cluster\.toml:1:1/);
+});
+
+test("--json is one object whose warnings include what was said on stderr (validate and plan too)", () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "launcher-hand-"));
+  try {
+    mkdirSync(path.join(dir, "recipes", "twice"), { recursive: true });
+    writeFileSync(path.join(dir, "recipes", "twice", "recipe.toml"), `extends = "${path.resolve("recipes/dsv4-flash-vision")}"\nremove_env = ["NOT_THERE"]\n`);
+    const v = run(["validate", "-o", "json", "dsv4-flash-vision"]);
+    assert.equal(v.code, 0, v.stderr);
+    const answer = JSON.parse(v.stdout) as { ok: boolean; recipes: { ok: boolean }[]; warnings: string[] };
+    assert.equal(answer.ok, true);
+    assert.deepEqual(answer.recipes.map((r) => r.ok), [true]);
+    const p = spawnSync(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, "plan", "twice", "--json", "-c", path.resolve("examples/clusters/spark-2x.toml")], { cwd: dir, encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "", XDG_STATE_HOME: path.join(dir, "state") } });
+    assert.equal(p.status, 0, p.stderr);
+    const plan = JSON.parse(p.stdout) as { nodes: unknown[]; warnings: string[] };
+    assert.equal(plan.nodes.length, 2);
+    assert.equal(plan.warnings.length, 1, p.stdout);
+    assert.match(plan.warnings[0] ?? "", /recipe\.toml:2:\d+: warning: remove_env: NOT_THERE is not in the parent recipe's env/);
+    assert.match(p.stderr, /remove_env: NOT_THERE is not in the parent recipe's env/, "and on stderr for the human");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  assert.deepEqual(jsonAnswer([1, 2], []), { value: [1, 2], warnings: [] });
 });
