@@ -63,7 +63,7 @@ export function registerServe(program: Command, io: Output): void {
       const clusters = files.map((f) => loadCluster(f));
       const store = openStore();
       const discovery = new Discovery(
-        clusters.map((c, i) => ({ cluster: c.name, argv: selfArgv(["status", "--watch", `${pollMs}ms`, "--json", "--cluster", files[i] as string]) })),
+        clusters.map((c, i) => ({ cluster: c.name, argv: selfArgv(["status", "--watch", `${pollMs}ms`, "--json", "--exit-with-stdin", "--cluster", files[i] as string]) })),
         (line) => io.err(`launcher serve: ${line}`),
         staleAfterMs(pollMs),
       );

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -118,4 +118,78 @@ test("--json is one object whose warnings include what was said on stderr (valid
     rmSync(dir, { recursive: true, force: true });
   }
   assert.deepEqual(jsonAnswer([1, 2], []), { value: [1, 2], warnings: [] });
+});
+
+/** Runs `argv` until its output (stdout and stderr) satisfies `done`, or `ms` pass; then kills it. */
+async function watchUntil(argv: string[], done: (out: string) => boolean, ms: number, env: NodeJS.ProcessEnv = {}): Promise<{ out: string; exited: boolean }> {
+  const merged: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: "", ...env };
+  // An undefined value unsets a variable (NO_COLOR="" still counts as set for node's hasColors).
+  for (const [k, v] of Object.entries(env)) if (v === undefined) delete merged[k];
+  const child = spawn(argv[0] as string, argv.slice(1), { stdio: ["ignore", "pipe", "pipe"], env: merged });
+  let out = "";
+  let exited = false;
+  child.on("exit", () => (exited = true));
+  try {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      const check = (chunk: Buffer): void => {
+        out += chunk.toString();
+        if (done(out)) {
+          clearTimeout(timer);
+          resolve();
+        }
+      };
+      child.stdout.on("data", check);
+      child.stderr.on("data", check);
+      child.on("exit", () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    return { out, exited };
+  } finally {
+    if (!exited) child.kill("SIGKILL");
+  }
+}
+
+/** A cluster whose one node refuses SSH at once: status answers fast, with a warning. */
+function refusingCluster(dir: string): string {
+  const file = path.join(dir, "cluster.toml");
+  writeFileSync(file, `name = "t"\n[[nodes]]\nname = "n1"\nhost = "127.0.0.1"\nport = 1\nuser = "nobody"\n`);
+  return file;
+}
+
+const polls = (out: string): number => out.split("no deployments").length - 1;
+
+test("status --watch in a pipe appends each poll, plain, and goes on when stdin is closed", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "launcher-watch-"));
+  try {
+    const r = await watchUntil([process.execPath, "--import", import.meta.resolve("tsx"), MAIN, "status", "--watch", "200ms", "-c", refusingCluster(dir)], (o) => polls(o) >= 3, 30_000);
+    assert.equal(r.exited, false, `the watch ended with stdin closed:\n${r.out}`);
+    assert.ok(polls(r.out) >= 3, r.out);
+    assert.equal((r.out.match(/^--- \d{4}-/gm) ?? []).length, polls(r.out), "one header per poll, appended");
+    assert.equal((r.out.match(/warning: n1 could not be read/g) ?? []).length, 1, "a warning is said once");
+    assert.doesNotMatch(r.out, /\x1b\[/, "no colour or cursor codes in a pipe");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("status --watch on a terminal redraws in place, in colour unless NO_COLOR", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "launcher-watch-"));
+  try {
+    // script(1) from util-linux gives the command a pseudo-terminal; stty gives it a size.
+    const inner = `stty rows 40 cols 200; exec ${[process.execPath, "--import", import.meta.resolve("tsx"), MAIN, "ps", "--watch", "200ms", "-c", refusingCluster(dir)].map((w) => `'${w}'`).join(" ")}`;
+    const tty = async (env: NodeJS.ProcessEnv) => watchUntil(["script", "-qfec", inner, "/dev/null"], (o) => polls(o) >= 3, 30_000, env);
+    const coloured = await tty({ NO_COLOR: undefined, FORCE_COLOR: undefined, NODE_DISABLE_COLORS: undefined, TERM: "xterm-256color" });
+    assert.ok(polls(coloured.out) >= 3, coloured.out);
+    assert.match(coloured.out, /\x1b\[1A\x1b\[2K/, "earlier frames are erased");
+    assert.doesNotMatch(coloured.out, /^--- /m, "no appended headers");
+    assert.match(coloured.out, /\x1b\[33mwarning:\x1b\[39m n1 could not be read/);
+    const bare = await tty({ NO_COLOR: "1", TERM: "xterm-256color" });
+    assert.ok(polls(bare.out) >= 3, bare.out);
+    assert.doesNotMatch(bare.out, /\x1b\[(3\d|2|1)m/, "NO_COLOR: no colours (cursor moves only)");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
