@@ -21,6 +21,7 @@ import { registerDoctor } from "./doctor.js";
 import { registerModels } from "./models.js";
 import { registerExplain } from "./explain.js";
 import { oneLineUsageErrors } from "./usage.js";
+import { registerCompletion } from "./completion.js";
 
 /** Set once commander has picked the command: whether it was given --json (errors then print JSON too). */
 let jsonRequested = false;
@@ -52,6 +53,7 @@ export function buildProgram(output: Pick<OutputConfiguration, "writeOut" | "wri
   registerLanes(program, consoleOutput);
   registerHistory(program, consoleOutput);
   registerDemo(program, consoleOutput);
+  registerCompletion(program, consoleOutput);
   oneLineUsageErrors(program);
   return program;
 }

@@ -3,12 +3,13 @@ import { spawn, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { test } from "node:test";
+import { after, test } from "node:test";
 import { CommanderError, type Command } from "commander";
 import { buildProgram } from "../../src/cli/main.js";
 import { parseGraceSeconds, parseSince } from "../../src/cli/duration.js";
 import { CLUSTER_OPTION_DESCRIPTION } from "../../src/cli/options.js";
 import { allCommands } from "../../src/cli/usage.js";
+import { completionScript, completionTree } from "../../src/cli/completion.js";
 import { logsSinceArg } from "../../src/remote/docker.js";
 import { formatDiagnostic } from "../../src/config/diagnostic.js";
 import { jsonAnswer } from "../../src/cli/output.js";
@@ -192,4 +193,46 @@ test("status --watch on a terminal redraws in place, in colour unless NO_COLOR",
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+const has = (program: string): boolean => spawnSync("sh", ["-c", `command -v ${program}`]).status === 0;
+
+test("completion bash completes commands, a command's options and subcommands from the CLI's own tree", () => {
+  const script = completionScript("bash", completionTree(buildProgram()));
+  const ask = (words: string[]): string[] => {
+    const r = spawnSync("bash", ["-c", `${script}\nCOMP_WORDS=(${words.map((w) => `'${w}'`).join(" ")}); COMP_CWORD=${words.length - 1}; _launcher; printf '%s\\n' "\${COMPREPLY[@]}"`], { encoding: "utf8" });
+    assert.equal(r.status, 0, r.stderr);
+    return r.stdout.split("\n").filter(Boolean).sort();
+  };
+  assert.deepEqual(ask(["launcher", "p"]), ["plan", "ps"]);
+  assert.deepEqual(ask(["launcher", "logs", "x", "--t"]), ["--tail", "--timestamps"]);
+  assert.deepEqual(ask(["launcher", "images", ""]), ["build", "push"]);
+  assert.deepEqual(ask(["launcher", "images", "push", "--f"]), ["--from"]);
+  assert.ok(ask(["launcher", "status", "-"]).includes("-c"));
+});
+
+test("completion zsh and fish are valid scripts of their shells; fish completes the same words", { skip: !has("zsh") || !has("fish") ? "zsh or fish not installed" : false }, () => {
+  const tree = completionTree(buildProgram());
+  const dir = mkdtempSync(path.join(tmpdir(), "launcher-completion-"));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = (shell: string): string => {
+    const f = path.join(dir, shell);
+    writeFileSync(f, completionScript(shell, tree));
+    return f;
+  };
+  for (const shell of ["zsh", "fish"]) {
+    const r = spawnSync(shell, ["-n", file(shell)], { encoding: "utf8" });
+    assert.equal(r.status, 0, `${shell}: ${r.stderr}`);
+  }
+  const zsh = spawnSync("zsh", ["-fc", `autoload -U compinit; compinit -u -D; source ${file("zsh")}; print -r -- $_comps[launcher]`], { encoding: "utf8" });
+  assert.equal(zsh.stdout.trim(), "_launcher", zsh.stderr);
+  const fish = (line: string): string[] => {
+    const r = spawnSync("fish", ["-c", `source ${file("fish")}; complete -C '${line}'`], { encoding: "utf8" });
+    assert.equal(r.status, 0, r.stderr);
+    return r.stdout.split("\n").filter(Boolean).map((l) => l.split("\t")[0] as string).sort();
+  };
+  assert.deepEqual(fish("launcher logs x --t"), ["--tail", "--timestamps"]);
+  assert.deepEqual(fish("launcher images "), ["build", "push"]);
+  assert.ok(fish("launcher p").includes("ps"));
+  assert.throws(() => completionScript("tcsh", tree), /no completion for shell "tcsh"/);
 });
