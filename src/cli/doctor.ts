@@ -21,12 +21,18 @@ export function registerDoctor(program: Command, io: Output): void {
       const errors = report.findings.filter((f) => f.severity === "error");
       if (errors.length > 0) process.exitCode = 1;
       if (opts.json) {
-        io.json({ ok: errors.length === 0, nodes: report.nodes, env, findings: report.findings });
+        const users = new Map(detected.cluster.nodes.map((c) => [c.name, c.user]));
+        io.json({ ok: errors.length === 0, nodes: report.nodes.map((n) => ({ ...n, ...(users.get(n.node) === undefined ? {} : { ssh_user: users.get(n.node) }) })), env, findings: report.findings });
         return;
       }
+      // Who SSH logs in as, also for a node whose cluster entry names no user (openSession asked ssh -G).
+      const login = (name: string): string => {
+        const node = detected.cluster.nodes.find((c) => c.name === name);
+        return node === undefined ? "?" : `${node.user ?? "?"}@${node.host}${node.port === undefined ? "" : `:${node.port}`}`;
+      };
       for (const n of report.nodes) {
         if (!n.ssh) {
-          io.out(`${n.node.padEnd(8)} SSH unreachable`);
+          io.out(`${n.node.padEnd(8)} ssh ${login(n.node)} unreachable`);
           continue;
         }
         const f = n.facts;
@@ -35,6 +41,7 @@ export function registerDoctor(program: Command, io: Output): void {
         io.out(
           [
             n.node.padEnd(8),
+            `ssh ${login(n.node)}`,
             `docker ${n.docker?.version ?? "DOWN"}${n.docker?.free_gib === undefined ? "" : ` (${n.docker.free_gib} GiB free)`}`,
             `gpu ${gpu}`,
             `fabric ${f.fabric_iface ?? "?"} ${f.fabric_ip ?? "?"} mtu ${f.mtu ?? "?"}`,

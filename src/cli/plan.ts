@@ -7,6 +7,7 @@ import { mergeDetected, type DetectedValue } from "../cluster/detect.js";
 import { describeFabricGap } from "../cluster/fabric-env.js";
 import { gpusPerNode, loadCluster, loadRecipe, parseNodes, withStore } from "./load.js";
 import type { Output } from "./output.js";
+import { withSshDefaults } from "../deploy/session.js";
 import { clusterOption, jsonOption, outputOption } from "./options.js";
 
 export interface PlanFlags {
@@ -72,7 +73,8 @@ export function registerPlan(program: Command, io: Output): void {
     .option("--nodes <names>", "comma-separated nodes to use, head first (default: the first the recipe needs)")
     .addOption(jsonOption("print the plan as JSON")).addOption(outputOption())
     .action(async (ref: string, opts: PlanFlags & { json?: boolean }) => {
-      const cluster = loadCluster(opts.cluster);
+      // A node without a user is planned as the user SSH will log in as (its ~ in mounts too).
+      const cluster = await withSshDefaults(loadCluster(opts.cluster));
       // Fabric values that doctor or up detected fill what the cluster file leaves out.
       const stored = await withStore((store) => store.facts(cluster.name));
       const merged = mergeDetected(cluster, stored.facts);

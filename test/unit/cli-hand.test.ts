@@ -236,3 +236,22 @@ test("completion zsh and fish are valid scripts of their shells; fish completes 
   assert.ok(fish("launcher p").includes("ps"));
   assert.throws(() => completionScript("tcsh", tree), /no completion for shell "tcsh"/);
 });
+
+test("a node without a user is planned and shown as the user SSH will log in as (ssh -G)", () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "launcher-user-"));
+  try {
+    writeFileSync(path.join(dir, "ssh_config"), "Host 127.0.0.1 spark1.lan spark2.lan\n  User alice\n");
+    const nodes = (hosts: string[], port = "") => hosts.map((h, i) => `[[nodes]]\nname = "n${i + 1}"\nhost = "${h}"\n${port}fabric_ip = "10.0.0.${i + 1}"\nfabric_iface = "eth1"\n`).join("");
+    writeFileSync(path.join(dir, "two.toml"), `name = "two"\n[ssh]\nconfig = "ssh_config"\n${nodes(["spark1.lan", "spark2.lan"])}`);
+    writeFileSync(path.join(dir, "one.toml"), `name = "one"\n[ssh]\nconfig = "ssh_config"\n${nodes(["127.0.0.1"], "port = 1\n")}`);
+    const env = { XDG_STATE_HOME: path.join(dir, "state") };
+    // dsv4-flash-vision mounts ~/.cache/...: without the user, plan said "the node's user is unknown".
+    const plan = run(["plan", "dsv4-flash-vision", "-c", path.join(dir, "two.toml")], env);
+    assert.equal(plan.code, 0, plan.stderr);
+    assert.match(plan.stdout, /--volume \/home\/alice\/\.cache\/dsv4vision-jit\/triton:/);
+    const doctor = run(["doctor", "-c", path.join(dir, "one.toml")], env);
+    assert.match(doctor.stdout, /^n1 +ssh alice@127\.0\.0\.1:1 unreachable$/m);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
