@@ -7,7 +7,7 @@ import { redactText } from "../config/redact.js";
 import { loadCluster, openStore } from "./load.js";
 import type { Output } from "./output.js";
 import { withInterrupts } from "./interrupts.js";
-import { clusterOption, followOption, tailOption } from "./options.js";
+import { clusterOption, followOption, parseCount, tailOption } from "./options.js";
 import { parseSince } from "./duration.js";
 
 export function registerLogs(program: Command, io: Output): void {
@@ -22,8 +22,7 @@ export function registerLogs(program: Command, io: Output): void {
     .option("-t, --timestamps", "show each line's time (UTC, as docker logs records it)")
     .addOption(clusterOption())
     .action(async (target: string, opts: { node?: string; follow?: boolean; tail: string; since?: string; timestamps?: boolean; cluster?: string }) => {
-      const tail = Number(opts.tail);
-      if (!Number.isInteger(tail) || tail < 0) throw new UserError(`--tail ${opts.tail} is not a number of lines`, "give a whole number, e.g. -n 50");
+      const tail = parseCount(opts.tail, "--tail");
       const since = opts.since === undefined ? undefined : parseSince(opts.since, "--since");
       const read = { tail, ...(since === undefined ? {} : { since }) };
       const session = await openSession(loadCluster(opts.cluster));

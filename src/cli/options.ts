@@ -1,4 +1,5 @@
 import { Option } from "commander";
+import { UserError } from "../config/errors.js";
 
 /**
  * The options several commands share, declared once: the same flags, short forms and help text
@@ -32,3 +33,10 @@ export function tailOption(description: string, preset: string): Option {
   return new Option("-n, --tail <n>", description).default(preset);
 }
 
+
+/** A count given to `flag` (`-n 50`, `--limit 5`): a whole number from `min`, or a usage error naming the flag. */
+export function parseCount(text: string, flag: string, min = 0): number {
+  const n = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < min) throw new UserError(`${flag} ${JSON.stringify(text)} is not a whole number${min > 0 ? ` from ${min}` : ""}`, `e.g. ${flag} ${Math.max(min, 5)}`);
+  return n;
+}

@@ -1,3 +1,4 @@
+import { colourFor } from "./colour.js";
 import { formatDiagnostic, sortDiagnostics, type Diagnostic } from "../config/diagnostic.js";
 
 export interface Output {
@@ -28,7 +29,7 @@ export const consoleOutput: Output = {
   err: (text) => process.stderr.write(`${text}\n`),
   warn: (text) => {
     said.push(text);
-    process.stderr.write(`warning: ${text}\n`);
+    process.stderr.write(`${colourFor(process.stderr)("yellow", "warning:")} ${text}\n`);
   },
   json: (value) => process.stdout.write(`${JSON.stringify(jsonAnswer(value, said), null, 2)}\n`),
   diagnostics: (ds) => {

@@ -255,3 +255,12 @@ test("a node without a user is planned and shown as the user SSH will log in as 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("a bad count names its flag instead of being taken as a default", () => {
+  const env = { XDG_STATE_HOME: "/nonexistent-launcher-test" };
+  const limit = run(["history", "--limit", "many"], env);
+  assert.equal(limit.code, 1);
+  assert.match(limit.stderr, /^launcher: --limit "many" is not a whole number from 1$/m);
+  assert.match(run(["lanes", "--swaps", "-1"], env).stderr, /^launcher: --swaps "-1" is not a whole number$/m);
+  assert.match(run(["logs", "x", "-n", "ten"], env).stderr, /^launcher: --tail "ten" is not a whole number$/m);
+});
