@@ -10,7 +10,7 @@ import { parseGraceSeconds, parseSince } from "../../src/cli/duration.js";
 import { CLUSTER_OPTION_DESCRIPTION } from "../../src/cli/options.js";
 import { allCommands } from "../../src/cli/usage.js";
 import { completionScript, completionTree } from "../../src/cli/completion.js";
-import { logsSinceArg } from "../../src/remote/docker.js";
+import { DockerClient, logsSinceArg } from "../../src/remote/docker.js";
 import { formatDiagnostic } from "../../src/config/diagnostic.js";
 import { jsonAnswer } from "../../src/cli/output.js";
 
@@ -263,4 +263,25 @@ test("a bad count names its flag instead of being taken as a default", () => {
   assert.match(limit.stderr, /^launcher: --limit "many" is not a whole number from 1$/m);
   assert.match(run(["lanes", "--swaps", "-1"], env).stderr, /^launcher: --swaps "-1" is not a whole number$/m);
   assert.match(run(["logs", "x", "-n", "ten"], env).stderr, /^launcher: --tail "ten" is not a whole number$/m);
+});
+
+test("logs --since reaches docker logs as its own option, before the container", async () => {
+  const seen: string[][] = [];
+  const transport = {
+    node: "n1",
+    exec: async () => ({ code: 0, stdout: "", stderr: "" }),
+    stream: (argv: readonly string[]) => {
+      seen.push([...argv]);
+      return (async function* () {})();
+    },
+    spawn: () => {
+      throw new Error("not used");
+    },
+  };
+  const docker = new DockerClient(transport);
+  for await (const _ of docker.logs("c-0", { tail: 5, since: parseSince("10m", "--since") })) void _;
+  for await (const _ of docker.logs("c-0", { since: parseSince("2026-12-03T05:00:00Z", "--since"), follow: true })) void _;
+  assert.deepEqual(seen[0], ["docker", "logs", "--timestamps", "--tail", "5", "--since", "600s", "--", "c-0"]);
+  const followed = seen[1] ?? [];
+  assert.deepEqual(followed.slice(followed.indexOf("docker")), ["docker", "logs", "--timestamps", "--follow", "--since", String(Date.UTC(2026, 11, 3, 5) / 1000), "--", "c-0"]);
 });
