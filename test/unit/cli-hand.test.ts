@@ -86,6 +86,18 @@ test("a misspelt recipe name gets the nearest recipe", () => {
   const r = run(["validate", "dsv4-flash-vison"]);
   assert.equal(r.code, 1);
   assert.match(r.stderr, /recipe "dsv4-flash-vison" not found \(looked for [^)]*\); did you mean "dsv4-flash-vision"\?/);
+  const dir = mkdtempSync(path.join(tmpdir(), "launcher-extends-"));
+  try {
+    mkdirSync(path.join(dir, "recipes", "base"), { recursive: true });
+    mkdirSync(path.join(dir, "recipes", "child"), { recursive: true });
+    writeFileSync(path.join(dir, "recipes", "base", "recipe.toml"), `name = "b"\ndocker_image = "i"\nmodel = "m"\n`);
+    writeFileSync(path.join(dir, "recipes", "child", "recipe.toml"), `extends = "bsae"\n`);
+    const e = spawnSync(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, "validate", "child"], { cwd: dir, encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "" } });
+    assert.equal(e.status, 1);
+    assert.match(e.stderr, /recipes\/child\/recipe\.toml:1:\d+: error: extends: recipe "bsae" not found \(looked for [^)]*\); did you mean "base"\?/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test("a bad --nodes, --name or --lane names the flag, not cluster.toml:1:1", () => {
