@@ -188,6 +188,17 @@ test("status --watch in a pipe appends each poll, plain, and goes on when stdin 
   }
 });
 
+test("the gateway's watcher (--exit-with-stdin) still ends when its stdin closes", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "launcher-watch-"));
+  try {
+    const r = await watchUntil([process.execPath, "--import", import.meta.resolve("tsx"), MAIN, "status", "--watch", "200ms", "--json", "--exit-with-stdin", "-c", refusingCluster(dir)], () => false, 30_000);
+    assert.equal(r.exited, true, r.out);
+    assert.match(r.out, /^\{"deployments":\[\]/m, "one poll, then the end of stdin ends it");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test("status --watch on a terminal redraws in place, in colour unless NO_COLOR", async () => {
   const dir = mkdtempSync(path.join(tmpdir(), "launcher-watch-"));
   try {
