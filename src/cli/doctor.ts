@@ -4,6 +4,7 @@ import { detectAndRecord } from "../deploy/doctor.js";
 import { openSession } from "../deploy/session.js";
 import { loadCluster, withStore } from "./load.js";
 import type { Output } from "./output.js";
+import { colourFor, SEVERITY_STYLE } from "./colour.js";
 import { clusterOption, jsonOption, outputOption } from "./options.js";
 
 export function registerDoctor(program: Command, io: Output): void {
@@ -54,7 +55,8 @@ export function registerDoctor(program: Command, io: Output): void {
       io.out("\nenv per node:");
       for (const [node, e] of Object.entries(env)) io.out(`  ${node}: ${Object.entries(e).map(([k, v]) => `${k}=${v}`).join(" ") || "(none)"}`);
       if (report.findings.length > 0) io.out("");
-      for (const f of report.findings) io.out(`${f.severity}: ${f.node}: ${f.message}\n  fix: ${f.fix}`);
+      const paint = colourFor(process.stdout);
+      for (const f of report.findings) io.out(`${paint(SEVERITY_STYLE[f.severity], f.severity)}: ${f.node}: ${f.message}\n  fix: ${f.fix}`);
       if (report.findings.length === 0) io.out("\nno problems found");
     });
 }

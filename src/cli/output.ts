@@ -1,5 +1,5 @@
-import { colourFor } from "./colour.js";
-import { formatDiagnostic, sortDiagnostics, type Diagnostic } from "../config/diagnostic.js";
+import { colourFor, SEVERITY_STYLE } from "./colour.js";
+import { formatDiagnostic, formatDiagnosticWith, sortDiagnostics, type Diagnostic } from "../config/diagnostic.js";
 
 export interface Output {
   out(text: string): void;
@@ -35,7 +35,7 @@ export const consoleOutput: Output = {
   diagnostics: (ds) => {
     for (const d of sortDiagnostics(ds)) {
       if (d.severity === "warning") said.push(warningOf(d));
-      process.stderr.write(`${formatDiagnostic(d)}\n`);
+      process.stderr.write(`${formatDiagnosticWith(d, (s) => colourFor(process.stderr)(SEVERITY_STYLE[s], s))}\n`);
     }
   },
 };

@@ -31,8 +31,13 @@ export function warning(loc: Loc, message: string, hint?: string): Diagnostic {
 }
 
 export function formatDiagnostic(d: Diagnostic): string {
+  return formatDiagnosticWith(d, (s) => s);
+}
+
+/** `severity` renders the severity word (a terminal shows it in colour). */
+export function formatDiagnosticWith(d: Diagnostic, severity: (s: Severity) => string): string {
   const where = d.loc.line === 0 ? d.loc.file : `${d.loc.file}:${d.loc.line}:${d.loc.col}`;
-  const head = `${where}: ${d.severity}: ${d.message}`;
+  const head = `${where}: ${severity(d.severity)}: ${d.message}`;
   return d.hint === undefined ? head : `${head}\n  hint: ${d.hint}`;
 }
 

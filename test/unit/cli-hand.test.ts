@@ -11,7 +11,8 @@ import { CLUSTER_OPTION_DESCRIPTION } from "../../src/cli/options.js";
 import { allCommands } from "../../src/cli/usage.js";
 import { completionScript, completionTree } from "../../src/cli/completion.js";
 import { DockerClient, logsSinceArg } from "../../src/remote/docker.js";
-import { formatDiagnostic } from "../../src/config/diagnostic.js";
+import { formatDiagnostic, formatDiagnosticWith } from "../../src/config/diagnostic.js";
+import { colourFor, SEVERITY_STYLE } from "../../src/cli/colour.js";
 import { jsonAnswer } from "../../src/cli/output.js";
 
 const MAIN = path.resolve("src/cli/main.ts");
@@ -307,4 +308,14 @@ test("logs --since reaches docker logs as its own option, before the container",
   assert.deepEqual(seen[0], ["docker", "logs", "--timestamps", "--tail", "5", "--since", "600s", "--", "c-0"]);
   const followed = seen[1] ?? [];
   assert.deepEqual(followed.slice(followed.indexOf("docker")), ["docker", "logs", "--timestamps", "--follow", "--since", String(Date.UTC(2026, 11, 3, 5) / 1000), "--", "c-0"]);
+});
+
+test("colours: only on a terminal that has them, never with NO_COLOR", () => {
+  const tty = { isTTY: true, hasColors: () => true };
+  assert.equal(colourFor(tty, {})("red", "error"), "\x1b[31merror\x1b[39m");
+  assert.equal(colourFor(tty, { NO_COLOR: "1" })("red", "error"), "error");
+  assert.equal(colourFor(tty, { NO_COLOR: "" })("red", "error"), "\x1b[31merror\x1b[39m", "an empty NO_COLOR is unset (no-color.org)");
+  assert.equal(colourFor({ isTTY: false, hasColors: () => true }, {})("red", "error"), "error", "a pipe");
+  assert.equal(colourFor({ isTTY: true, hasColors: () => false }, {})("red", "error"), "error", "a dumb terminal");
+  assert.equal(formatDiagnosticWith({ severity: "error", loc: { file: "f", line: 1, col: 2 }, message: "m" }, (s) => colourFor(tty, {})(SEVERITY_STYLE[s], s)), "f:1:2: \x1b[31merror\x1b[39m: m");
 });
