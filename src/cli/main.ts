@@ -3,7 +3,7 @@ import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Command, CommanderError, type OutputConfiguration } from "commander";
 import { registerDiff } from "./diff.js";
-import { reportError } from "../config/errors.js";
+import { errorJson, reportError, UserError } from "../config/errors.js";
 import { consoleOutput } from "./output.js";
 import { registerPlan } from "./plan.js";
 import { registerSchema } from "./schema.js";
@@ -20,11 +20,13 @@ import { registerImages } from "./images.js";
 import { registerDoctor } from "./doctor.js";
 import { registerModels } from "./models.js";
 import { registerExplain } from "./explain.js";
-import { oneLineUsageErrors } from "./usage.js";
+import { asksForJson, oneLineUsageErrors, type UsageError } from "./usage.js";
 import { registerCompletion } from "./completion.js";
 
 /** Set once commander has picked the command: whether it was given --json (errors then print JSON too). */
 let jsonRequested = false;
+/** The usage error commander reported, if any (it throws a CommanderError after printing it). */
+let usageFailure: UsageError | undefined;
 
 /** `output` replaces where commander writes help and usage errors (tests capture them). */
 export function buildProgram(output: Pick<OutputConfiguration, "writeOut" | "writeErr"> = {}): Command {
@@ -54,7 +56,7 @@ export function buildProgram(output: Pick<OutputConfiguration, "writeOut" | "wri
   registerHistory(program, consoleOutput);
   registerDemo(program, consoleOutput);
   registerCompletion(program, consoleOutput);
-  oneLineUsageErrors(program);
+  oneLineUsageErrors(program, (u) => (usageFailure = u));
   return program;
 }
 
@@ -63,7 +65,11 @@ export async function main(argv: readonly string[]): Promise<number> {
     await buildProgram().parseAsync([...argv], { from: "user" });
     return typeof process.exitCode === "number" ? process.exitCode : 0;
   } catch (e) {
-    if (e instanceof CommanderError) return e.exitCode;
+    if (e instanceof CommanderError) {
+      // The text went to stderr already; a command line that asked for JSON gets the error as JSON too.
+      if (usageFailure !== undefined && asksForJson(argv)) process.stdout.write(`${JSON.stringify(errorJson(new UserError(usageFailure.line, usageFailure.hint)), null, 2)}\n`);
+      return e.exitCode;
+    }
     const code = reportError(
       e,
       (text) => process.stderr.write(`${text}\n`),

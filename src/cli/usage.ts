@@ -32,14 +32,27 @@ export function allCommands(root: Command): Command[] {
   return [root, ...root.commands.flatMap((c) => allCommands(c))];
 }
 
-/** Makes every command print its usage errors as `usageError` says (after all are registered). */
-export function oneLineUsageErrors(root: Command): void {
+/**
+ * Makes every command print its usage errors as `usageError` says (after all are registered);
+ * each is also handed to `seen`, for the JSON answer of a command line that asked for one.
+ */
+export function oneLineUsageErrors(root: Command, seen: (u: UsageError) => void = () => undefined): void {
   for (const command of allCommands(root)) {
     command.showHelpAfterError(false).configureOutput({
       outputError: (text, write) => {
         const u = usageError(text, command);
+        seen(u);
         write(`${u.line}\n  hint: ${u.hint}\n`);
       },
     });
   }
+}
+
+/**
+ * Whether a command line asks for JSON (`--json`, `-o json`, `-ojson`, `--output json`,
+ * `--output=json`), read from the words themselves: a usage error stops commander before it has
+ * parsed the options, yet a script that asked for JSON still reads its error as JSON.
+ */
+export function asksForJson(argv: readonly string[]): boolean {
+  return argv.some((w, i) => w === "--json" || w === "-ojson" || w === "--output=json" || ((w === "-o" || w === "--output") && argv[i + 1] === "json"));
 }

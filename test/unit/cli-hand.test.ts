@@ -8,7 +8,7 @@ import { CommanderError, type Command } from "commander";
 import { buildProgram } from "../../src/cli/main.js";
 import { parseGraceSeconds, parseSince } from "../../src/cli/duration.js";
 import { CLUSTER_OPTION_DESCRIPTION } from "../../src/cli/options.js";
-import { allCommands } from "../../src/cli/usage.js";
+import { allCommands, asksForJson } from "../../src/cli/usage.js";
 import { completionScript, completionTree } from "../../src/cli/completion.js";
 import { DockerClient, logsSinceArg } from "../../src/remote/docker.js";
 import { formatDiagnostic, formatDiagnosticWith } from "../../src/config/diagnostic.js";
@@ -318,4 +318,12 @@ test("colours: only on a terminal that has them, never with NO_COLOR", () => {
   assert.equal(colourFor({ isTTY: false, hasColors: () => true }, {})("red", "error"), "error", "a pipe");
   assert.equal(colourFor({ isTTY: true, hasColors: () => false }, {})("red", "error"), "error", "a dumb terminal");
   assert.equal(formatDiagnosticWith({ severity: "error", loc: { file: "f", line: 1, col: 2 }, message: "m" }, (s) => colourFor(tty, {})(SEVERITY_STYLE[s], s)), "f:1:2: \x1b[31merror\x1b[39m: m");
+});
+
+test("a usage error of a command line that asked for JSON is also a JSON error on stdout", () => {
+  const r = run(["status", "-o", "json", "--bogus"]);
+  assert.equal(r.code, 1);
+  assert.deepEqual(JSON.parse(r.stdout), { error: { message: "launcher status: unknown option '--bogus'", hint: "`launcher status --help` shows what it takes", diagnostics: [] } });
+  assert.equal(run(["status", "--bogus"]).stdout, "", "text only when no JSON was asked for");
+  assert.ok(asksForJson(["x", "--output=json"]) && asksForJson(["-ojson"]) && asksForJson(["--output", "json"]) && !asksForJson(["-o", "text"]));
 });
