@@ -33,7 +33,6 @@ export function tailOption(description: string, preset: string): Option {
   return new Option("-n, --tail <n>", description).default(preset);
 }
 
-
 /** A count given to `flag` (`-n 50`, `--limit 5`): a whole number from `min`, or a usage error naming the flag. */
 export function parseCount(text: string, flag: string, min = 0): number {
   const n = /^\d+$/.test(text) ? Number(text) : Number.NaN;
