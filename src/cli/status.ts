@@ -61,10 +61,11 @@ export function registerStatus(program: Command, io: Output): void {
       process.once("SIGINT", stop);
       process.once("SIGTERM", stop);
       // A line on stdin polls at once. Stdin at its end (</dev/null, nohup, cron) is no reason to
-      // stop watching, except for the gateway's watchers: their parent going away ends them.
-      const input = createInterface({ input: process.stdin });
-      input.on("line", () => wake?.());
-      if (opts.exitWithStdin) input.on("close", stop);
+      // stop watching, except for the gateway's watchers: their parent going away ends them. A
+      // terminal is not read: a watch run in the background (`&`) would be stopped by SIGTTIN.
+      const input = process.stdin.isTTY ? undefined : createInterface({ input: process.stdin });
+      input?.on("line", () => wake?.());
+      if (opts.exitWithStdin) input?.on("close", stop);
       // On a terminal the picture is redrawn in place; a pipe or a file gets each poll appended (so
       // does a terminal that reports no size: log-update cuts a frame to the terminal's rows).
       const live = !opts.json && process.stdout.isTTY === true && (process.stdout.rows ?? 0) > 0 ? createLogUpdate(process.stdout) : undefined;
@@ -93,7 +94,7 @@ export function registerStatus(program: Command, io: Output): void {
         }
       } finally {
         live?.done();
-        input.close();
+        input?.close();
         process.off("SIGINT", stop);
         process.off("SIGTERM", stop);
       }
