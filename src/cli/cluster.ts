@@ -1,3 +1,4 @@
+import { jsonOption, outputOption } from "./options.js";
 import path from "node:path";
 import type { Command } from "commander";
 import { namedClusterFile, SOURCE_LABEL } from "../cluster/locate.js";
@@ -32,7 +33,7 @@ export function registerCluster(program: Command, io: Output): void {
     .option("--ssh-config <file>", "SSH config file to reach the hosts (written into the file's [ssh])")
     .option("--identity <file>", "private key to reach the hosts (written into the file's [ssh])")
     .option("--known-hosts <file>", "known_hosts file (written into the file's [ssh])")
-    .option("--json", "print as JSON")
+    .addOption(jsonOption()).addOption(outputOption())
     .action(async (hosts: string[], opts: InitOptions) => {
       const name = checkClusterName(opts.name, "--name");
       const dirs = userConfigDirs();
@@ -74,7 +75,7 @@ export function registerCluster(program: Command, io: Output): void {
   cluster
     .command("list")
     .description("the named clusters of ~/.config/launcher/clusters/, the default marked with *")
-    .option("--json", "print as JSON")
+    .addOption(jsonOption()).addOption(outputOption())
     .action((opts: { json?: boolean }) => {
       const dirs = userConfigDirs();
       const def = defaultClusterName(dirs);
@@ -94,7 +95,7 @@ export function registerCluster(program: Command, io: Output): void {
     .command("show")
     .description("which cluster file a command reads, and its nodes")
     .argument("[cluster]", "a cluster file or name (default: as every command finds it)")
-    .option("--json", "print as JSON")
+    .addOption(jsonOption()).addOption(outputOption())
     .action((ref: string | undefined, opts: { json?: boolean }) => {
       const choice = findCluster(ref);
       if (!choice.found) throw new UserError(choice.message, choice.hint);

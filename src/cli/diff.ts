@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { diffRecipes, formatChanges } from "../recipe/diff.js";
 import { loadRecipe } from "./load.js";
 import type { Output } from "./output.js";
+import { jsonOption, outputOption } from "./options.js";
 
 export function registerDiff(program: Command, io: Output): void {
   program
@@ -9,7 +10,7 @@ export function registerDiff(program: Command, io: Output): void {
     .description("compare two resolved recipes: fields, args flag by flag (JSON values key by key), env by key, mounts by container path")
     .argument("<a>", "first recipe")
     .argument("<b>", "second recipe")
-    .option("--json", "print the changes as JSON")
+    .addOption(jsonOption("print the changes as JSON")).addOption(outputOption())
     .option("--exit-code", "exit with status 1 when the recipes differ")
     .action((a: string, b: string, opts: { json?: boolean; exitCode?: boolean }) => {
       const warn = (ds: Parameters<Output["diagnostics"]>[0]): void => io.diagnostics(ds);

@@ -4,14 +4,16 @@ import { detectAndRecord } from "../deploy/doctor.js";
 import { openSession } from "../deploy/session.js";
 import { loadCluster, withStore } from "./load.js";
 import type { Output } from "./output.js";
+import { colourFor, SEVERITY_STYLE } from "./colour.js";
+import { clusterOption, jsonOption, outputOption } from "./options.js";
 
 export function registerDoctor(program: Command, io: Output): void {
   program
     .command("doctor")
     .description("probe every node: SSH, Docker, GPU, RoCE HCAs and GID index, fabric IP and MTU, peers, HF cache space")
-    .option("--cluster <file>", "cluster file (default: $LAUNCHER_CLUSTER or ./cluster.toml)")
+    .addOption(clusterOption())
     .option("--hf-cache <path>", "the Hugging Face cache on the nodes (~ is each node's home)", "~/.cache/huggingface")
-    .option("--json", "print as JSON")
+    .addOption(jsonOption("print as JSON")).addOption(outputOption())
     .action(async (opts: { cluster?: string; hfCache: string; json?: boolean }) => {
       // What plan and up use where the cluster file is silent.
       const session = await openSession(loadCluster(opts.cluster));
@@ -20,12 +22,18 @@ export function registerDoctor(program: Command, io: Output): void {
       const errors = report.findings.filter((f) => f.severity === "error");
       if (errors.length > 0) process.exitCode = 1;
       if (opts.json) {
-        io.json({ ok: errors.length === 0, nodes: report.nodes, env, findings: report.findings });
+        const users = new Map(detected.cluster.nodes.map((c) => [c.name, c.user]));
+        io.json({ ok: errors.length === 0, nodes: report.nodes.map((n) => ({ ...n, ...(users.get(n.node) === undefined ? {} : { ssh_user: users.get(n.node) }) })), env, findings: report.findings });
         return;
       }
+      // Who SSH logs in as, also for a node whose cluster entry names no user (openSession asked ssh -G).
+      const login = (name: string): string => {
+        const node = detected.cluster.nodes.find((c) => c.name === name);
+        return node === undefined ? "?" : `${node.user ?? "?"}@${node.host}${node.port === undefined ? "" : `:${node.port}`}`;
+      };
       for (const n of report.nodes) {
         if (!n.ssh) {
-          io.out(`${n.node.padEnd(8)} SSH unreachable`);
+          io.out(`${n.node.padEnd(8)} ssh ${login(n.node)} unreachable`);
           continue;
         }
         const f = n.facts;
@@ -34,6 +42,7 @@ export function registerDoctor(program: Command, io: Output): void {
         io.out(
           [
             n.node.padEnd(8),
+            `ssh ${login(n.node)}`,
             `docker ${n.docker?.version ?? "DOWN"}${n.docker?.free_gib === undefined ? "" : ` (${n.docker.free_gib} GiB free)`}`,
             `gpu ${gpu}`,
             `fabric ${f.fabric_iface ?? "?"} ${f.fabric_ip ?? "?"} mtu ${f.mtu ?? "?"}`,
@@ -46,7 +55,8 @@ export function registerDoctor(program: Command, io: Output): void {
       io.out("\nenv per node:");
       for (const [node, e] of Object.entries(env)) io.out(`  ${node}: ${Object.entries(e).map(([k, v]) => `${k}=${v}`).join(" ") || "(none)"}`);
       if (report.findings.length > 0) io.out("");
-      for (const f of report.findings) io.out(`${f.severity}: ${f.node}: ${f.message}\n  fix: ${f.fix}`);
+      const paint = colourFor(process.stdout);
+      for (const f of report.findings) io.out(`${paint(SEVERITY_STYLE[f.severity], f.severity)}: ${f.node}: ${f.message}\n  fix: ${f.fix}`);
       if (report.findings.length === 0) io.out("\nno problems found");
     });
 }

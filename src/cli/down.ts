@@ -4,7 +4,9 @@ import { formatRemoval, fullyStopped, removedOf, removeListed, unreachableOf } f
 import { listNodes, parseTarget, targetDeployments } from "../deploy/labels.js";
 import { openSession } from "../deploy/session.js";
 import { loadCluster, withStore } from "./load.js";
+import { parseGraceSeconds } from "./duration.js";
 import type { Output } from "./output.js";
+import { clusterOption, jsonOption, outputOption } from "./options.js";
 
 export function registerDown(program: Command, io: Output): void {
   program
@@ -12,17 +14,16 @@ export function registerDown(program: Command, io: Output): void {
     .description("stop and remove a deployment on every node (SIGTERM, a grace period, then kill)")
     .argument("[target]", "deployment, lane or recipe name (deployment/NAME, lane/NAME, recipe/NAME when a name fits several)")
     .option("--all", "every launcher deployment on the cluster")
-    .option("--cluster <file>", "cluster file (default: $LAUNCHER_CLUSTER or ./cluster.toml)")
-    .option("--grace <seconds>", "seconds between SIGTERM and kill", "10")
-    .option("--json", "print what was stopped as JSON")
+    .addOption(clusterOption())
+    .option("--grace <duration>", "how long between SIGTERM and kill (10s, 1m; plain seconds too)", "10s")
+    .addOption(jsonOption("print what was stopped as JSON")).addOption(outputOption())
     .action(async (target: string | undefined, opts: { all?: boolean; cluster?: string; grace: string; json?: boolean }) => {
       if (target === undefined && !opts.all) throw new UserError("say what to stop", "launcher down NAME, or launcher down --all");
-      const grace = Number(opts.grace);
-      if (!Number.isInteger(grace) || grace < 0) throw new UserError(`--grace ${opts.grace} is not a whole number of seconds`);
+      const grace = parseGraceSeconds(opts.grace, "--grace");
       const session = await openSession(loadCluster(opts.cluster));
       const listing = await listNodes(session);
       const found = listing.flatMap((l) => (l.reachable ? l.containers : []));
-      if (!opts.all) for (const l of listing) for (const p of l.reachable ? l.undecodable : []) io.err(`warning: ${p}`);
+      if (!opts.all) for (const l of listing) for (const p of l.reachable ? l.undecodable : []) io.warn(p);
       const chosen = targetDeployments(opts.all ? undefined : target, found, "down");
       const outcomes = await removeListed(listing, (c) => chosen.has(c.labels.deployment), grace, opts.all === true);
       const nodesOf = (name: string): readonly string[] | undefined => found.find((c) => c.labels.deployment === name && c.labels.nodes !== undefined)?.labels.nodes;

@@ -4,6 +4,7 @@ import { readTextFile, readTextStdin } from "../config/read-file.js";
 import { explainLog, formatExplanation } from "../engine/explain.js";
 import { ENGINES, engineAdapter } from "../engine/registry.js";
 import type { Output } from "./output.js";
+import { jsonOption, outputOption } from "./options.js";
 
 /** A boot log with tqdm bars and tracebacks runs to a few MB; anything far beyond is not one boot. */
 const MAX_LOG_BYTES = 64 * 1024 * 1024;
@@ -15,7 +16,7 @@ export function registerExplain(program: Command, io: Output): void {
     .argument("[file]", "the log file; - or nothing reads standard input")
     // The registry's first engine is the default (no engine is named outside src/engine).
     .option("--engine <name>", "the engine that wrote the log", Object.keys(ENGINES)[0] ?? "")
-    .option("--json", "print one JSON object")
+    .addOption(jsonOption("print one JSON object")).addOption(outputOption())
     .action(async (file: string | undefined, opts: { engine: string; json?: boolean }) => {
       const adapter = engineAdapter(opts.engine);
       if (adapter === undefined) throw new UserError(`--engine ${opts.engine} is not an engine launcher knows`, `engines: ${Object.keys(ENGINES).join(", ")}`);

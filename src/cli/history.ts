@@ -3,6 +3,7 @@ import { describeFigures } from "../engine/boot-log.js";
 import type { BootRecord } from "../store/store.js";
 import { withStore } from "./load.js";
 import type { Output } from "./output.js";
+import { jsonOption, outputOption, parseCount } from "./options.js";
 
 const seconds = (from: string, to: string | undefined): number | undefined => (to === undefined ? undefined : (Date.parse(to) - Date.parse(from)) / 1000);
 
@@ -27,10 +28,10 @@ export function registerHistory(program: Command, io: Output): void {
     .description("past boots, newest first, and how long each phase took")
     .argument("[recipe]", "only the boots of this recipe")
     .option("--limit <n>", "how many boots", "20")
-    .option("--json", "print as JSON")
+    .addOption(jsonOption("print as JSON")).addOption(outputOption())
     .action((recipe: string | undefined, opts: { limit: string; json?: boolean }) =>
       withStore((store) => {
-        const boots = store.history(recipe, Math.max(1, Number.parseInt(opts.limit, 10) || 20));
+        const boots = store.history(recipe, parseCount(opts.limit, "--limit", 1));
         if (opts.json) {
           io.json({ boots: boots.map((b) => ({ ...b, seconds: seconds(b.started_at, b.ended_at), head_phases: headPhases(b) })) });
           return;

@@ -9,6 +9,7 @@ import { localTransport } from "../remote/local.js";
 import { gpusPerNode, imageRoots, loadCluster, loadRecipe, namedNodes, recipeOnCluster } from "./load.js";
 import type { ClusterNode } from "../cluster/cluster.js";
 import type { Output } from "./output.js";
+import { clusterOption, jsonOption, outputOption } from "./options.js";
 
 interface ImageFlags {
   cluster?: string;
@@ -61,8 +62,8 @@ export function registerImages(program: Command, io: Output): void {
     .command("images")
     .description("the recipe's image on every node (ID, and whether the nodes agree); build and push it")
     .argument("<recipe>", "recipe name, folder or recipe.toml")
-    .option("--cluster <file>", "cluster file (default: $LAUNCHER_CLUSTER or ./cluster.toml)")
-    .option("--json", "print as JSON")
+    .addOption(clusterOption())
+    .addOption(jsonOption("print as JSON")).addOption(outputOption())
     .action(async (ref: string, flags: ImageFlags) => {
       const { recipe, session } = await recipeOnCluster(ref, flags.cluster, io);
       const nodes = await imageReport(recipe.docker_image, [...session.docker.values()]);
@@ -82,9 +83,9 @@ export function registerImages(program: Command, io: Output): void {
     .command("build")
     .description("build the recipe's docker-images/<dir>/ on the head (or here, --local), bases of a FROM chain first")
     .argument("<recipe>", "recipe name, folder or recipe.toml")
-    .option("--cluster <file>", "cluster file (default: $LAUNCHER_CLUSTER or ./cluster.toml)")
+    .addOption(clusterOption())
     .option("--local", "build with this machine's Docker")
-    .option("--json", "print as JSON")
+    .addOption(jsonOption("print as JSON")).addOption(outputOption())
     // The parent command has --cluster and --json too: commander gives them to it, so merge.
     .action((ref: string, _flags: unknown, cmd: Command) => runImagesBuild(ref, cmd.optsWithGlobals(), io));
 
@@ -92,9 +93,9 @@ export function registerImages(program: Command, io: Output): void {
     .command("push")
     .description("send the recipe's image to every node that lacks it or has another ID (one save, streamed to all at once)")
     .argument("<recipe>", "recipe name, folder or recipe.toml")
-    .option("--cluster <file>", "cluster file (default: $LAUNCHER_CLUSTER or ./cluster.toml)")
+    .addOption(clusterOption())
     .option("--from <node>", "node to send from, or `local` (default: the head, else the first node that has it)")
     .option("--nodes <names>", "comma-separated nodes to send to (default: every node)")
-    .option("--json", "print as JSON")
+    .addOption(jsonOption("print as JSON")).addOption(outputOption())
     .action((ref: string, _flags: unknown, cmd: Command) => runImagesPush(ref, cmd.optsWithGlobals(), io));
 }

@@ -3,17 +3,18 @@ import { clusterStatus } from "../deploy/status.js";
 import { openSession } from "../deploy/session.js";
 import { loadCluster, optionalClusterPath, withStore } from "./load.js";
 import type { Output } from "./output.js";
+import { clusterOption, jsonOption, outputOption, parseCount } from "./options.js";
 
 export function registerLanes(program: Command, io: Output): void {
   program
     .command("lanes")
     .description("each lane: what it serves, since when, its last swaps (and what the nodes run, with a cluster file)")
-    .option("--cluster <file>", "cluster file, to check each lane against the nodes (default: $LAUNCHER_CLUSTER or ./cluster.toml if present)")
+    .addOption(clusterOption())
     .option("--swaps <n>", "how many past swaps to show per lane", "5")
-    .option("--json", "print as JSON")
+    .addOption(jsonOption("print as JSON")).addOption(outputOption())
     .action(async (opts: { cluster?: string; swaps: string; json?: boolean }) => {
       await withStore(async (store) => {
-        const limit = Math.max(0, Number.parseInt(opts.swaps, 10) || 0);
+        const limit = parseCount(opts.swaps, "--swaps");
         // The nodes are the truth: with a cluster at hand, say what really runs in each lane.
         const file = optionalClusterPath(opts.cluster);
         const live = file === undefined ? undefined : await clusterStatus(await openSession(loadCluster(file)), new Date());

@@ -7,6 +7,8 @@ import { redactText } from "../config/redact.js";
 import { loadCluster, openStore } from "./load.js";
 import type { Output } from "./output.js";
 import { withInterrupts } from "./interrupts.js";
+import { clusterOption, followOption, parseCount, tailOption } from "./options.js";
+import { parseSince } from "./duration.js";
 
 export function registerLogs(program: Command, io: Output): void {
   program
@@ -14,12 +16,15 @@ export function registerLogs(program: Command, io: Output): void {
     .description("the logs of a deployment, node-prefixed, merged in time order")
     .argument("<target>", "deployment, lane or recipe name (deployment/NAME, lane/NAME, recipe/NAME when a name fits several)")
     .option("--node <name>", "only this node")
-    .option("--follow", "keep printing new lines")
-    .option("--tail <n>", "last N lines per node", "200")
-    .option("--cluster <file>", "cluster file (default: $LAUNCHER_CLUSTER or ./cluster.toml)")
-    .action(async (target: string, opts: { node?: string; follow?: boolean; tail: string; cluster?: string }) => {
-      const tail = Number(opts.tail);
-      if (!Number.isInteger(tail) || tail < 0) throw new UserError(`--tail ${opts.tail} is not a number of lines`);
+    .addOption(followOption("keep printing new lines"))
+    .addOption(tailOption("last N lines per node", "200"))
+    .option("--since <duration|time>", "only lines since this long ago (10m, 1h30m) or since a time with its zone (2026-12-03T05:00:00Z)")
+    .option("-t, --timestamps", "show each line's time (UTC, as docker logs records it)")
+    .addOption(clusterOption())
+    .action(async (target: string, opts: { node?: string; follow?: boolean; tail: string; since?: string; timestamps?: boolean; cluster?: string }) => {
+      const tail = parseCount(opts.tail, "--tail");
+      const since = opts.since === undefined ? undefined : parseSince(opts.since, "--since");
+      const read = { tail, ...(since === undefined ? {} : { since }) };
       const session = await openSession(loadCluster(opts.cluster));
       if (opts.node !== undefined && !session.docker.has(opts.node)) {
         throw new UserError(`no node ${opts.node} in ${session.cluster.file}`, `nodes: ${[...session.docker.keys()].join(", ")}`);
@@ -30,7 +35,7 @@ export function registerLogs(program: Command, io: Output): void {
       const lost = listing.flatMap((l) => (l.reachable ? [] : [`${l.node} (${l.reason})`]));
       // What an unreachable node logged is unknown: said, and the exit status is 1, but the others are shown.
       if (lost.length > 0) {
-        io.err(`warning: could not read ${lost.join(", ")}; its logs are not shown`);
+        io.warn(`could not read ${lost.join(", ")}; its logs are not shown`);
         process.exitCode = EXIT_USER;
       }
       if (sources.length === 0) throw new UserError(`no containers of ${target} on the ${lost.length > 0 ? "nodes that answered" : "cluster"}`, "launcher status lists what runs");
@@ -41,25 +46,29 @@ export function registerLogs(program: Command, io: Output): void {
       store.close();
       const shown = (text: string): string => redactText(text, secrets);
       const width = Math.max(...sources.map((s) => s.node.length));
-      const prefix = (node: string): string => `[${node.padEnd(width)}]`;
+      const prefix = (node: string, time: string | undefined): string => `${opts.timestamps ? `${time ?? "-"} ` : ""}[${node.padEnd(width)}]`;
       if (!opts.follow) {
-        const lines: { time: string; node: string; text: string }[] = [];
+        const lines: { time: string | undefined; node: string; text: string }[] = [];
         await Promise.all(
           sources.map(async (s) => {
-            for await (const raw of s.docker.logs(s.c.name, { tail })) {
+            for await (const raw of s.docker.logs(s.c.name, read)) {
               const { time, text } = splitTimestamp(raw);
-              lines.push({ time: time ?? "", node: s.node, text });
+              lines.push({ time, node: s.node, text });
             }
           }),
         );
-        lines.sort((a, b) => (a.time < b.time ? -1 : a.time > b.time ? 1 : 0));
-        for (const l of lines) io.out(`${prefix(l.node)} ${shown(l.text)}`);
+        const at = (l: { time: string | undefined }): string => l.time ?? "";
+        lines.sort((a, b) => (at(a) < at(b) ? -1 : at(a) > at(b) ? 1 : 0));
+        for (const l of lines) io.out(`${prefix(l.node, l.time)} ${shown(l.text)}`);
         return;
       }
       await withInterrupts(async (signal) => {
         await Promise.all(
           sources.map(async (s) => {
-            for await (const raw of s.docker.logs(s.c.name, { tail, follow: true, signal })) io.out(`${prefix(s.node)} ${shown(splitTimestamp(raw).text)}`);
+            for await (const raw of s.docker.logs(s.c.name, { ...read, follow: true, signal })) {
+              const { time, text } = splitTimestamp(raw);
+              io.out(`${prefix(s.node, time)} ${shown(text)}`);
+            }
           }),
         );
       });

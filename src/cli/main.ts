@@ -1,7 +1,9 @@
 #!/usr/bin/env node
-import { Command, CommanderError } from "commander";
+import { realpathSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { Command, CommanderError, type OutputConfiguration } from "commander";
 import { registerDiff } from "./diff.js";
-import { reportError } from "../config/errors.js";
+import { errorJson, reportError, UserError } from "../config/errors.js";
 import { consoleOutput } from "./output.js";
 import { registerPlan } from "./plan.js";
 import { registerSchema } from "./schema.js";
@@ -19,16 +21,21 @@ import { registerDoctor } from "./doctor.js";
 import { registerModels } from "./models.js";
 import { registerExplain } from "./explain.js";
 import { registerCluster } from "./cluster.js";
+import { asksForJson, oneLineUsageErrors, type UsageError } from "./usage.js";
+import { registerCompletion } from "./completion.js";
 
 /** Set once commander has picked the command: whether it was given --json (errors then print JSON too). */
 let jsonRequested = false;
+/** The usage error commander reported, if any (it throws a CommanderError after printing it). */
+let usageFailure: UsageError | undefined;
 
-export function buildProgram(): Command {
+/** `output` replaces where commander writes help and usage errors (tests capture them). */
+export function buildProgram(output: Pick<OutputConfiguration, "writeOut" | "writeErr"> = {}): Command {
   const program = new Command()
     .name("launcher")
     .description("Serve large language models across a cluster of DGX Spark machines from one recipe.")
     .version("0.1.0")
-    .showHelpAfterError()
+    .configureOutput(output)
     .exitOverride()
     .hook("preAction", (_program, action) => {
       jsonRequested = action.optsWithGlobals<{ json?: boolean }>().json === true;
@@ -50,6 +57,8 @@ export function buildProgram(): Command {
   registerLanes(program, consoleOutput);
   registerHistory(program, consoleOutput);
   registerDemo(program, consoleOutput);
+  registerCompletion(program, consoleOutput);
+  oneLineUsageErrors(program, (u) => (usageFailure = u));
   return program;
 }
 
@@ -58,7 +67,11 @@ export async function main(argv: readonly string[]): Promise<number> {
     await buildProgram().parseAsync([...argv], { from: "user" });
     return typeof process.exitCode === "number" ? process.exitCode : 0;
   } catch (e) {
-    if (e instanceof CommanderError) return e.exitCode;
+    if (e instanceof CommanderError) {
+      // The text went to stderr already; a command line that asked for JSON gets the error as JSON too.
+      if (usageFailure !== undefined && asksForJson(argv)) process.stdout.write(`${JSON.stringify(errorJson(new UserError(usageFailure.line, usageFailure.hint)), null, 2)}\n`);
+      return e.exitCode;
+    }
     const code = reportError(
       e,
       (text) => process.stderr.write(`${text}\n`),
@@ -91,5 +104,18 @@ function endQuietlyOnClosedPipe(): void {
   process.stderr.on("error", onError);
 }
 
-endQuietlyOnClosedPipe();
-process.exitCode = await main(process.argv.slice(2));
+/** Whether this file is the program being run (through npm's bin symlink too), not a module imported by a test. */
+function isEntryPoint(): boolean {
+  const script = process.argv[1];
+  if (script === undefined) return false;
+  try {
+    return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isEntryPoint()) {
+  endQuietlyOnClosedPipe();
+  process.exitCode = await main(process.argv.slice(2));
+}

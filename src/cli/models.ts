@@ -4,6 +4,7 @@ import { mib, transferProgress } from "../deploy/progress.js";
 import { namedNodes, parseNodes, recipeOnCluster } from "./load.js";
 import type { Output } from "./output.js";
 import { withInterrupts } from "./interrupts.js";
+import { clusterOption, jsonOption, outputOption } from "./options.js";
 
 interface ModelFlags {
   cluster?: string;
@@ -35,9 +36,9 @@ export function registerModels(program: Command, io: Output): void {
     .command("models")
     .description("the recipe's model in each node's Hugging Face cache: the revision there, or what is missing")
     .argument("<recipe>", "recipe name, folder or recipe.toml")
-    .option("--cluster <file>", "cluster file (default: $LAUNCHER_CLUSTER or ./cluster.toml)")
+    .addOption(clusterOption())
     .option("--nodes <names>", "comma-separated nodes (default: every node)")
-    .option("--json", "print as JSON")
+    .addOption(jsonOption("print as JSON")).addOption(outputOption())
     .action(async (ref: string, flags: ModelFlags) => {
       const { recipe, session, nodes } = await context(ref, flags, io);
       const report = await weightsReport(recipe, session, nodes);
@@ -59,9 +60,9 @@ export function registerModels(program: Command, io: Output): void {
     .command("sync")
     .description("copy the snapshot (its files and their blobs only) from a node that has it to the nodes that lack it; resumable")
     .argument("<recipe>", "recipe name, folder or recipe.toml")
-    .option("--cluster <file>", "cluster file (default: $LAUNCHER_CLUSTER or ./cluster.toml)")
+    .addOption(clusterOption())
     .option("--nodes <names>", "comma-separated nodes to consider (default: every node)")
-    .option("--json", "print as JSON")
+    .addOption(jsonOption("print as JSON")).addOption(outputOption())
     // The parent command has the same options: commander gives them to it, so merge.
     .action((ref: string, _flags: unknown, cmd: Command) => runModelsSync(ref, cmd.optsWithGlobals(), io));
 }

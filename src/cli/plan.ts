@@ -8,6 +8,8 @@ import { mergeDetected, type DetectedValue } from "../cluster/detect.js";
 import { describeFabricGap } from "../cluster/fabric-env.js";
 import { gpusPerNode, loadCluster, loadRecipe, parseNodes, withStore } from "./load.js";
 import type { Output } from "./output.js";
+import { withSshDefaults } from "../deploy/session.js";
+import { clusterOption, jsonOption, outputOption } from "./options.js";
 
 export interface PlanFlags {
   cluster?: string;
@@ -48,7 +50,7 @@ export function planFromFlags(ref: string, flags: PlanFlags, io: Output, cluster
   if (gaps === "error" && described.length > 0) {
     throw new UserError(`cannot start ${ref}: ${described.map((d) => d.message).join("; ")}`, described.map((d) => d.hint).join("; "));
   }
-  if (gaps === "warn") for (const d of described) io.err(`launcher: warning: ${d.message}; ${d.hint}`);
+  if (gaps === "warn") for (const d of described) io.warn(`${d.message}; ${d.hint}`);
   return result.plan;
 }
 
@@ -65,15 +67,16 @@ export function registerPlan(program: Command, io: Output): void {
     .command("plan")
     .description("show the exact container every node would run (touches no node)")
     .argument("<recipe>", "recipe name, folder or recipe.toml")
-    .option("--cluster <file>", "cluster file (default: $LAUNCHER_CLUSTER or ./cluster.toml)")
+    .addOption(clusterOption())
     .option("--port <port>", "API port on the head (default: the cluster's api_port, 8000)")
     .option("--lane <name>", "serving lane")
     .option("--name <deployment>", "deployment name (default: the recipe name)")
     .option("--nodes <names>", "comma-separated nodes to use, head first (default: the first the recipe needs)")
     .option("--node <name>", "show only this node's container")
-    .option("--json", "print the plan as JSON")
+    .addOption(jsonOption("print the plan as JSON")).addOption(outputOption())
     .action(async (ref: string, opts: PlanFlags & { node?: string; json?: boolean }) => {
-      const cluster = loadCluster(opts.cluster);
+      // A node without a user is planned as the user SSH will log in as (its ~ in mounts too).
+      const cluster = await withSshDefaults(loadCluster(opts.cluster));
       // Fabric values that doctor or up detected fill what the cluster file leaves out.
       const stored = await withStore((store) => store.facts(cluster.name));
       const merged = mergeDetected(cluster, stored.facts);

@@ -14,6 +14,7 @@ import { heldByLiveProcess, laneKey } from "../deploy/locks.js";
 import { parseDuration } from "./duration.js";
 import { clusterPath, loadCluster, openStore, selfArgv } from "./load.js";
 import type { Output } from "./output.js";
+import { clusterOption } from "./options.js";
 
 interface ServeFlags {
   listen: string;
@@ -41,9 +42,9 @@ const collect = (value: string, previous: string[] = []): string[] => [...previo
 export function registerServe(program: Command, io: Output): void {
   program
     .command("serve")
-    .description("the OpenAI-compatible gateway: one address and stable model names for every deployment and lane")
+    .description("the OpenAI-compatible gateway: one address and stable model names for every deployment and lane (--cluster may be repeated, one per cluster)")
     .option("--listen <host:port>", "address to listen on", "127.0.0.1:8080")
-    .option("--cluster <file>", "cluster file; repeat for several (default: $LAUNCHER_CLUSTER or ./cluster.toml)", collect)
+    .addOption(clusterOption().argParser(collect))
     .option("--api-key <key>", "accept this API key (repeatable; prefer --api-key-file or $LAUNCHER_API_KEY: flags show in ps)", collect)
     .option("--api-key-file <file>", "accept the keys in this file, one per line")
     .option("--poll <duration>", "how often to read the clusters' labels", "2s")
@@ -62,7 +63,7 @@ export function registerServe(program: Command, io: Output): void {
       const clusters = files.map((f) => loadCluster(f));
       const store = openStore();
       const discovery = new Discovery(
-        clusters.map((c, i) => ({ cluster: c.name, argv: selfArgv(["status", "--watch", `${pollMs}ms`, "--json", "--cluster", files[i] as string]) })),
+        clusters.map((c, i) => ({ cluster: c.name, argv: selfArgv(["status", "--watch", `${pollMs}ms`, "--json", "--exit-with-stdin", "--cluster", files[i] as string]) })),
         (line) => io.err(`launcher serve: ${line}`),
         staleAfterMs(pollMs),
       );

@@ -14,6 +14,7 @@ import type { Output } from "./output.js";
 import { planFromFlags, type PlanFlags } from "./plan.js";
 import type { Plan } from "../plan/plan.js";
 import type { ImageFacts } from "../engine/image-contract.js";
+import { clusterOption, jsonOption, outputOption } from "./options.js";
 
 export interface UpFlags extends PlanFlags {
   timeout?: string;
@@ -98,7 +99,7 @@ export function registerUp(program: Command, io: Output): void {
     .command("up")
     .description("launch a recipe on the cluster; wait until it serves; roll everything back on any failure")
     .argument("<recipe>", "recipe name, folder or recipe.toml")
-    .option("--cluster <file>", "cluster file (default: $LAUNCHER_CLUSTER or ./cluster.toml)")
+    .addOption(clusterOption())
     .option("--lane <name>", "serving lane: a stable model name; swaps out what the lane served before")
     .option("--name <deployment>", "deployment name (default: the recipe name)")
     .option("--nodes <names>", "comma-separated nodes to use, head first (default: the first ones; in a lane, the first free ones)")
@@ -106,6 +107,6 @@ export function registerUp(program: Command, io: Output): void {
     .option("--timeout <duration>", "give up (and roll back) after this long", "60m")
     .option("--drain <duration>", "in a lane swap, how long the old deployment may finish running requests", "2m")
     .option("--no-push", "fail instead of sending the image to nodes that lack it or hold another build")
-    .option("--json", "print the result as JSON")
+    .addOption(jsonOption("print the result as JSON")).addOption(outputOption())
     .action((ref: string, opts: UpFlags) => runUp(ref, opts, io));
 }

@@ -6,14 +6,15 @@ import { loadCluster, gpusPerNode, imageRoots, resolveRecipeRef } from "./load.j
 import { imageFolders } from "../deploy/images.js";
 import type { Output } from "./output.js";
 import { UserError } from "../config/errors.js";
+import { clusterOption, jsonOption, outputOption } from "./options.js";
 
 export function registerValidate(program: Command, io: Output): void {
   program
     .command("validate")
     .description("check recipes: every problem of a file at once, as path:line:col")
     .argument("<recipe...>", "recipe name, folder or recipe.toml")
-    .option("--cluster <file>", "also check the parallel sizes against this cluster's GPUs per node")
-    .option("--json", "print the findings as JSON")
+    .addOption(clusterOption())
+    .addOption(jsonOption("print the findings as JSON")).addOption(outputOption())
     .action((refs: string[], opts: { cluster?: string; json?: boolean }) => {
       const gpus = opts.cluster === undefined ? undefined : gpusPerNode(loadCluster(opts.cluster));
       const all: Diagnostic[] = [];
@@ -26,7 +27,7 @@ export function registerValidate(program: Command, io: Output): void {
         return { ref, file: r.recipe?.file, ok: !hasErrors(r.diagnostics), diagnostics: r.diagnostics };
       });
       if (opts.json) {
-        io.json(results);
+        io.json({ ok: !hasErrors(all), recipes: results });
       } else {
         io.diagnostics(all);
         for (const r of results) if (r.ok) io.out(`${r.file ?? r.ref}: ok`);

@@ -5,6 +5,14 @@ export interface Loc {
   readonly col: number;
 }
 
+/**
+ * The place of a problem in a command-line flag (`--nodes`) rather than in a file: line 0, which
+ * no file has, and printed as the flag alone.
+ */
+export function flagLoc(flag: string): Loc {
+  return { file: flag, line: 0, col: 0 };
+}
+
 export type Severity = "error" | "warning";
 
 export interface Diagnostic {
@@ -23,7 +31,13 @@ export function warning(loc: Loc, message: string, hint?: string): Diagnostic {
 }
 
 export function formatDiagnostic(d: Diagnostic): string {
-  const head = `${d.loc.file}:${d.loc.line}:${d.loc.col}: ${d.severity}: ${d.message}`;
+  return formatDiagnosticWith(d, (s) => s);
+}
+
+/** `severity` renders the severity word (a terminal shows it in colour). */
+export function formatDiagnosticWith(d: Diagnostic, severity: (s: Severity) => string): string {
+  const where = d.loc.line === 0 ? d.loc.file : `${d.loc.file}:${d.loc.line}:${d.loc.col}`;
+  const head = `${where}: ${severity(d.severity)}: ${d.message}`;
   return d.hint === undefined ? head : `${head}\n  hint: ${d.hint}`;
 }
 

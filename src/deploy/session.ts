@@ -12,10 +12,13 @@ export interface ClusterSession {
 }
 
 /**
- * Fills in what only the SSH config knows (the user and real host name behind an alias), so that
- * `~` and the API endpoint are right, then opens one Docker client per node.
+ * Fills in what only the SSH config knows: the user SSH will log in as (for a node without one,
+ * the user `ssh -G` prints, which is the user of ~/.ssh/config's matching Host block or else the
+ * local user: openssh-portable readconf.c dump_client_config prints it first) and the real host
+ * name behind an alias, so that `~`, the API endpoint and what is shown are right. It runs ssh
+ * locally only: no node is contacted.
  */
-export async function openSession(cluster: Cluster): Promise<ClusterSession> {
+export async function withSshDefaults(cluster: Cluster): Promise<Cluster> {
   const nodes: ClusterNode[] = await Promise.all(
     cluster.nodes.map(async (n) => {
       if (n.user !== undefined && n.address !== undefined) return n;
@@ -31,7 +34,13 @@ export async function openSession(cluster: Cluster): Promise<ClusterSession> {
       };
     }),
   );
-  const enriched: Cluster = { ...cluster, nodes };
+  return { ...cluster, nodes };
+}
+
+/** The cluster with withSshDefaults' values, and one Docker client per node. */
+export async function openSession(cluster: Cluster): Promise<ClusterSession> {
+  const enriched = await withSshDefaults(cluster);
+  const nodes = enriched.nodes;
   const docker = new Map(nodes.map((n) => [n.name, new DockerClient(sshTransport(n, cluster.ssh))]));
   return { cluster: enriched, docker };
 }

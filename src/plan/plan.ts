@@ -1,4 +1,4 @@
-import { error, type Diagnostic } from "../config/diagnostic.js";
+import { error, flagLoc, type Diagnostic } from "../config/diagnostic.js";
 import { DEPLOYMENT_NAME, kindProblem } from "../config/kinds.js";
 import { MAX_REMOTE_COMMAND_BYTES, remoteCommandBytes } from "../config/shell-words.js";
 import type { Cluster, ClusterNode } from "../cluster/cluster.js";
@@ -103,7 +103,8 @@ export function planDeployment(recipe: Recipe, cluster: Cluster, options: PlanOp
     };
   }
   const picked = pickNodes(cluster, recipe.required_nodes, options.nodes);
-  if (!picked.ok) return { ok: false, diagnostics: [error(clusterLoc, picked.message, picked.hint)] };
+  // Nodes named with --nodes are wrong on the command line, not in the cluster file.
+  if (!picked.ok) return { ok: false, diagnostics: [error(options.nodes === undefined ? clusterLoc : flagLoc("--nodes"), picked.message, picked.hint)] };
   const nodes = picked.nodes;
   const head = nodes[0] as ClusterNode;
   // Validation accepts only the registry's names; a recipe built another way still gets a user error.
@@ -114,9 +115,11 @@ export function planDeployment(recipe: Recipe, cluster: Cluster, options: PlanOp
   }
   const deployment = options.deployment ?? recipe.id;
   // --name and --lane become container names and labels: the same kind check as the files'.
-  for (const [field, value] of [["deployment name (--name)", deployment], ["lane name (--lane)", options.lane]] as const) {
+  for (const [flag, field, value] of [["--name", "deployment name (--name)", deployment], ["--lane", "lane name (--lane)", options.lane]] as const) {
     const problem = value === undefined ? undefined : kindProblem(DEPLOYMENT_NAME, field, value);
-    if (problem !== undefined) diagnostics.push(error(clusterLoc, problem.message, problem.hint));
+    // A bad --name or --lane is the flag's fault; a recipe id unfit for a name is the recipe's.
+    const at = flag === "--name" && options.deployment === undefined ? { file: recipe.file, line: 1, col: 1 } : flagLoc(flag);
+    if (problem !== undefined) diagnostics.push(error(at, problem.message, problem.hint));
   }
   const apiPort = options.apiPort ?? cluster.api_port;
   const masterAddr = head.fabric_ip ?? head.address ?? head.host;

@@ -1,7 +1,8 @@
-import { existsSync, statSync } from "node:fs";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import path from "node:path";
 import { UserError } from "../config/errors.js";
 import { readTextFile } from "../config/read-file.js";
+import { nearest } from "../config/suggest.js";
 import type { FoundRecipe, RecipeSource } from "./resolve.js";
 
 const RECIPE_FILE = "recipe.toml";
@@ -31,6 +32,17 @@ function asRecipeFile(candidate: string): string | undefined {
   return candidate;
 }
 
+/** The recipe names under `dirs` (folders holding a recipe.toml), for a did-you-mean. */
+function recipeNames(dirs: readonly string[]): string[] {
+  return dirs.flatMap((d) => {
+    try {
+      return readdirSync(d, { withFileTypes: true }).filter((e) => e.isDirectory() && existsSync(path.join(d, e.name, RECIPE_FILE))).map((e) => e.name);
+    } catch {
+      return [];
+    }
+  });
+}
+
 /**
  * Finds recipes on disk: a path to a recipe.toml, its folder, or a name under one of
  * `recipeDirs` (the folder of the referring recipe's siblings is searched first).
@@ -55,7 +67,9 @@ export function fileRecipeSource(recipeDirs: readonly string[]): RecipeSource {
       }
       if (hit === undefined) {
         const where = [...new Set(tried.map((t) => path.relative(process.cwd(), t) || t))].join(", ");
-        return { error: `recipe "${ref}" not found (looked for ${where})` };
+        // A misspelt name (on the command line or in extends) gets the closest recipe there is.
+        const near = isPathLike(ref) ? undefined : nearest(ref, recipeNames(from === undefined ? recipeDirs : [path.dirname(base), ...recipeDirs]));
+        return { error: `recipe "${ref}" not found (looked for ${where})${near === undefined ? "" : `; did you mean "${near}"?`}` };
       }
       return read(hit);
     },

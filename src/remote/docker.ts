@@ -50,6 +50,17 @@ exit "$status"`;
  * images come after `--`: every docker command parses its flags with spf13/pflag, which ends
  * them at `--` (flag.go parseArgs), so a value can never be read as an option.
  */
+/**
+ * Where `docker logs --since` starts: seconds back from the node's own clock (a Go duration, which
+ * the docker client on the node computes from its time, so clock skew between here and the node
+ * does not matter), or an instant as Unix seconds (no time zone to guess). Both forms are in
+ * moby/moby man/src/container/logs.md.
+ */
+export type LogsSince = { readonly agoSeconds: number } | { readonly unixSeconds: number };
+
+export const logsSinceArg = (since: LogsSince): string =>
+  "agoSeconds" in since ? `${Math.max(0, Math.ceil(since.agoSeconds))}s` : String(Math.floor(since.unixSeconds));
+
 export class DockerClient {
   constructor(readonly transport: Transport) {}
 
@@ -135,8 +146,14 @@ export class DockerClient {
   }
 
   /** The container's log lines; with `follow`, the follower on the node ends when the reader does. */
-  logs(container: string, options: { follow?: boolean; tail?: number; signal?: AbortSignal } = {}): AsyncIterable<string> {
-    const argv = ["docker", "logs", "--timestamps", ...(options.follow ? ["--follow"] : []), ...(options.tail === undefined ? [] : ["--tail", String(options.tail)]), "--", container];
+  logs(container: string, options: { follow?: boolean; tail?: number; since?: LogsSince; signal?: AbortSignal } = {}): AsyncIterable<string> {
+    const argv = [
+      "docker", "logs", "--timestamps",
+      ...(options.follow ? ["--follow"] : []),
+      ...(options.tail === undefined ? [] : ["--tail", String(options.tail)]),
+      ...(options.since === undefined ? [] : ["--since", logsSinceArg(options.since)]),
+      "--", container,
+    ];
     return this.transport.stream(options.follow ? ["sh", "-c", FOLLOW_SCRIPT, "sh", ...argv] : argv, options.signal ? { signal: options.signal } : {});
   }
 }

@@ -83,9 +83,11 @@ test("--json: a failure prints the error object on stdout, the text on stderr, s
   assert.equal(run(["status", "--cluster", dir]).stdout, "");
 });
 
-test("validate --json with an invalid recipe: one JSON document and exit 1", () => {
+test("validate --json with an invalid recipe: one JSON object and exit 1", () => {
   const r = run(["validate", "--json", "priv"], dir);
   assert.equal(r.code, 1);
-  const results = JSON.parse(r.stdout) as { ok: boolean }[];
-  assert.deepEqual(results.map((x) => x.ok), [false]);
+  const answer = JSON.parse(r.stdout) as { ok: boolean; recipes: { ok: boolean }[]; warnings: string[] };
+  assert.equal(answer.ok, false);
+  assert.deepEqual(answer.recipes.map((x) => x.ok), [false]);
+  assert.deepEqual(answer.warnings, []);
 });

@@ -244,7 +244,7 @@ test("CLI: --json prints exactly the issue's object, exit 1 on a failed boot; a 
   const r = run(["explain", file, "--json"]);
   assert.equal(r.code, 1, r.stderr);
   const j = JSON.parse(r.stdout) as Record<string, unknown>;
-  assert.deepEqual(Object.keys(j), ["engine", "phase", "ready", "failed", "fatal", "cause", "hint", "figures", "phases"]);
+  assert.deepEqual(Object.keys(j), ["engine", "phase", "ready", "failed", "fatal", "cause", "hint", "figures", "phases", "warnings"]);
   assert.equal(j.engine, "vllm");
   assert.equal(j.failed, true);
   assert.deepEqual(j.figures, { model_gib: 84.12, load_seconds: 312.45, kv_gib: 8.04 });

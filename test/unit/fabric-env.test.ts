@@ -28,7 +28,7 @@ const cluster = (text: string): Cluster => {
 
 function capture(): Output & { errors: string[] } {
   const errors: string[] = [];
-  return { errors, out: () => undefined, err: (t) => errors.push(t), json: () => undefined, diagnostics: () => undefined };
+  return { errors, out: () => undefined, err: (t) => errors.push(t), warn: (t) => errors.push(`warning: ${t}`), json: () => undefined, diagnostics: () => undefined };
 }
 
 test("fabric env: only what NCCL, Gloo, UCX and vLLM read; nothing for TensorPipe, MPI or a script", () => {
