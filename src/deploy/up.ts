@@ -108,8 +108,14 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
   let failure: Failure | undefined;
   let readyResolve: (() => void) | undefined;
   const headReady = new Promise<void>((resolve) => (readyResolve = resolve));
-  const earliest = (): Failure | undefined =>
-    [...failures].sort((a, b) => (a.time ?? "\uffff").localeCompare(b.time ?? "\uffff"))[0];
+  // Nodes whose log said the engine failed: their watchers read on until the settle, because the
+  // root cause may come after the fatal line (below).
+  const fatalNodes = new Set<string>();
+  const earliest = (): Failure | undefined => {
+    const first = [...failures].sort((a, b) => (a.time ?? "\uffff").localeCompare(b.time ?? "\uffff"))[0];
+    const state = first !== undefined && fatalNodes.has(first.node) ? states.get(first.node) : undefined;
+    return first === undefined || state === undefined ? first : { ...first, ...seen(state) };
+  };
   const fail = (f: Failure, now = false): void => {
     failures.push(f);
     if (failures.length === 1 && !now) {
@@ -134,15 +140,18 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
       const state = advanceBoot(engine, states.get(spec.node) ?? INITIAL_BOOT, text);
       states.set(spec.node, state);
       options.progress.node(spec.node, state);
-      if (state.fatal !== undefined) {
+      if (state.fatal !== undefined && !fatalNodes.has(spec.node)) {
+        // A worker's record (stdout, another process) and the wrapper that kills `vllm serve`
+        // (stderr) reach docker through two pipes, in either order on a busy machine: keep reading
+        // until the settle, so a root cause printed "after" the wrapper is still the one named.
+        fatalNodes.add(spec.node);
         fail({ node: spec.node, rank: spec.rank, message: "the engine failed", ...seen(state), ...(time ? { time } : {}) });
-        return;
       }
       // Past its init line the engine's API comes up any moment: from then on /health is polled
       // (uvicorn's "Application startup complete" alone is hidden by --uvicorn-log-level warning).
       if (spec.rank === 0 && (state.ready || state.pastInit === true)) readyResolve?.();
     }
-    if (watch.signal.aborted) return;
+    if (watch.signal.aborted || fatalNodes.has(spec.node)) return;
     // The log ended: the container exited (a serving engine never ends its log on its own).
     const info = (await docker.containers(`${DEPLOYMENT_LABEL}=${plan.deployment}`)).find((c) => c.name === spec.container);
     const state = states.get(spec.node) ?? INITIAL_BOOT;

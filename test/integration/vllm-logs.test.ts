@@ -31,7 +31,10 @@ describe("vLLM's boot log on the practice cluster", { concurrency: false }, () =
       dir,
       "worker-import",
       "practice-2x",
-      `[env]\nPRACTICE_FAULT = "engine_core_init"\nPRACTICE_FAULT_RANK = "1"\nPRACTICE_FAILED_PLUGIN = "dspark_vision"\n`,
+      // The worker's record comes 300 ms after the wrapper that kills `vllm serve`: docker stores a
+      // process's stdout and another's stderr in either order, and up must still name the record's
+      // exception (it failed CI when up stopped reading at the first fatal line).
+      `[env]\nPRACTICE_FAULT = "engine_core_init"\nPRACTICE_FAULT_RANK = "1"\nPRACTICE_FAILED_PLUGIN = "dspark_vision"\nPRACTICE_RECORD_LAG_MS = "300"\n`,
     );
     try {
       const r = await launcher(["up", recipe, "--timeout", "40s"], 90_000);

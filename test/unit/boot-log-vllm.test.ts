@@ -82,6 +82,13 @@ test("a headless worker node: its own start line, its worker's exception as the 
   assert.match(s.fatal ?? "", /WorkerProc initialization failed/);
 });
 
+test("the worker's record stored after the wrappers (two pipes, a busy docker): still the cause, the wrapper still fatal", () => {
+  const s = feed([...wrappers(), ...workerFailed(UNDEFINED_SYMBOL)]);
+  assert.equal(s.cause, UNDEFINED_SYMBOL);
+  assert.match(s.fatal ?? "", /^Exception: WorkerProc initialization failed/);
+  assert.equal(s.causeLines?.at(-1), `(Worker_TP0 pid=2301) ${WORKER_HEADER}${UNDEFINED_SYMBOL}`);
+});
+
 test("a log with only wrappers names no wrapper as its cause", () => {
   const s = feed(wrappers());
   assert.ok(s.fatal !== undefined);

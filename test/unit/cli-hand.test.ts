@@ -206,7 +206,9 @@ test("status --watch on a terminal redraws in place, in colour unless NO_COLOR",
     // script(1) from util-linux gives the command a pseudo-terminal; stty gives it a size.
     const inner = `stty rows 40 cols 200; exec ${[process.execPath, "--import", import.meta.resolve("tsx"), MAIN, "ps", "--watch", "200ms", "-c", refusingCluster(dir)].map((w) => `'${w}'`).join(" ")}`;
     const tty = async (env: NodeJS.ProcessEnv) => watchUntil(["script", "-qfec", inner, "/dev/null"], (o) => polls(o) >= 3, 30_000, env);
-    const coloured = await tty({ NO_COLOR: undefined, FORCE_COLOR: undefined, NODE_DISABLE_COLORS: undefined, TERM: "xterm-256color" });
+    // Node's tty.getColorDepth (lib/internal/tty.js) says "no colours" under a CI variable it does
+    // not know (CI=true alone, TEAMCITY_VERSION): this run stands for a user's terminal, not CI's.
+    const coloured = await tty({ NO_COLOR: undefined, FORCE_COLOR: undefined, NODE_DISABLE_COLORS: undefined, CI: undefined, TEAMCITY_VERSION: undefined, TERM: "xterm-256color" });
     assert.ok(polls(coloured.out) >= 3, coloured.out);
     assert.match(coloured.out, /\x1b\[1A\x1b\[2K/, "earlier frames are erased");
     assert.doesNotMatch(coloured.out, /^--- /m, "no appended headers");

@@ -32,6 +32,7 @@ function readConfig(env, args) {
     tokensPerSec: num(env, 'PRACTICE_TOKENS_PER_SEC', 200),
     rendezvousTimeoutS: num(env, 'PRACTICE_RENDEZVOUS_TIMEOUT_S', 120, { gt: true }),
     crashAfterMs: num(env, 'PRACTICE_CRASH_AFTER_MS', 1000, { int: true }),
+    recordLagMs: num(env, 'PRACTICE_RECORD_LAG_MS', 0, { int: true }),
     envChecks: (env.PRACTICE_ENV_CHECKS ?? '1').trim() !== '0',
     fault: null,
     faultRank: null,

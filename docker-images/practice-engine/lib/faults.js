@@ -73,9 +73,16 @@ function coreStartFailed(frames, exception, failed) {
   apiWrapper(failed);
 }
 
-/** A worker process fails during start, on the head (rank 0) or on a headless node. */
-function workerStartFailed(rank, frames, exception, noise = () => {}) {
-  log.exception(workerName(rank), 'multiproc_executor.py:870', 'WorkerProc failed to start.', [...WORKER_MAIN, ...frames], exception);
+/**
+ * A worker process fails during start, on the head (rank 0) or on a headless node. In vLLM the
+ * worker is a process of its own: its record (its stdout) and its parent's wrappers (stderr) reach
+ * docker through different pipes, which docker may store in either order. With `lagMs` > 0
+ * (PRACTICE_RECORD_LAG_MS) the record comes that long after the wrappers, as a busy machine shows it.
+ */
+async function workerStartFailed(rank, lagMs, frames, exception, noise = () => {}) {
+  const record = () =>
+    log.exception(workerName(rank), 'multiproc_executor.py:870', 'WorkerProc failed to start.', [...WORKER_MAIN, ...frames], exception);
+  if (lagMs === 0) record();
   noise();
   if (rank === 0) {
     coreStartFailed([...CORE_FRAMES, ...WAIT_FOR_READY], WORKER_PROC_WRAPPER, "{'EngineCore_DP0': 1}");
@@ -91,6 +98,10 @@ function workerStartFailed(rank, frames, exception, noise = () => {}) {
       WORKER_PROC_WRAPPER,
     );
   }
+  if (lagMs > 0) {
+    await new Promise((resolve) => setTimeout(resolve, lagMs));
+    record();
+  }
 }
 
 const LOAD_FRAMES = [
@@ -99,18 +110,20 @@ const LOAD_FRAMES = [
   [`${PY}/vllm/model_executor/model_loader/base_loader.py`, 49, 'load_model', 'model = initialize_model(vllm_config=vllm_config,'],
 ];
 
-function oom(rank) {
-  workerStartFailed(
+function oom(rank, lagMs = 0) {
+  return workerStartFailed(
     rank,
+    lagMs,
     [...LOAD_FRAMES, [`${PY}/torch/utils/_device.py`, 104, '__torch_function__', 'return func(*args, **kwargs)']],
     'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 119.70 GiB of which 1.02 GiB is free.',
   );
 }
 
 /** A raw CUDA call that finds the unified memory pool exhausted (the allocator did not see it coming). */
-function cudaOom(rank) {
-  workerStartFailed(
+function cudaOom(rank, lagMs = 0) {
+  return workerStartFailed(
     rank,
+    lagMs,
     [...LOAD_FRAMES, [`${PY}/vllm/model_executor/model_loader/weight_utils.py`, 612, 'safetensors_weights_iterator', 'param = f.get_tensor(name).to(device)']],
     [
       'RuntimeError: CUDA error: out of memory',
@@ -137,9 +150,10 @@ function kvTooSmall(maxModelLen, kvGib, kvTokens) {
   );
 }
 
-function engineCoreInit(rank) {
-  workerStartFailed(
+function engineCoreInit(rank, lagMs = 0) {
+  return workerStartFailed(
     rank,
+    lagMs,
     [
       [`${PY}/vllm/v1/worker/gpu_worker.py`, 161, 'init_device', 'from vllm.model_executor.layers.quantization.utils import b12x_utils'],
       [`${PY}/vllm/model_executor/layers/quantization/utils/b12x_utils.py`, 12, '<module>', 'import b12x._C  # noqa: F401'],

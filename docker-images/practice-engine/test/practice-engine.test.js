@@ -284,6 +284,15 @@ for (const [fault, cause, failed] of faultCases) {
   });
 }
 
+test('PRACTICE_RECORD_LAG_MS: the worker record comes after the wrappers, as a busy docker may store two pipes', async () => {
+  const [, cause] = faultCases.find(([f]) => f === 'engine_core_init');
+  const e = run(['m', '--port', String(await freePort())], { PRACTICE_FAULT: 'engine_core_init', PRACTICE_RECORD_LAG_MS: '300' });
+  await e.waitFor(/Engine core initialization failed/);
+  assert.doesNotMatch(e.out, cause, 'not yet: the wrappers first');
+  assert.equal((await e.exit()).code, 1);
+  assert.match(e.out, cause);
+});
+
 test('PRACTICE_LOG_STYLE=v0.11: the coloured prefix and older spellings of about v0.10 to early 2026', async () => {
   const e = run(['m', '--port', String(await freePort()), '--host', '127.0.0.1'], { PRACTICE_LOG_STYLE: 'v0.11' });
   await e.waitFor(READY);
