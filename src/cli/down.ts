@@ -1,5 +1,8 @@
 import type { Command } from "commander";
-import { EXIT_USER, UserError } from "../config/errors.js";
+import { EXIT_USER, RemoteError, UserError } from "../config/errors.js";
+import { cancelBoot } from "../daemon/client.js";
+import { decodeError } from "../deploy/up-events.js";
+import { daemonOption, findDaemon } from "./daemon-target.js";
 import { formatRemoval, fullyStopped, removedOf, removeListed, unreachableOf } from "../deploy/down.js";
 import { listNodes, parseTarget, targetDeployments } from "../deploy/labels.js";
 import { openSession } from "../deploy/session.js";
@@ -17,9 +20,26 @@ export function registerDown(program: Command, io: Output): void {
     .addOption(clusterOption())
     .option("--grace <duration>", "how long between SIGTERM and kill (10s, 1m; plain seconds too)", "10s")
     .addOption(jsonOption("print what was stopped as JSON")).addOption(outputOption())
-    .action(async (target: string | undefined, opts: { all?: boolean; cluster?: string; grace: string; json?: boolean }) => {
+    .addOption(daemonOption())
+    .action(async (target: string | undefined, opts: { all?: boolean; cluster?: string; grace: string; json?: boolean; daemon?: string }) => {
       if (target === undefined && !opts.all) throw new UserError("say what to stop", "launcher down NAME, or launcher down --all");
       const grace = parseGraceSeconds(opts.grace, "--grace");
+      // A boot the daemon runs is cancelled there: its own rollback removes what it started.
+      const daemon = target === undefined ? undefined : findDaemon(opts.daemon);
+      const parsed = target === undefined ? undefined : parseTarget(target);
+      if (daemon !== undefined && parsed !== undefined && (parsed.kind === undefined || parsed.kind === "deployment")) {
+        const final = await cancelBoot(daemon, parsed.name);
+        if (final !== undefined) {
+          const ended = final.type === "error" ? decodeError(final.error) : undefined;
+          const detail = ended instanceof RemoteError ? (ended.detail ?? "") : "";
+          if (opts.json) io.json({ cancelled: parsed.name, daemon: daemon.url, outcome: final.type === "error" ? final.error : { ready: true } });
+          else {
+            io.out(`cancelled the boot of ${parsed.name} in the daemon at ${daemon.url}: ${ended?.message ?? "it had become ready"}`);
+            for (const line of detail.split("\n").filter((l) => l.startsWith("rolled back:") || l.startsWith("NOT stopped"))) io.out(line);
+          }
+          return;
+        }
+      }
       const session = await openSession(loadCluster(opts.cluster));
       const listing = await listNodes(session);
       const found = listing.flatMap((l) => (l.reachable ? l.containers : []));

@@ -10,6 +10,7 @@ import { registerSchema } from "./schema.js";
 import { registerValidate } from "./validate.js";
 import { registerUp } from "./up.js";
 import { registerDown } from "./down.js";
+import { registerAttach } from "./attach.js";
 import { registerStatus } from "./status.js";
 import { registerLogs } from "./logs.js";
 import { registerDemo } from "./demo.js";
@@ -48,6 +49,7 @@ export function buildProgram(output: Pick<OutputConfiguration, "writeOut" | "wri
   registerStatus(program, consoleOutput);
   registerLogs(program, consoleOutput);
   registerExplain(program, consoleOutput);
+  registerAttach(program, consoleOutput);
   registerDown(program, consoleOutput);
   registerImages(program, consoleOutput);
   registerDoctor(program, consoleOutput);

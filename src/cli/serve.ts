@@ -15,6 +15,11 @@ import { parseDuration } from "./duration.js";
 import { clusterPath, loadCluster, openStore, selfArgv } from "./load.js";
 import type { Output } from "./output.js";
 import { clusterOption } from "./options.js";
+import { BootRegistry } from "../deploy/boots.js";
+import { controlApi } from "../gateway/control.js";
+import { bootSubmitter } from "../daemon/boots-host.js";
+import { CONTROL_PREFIX } from "../daemon/protocol.js";
+import { advertiseLocalDaemon } from "./daemon-target.js";
 
 interface ServeFlags {
   listen: string;
@@ -24,6 +29,8 @@ interface ServeFlags {
   poll: string;
   upstreamTimeout: string;
   idleTimeout: string;
+  control?: boolean;
+  adminKeyFile?: string;
 }
 
 function apiKeys(flags: ServeFlags): string[] {
@@ -32,6 +39,21 @@ function apiKeys(flags: ServeFlags): string[] {
     file = { path: flags.apiKeyFile, text: readTextFile(flags.apiKeyFile, "API key file") };
   }
   return collectKeys({ flags: flags.apiKey ?? [], env: process.env.LAUNCHER_API_KEY, ...(file === undefined ? {} : { file }) });
+}
+
+/**
+ * The admin keys of the control API: $LAUNCHER_ADMIN_KEY (comma-separated) or --admin-key-file;
+ * never a flag holding the key itself, which `ps` would show.
+ */
+function adminKeys(flags: ServeFlags): string[] {
+  const file = flags.adminKeyFile === undefined ? undefined : { path: flags.adminKeyFile, text: readTextFile(flags.adminKeyFile, "admin key file") };
+  try {
+    return collectKeys({ flags: [], env: process.env.LAUNCHER_ADMIN_KEY, ...(file === undefined ? {} : { file }) });
+  } catch (e) {
+    // collectKeys words its errors for the inference keys: the same problem, said of the admin key.
+    if (e instanceof UserError) throw new UserError(e.message.replace("LAUNCHER_API_KEY", "LAUNCHER_ADMIN_KEY").replace("API key file", "admin key file"), e.hint);
+    throw e;
+  }
 }
 
 /** The longest a client may take to send a whole request (a 64 MiB body at ~1 MB/s). */
@@ -50,6 +72,8 @@ export function registerServe(program: Command, io: Output): void {
     .option("--poll <duration>", "how often to read the clusters' labels", "2s")
     .option("--upstream-timeout <duration>", "longest wait for an engine's first byte (a long non-streamed generation)", "60m")
     .option("--idle-timeout <duration>", "longest silence from an engine in the middle of an answer", "10m")
+    .option("--control", "also serve the control API (boots submitted by `launcher up`, attach, cancel): this machine only, or anywhere with an admin key")
+    .option("--admin-key-file <file>", "the control API's admin keys, one per line (or $LAUNCHER_ADMIN_KEY); never an inference key")
     .action(async (flags: ServeFlags) => {
       const listen = parseListen(flags.listen);
       if (listen === undefined) throw new UserError(`--listen ${flags.listen} is not HOST:PORT`, "for example 127.0.0.1:8080 or 0.0.0.0:8080");
@@ -57,6 +81,12 @@ export function registerServe(program: Command, io: Output): void {
       if (keys.length === 0 && !isLoopback(listen.host)) {
         throw new UserError(`refusing to listen on ${listen.host} without an API key: anyone on that network could use the cluster`, "pass --api-key-file FILE (or set LAUNCHER_API_KEY), or listen on 127.0.0.1");
       }
+      const admin = flags.control ? adminKeys(flags) : [];
+      if (flags.control && admin.length === 0 && !isLoopback(listen.host)) {
+        throw new UserError(`refusing the control API on ${listen.host} without an admin key: anyone on that network could launch containers`, "pass --admin-key-file FILE (or set LAUNCHER_ADMIN_KEY), or listen on 127.0.0.1");
+      }
+      // A client that may chat must not be able to launch containers: the two kinds of key never meet.
+      if (admin.some((k) => keys.includes(k))) throw new UserError("an admin key is also an inference key", "give the control API a key of its own (--admin-key-file / LAUNCHER_ADMIN_KEY)");
       const pollMs = parseDuration(flags.poll, "--poll");
       const files = (flags.cluster ?? [undefined]).map((f) => clusterPath(f));
       // Read here first, so that a broken cluster file stops the daemon at start with its errors.
@@ -100,7 +130,17 @@ export function registerServe(program: Command, io: Output): void {
         return table;
       };
 
+      const registry = new BootRegistry(Date.now);
+      const control = flags.control
+        ? controlApi({
+            ...(admin.length === 0 ? {} : { checkAdmin: keyChecker(admin) }),
+            registry,
+            submit: bootSubmitter(registry, store, files[0] as string, (line) => io.err(`launcher serve: ${line}`)),
+            maxBodyBytes: 1024 * 1024,
+          })
+        : undefined;
       const gateway = createGateway({
+        ...(control === undefined ? {} : { control }),
         routes,
         ...(keys.length === 0 ? {} : { checkKey: keyChecker(keys) }),
         metrics,
@@ -138,22 +178,29 @@ export function registerServe(program: Command, io: Output): void {
       const port = typeof addr === "object" && addr !== null ? addr.port : listen.port;
       const shown = listen.host.includes(":") ? `[${listen.host}]` : listen.host;
       io.err(`launcher serve: listening on http://${shown}:${port}/v1 (${keys.length === 0 ? "no API key: loopback only" : `${keys.length} API key${keys.length === 1 ? "" : "s"}`}; clusters ${clusters.map((c) => c.name).join(", ")})`);
+      const advertised = flags.control ? advertiseLocalDaemon(listen.host, port) : undefined;
+      if (flags.control) io.err(`launcher serve: control API on http://${shown}:${port}${CONTROL_PREFIX} (${admin.length === 0 ? "no admin key: this machine only" : "admin key required"})`);
 
       await new Promise<void>((resolve) => {
         const stop = (): void => {
           process.off("SIGINT", stop);
           process.off("SIGTERM", stop);
           io.err(`launcher serve: stopping (${gateway.inFlight()} request${gateway.inFlight() === 1 ? "" : "s"} in flight get up to 10 s)`);
-          gateway.server.close(() => resolve());
-          gateway.server.closeIdleConnections();
-          setTimeout(() => {
-            gateway.server.closeAllConnections();
-            resolve();
-          }, 10_000).unref();
+          // A boot in progress is not left half-started by a daemon that stops: it is rolled back
+          // first, and the clients following it get its end.
+          void registry.cancelAll("launcher serve stopping").finally(() => {
+            gateway.server.close(() => resolve());
+            gateway.server.closeIdleConnections();
+            setTimeout(() => {
+              gateway.server.closeAllConnections();
+              resolve();
+            }, 10_000).unref();
+          });
         };
         process.on("SIGINT", stop);
         process.on("SIGTERM", stop);
       });
+      advertised?.();
       await discovery.stop();
       await gateway.close();
       store.close();

@@ -1,0 +1,156 @@
+import assert from "node:assert/strict";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { test } from "node:test";
+import { RemoteError, UserError } from "../../src/config/errors.js";
+import { Interrupted } from "../../src/deploy/abort.js";
+import { BootRegistry, type BootRun } from "../../src/deploy/boots.js";
+import { decodeError, decodeEvent, encodeError, encodeEvent, type UpEvent } from "../../src/deploy/up-events.js";
+import type { UpOutcome } from "../../src/deploy/up-use-case.js";
+import { cancelBoot, chooseDaemon, followBoot, submitBoot, type DaemonTarget } from "../../src/daemon/client.js";
+import { keyChecker } from "../../src/gateway/auth.js";
+import { controlApi } from "../../src/gateway/control.js";
+import { CONTROL_PATHS, CONTROL_PREFIX } from "../../src/daemon/protocol.js";
+
+const outcome: UpOutcome = { status: "ready", deployment: "d", endpoint: "http://n1:8000", served_model: "m", seconds: 1.5, boot: "b1" };
+
+/** A boot that says a note, then waits for `release` (or its cancel, which rolls back like the real one). */
+function gatedRun(release: Promise<void>): BootRun {
+  return async (emit, signal) => {
+    emit({ type: "note", text: "preflight ...", t: 1 });
+    await new Promise<void>((resolve, reject) => {
+      void release.then(resolve);
+      signal.addEventListener("abort", () => reject(new RemoteError("launcher", `boot of d failed: ${(signal.reason as Interrupted).message}`, "rolled back: removed 1 container (n1/launcher-d-r0)")), { once: true });
+    });
+    return outcome;
+  };
+}
+
+test("events: every kind survives the wire; errors come back as the class the error funnel words", () => {
+  const events: UpEvent[] = [
+    { type: "accepted", deployment: "d", cluster: "c", lane: "chat", t: 1 },
+    { type: "say", text: "launcher: starting d", t: 2 },
+    { type: "diagnostics", diagnostics: [{ severity: "warning", loc: { file: "r.toml", line: 3, col: 1 }, message: "w", hint: "h" }], t: 3 },
+    { type: "node", node: "n1", state: { phase: "loading", figures: { weights_gib: "3.2" }, ready: false, lastLines: ["x"] }, t: 4 },
+    { type: "done", t: 5 },
+    { type: "result", outcome, t: 6 },
+  ];
+  for (const e of events) assert.deepEqual(decodeEvent(encodeEvent(e).trim()), e);
+  assert.equal(decodeEvent("{\"type\":\"unheard-of\",\"t\":1}"), undefined);
+  assert.equal(decodeEvent("not json"), undefined);
+  const user = decodeError(encodeError(new UserError("bad", "fix it")));
+  assert.ok(user instanceof UserError && user.hint === "fix it");
+  const remote = decodeError(encodeError(new RemoteError("n1", "boot failed", "cause: x")));
+  assert.ok(remote instanceof RemoteError && remote.node === "n1" && remote.detail === "cause: x");
+  const stopped = decodeError(encodeError(new Interrupted("launcher down", "no container was started")));
+  assert.ok(stopped instanceof Interrupted && stopped.message === "interrupted (launcher down): no container was started");
+});
+
+test("registry: a follower sees the boot from its start; one boot per deployment and per lane; cancel rolls back", async () => {
+  const registry = new BootRegistry(() => 0);
+  let release = (): void => undefined;
+  const entry = registry.start({ deployment: "d", cluster: "c", lane: "chat" }, gatedRun(new Promise((r) => (release = r))));
+  assert.throws(() => registry.start({ deployment: "d", cluster: "c" }, gatedRun(Promise.resolve())), /busy: deployment d is being booted by this daemon/);
+  assert.throws(() => registry.start({ deployment: "e", cluster: "c", lane: "chat" }, gatedRun(Promise.resolve())), /busy: lane chat/);
+  await new Promise((r) => setImmediate(r));
+  const seen: string[] = [];
+  const unfollow = entry.follow((e) => seen.push(e.type));
+  assert.deepEqual(seen, ["accepted", "note"]);
+  unfollow();
+  release();
+  const final = await entry.ended;
+  assert.equal(final.type, "result");
+  assert.equal(entry.running, false);
+  // Over: a new boot of the name may start, and cancelling it rolls it back.
+  const again = registry.start({ deployment: "d", cluster: "c" }, gatedRun(new Promise(() => undefined)));
+  assert.equal(registry.find("d"), again);
+  const cancelled = await again.cancel("launcher down");
+  assert.equal(cancelled.type, "error");
+  assert.match(cancelled.type === "error" ? decodeError(cancelled.error).message : "", /interrupted \(launcher down\)/);
+});
+
+async function listen(handler: ReturnType<typeof controlApi>): Promise<{ server: Server; url: string }> {
+  const server = createServer((req, res) => void handler(req, res, (req.url ?? "/").split("?")[0] ?? "/"));
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+test("control API: submit streams the boot; a client that goes away leaves it running; attach replays it; down cancels it", async () => {
+  const registry = new BootRegistry(Date.now);
+  let release = (): void => undefined;
+  const gate = new Promise<void>((r) => (release = r));
+  const handler = controlApi({
+    registry,
+    submit: (s) => (s.ref === "broken" ? [{ type: "error", error: encodeError(new UserError("recipe broken has errors")), t: 1 }] : registry.start({ deployment: s.name ?? s.ref, cluster: "c" }, s.ref === "hold" ? gatedRun(new Promise(() => undefined)) : gatedRun(gate))),
+    maxBodyBytes: 4096,
+  });
+  const { server, url } = await listen(handler);
+  const target: DaemonTarget = { url };
+  try {
+    // The client detaches once accepted: the boot goes on.
+    const detach = new AbortController();
+    const first: string[] = [];
+    await submitBoot(target, { ref: "d" }, (e) => {
+      first.push(e.type);
+      if (e.type === "accepted") detach.abort();
+    }, detach.signal).catch((e: unknown) => assert.ok(detach.signal.aborted, String(e)));
+    assert.deepEqual(first, ["accepted"]);
+    assert.equal(registry.find("d")?.running, true);
+    // attach: from the start, to the end.
+    const attached: string[] = [];
+    const following = followBoot(target, "d", (e) => attached.push(e.type), new AbortController().signal);
+    setTimeout(release, 50);
+    await following;
+    assert.deepEqual(attached, ["accepted", "note", "result"]);
+    // A refusal before the start is its events, the error last.
+    const refused: UpEvent[] = [];
+    await submitBoot(target, { ref: "broken" }, (e) => refused.push(e), new AbortController().signal);
+    assert.equal(refused.at(-1)?.type, "error");
+    // down NAME cancels a boot in progress; nothing in progress: undefined (a plain down follows).
+    await submitBoot(target, { ref: "hold" }, (e) => assert.equal(e.type, "accepted"), AbortSignal.timeout(200)).catch(() => undefined);
+    const final = await cancelBoot(target, "hold");
+    assert.equal(final?.type, "error");
+    assert.equal(await cancelBoot(target, "nothing"), undefined);
+    // A malformed submission is refused as such.
+    const bad = await fetch(`${url}${CONTROL_PATHS.boots}`, { method: "POST", body: JSON.stringify({ ref: "d", apiKey: "x" }) });
+    assert.equal(bad.status, 400);
+    const wrongMethod = await fetch(`${url}${CONTROL_PATHS.boot("d")}`, { method: "GET" });
+    assert.equal(wrongMethod.status, 405);
+  } finally {
+    server.close();
+    server.closeAllConnections();
+  }
+});
+
+test("control API with an admin key: refused without it and with any other key (an inference key); never echoed", async () => {
+  const registry = new BootRegistry(Date.now);
+  const handler = controlApi({ checkAdmin: keyChecker(["admin-secret"]), registry, submit: () => [], maxBodyBytes: 4096 });
+  const { server, url } = await listen(handler);
+  try {
+    for (const key of [undefined, "inference-key"]) {
+      const res = await fetch(`${url}${CONTROL_PREFIX}boots`, key === undefined ? {} : { headers: { authorization: `Bearer ${key}` } });
+      assert.equal(res.status, 401);
+      assert.doesNotMatch(await res.text(), /inference-key|admin-secret/);
+    }
+    await assert.rejects(followBoot({ url, key: "inference-key" }, "d", () => undefined, new AbortController().signal), (e: unknown) => e instanceof UserError && /refused: missing or wrong admin key/.test(e.message) && !e.message.includes("inference-key"));
+    const ok = await fetch(`${url}${CONTROL_PREFIX}boots`, { headers: { authorization: "Bearer admin-secret" } });
+    assert.equal(ok.status, 200);
+    assert.deepEqual(await ok.json(), { boots: [] });
+  } finally {
+    server.close();
+  }
+});
+
+test("choosing the daemon: --daemon, then LAUNCHER_DAEMON (none: here), then a live local daemon of this host", () => {
+  const local = { url: "http://127.0.0.1:8080", pid: 42, host: "me" };
+  const base = { host: "me", alive: (pid: number) => pid === 42 };
+  assert.equal(chooseDaemon({ ...base, flag: "http://spark1:8080/", env: "http://other:1", local }), "http://spark1:8080");
+  assert.equal(chooseDaemon({ ...base, env: "http://other:1", local }), "http://other:1");
+  assert.equal(chooseDaemon({ ...base, env: "none", local }), undefined);
+  assert.equal(chooseDaemon({ ...base, env: "", local }), "http://127.0.0.1:8080");
+  assert.equal(chooseDaemon({ ...base, local: { ...local, pid: 7 } }), undefined);
+  assert.equal(chooseDaemon({ ...base, local: { ...local, host: "elsewhere" } }), undefined);
+  assert.equal(chooseDaemon(base), undefined);
+  assert.throws(() => chooseDaemon({ ...base, flag: "http://admin:secret@spark1:8080" }), (e: unknown) => e instanceof UserError && !e.message.includes("secret"));
+  assert.throws(() => chooseDaemon({ ...base, flag: "spark1:8080" }), /must be an http:\/\/ or https:\/\/ URL/);
+});
