@@ -102,6 +102,7 @@ export async function watchBoot(
   const accepted = new AbortController();
   let deployment: string | undefined;
   let interrupted = false;
+  let lost: string | undefined;
   await withInterrupts(async (signal) => {
     const stop = AbortSignal.any([signal, accepted.signal]);
     const onEvent = (e: UpEvent): void => {
@@ -117,7 +118,11 @@ export async function watchBoot(
     try {
       await start(onEvent, stop);
     } catch (e) {
-      if (!stop.aborted) throw e;
+      // The daemon's refusal, or no daemon at all: said as such.
+      if (e instanceof UserError) throw e;
+      // Else the stream broke (the daemon went away, the network dropped): unless this client
+      // chose to stop, that is a lost connection, said below.
+      if (!stop.aborted) lost = (e as Error).message;
     } finally {
       interrupted = signal.aborted;
       view.close();
@@ -127,7 +132,11 @@ export async function watchBoot(
     view.finish(json);
     return;
   }
-  if (deployment === undefined) throw new UserError(`the daemon at ${daemon.url} ended its answer before it accepted the boot`, "look at the daemon's log");
+  if (deployment === undefined && interrupted) {
+    io.err(`launcher: detached before the daemon at ${daemon.url} accepted the boot; it may run there (launcher status shows what runs)`);
+    return;
+  }
+  if (deployment === undefined) throw new UserError(`the daemon at ${daemon.url} ended its answer before it accepted the boot${lost === undefined ? "" : ` (${lost})`}`, "look at the daemon's log");
   const follow = `launcher attach ${deployment} follows it, launcher down ${deployment} cancels it`;
   if (interrupted) {
     io.err(`launcher: detached from the boot of ${deployment}; it goes on in the daemon at ${daemon.url} (${follow})`);
@@ -138,5 +147,5 @@ export async function watchBoot(
     else io.out(deployment);
     return;
   }
-  throw new UserError(`lost the connection to the daemon at ${daemon.url}; the boot of ${deployment} goes on there`, follow);
+  throw new UserError(`lost the connection to the daemon at ${daemon.url}${lost === undefined ? "" : ` (${lost})`}; the boot of ${deployment} goes on there`, follow);
 }
