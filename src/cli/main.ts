@@ -11,6 +11,7 @@ import { registerValidate } from "./validate.js";
 import { registerUp } from "./up.js";
 import { registerDown } from "./down.js";
 import { registerAttach } from "./attach.js";
+import { registerExport } from "./export.js";
 import { registerStatus } from "./status.js";
 import { registerLogs } from "./logs.js";
 import { registerDemo } from "./demo.js";
@@ -59,6 +60,7 @@ export function buildProgram(output: Pick<OutputConfiguration, "writeOut" | "wri
   registerLanes(program, consoleOutput);
   registerHistory(program, consoleOutput);
   registerDemo(program, consoleOutput);
+  registerExport(program, consoleOutput);
   registerCompletion(program, consoleOutput);
   oneLineUsageErrors(program, (u) => (usageFailure = u));
   return program;

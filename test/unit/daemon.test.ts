@@ -11,6 +11,7 @@ import { cancelBoot, chooseDaemon, followBoot, submitBoot, type DaemonTarget } f
 import { keyChecker } from "../../src/gateway/auth.js";
 import { controlApi } from "../../src/gateway/control.js";
 import { CONTROL_PATHS, CONTROL_PREFIX } from "../../src/daemon/protocol.js";
+import { daemonUnitText, systemdWord } from "../../src/daemon/systemd.js";
 
 const outcome: UpOutcome = { status: "ready", deployment: "d", endpoint: "http://n1:8000", served_model: "m", seconds: 1.5, boot: "b1" };
 
@@ -153,4 +154,16 @@ test("choosing the daemon: --daemon, then LAUNCHER_DAEMON (none: here), then a l
   assert.equal(chooseDaemon(base), undefined);
   assert.throws(() => chooseDaemon({ ...base, flag: "http://admin:secret@spark1:8080" }), (e: unknown) => e instanceof UserError && !e.message.includes("secret"));
   assert.throws(() => chooseDaemon({ ...base, flag: "spark1:8080" }), /must be an http:\/\/ or https:\/\/ URL/);
+});
+
+test("export systemd: every word quoted as systemd reads it back; % and $ literal; no key; a line break refused", () => {
+  assert.equal(systemdWord('/opt/my launcher/"x"\\50%$HOME'), '"/opt/my launcher/\\"x\\"\\\\50%%$$HOME"');
+  assert.throws(() => systemdWord("a\nExecStartPre=/bin/evil"), /line break/);
+  const unit = daemonUnitText({ scope: "user", argv: ["/usr/bin/node", "/opt/l/dist/cli/main.js", "serve", "--control", "--admin-key-file", "/k/admin"], workingDirectory: "/srv/50%", environment: { XDG_STATE_HOME: "/s/$x" } });
+  assert.match(unit, /^ExecStart="\/usr\/bin\/node" "\/opt\/l\/dist\/cli\/main.js" "serve" "--control" "--admin-key-file" "\/k\/admin"$/m);
+  assert.match(unit, /^WorkingDirectory=\/srv\/50%%$/m);
+  assert.match(unit, /^Environment="XDG_STATE_HOME=\/s\/\$x"$/m);
+  assert.match(unit, /^WantedBy=default.target$/m);
+  assert.doesNotMatch(unit, /^User=/m);
+  assert.match(daemonUnitText({ scope: "system", argv: ["/n"], workingDirectory: "/", user: "ai", environment: {} }), /^User=ai\n[\s\S]*WantedBy=multi-user.target/m);
 });
