@@ -12,6 +12,7 @@ import { keyChecker } from "../../src/gateway/auth.js";
 import { controlApi } from "../../src/gateway/control.js";
 import { CONTROL_PATHS, CONTROL_PREFIX } from "../../src/daemon/protocol.js";
 import { daemonUnitText, systemdWord } from "../../src/daemon/systemd.js";
+import { BootView } from "../../src/cli/boot-view.js";
 
 const outcome: UpOutcome = { status: "ready", deployment: "d", endpoint: "http://n1:8000", served_model: "m", seconds: 1.5, boot: "b1" };
 
@@ -166,4 +167,29 @@ test("export systemd: every word quoted as systemd reads it back; % and $ litera
   assert.match(unit, /^WantedBy=default.target$/m);
   assert.doesNotMatch(unit, /^User=/m);
   assert.match(daemonUnitText({ scope: "system", argv: ["/n"], workingDirectory: "/", user: "ai", environment: {} }), /^User=ai\n[\s\S]*WantedBy=multi-user.target/m);
+});
+
+test("one renderer: a boot's events shown directly and after the wire print the same lines and answer", () => {
+  const events: UpEvent[] = [
+    { type: "accepted", deployment: "d", cluster: "c", lane: "chat", t: 1000 },
+    { type: "say", text: "launcher: putting d in lane chat", t: 1001 },
+    { type: "note", text: "preflight of d on n1 ...", t: 1200 },
+    { type: "node", node: "n1", state: { phase: "loading", figures: {}, ready: false, lastLines: [] }, t: 2500 },
+    { type: "done", t: 3000 },
+    { type: "result", outcome, t: 3000 },
+  ];
+  const show = (list: readonly UpEvent[], json: boolean): string => {
+    let text = "";
+    const io = { out: (t: string) => (text += `out ${t}\n`), err: (t: string) => (text += `err ${t}\n`), warn: (t: string) => (text += `warn ${t}\n`), json: (v: unknown) => (text += `json ${JSON.stringify(v)}\n`), diagnostics: () => undefined };
+    const stream = { isTTY: false, write: (t: string) => (text += `stream ${t}`), columns: 80, rows: 24, on: () => stream, off: () => stream, once: () => stream } as unknown as NodeJS.WriteStream;
+    const view = new BootView(io, stream);
+    for (const e of list) view.show(e);
+    view.close();
+    view.finish(json);
+    return text;
+  };
+  const wire = events.map((e) => decodeEvent(encodeEvent(e).trim()) as UpEvent);
+  for (const json of [false, true]) assert.equal(show(wire, json), show(events, json));
+  assert.match(show(events, false), /stream \[ {2}1\.5s\] n1 +loading/);
+  assert.match(show(events, false), /out d is ready in 1\.5 s: http:\/\/n1:8000\/v1 \(model "m"\); lane chat serves it\n$/);
 });
