@@ -93,10 +93,21 @@ export function decodeEvent(line: string): UpEvent | undefined {
   return parsed.success ? (parsed.data as unknown as UpEvent) : undefined;
 }
 
-/** A Progress that turns what the boot reports into events. */
+/**
+ * A Progress that turns what the boot reports into events. The boot reports every log line; what
+ * is shown of a node is its phase and figures, so an event is sent only when those change, and
+ * without the log lines: a daemon keeps every event of a boot for `attach`, and an hour of an
+ * engine's log is not worth keeping there (the rollback's report carries the lines that matter).
+ */
 export function progressEvents(emit: (e: UpEvent) => void, now: () => number): Progress {
+  const shown = new Map<string, string>();
   return {
-    node: (node, state) => emit({ type: "node", node, state, t: now() }),
+    node: (node, state) => {
+      const key = JSON.stringify([state.phase, state.figures, state.ready]);
+      if (shown.get(node) === key) return;
+      shown.set(node, key);
+      emit({ type: "node", node, state: { phase: state.phase, figures: state.figures, ready: state.ready, lastLines: [] }, t: now() });
+    },
     note: (text) => emit({ type: "note", text, t: now() }),
     done: () => emit({ type: "done", t: now() }),
   };

@@ -5,7 +5,7 @@ import { test } from "node:test";
 import { RemoteError, UserError } from "../../src/config/errors.js";
 import { Interrupted } from "../../src/deploy/abort.js";
 import { BootRegistry, type BootRun } from "../../src/deploy/boots.js";
-import { decodeError, decodeEvent, encodeError, encodeEvent, type UpEvent } from "../../src/deploy/up-events.js";
+import { decodeError, decodeEvent, encodeError, encodeEvent, progressEvents, type UpEvent } from "../../src/deploy/up-events.js";
 import type { UpOutcome } from "../../src/deploy/up-use-case.js";
 import { cancelBoot, chooseDaemon, followBoot, submitBoot, type DaemonTarget } from "../../src/daemon/client.js";
 import { keyChecker } from "../../src/gateway/auth.js";
@@ -192,4 +192,15 @@ test("one renderer: a boot's events shown directly and after the wire print the 
   for (const json of [false, true]) assert.equal(show(wire, json), show(events, json));
   assert.match(show(events, false), /stream \[ {2}1\.5s\] n1 +loading/);
   assert.match(show(events, false), /out d is ready in 1\.5 s: http:\/\/n1:8000\/v1 \(model "m"\); lane chat serves it\n$/);
+});
+
+test("progress events: one per change of a node's phase or figures, without its log lines", () => {
+  const sent: UpEvent[] = [];
+  const p = progressEvents((e) => sent.push(e), () => 1);
+  const state = { phase: "loading" as const, figures: {}, ready: false, lastLines: ["a"] };
+  p.node("n1", state);
+  p.node("n1", { ...state, lastLines: ["a", "b"] });
+  p.node("n1", { ...state, figures: { weights_gib: "3" }, lastLines: ["a", "b", "c"] });
+  p.node("n2", state);
+  assert.deepEqual(sent.map((e) => (e.type === "node" ? [e.node, e.state.figures, e.state.lastLines.length] : e.type)), [["n1", {}, 0], ["n1", { weights_gib: "3" }, 0], ["n2", {}, 0]]);
 });
