@@ -118,11 +118,14 @@ export async function watchBoot(
     try {
       await start(onEvent, stop);
     } catch (e) {
+      // This client chose to stop (a signal, or --detach once accepted): the abort's reason, the
+      // signal's Interrupted, is no error of the boot's.
+      if (stop.aborted) return;
       // The daemon's refusal, or no daemon at all: said as such.
       if (e instanceof UserError) throw e;
       // Else the stream broke (the daemon went away, the network dropped): unless this client
       // chose to stop, that is a lost connection, said below.
-      if (!stop.aborted) lost = (e as Error).message;
+      lost = (e as Error).message;
     } finally {
       interrupted = signal.aborted;
       view.close();
