@@ -12,7 +12,7 @@ import { keyChecker } from "../../src/gateway/auth.js";
 import { controlApi } from "../../src/gateway/control.js";
 import { CONTROL_PATHS, CONTROL_PREFIX } from "../../src/daemon/protocol.js";
 import { daemonUnitText, systemdWord } from "../../src/daemon/systemd.js";
-import { BootView } from "../../src/cli/boot-view.js";
+import { BootView, watchBoot } from "../../src/cli/boot-view.js";
 
 const outcome: UpOutcome = { status: "ready", deployment: "d", endpoint: "http://n1:8000", served_model: "m", seconds: 1.5, boot: "b1" };
 
@@ -203,4 +203,24 @@ test("progress events: one per change of a node's phase or figures, without its 
   p.node("n1", { ...state, figures: { weights_gib: "3" }, lastLines: ["a", "b", "c"] });
   p.node("n2", state);
   assert.deepEqual(sent.map((e) => (e.type === "node" ? [e.node, e.state.figures, e.state.lastLines.length] : e.type)), [["n1", {}, 0], ["n1", { weights_gib: "3" }, 0], ["n2", {}, 0]]);
+});
+
+test("a connection lost mid-boot is a user error that says the boot goes on and how to follow it (not an internal error)", async () => {
+  const server = createServer((req, res) => {
+    req.resume();
+    res.writeHead(200, { "content-type": "application/x-ndjson" });
+    res.write(encodeEvent({ type: "accepted", deployment: "d", cluster: "c", t: 1 }));
+    setTimeout(() => res.socket?.destroy(), 50);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const target = { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+  const io = { out: () => undefined, err: () => undefined, warn: () => undefined, json: () => undefined, diagnostics: () => undefined };
+  try {
+    await assert.rejects(
+      watchBoot(target, io, false, false, (onEvent, signal) => submitBoot(target, { ref: "d" }, onEvent, signal)),
+      (e: unknown) => e instanceof UserError && /^lost the connection to the daemon at http:\/\/127\.0\.0\.1:\d+ .*; the boot of d goes on there$/.test(e.message) && e.hint === "launcher attach d follows it, launcher down d cancels it",
+    );
+  } finally {
+    server.close();
+  }
 });
