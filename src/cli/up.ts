@@ -7,7 +7,7 @@ import { upUseCase, type Planner, type UpHost, type UpRequest } from "../deploy/
 import type { Plan } from "../plan/plan.js";
 import type { BootIdentity } from "../deploy/boots.js";
 import type { StateStore } from "../store/store.js";
-import { UserError } from "../config/errors.js";
+import { RemoteError, UserError } from "../config/errors.js";
 import { RUN_A_DAEMON, submitBoot } from "../daemon/client.js";
 import type { UpSubmission } from "../daemon/protocol.js";
 import { BootView, watchBoot } from "./boot-view.js";
@@ -128,7 +128,10 @@ async function upHere(submission: UpSubmission, json: boolean, io: Output, signa
     emit({ type: "result", outcome, t: Date.now() });
   } catch (e) {
     // Said where it matters: this boot died with its terminal, and a daemon would have kept it.
-    if (e instanceof Interrupted) throw new Interrupted(e.signalName, e.what, `a boot run by a daemon outlives the terminal: ${RUN_A_DAEMON}`);
+    const hint = `a boot run by a daemon outlives the terminal: ${RUN_A_DAEMON}`;
+    if (e instanceof Interrupted) throw new Interrupted(e.signalName, e.what, hint);
+    // Interrupted mid-boot, the rollback's report (a RemoteError) says what was removed.
+    if (e instanceof RemoteError && signal.aborted) throw new RemoteError(e.node, e.message, e.detail, hint);
     throw e;
   } finally {
     view.close();

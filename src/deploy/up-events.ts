@@ -30,14 +30,14 @@ export const FINAL_EVENTS: ReadonlySet<UpEvent["type"]> = new Set(["result", "er
 /** An error as it crosses the wire, decoded back into the same class so that the one error funnel words it alike. */
 export type EncodedError =
   | { readonly kind: "user"; readonly message: string; readonly hint?: string; readonly diagnostics: readonly Diagnostic[] }
-  | { readonly kind: "remote"; readonly node: string; readonly message: string; readonly detail?: string }
+  | { readonly kind: "remote"; readonly node: string; readonly message: string; readonly detail?: string; readonly hint?: string }
   | { readonly kind: "interrupted"; readonly signal: string; readonly what: string }
   | { readonly kind: "bug"; readonly message: string };
 
 export function encodeError(e: unknown): EncodedError {
   if (e instanceof Interrupted) return { kind: "interrupted", signal: e.signalName, what: e.what };
   if (e instanceof UserError) return { kind: "user", message: e.message, ...(e.hint === undefined ? {} : { hint: e.hint }), diagnostics: e.diagnostics };
-  if (e instanceof RemoteError) return { kind: "remote", node: e.node, message: e.message, ...(e.detail === undefined ? {} : { detail: e.detail }) };
+  if (e instanceof RemoteError) return { kind: "remote", node: e.node, message: e.message, ...(e.detail === undefined ? {} : { detail: e.detail }), ...(e.hint === undefined ? {} : { hint: e.hint }) };
   return { kind: "bug", message: e instanceof Error ? e.message : String(e) };
 }
 
@@ -48,7 +48,7 @@ export function decodeError(e: EncodedError): Error {
     case "user":
       return new UserError(e.message, e.hint, e.diagnostics);
     case "remote":
-      return new RemoteError(e.node, e.message, e.detail);
+      return new RemoteError(e.node, e.message, e.detail, e.hint);
     case "bug":
       return new Error(e.message);
   }
@@ -58,7 +58,7 @@ const Loc = z.object({ file: z.string(), line: z.number(), col: z.number() });
 const DiagnosticSchema = z.object({ severity: z.enum(["error", "warning"]), loc: Loc, message: z.string(), hint: z.string().optional() });
 const EncodedErrorSchema = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("user"), message: z.string(), hint: z.string().optional(), diagnostics: z.array(DiagnosticSchema) }),
-  z.object({ kind: z.literal("remote"), node: z.string(), message: z.string(), detail: z.string().optional() }),
+  z.object({ kind: z.literal("remote"), node: z.string(), message: z.string(), detail: z.string().optional(), hint: z.string().optional() }),
   z.object({ kind: z.literal("interrupted"), signal: z.string(), what: z.string() }),
   z.object({ kind: z.literal("bug"), message: z.string() }),
 ]);

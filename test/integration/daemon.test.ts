@@ -71,6 +71,24 @@ describe("launcher serve --control: boots that outlive their client", { concurre
     }
   });
 
+  test("without a daemon today's behaviour stays: Ctrl-C rolls the boot back, and the message says how to run a daemon", async () => {
+    const recipe = slow("here");
+    const client = launcherProcess(["up", recipe, "--timeout", "2m"], { LAUNCHER_DAEMON: "none" });
+    const run = exited(client);
+    try {
+      await within(60_000, "the boot's container runs", async () => (containersOf("here").length > 0 ? true : undefined));
+      client.kill("SIGINT");
+      const r = await run.done;
+      assert.equal(r.code, 130, r.stderr);
+      assert.match(r.stderr, /interrupted \(SIGINT\)/);
+      assert.match(r.stderr, /hint: a boot run by a daemon outlives the terminal: run `launcher serve --control`/);
+      assert.deepEqual(containersOf("here"), []);
+    } finally {
+      client.kill("SIGKILL");
+      await launcher(["down", "deployment/here", "--grace", "1"], 60_000, { LAUNCHER_DAEMON: "none" });
+    }
+  });
+
   test("the daemon on a practice host, driven over the management network: the admin key, never an inference key", async () => {
     const recipe = slow("remote");
     const ADMIN = "admin-key-7f3a9c";
