@@ -1,3 +1,5 @@
+import { existsSync } from "node:fs";
+import path from "node:path";
 import type { Command } from "commander";
 import type { Cluster } from "../cluster/cluster.js";
 import { Interrupted } from "../deploy/abort.js";
@@ -102,12 +104,23 @@ const submissionOf = (ref: string, f: UpFlags): UpSubmission => ({
   ...(f.push === false ? { push: false } : {}),
 });
 
+/**
+ * The daemon reads recipes and cluster files itself, from its own folder: a recipe or cluster
+ * given as a file or folder that exists here goes as its absolute path, so that a daemon on this
+ * machine reads what this command would have read. Names go as they are.
+ */
+export function forTheDaemon(s: UpSubmission, exists: (p: string) => boolean = existsSync, resolve: (p: string) => string = path.resolve): UpSubmission {
+  const here = (p: string): string => (exists(p) ? resolve(p) : p);
+  return { ...s, ref: here(s.ref), ...(s.cluster === undefined ? {} : { cluster: here(s.cluster) }) };
+}
+
 export async function runUp(ref: string, flags: UpFlags, io: Output): Promise<void> {
   const submission = submissionOf(ref, flags);
   const daemon = findDaemon(flags.daemon);
   if (daemon !== undefined) {
     // Through the daemon: a signal, a closed terminal or a lost connection only detaches.
-    await watchBoot(daemon, io, flags.json === true, flags.detach === true, (onEvent, signal) => submitBoot(daemon, submission, onEvent, signal));
+    const sent = forTheDaemon(submission);
+    await watchBoot(daemon, io, flags.json === true, flags.detach === true, (onEvent, signal) => submitBoot(daemon, sent, onEvent, signal));
     return;
   }
   if (flags.detach) throw new UserError("up --detach needs a daemon to run the boot: none is configured or running here", RUN_A_DAEMON);
