@@ -21,6 +21,9 @@ export interface ControlOptions {
   readonly maxBodyBytes: number;
 }
 
+/** How often a boot's stream says it is still there while the boot says nothing. */
+export const HEARTBEAT_MS = 15_000;
+
 export const CONTROL_METHODS: MethodTable = {
   [CONTROL_ROUTES.boots]: ["GET", "POST"],
   [CONTROL_ROUTES.events]: ["GET"],
@@ -54,15 +57,24 @@ async function readJson(req: IncomingMessage, limit: number): Promise<unknown> {
  * Streams `entry`'s events from its start to its end. The client going away only stops the
  * stream: the boot goes on (a closed laptop lid is no reason to roll back an hour's work).
  */
-function stream(res: ServerResponse, entry: BootEntry, prefix: readonly UpEvent[] = []): void {
+function stream(res: ServerResponse, entry: BootEntry, prefix: readonly UpEvent[] = [], heartbeatMs = HEARTBEAT_MS): void {
   res.writeHead(200, { "content-type": NDJSON, "cache-control": "no-store" });
   for (const e of prefix) res.write(encodeEvent(e));
+  // A model can load for many minutes without a phase change: an empty line now and then keeps
+  // the client's body timeout (undici's fetch: 300 s between body data by default, undici
+  // docs/docs/api/Client.md bodyTimeout) and any proxy from dropping it.
+  const heartbeat = setInterval(() => res.write("\n"), heartbeatMs);
+  heartbeat.unref();
   let unfollow = (): void => undefined;
   const end = (): void => {
+    clearInterval(heartbeat);
     unfollow();
     res.end();
   };
-  res.on("close", () => unfollow());
+  res.on("close", () => {
+    clearInterval(heartbeat);
+    unfollow();
+  });
   unfollow = entry.follow((e) => {
     res.write(encodeEvent(e));
     if (!entry.running) setImmediate(end);
