@@ -19,6 +19,8 @@ export interface ControlOptions {
   /** Starts a boot, or gives the events of its refusal (a recipe error: its last event is the error). */
   readonly submit: (submission: UpSubmission) => BootEntry | readonly UpEvent[];
   readonly maxBodyBytes: number;
+  /** How often an idle boot's stream sends an empty line (default HEARTBEAT_MS). */
+  readonly heartbeatMs?: number;
 }
 
 /** How often a boot's stream says it is still there while the boot says nothing. */
@@ -117,12 +119,12 @@ export function controlApi(options: ControlOptions): (req: IncomingMessage, res:
         res.end((started as readonly UpEvent[]).map(encodeEvent).join(""));
         return;
       }
-      stream(res, started as BootEntry);
+      stream(res, started as BootEntry, [], options.heartbeatMs);
     },
     [`GET ${CONTROL_ROUTES.events}`]: async (req, res, params) => {
       req.resume();
       const entry = byName(res, params.name);
-      if (entry !== undefined) stream(res, entry);
+      if (entry !== undefined) stream(res, entry, [], options.heartbeatMs);
     },
     [`DELETE ${CONTROL_ROUTES.boot}`]: async (req, res, params) => {
       req.resume();

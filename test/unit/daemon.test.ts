@@ -235,3 +235,24 @@ test("what goes to the daemon: a recipe or cluster file that exists here as its 
   assert.deepEqual(forTheDaemon({ ref: "./my-recipe", cluster: "cluster.toml", lane: "chat" }, exists, resolve), { ref: "/home/u/work/my-recipe", cluster: "/home/u/work/cluster.toml", lane: "chat" });
   assert.deepEqual(forTheDaemon({ ref: "practice-2x", cluster: "spark" }, exists, resolve), { ref: "practice-2x", cluster: "spark" });
 });
+
+test("a boot that says nothing for a while still sends an empty line now and then (the client's body timeout)", { timeout: 5000 }, async () => {
+  const registry = new BootRegistry(Date.now);
+  registry.start({ deployment: "quiet", cluster: "c" }, gatedRun(new Promise(() => undefined)));
+  const { server, url } = await listen(controlApi({ registry, submit: () => [], maxBodyBytes: 4096, heartbeatMs: 30 }));
+  const stop = new AbortController();
+  try {
+    const res = await fetch(`${url}${CONTROL_PATHS.events("quiet")}`, { signal: stop.signal });
+    let text = "";
+    for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
+      text += Buffer.from(chunk).toString();
+      if (/\n\n$/.test(text)) break;
+    }
+    assert.match(text, /"type":"note".*\n\n$/s);
+  } finally {
+    stop.abort();
+    await registry.list()[0]?.cancel("test");
+    server.close();
+    server.closeAllConnections();
+  }
+});
