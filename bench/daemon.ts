@@ -12,7 +12,7 @@ import { advanceBoot, INITIAL_BOOT, splitTimestamp } from "../src/engine/boot-lo
 import { adapterOf } from "../src/engine/registry.js";
 import { launcher, launcherProcess, onHost, rigDown, rigUp, startGateway, variant } from "../test/integration/practice-cluster.js";
 
-const ROUNDS = 3;
+const ROUNDS = 5;
 process.env.LAUNCHER_USE_DIST = "1";
 spawnSync("npm", ["run", "build"], { stdio: "ignore" });
 const FAST = `PRACTICE_PHASE_DELAY_MS = "0"\nPRACTICE_LOAD_DELAY_MS = "0"\n`;
