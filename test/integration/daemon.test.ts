@@ -23,12 +23,12 @@ function exited(child: ReturnType<typeof launcherProcess>): { done: Promise<Run>
 const containersOf = (name: string): string[] => launcherContainers(1).filter((c) => c.includes(`launcher-${name}-`));
 
 describe("launcher serve --control: boots that outlive their client", { concurrency: false }, () => {
-  test("a client killed with SIGHUP mid-boot detaches; the boot becomes ready; attach shows it from its start", async () => {
+  test("a client killed with SIGHUP mid-boot detaches; the boot (a lane's) becomes ready; attach shows it from its start", async () => {
     const recipe = slow("hup");
     // No --daemon and no LAUNCHER_DAEMON: the CLI finds the daemon of this machine by itself.
     const daemon = await startGateway(["--control"]);
     try {
-      const client = launcherProcess(["up", recipe, "--timeout", "2m"]);
+      const client = launcherProcess(["up", recipe, "--lane", "hup-lane", "--timeout", "2m"]);
       const run = exited(client);
       await within(60_000, "the boot's container runs", async () => (containersOf("hup").length > 0 ? true : undefined));
       client.kill("SIGHUP");
@@ -37,9 +37,9 @@ describe("launcher serve --control: boots that outlive their client", { concurre
       assert.match(r.stderr, /detached from the boot of hup; it goes on in the daemon at http:\/\/127\.0\.0\.1:\d+ \(launcher attach hup follows it/);
       assert.ok(containersOf("hup").length > 0, "the boot goes on");
       const attached = ok(await launcher(["attach", "hup"], 120_000), "attach");
-      assert.match(attached.stdout, /^hup is ready in \d+\.\d s: http:\/\/[\d.]+:8000\/v1 \(model "practice"\)\n$/);
-      // From its start: the line said before the first container started, and the phases up to the last.
-      assert.match(attached.stderr, /launcher: starting hup \(.*\) on n1/);
+      assert.match(attached.stdout, /^hup is ready in \d+\.\d s: http:\/\/[\d.]+:8000\/v1 \(model "practice"\); lane hup-lane serves it\n$/);
+      // From its start: the line said before anything started, and the phases up to the last.
+      assert.match(attached.stderr, /launcher: putting hup in lane hup-lane/);
       for (const phase of [BOOT_PHASES[0], BOOT_PHASES.at(-1)]) assert.match(attached.stderr, new RegExp(`\\] n1 +${phase as string}\\b`));
       const json = JSON.parse(ok(await launcher(["attach", "hup", "--json"]), "attach --json").stdout) as { status: string; deployment: string };
       assert.deepEqual([json.status, json.deployment], ["ready", "hup"]);
