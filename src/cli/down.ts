@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { EXIT_USER, RemoteError, UserError } from "../config/errors.js";
-import { cancelBoot } from "../daemon/client.js";
+import { cancelBoot, listBoots, type DaemonTarget } from "../daemon/client.js";
 import { decodeError } from "../deploy/up-events.js";
 import { daemonOption, findDaemon } from "./daemon-target.js";
 import { formatRemoval, fullyStopped, removedOf, removeListed, unreachableOf } from "../deploy/down.js";
@@ -10,6 +10,33 @@ import { loadCluster, withStore } from "./load.js";
 import { parseGraceSeconds } from "./duration.js";
 import type { Output } from "./output.js";
 import { clusterOption, jsonOption, outputOption } from "./options.js";
+
+/**
+ * Cancels in the daemon what `down` names there: with --all every boot in progress (then the nodes
+ * are cleared as usual), else the boot of that deployment, which ends the command (its rollback
+ * removed what it started). Whether the command is done.
+ */
+async function cancelInDaemon(daemon: DaemonTarget, target: string | undefined, all: boolean, json: boolean, io: Output): Promise<boolean> {
+  if (all) {
+    for (const b of (await listBoots(daemon)).filter((b) => b.running)) {
+      const final = await cancelBoot(daemon, b.deployment);
+      if (final !== undefined) io.err(`launcher: cancelled the boot of ${b.deployment} in the daemon at ${daemon.url}`);
+    }
+    return false;
+  }
+  const parsed = target === undefined ? undefined : parseTarget(target);
+  if (parsed === undefined || (parsed.kind !== undefined && parsed.kind !== "deployment")) return false;
+  const final = await cancelBoot(daemon, parsed.name);
+  if (final === undefined) return false;
+  const ended = final.type === "error" ? decodeError(final.error) : undefined;
+  const detail = ended instanceof RemoteError ? (ended.detail ?? "") : "";
+  if (json) io.json({ cancelled: parsed.name, daemon: daemon.url, outcome: final.type === "error" ? final.error : { ready: true } });
+  else {
+    io.out(`cancelled the boot of ${parsed.name} in the daemon at ${daemon.url}: ${ended?.message ?? "it had become ready"}`);
+    for (const line of detail.split("\n").filter((l) => l.startsWith("rolled back:") || l.startsWith("NOT stopped"))) io.out(line);
+  }
+  return true;
+}
 
 export function registerDown(program: Command, io: Output): void {
   program
@@ -25,19 +52,14 @@ export function registerDown(program: Command, io: Output): void {
       if (target === undefined && !opts.all) throw new UserError("say what to stop", "launcher down NAME, or launcher down --all");
       const grace = parseGraceSeconds(opts.grace, "--grace");
       // A boot the daemon runs is cancelled there: its own rollback removes what it started.
-      const daemon = target === undefined ? undefined : findDaemon(opts.daemon);
-      const parsed = target === undefined ? undefined : parseTarget(target);
-      if (daemon !== undefined && parsed !== undefined && (parsed.kind === undefined || parsed.kind === "deployment")) {
-        const final = await cancelBoot(daemon, parsed.name);
-        if (final !== undefined) {
-          const ended = final.type === "error" ? decodeError(final.error) : undefined;
-          const detail = ended instanceof RemoteError ? (ended.detail ?? "") : "";
-          if (opts.json) io.json({ cancelled: parsed.name, daemon: daemon.url, outcome: final.type === "error" ? final.error : { ready: true } });
-          else {
-            io.out(`cancelled the boot of ${parsed.name} in the daemon at ${daemon.url}: ${ended?.message ?? "it had become ready"}`);
-            for (const line of detail.split("\n").filter((l) => l.startsWith("rolled back:") || l.startsWith("NOT stopped"))) io.out(line);
-          }
-          return;
+      const daemon = findDaemon(opts.daemon);
+      if (daemon !== undefined) {
+        try {
+          if (await cancelInDaemon(daemon, target, opts.all === true, opts.json === true, io)) return;
+        } catch (e) {
+          // No daemon to ask (gone, refused): what runs on the nodes is still stopped from here.
+          if (!(e instanceof UserError)) throw e;
+          io.warn(`${e.message}; stopping what runs on the nodes from here`);
         }
       }
       const session = await openSession(loadCluster(opts.cluster));

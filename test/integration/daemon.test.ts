@@ -66,6 +66,13 @@ describe("launcher serve --control: boots that outlive their client", { concurre
       const f = await following;
       assert.equal(f.code, 1, f.stderr);
       assert.match(f.stderr, /launcher: launcher: boot of gone failed: interrupted \(launcher down\)/);
+      // down --all: every boot in progress in the daemon is cancelled too (and rolled back there).
+      const other = slow("gone-too");
+      ok(await launcher(["up", other, "--detach"], 60_000, { LAUNCHER_DAEMON: daemon.url }), "up --detach");
+      await within(60_000, "the second detached boot starts its container", async () => (containersOf("gone-too").length > 0 ? true : undefined));
+      const all = ok(await launcher(["down", "--all"], 120_000, { LAUNCHER_DAEMON: daemon.url }), "down --all");
+      assert.match(all.stderr, /launcher: cancelled the boot of gone-too in the daemon at /);
+      assert.deepEqual(containersOf("gone-too"), []);
     } finally {
       await daemon.stop();
     }
