@@ -256,3 +256,15 @@ test("a boot that says nothing for a while still sends an empty line now and the
     server.closeAllConnections();
   }
 });
+
+test("a daemon that stops cancels every boot still running and waits for their rollbacks", async () => {
+  const registry = new BootRegistry(Date.now);
+  const a = registry.start({ deployment: "a", cluster: "c" }, gatedRun(new Promise(() => undefined)));
+  const b = registry.start({ deployment: "b", cluster: "c" }, gatedRun(new Promise(() => undefined)));
+  await registry.cancelAll("launcher serve stopping");
+  for (const entry of [a, b]) {
+    assert.equal(entry.running, false);
+    const final = entry.events.at(-1);
+    assert.match(final?.type === "error" ? decodeError(final.error).message : "", /interrupted \(launcher serve stopping\)/);
+  }
+});
