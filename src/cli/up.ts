@@ -15,12 +15,15 @@ import { planFromFlags, type PlanFlags } from "./plan.js";
 import type { Plan } from "../plan/plan.js";
 import type { ImageFacts } from "../engine/image-contract.js";
 import { clusterOption, jsonOption, outputOption } from "./options.js";
+import { decodeRestartPolicy } from "../deploy/contract.js";
+import { UserError } from "../config/errors.js";
 
 export interface UpFlags extends PlanFlags {
   timeout?: string;
   drain?: string;
   push?: boolean;
   json?: boolean;
+  restart?: string;
 }
 
 export async function runUp(ref: string, flags: UpFlags, io: Output): Promise<void> {
@@ -37,6 +40,11 @@ async function launch(ref: string, flags: UpFlags, io: Output, signal: AbortSign
   // Short leases are for tests that kill an `up`; the default suits real boots (README, "Two machines").
   const leaseMs = process.env.LAUNCHER_CLAIM_LEASE ? parseDuration(process.env.LAUNCHER_CLAIM_LEASE, "$LAUNCHER_CLAIM_LEASE") : DEFAULT_LEASE_MS;
   const cluster = loadCluster(flags.cluster);
+  if (flags.restart !== undefined) {
+    const d = decodeRestartPolicy(flags.restart);
+    if (!d.ok) throw new UserError(`--restart ${d.problem}`, "pass --restart on-failure (restart the whole group each time it fails after it served) or --restart on-failure:N (at most N times); launcher serve does the restarting");
+    flags = { ...flags, restartPolicy: d.policy };
+  }
   // Planning first: a recipe error is reported before any node or lock is touched.
   const first = planFromFlags(ref, flags, io, cluster, "ignore");
   const store = openStore();
@@ -106,6 +114,7 @@ export function registerUp(program: Command, io: Output): void {
     .option("--port <port>", "API port on the head")
     .option("--timeout <duration>", "give up (and roll back) after this long", "60m")
     .option("--drain <duration>", "in a lane swap, how long the old deployment may finish running requests", "2m")
+    .option("--restart <policy>", "on-failure[:N]: launcher serve recreates the whole group when it fails after it was ready (at most N times)")
     .option("--no-push", "fail instead of sending the image to nodes that lack it or hold another build")
     .addOption(jsonOption("print the result as JSON")).addOption(outputOption())
     .action((ref: string, opts: UpFlags) => runUp(ref, opts, io));
