@@ -187,3 +187,44 @@ test("Retry-After: the backoff left plus the last boot's length; at least 1 s", 
   assert.equal(retryAfterSeconds({ phase: "restarting", attempts: 1, streak: 1, since: 0, failure }, 60_000, 12), 1);
   assert.equal(retryAfterSeconds({ phase: "restarting", attempts: 1, streak: 1, since: 0, failure }, 0, undefined), 10);
 });
+
+test("gateway: a deployment being restarted answers 503 deployment_restarting with Retry-After, by lane and by served name, until it serves", async () => {
+  const { routeTable } = await import("../../src/gateway/routes.js");
+  const restarting = [{ cluster: "c", deployment: "d", served_model: "m", lane: "chat", attempt: 1, max: 2, retryAfter: 17, reason: "rank 1 on n2 exited (exit 137)" }];
+  const lanes = [{ name: "chat", cluster: "c", deployment: "d", state: "serving" as const, since: "t" }];
+  // The group removed for the restart: no container shows it, yet its names are known.
+  for (const name of ["chat", "m"]) {
+    const r = routeTable([], lanes, undefined, [], restarting).resolve(name);
+    assert.equal(r.kind, "unavailable", name);
+    assert.ok(r.kind === "unavailable");
+    assert.equal(r.code, "deployment_restarting");
+    assert.equal(r.retryAfter, 17);
+    assert.match(r.message, /restart 1 of at most 2\) after rank 1 on n2 exited/);
+  }
+  // Booting again: still restarting (not model_booting); serving: routed.
+  const booting = { ...dep({ status: "booting", phase: "loading", lane: "chat" }), cluster: "c" };
+  const r = routeTable([booting], lanes, undefined, [], restarting).resolve("chat");
+  assert.equal(r.kind === "unavailable" && r.code, "deployment_restarting");
+  assert.equal(routeTable([{ ...dep({ lane: "chat" }), cluster: "c" }], lanes, undefined, [], restarting).resolve("chat").kind, "route");
+  const models = routeTable([], lanes, undefined, [], restarting).models();
+  assert.deepEqual(models.map((m) => [m.id, m.status]), [["chat", "restarting"], ["m", "restarting"]]);
+  // Without a restart under way the same view is today's: the lane is empty.
+  const empty = routeTable([], lanes).resolve("chat");
+  assert.equal(empty.kind === "unavailable" && empty.code, "lane_empty");
+});
+
+test("a saved plan round-trips; a damaged or foreign one is refused, saying why", async () => {
+  const { encodeSavedPlan, decodeSavedPlan } = await import("../../src/plan/saved.js");
+  const plan = {
+    deployment: "d", cluster: "c", endpoint: "http://n1:8000", served_model: "m", recipe_hash: "h",
+    recipe: { id: "r", engine: "vllm", docker_image: "img" },
+    nodes: [{ rank: 0, node: "n1", container: "launcher-d-r0", labels: {}, argv: ["docker", "run"] }],
+    start_order: ["n1"], restart: { mode: "on-failure", max: 2 },
+  };
+  const back = decodeSavedPlan(encodeSavedPlan(plan as never));
+  assert.ok(back.ok);
+  assert.deepEqual(back.plan, plan);
+  assert.equal(decodeSavedPlan("{").ok, false);
+  assert.equal(decodeSavedPlan(JSON.stringify({ version: 2, plan })).ok, false);
+  assert.equal(decodeSavedPlan(JSON.stringify({ version: 1, plan: { ...plan, nodes: [] } })).ok, false);
+});
