@@ -160,6 +160,8 @@ export function supervise(state: Supervised, event: SuperviseEvent, policy: Rest
     }
     case "ready": {
       if (event.kind !== "observed") return stay;
+      // Read before the group served again (a poll that began during the restart): it says nothing new.
+      if (event.at < state.since) return stay;
       // Removed on every node (`launcher down`, a lane swap): nothing to restart.
       if (event.status === undefined) return { state: undefined, actions: [{ kind: "forget" }] };
       const failure = failureOf(event.status);

@@ -228,3 +228,10 @@ test("a saved plan round-trips; a damaged or foreign one is refused, saying why"
   assert.equal(decodeSavedPlan(JSON.stringify({ version: 2, plan })).ok, false);
   assert.equal(decodeSavedPlan(JSON.stringify({ version: 1, plan: { ...plan, nodes: [] } })).ok, false);
 });
+
+test("a poll read before the restarted group served is not news: it neither forgets nor restarts the group", () => {
+  const ready: Supervised = { phase: "ready", attempts: 1, streak: 1, since: 10_000 };
+  assert.deepEqual(supervise(ready, seen(9_000, undefined), onFailure(), timing), { state: ready, actions: [] });
+  assert.deepEqual(supervise(ready, seen(9_500, workerDead), onFailure(), timing), { state: ready, actions: [] });
+  assert.deepEqual(supervise(ready, seen(10_500, undefined), onFailure(), timing).actions, [{ kind: "forget" }]);
+});
