@@ -192,6 +192,8 @@ export interface RankStatus {
   readonly exit_code?: number;
   /** Absent for a rank on an unreachable node. */
   readonly started_at?: string;
+  /** When a rank that does not run exited: the first to exit is the one whose log says why. */
+  readonly finished_at?: string;
 }
 
 export interface DeploymentStatus {
@@ -230,6 +232,7 @@ const rankSchema = z.object({
   state: z.enum(RANK_STATES),
   exit_code: z.exactOptional(z.number().int()),
   started_at: z.exactOptional(z.string()),
+  finished_at: z.exactOptional(z.string()),
 });
 const deploymentSchema = z.object({
   deployment: z.string(),

@@ -40,7 +40,7 @@ export function rankView(members: readonly Labelled[], unreachableNodes: Readonl
     container: c.name,
     // Docker's API knows only these states; anything else does not run either.
     state: CONTAINER_STATES.find((s) => s === c.state) ?? "dead",
-    ...(c.running ? {} : { exit_code: c.exitCode }),
+    ...(c.running ? {} : { exit_code: c.exitCode, finished_at: c.finishedAt }),
     started_at: c.startedAt,
   }));
   const missing: string[] = [];

@@ -82,7 +82,10 @@ export const INITIAL: Supervised = { phase: "watching", attempts: 0 };
 
 /** What is wrong with a deployment that served, from one status poll; undefined: nothing. */
 export function failureOf(d: DeploymentStatus): Failure | undefined {
-  const dead = d.ranks.find((r) => r.state !== "running" && r.state !== "unreachable");
+  // The rank that exited first: the others most likely only lost it as a peer.
+  const dead = d.ranks
+    .filter((r) => r.state !== "running" && r.state !== "unreachable")
+    .sort((a, b) => (a.finished_at ?? "\uffff").localeCompare(b.finished_at ?? "\uffff") || a.rank - b.rank)[0];
   if (dead !== undefined) {
     return { kind: "rank-exited", rank: dead.rank, node: dead.node, container: dead.container, message: `rank ${dead.rank} on ${dead.node} ${dead.state}${dead.exit_code === undefined ? "" : ` (exit ${dead.exit_code})`}` };
   }

@@ -235,3 +235,17 @@ test("a poll read before the restarted group served is not news: it neither forg
   assert.deepEqual(supervise(ready, seen(9_500, workerDead), onFailure(), timing), { state: ready, actions: [] });
   assert.deepEqual(supervise(ready, seen(10_500, undefined), onFailure(), timing).actions, [{ kind: "forget" }]);
 });
+
+test("failureOf names the rank that exited first (the others lost it as a peer), whatever its rank", () => {
+  const both = dep({
+    status: "degraded",
+    phase: "-",
+    missing: ["rank 0 on n1 (exited, exit 1)", "rank 1 on n2 (exited, exit 137)"],
+    ranks: [
+      { rank: 0, node: "n1", container: "launcher-d-r0", state: "exited", exit_code: 1, started_at: "t", finished_at: "2026-01-01T00:00:05.500Z" },
+      { rank: 1, node: "n2", container: "launcher-d-r1", state: "exited", exit_code: 137, started_at: "t", finished_at: "2026-01-01T00:00:05.100Z" },
+    ],
+  });
+  assert.equal(failureOf(both)?.rank, 1);
+  assert.equal(failureOf(both)?.node, "n2");
+});
