@@ -117,6 +117,11 @@ export class Supervisor {
     return Object.fromEntries([...this.entries].map(([k, e]) => [k, `${e.state.phase}${e.state.attempts > 0 ? ` (${e.state.attempts} restart${e.state.attempts === 1 ? "" : "s"})` : ""}`]));
   }
 
+  /** Resolves once no restart is under way. */
+  async idle(): Promise<void> {
+    while (this.running.size > 0) await Promise.allSettled([...this.running]);
+  }
+
   /** Stops: restarts under way are interrupted (their boots roll back) and waited for. */
   async stop(): Promise<void> {
     this.stopping.abort();
