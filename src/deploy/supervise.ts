@@ -187,6 +187,8 @@ export function supervise(state: Supervised, event: SuperviseEvent, policy: Rest
  * what is left of the backoff, plus the time its last boot took (10 s when none is known).
  */
 export function retryAfterSeconds(state: Supervised, at: number, lastBootSeconds: number | undefined): number {
+  // Booted again, not yet seen by a poll: a moment.
+  if (state.phase === "ready") return 1;
   const boot = Math.max(1, Math.ceil(lastBootSeconds ?? 10));
   if (state.phase === "backoff") return Math.ceil(Math.max(0, state.until - at) / 1000) + boot;
   if (state.phase === "restarting") return Math.max(1, boot - Math.floor((at - state.since) / 1000));
@@ -195,3 +197,11 @@ export function retryAfterSeconds(state: Supervised, at: number, lastBootSeconds
 
 /** Is the group down on purpose for a restart (the gateway says deployment_restarting)? */
 export const isRestarting = (state: Supervised | undefined): boolean => state?.phase === "backoff" || state?.phase === "restarting";
+
+/**
+ * Does the gateway still answer deployment_restarting? While the group is down for a restart, and
+ * after its boot served until a poll read after that shows it (the last poll still shows it booting
+ * or gone, which would say model_booting or lane_empty for a moment).
+ */
+export const answersRestarting = (state: Supervised, lastPollAt: number | undefined): boolean =>
+  isRestarting(state) || (state.phase === "ready" && state.attempts > 0 && (lastPollAt === undefined || lastPollAt < state.since));

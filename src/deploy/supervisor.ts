@@ -7,7 +7,7 @@ import type { DeploymentStatus, RestartPolicy } from "./contract.js";
 import { formatRemoval, removeContainers, unreachableOf } from "./down.js";
 import { deploymentKey, holdOrBusy, laneKey } from "./locks.js";
 import type { ClusterSession } from "./session.js";
-import { INITIAL, isRestarting, policyOf, retryAfterSeconds, supervise, type Failure, type SuperviseAction, type SuperviseEvent, type Supervised, type SuperviseTiming } from "./supervise.js";
+import { answersRestarting, INITIAL, isRestarting, policyOf, retryAfterSeconds, supervise, type Failure, type SuperviseAction, type SuperviseEvent, type Supervised, type SuperviseTiming } from "./supervise.js";
 
 /** A deployment as the daemon's discovery reports it: its status and the cluster it runs on. */
 export type Seen = DeploymentStatus & { readonly cluster: string };
@@ -35,8 +35,10 @@ interface Entry {
   /** The last policy and status seen: a group down for a restart shows neither. */
   policy: RestartPolicy;
   seen: Seen;
-  /** The store's row of the restart under way. */
-  record?: number;
+  /** What the last restart was for: the gateway says so until a poll shows the group serving. */
+  failure?: Failure;
+  /** When the labels of the last poll that was taken into account were read. */
+  polledAt?: number;
   timer?: NodeJS.Timeout;
 }
 
@@ -81,6 +83,7 @@ export class Supervisor {
     }
     for (const [k, entry] of this.entries) {
       const d = now.get(k);
+      entry.polledAt = at;
       this.step(k, entry, { kind: "observed", at, status: d, recordedReady: this.deps.store.deploymentServed(entry.seen.cluster, entry.seen.deployment) });
     }
   }
@@ -95,7 +98,8 @@ export class Supervisor {
     const at = this.deps.now();
     return [...this.entries.values()].flatMap((e) => {
       const s = e.state;
-      if (s.phase !== "backoff" && s.phase !== "restarting") return [];
+      if (!answersRestarting(s, e.polledAt)) return [];
+      const reason = s.phase === "backoff" || s.phase === "restarting" ? s.failure.message : (e.failure?.message ?? "a failure");
       const { cluster, deployment, served_model, lane } = e.seen;
       return [
         {
@@ -103,10 +107,10 @@ export class Supervisor {
           deployment,
           served_model,
           ...(lane === undefined ? {} : { lane }),
-          attempt: s.phase === "restarting" ? s.attempts : s.attempts + 1,
+          attempt: s.phase === "backoff" ? s.attempts + 1 : s.attempts,
           ...(e.policy.max === undefined ? {} : { max: e.policy.max }),
           retryAfter: retryAfterSeconds(s, at, this.deps.store.lastBootSeconds(cluster, deployment)),
-          reason: s.failure.message,
+          reason,
         },
       ];
     });
@@ -167,6 +171,7 @@ export class Supervisor {
       this.deps.log(`supervise: ${name}: ${action.failure.message}; not restarting it: it was restarted ${action.attempts} time${action.attempts === 1 ? "" : "s"}, the most its --restart ${entry.seen.restart ?? ""} allows (launcher up it again, or launcher down it)`);
       return;
     }
+    entry.failure = action.failure;
     const p = this.restart(k, entry, action.attempt, action.failure).finally(() => this.running.delete(p));
     this.running.add(p);
   }

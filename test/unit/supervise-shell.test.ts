@@ -100,10 +100,14 @@ test("supervisor: a rank that died after ready: root cause read from its log, th
   // The lock of the deployment and its lane is held while it boots.
   assert.equal(store.lockHolder("deployment:c/d")?.pid, process.pid);
   assert.equal(store.lockHolder("lane:chat")?.pid, process.pid);
+  clock += 3000;
   finishBoot?.();
   await sup.idle();
   assert.equal(store.restarts("d", 10)[0]?.outcome, "ready");
   assert.equal(store.lockHolder("deployment:c/d"), undefined);
+  // Served again, but the last poll still shows it down: restarting for one more poll, not lane_empty.
+  assert.equal(sup.restarting()[0]?.retryAfter, 1);
+  sup.observe([status({})], (clock += 500));
   assert.deepEqual(sup.restarting(), []);
   assert.ok(logs.some((l) => l.includes("serves again (restart 1 of at most 3)")), logs.join("\n"));
   store.close();

@@ -249,3 +249,16 @@ test("failureOf names the rank that exited first (the others lost it as a peer),
   assert.equal(failureOf(both)?.rank, 1);
   assert.equal(failureOf(both)?.node, "n2");
 });
+
+test("the gateway says restarting from the failure until a poll read after the new group served shows it", async () => {
+  const { answersRestarting } = await import("../../src/deploy/supervise.js");
+  const failure = { kind: "rank-exited", message: "x" } as const;
+  assert.equal(answersRestarting({ phase: "restarting", attempts: 1, streak: 1, since: 0, failure }, 100), true);
+  assert.equal(answersRestarting({ phase: "backoff", attempts: 1, streak: 2, until: 5, failure }, 100), true);
+  const servedAgain: Supervised = { phase: "ready", attempts: 1, streak: 1, since: 1000 };
+  assert.equal(answersRestarting(servedAgain, 900), true);
+  assert.equal(answersRestarting(servedAgain, 1000), false);
+  assert.equal(retryAfterSeconds(servedAgain, 1200, 30), 1);
+  assert.equal(answersRestarting({ phase: "ready", attempts: 0, streak: 0, since: 1000 }, 900), false, "never restarted: nothing to say");
+  assert.equal(answersRestarting({ phase: "gave-up", attempts: 2, failure }, 900), false);
+});
