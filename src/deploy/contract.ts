@@ -31,6 +31,9 @@ export const LABELS = {
   // `up --restart on-failure[:N]`: the daemon's supervisor recreates the whole group when it fails
   // after it was ready (src/deploy/supervise.ts). On the labels, so a restarted daemon adopts it.
   restart: `${LABEL_PREFIX}restart`,
+  // How many times the supervisor recreated the group (stamped at each restart, never by the plan):
+  // a daemon started again counts on from there, so `:N` holds across daemons.
+  restarts: `${LABEL_PREFIX}restarts`,
   // Which `up` created the container (a random id per boot, added at launch by deploy/boot.ts,
   // never by the plan): a rollback removes only its own.
   boot: `${LABEL_PREFIX}boot`,
@@ -61,6 +64,8 @@ export interface DeploymentLabels {
   readonly lane?: string;
   /** Absent: nobody restarts it (today's behaviour: degraded, 503). */
   readonly restart?: RestartPolicy;
+  /** Restarts so far (absent: none). */
+  readonly restarts?: number;
 }
 
 /**
@@ -106,6 +111,7 @@ export function encodeLabels(l: DeploymentLabels): Record<string, string> {
     [LABELS.endpoint]: l.endpoint,
     ...(l.lane === undefined ? {} : { [LABELS.lane]: l.lane }),
     ...(l.restart === undefined ? {} : { [LABELS.restart]: encodeRestartPolicy(l.restart) }),
+    ...(l.restarts === undefined ? {} : { [LABELS.restarts]: String(l.restarts) }),
   };
 }
 
@@ -131,6 +137,7 @@ const labelsSchema = z.object({
   [LABELS.lane]: z.exactOptional(z.string()),
   // A policy this launcher cannot read (a newer one's) is no policy: nobody restarts the group.
   [LABELS.restart]: z.exactOptional(z.string().transform((s) => { const d = decodeRestartPolicy(s); return d.ok ? d.policy : undefined; })),
+  [LABELS.restarts]: z.exactOptional(count.catch(0)),
 });
 
 /** A container's labels, or what is wrong with them (another tool's, or a damaged container). */
@@ -142,6 +149,7 @@ export function decodeLabels(labels: Readonly<Record<string, string>>): { ok: tr
   const lane = v[LABELS.lane];
   const engine = v[LABELS.engine];
   const restart = v[LABELS.restart];
+  const restarts = v[LABELS.restarts];
   return {
     ok: true,
     labels: {
@@ -159,6 +167,7 @@ export function decodeLabels(labels: Readonly<Record<string, string>>): { ok: tr
       endpoint: v[LABELS.endpoint],
       ...(lane === undefined ? {} : { lane }),
       ...(restart === undefined ? {} : { restart }),
+      ...(restarts === undefined ? {} : { restarts }),
     },
   };
 }
@@ -205,6 +214,8 @@ export interface DeploymentStatus {
   readonly lane?: string;
   /** Its restart policy (the launcher.restart label, encoded); absent: not supervised. */
   readonly restart?: string;
+  /** How many times the supervisor recreated it (the launcher.restarts label); absent: never. */
+  readonly restarts?: number;
   readonly served_model: string;
   readonly endpoint: string;
   readonly status: DeploymentState;
@@ -241,6 +252,7 @@ const deploymentSchema = z.object({
   engine: z.exactOptional(z.string()),
   lane: z.exactOptional(z.string()),
   restart: z.exactOptional(z.string()),
+  restarts: z.exactOptional(z.number().int()),
   served_model: z.string(),
   endpoint: z.string(),
   status: z.enum(DEPLOYMENT_STATUSES),

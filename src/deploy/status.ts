@@ -135,6 +135,7 @@ export async function clusterStatus(session: ClusterSession, now: Date): Promise
         ...(first.engine === undefined ? {} : { engine: first.engine }),
         ...(first.lane === undefined ? {} : { lane: first.lane }),
         ...(first.restart === undefined ? {} : { restart: encodeRestartPolicy(first.restart) }),
+        ...(first.restarts === undefined ? {} : { restarts: first.restarts }),
         served_model: first.served_model,
         endpoint: first.endpoint,
         status,

@@ -3,7 +3,8 @@ import { adapterOf } from "../engine/registry.js";
 import { decodeSavedPlan } from "../plan/saved.js";
 import type { Plan } from "../plan/plan.js";
 import type { StateStore } from "../store/store.js";
-import type { DeploymentStatus, RestartPolicy } from "./contract.js";
+import { LABELS, type DeploymentStatus, type RestartPolicy } from "./contract.js";
+import { stampLabel } from "./boot.js";
 import { formatRemoval, removeContainers, unreachableOf } from "./down.js";
 import { deploymentKey, holdOrBusy, laneKey } from "./locks.js";
 import type { ClusterSession } from "./session.js";
@@ -75,7 +76,8 @@ export class Supervisor {
         if (entry !== undefined && !isRestarting(entry.state)) this.drop(k);
         continue;
       }
-      if (entry === undefined) this.entries.set(k, { state: INITIAL, policy, seen: d });
+      // Adopted (a daemon started again): its labels say how many restarts it had.
+      if (entry === undefined) this.entries.set(k, { state: { ...INITIAL, attempts: d.restarts ?? 0 }, policy, seen: d });
       else {
         entry.policy = policy;
         entry.seen = d;
@@ -214,7 +216,7 @@ export class Supervisor {
       const removed = await removeContainers(session, (c) => c.labels.deployment === deployment, REMOVE_GRACE_SECONDS);
       for (const line of formatRemoval(removed, `launcher down deployment/${deployment}`, "summary")) this.deps.log(`supervise: ${deployment}: ${line}`);
       if (unreachableOf(removed).length > 0) throw new Error(`cannot recreate ${deployment} while ${unreachableOf(removed).map((u) => u.node).join(", ")} does not answer`);
-      await this.deps.boot(plan.plan, session, this.stopping.signal);
+      await this.deps.boot(stampLabel(plan.plan, LABELS.restarts, String(attempt)), session, this.stopping.signal);
       ok = true;
       this.deps.log(`supervise: ${deployment} serves again (restart ${attempt}${of})`);
     } catch (e) {

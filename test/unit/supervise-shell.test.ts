@@ -31,7 +31,7 @@ function fakeDocker(node: string, rank: number, log: readonly string[], removed:
 const plan = {
   deployment: "d", cluster: "c", endpoint: "http://n1:8000", served_model: "m", recipe_hash: "h", lane: "chat",
   recipe: { id: "r", engine: "vllm", docker_image: "img" },
-  nodes: [{ rank: 0, node: "n1", container: "launcher-d-r0", labels: {}, argv: ["docker", "run"] }],
+  nodes: [{ rank: 0, node: "n1", container: "launcher-d-r0", labels: {}, argv: ["docker", "run", "--label", "launcher.deployment=d", "--", "img"] }],
   start_order: ["n1"],
 } as unknown as Plan;
 
@@ -93,6 +93,9 @@ test("supervisor: a rank that died after ready: root cause read from its log, th
   assert.deepEqual(removed.sort(), ["n1:launcher-d-r0", "n2:launcher-d-r1"], "every rank of the group, on every node");
   assert.equal(booted.length, 1);
   assert.equal(booted[0]?.deployment, "d");
+  // The new group carries its restart count, so a daemon started later counts on from it.
+  assert.equal(booted[0]?.nodes[0]?.labels["launcher.restarts"], "1");
+  assert.deepEqual(booted[0]?.nodes[0]?.argv, ["docker", "run", "--label", "launcher.restarts=1", "--label", "launcher.deployment=d", "--", "img"]);
   const during = store.restarts("d", 10);
   assert.equal(during[0]?.outcome, "restarting");
   assert.equal(during[0]?.cause, "RuntimeError: CUDA error: an illegal memory access was encountered");
@@ -137,5 +140,35 @@ test("supervisor: without a kept plan the restart fails, is recorded as failed, 
   assert.deepEqual(removed, [], "nothing removed when it cannot be booted again");
   assert.equal(sup.restarting()[0]?.attempt, 2, "in backoff: the next try is the second");
   await sup.stop();
+  store.close();
+});
+
+test("stampLabel: a kept plan stamped again replaces its label, in the labels and in docker run", async () => {
+  const { stampLabel } = await import("../../src/deploy/boot.js");
+  const once = stampLabel(plan, "launcher.restarts", "1");
+  const twice = stampLabel(once, "launcher.restarts", "2");
+  assert.deepEqual(twice.nodes[0]?.argv, ["docker", "run", "--label", "launcher.restarts=2", "--label", "launcher.deployment=d", "--", "img"]);
+  assert.equal(twice.nodes[0]?.labels["launcher.restarts"], "2");
+});
+
+test("supervisor: a daemon started again counts on from the restarts its labels show (at most N across daemons)", async () => {
+  const store = new Store(":memory:");
+  store.savePlan("c", "d", encodeSavedPlan(plan), "t");
+  const logs: string[] = [];
+  const sup = new Supervisor({
+    store,
+    session: async () => assert.fail("no restart"),
+    boot: async () => assert.fail("no restart"),
+    refresh: () => undefined,
+    log: (l) => logs.push(l),
+    now: () => 0,
+    timing: { confirmMs: 2000, backoffMs: 1000, maxBackoffMs: 8000, resetAfterMs: 600_000 },
+  });
+  const adopted = (s: Seen): Seen => ({ ...s, restarts: 3 });
+  sup.observe([adopted(status({}))], 0);
+  sup.observe([adopted(dead)], 100);
+  sup.observe([adopted(dead)], 200);
+  await sup.idle();
+  assert.ok(logs.some((l) => l.includes("not restarting it: it was restarted 3 times")), logs.join("\n"));
   store.close();
 });
