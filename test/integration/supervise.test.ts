@@ -135,6 +135,8 @@ describe("supervision: launcher serve recreates a group that fails after it serv
       assert.equal(r?.outcome, "ready");
       assert.equal(r?.node, "n1");
       assert.equal(r?.cause, "RuntimeError: CUDA error: an illegal memory access was encountered");
+      const hist = JSON.parse(ok(await launcher(["history", "--json"]), "history").stdout) as { restarts: { deployment: string; cause?: string }[] };
+      assert.equal(hist.restarts.find((x) => x.deployment === "sup-crash")?.cause, r?.cause);
       // Given up: the group is left as it is (the gateway says degraded, not restarting).
       const a = await ask(client(gw), "practice");
       assert.ok(a.startsWith("503 deployment_degraded"), a);
