@@ -60,8 +60,11 @@ export type SuperviseEvent =
    * the deployment served, or after it failed, still knows it was ready).
    */
   | { readonly kind: "observed"; readonly at: number; readonly status: DeploymentStatus | undefined; readonly recordedReady: boolean }
-  /** The restart issued ended: the group serves again, or the boot failed (and was rolled back). */
-  | { readonly kind: "restart-ended"; readonly at: number; readonly ok: boolean; readonly error?: string }
+  /**
+   * The restart issued ended: the group serves again, or the boot failed (and was rolled back), or
+   * it was `cancelled`: the deployment was stopped (`launcher down`) before or while it booted.
+   */
+  | { readonly kind: "restart-ended"; readonly at: number; readonly ok: boolean; readonly error?: string; readonly cancelled?: boolean }
   /** Time passed (a backoff may be over). */
   | { readonly kind: "tick"; readonly at: number };
 
@@ -133,6 +136,7 @@ export function supervise(state: Supervised, event: SuperviseEvent, policy: Rest
     case "restarting":
       // The boot issued owns the group until it ends; what the polls show meanwhile is its doing.
       if (event.kind !== "restart-ended") return stay;
+      if (event.cancelled === true) return { state: undefined, actions: [{ kind: "forget" }] };
       if (event.ok) return { state: { phase: "ready", attempts: state.attempts, streak: state.streak, since: event.at }, actions: [] };
       // The failed boot rolled its containers back: try again (after the backoff), or give up.
       return next(state.attempts, state.streak, state.failure, event.at, policy, timing);

@@ -186,6 +186,7 @@ export class Supervisor {
     const of = entry.policy.max === undefined ? "" : ` of at most ${entry.policy.max}`;
     this.deps.log(`supervise: ${deployment}: ${failure.message}; recreating the whole group (restart ${attempt}${of})`);
     let ok = false;
+    let cancelled = false;
     let error: string | undefined;
     let record: number | undefined;
     const releases: (() => void | Promise<void>)[] = [];
@@ -213,6 +214,11 @@ export class Supervisor {
       // The same locks as `up` of this name and lane: an `up` or a swap under way wins, and this
       // try counts as failed (tried again after its backoff).
       releases.push(holdOrBusy(store, [deploymentKey(cluster, deployment), ...(lane === undefined ? [] : [laneKey(lane)])], `launcher serve (restart ${attempt} of ${deployment})`, () => new Date(this.deps.now())));
+      // `launcher down` marks it stopped once its containers are gone (also during an earlier try's boot): not to be booted again.
+      if (!store.deploymentServed(cluster, deployment)) {
+        cancelled = true;
+        throw new Error(`${deployment} was stopped (launcher down) since it served: not restarting it`);
+      }
       const removed = await removeContainers(session, (c) => c.labels.deployment === deployment, REMOVE_GRACE_SECONDS);
       for (const line of formatRemoval(removed, `launcher down deployment/${deployment}`, "summary")) this.deps.log(`supervise: ${deployment}: ${line}`);
       if (unreachableOf(removed).length > 0) throw new Error(`cannot recreate ${deployment} while ${unreachableOf(removed).map((u) => u.node).join(", ")} does not answer`);
@@ -225,8 +231,8 @@ export class Supervisor {
     } finally {
       for (const r of releases.reverse()) await r();
     }
-    if (record !== undefined) store.endRestart(record, ok ? "ready" : "failed", at(), error);
-    if (this.entries.get(k) === entry) this.step(k, entry, { kind: "restart-ended", at: this.deps.now(), ok, ...(error === undefined ? {} : { error }) });
+    if (record !== undefined) store.endRestart(record, ok ? "ready" : cancelled ? "cancelled" : "failed", at(), error);
+    if (this.entries.get(k) === entry) this.step(k, entry, { kind: "restart-ended", at: this.deps.now(), ok, cancelled, ...(error === undefined ? {} : { error }) });
   }
 
   /**

@@ -68,7 +68,7 @@ export interface SwapRecord {
   readonly error?: string;
 }
 
-export type RestartOutcome = "restarting" | "ready" | "failed" | "gave-up";
+export type RestartOutcome = "restarting" | "ready" | "failed" | "cancelled";
 
 /** One recreation of a whole group by the supervisor (src/deploy/supervisor.ts), and why. */
 export interface NewRestart {

@@ -35,6 +35,13 @@ const plan = {
   start_order: ["n1"],
 } as unknown as Plan;
 
+/** The store as `up` leaves it once the deployment served. */
+function served(store: Store): void {
+  const b = { deployment: "d", recipe: "r", recipe_hash: "h", lane: "chat", cluster: "c", served_model: "m", endpoint: "http://n1:8000", nodes: ["n1", "n2"] };
+  const boot = store.beginBoot({ ...b, started_at: "2026-01-01T00:00:00Z" });
+  store.deploymentReady({ ...b, boot_id: boot, ready_at: "2026-01-01T00:00:10Z" });
+}
+
 const status = (over: Partial<DeploymentStatus>): Seen => ({
   cluster: "c", deployment: "d", recipe: "r", recipe_hash: "h", engine: "vllm", lane: "chat", restart: "on-failure:3", served_model: "m", endpoint: "http://n1:8000",
   status: "serving", phase: "serving", missing: [], unreachable: [],
@@ -55,6 +62,7 @@ const dead = status({
 test("supervisor: a rank that died after ready: root cause read from its log, the whole group removed on every node, the kept plan booted again, the restart recorded", async () => {
   const store = new Store(":memory:");
   store.savePlan("c", "d", encodeSavedPlan(plan), "t");
+  served(store);
   const removed: string[] = [];
   const workerLog = ["2026-01-01T00:00:00.000000000Z INFO loading", "2026-01-01T00:00:00.100000000Z RuntimeError: CUDA error: an illegal memory access was encountered"];
   const session = { cluster: {}, docker: new Map([["n1", fakeDocker("n1", 0, [], removed)], ["n2", fakeDocker("n2", 1, workerLog, removed)]]) } as unknown as ClusterSession;
@@ -170,5 +178,32 @@ test("supervisor: a daemon started again counts on from the restarts its labels 
   sup.observe([adopted(dead)], 200);
   await sup.idle();
   assert.ok(logs.some((l) => l.includes("not restarting it: it was restarted 3 times")), logs.join("\n"));
+  store.close();
+});
+
+test("supervisor: a deployment stopped by `launcher down` since it served is not booted again: cancelled, forgotten", async () => {
+  const store = new Store(":memory:");
+  store.savePlan("c", "d", encodeSavedPlan(plan), "t");
+  served(store);
+  store.deploymentStopped("c", "d", "2026-01-01T00:01:00Z");
+  const removed: string[] = [];
+  const session = { cluster: {}, docker: new Map([["n1", fakeDocker("n1", 0, [], removed)], ["n2", fakeDocker("n2", 1, [], removed)]]) } as unknown as ClusterSession;
+  const sup = new Supervisor({
+    store,
+    session: async () => session,
+    boot: async () => assert.fail("a stopped deployment is not booted"),
+    refresh: () => undefined,
+    log: () => undefined,
+    now: () => 1000,
+    timing: { confirmMs: 2000, backoffMs: 1000, maxBackoffMs: 8000, resetAfterMs: 600_000 },
+  });
+  sup.observe([status({})], 0);
+  sup.observe([dead], 100);
+  sup.observe([dead], 200);
+  await sup.idle();
+  assert.deepEqual(removed, []);
+  assert.equal(store.restarts("d", 10)[0]?.outcome, "cancelled");
+  assert.deepEqual(sup.restarting(), []);
+  assert.deepEqual(sup.describe(), {}, "forgotten");
   store.close();
 });

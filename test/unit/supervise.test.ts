@@ -262,3 +262,8 @@ test("the gateway says restarting from the failure until a poll read after the n
   assert.equal(answersRestarting({ phase: "ready", attempts: 0, streak: 0, since: 1000 }, 900), false, "never restarted: nothing to say");
   assert.equal(answersRestarting({ phase: "gave-up", attempts: 2, failure }, 900), false);
 });
+
+test("a restart cancelled (the deployment was stopped meanwhile) forgets the deployment: no further try", () => {
+  const restarting: Supervised = { phase: "restarting", attempts: 1, streak: 1, since: 0, failure: { kind: "rank-exited", message: "x" } };
+  assert.deepEqual(supervise(restarting, { kind: "restart-ended", at: 10, ok: false, cancelled: true }, onFailure(), timing), { state: undefined, actions: [{ kind: "forget" }] });
+});
