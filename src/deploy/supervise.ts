@@ -94,13 +94,16 @@ export function failureOf(d: DeploymentStatus): Failure | undefined {
   }
   if (d.missing.length > 0 && d.status === "degraded") return { kind: "rank-exited", message: `missing ${d.missing.join("; ")}` };
   const lost = d.ranks.find((r) => r.state === "unreachable");
+  // A node that does not answer SSH while the head still serves: the engine works (its ranks talk
+  // over the fabric), and no boot could pass preflight on that node now. Not a failure yet; it is
+  // one once the head stops answering too (status "unreachable").
+  if (d.status === "serving") return undefined;
   if (lost !== undefined || d.unreachable.length > 0) {
     const node = lost?.node ?? d.unreachable[0];
     return { kind: "node-unreachable", ...(lost === undefined ? {} : { rank: lost.rank }), ...(node === undefined ? {} : { node }), message: `node ${d.unreachable.join(", ") || node} does not answer` };
   }
   // Every rank runs but the head's engine no longer answers /health.
-  if (d.status !== "serving") return { kind: "unhealthy", rank: 0, ...(d.ranks[0] === undefined ? {} : { node: d.ranks[0].node, container: d.ranks[0].container }), message: `the engine does not answer /health (${d.status}, phase ${d.phase})` };
-  return undefined;
+  return { kind: "unhealthy", rank: 0, ...(d.ranks[0] === undefined ? {} : { node: d.ranks[0].node, container: d.ranks[0].container }), message: `the engine does not answer /health (${d.status}, phase ${d.phase})` };
 }
 
 /** The policy a deployment's labels carry; undefined: not supervised. */
