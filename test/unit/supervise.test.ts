@@ -267,3 +267,17 @@ test("a restart cancelled (the deployment was stopped meanwhile) forgets the dep
   const restarting: Supervised = { phase: "restarting", attempts: 1, streak: 1, since: 0, failure: { kind: "rank-exited", message: "x" } };
   assert.deepEqual(supervise(restarting, { kind: "restart-ended", at: 10, ok: false, cancelled: true }, onFailure(), timing), { state: undefined, actions: [{ kind: "forget" }] });
 });
+
+test("up --restart of a deployment already running without it (or with another policy) is no 'already running': the difference is named", async () => {
+  const { judgeExisting } = await import("../../src/deploy/existing.js");
+  const plan = {
+    deployment: "d", recipe: { id: "r" }, recipe_hash: "h", served_model: "m", endpoint: "http://n1:8000",
+    nodes: [{ rank: 0, node: "n1", container: "launcher-d-r0" }], restart: { mode: "on-failure", max: 2 },
+  } as unknown as import("../../src/plan/plan.js").Plan;
+  const found = dep({ restart: "on-failure:2", ranks: [{ rank: 0, node: "n1", container: "launcher-d-r0", state: "running", started_at: "t" }] });
+  assert.deepEqual(judgeExisting(plan, found), { same: true });
+  const { restart: _, ...withoutRestart } = found;
+  const v = judgeExisting(plan, withoutRestart);
+  assert.equal(v.same, false);
+  assert.ok(!v.same && v.message.includes("restart (none), asked on-failure:2"), JSON.stringify(v));
+});
