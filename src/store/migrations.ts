@@ -117,5 +117,6 @@ export const MIGRATIONS: readonly string[] = [
      outcome TEXT NOT NULL DEFAULT 'restarting',
      error TEXT
    );
-   CREATE INDEX restarts_deployment ON restarts (cluster, deployment, id);`,
+   CREATE INDEX restarts_deployment ON restarts (cluster, deployment, id);
+   ALTER TABLE deployments ADD COLUMN stopping_at TEXT;`,
 ];

@@ -50,6 +50,7 @@ export class NullStore implements StateStore {
   }
   saveImageFacts(): void {}
   savePlan(): void {}
+  deploymentStopping(): void {}
   savedPlan(): string | undefined {
     return undefined;
   }

@@ -251,7 +251,7 @@ export class Store {
          VALUES (@cluster, @deployment, @recipe, @recipe_hash, @lane, @served_model, @endpoint, @nodes, @boot_id, @ready_at, @api_key)
          ON CONFLICT (cluster, name) DO UPDATE SET recipe = excluded.recipe, recipe_hash = excluded.recipe_hash, lane = excluded.lane,
            served_model = excluded.served_model, endpoint = excluded.endpoint, nodes = excluded.nodes, boot_id = excluded.boot_id,
-           ready_at = excluded.ready_at, stopped_at = NULL, api_key = excluded.api_key`,
+           ready_at = excluded.ready_at, stopped_at = NULL, stopping_at = NULL, api_key = excluded.api_key`,
       )
       .run({ ...d, lane: d.lane ?? null, nodes: JSON.stringify(d.nodes), api_key: apiKey ?? null });
   }
@@ -315,9 +315,18 @@ export class Store {
     return row?.plan;
   }
 
-  /** Did it serve, and has no `down` or swap stopped it since? */
+  /** Did it serve, and has no `down` or swap stopped it (or begun to) since? */
   deploymentServed(cluster: string, name: string): boolean {
-    return this.db.prepare(`SELECT 1 FROM deployments WHERE cluster = ? AND name = ? AND stopped_at IS NULL`).get(cluster, name) !== undefined;
+    return this.db.prepare(`SELECT 1 FROM deployments WHERE cluster = ? AND name = ? AND stopped_at IS NULL AND stopping_at IS NULL`).get(cluster, name) !== undefined;
+  }
+
+  /**
+   * `launcher down` is about to remove it: from now on the daemon's supervisor takes its ranks
+   * exiting for the `down`, not a failure (src/deploy/supervisor.ts). Its key stays readable until
+   * it is stopped for good.
+   */
+  deploymentStopping(cluster: string, name: string, at: string): void {
+    this.db.prepare(`UPDATE deployments SET stopping_at = ? WHERE cluster = ? AND name = ? AND stopped_at IS NULL`).run(at, cluster, name);
   }
 
   /** How long the deployment's last successful boot took, in seconds. */

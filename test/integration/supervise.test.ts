@@ -119,6 +119,16 @@ describe("supervision: launcher serve recreates a group that fails after it serv
       assert.deepEqual(states, ["n1:launcher-sup-a-r0:running", "n2:launcher-sup-a-r1:running"]);
       const started = onHost(1, ["docker", "inspect", "--format", "{{.State.StartedAt}}", "launcher-sup-a-r0"]).trim();
       assert.ok(Date.parse(started) > killedAt - 1000, `the head was recreated too (started ${started})`);
+      // `launcher down` while the daemon watches: the ranks it removes are no failure; nothing is booted again.
+      const recorded = restarts("sup-a").length;
+      ok(await launcher(["down", "deployment/sup-a", "--grace", "1"]), "down sup-a");
+      await within(15_000, "the daemon forgets sup-a", async () => {
+        const health = (await (await fetch(`${gw.url}/health`, { signal: AbortSignal.timeout(5000) })).json()) as { supervision?: Record<string, string> };
+        return Object.keys(health.supervision ?? {}).some((k) => k.endsWith("/sup-a")) ? undefined : true;
+      });
+      assert.deepEqual(containersOf("sup-a"), []);
+      // A failure the daemon saw mid-down is cancelled, never booted.
+      assert.deepEqual(restarts("sup-a").slice(0, restarts("sup-a").length - recorded).filter((x) => x.outcome !== "cancelled"), []);
     } finally {
       await gw.stop();
       await launcher(["down", "deployment/sup-a", "--grace", "1"]);

@@ -207,3 +207,14 @@ test("supervisor: a deployment stopped by `launcher down` since it served is not
   assert.deepEqual(sup.describe(), {}, "forgotten");
   store.close();
 });
+
+test("store: a deployment `launcher down` begins to stop no longer counts as served (before its containers are gone); a new boot that serves does again", () => {
+  const store = new Store(":memory:");
+  served(store);
+  assert.equal(store.deploymentServed("c", "d"), true);
+  store.deploymentStopping("c", "d", "2026-01-01T00:01:00Z");
+  assert.equal(store.deploymentServed("c", "d"), false);
+  served(store);
+  assert.equal(store.deploymentServed("c", "d"), true);
+  store.close();
+});
