@@ -67,18 +67,23 @@ export function registerDown(program: Command, io: Output): void {
       const found = listing.flatMap((l) => (l.reachable ? l.containers : []));
       if (!opts.all) for (const l of listing) for (const p of l.reachable ? l.undecodable : []) io.warn(p);
       const chosen = targetDeployments(opts.all ? undefined : target, found, "down");
-      const outcomes = await removeListed(listing, (c) => chosen.has(c.labels.deployment), grace, opts.all === true);
-      const nodesOf = (name: string): readonly string[] | undefined => found.find((c) => c.labels.deployment === name && c.labels.nodes !== undefined)?.labels.nodes;
-      const stopped = [...chosen].filter((name) => fullyStopped(outcomes, name, nodesOf));
-      const unreachable = unreachableOf(outcomes);
-      const laneName = target === undefined ? undefined : ((t) => (t.kind === undefined || t.kind === "lane" ? t.name : undefined))(parseTarget(target));
-      await withStore((store) => {
+      // One store for the whole command (a store that cannot be opened warns once).
+      const { outcomes, unreachable } = await withStore(async (store) => {
+        // Said before anything is removed: a daemon supervising it (up --restart) must not take the
+        // ranks this removes for a failure and boot the group again.
+        for (const name of chosen) store.deploymentStopping(session.cluster.name, name, new Date().toISOString());
+        const outcomes = await removeListed(listing, (c) => chosen.has(c.labels.deployment), grace, opts.all === true);
+        const nodesOf = (name: string): readonly string[] | undefined => found.find((c) => c.labels.deployment === name && c.labels.nodes !== undefined)?.labels.nodes;
+        const stopped = [...chosen].filter((name) => fullyStopped(outcomes, name, nodesOf));
+        const unreachable = unreachableOf(outcomes);
+        const laneName = target === undefined ? undefined : ((t) => (t.kind === undefined || t.kind === "lane" ? t.name : undefined))(parseTarget(target));
         const at = new Date().toISOString();
         for (const name of stopped) store.deploymentStopped(session.cluster.name, name, at);
         // A lane named here is emptied even when nothing ran in it (say, its launcher was killed
         // mid-swap), but not while a node that did not answer may still run it.
         const lane = laneName === undefined ? undefined : store.lane(laneName);
         if (lane !== undefined && lane.state !== "empty" && unreachable.length === 0) store.setLane({ name: lane.name, cluster: lane.cluster, state: "empty", since: at });
+        return { outcomes, unreachable };
       });
       const again = `launcher down ${opts.all ? "--all" : (target as string)}`;
       if (opts.json) io.json({ removed: removedOf(outcomes), unreachable: unreachable.map((u) => ({ node: u.node, reason: u.reason })), complete: unreachable.length === 0 });

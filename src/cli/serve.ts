@@ -3,7 +3,13 @@ import type { Command } from "commander";
 import { UserError } from "../config/errors.js";
 import { engineApiMethods } from "../engine/registry.js";
 import { collectKeys, keyChecker } from "../gateway/auth.js";
-import { Discovery, staleAfterMs } from "../gateway/discovery.js";
+import { Discovery, staleAfterMs, type Snapshot } from "../gateway/discovery.js";
+import type { Cluster } from "../cluster/cluster.js";
+import { bootAgain } from "../deploy/reboot.js";
+import { openSession, type ClusterSession } from "../deploy/session.js";
+import { DEFAULT_TIMING } from "../deploy/supervise.js";
+import { Supervisor } from "../deploy/supervisor.js";
+import type { StateStore } from "../store/store.js";
 import { isLoopback, parseListen } from "../gateway/listen.js";
 import { GatewayMetrics } from "../gateway/metrics.js";
 import { routeTable, type RouteTable } from "../gateway/routes.js";
@@ -27,6 +33,7 @@ interface ServeFlags {
   apiKey?: string[];
   apiKeyFile?: string;
   poll: string;
+  restartBackoff: string;
   upstreamTimeout: string;
   idleTimeout: string;
   control?: boolean;
@@ -61,6 +68,44 @@ const REQUEST_TIMEOUT_MS = 120_000;
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
+/** The daemon's supervisor over these clusters (src/deploy/supervisor.ts), booting through src/deploy/reboot.ts. */
+function supervisorFor(clusters: readonly Cluster[], store: StateStore, discovery: Discovery, log: (line: string) => void, backoffMs: number): Supervisor {
+  // One SSH session per cluster, opened at the first restart and kept (its connections are shared).
+  const sessions = new Map<string, Promise<ClusterSession>>();
+  return new Supervisor({
+    store,
+    session: (name) => {
+      const cluster = clusters.find((c) => c.name === name);
+      if (cluster === undefined) return Promise.resolve(undefined);
+      const open = sessions.get(name) ?? openSession(cluster);
+      sessions.set(name, open);
+      return open;
+    },
+    boot: (plan, session, signal) => bootAgain(plan, session, signal, store, log),
+    refresh: () => discovery.refreshSoon(),
+    log,
+    now: Date.now,
+    timing: { ...DEFAULT_TIMING, backoffMs },
+  });
+}
+
+/** How often the supervisor looks for a new snapshot and a backoff that is over. */
+const SUPERVISE_EVERY_MS = 100;
+
+/** Feeds the supervisor each new discovery snapshot; returns how to stop. */
+function superviseFrom(discovery: Discovery, supervisor: Supervisor): () => void {
+  let last: Snapshot | undefined;
+  const timer = setInterval(() => {
+    const s = discovery.snapshot();
+    if (s !== last && s.at !== undefined) {
+      last = s;
+      supervisor.observe(s.deployments, s.at.getTime());
+    }
+    supervisor.tick();
+  }, SUPERVISE_EVERY_MS);
+  return () => clearInterval(timer);
+}
+
 export function registerServe(program: Command, io: Output): void {
   program
     .command("serve")
@@ -70,6 +115,7 @@ export function registerServe(program: Command, io: Output): void {
     .option("--api-key <key>", "accept this API key (repeatable; prefer --api-key-file or $LAUNCHER_API_KEY: flags show in ps)", collect)
     .option("--api-key-file <file>", "accept the keys in this file, one per line")
     .option("--poll <duration>", "how often to read the clusters' labels", "2s")
+    .option("--restart-backoff <duration>", "for deployments started with up --restart: the wait before the second restart in a row, doubled for each further one (the first is at once)", "10s")
     .option("--upstream-timeout <duration>", "longest wait for an engine's first byte (a long non-streamed generation)", "60m")
     .option("--idle-timeout <duration>", "longest silence from an engine in the middle of an answer", "10m")
     .option("--control", "also serve the control API (boots submitted by `launcher up`, attach, cancel): this machine only, or anywhere with an admin key")
@@ -98,6 +144,8 @@ export function registerServe(program: Command, io: Output): void {
         staleAfterMs(pollMs),
       );
       const metrics = new GatewayMetrics();
+      const log = (line: string): void => io.err(`launcher serve: ${line}`);
+      const supervisor = supervisorFor(clusters, store, discovery, log, parseDuration(flags.restartBackoff, "--restart-backoff"));
 
       // Rebuilt only when the labels or the store changed; the store is checked on every request
       // because a lane switch must take effect before its old deployment is stopped.
@@ -109,6 +157,7 @@ export function registerServe(program: Command, io: Output): void {
       let switchingCheckedAt = Date.now();
       let table: RouteTable | undefined;
       let tableSnapshot = discovery.snapshot();
+      let supervisorVersion = supervisor.version;
       const routes = (): RouteTable => {
         const version = store.dataVersion();
         const snapshot = discovery.snapshot();
@@ -121,12 +170,17 @@ export function registerServe(program: Command, io: Output): void {
           lanes = readLanes();
           table = undefined;
         }
+        // A group being recreated answers with a Retry-After that shrinks: rebuilt on each request then.
+        if (supervisor.version !== supervisorVersion || supervisor.restarting().length > 0) {
+          supervisorVersion = supervisor.version;
+          table = undefined;
+        }
         if (snapshot !== tableSnapshot) {
           tableSnapshot = snapshot;
           table = undefined;
           for (const status of DEPLOYMENT_STATUSES) metrics.deployments.set({ status }, snapshot.deployments.filter((d) => d.status === status).length);
         }
-        table ??= routeTable(snapshot.deployments, lanes, snapshot.at?.getTime(), snapshot.unreachable);
+        table ??= routeTable(snapshot.deployments, lanes, snapshot.at?.getTime(), snapshot.unreachable, supervisor.restarting());
         return table;
       };
 
@@ -146,7 +200,7 @@ export function registerServe(program: Command, io: Output): void {
         metrics,
         health: () => {
           const s = discovery.snapshot();
-          return { deployments: s.deployments.length, unreachable: s.unreachable, discovered_at: s.at?.toISOString() ?? null };
+          return { deployments: s.deployments.length, unreachable: s.unreachable, discovered_at: s.at?.toISOString() ?? null, supervision: supervisor.describe() };
         },
         staleness: () => discovery.staleness(),
         // Recorded by the `up` that booted it (src/deploy/launch.ts), read per request: a lane's
@@ -174,6 +228,7 @@ export function registerServe(program: Command, io: Output): void {
       });
       discovery.start();
       await discovery.ready(30_000);
+      const stopSupervising = superviseFrom(discovery, supervisor);
       const addr = gateway.server.address();
       const port = typeof addr === "object" && addr !== null ? addr.port : listen.port;
       const shown = listen.host.includes(":") ? `[${listen.host}]` : listen.host;
@@ -200,6 +255,8 @@ export function registerServe(program: Command, io: Output): void {
         process.on("SIGINT", stop);
         process.on("SIGTERM", stop);
       });
+      stopSupervising();
+      await supervisor.stop();
       advertised?.();
       await discovery.stop();
       await gateway.close();

@@ -20,6 +20,7 @@ import { loadCluster, openStore } from "./load.js";
 import type { Output } from "./output.js";
 import { planFromFlags, type PlanFlags } from "./plan.js";
 import { clusterOption, jsonOption, outputOption } from "./options.js";
+import { decodeRestartPolicy } from "../deploy/contract.js";
 
 export interface UpFlags extends PlanFlags {
   timeout?: string;
@@ -28,6 +29,7 @@ export interface UpFlags extends PlanFlags {
   json?: boolean;
   detach?: boolean;
   daemon?: string;
+  restart?: string;
 }
 
 /** A command line's `up`, checked, planned and ready to run wherever it runs (this process or the daemon). */
@@ -53,7 +55,12 @@ export function prepareUp(s: UpSubmission, io: Output, defaultCluster?: string):
   // Short leases are for tests that kill an `up`; the default suits real boots (README, "Two machines").
   const leaseMs = process.env.LAUNCHER_CLAIM_LEASE ? parseDuration(process.env.LAUNCHER_CLAIM_LEASE, "$LAUNCHER_CLAIM_LEASE") : DEFAULT_LEASE_MS;
   const cluster = loadCluster(s.cluster ?? defaultCluster);
+  const restart = s.restart === undefined ? undefined : decodeRestartPolicy(s.restart);
+  if (restart !== undefined && !restart.ok) {
+    throw new UserError(`--restart ${restart.problem}`, "pass --restart on-failure (restart the whole group each time it fails after it served) or --restart on-failure:N (at most N times); launcher serve does the restarting");
+  }
   const flags: PlanFlags = {
+    ...(restart === undefined ? {} : { restartPolicy: restart.policy }),
     ...(s.port === undefined ? {} : { port: s.port }),
     ...(s.lane === undefined ? {} : { lane: s.lane }),
     ...(s.name === undefined ? {} : { name: s.name }),
@@ -102,6 +109,7 @@ const submissionOf = (ref: string, f: UpFlags): UpSubmission => ({
   ...(f.timeout === undefined ? {} : { timeout: f.timeout }),
   ...(f.drain === undefined ? {} : { drain: f.drain }),
   ...(f.push === false ? { push: false } : {}),
+  ...(f.restart === undefined ? {} : { restart: f.restart }),
 });
 
 /**
@@ -165,6 +173,7 @@ export function registerUp(program: Command, io: Output): void {
     .option("--port <port>", "API port on the head")
     .option("--timeout <duration>", "give up (and roll back) after this long", "60m")
     .option("--drain <duration>", "in a lane swap, how long the old deployment may finish running requests", "2m")
+    .option("--restart <policy>", "on-failure[:N]: launcher serve recreates the whole group when it fails after it was ready (at most N times)")
     .option("--no-push", "fail instead of sending the image to nodes that lack it or hold another build")
     .option("--detach", "through a daemon: return once the boot is accepted, printing the deployment's name")
     .addOption(daemonOption())

@@ -37,6 +37,7 @@ export const UpSubmissionSchema = z.strictObject({
   timeout: z.string().optional(),
   drain: z.string().optional(),
   push: z.boolean().optional(),
+  restart: z.string().optional(),
 });
 
 export type UpSubmission = z.infer<typeof UpSubmissionSchema>;
