@@ -1,5 +1,8 @@
 import type { Command } from "commander";
-import { EXIT_USER, UserError } from "../config/errors.js";
+import { EXIT_USER, RemoteError, UserError } from "../config/errors.js";
+import { cancelBoot, listBoots, type DaemonTarget } from "../daemon/client.js";
+import { decodeError } from "../deploy/up-events.js";
+import { daemonOption, findDaemon } from "./daemon-target.js";
 import { formatRemoval, fullyStopped, removedOf, removeListed, unreachableOf } from "../deploy/down.js";
 import { listNodes, parseTarget, targetDeployments } from "../deploy/labels.js";
 import { openSession } from "../deploy/session.js";
@@ -7,6 +10,33 @@ import { loadCluster, withStore } from "./load.js";
 import { parseGraceSeconds } from "./duration.js";
 import type { Output } from "./output.js";
 import { clusterOption, jsonOption, outputOption } from "./options.js";
+
+/**
+ * Cancels in the daemon what `down` names there: with --all every boot in progress (then the nodes
+ * are cleared as usual), else the boot of that deployment, which ends the command (its rollback
+ * removed what it started). Whether the command is done.
+ */
+async function cancelInDaemon(daemon: DaemonTarget, target: string | undefined, all: boolean, json: boolean, io: Output): Promise<boolean> {
+  if (all) {
+    for (const b of (await listBoots(daemon)).filter((b) => b.running)) {
+      const final = await cancelBoot(daemon, b.deployment);
+      if (final !== undefined) io.err(`launcher: cancelled the boot of ${b.deployment} in the daemon at ${daemon.url}`);
+    }
+    return false;
+  }
+  const parsed = target === undefined ? undefined : parseTarget(target);
+  if (parsed === undefined || (parsed.kind !== undefined && parsed.kind !== "deployment")) return false;
+  const final = await cancelBoot(daemon, parsed.name);
+  if (final === undefined) return false;
+  const ended = final.type === "error" ? decodeError(final.error) : undefined;
+  const detail = ended instanceof RemoteError ? (ended.detail ?? "") : "";
+  if (json) io.json({ cancelled: parsed.name, daemon: daemon.url, outcome: final.type === "error" ? final.error : { ready: true } });
+  else {
+    io.out(`cancelled the boot of ${parsed.name} in the daemon at ${daemon.url}: ${ended?.message ?? "it had become ready"}`);
+    for (const line of detail.split("\n").filter((l) => l.startsWith("rolled back:") || l.startsWith("NOT stopped"))) io.out(line);
+  }
+  return true;
+}
 
 export function registerDown(program: Command, io: Output): void {
   program
@@ -17,26 +47,43 @@ export function registerDown(program: Command, io: Output): void {
     .addOption(clusterOption())
     .option("--grace <duration>", "how long between SIGTERM and kill (10s, 1m; plain seconds too)", "10s")
     .addOption(jsonOption("print what was stopped as JSON")).addOption(outputOption())
-    .action(async (target: string | undefined, opts: { all?: boolean; cluster?: string; grace: string; json?: boolean }) => {
+    .addOption(daemonOption())
+    .action(async (target: string | undefined, opts: { all?: boolean; cluster?: string; grace: string; json?: boolean; daemon?: string }) => {
       if (target === undefined && !opts.all) throw new UserError("say what to stop", "launcher down NAME, or launcher down --all");
       const grace = parseGraceSeconds(opts.grace, "--grace");
+      // A boot the daemon runs is cancelled there: its own rollback removes what it started.
+      const daemon = findDaemon(opts.daemon);
+      if (daemon !== undefined) {
+        try {
+          if (await cancelInDaemon(daemon, target, opts.all === true, opts.json === true, io)) return;
+        } catch (e) {
+          // No daemon to ask (gone, refused): what runs on the nodes is still stopped from here.
+          if (!(e instanceof UserError)) throw e;
+          io.warn(`${e.message}; stopping what runs on the nodes from here`);
+        }
+      }
       const session = await openSession(loadCluster(opts.cluster));
       const listing = await listNodes(session);
       const found = listing.flatMap((l) => (l.reachable ? l.containers : []));
       if (!opts.all) for (const l of listing) for (const p of l.reachable ? l.undecodable : []) io.warn(p);
       const chosen = targetDeployments(opts.all ? undefined : target, found, "down");
-      const outcomes = await removeListed(listing, (c) => chosen.has(c.labels.deployment), grace, opts.all === true);
-      const nodesOf = (name: string): readonly string[] | undefined => found.find((c) => c.labels.deployment === name && c.labels.nodes !== undefined)?.labels.nodes;
-      const stopped = [...chosen].filter((name) => fullyStopped(outcomes, name, nodesOf));
-      const unreachable = unreachableOf(outcomes);
-      const laneName = target === undefined ? undefined : ((t) => (t.kind === undefined || t.kind === "lane" ? t.name : undefined))(parseTarget(target));
-      await withStore((store) => {
+      // One store for the whole command (a store that cannot be opened warns once).
+      const { outcomes, unreachable } = await withStore(async (store) => {
+        // Said before anything is removed: a daemon supervising it (up --restart) must not take the
+        // ranks this removes for a failure and boot the group again.
+        for (const name of chosen) store.deploymentStopping(session.cluster.name, name, new Date().toISOString());
+        const outcomes = await removeListed(listing, (c) => chosen.has(c.labels.deployment), grace, opts.all === true);
+        const nodesOf = (name: string): readonly string[] | undefined => found.find((c) => c.labels.deployment === name && c.labels.nodes !== undefined)?.labels.nodes;
+        const stopped = [...chosen].filter((name) => fullyStopped(outcomes, name, nodesOf));
+        const unreachable = unreachableOf(outcomes);
+        const laneName = target === undefined ? undefined : ((t) => (t.kind === undefined || t.kind === "lane" ? t.name : undefined))(parseTarget(target));
         const at = new Date().toISOString();
         for (const name of stopped) store.deploymentStopped(session.cluster.name, name, at);
         // A lane named here is emptied even when nothing ran in it (say, its launcher was killed
         // mid-swap), but not while a node that did not answer may still run it.
         const lane = laneName === undefined ? undefined : store.lane(laneName);
         if (lane !== undefined && lane.state !== "empty" && unreachable.length === 0) store.setLane({ name: lane.name, cluster: lane.cluster, state: "empty", since: at });
+        return { outcomes, unreachable };
       });
       const again = `launcher down ${opts.all ? "--all" : (target as string)}`;
       if (opts.json) io.json({ removed: removedOf(outcomes), unreachable: unreachable.map((u) => ({ node: u.node, reason: u.reason })), complete: unreachable.length === 0 });

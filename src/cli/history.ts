@@ -31,9 +31,13 @@ export function registerHistory(program: Command, io: Output): void {
     .addOption(jsonOption("print as JSON")).addOption(outputOption())
     .action((recipe: string | undefined, opts: { limit: string; json?: boolean }) =>
       withStore((store) => {
-        const boots = store.history(recipe, parseCount(opts.limit, "--limit", 1));
+        const limit = parseCount(opts.limit, "--limit", 1);
+        const boots = store.history(recipe, limit);
+        // The supervisor's restarts (launcher serve, up --restart): of the deployments these boots ran.
+        const deployments = new Set(boots.map((b) => b.deployment));
+        const restarts = store.restarts(undefined, limit).filter((r) => recipe === undefined || deployments.has(r.deployment));
         if (opts.json) {
-          io.json({ boots: boots.map((b) => ({ ...b, seconds: seconds(b.started_at, b.ended_at), head_phases: headPhases(b) })) });
+          io.json({ boots: boots.map((b) => ({ ...b, seconds: seconds(b.started_at, b.ended_at), head_phases: headPhases(b) })), restarts });
           return;
         }
         if (boots.length === 0) io.out(`no boots recorded${recipe === undefined ? "" : ` for ${recipe}`}`);
@@ -48,6 +52,12 @@ export function registerHistory(program: Command, io: Output): void {
           });
           if (steps.length > 0) io.out(`    ${steps.join(" -> ")}`);
           if (b.error !== undefined) io.out(`    failed on ${b.failed_node ?? "?"}: ${b.error}`);
+        }
+        if (restarts.length > 0) io.out("restarts (launcher serve, up --restart):");
+        for (const r of restarts) {
+          const outcome = r.outcome === "restarting" ? "still restarting (or its daemon was killed)" : r.outcome;
+          io.out(`${r.started_at}  ${r.deployment} restart ${r.attempt}: ${r.message}  ${outcome}${r.error === undefined ? "" : `: ${r.error.split("\n")[0] ?? ""}`}`);
+          if (r.cause !== undefined) io.out(`    cause: ${r.cause}`);
         }
       }),
     );

@@ -10,6 +10,8 @@ import { registerSchema } from "./schema.js";
 import { registerValidate } from "./validate.js";
 import { registerUp } from "./up.js";
 import { registerDown } from "./down.js";
+import { registerAttach } from "./attach.js";
+import { registerExport } from "./export.js";
 import { registerStatus } from "./status.js";
 import { registerLogs } from "./logs.js";
 import { registerDemo } from "./demo.js";
@@ -48,6 +50,7 @@ export function buildProgram(output: Pick<OutputConfiguration, "writeOut" | "wri
   registerStatus(program, consoleOutput);
   registerLogs(program, consoleOutput);
   registerExplain(program, consoleOutput);
+  registerAttach(program, consoleOutput);
   registerDown(program, consoleOutput);
   registerImages(program, consoleOutput);
   registerDoctor(program, consoleOutput);
@@ -57,6 +60,7 @@ export function buildProgram(output: Pick<OutputConfiguration, "writeOut" | "wri
   registerLanes(program, consoleOutput);
   registerHistory(program, consoleOutput);
   registerDemo(program, consoleOutput);
+  registerExport(program, consoleOutput);
   registerCompletion(program, consoleOutput);
   oneLineUsageErrors(program, (u) => (usageFailure = u));
   return program;

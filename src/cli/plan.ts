@@ -10,6 +10,7 @@ import { gpusPerNode, loadCluster, loadRecipe, parseNodes, withStore } from "./l
 import type { Output } from "./output.js";
 import { withSshDefaults } from "../deploy/session.js";
 import { clusterOption, jsonOption, outputOption } from "./options.js";
+import type { RestartPolicy } from "../deploy/contract.js";
 
 export interface PlanFlags {
   cluster?: string;
@@ -17,6 +18,8 @@ export interface PlanFlags {
   lane?: string;
   name?: string;
   nodes?: string;
+  /** `up --restart`, already decoded (up.ts); `plan` has no such flag. */
+  restartPolicy?: RestartPolicy;
 }
 
 
@@ -44,6 +47,7 @@ export function planFromFlags(ref: string, flags: PlanFlags, io: Output, cluster
     ...(port === undefined ? {} : { apiPort: port }),
     ...(flags.lane === undefined ? {} : { lane: flags.lane }),
     ...(flags.name === undefined ? {} : { deployment: flags.name }),
+    ...(flags.restartPolicy === undefined ? {} : { restart: flags.restartPolicy }),
   });
   if (!result.ok) throw new UserError(`cannot plan ${ref} on ${cluster.file}`, undefined, result.diagnostics);
   const described = result.plan.fabric_gaps.map((g) => describeFabricGap(g, cluster.file));

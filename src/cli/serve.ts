@@ -3,7 +3,13 @@ import type { Command } from "commander";
 import { UserError } from "../config/errors.js";
 import { engineApiMethods } from "../engine/registry.js";
 import { collectKeys, keyChecker } from "../gateway/auth.js";
-import { Discovery, staleAfterMs } from "../gateway/discovery.js";
+import { Discovery, staleAfterMs, type Snapshot } from "../gateway/discovery.js";
+import type { Cluster } from "../cluster/cluster.js";
+import { bootAgain } from "../deploy/reboot.js";
+import { openSession, type ClusterSession } from "../deploy/session.js";
+import { DEFAULT_TIMING } from "../deploy/supervise.js";
+import { Supervisor } from "../deploy/supervisor.js";
+import type { StateStore } from "../store/store.js";
 import { isLoopback, parseListen } from "../gateway/listen.js";
 import { GatewayMetrics } from "../gateway/metrics.js";
 import { routeTable, type RouteTable } from "../gateway/routes.js";
@@ -15,6 +21,11 @@ import { parseDuration } from "./duration.js";
 import { clusterPath, loadCluster, openStore, selfArgv } from "./load.js";
 import type { Output } from "./output.js";
 import { clusterOption } from "./options.js";
+import { BootRegistry } from "../deploy/boots.js";
+import { controlApi } from "../gateway/control.js";
+import { bootSubmitter } from "../daemon/boots-host.js";
+import { CONTROL_PREFIX } from "../daemon/protocol.js";
+import { advertiseLocalDaemon } from "./daemon-target.js";
 
 interface ServeFlags {
   listen: string;
@@ -22,8 +33,11 @@ interface ServeFlags {
   apiKey?: string[];
   apiKeyFile?: string;
   poll: string;
+  restartBackoff: string;
   upstreamTimeout: string;
   idleTimeout: string;
+  control?: boolean;
+  adminKeyFile?: string;
 }
 
 function apiKeys(flags: ServeFlags): string[] {
@@ -34,10 +48,63 @@ function apiKeys(flags: ServeFlags): string[] {
   return collectKeys({ flags: flags.apiKey ?? [], env: process.env.LAUNCHER_API_KEY, ...(file === undefined ? {} : { file }) });
 }
 
+/**
+ * The admin keys of the control API: $LAUNCHER_ADMIN_KEY (comma-separated) or --admin-key-file;
+ * never a flag holding the key itself, which `ps` would show.
+ */
+function adminKeys(flags: ServeFlags): string[] {
+  const file = flags.adminKeyFile === undefined ? undefined : { path: flags.adminKeyFile, text: readTextFile(flags.adminKeyFile, "admin key file") };
+  try {
+    return collectKeys({ flags: [], env: process.env.LAUNCHER_ADMIN_KEY, ...(file === undefined ? {} : { file }) });
+  } catch (e) {
+    // collectKeys words its errors for the inference keys: the same problem, said of the admin key.
+    if (e instanceof UserError) throw new UserError(e.message.replace("LAUNCHER_API_KEY", "LAUNCHER_ADMIN_KEY").replace("API key file", "admin key file"), e.hint);
+    throw e;
+  }
+}
+
 /** The longest a client may take to send a whole request (a 64 MiB body at ~1 MB/s). */
 const REQUEST_TIMEOUT_MS = 120_000;
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+/** The daemon's supervisor over these clusters (src/deploy/supervisor.ts), booting through src/deploy/reboot.ts. */
+function supervisorFor(clusters: readonly Cluster[], store: StateStore, discovery: Discovery, log: (line: string) => void, backoffMs: number): Supervisor {
+  // One SSH session per cluster, opened at the first restart and kept (its connections are shared).
+  const sessions = new Map<string, Promise<ClusterSession>>();
+  return new Supervisor({
+    store,
+    session: (name) => {
+      const cluster = clusters.find((c) => c.name === name);
+      if (cluster === undefined) return Promise.resolve(undefined);
+      const open = sessions.get(name) ?? openSession(cluster);
+      sessions.set(name, open);
+      return open;
+    },
+    boot: (plan, session, signal) => bootAgain(plan, session, signal, store, log),
+    refresh: () => discovery.refreshSoon(),
+    log,
+    now: Date.now,
+    timing: { ...DEFAULT_TIMING, backoffMs },
+  });
+}
+
+/** How often the supervisor looks for a new snapshot and a backoff that is over. */
+const SUPERVISE_EVERY_MS = 100;
+
+/** Feeds the supervisor each new discovery snapshot; returns how to stop. */
+function superviseFrom(discovery: Discovery, supervisor: Supervisor): () => void {
+  let last: Snapshot | undefined;
+  const timer = setInterval(() => {
+    const s = discovery.snapshot();
+    if (s !== last && s.at !== undefined) {
+      last = s;
+      supervisor.observe(s.deployments, s.at.getTime());
+    }
+    supervisor.tick();
+  }, SUPERVISE_EVERY_MS);
+  return () => clearInterval(timer);
+}
 
 export function registerServe(program: Command, io: Output): void {
   program
@@ -48,8 +115,11 @@ export function registerServe(program: Command, io: Output): void {
     .option("--api-key <key>", "accept this API key (repeatable; prefer --api-key-file or $LAUNCHER_API_KEY: flags show in ps)", collect)
     .option("--api-key-file <file>", "accept the keys in this file, one per line")
     .option("--poll <duration>", "how often to read the clusters' labels", "2s")
+    .option("--restart-backoff <duration>", "for deployments started with up --restart: the wait before the second restart in a row, doubled for each further one (the first is at once)", "10s")
     .option("--upstream-timeout <duration>", "longest wait for an engine's first byte (a long non-streamed generation)", "60m")
     .option("--idle-timeout <duration>", "longest silence from an engine in the middle of an answer", "10m")
+    .option("--control", "also serve the control API (boots submitted by `launcher up`, attach, cancel): this machine only, or anywhere with an admin key")
+    .option("--admin-key-file <file>", "the control API's admin keys, one per line (or $LAUNCHER_ADMIN_KEY); never an inference key")
     .action(async (flags: ServeFlags) => {
       const listen = parseListen(flags.listen);
       if (listen === undefined) throw new UserError(`--listen ${flags.listen} is not HOST:PORT`, "for example 127.0.0.1:8080 or 0.0.0.0:8080");
@@ -57,6 +127,12 @@ export function registerServe(program: Command, io: Output): void {
       if (keys.length === 0 && !isLoopback(listen.host)) {
         throw new UserError(`refusing to listen on ${listen.host} without an API key: anyone on that network could use the cluster`, "pass --api-key-file FILE (or set LAUNCHER_API_KEY), or listen on 127.0.0.1");
       }
+      const admin = flags.control ? adminKeys(flags) : [];
+      if (flags.control && admin.length === 0 && !isLoopback(listen.host)) {
+        throw new UserError(`refusing the control API on ${listen.host} without an admin key: anyone on that network could launch containers`, "pass --admin-key-file FILE (or set LAUNCHER_ADMIN_KEY), or listen on 127.0.0.1");
+      }
+      // A client that may chat must not be able to launch containers: the two kinds of key never meet.
+      if (admin.some((k) => keys.includes(k))) throw new UserError("an admin key is also an inference key", "give the control API a key of its own (--admin-key-file / LAUNCHER_ADMIN_KEY)");
       const pollMs = parseDuration(flags.poll, "--poll");
       const files = (flags.cluster ?? [undefined]).map((f) => clusterPath(f));
       // Read here first, so that a broken cluster file stops the daemon at start with its errors.
@@ -68,6 +144,8 @@ export function registerServe(program: Command, io: Output): void {
         staleAfterMs(pollMs),
       );
       const metrics = new GatewayMetrics();
+      const log = (line: string): void => io.err(`launcher serve: ${line}`);
+      const supervisor = supervisorFor(clusters, store, discovery, log, parseDuration(flags.restartBackoff, "--restart-backoff"));
 
       // Rebuilt only when the labels or the store changed; the store is checked on every request
       // because a lane switch must take effect before its old deployment is stopped.
@@ -79,6 +157,7 @@ export function registerServe(program: Command, io: Output): void {
       let switchingCheckedAt = Date.now();
       let table: RouteTable | undefined;
       let tableSnapshot = discovery.snapshot();
+      let supervisorVersion = supervisor.version;
       const routes = (): RouteTable => {
         const version = store.dataVersion();
         const snapshot = discovery.snapshot();
@@ -91,22 +170,37 @@ export function registerServe(program: Command, io: Output): void {
           lanes = readLanes();
           table = undefined;
         }
+        // A group being recreated answers with a Retry-After that shrinks: rebuilt on each request then.
+        if (supervisor.version !== supervisorVersion || supervisor.restarting().length > 0) {
+          supervisorVersion = supervisor.version;
+          table = undefined;
+        }
         if (snapshot !== tableSnapshot) {
           tableSnapshot = snapshot;
           table = undefined;
           for (const status of DEPLOYMENT_STATUSES) metrics.deployments.set({ status }, snapshot.deployments.filter((d) => d.status === status).length);
         }
-        table ??= routeTable(snapshot.deployments, lanes, snapshot.at?.getTime(), snapshot.unreachable);
+        table ??= routeTable(snapshot.deployments, lanes, snapshot.at?.getTime(), snapshot.unreachable, supervisor.restarting());
         return table;
       };
 
+      const registry = new BootRegistry(Date.now);
+      const control = flags.control
+        ? controlApi({
+            ...(admin.length === 0 ? {} : { checkAdmin: keyChecker(admin) }),
+            registry,
+            submit: bootSubmitter(registry, store, files[0] as string, (line) => io.err(`launcher serve: ${line}`)),
+            maxBodyBytes: 1024 * 1024,
+          })
+        : undefined;
       const gateway = createGateway({
+        ...(control === undefined ? {} : { control }),
         routes,
         ...(keys.length === 0 ? {} : { checkKey: keyChecker(keys) }),
         metrics,
         health: () => {
           const s = discovery.snapshot();
-          return { deployments: s.deployments.length, unreachable: s.unreachable, discovered_at: s.at?.toISOString() ?? null };
+          return { deployments: s.deployments.length, unreachable: s.unreachable, discovered_at: s.at?.toISOString() ?? null, supervision: supervisor.describe() };
         },
         staleness: () => discovery.staleness(),
         // Recorded by the `up` that booted it (src/deploy/launch.ts), read per request: a lane's
@@ -134,26 +228,36 @@ export function registerServe(program: Command, io: Output): void {
       });
       discovery.start();
       await discovery.ready(30_000);
+      const stopSupervising = superviseFrom(discovery, supervisor);
       const addr = gateway.server.address();
       const port = typeof addr === "object" && addr !== null ? addr.port : listen.port;
       const shown = listen.host.includes(":") ? `[${listen.host}]` : listen.host;
       io.err(`launcher serve: listening on http://${shown}:${port}/v1 (${keys.length === 0 ? "no API key: loopback only" : `${keys.length} API key${keys.length === 1 ? "" : "s"}`}; clusters ${clusters.map((c) => c.name).join(", ")})`);
+      const advertised = flags.control ? advertiseLocalDaemon(listen.host, port) : undefined;
+      if (flags.control) io.err(`launcher serve: control API on http://${shown}:${port}${CONTROL_PREFIX} (${admin.length === 0 ? "no admin key: this machine only" : "admin key required"})`);
 
       await new Promise<void>((resolve) => {
         const stop = (): void => {
           process.off("SIGINT", stop);
           process.off("SIGTERM", stop);
           io.err(`launcher serve: stopping (${gateway.inFlight()} request${gateway.inFlight() === 1 ? "" : "s"} in flight get up to 10 s)`);
-          gateway.server.close(() => resolve());
-          gateway.server.closeIdleConnections();
-          setTimeout(() => {
-            gateway.server.closeAllConnections();
-            resolve();
-          }, 10_000).unref();
+          // A boot in progress is not left half-started by a daemon that stops: it is rolled back
+          // first, and the clients following it get its end.
+          void registry.cancelAll("launcher serve stopping").finally(() => {
+            gateway.server.close(() => resolve());
+            gateway.server.closeIdleConnections();
+            setTimeout(() => {
+              gateway.server.closeAllConnections();
+              resolve();
+            }, 10_000).unref();
+          });
         };
         process.on("SIGINT", stop);
         process.on("SIGTERM", stop);
       });
+      stopSupervising();
+      await supervisor.stop();
+      advertised?.();
       await discovery.stop();
       await gateway.close();
       store.close();

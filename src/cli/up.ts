@@ -1,97 +1,164 @@
+import { existsSync } from "node:fs";
+import path from "node:path";
 import type { Command } from "commander";
-import { detectAndRecord, fabricBlockers, fabricCheckFailed } from "../deploy/doctor.js";
-import { recordedUp } from "../deploy/launch.js";
-import { upInLane } from "../deploy/lane.js";
-import { claimPlanNodes, DEFAULT_LEASE_MS } from "../deploy/claims.js";
-import { deploymentKey, holdOrBusy, laneKey } from "../deploy/locks.js";
-import { openSession } from "../deploy/session.js";
-import { progressReporter } from "../deploy/progress.js";
+import type { Cluster } from "../cluster/cluster.js";
+import { Interrupted } from "../deploy/abort.js";
+import { DEFAULT_LEASE_MS } from "../deploy/claims.js";
+import { progressEvents, type UpEvent } from "../deploy/up-events.js";
+import { upUseCase, type Planner, type UpHost, type UpRequest } from "../deploy/up-use-case.js";
+import type { Plan } from "../plan/plan.js";
+import type { BootIdentity } from "../deploy/boots.js";
+import type { StateStore } from "../store/store.js";
+import { RemoteError, UserError } from "../config/errors.js";
+import { RUN_A_DAEMON, submitBoot } from "../daemon/client.js";
+import type { UpSubmission } from "../daemon/protocol.js";
+import { BootView, watchBoot } from "./boot-view.js";
+import { daemonOption, findDaemon } from "./daemon-target.js";
 import { parseDuration } from "./duration.js";
 import { withInterrupts } from "./interrupts.js";
-import { abortable } from "../deploy/abort.js";
 import { loadCluster, openStore } from "./load.js";
 import type { Output } from "./output.js";
 import { planFromFlags, type PlanFlags } from "./plan.js";
-import type { Plan } from "../plan/plan.js";
-import type { ImageFacts } from "../engine/image-contract.js";
 import { clusterOption, jsonOption, outputOption } from "./options.js";
+import { decodeRestartPolicy } from "../deploy/contract.js";
 
 export interface UpFlags extends PlanFlags {
   timeout?: string;
   drain?: string;
   push?: boolean;
   json?: boolean;
+  detach?: boolean;
+  daemon?: string;
+  restart?: string;
+}
+
+/** A command line's `up`, checked, planned and ready to run wherever it runs (this process or the daemon). */
+export interface PreparedUp {
+  readonly request: UpRequest;
+  readonly cluster: Cluster;
+  /** Planned before any node is touched, so that a recipe error comes first. */
+  readonly first: Plan;
+  readonly plan: Planner;
+  readonly timeoutMs: number;
+  readonly drainMs: number;
+  readonly push: boolean;
+  readonly leaseMs: number;
+}
+
+/**
+ * `up`'s flags as the daemon receives them and as this process reads them: the same checks and
+ * the same messages either way. `defaultCluster` is the daemon's own when the client named none.
+ */
+export function prepareUp(s: UpSubmission, io: Output, defaultCluster?: string): PreparedUp {
+  const timeoutMs = parseDuration(s.timeout ?? "60m", "--timeout");
+  const drainMs = parseDuration(s.drain ?? "2m", "--drain");
+  // Short leases are for tests that kill an `up`; the default suits real boots (README, "Two machines").
+  const leaseMs = process.env.LAUNCHER_CLAIM_LEASE ? parseDuration(process.env.LAUNCHER_CLAIM_LEASE, "$LAUNCHER_CLAIM_LEASE") : DEFAULT_LEASE_MS;
+  const cluster = loadCluster(s.cluster ?? defaultCluster);
+  const restart = s.restart === undefined ? undefined : decodeRestartPolicy(s.restart);
+  if (restart !== undefined && !restart.ok) {
+    throw new UserError(`--restart ${restart.problem}`, "pass --restart on-failure (restart the whole group each time it fails after it served) or --restart on-failure:N (at most N times); launcher serve does the restarting");
+  }
+  const flags: PlanFlags = {
+    ...(restart === undefined ? {} : { restartPolicy: restart.policy }),
+    ...(s.port === undefined ? {} : { port: s.port }),
+    ...(s.lane === undefined ? {} : { lane: s.lane }),
+    ...(s.name === undefined ? {} : { name: s.name }),
+    ...(s.nodes === undefined ? {} : { nodes: s.nodes }),
+  };
+  const plan: Planner = (nodes, c, gaps) => planFromFlags(s.ref, nodes === undefined ? flags : { ...flags, nodes: nodes.join(",") }, io, c, gaps);
+  // Planning first: a recipe error is reported before any node or lock is touched.
+  const first = plan(undefined, cluster, "ignore");
+  const request: UpRequest = { ref: s.ref, ...flags };
+  return { request, cluster, first, plan, timeoutMs, drainMs, push: s.push !== false, leaseMs };
+}
+
+/** The use case's host: its words go out as events through `emit`. */
+export function upHost(p: PreparedUp, store: StateStore, emit: (e: UpEvent) => void, signal: AbortSignal): UpHost {
+  return {
+    plan: p.plan,
+    store,
+    say: (text) => emit({ type: "say", text, t: Date.now() }),
+    progress: progressEvents(emit, Date.now),
+    signal,
+    now: () => new Date(),
+    leaseMs: p.leaseMs,
+    timeoutMs: p.timeoutMs,
+    drainMs: p.drainMs,
+    push: p.push,
+  };
+}
+
+/** What a prepared boot is known by from then on: its deployment, cluster and lane. */
+export const identityOf = (p: PreparedUp): BootIdentity => ({
+  deployment: p.first.deployment,
+  cluster: p.first.cluster,
+  ...(p.request.lane === undefined ? {} : { lane: p.request.lane }),
+});
+
+/** The accepted event of a boot that runs in this process (the daemon's registry says its own). */
+export const acceptedEvent = (p: PreparedUp): UpEvent => ({ type: "accepted", ...identityOf(p), t: Date.now() });
+
+const submissionOf = (ref: string, f: UpFlags): UpSubmission => ({
+  ref,
+  ...(f.cluster === undefined ? {} : { cluster: f.cluster }),
+  ...(f.lane === undefined ? {} : { lane: f.lane }),
+  ...(f.name === undefined ? {} : { name: f.name }),
+  ...(f.nodes === undefined ? {} : { nodes: f.nodes }),
+  ...(f.port === undefined ? {} : { port: f.port }),
+  ...(f.timeout === undefined ? {} : { timeout: f.timeout }),
+  ...(f.drain === undefined ? {} : { drain: f.drain }),
+  ...(f.push === false ? { push: false } : {}),
+  ...(f.restart === undefined ? {} : { restart: f.restart }),
+});
+
+/**
+ * The daemon reads recipes and cluster files itself, from its own folder: a recipe or cluster
+ * given as a file or folder that exists here goes as its absolute path, so that a daemon on this
+ * machine reads what this command would have read. Names go as they are.
+ */
+export function forTheDaemon(s: UpSubmission, exists: (p: string) => boolean = existsSync, resolve: (p: string) => string = path.resolve): UpSubmission {
+  const here = (p: string): string => (exists(p) ? resolve(p) : p);
+  return { ...s, ref: here(s.ref), ...(s.cluster === undefined ? {} : { cluster: here(s.cluster) }) };
 }
 
 export async function runUp(ref: string, flags: UpFlags, io: Output): Promise<void> {
+  const submission = submissionOf(ref, flags);
+  const daemon = findDaemon(flags.daemon);
+  if (daemon !== undefined) {
+    // Through the daemon: a signal, a closed terminal or a lost connection only detaches.
+    const sent = forTheDaemon(submission);
+    await watchBoot(daemon, io, flags.json === true, flags.detach === true, (onEvent, signal) => submitBoot(daemon, sent, onEvent, signal));
+    return;
+  }
+  if (flags.detach) throw new UserError("up --detach needs a daemon to run the boot: none is configured or running here", RUN_A_DAEMON);
   // From the first instant: a signal at any step (detection, locks, push, preflight, starts,
   // watch, swap) is heard, ends the command with 130/143/129 and rolls back what it started.
-  await withInterrupts((signal) => launch(ref, flags, io, signal));
+  await withInterrupts((signal) => upHere(submission, flags.json === true, io, signal));
 }
 
-async function launch(ref: string, flags: UpFlags, io: Output, signal: AbortSignal): Promise<void> {
-  const timeoutMs = parseDuration(flags.timeout ?? "60m", "--timeout");
-  const drainMs = parseDuration(flags.drain ?? "2m", "--drain");
-  const what = `launcher up ${ref}${flags.lane === undefined ? "" : ` --lane ${flags.lane}`}`;
-  const now = (): Date => new Date();
-  // Short leases are for tests that kill an `up`; the default suits real boots (README, "Two machines").
-  const leaseMs = process.env.LAUNCHER_CLAIM_LEASE ? parseDuration(process.env.LAUNCHER_CLAIM_LEASE, "$LAUNCHER_CLAIM_LEASE") : DEFAULT_LEASE_MS;
-  const cluster = loadCluster(flags.cluster);
-  // Planning first: a recipe error is reported before any node or lock is touched.
-  const first = planFromFlags(ref, flags, io, cluster, "ignore");
+/** The boot in this process: it lives and dies with it (a signal rolls it back). */
+async function upHere(submission: UpSubmission, json: boolean, io: Output, signal: AbortSignal): Promise<void> {
+  const prepared = prepareUp(submission, io);
+  const view = new BootView(io, process.stderr);
+  const emit = (e: UpEvent): void => view.show(e);
+  emit(acceptedEvent(prepared));
   const store = openStore();
-  const release: (() => void | Promise<void>)[] = [];
   try {
-    if (flags.lane !== undefined) release.push(holdOrBusy(store, [laneKey(flags.lane)], what, now));
-    // Each node's own fabric fills what the cluster file leaves out; the findings are checked once
-    // the nodes are known (a lane picks its own).
-    const probing = "while probing the nodes' fabric; nothing was started";
-    const opened = await abortable(openSession(cluster), signal, probing);
-    const detected = await abortable(detectAndRecord(opened, store, now().toISOString(), { peers: false }), signal, probing);
-    // What earlier boots read of an image (entrypoint, engine version) is kept by image ID.
-    const session = { ...detected.session, images: { get: (id: string) => store.imageFacts(id), put: (id: string, facts: ImageFacts) => store.saveImageFacts(id, facts, now().toISOString()) } };
-    const findings = detected.report.findings;
-    const progress = progressReporter(process.stderr, Date.now);
-    // A claim taken over by another launcher (this one froze past its lease) stops the boot.
-    const claimLost = new AbortController();
-    const options = { timeoutMs, signal: AbortSignal.any([signal, claimLost.signal]), progress, push: flags.push !== false };
-    const onLost = (message: string): void => {
-      progress.note(message);
-      claimLost.abort();
-    };
-    const claim = (plan: Plan) => claimPlanNodes(session, plan, { command: what, leaseMs, now, note: (t) => progress.note(t), onLost });
-    let result;
-    if (flags.lane === undefined) {
-      const plan = planFromFlags(ref, flags, io, session.cluster, "error");
-      const blocking = fabricBlockers(findings, plan.nodes.map((n) => n.node));
-      if (blocking.length > 0) throw fabricCheckFailed(blocking);
-      release.push(holdOrBusy(store, [deploymentKey(plan.cluster, plan.deployment)], what, now));
-      const claims = await claim(plan);
-      release.push(() => claims.release());
-      io.err(`launcher: starting ${plan.deployment} (${plan.recipe.id}) on ${plan.nodes.map((n) => n.node).join(", ")}`);
-      result = { ...(await recordedUp(plan, session, options, store, now)), deployment: plan.deployment };
-    } else {
-      const lane = flags.lane;
-      io.err(`launcher: putting ${first.recipe.id} in lane ${lane}`);
-      result = await upInLane(
-        (nodes) => planFromFlags(ref, nodes === undefined ? flags : { ...flags, nodes: nodes.join(",") }, io, session.cluster, "error"),
-        flags.nodes !== undefined,
-        session,
-        { ...options, lane, store, now, drainMs, what, claim, findings },
-      );
-    }
-    if (flags.json) {
-      io.json(result);
-    } else if (result.status === "already-running") {
-      io.out(`${result.deployment} is already running this recipe with these options: ${result.endpoint}/v1 (model "${result.served_model}"); nothing started`);
-    } else {
-      const laneText = flags.lane === undefined ? "" : `; lane ${flags.lane} serves it`;
-      io.out(`${result.deployment} is ready in ${result.seconds.toFixed(1)} s: ${result.endpoint}/v1 (model "${result.served_model}")${laneText}`);
-    }
+    const outcome = await upUseCase(prepared.request, prepared.cluster, prepared.first, upHost(prepared, store, emit, signal));
+    emit({ type: "result", outcome, t: Date.now() });
+  } catch (e) {
+    // Said where it matters: this boot died with its terminal, and a daemon would have kept it.
+    const hint = `a boot run by a daemon outlives the terminal: ${RUN_A_DAEMON}`;
+    if (e instanceof Interrupted) throw new Interrupted(e.signalName, e.what, hint);
+    // Interrupted mid-boot, the rollback's report (a RemoteError) says what was removed.
+    if (e instanceof RemoteError && signal.aborted) throw new RemoteError(e.node, e.message, e.detail, hint);
+    throw e;
   } finally {
-    for (const r of release.reverse()) await r();
+    view.close();
     store.close();
   }
+  view.finish(json);
 }
 
 export function registerUp(program: Command, io: Output): void {
@@ -106,7 +173,10 @@ export function registerUp(program: Command, io: Output): void {
     .option("--port <port>", "API port on the head")
     .option("--timeout <duration>", "give up (and roll back) after this long", "60m")
     .option("--drain <duration>", "in a lane swap, how long the old deployment may finish running requests", "2m")
+    .option("--restart <policy>", "on-failure[:N]: launcher serve recreates the whole group when it fails after it was ready (at most N times)")
     .option("--no-push", "fail instead of sending the image to nodes that lack it or hold another build")
+    .option("--detach", "through a daemon: return once the boot is accepted, printing the deployment's name")
+    .addOption(daemonOption())
     .addOption(jsonOption("print the result as JSON")).addOption(outputOption())
     .action((ref: string, opts: UpFlags) => runUp(ref, opts, io));
 }

@@ -18,6 +18,8 @@ export class RemoteError extends Error {
     readonly node: string,
     message: string,
     readonly detail?: string,
+    /** What to do about it, said after the detail. */
+    readonly hint?: string,
   ) {
     super(message);
     this.name = "RemoteError";
@@ -51,7 +53,7 @@ export function errorJson(e: unknown): ErrorJson {
   }
   if (e instanceof RemoteError) {
     const detail = e.detail?.trim();
-    return { error: { message: e.message, node: e.node, ...(detail ? { detail } : {}), diagnostics: [] } };
+    return { error: { message: e.message, ...(e.hint === undefined ? {} : { hint: e.hint }), node: e.node, ...(detail ? { detail } : {}), diagnostics: [] } };
   }
   // A bug: the stack goes to stderr only.
   return { error: { message: `internal error: ${e instanceof Error ? e.message : String(e)}`, hint: BUG_HINT, diagnostics: [] } };
@@ -74,6 +76,7 @@ export function reportError(e: unknown, write: (text: string) => void, writeJson
   if (e instanceof RemoteError) {
     write(`launcher: ${e.node}: ${e.message}`);
     if (e.detail !== undefined && e.detail.trim() !== "") write(e.detail.trimEnd().split("\n").map((l) => `  | ${l}`).join("\n"));
+    if (e.hint !== undefined) write(`  hint: ${e.hint}`);
     return EXIT_USER;
   }
   const err = e instanceof Error ? e : new Error(String(e));

@@ -9,8 +9,9 @@ export class Interrupted extends UserError {
     readonly signalName: string,
     /** What was happening and what was (not) done, said after the signal's name. */
     readonly what = "",
+    hint?: string,
   ) {
-    super(`interrupted (${signalName})${what === "" ? "" : `: ${what}`}`);
+    super(`interrupted (${signalName})${what === "" ? "" : `: ${what}`}`, hint);
     this.name = "Interrupted";
   }
 }

@@ -14,14 +14,23 @@ export const newBootId = (): string => randomBytes(6).toString("hex");
  * tell this boot's containers from any other's (`createdBy`).
  */
 export function stampBoot(plan: Plan, bootId: string): Plan {
-  const label = `${BOOT_LABEL}=${bootId}`;
+  return stampLabel(plan, BOOT_LABEL, bootId);
+}
+
+/**
+ * The plan with one more label on every container (in its labels and its `docker run`), replacing
+ * that label where the plan has it already: a kept plan is stamped again at each restart.
+ */
+export function stampLabel(plan: Plan, key: string, value: string): Plan {
+  const label = `${key}=${value}`;
   return {
     ...plan,
     nodes: plan.nodes.map((spec) => {
+      const argv = spec.argv.filter((a, i) => !(a.startsWith(`${key}=`) && spec.argv[i - 1] === "--label") && !(a === "--label" && spec.argv[i + 1]?.startsWith(`${key}=`) === true));
       // Beside the plan's own labels, well before the image: `docker run` reads it as an option.
-      const at = spec.argv.indexOf("--label");
-      if (at < 0) throw new Error(`the plan of ${spec.node} has no --label: cannot stamp the boot`);
-      return { ...spec, labels: { ...spec.labels, [BOOT_LABEL]: bootId }, argv: [...spec.argv.slice(0, at), "--label", label, ...spec.argv.slice(at)] };
+      const at = argv.indexOf("--label");
+      if (at < 0) throw new Error(`the plan of ${spec.node} has no --label: cannot stamp ${key}`);
+      return { ...spec, labels: { ...spec.labels, [key]: value }, argv: [...argv.slice(0, at), "--label", label, ...argv.slice(at)] };
     }),
   };
 }

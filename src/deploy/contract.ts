@@ -28,6 +28,12 @@ export const LABELS = {
   cluster: `${LABEL_PREFIX}cluster`,
   endpoint: `${LABEL_PREFIX}endpoint`,
   lane: `${LABEL_PREFIX}lane`,
+  // `up --restart on-failure[:N]`: the daemon's supervisor recreates the whole group when it fails
+  // after it was ready (src/deploy/supervise.ts). On the labels, so a restarted daemon adopts it.
+  restart: `${LABEL_PREFIX}restart`,
+  // How many times the supervisor recreated the group (stamped at each restart, never by the plan):
+  // a daemon started again counts on from there, so `:N` holds across daemons.
+  restarts: `${LABEL_PREFIX}restarts`,
   // Which `up` created the container (a random id per boot, added at launch by deploy/boot.ts,
   // never by the plan): a rollback removes only its own.
   boot: `${LABEL_PREFIX}boot`,
@@ -56,6 +62,34 @@ export interface DeploymentLabels {
   readonly cluster: string;
   readonly endpoint: string;
   readonly lane?: string;
+  /** Absent: nobody restarts it (today's behaviour: degraded, 503). */
+  readonly restart?: RestartPolicy;
+  /** Restarts so far (absent: none). */
+  readonly restarts?: number;
+}
+
+/**
+ * `on-failure` restarts the whole group each time it fails after it was ready; `:N` at most N
+ * times over the deployment's life (Docker's `--restart on-failure[:max-retries]` reads alike,
+ * docker/cli opts/parse.go ParseRestartPolicy; without N, Docker and launcher do not stop trying).
+ */
+export interface RestartPolicy {
+  readonly mode: "on-failure";
+  readonly max?: number;
+}
+export const RESTART_MODES = ["on-failure"] as const;
+
+export const encodeRestartPolicy = (p: RestartPolicy): string => (p.max === undefined ? p.mode : `${p.mode}:${p.max}`);
+
+/** `on-failure` or `on-failure:N` (N from 1); anything else is what is wrong with it. */
+export function decodeRestartPolicy(text: string): { ok: true; policy: RestartPolicy } | { ok: false; problem: string } {
+  const m = /^([a-z-]+)(?::(\d+))?$/.exec(text);
+  const mode = RESTART_MODES.find((x) => x === m?.[1]);
+  if (m === null || mode === undefined) return { ok: false, problem: `${JSON.stringify(text)} is not a restart policy (${RESTART_MODES.map((x) => `${x}[:N]`).join(", ")})` };
+  if (m[2] === undefined) return { ok: true, policy: { mode } };
+  const max = Number(m[2]);
+  if (!Number.isSafeInteger(max) || max < 1) return { ok: false, problem: `${JSON.stringify(text)}: the number of restarts must be at least 1` };
+  return { ok: true, policy: { mode, max } };
 }
 
 /** Containers are named after their deployment and rank, so that one name runs once per node. */
@@ -76,6 +110,8 @@ export function encodeLabels(l: DeploymentLabels): Record<string, string> {
     [LABELS.cluster]: l.cluster,
     [LABELS.endpoint]: l.endpoint,
     ...(l.lane === undefined ? {} : { [LABELS.lane]: l.lane }),
+    ...(l.restart === undefined ? {} : { [LABELS.restart]: encodeRestartPolicy(l.restart) }),
+    ...(l.restarts === undefined ? {} : { [LABELS.restarts]: String(l.restarts) }),
   };
 }
 
@@ -99,6 +135,9 @@ const labelsSchema = z.object({
   [LABELS.cluster]: described,
   [LABELS.endpoint]: z.string(),
   [LABELS.lane]: z.exactOptional(z.string()),
+  // A policy this launcher cannot read (a newer one's) is no policy: nobody restarts the group.
+  [LABELS.restart]: z.exactOptional(z.string().transform((s) => { const d = decodeRestartPolicy(s); return d.ok ? d.policy : undefined; })),
+  [LABELS.restarts]: z.exactOptional(count.catch(0)),
 });
 
 /** A container's labels, or what is wrong with them (another tool's, or a damaged container). */
@@ -109,6 +148,8 @@ export function decodeLabels(labels: Readonly<Record<string, string>>): { ok: tr
   const nodes = v[LABELS.nodes];
   const lane = v[LABELS.lane];
   const engine = v[LABELS.engine];
+  const restart = v[LABELS.restart];
+  const restarts = v[LABELS.restarts];
   return {
     ok: true,
     labels: {
@@ -125,6 +166,8 @@ export function decodeLabels(labels: Readonly<Record<string, string>>): { ok: tr
       cluster: v[LABELS.cluster],
       endpoint: v[LABELS.endpoint],
       ...(lane === undefined ? {} : { lane }),
+      ...(restart === undefined ? {} : { restart }),
+      ...(restarts === undefined ? {} : { restarts }),
     },
   };
 }
@@ -158,6 +201,8 @@ export interface RankStatus {
   readonly exit_code?: number;
   /** Absent for a rank on an unreachable node. */
   readonly started_at?: string;
+  /** When a rank that does not run exited: the first to exit is the one whose log says why. */
+  readonly finished_at?: string;
 }
 
 export interface DeploymentStatus {
@@ -167,6 +212,10 @@ export interface DeploymentStatus {
   /** The engine it runs (its containers' launcher.engine label); absent when they predate the label. */
   readonly engine?: string;
   readonly lane?: string;
+  /** Its restart policy (the launcher.restart label, encoded); absent: not supervised. */
+  readonly restart?: string;
+  /** How many times the supervisor recreated it (the launcher.restarts label); absent: never. */
+  readonly restarts?: number;
   readonly served_model: string;
   readonly endpoint: string;
   readonly status: DeploymentState;
@@ -194,6 +243,7 @@ const rankSchema = z.object({
   state: z.enum(RANK_STATES),
   exit_code: z.exactOptional(z.number().int()),
   started_at: z.exactOptional(z.string()),
+  finished_at: z.exactOptional(z.string()),
 });
 const deploymentSchema = z.object({
   deployment: z.string(),
@@ -201,6 +251,8 @@ const deploymentSchema = z.object({
   recipe_hash: z.string(),
   engine: z.exactOptional(z.string()),
   lane: z.exactOptional(z.string()),
+  restart: z.exactOptional(z.string()),
+  restarts: z.exactOptional(z.number().int()),
   served_model: z.string(),
   endpoint: z.string(),
   status: z.enum(DEPLOYMENT_STATUSES),

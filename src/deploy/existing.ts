@@ -1,5 +1,6 @@
 import type { Plan } from "../plan/plan.js";
 import type { DeploymentStatus } from "./status.js";
+import { encodeRestartPolicy } from "./contract.js";
 
 export type ExistingVerdict = { readonly same: true } | { readonly same: false; readonly message: string; readonly hint: string };
 
@@ -25,6 +26,9 @@ export function judgeExisting(plan: Plan, found: DeploymentStatus): ExistingVerd
   const askedNodes = ranksOf(plan.nodes);
   if (foundNodes !== askedNodes) differences.push(`nodes ${foundNodes}, asked ${askedNodes}`);
   if ((found.lane ?? "") !== (plan.lane ?? "")) differences.push(`lane ${found.lane ?? "(none)"}, asked ${plan.lane ?? "(none)"}`);
+  // Kept in the labels: an `up --restart` of a deployment running without it must not pass as "already running".
+  const asked = plan.restart === undefined ? undefined : encodeRestartPolicy(plan.restart);
+  if (found.restart !== asked) differences.push(`restart ${found.restart ?? "(none)"}, asked ${asked ?? "(none)"}`);
   if (differences.length > 0) {
     return {
       same: false,

@@ -1,5 +1,6 @@
 import { RemoteError } from "../config/errors.js";
 import type { Plan } from "../plan/plan.js";
+import { encodeSavedPlan } from "../plan/saved.js";
 import type { StateStore } from "../store/store.js";
 import type { Progress } from "./progress.js";
 import type { ClusterSession } from "./session.js";
@@ -46,6 +47,8 @@ export async function recordedUp(plan: Plan, session: ClusterSession, options: U
       bootId ??= begin();
       store.endBoot(bootId, "ready", at());
       store.deploymentReady({ ...boot, boot_id: bootId, ready_at: at() }, plan.api_key);
+      // What the daemon's supervisor boots again when the group fails (src/deploy/supervisor.ts).
+      store.savePlan(plan.cluster, plan.deployment, encodeSavedPlan(plan), at());
     }
     return result;
   } catch (e) {

@@ -1,7 +1,7 @@
 import type { EngineAdapter } from "../engine/adapter.js";
 import { advanceBoot, INITIAL_BOOT, splitTimestamp } from "../engine/boot-log.js";
 import { adapterOf } from "../engine/registry.js";
-import { CONTAINER_STATES, containerName, type DeploymentState, type DeploymentStatus, type RankStatus, type StatusLine, type StatusPhase } from "./contract.js";
+import { CONTAINER_STATES, containerName, encodeRestartPolicy, type DeploymentState, type DeploymentStatus, type RankStatus, type StatusLine, type StatusPhase } from "./contract.js";
 import { listNodes, type Labelled } from "./labels.js";
 import type { ClusterSession } from "./session.js";
 
@@ -40,7 +40,7 @@ export function rankView(members: readonly Labelled[], unreachableNodes: Readonl
     container: c.name,
     // Docker's API knows only these states; anything else does not run either.
     state: CONTAINER_STATES.find((s) => s === c.state) ?? "dead",
-    ...(c.running ? {} : { exit_code: c.exitCode }),
+    ...(c.running ? {} : { exit_code: c.exitCode, finished_at: c.finishedAt }),
     started_at: c.startedAt,
   }));
   const missing: string[] = [];
@@ -134,6 +134,8 @@ export async function clusterStatus(session: ClusterSession, now: Date): Promise
         recipe_hash: first.recipe_hash,
         ...(first.engine === undefined ? {} : { engine: first.engine }),
         ...(first.lane === undefined ? {} : { lane: first.lane }),
+        ...(first.restart === undefined ? {} : { restart: encodeRestartPolicy(first.restart) }),
+        ...(first.restarts === undefined ? {} : { restarts: first.restarts }),
         served_model: first.served_model,
         endpoint: first.endpoint,
         status,

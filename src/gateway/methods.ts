@@ -12,11 +12,23 @@ export const GATEWAY_METHODS: MethodTable = {
 /** A /v1 path no table names is forwarded as before, for these methods only. */
 export const UNKNOWN_V1_METHODS: readonly string[] = ["GET", "POST"];
 
-const matches = (pattern: string, path: string): boolean => {
+/** The `{name}` segments' values when `path` fits `pattern` (undecoded), else undefined. */
+export function routeParams(pattern: string, path: string): Record<string, string> | undefined {
   const p = pattern.split("/");
   const s = path.split("/");
-  return p.length === s.length && p.every((seg, i) => (seg.startsWith("{") && seg.endsWith("}") ? (s[i] ?? "") !== "" : seg === s[i]));
-};
+  if (p.length !== s.length) return undefined;
+  const params: Record<string, string> = {};
+  for (const [i, seg] of p.entries()) {
+    const value = s[i] ?? "";
+    if (seg.startsWith("{") && seg.endsWith("}")) {
+      if (value === "") return undefined;
+      params[seg.slice(1, -1)] = value;
+    } else if (seg !== value) return undefined;
+  }
+  return params;
+}
+
+const matches = (pattern: string, path: string): boolean => routeParams(pattern, path) !== undefined;
 
 /** The methods `path` takes: the first table naming it wins; undefined when none does. */
 export function allowedMethods(tables: readonly MethodTable[], path: string): readonly string[] | undefined {

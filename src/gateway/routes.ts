@@ -32,6 +32,31 @@ export interface ModelEntry {
   readonly nodes: readonly string[];
 }
 
+/**
+ * A deployment the daemon's supervisor is recreating (src/deploy/supervisor.ts): its containers
+ * may be gone or booting, but its names still route to a 503 that says when to come back.
+ */
+export interface RestartingDeployment {
+  readonly cluster: string;
+  readonly deployment: string;
+  readonly served_model: string;
+  readonly lane?: string;
+  readonly attempt: number;
+  /** The policy's N; absent: no limit. */
+  readonly max?: number;
+  /** Seconds: the backoff left plus a boot's length. */
+  readonly retryAfter: number;
+  /** What failed: "rank 1 on n2 exited (exit 137)". */
+  readonly reason: string;
+}
+
+const restartingResolution = (r: RestartingDeployment, name: string): Extract<Resolution, { kind: "unavailable" }> => ({
+  kind: "unavailable",
+  code: "deployment_restarting",
+  retryAfter: r.retryAfter,
+  message: `model ${name} (deployment ${r.deployment}) is restarting (restart ${r.attempt}${r.max === undefined ? "" : ` of at most ${r.max}`}) after ${r.reason}`,
+});
+
 export interface RouteTable {
   resolve(model: string | undefined): Resolution;
   models(): readonly ModelEntry[];
@@ -71,9 +96,20 @@ const unavailable = (d: KnownDeployment, name: string): Resolution => UNAVAILABL
  * The store only breaks ties and marks a lane "switching"; it never routes to what the labels
  * do not show.
  */
-export function routeTable(deployments: readonly KnownDeployment[], lanes: readonly LaneRecord[], labelsReadAt?: number, unreachable: readonly string[] = []): RouteTable {
+export function routeTable(
+  deployments: readonly KnownDeployment[],
+  lanes: readonly LaneRecord[],
+  labelsReadAt?: number,
+  unreachable: readonly string[] = [],
+  restarting: readonly RestartingDeployment[] = [],
+): RouteTable {
   const laneRecords = new Map(lanes.map((l) => [l.name, l]));
-  const laneNames = new Set([...lanes.map((l) => l.name), ...deployments.flatMap((d) => (d.lane === undefined ? [] : [d.lane]))]);
+  const laneNames = new Set([...lanes.map((l) => l.name), ...[...deployments, ...restarting].flatMap((d) => (d.lane === undefined ? [] : [d.lane]))]);
+  /** The restart under way of what a name would route to, when nothing else serves it. */
+  const restartOf = (name: string, chosen: KnownDeployment | undefined, named: (r: RestartingDeployment) => boolean): Resolution | undefined => {
+    const r = restarting.find((x) => named(x) && (chosen === undefined || (x.deployment === chosen.deployment && x.cluster === chosen.cluster)));
+    return r === undefined ? undefined : restartingResolution(r, name);
+  };
   const current = new Set(lanes.flatMap((l) => (l.state === "serving" && l.deployment !== undefined ? [l.deployment] : [])));
   // `up` proved these ready after the labels were last read: route to them now rather than a
   // poll later. Their containers must all still be there.
@@ -98,6 +134,10 @@ export function routeTable(deployments: readonly KnownDeployment[], lanes: reado
       const where = next === undefined ? "" : ` (phase ${next.phase})`;
       return { kind: "unavailable", code: "lane_switching", retryAfter: 10, message: `lane ${name} is switching from ${rec.deployment ?? "nothing"} to ${rec.switching_to ?? "?"}${where}` };
     }
+    if (chosen === undefined || !serving(chosen)) {
+      const r = restartOf(name, chosen, (x) => x.lane === name);
+      if (r !== undefined) return r;
+    }
     if (chosen === undefined && unreachable.length > 0) {
       // Nothing that answered runs it, but a node that did not answer may: that is not "empty".
       return {
@@ -118,11 +158,15 @@ export function routeTable(deployments: readonly KnownDeployment[], lanes: reado
     const candidates = deployments.filter((d) => d.served_model === name);
     const preferred = candidates.find((d) => current.has(d.deployment))?.deployment;
     const chosen = best(candidates, preferred);
+    if (chosen === undefined || !serving(chosen)) {
+      const r = restartOf(name, chosen, (x) => x.served_model === name);
+      if (r !== undefined) return r;
+    }
     if (chosen === undefined) return undefined;
     return serving(chosen) ? { kind: "route", target: targetOf(chosen) } : unavailable(chosen, name);
   };
 
-  const names = (): string[] => [...new Set([...laneNames, ...deployments.map((d) => d.served_model)])].sort();
+  const names = (): string[] => [...new Set([...laneNames, ...[...deployments, ...restarting].map((d) => d.served_model)])].sort();
 
   return {
     resolve(model) {
@@ -142,7 +186,7 @@ export function routeTable(deployments: readonly KnownDeployment[], lanes: reado
           r?.kind === "route"
             ? deployments.find((x) => x.deployment === r.target.deployment && x.cluster === r.target.cluster)
             : best(deployments.filter((x) => (laneNames.has(id) ? x.lane === id : x.served_model === id)));
-        const status = r?.kind === "route" ? "serving" : r?.kind === "unavailable" ? (r.code === "lane_switching" ? "switching" : r.code === "lane_empty" ? "empty" : (d?.status ?? "unknown")) : "unknown";
+        const status = r?.kind === "route" ? "serving" : r?.kind === "unavailable" ? (r.code === "lane_switching" ? "switching" : r.code === "lane_empty" ? "empty" : r.code === "deployment_restarting" ? "restarting" : (d?.status ?? "unknown")) : "unknown";
         return {
           id,
           ...(d === undefined ? {} : { deployment: d.deployment, recipe: d.recipe, phase: status === "serving" ? "serving" : d.phase }),

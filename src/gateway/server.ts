@@ -2,6 +2,7 @@ import { createServer, STATUS_CODES, type IncomingMessage, type Server, type Ser
 import type { Duplex } from "node:stream";
 import { Agent } from "undici";
 import { presentedKey } from "./auth.js";
+import { CONTROL_PREFIX } from "../daemon/protocol.js";
 import { readRequestBody } from "./body.js";
 import type { Staleness } from "./discovery.js";
 import { allowedMethods, GATEWAY_METHODS, UNKNOWN_V1_METHODS, type MethodTable } from "./methods.js";
@@ -29,6 +30,8 @@ export interface GatewayOptions {
   readonly maxBodyBytes: number;
   /** The longest a client may take to send a whole request, headers and body. */
   readonly requestTimeoutMs: number;
+  /** The daemon's control API (./control.ts), under CONTROL_PREFIX with its own admin key; absent: off. */
+  readonly control?: (req: IncomingMessage, res: ServerResponse, path: string) => Promise<void>;
 }
 
 export interface Gateway {
@@ -204,6 +207,11 @@ export function createGateway(options: GatewayOptions): Gateway {
     const started = Date.now();
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     const method = req.method ?? "GET";
+    // The control API answers to the admin key alone, never to an inference key: routed before those are looked at.
+    if (options.control !== undefined && path.startsWith(CONTROL_PREFIX)) {
+      await options.control(req, res, path);
+      return;
+    }
     // The routes' methods: the gateway's own, the engine's, and GET/POST for a /v1 path neither
     // names. Checked before the key: which methods a route takes is no secret.
     const allowed = allowedMethods([GATEWAY_METHODS, options.apiMethods], path) ?? (path.startsWith("/v1/") ? UNKNOWN_V1_METHODS : undefined);

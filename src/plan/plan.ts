@@ -8,7 +8,7 @@ import { apiKeyOf, findAnyFlag, flagsOfWords } from "../recipe/args.js";
 import type { Recipe } from "../recipe/recipe.js";
 import { recipeHash } from "../recipe/resolve.js";
 import { fabricGaps, type FabricGap } from "../cluster/fabric-env.js";
-import { containerName, encodeLabels } from "../deploy/contract.js";
+import { containerName, encodeLabels, type RestartPolicy } from "../deploy/contract.js";
 
 export interface MountSpec {
   readonly host: string;
@@ -34,6 +34,8 @@ export interface NodeSpec {
 export interface Plan {
   readonly deployment: string;
   readonly lane?: string;
+  /** `up --restart`: the daemon recreates the group when it fails after it was ready. */
+  readonly restart?: RestartPolicy;
   readonly recipe: Recipe;
   readonly recipe_hash: string;
   readonly served_model: string;
@@ -60,6 +62,7 @@ export interface PlanOptions {
   /** Which cluster nodes to use, head first; default: the first required_nodes in file order. */
   readonly nodes?: readonly string[];
   readonly lane?: string;
+  readonly restart?: RestartPolicy;
   /** API port on the head; default: the cluster's api_port. */
   readonly apiPort?: number;
   /** The engines a recipe's `engine` may name; default: every engine launcher has (a test adds its own). */
@@ -170,6 +173,7 @@ export function planDeployment(recipe: Recipe, cluster: Cluster, options: PlanOp
       cluster: cluster.name,
       endpoint,
       ...(options.lane === undefined ? {} : { lane: options.lane }),
+      ...(options.restart === undefined ? {} : { restart: options.restart }),
     });
     const [entry, ...entryArgs] = cmd.entrypoint ?? [];
     const argv = [
@@ -211,6 +215,7 @@ export function planDeployment(recipe: Recipe, cluster: Cluster, options: PlanOp
     plan: {
       deployment,
       ...(options.lane === undefined ? {} : { lane: options.lane }),
+      ...(options.restart === undefined ? {} : { restart: options.restart }),
       recipe,
       recipe_hash: hash,
       served_model: served,

@@ -91,4 +91,32 @@ export const MIGRATIONS: readonly string[] = [
      read_at TEXT NOT NULL
    );
    ALTER TABLE boots ADD COLUMN engine_version TEXT;`,
+  // Supervision (up --restart): the plan a deployment was booted from, so that the daemon can boot
+  // it again (it holds the engine key too: the store is its owner's alone), and every restart of a
+  // group with what killed it.
+  `CREATE TABLE deployment_plans (
+     cluster TEXT NOT NULL,
+     name TEXT NOT NULL,
+     plan TEXT NOT NULL,
+     saved_at TEXT NOT NULL,
+     PRIMARY KEY (cluster, name)
+   );
+   CREATE TABLE restarts (
+     id INTEGER PRIMARY KEY,
+     cluster TEXT NOT NULL,
+     deployment TEXT NOT NULL,
+     lane TEXT,
+     attempt INTEGER NOT NULL,
+     reason TEXT NOT NULL,
+     message TEXT NOT NULL,
+     node TEXT,
+     rank INTEGER,
+     cause TEXT,
+     started_at TEXT NOT NULL,
+     ended_at TEXT,
+     outcome TEXT NOT NULL DEFAULT 'restarting',
+     error TEXT
+   );
+   CREATE INDEX restarts_deployment ON restarts (cluster, deployment, id);
+   ALTER TABLE deployments ADD COLUMN stopping_at TEXT;`,
 ];

@@ -2,7 +2,7 @@ import { existsSync, renameSync, statSync } from "node:fs";
 import Database from "better-sqlite3";
 import type { FabricFacts } from "../cluster/detect.js";
 import type { ImageFacts } from "../engine/image-contract.js";
-import { Store, type BootRecord, type LaneRecord, type LockHolder, type StateStore, type SwapRecord } from "./store.js";
+import { Store, type BootRecord, type LaneRecord, type LockHolder, type RestartRecord, type StateStore, type SwapRecord } from "./store.js";
 
 /**
  * The store when there is none to be had: it records nothing and reads as empty. The labels on the
@@ -49,6 +49,24 @@ export class NullStore implements StateStore {
     return undefined;
   }
   saveImageFacts(): void {}
+  savePlan(): void {}
+  deploymentStopping(): void {}
+  savedPlan(): string | undefined {
+    return undefined;
+  }
+  deploymentServed(): boolean {
+    return false;
+  }
+  lastBootSeconds(): number | undefined {
+    return undefined;
+  }
+  beginRestart(): number {
+    return 0;
+  }
+  endRestart(): void {}
+  restarts(): RestartRecord[] {
+    return [];
+  }
   // Lane locks guard this machine's store records; with no records there is nothing to guard.
   acquire(): { ok: true } {
     return { ok: true };

@@ -68,6 +68,33 @@ export interface SwapRecord {
   readonly error?: string;
 }
 
+export type RestartOutcome = "restarting" | "ready" | "failed" | "cancelled";
+
+/** One recreation of a whole group by the supervisor (src/deploy/supervisor.ts), and why. */
+export interface NewRestart {
+  readonly cluster: string;
+  readonly deployment: string;
+  readonly lane?: string;
+  /** 1 for the first restart of the deployment's life. */
+  readonly attempt: number;
+  /** What the supervisor saw: rank-exited, unhealthy, node-unreachable. */
+  readonly reason: string;
+  readonly message: string;
+  /** The dead rank, when there is one. */
+  readonly node?: string;
+  readonly rank?: number;
+  /** The root cause from the dead rank's log (the boot log parser's), when it says one. */
+  readonly cause?: string;
+  readonly started_at: string;
+}
+
+export interface RestartRecord extends NewRestart {
+  readonly id: number;
+  readonly ended_at?: string;
+  readonly outcome: RestartOutcome;
+  readonly error?: string;
+}
+
 export interface LockOwner {
   readonly pid: number;
   readonly host: string;
@@ -224,7 +251,7 @@ export class Store {
          VALUES (@cluster, @deployment, @recipe, @recipe_hash, @lane, @served_model, @endpoint, @nodes, @boot_id, @ready_at, @api_key)
          ON CONFLICT (cluster, name) DO UPDATE SET recipe = excluded.recipe, recipe_hash = excluded.recipe_hash, lane = excluded.lane,
            served_model = excluded.served_model, endpoint = excluded.endpoint, nodes = excluded.nodes, boot_id = excluded.boot_id,
-           ready_at = excluded.ready_at, stopped_at = NULL, api_key = excluded.api_key`,
+           ready_at = excluded.ready_at, stopped_at = NULL, stopping_at = NULL, api_key = excluded.api_key`,
       )
       .run({ ...d, lane: d.lane ?? null, nodes: JSON.stringify(d.nodes), api_key: apiKey ?? null });
   }
@@ -276,6 +303,57 @@ export class Store {
 
   swaps(lane: string, limit: number): SwapRecord[] {
     return (this.db.prepare(`SELECT * FROM lane_swaps WHERE lane = ? ORDER BY id DESC LIMIT ?`).all(lane, limit) as Row[]).map((r) => compact<SwapRecord>(r));
+  }
+
+  /** The plan a deployment was last booted from, as `up` saved it (JSON: src/deploy/supervisor.ts reads it). */
+  savePlan(cluster: string, name: string, plan: string, at: string): void {
+    this.db.prepare(`INSERT OR REPLACE INTO deployment_plans (cluster, name, plan, saved_at) VALUES (?, ?, ?, ?)`).run(cluster, name, plan, at);
+  }
+
+  savedPlan(cluster: string, name: string): string | undefined {
+    const row = this.db.prepare(`SELECT plan FROM deployment_plans WHERE cluster = ? AND name = ?`).get(cluster, name) as { plan: string } | undefined;
+    return row?.plan;
+  }
+
+  /** Did it serve, and has no `down` or swap stopped it (or begun to) since? */
+  deploymentServed(cluster: string, name: string): boolean {
+    return this.db.prepare(`SELECT 1 FROM deployments WHERE cluster = ? AND name = ? AND stopped_at IS NULL AND stopping_at IS NULL`).get(cluster, name) !== undefined;
+  }
+
+  /**
+   * `launcher down` is about to remove it: from now on the daemon's supervisor takes its ranks
+   * exiting for the `down`, not a failure (src/deploy/supervisor.ts). Its key stays readable until
+   * it is stopped for good.
+   */
+  deploymentStopping(cluster: string, name: string, at: string): void {
+    this.db.prepare(`UPDATE deployments SET stopping_at = ? WHERE cluster = ? AND name = ? AND stopped_at IS NULL`).run(at, cluster, name);
+  }
+
+  /** How long the deployment's last successful boot took, in seconds. */
+  lastBootSeconds(cluster: string, name: string): number | undefined {
+    const row = this.db
+      .prepare(`SELECT (julianday(ended_at) - julianday(started_at)) * 86400 AS s FROM boots WHERE cluster = ? AND deployment = ? AND outcome = 'ready' ORDER BY id DESC LIMIT 1`)
+      .get(cluster, name) as { s: number | null } | undefined;
+    return row?.s ?? undefined;
+  }
+
+  beginRestart(r: NewRestart): number {
+    const res = this.db
+      .prepare(
+        `INSERT INTO restarts (cluster, deployment, lane, attempt, reason, message, node, rank, cause, started_at)
+         VALUES (@cluster, @deployment, @lane, @attempt, @reason, @message, @node, @rank, @cause, @started_at)`,
+      )
+      .run({ lane: null, node: null, rank: null, cause: null, ...r });
+    return Number(res.lastInsertRowid);
+  }
+
+  endRestart(id: number, outcome: Exclude<RestartOutcome, "restarting">, at: string, error?: string): void {
+    this.db.prepare(`UPDATE restarts SET ended_at = ?, outcome = ?, error = ? WHERE id = ?`).run(at, outcome, error ?? null, id);
+  }
+
+  /** Restarts, newest first; of one deployment when named. */
+  restarts(deployment: string | undefined, limit: number): RestartRecord[] {
+    return (this.db.prepare(`SELECT * FROM restarts WHERE (@d IS NULL OR deployment = @d) ORDER BY id DESC LIMIT @limit`).all({ d: deployment ?? null, limit }) as Row[]).map((r) => compact<RestartRecord>(r));
   }
 
   /** What doctor or up last detected on each node of a cluster. */

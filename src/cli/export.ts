@@ -1,0 +1,50 @@
+import path from "node:path";
+import { userInfo } from "node:os";
+import type { Command } from "commander";
+import { daemonUnitText } from "../daemon/systemd.js";
+import { clusterPath, selfArgv } from "./load.js";
+import type { Output } from "./output.js";
+import { clusterOption } from "./options.js";
+
+interface SystemdFlags {
+  system?: boolean;
+  listen: string;
+  cluster?: string;
+  apiKeyFile?: string;
+  adminKeyFile?: string;
+}
+
+const absolute = (file: string): string => path.resolve(file);
+
+export function registerExport(program: Command, io: Output): void {
+  const group = program.command("export").description("print files that run launcher elsewhere (a systemd unit for the daemon)");
+  group
+    .command("systemd")
+    .description("print a systemd unit that runs the daemon (launcher serve --control) and brings it back after a reboot")
+    .option("--system", "a system unit (runs as this user; /etc/systemd/system) instead of a user unit (~/.config/systemd/user)")
+    .option("--listen <host:port>", "the daemon's address", "127.0.0.1:8080")
+    .addOption(clusterOption())
+    .option("--api-key-file <file>", "the inference keys' file the daemon reads")
+    .option("--admin-key-file <file>", "the control API's admin keys' file the daemon reads")
+    .action((flags: SystemdFlags) => {
+      // Absolute paths: a unit does not run in this shell's folder.
+      const cluster = absolute(clusterPath(flags.cluster));
+      const args = [
+        "serve",
+        "--control",
+        "--listen",
+        flags.listen,
+        "--cluster",
+        cluster,
+        ...(flags.apiKeyFile === undefined ? [] : ["--api-key-file", absolute(flags.apiKeyFile)]),
+        ...(flags.adminKeyFile === undefined ? [] : ["--admin-key-file", absolute(flags.adminKeyFile)]),
+      ];
+      const argv = selfArgv(args);
+      const environment: Record<string, string> = {};
+      for (const name of ["LAUNCHER_RECIPES", "LAUNCHER_DOCKER_IMAGES", "XDG_STATE_HOME", "XDG_CONFIG_HOME"]) {
+        const value = process.env[name];
+        if (value !== undefined && value !== "") environment[name] = value;
+      }
+      io.out(daemonUnitText({ scope: flags.system ? "system" : "user", argv, workingDirectory: process.cwd(), user: userInfo().username, environment }));
+    });
+}

@@ -1,0 +1,54 @@
+import type { Output } from "../cli/output.js";
+import { identityOf, prepareUp, upHost, type PreparedUp } from "../cli/up.js";
+import type { BootEntry, BootRegistry } from "../deploy/boots.js";
+import { decodeError, encodeError, type UpEvent } from "../deploy/up-events.js";
+import { upUseCase } from "../deploy/up-use-case.js";
+import type { StateStore } from "../store/store.js";
+import type { UpSubmission } from "./protocol.js";
+
+/** An Output whose every word becomes an event of the boot (the daemon has no terminal of its own). */
+export function eventOutput(emit: (e: UpEvent) => void): Output {
+  const say = (text: string): void => emit({ type: "say", text, t: Date.now() });
+  return {
+    out: say,
+    err: say,
+    warn: (text) => emit({ type: "warn", text, t: Date.now() }),
+    json: (value) => say(JSON.stringify(value)),
+    diagnostics: (diagnostics) => emit({ type: "diagnostics", diagnostics, t: Date.now() }),
+  };
+}
+
+/**
+ * The daemon's side of `up`: the submission is read and planned as the CLI would (the same
+ * checks, the same messages, as events), then the same use case runs in the daemon's registry.
+ * A submission refused before it starts gives its events, the error last.
+ */
+export function bootSubmitter(registry: BootRegistry, store: StateStore, defaultCluster: string, log: (line: string) => void): (s: UpSubmission) => BootEntry | readonly UpEvent[] {
+  return (s) => {
+    const early: UpEvent[] = [];
+    // Until the boot is accepted its words are kept, then they go to the boot's own events.
+    let sink = (e: UpEvent): void => void early.push(e);
+    const io = eventOutput((e) => sink(e));
+    const refused = (e: unknown): readonly UpEvent[] => [...early, { type: "error", error: encodeError(e), t: Date.now() }];
+    let prepared: PreparedUp;
+    try {
+      prepared = prepareUp(s, io, defaultCluster);
+    } catch (e) {
+      return refused(e);
+    }
+    const accepted = identityOf(prepared);
+    let entry: BootEntry;
+    try {
+      entry = registry.start(identityOf(prepared), (emit, signal) => {
+        for (const e of early) emit(e);
+        sink = emit;
+        return upUseCase(prepared.request, prepared.cluster, prepared.first, upHost(prepared, store, emit, signal));
+      });
+    } catch (e) {
+      return refused(e);
+    }
+    log(`boot of ${accepted.deployment} (${s.ref}) accepted`);
+    void entry.ended.then((e) => log(`boot of ${accepted.deployment}: ${e.type === "result" ? e.outcome.status : `failed: ${e.type === "error" ? decodeError(e.error).message : "?"}`}`));
+    return entry;
+  };
+}

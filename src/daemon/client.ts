@@ -1,0 +1,127 @@
+import { z } from "zod";
+import { UserError } from "../config/errors.js";
+import { decodeEvent, type UpEvent } from "../deploy/up-events.js";
+import { CONTROL_PATHS, type LocalDaemon, type UpSubmission } from "./protocol.js";
+
+/** A daemon to talk to, and the admin key to show it (never in the URL, never printed). */
+export interface DaemonTarget {
+  readonly url: string;
+  readonly key?: string;
+}
+
+/** How to run a daemon, said wherever one is missing. */
+export const RUN_A_DAEMON = "run `launcher serve --control` (on this machine, or on any that reaches the nodes, then --daemon URL or LAUNCHER_DAEMON=URL): boots then outlive the terminal";
+
+/** What the CLI knows when it picks a daemon. */
+export interface DaemonChoice {
+  /** `--daemon URL`. */
+  readonly flag?: string;
+  /** `$LAUNCHER_DAEMON`: a URL, or `none` for no daemon even when a local one runs. */
+  readonly env?: string;
+  /** The local daemon's file, when there is one. */
+  readonly local?: LocalDaemon;
+  readonly host: string;
+  readonly alive: (pid: number) => boolean;
+}
+
+/** The daemon's URL: the flag, then the variable, then a live local daemon; undefined: run in this process. */
+export function chooseDaemon(c: DaemonChoice): string | undefined {
+  const given = c.flag ?? (c.env === undefined || c.env === "" ? undefined : c.env);
+  if (given === "none") return undefined;
+  if (given !== undefined) return checkDaemonUrl(given, c.flag === undefined ? "LAUNCHER_DAEMON" : "--daemon");
+  // A file left by a daemon that died (or one of another machine sharing this home) is not one.
+  if (c.local !== undefined && c.local.host === c.host && c.alive(c.local.pid)) return c.local.url;
+  return undefined;
+}
+
+/** An http(s) URL without credentials in it (a key in a URL ends up in logs and `ps`). */
+export function checkDaemonUrl(text: string, what: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new UserError(`${what} ${JSON.stringify(text)} is not a URL`, "for example http://127.0.0.1:8080 or http://spark1:8080");
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new UserError(`${what} must be an http:// or https:// URL`, "for example http://127.0.0.1:8080");
+  if (url.username !== "" || url.password !== "") throw new UserError(`${what} must not hold a user or key`, "put the admin key in LAUNCHER_ADMIN_KEY or a file named by LAUNCHER_ADMIN_KEY_FILE");
+  return url.origin;
+}
+
+function unreachable(target: DaemonTarget, e: unknown): UserError {
+  const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+  return new UserError(`cannot reach the daemon at ${target.url}: ${cause?.code ?? cause?.message ?? (e as Error).message}`, `start it (launcher serve --control), or pass --daemon URL / LAUNCHER_DAEMON=none to run here`);
+}
+
+/** The daemon's answer when it is 2xx or one of `expected`; any other is the daemon's refusal, as a user error. */
+async function call(target: DaemonTarget, method: string, path: string, body: unknown, signal?: AbortSignal, expected: readonly number[] = []): Promise<Response> {
+  let res: Response;
+  try {
+    res = await fetch(`${target.url}${path}`, {
+      method,
+      headers: { ...(body === undefined ? {} : { "content-type": "application/json" }), ...(target.key === undefined ? {} : { authorization: `Bearer ${target.key}` }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      ...(signal === undefined ? {} : { signal }),
+    });
+  } catch (e) {
+    if (signal?.aborted) throw e;
+    throw unreachable(target, e);
+  }
+  if (res.ok || expected.includes(res.status)) return res;
+  const text = await res.text().catch(() => "");
+  let message = text.trim();
+  try {
+    const parsed = JSON.parse(text) as { error?: { message?: string } };
+    message = parsed.error?.message ?? message;
+  } catch {
+    // Not JSON: the text as it is.
+  }
+  const hint = res.status === 401 ? "set LAUNCHER_ADMIN_KEY (or LAUNCHER_ADMIN_KEY_FILE) to the daemon's admin key: an inference key is not one" : undefined;
+  throw new UserError(`the daemon at ${target.url} refused: ${message || `HTTP ${res.status}`}`, hint);
+}
+
+/** Reads an answer of events, one per line, to its end (or until `signal` aborts). */
+async function readEvents(res: Response, onEvent: (e: UpEvent) => void, signal: AbortSignal): Promise<void> {
+  if (res.body === null) return;
+  const decoder = new TextDecoder();
+  let rest = "";
+  for await (const chunk of res.body) {
+    rest += decoder.decode(chunk as Uint8Array, { stream: true });
+    const lines = rest.split("\n");
+    rest = lines.pop() ?? "";
+    for (const line of lines) {
+      // Detached (or accepted, for --detach): what came in the same chunk is not shown.
+      if (signal.aborted) return;
+      if (line.trim() === "") continue;
+      const e = decodeEvent(line);
+      if (e !== undefined) onEvent(e);
+    }
+  }
+}
+
+/** Submits a boot and hands its events to `onEvent` until its end, or until `signal` aborts (detach). */
+export async function submitBoot(target: DaemonTarget, submission: UpSubmission, onEvent: (e: UpEvent) => void, signal: AbortSignal): Promise<void> {
+  await readEvents(await call(target, "POST", CONTROL_PATHS.boots, submission, signal), onEvent, signal);
+}
+
+/** A boot's events from its start, then each new one until its end, or until `signal` aborts. */
+export async function followBoot(target: DaemonTarget, name: string, onEvent: (e: UpEvent) => void, signal: AbortSignal): Promise<void> {
+  await readEvents(await call(target, "GET", CONTROL_PATHS.events(name), undefined, signal), onEvent, signal);
+}
+
+/** Cancels a boot in progress; its final event once it is rolled back, undefined when the daemon runs no boot of that name. */
+export async function cancelBoot(target: DaemonTarget, name: string): Promise<UpEvent | undefined> {
+  const res = await call(target, "DELETE", CONTROL_PATHS.boot(name), undefined, undefined, [404]);
+  const text = await res.text();
+  if (res.status === 404) return undefined;
+  return decodeEvent(text.trim());
+}
+
+const BootListSchema = z.object({ boots: z.array(z.object({ deployment: z.string(), cluster: z.string(), lane: z.string().optional(), running: z.boolean() })) });
+
+/** The boots the daemon holds (running and recently finished). */
+export async function listBoots(target: DaemonTarget): Promise<z.infer<typeof BootListSchema>["boots"]> {
+  const res = await call(target, "GET", CONTROL_PATHS.boots, undefined);
+  const parsed = BootListSchema.safeParse(await res.json().catch(() => undefined));
+  if (!parsed.success) throw new UserError(`the daemon at ${target.url} answered the list of boots in a shape this launcher does not know`, "run the same launcher version on both sides");
+  return parsed.data.boots;
+}

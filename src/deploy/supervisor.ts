@@ -1,0 +1,257 @@
+import { explainLog } from "../engine/explain.js";
+import { adapterOf } from "../engine/registry.js";
+import { decodeSavedPlan } from "../plan/saved.js";
+import type { Plan } from "../plan/plan.js";
+import type { StateStore } from "../store/store.js";
+import { LABELS, type DeploymentStatus, type RestartPolicy } from "./contract.js";
+import { stampLabel } from "./boot.js";
+import { formatRemoval, removeContainers, unreachableOf } from "./down.js";
+import { deploymentKey, holdOrBusy, laneKey } from "./locks.js";
+import type { ClusterSession } from "./session.js";
+import { answersRestarting, INITIAL, isRestarting, policyOf, retryAfterSeconds, supervise, type Failure, type SuperviseAction, type SuperviseEvent, type Supervised, type SuperviseTiming } from "./supervise.js";
+
+/** A deployment as the daemon's discovery reports it: its status and the cluster it runs on. */
+export type Seen = DeploymentStatus & { readonly cluster: string };
+
+/** What the supervisor needs of the world: each piece small enough to be faked in a test. */
+export interface SupervisorDeps {
+  readonly store: StateStore;
+  /** The cluster's session (opened once, kept): undefined for a cluster this daemon does not watch. */
+  readonly session: (cluster: string) => Promise<ClusterSession | undefined>;
+  /**
+   * Boots a plan and waits until it serves, rolling back on failure (throws then). The daemon's one
+   * call into the `up` use case (src/deploy/launch.ts recordedUp), so that a boot is the same
+   * wherever it is started from.
+   */
+  readonly boot: (plan: Plan, session: ClusterSession, signal: AbortSignal) => Promise<void>;
+  /** Look at the clusters again now: a failure seen once is confirmed (or not) by the next poll. */
+  readonly refresh: () => void;
+  readonly log: (line: string) => void;
+  readonly now: () => number;
+  readonly timing: SuperviseTiming;
+}
+
+interface Entry {
+  state: Supervised;
+  /** The last policy and status seen: a group down for a restart shows neither. */
+  policy: RestartPolicy;
+  seen: Seen;
+  /** What the last restart was for: the gateway says so until a poll shows the group serving. */
+  failure?: Failure;
+  /** When the labels of the last poll that was taken into account were read. */
+  polledAt?: number;
+  timer?: NodeJS.Timeout;
+}
+
+const key = (cluster: string, deployment: string): string => `${cluster}/${deployment}`;
+/** Stop signal for a dying rank's container before the group is recreated: it is dead weight. */
+const REMOVE_GRACE_SECONDS = 3;
+/** How much of a dead rank's log is read for its root cause. */
+const CAUSE_TAIL_LINES = 2000;
+
+/**
+ * The daemon's supervisor: fed every discovery snapshot, it recreates (with src/deploy/supervise.ts
+ * deciding when) the groups whose labels ask for it. Labels and the store are all it starts from,
+ * so a daemon started again after SIGKILL adopts what serves, with no state of its own.
+ */
+export class Supervisor {
+  private readonly entries = new Map<string, Entry>();
+  private readonly running = new Set<Promise<void>>();
+  private readonly stopping = new AbortController();
+  /** Bumped whenever what restarting() returns may have changed: the gateway rebuilds its routes. */
+  version = 0;
+
+  constructor(private readonly deps: SupervisorDeps) {}
+
+  /** One discovery snapshot: `at` is when its labels were read. */
+  observe(deployments: readonly Seen[], at: number): void {
+    if (this.stopping.signal.aborted) return;
+    const now = new Map(deployments.map((d) => [key(d.cluster, d.deployment), d]));
+    for (const d of deployments) {
+      const policy = policyOf(d);
+      const k = key(d.cluster, d.deployment);
+      const entry = this.entries.get(k);
+      if (policy === undefined) {
+        // Not (or no longer) supervised: a later `up` without --restart replaced it.
+        if (entry !== undefined && !isRestarting(entry.state)) this.drop(k);
+        continue;
+      }
+      // Adopted (a daemon started again): its labels say how many restarts it had.
+      if (entry === undefined) this.entries.set(k, { state: { ...INITIAL, attempts: d.restarts ?? 0 }, policy, seen: d });
+      else {
+        entry.policy = policy;
+        entry.seen = d;
+      }
+    }
+    for (const [k, entry] of this.entries) {
+      const d = now.get(k);
+      entry.polledAt = at;
+      this.step(k, entry, { kind: "observed", at, status: d, recordedReady: this.deps.store.deploymentServed(entry.seen.cluster, entry.seen.deployment) });
+    }
+  }
+
+  /** Time passed: a backoff may be over. */
+  tick(): void {
+    for (const [k, entry] of this.entries) if (entry.state.phase === "backoff") this.step(k, entry, { kind: "tick", at: this.deps.now() });
+  }
+
+  /** The deployments being recreated, as the gateway answers for them. */
+  restarting(): { cluster: string; deployment: string; served_model: string; lane?: string; attempt: number; max?: number; retryAfter: number; reason: string }[] {
+    const at = this.deps.now();
+    return [...this.entries.values()].flatMap((e) => {
+      const s = e.state;
+      if (!answersRestarting(s, e.polledAt)) return [];
+      const reason = s.phase === "backoff" || s.phase === "restarting" ? s.failure.message : (e.failure?.message ?? "a failure");
+      const { cluster, deployment, served_model, lane } = e.seen;
+      return [
+        {
+          cluster,
+          deployment,
+          served_model,
+          ...(lane === undefined ? {} : { lane }),
+          attempt: s.phase === "backoff" ? s.attempts + 1 : s.attempts,
+          ...(e.policy.max === undefined ? {} : { max: e.policy.max }),
+          retryAfter: retryAfterSeconds(s, at, this.deps.store.lastBootSeconds(cluster, deployment)),
+          reason,
+        },
+      ];
+    });
+  }
+
+  /** What the supervisor is doing, per deployment (for the daemon's /health). */
+  describe(): Record<string, string> {
+    return Object.fromEntries([...this.entries].map(([k, e]) => [k, `${e.state.phase}${e.state.attempts > 0 ? ` (${e.state.attempts} restart${e.state.attempts === 1 ? "" : "s"})` : ""}`]));
+  }
+
+  /** Resolves once no restart is under way. */
+  async idle(): Promise<void> {
+    while (this.running.size > 0) await Promise.allSettled([...this.running]);
+  }
+
+  /** Stops: restarts under way are interrupted (their boots roll back) and waited for. */
+  async stop(): Promise<void> {
+    this.stopping.abort();
+    for (const e of this.entries.values()) clearTimeout(e.timer);
+    await Promise.allSettled([...this.running]);
+  }
+
+  private drop(k: string): void {
+    const e = this.entries.get(k);
+    if (e !== undefined) clearTimeout(e.timer);
+    this.entries.delete(k);
+    this.version++;
+  }
+
+  private step(k: string, entry: Entry, event: SuperviseEvent): void {
+    const before = entry.state;
+    const d = supervise(entry.state, event, entry.policy, this.deps.timing);
+    if (d.state === undefined) {
+      this.drop(k);
+      return;
+    }
+    entry.state = d.state;
+    if (before.phase !== d.state.phase) this.version++;
+    // A failure seen once: the next poll, now, confirms it or not.
+    if (d.state.phase === "ready" && d.state.failing !== undefined && (before.phase !== "ready" || before.failing === undefined)) {
+      this.deps.log(`supervise: ${entry.seen.deployment}: ${d.state.failing.failure.message}; looking again`);
+      this.deps.refresh();
+    }
+    if (d.state.phase === "backoff" && before.phase !== "backoff") {
+      const wait = d.state.until - this.deps.now();
+      this.deps.log(`supervise: ${entry.seen.deployment}: restarting in ${Math.max(0, Math.round(wait / 1000))} s`);
+      clearTimeout(entry.timer);
+      entry.timer = setTimeout(() => this.tick(), Math.max(0, wait));
+      entry.timer.unref();
+    }
+    for (const a of d.actions) this.act(k, entry, a);
+  }
+
+  private act(k: string, entry: Entry, action: SuperviseAction): void {
+    const name = entry.seen.deployment;
+    if (action.kind === "forget") return;
+    if (action.kind === "give-up") {
+      this.deps.log(`supervise: ${name}: ${action.failure.message}; not restarting it: it was restarted ${action.attempts} time${action.attempts === 1 ? "" : "s"}, the most its --restart ${entry.seen.restart ?? ""} allows (launcher up it again, or launcher down it)`);
+      return;
+    }
+    entry.failure = action.failure;
+    const p = this.restart(k, entry, action.attempt, action.failure).finally(() => this.running.delete(p));
+    this.running.add(p);
+  }
+
+  /** Recreates the whole group: its root cause read, every rank removed, its plan booted again. */
+  private async restart(k: string, entry: Entry, attempt: number, failure: Failure): Promise<void> {
+    const { cluster, deployment, lane } = entry.seen;
+    const store = this.deps.store;
+    const at = (): string => new Date(this.deps.now()).toISOString();
+    const of = entry.policy.max === undefined ? "" : ` of at most ${entry.policy.max}`;
+    this.deps.log(`supervise: ${deployment}: ${failure.message}; recreating the whole group (restart ${attempt}${of})`);
+    let ok = false;
+    let cancelled = false;
+    let error: string | undefined;
+    let record: number | undefined;
+    const releases: (() => void | Promise<void>)[] = [];
+    try {
+      const session = await this.deps.session(cluster);
+      if (session === undefined) throw new Error(`cluster ${cluster} is not one this daemon watches`);
+      const cause = await this.rootCause(session, entry.seen, failure);
+      record = store.beginRestart({
+        cluster,
+        deployment,
+        ...(lane === undefined ? {} : { lane }),
+        attempt,
+        reason: failure.kind,
+        message: failure.message,
+        ...(failure.node === undefined ? {} : { node: failure.node }),
+        ...(failure.rank === undefined ? {} : { rank: failure.rank }),
+        ...(cause === undefined ? {} : { cause }),
+        started_at: at(),
+      });
+      if (cause !== undefined) this.deps.log(`supervise: ${deployment}: cause: ${cause}`);
+      const saved = store.savedPlan(cluster, deployment);
+      if (saved === undefined) throw new Error(`no plan of ${deployment} is kept in this machine's store (it was started by another machine's launcher, or before launcher kept plans): launcher up it again here`);
+      const plan = decodeSavedPlan(saved);
+      if (!plan.ok) throw new Error(`the kept plan of ${deployment} cannot be read (${plan.problem}): launcher up it again`);
+      // The same locks as `up` of this name and lane: an `up` or a swap under way wins, and this
+      // try counts as failed (tried again after its backoff).
+      releases.push(holdOrBusy(store, [deploymentKey(cluster, deployment), ...(lane === undefined ? [] : [laneKey(lane)])], `launcher serve (restart ${attempt} of ${deployment})`, () => new Date(this.deps.now())));
+      // `launcher down` marks it stopped once its containers are gone (also during an earlier try's boot): not to be booted again.
+      if (!store.deploymentServed(cluster, deployment)) {
+        cancelled = true;
+        throw new Error(`${deployment} was stopped (launcher down) since it served: not restarting it`);
+      }
+      const removed = await removeContainers(session, (c) => c.labels.deployment === deployment, REMOVE_GRACE_SECONDS);
+      for (const line of formatRemoval(removed, `launcher down deployment/${deployment}`, "summary")) this.deps.log(`supervise: ${deployment}: ${line}`);
+      if (unreachableOf(removed).length > 0) throw new Error(`cannot recreate ${deployment} while ${unreachableOf(removed).map((u) => u.node).join(", ")} does not answer`);
+      await this.deps.boot(stampLabel(plan.plan, LABELS.restarts, String(attempt)), session, this.stopping.signal);
+      ok = true;
+      this.deps.log(`supervise: ${deployment} serves again (restart ${attempt}${of})`);
+    } catch (e) {
+      error = (e as Error).message;
+      this.deps.log(`supervise: ${deployment}: restart ${attempt} failed: ${error.split("\n")[0] ?? ""}`);
+    } finally {
+      for (const r of releases.reverse()) await r();
+    }
+    if (record !== undefined) store.endRestart(record, ok ? "ready" : cancelled ? "cancelled" : "failed", at(), error);
+    if (this.entries.get(k) === entry) this.step(k, entry, { kind: "restart-ended", at: this.deps.now(), ok, cancelled, ...(error === undefined ? {} : { error }) });
+  }
+
+  /**
+   * The first real exception in the dead rank's log, read through the same parser as `up` and
+   * `launcher explain`; undefined when there is no log to read (a node that does not answer) or
+   * it names none.
+   */
+  private async rootCause(session: ClusterSession, d: Seen, failure: Failure): Promise<string | undefined> {
+    const container = failure.container;
+    const docker = failure.node === undefined ? undefined : session.docker.get(failure.node);
+    const engine = adapterOf(d.engine);
+    if (container === undefined || docker === undefined || engine === undefined) return undefined;
+    try {
+      const lines: string[] = [];
+      for await (const line of docker.logs(container, { tail: CAUSE_TAIL_LINES })) lines.push(line);
+      return explainLog(engine, lines.join("\n")).cause ?? undefined;
+    } catch {
+      // Its node stopped answering meanwhile: the restart goes on without the cause.
+      return undefined;
+    }
+  }
+}

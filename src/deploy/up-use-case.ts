@@ -1,0 +1,117 @@
+import type { Cluster } from "../cluster/cluster.js";
+import type { ImageFacts } from "../engine/image-contract.js";
+import type { Plan } from "../plan/plan.js";
+import type { StateStore } from "../store/store.js";
+import { abortable } from "./abort.js";
+import { claimPlanNodes } from "./claims.js";
+import { detectAndRecord, fabricBlockers, fabricCheckFailed } from "./doctor.js";
+import { upInLane, type LaneUpResult } from "./lane.js";
+import { recordedUp } from "./launch.js";
+import { deploymentKey, holdOrBusy, laneKey } from "./locks.js";
+import type { Progress } from "./progress.js";
+import { openSession } from "./session.js";
+import type { UpResult } from "./up.js";
+
+/**
+ * The whole `up` use case (lock, detect fabric, re-plan, check, claim, launch or swap a lane,
+ * record), in one place that both hosts of it call: the CLI without a daemon (src/cli/up.ts) and
+ * the daemon (src/deploy/boots.ts, behind `launcher serve`'s control API). Neither host decides
+ * anything of the boot itself; they only say where its words go and what stops it.
+ */
+
+/** What the user asked for, as the command line says it: the daemon receives exactly this. */
+export interface UpRequest {
+  readonly ref: string;
+  readonly lane?: string;
+  readonly name?: string;
+  readonly nodes?: string;
+  readonly port?: string;
+}
+
+/** Plans the request on `nodes` (undefined: the nodes the request names). */
+export type Planner = (nodes: readonly string[] | undefined, cluster: Cluster, gaps: "ignore" | "error") => Plan;
+
+/** Where the use case runs: its store, its words, its clock, what stops it. */
+export interface UpHost {
+  readonly plan: Planner;
+  readonly store: StateStore;
+  /** A line for the person watching (stderr in the CLI, an event through the daemon). */
+  readonly say: (text: string) => void;
+  readonly progress: Progress;
+  /** Aborts the boot (a signal in the CLI, `down NAME` through the daemon): everything started is rolled back. */
+  readonly signal: AbortSignal;
+  readonly now: () => Date;
+  readonly leaseMs: number;
+  readonly timeoutMs: number;
+  readonly drainMs: number;
+  /** Send the image to nodes that lack it (default); false: refuse instead. */
+  readonly push: boolean;
+}
+
+export type UpOutcome = (UpResult & { readonly deployment: string }) | LaneUpResult;
+
+/** The command, as "busy" messages of other launchers name it. */
+export const upCommandText = (r: UpRequest): string => `launcher up ${r.ref}${r.lane === undefined ? "" : ` --lane ${r.lane}`}`;
+
+/**
+ * Runs a boot of `first` (the request planned before any node was touched, so that a recipe error
+ * is reported before anything else) on `cluster`, and returns what serves.
+ */
+export async function upUseCase(request: UpRequest, cluster: Cluster, first: Plan, host: UpHost): Promise<UpOutcome> {
+  const { store, now, signal } = host;
+  const what = upCommandText(request);
+  const release: (() => void | Promise<void>)[] = [];
+  try {
+    if (request.lane !== undefined) release.push(holdOrBusy(store, [laneKey(request.lane)], what, now));
+    // Each node's own fabric fills what the cluster file leaves out; the findings are checked once
+    // the nodes are known (a lane picks its own).
+    const probing = "while probing the nodes' fabric; nothing was started";
+    const opened = await abortable(openSession(cluster), signal, probing);
+    const detected = await abortable(detectAndRecord(opened, store, now().toISOString(), { peers: false }), signal, probing);
+    // What earlier boots read of an image (entrypoint, engine version) is kept by image ID.
+    const session = { ...detected.session, images: { get: (id: string) => store.imageFacts(id), put: (id: string, facts: ImageFacts) => store.saveImageFacts(id, facts, now().toISOString()) } };
+    const findings = detected.report.findings;
+    const progress = host.progress;
+    // A claim taken over by another launcher (this one froze past its lease) stops the boot.
+    const claimLost = new AbortController();
+    const options = { timeoutMs: host.timeoutMs, signal: AbortSignal.any([signal, claimLost.signal]), progress, push: host.push };
+    const onLost = (message: string): void => {
+      progress.note(message);
+      claimLost.abort();
+    };
+    const claim = (plan: Plan) => claimPlanNodes(session, plan, { command: what, leaseMs: host.leaseMs, now, note: (t) => progress.note(t), onLost });
+    if (request.lane === undefined) {
+      const plan = host.plan(undefined, session.cluster, "error");
+      const blocking = fabricBlockers(findings, plan.nodes.map((n) => n.node));
+      if (blocking.length > 0) throw fabricCheckFailed(blocking);
+      release.push(holdOrBusy(store, [deploymentKey(plan.cluster, plan.deployment)], what, now));
+      const claims = await claim(plan);
+      release.push(() => claims.release());
+      host.say(`launcher: starting ${plan.deployment} (${plan.recipe.id}) on ${plan.nodes.map((n) => n.node).join(", ")}`);
+      return { ...(await recordedUp(plan, session, options, store, now)), deployment: plan.deployment };
+    }
+    const lane = request.lane;
+    host.say(`launcher: putting ${first.recipe.id} in lane ${lane}`);
+    return await upInLane((nodes) => host.plan(nodes, session.cluster, "error"), request.nodes !== undefined, session, {
+      ...options,
+      lane,
+      store,
+      now,
+      drainMs: host.drainMs,
+      what,
+      claim,
+      findings,
+    });
+  } finally {
+    for (const r of release.reverse()) await r();
+  }
+}
+
+/** The line `up` prints on stdout when it succeeds, wherever the boot ran. */
+export function upSummary(outcome: UpOutcome, lane: string | undefined): string {
+  if (outcome.status === "already-running") {
+    return `${outcome.deployment} is already running this recipe with these options: ${outcome.endpoint}/v1 (model "${outcome.served_model}"); nothing started`;
+  }
+  const laneText = lane === undefined ? "" : `; lane ${lane} serves it`;
+  return `${outcome.deployment} is ready in ${outcome.seconds.toFixed(1)} s: ${outcome.endpoint}/v1 (model "${outcome.served_model}")${laneText}`;
+}

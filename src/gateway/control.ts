@@ -1,0 +1,173 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { BootEntry, BootRegistry } from "../deploy/boots.js";
+import { encodeEvent, type UpEvent } from "../deploy/up-events.js";
+import { CONTROL_ROUTES, NDJSON, UpSubmissionSchema, type UpSubmission } from "../daemon/protocol.js";
+import { presentedKey } from "./auth.js";
+import { isLoopback } from "./listen.js";
+import { allowedMethods, routeParams, type MethodTable } from "./methods.js";
+
+/**
+ * The daemon's control API: submit a boot and stream its events, follow one from its start,
+ * cancel one. It launches containers, so it has its own key: an inference key is never one (serve
+ * refuses the same key for both), and without an admin key only this machine (a loopback peer)
+ * may use it.
+ */
+export interface ControlOptions {
+  /** undefined: no admin key configured: loopback peers only. */
+  readonly checkAdmin?: (presented: string | undefined) => boolean;
+  readonly registry: BootRegistry;
+  /** Starts a boot, or gives the events of its refusal (a recipe error: its last event is the error). */
+  readonly submit: (submission: UpSubmission) => BootEntry | readonly UpEvent[];
+  readonly maxBodyBytes: number;
+  /** How often an idle boot's stream sends an empty line (default HEARTBEAT_MS). */
+  readonly heartbeatMs?: number;
+}
+
+/** How often a boot's stream says it is still there while the boot says nothing. */
+export const HEARTBEAT_MS = 15_000;
+
+export const CONTROL_METHODS: MethodTable = {
+  [CONTROL_ROUTES.boots]: ["GET", "POST"],
+  [CONTROL_ROUTES.events]: ["GET"],
+  [CONTROL_ROUTES.boot]: ["DELETE"],
+};
+
+function sendError(res: ServerResponse, status: number, code: string, message: string, extra: Record<string, string> = {}): void {
+  const body = JSON.stringify({ error: { message, type: "control_error", code } });
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...extra });
+  res.end(body);
+}
+
+function sendJson(res: ServerResponse, value: unknown): void {
+  const body = JSON.stringify(value);
+  res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+  res.end(body);
+}
+
+async function readJson(req: IncomingMessage, limit: number): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const c of req as AsyncIterable<Buffer>) {
+    size += c.length;
+    if (size > limit) throw new Error("too large");
+    chunks.push(c);
+  }
+  return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+}
+
+/**
+ * Streams `entry`'s events from its start to its end. The client going away only stops the
+ * stream: the boot goes on (a closed laptop lid is no reason to roll back an hour's work).
+ */
+function stream(res: ServerResponse, entry: BootEntry, prefix: readonly UpEvent[] = [], heartbeatMs = HEARTBEAT_MS): void {
+  res.writeHead(200, { "content-type": NDJSON, "cache-control": "no-store" });
+  for (const e of prefix) res.write(encodeEvent(e));
+  // A model can load for many minutes without a phase change: an empty line now and then keeps
+  // the client's body timeout (undici's fetch: 300 s between body data by default, undici
+  // docs/docs/api/Client.md bodyTimeout) and any proxy from dropping it.
+  const heartbeat = setInterval(() => res.write("\n"), heartbeatMs);
+  heartbeat.unref();
+  let unfollow = (): void => undefined;
+  const end = (): void => {
+    clearInterval(heartbeat);
+    unfollow();
+    res.end();
+  };
+  res.on("close", () => {
+    clearInterval(heartbeat);
+    unfollow();
+  });
+  unfollow = entry.follow((e) => {
+    res.write(encodeEvent(e));
+    if (!entry.running) setImmediate(end);
+  });
+  if (!entry.running) end();
+}
+
+export function controlApi(options: ControlOptions): (req: IncomingMessage, res: ServerResponse, path: string) => Promise<void> {
+  const { registry } = options;
+  const byName = (res: ServerResponse, raw: string | undefined): BootEntry | undefined => {
+    const name = decodeURIComponent(raw ?? "");
+    const entry = registry.find(name);
+    if (entry === undefined) sendError(res, 404, "no_boot", `this daemon has no boot of ${name}`);
+    return entry;
+  };
+  type Handler = (req: IncomingMessage, res: ServerResponse, params: Record<string, string>) => Promise<void>;
+  // Method and route -> handler: the one table of what the control API does.
+  const handlers: Readonly<Record<string, Handler>> = {
+    [`GET ${CONTROL_ROUTES.boots}`]: async (req, res) => {
+      req.resume();
+      sendJson(res, { boots: registry.list().map((b) => ({ ...b.identity, running: b.running })) });
+    },
+    [`POST ${CONTROL_ROUTES.boots}`]: async (req, res) => {
+      let body: unknown;
+      try {
+        body = await readJson(req, options.maxBodyBytes);
+      } catch {
+        sendError(res, 400, "bad_request", "the body is not a JSON submission of a boot");
+        return;
+      }
+      const parsed = UpSubmissionSchema.safeParse(body);
+      if (!parsed.success) {
+        sendError(res, 400, "bad_request", `the submission is not valid: ${parsed.error.issues.map((i) => `${i.path.join(".") || "(body)"}: ${i.message}`).join("; ")}`);
+        return;
+      }
+      const started = options.submit(parsed.data);
+      if (Array.isArray(started)) {
+        // Refused before it started (a recipe error, busy): its events, the error last.
+        res.writeHead(200, { "content-type": NDJSON });
+        res.end((started as readonly UpEvent[]).map(encodeEvent).join(""));
+        return;
+      }
+      stream(res, started as BootEntry, [], options.heartbeatMs);
+    },
+    [`GET ${CONTROL_ROUTES.events}`]: async (req, res, params) => {
+      req.resume();
+      const entry = byName(res, params.name);
+      if (entry !== undefined) stream(res, entry, [], options.heartbeatMs);
+    },
+    [`DELETE ${CONTROL_ROUTES.boot}`]: async (req, res, params) => {
+      req.resume();
+      const entry = byName(res, params.name);
+      if (entry === undefined) return;
+      if (!entry.running) {
+        sendError(res, 404, "no_boot", `the boot of ${entry.identity.deployment} is over`);
+        return;
+      }
+      const final = await entry.cancel("launcher down");
+      res.writeHead(200, { "content-type": NDJSON });
+      res.end(encodeEvent(final));
+    },
+  };
+
+  return async (req, res, path) => {
+    const method = req.method ?? "GET";
+    const allowed = allowedMethods([CONTROL_METHODS], path);
+    if (allowed === undefined) {
+      req.resume();
+      sendError(res, 404, "not_found", `no control route ${path}`);
+      return;
+    }
+    if (!allowed.includes(method)) {
+      req.resume();
+      sendError(res, 405, "method_not_allowed", `${path} takes ${allowed.join(" or ")}, not ${method}`, { allow: allowed.join(", ") });
+      return;
+    }
+    const admitted =
+      options.checkAdmin === undefined ? isLoopback(req.socket.remoteAddress ?? "") : options.checkAdmin(presentedKey(req.headers.authorization, req.headers["x-api-key"]));
+    if (!admitted) {
+      req.resume();
+      const why = options.checkAdmin === undefined ? "the control API takes requests from this machine only (serve has no admin key)" : "missing or wrong admin key (an inference key is not one)";
+      sendError(res, 401, "invalid_admin_key", why, { "www-authenticate": "Bearer" });
+      return;
+    }
+    for (const [key, handler] of Object.entries(handlers)) {
+      const [m, pattern] = key.split(" ") as [string, string];
+      const params = m === method ? routeParams(pattern, path) : undefined;
+      if (params !== undefined) {
+        await handler(req, res, params);
+        return;
+      }
+    }
+  };
+}

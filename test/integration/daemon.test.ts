@@ -1,0 +1,134 @@
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import path from "node:path";
+import { describe, test } from "node:test";
+import { BOOT_PHASES } from "../../src/deploy/contract.js";
+import { CLUSTER, launcher, launcherContainers, launcherProcess, ok, practiceSuite, STATE_HOME, startGateway, variant, within, type Run } from "./practice-cluster.js";
+
+// One practice host: a one-node variant whose boot takes a few seconds (each boot phase waits), so
+// that a client can be signalled, and a boot cancelled, while it runs.
+const dir = practiceSuite(1, "launcher-daemon-");
+const slow = (name: string): string => variant(dir, name, "practice-2x", `required_nodes = 1\ntensor_parallel_size = 1\n[env]\nPRACTICE_PHASE_DELAY_MS = "1500"\n`);
+
+/** The process's exit, with what it printed. */
+function exited(child: ReturnType<typeof launcherProcess>): { done: Promise<Run>; stderr: () => string } {
+  let stdout = "";
+  let stderr = "";
+  child.stdout?.on("data", (d: Buffer) => (stdout += d.toString()));
+  child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
+  const done = new Promise<Run>((resolve) => child.on("close", (code) => resolve({ code, stdout, stderr })));
+  return { done, stderr: () => stderr };
+}
+
+const containersOf = (name: string): string[] => launcherContainers(1).filter((c) => c.includes(`launcher-${name}-`));
+
+describe("launcher serve --control: boots that outlive their client", { concurrency: false }, () => {
+  test("a client killed with SIGHUP mid-boot detaches; the boot (a lane's) becomes ready; attach shows it from its start", async () => {
+    const recipe = slow("hup");
+    // No --daemon and no LAUNCHER_DAEMON: the CLI finds the daemon of this machine by itself.
+    const daemon = await startGateway(["--control"]);
+    try {
+      const client = launcherProcess(["up", recipe, "--lane", "hup-lane", "--timeout", "2m"]);
+      const run = exited(client);
+      await within(60_000, "the boot's container runs", async () => (containersOf("hup").length > 0 ? true : undefined));
+      client.kill("SIGHUP");
+      const r = await run.done;
+      assert.equal(r.code, 129, r.stderr);
+      assert.match(r.stderr, /detached from the boot of hup; it goes on in the daemon at http:\/\/127\.0\.0\.1:\d+ \(launcher attach hup follows it/);
+      assert.ok(containersOf("hup").length > 0, "the boot goes on");
+      const attached = ok(await launcher(["attach", "hup"], 120_000), "attach");
+      assert.match(attached.stdout, /^hup is ready in \d+\.\d s: http:\/\/[\d.]+:8000\/v1 \(model "practice"\); lane hup-lane serves it\n$/);
+      // From its start: the line said before anything started, and the phases up to the last.
+      assert.match(attached.stderr, /launcher: putting hup in lane hup-lane/);
+      for (const phase of [BOOT_PHASES[0], BOOT_PHASES.at(-1)]) assert.match(attached.stderr, new RegExp(`\\] n1 +${phase as string}\\b`));
+      const json = JSON.parse(ok(await launcher(["attach", "hup", "--json"]), "attach --json").stdout) as { status: string; deployment: string };
+      assert.deepEqual([json.status, json.deployment], ["ready", "hup"]);
+      assert.deepEqual(containersOf("hup"), ["n1:launcher-hup-r0:running"]);
+    } finally {
+      await daemon.stop();
+      await launcher(["down", "deployment/hup", "--grace", "1"], 60_000, { LAUNCHER_DAEMON: "none" });
+    }
+  });
+
+  test("up --detach returns at once with the name; down NAME cancels the boot in progress and nothing is left", async () => {
+    const recipe = slow("gone");
+    const daemon = await startGateway(["--control"]);
+    try {
+      const r = ok(await launcher(["up", recipe, "--detach", "--daemon", daemon.url]), "up --detach");
+      assert.equal(r.stdout, "gone\n");
+      await within(60_000, "the detached boot starts its container", async () => (containersOf("gone").length > 0 ? true : undefined));
+      const following = launcher(["attach", "gone"], 120_000, { LAUNCHER_DAEMON: daemon.url });
+      const down = ok(await launcher(["down", "gone"], 120_000, { LAUNCHER_DAEMON: daemon.url }), "down");
+      assert.match(down.stdout, /^cancelled the boot of gone in the daemon at http:\/\/127\.0\.0\.1:\d+: boot of gone failed: interrupted \(launcher down\)/);
+      assert.match(down.stdout, /rolled back: removed 1 container \(n1\/launcher-gone-r0\)/);
+      assert.deepEqual(containersOf("gone"), []);
+      // Whoever followed it sees the failure, with up's exit status.
+      const f = await following;
+      assert.equal(f.code, 1, f.stderr);
+      assert.match(f.stderr, /launcher: launcher: boot of gone failed: interrupted \(launcher down\)/);
+      // down --all: every boot in progress in the daemon is cancelled too (and rolled back there).
+      const other = slow("gone-too");
+      ok(await launcher(["up", other, "--detach"], 60_000, { LAUNCHER_DAEMON: daemon.url }), "up --detach");
+      await within(60_000, "the second detached boot starts its container", async () => (containersOf("gone-too").length > 0 ? true : undefined));
+      const all = ok(await launcher(["down", "--all"], 120_000, { LAUNCHER_DAEMON: daemon.url }), "down --all");
+      assert.match(all.stderr, /launcher: cancelled the boot of gone-too in the daemon at /);
+      assert.deepEqual(containersOf("gone-too"), []);
+    } finally {
+      await daemon.stop();
+    }
+  });
+
+  test("without a daemon today's behaviour stays: Ctrl-C rolls the boot back, and the message says how to run a daemon", async () => {
+    const recipe = slow("here");
+    const client = launcherProcess(["up", recipe, "--timeout", "2m"], { LAUNCHER_DAEMON: "none" });
+    const run = exited(client);
+    try {
+      await within(60_000, "the boot's container runs", async () => (containersOf("here").length > 0 ? true : undefined));
+      client.kill("SIGINT");
+      const r = await run.done;
+      assert.equal(r.code, 130, r.stderr);
+      assert.match(r.stderr, /interrupted \(SIGINT\)/);
+      assert.match(r.stderr, /hint: a boot run by a daemon outlives the terminal: run `launcher serve --control`/);
+      assert.deepEqual(containersOf("here"), []);
+    } finally {
+      client.kill("SIGKILL");
+      await launcher(["down", "deployment/here", "--grace", "1"], 60_000, { LAUNCHER_DAEMON: "none" });
+    }
+  });
+
+  test("the daemon on a practice host, driven over the management network: the admin key, never an inference key", async () => {
+    const recipe = slow("remote");
+    const ADMIN = "admin-key-7f3a9c";
+    const INFERENCE = "inference-key-41d2";
+    const port = 18187;
+    const url = `http://10.231.0.11:${port}`;
+    // In n1's network namespace, as on a Spark: it reaches the nodes over SSH as any launcher does.
+    const main = path.resolve("src/cli/main.ts");
+    const child = spawn("ip", ["netns", "exec", "lnch-n1", process.execPath, "--import", import.meta.resolve("tsx"), main, "serve", "--control", "--listen", `10.231.0.11:${port}`, "--poll", "1s", "--cluster", CLUSTER], {
+      env: { ...process.env, XDG_STATE_HOME: path.join(STATE_HOME, "n1-daemon"), LAUNCHER_ADMIN_KEY: ADMIN, LAUNCHER_API_KEY: INFERENCE, NODE_OPTIONS: "", CI: "true" },
+    });
+    let log = "";
+    child.stderr.on("data", (d: Buffer) => (log += d.toString()));
+    const stopped = new Promise<void>((resolve) => child.on("close", () => resolve()));
+    try {
+      await within(60_000, "the daemon listens on the management network", async () => (log.includes("control API on") ? true : undefined));
+      const refused = await launcher(["up", recipe, "--daemon", url], 60_000, { LAUNCHER_ADMIN_KEY: "" });
+      assert.equal(refused.code, 1);
+      assert.match(refused.stderr, /the daemon at http:\/\/10\.231\.0\.11:18187 refused: missing or wrong admin key/);
+      const inference = await launcher(["up", recipe, "--daemon", url], 60_000, { LAUNCHER_ADMIN_KEY: INFERENCE });
+      assert.equal(inference.code, 1);
+      assert.match(inference.stderr, /refused: missing or wrong admin key \(an inference key is not one\)/);
+      assert.doesNotMatch(inference.stderr, new RegExp(INFERENCE));
+      assert.deepEqual(containersOf("remote"), [], "nothing was started for a refused client");
+      const up = ok(await launcher(["up", recipe, "--daemon", url, "--timeout", "2m"], 120_000, { LAUNCHER_ADMIN_KEY: ADMIN }), "up through the remote daemon");
+      assert.match(up.stdout, /^remote is ready in/);
+      assert.deepEqual(containersOf("remote"), ["n1:launcher-remote-r0:running"]);
+      assert.doesNotMatch(log, new RegExp(`${ADMIN}|${INFERENCE}`), "keys never in the daemon's log");
+    } finally {
+      child.kill("SIGTERM");
+      await Promise.race([stopped, new Promise((r) => setTimeout(r, 20_000))]);
+      child.kill("SIGKILL");
+      await launcher(["down", "deployment/remote", "--grace", "1"], 60_000, { LAUNCHER_DAEMON: "none" });
+    }
+  });
+});

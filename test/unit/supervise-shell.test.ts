@@ -1,0 +1,220 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { encodeLabels, type DeploymentStatus } from "../../src/deploy/contract.js";
+import type { ClusterSession } from "../../src/deploy/session.js";
+import { Supervisor, type Seen } from "../../src/deploy/supervisor.js";
+import type { Plan } from "../../src/plan/plan.js";
+import { encodeSavedPlan } from "../../src/plan/saved.js";
+import type { ContainerInfo, DockerClient } from "../../src/remote/docker.js";
+import { Store } from "../../src/store/store.js";
+
+// The supervisor's shell against fakes: what it removes, what it boots, what it records.
+
+const labels = (rank: number, node: string) =>
+  encodeLabels({ deployment: "d", recipe: "r", recipe_hash: "h", engine: "vllm", served_model: "m", rank, role: rank === 0 ? "head" : "worker", node, nnodes: 2, nodes: ["n1", "n2"], cluster: "c", endpoint: "http://n1:8000", lane: "chat", restart: { mode: "on-failure", max: 3 } });
+
+function fakeDocker(node: string, rank: number, log: readonly string[], removed: string[]): DockerClient {
+  let gone = false;
+  const info: ContainerInfo = { id: `id${rank}`, name: `launcher-d-r${rank}`, labels: labels(rank, node), state: "exited", running: false, exitCode: 1, startedAt: "t", finishedAt: "f", image: "img" };
+  return {
+    containers: async () => (gone ? [] : [info]),
+    stopAndRemove: async (names: readonly string[]) => {
+      removed.push(...names.map((n) => `${node}:${n}`));
+      gone = true;
+    },
+    logs: async function* () {
+      yield* log;
+    },
+  } as unknown as DockerClient;
+}
+
+const plan = {
+  deployment: "d", cluster: "c", endpoint: "http://n1:8000", served_model: "m", recipe_hash: "h", lane: "chat",
+  recipe: { id: "r", engine: "vllm", docker_image: "img" },
+  nodes: [{ rank: 0, node: "n1", container: "launcher-d-r0", labels: {}, argv: ["docker", "run", "--label", "launcher.deployment=d", "--", "img"] }],
+  start_order: ["n1"],
+} as unknown as Plan;
+
+/** The store as `up` leaves it once the deployment served. */
+function served(store: Store): void {
+  const b = { deployment: "d", recipe: "r", recipe_hash: "h", lane: "chat", cluster: "c", served_model: "m", endpoint: "http://n1:8000", nodes: ["n1", "n2"] };
+  const boot = store.beginBoot({ ...b, started_at: "2026-01-01T00:00:00Z" });
+  store.deploymentReady({ ...b, boot_id: boot, ready_at: "2026-01-01T00:00:10Z" });
+}
+
+const status = (over: Partial<DeploymentStatus>): Seen => ({
+  cluster: "c", deployment: "d", recipe: "r", recipe_hash: "h", engine: "vllm", lane: "chat", restart: "on-failure:3", served_model: "m", endpoint: "http://n1:8000",
+  status: "serving", phase: "serving", missing: [], unreachable: [],
+  ranks: [
+    { rank: 0, node: "n1", container: "launcher-d-r0", state: "running", started_at: "t" },
+    { rank: 1, node: "n2", container: "launcher-d-r1", state: "running", started_at: "t" },
+  ],
+  ...over,
+});
+const dead = status({
+  status: "degraded", phase: "-", missing: ["rank 1 on n2 (exited, exit 1)"],
+  ranks: [
+    { rank: 0, node: "n1", container: "launcher-d-r0", state: "running", started_at: "t" },
+    { rank: 1, node: "n2", container: "launcher-d-r1", state: "exited", exit_code: 1, started_at: "t", finished_at: "2026-01-01T00:00:01Z" },
+  ],
+});
+
+test("supervisor: a rank that died after ready: root cause read from its log, the whole group removed on every node, the kept plan booted again, the restart recorded", async () => {
+  const store = new Store(":memory:");
+  store.savePlan("c", "d", encodeSavedPlan(plan), "t");
+  served(store);
+  const removed: string[] = [];
+  const workerLog = ["2026-01-01T00:00:00.000000000Z INFO loading", "2026-01-01T00:00:00.100000000Z RuntimeError: CUDA error: an illegal memory access was encountered"];
+  const session = { cluster: {}, docker: new Map([["n1", fakeDocker("n1", 0, [], removed)], ["n2", fakeDocker("n2", 1, workerLog, removed)]]) } as unknown as ClusterSession;
+  let clock = 1000;
+  const booted: Plan[] = [];
+  let finishBoot: (() => void) | undefined;
+  const logs: string[] = [];
+  let refreshed = 0;
+  const sup = new Supervisor({
+    store,
+    session: async (c) => (c === "c" ? session : undefined),
+    boot: async (p) => {
+      booted.push(p);
+      await new Promise<void>((resolve) => (finishBoot = resolve));
+    },
+    refresh: () => refreshed++,
+    log: (l) => logs.push(l),
+    now: () => clock,
+    timing: { confirmMs: 2000, backoffMs: 1000, maxBackoffMs: 8000, resetAfterMs: 600_000 },
+  });
+  sup.observe([status({})], clock);
+  clock += 500;
+  sup.observe([dead], clock);
+  assert.equal(refreshed, 1, "a failure seen once: looked at again at once");
+  assert.deepEqual(sup.restarting(), []);
+  clock += 500;
+  sup.observe([dead], clock);
+  // Issued: the gateway says restarting while the boot runs.
+  const r = sup.restarting();
+  assert.equal(r.length, 1);
+  assert.equal(r[0]?.lane, "chat");
+  assert.equal(r[0]?.attempt, 1);
+  assert.equal(r[0]?.max, 3);
+  await new Promise((resolve) => setImmediate(resolve));
+  for (let i = 0; i < 50 && finishBoot === undefined; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.deepEqual(removed.sort(), ["n1:launcher-d-r0", "n2:launcher-d-r1"], "every rank of the group, on every node");
+  assert.equal(booted.length, 1);
+  assert.equal(booted[0]?.deployment, "d");
+  // The new group carries its restart count, so a daemon started later counts on from it.
+  assert.equal(booted[0]?.nodes[0]?.labels["launcher.restarts"], "1");
+  assert.deepEqual(booted[0]?.nodes[0]?.argv, ["docker", "run", "--label", "launcher.restarts=1", "--label", "launcher.deployment=d", "--", "img"]);
+  const during = store.restarts("d", 10);
+  assert.equal(during[0]?.outcome, "restarting");
+  assert.equal(during[0]?.cause, "RuntimeError: CUDA error: an illegal memory access was encountered");
+  assert.equal(during[0]?.node, "n2");
+  // The lock of the deployment and its lane is held while it boots.
+  assert.equal(store.lockHolder("deployment:c/d")?.pid, process.pid);
+  assert.equal(store.lockHolder("lane:chat")?.pid, process.pid);
+  clock += 3000;
+  finishBoot?.();
+  await sup.idle();
+  assert.equal(store.restarts("d", 10)[0]?.outcome, "ready");
+  assert.equal(store.lockHolder("deployment:c/d"), undefined);
+  // Served again, but the last poll still shows it down: restarting for one more poll, not lane_empty.
+  assert.equal(sup.restarting()[0]?.retryAfter, 1);
+  sup.observe([status({})], (clock += 500));
+  assert.deepEqual(sup.restarting(), []);
+  assert.ok(logs.some((l) => l.includes("serves again (restart 1 of at most 3)")), logs.join("\n"));
+  store.close();
+});
+
+test("supervisor: without a kept plan the restart fails, is recorded as failed, and is tried again after its backoff", async () => {
+  const store = new Store(":memory:");
+  const removed: string[] = [];
+  const session = { cluster: {}, docker: new Map([["n1", fakeDocker("n1", 0, [], removed)], ["n2", fakeDocker("n2", 1, [], removed)]]) } as unknown as ClusterSession;
+  let clock = 0;
+  const sup = new Supervisor({
+    store,
+    session: async () => session,
+    boot: async () => assert.fail("nothing to boot"),
+    refresh: () => undefined,
+    log: () => undefined,
+    now: () => clock,
+    timing: { confirmMs: 2000, backoffMs: 60_000, maxBackoffMs: 60_000, resetAfterMs: 600_000 },
+  });
+  sup.observe([status({})], clock);
+  sup.observe([dead], (clock += 100));
+  sup.observe([dead], (clock += 100));
+  await sup.idle();
+  const [rec] = store.restarts("d", 10);
+  assert.equal(rec?.outcome, "failed");
+  assert.match(rec?.error ?? "", /no plan of d is kept/);
+  assert.deepEqual(removed, [], "nothing removed when it cannot be booted again");
+  assert.equal(sup.restarting()[0]?.attempt, 2, "in backoff: the next try is the second");
+  await sup.stop();
+  store.close();
+});
+
+test("stampLabel: a kept plan stamped again replaces its label, in the labels and in docker run", async () => {
+  const { stampLabel } = await import("../../src/deploy/boot.js");
+  const once = stampLabel(plan, "launcher.restarts", "1");
+  const twice = stampLabel(once, "launcher.restarts", "2");
+  assert.deepEqual(twice.nodes[0]?.argv, ["docker", "run", "--label", "launcher.restarts=2", "--label", "launcher.deployment=d", "--", "img"]);
+  assert.equal(twice.nodes[0]?.labels["launcher.restarts"], "2");
+});
+
+test("supervisor: a daemon started again counts on from the restarts its labels show (at most N across daemons)", async () => {
+  const store = new Store(":memory:");
+  store.savePlan("c", "d", encodeSavedPlan(plan), "t");
+  const logs: string[] = [];
+  const sup = new Supervisor({
+    store,
+    session: async () => assert.fail("no restart"),
+    boot: async () => assert.fail("no restart"),
+    refresh: () => undefined,
+    log: (l) => logs.push(l),
+    now: () => 0,
+    timing: { confirmMs: 2000, backoffMs: 1000, maxBackoffMs: 8000, resetAfterMs: 600_000 },
+  });
+  const adopted = (s: Seen): Seen => ({ ...s, restarts: 3 });
+  sup.observe([adopted(status({}))], 0);
+  sup.observe([adopted(dead)], 100);
+  sup.observe([adopted(dead)], 200);
+  await sup.idle();
+  assert.ok(logs.some((l) => l.includes("not restarting it: it was restarted 3 times")), logs.join("\n"));
+  store.close();
+});
+
+test("supervisor: a deployment stopped by `launcher down` since it served is not booted again: cancelled, forgotten", async () => {
+  const store = new Store(":memory:");
+  store.savePlan("c", "d", encodeSavedPlan(plan), "t");
+  served(store);
+  store.deploymentStopped("c", "d", "2026-01-01T00:01:00Z");
+  const removed: string[] = [];
+  const session = { cluster: {}, docker: new Map([["n1", fakeDocker("n1", 0, [], removed)], ["n2", fakeDocker("n2", 1, [], removed)]]) } as unknown as ClusterSession;
+  const sup = new Supervisor({
+    store,
+    session: async () => session,
+    boot: async () => assert.fail("a stopped deployment is not booted"),
+    refresh: () => undefined,
+    log: () => undefined,
+    now: () => 1000,
+    timing: { confirmMs: 2000, backoffMs: 1000, maxBackoffMs: 8000, resetAfterMs: 600_000 },
+  });
+  sup.observe([status({})], 0);
+  sup.observe([dead], 100);
+  sup.observe([dead], 200);
+  await sup.idle();
+  assert.deepEqual(removed, []);
+  assert.equal(store.restarts("d", 10)[0]?.outcome, "cancelled");
+  assert.deepEqual(sup.restarting(), []);
+  assert.deepEqual(sup.describe(), {}, "forgotten");
+  store.close();
+});
+
+test("store: a deployment `launcher down` begins to stop no longer counts as served (before its containers are gone); a new boot that serves does again", () => {
+  const store = new Store(":memory:");
+  served(store);
+  assert.equal(store.deploymentServed("c", "d"), true);
+  store.deploymentStopping("c", "d", "2026-01-01T00:01:00Z");
+  assert.equal(store.deploymentServed("c", "d"), false);
+  served(store);
+  assert.equal(store.deploymentServed("c", "d"), true);
+  store.close();
+});
