@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { z } from "zod";
 import type { Cluster, ClusterNode } from "../cluster/cluster.js";
 import { openSession, type ClusterSession } from "../deploy/session.js";
 import { parseCluster } from "../cluster/parse.js";
@@ -18,6 +19,17 @@ import { chooseCluster, configDirs, type ClusterChoice, type ConfigDirs } from "
 
 /** The package's own folder, for its bundled recipes and schemas. */
 export const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
+
+const PackageJsonSchema = z.object({ version: z.string().min(1) });
+
+/** This launcher's version, as its package.json says (one place: npm publishes that number). */
+export function packageVersion(root: string = PACKAGE_ROOT): string {
+  const file = path.join(root, "package.json");
+  const parsed = PackageJsonSchema.safeParse(JSON.parse(readTextFile(file, "package.json")));
+  // The package is broken, not the user's input: an internal error.
+  if (!parsed.success) throw new Error(`${file} has no version`);
+  return parsed.data.version;
+}
 
 export function recipeDirs(): string[] {
   const fromEnv = process.env.LAUNCHER_RECIPES;

@@ -5,6 +5,7 @@ import { Command, CommanderError, type OutputConfiguration } from "commander";
 import { registerDiff } from "./diff.js";
 import { errorJson, reportError, UserError } from "../config/errors.js";
 import { consoleOutput } from "./output.js";
+import { packageVersion } from "./load.js";
 import { registerPlan } from "./plan.js";
 import { registerSchema } from "./schema.js";
 import { registerValidate } from "./validate.js";
@@ -36,7 +37,7 @@ export function buildProgram(output: Pick<OutputConfiguration, "writeOut" | "wri
   const program = new Command()
     .name("launcher")
     .description("Serve large language models across a cluster of DGX Spark machines from one recipe.")
-    .version("0.1.0")
+    .version(packageVersion())
     .configureOutput(output)
     .exitOverride()
     .hook("preAction", (_program, action) => {

@@ -235,12 +235,17 @@ function checkResolved(recipe: Recipe, origins: Origins, top: Loc, options: Reso
   const sizesValid = !["required_nodes", "tensor_parallel_size", "pipeline_parallel_size"].some((k) => invalid.has(k));
   // Sizes beside TP and PP that multiply the ranks (vLLM: data parallel, prefill context parallel).
   const extra: { key: string; flag: Flag; size: number }[] = [];
+  // A parallel-size flag's value: a positive integer, else an error at the flag (and undefined).
+  const sizeOf = (flag: Flag): number | undefined => {
+    const size = Number(flag.value);
+    if (Number.isInteger(size) && size >= 1) return size;
+    out.push(error(flagAt(flag), `${flag.name} must be a positive integer, not ${JSON.stringify(flag.value ?? "")}`));
+    return undefined;
+  };
   for (const w of table.worldSize) {
     const flag = findAnyFlag(flags, w.flags);
-    if (flag === undefined) continue;
-    const size = Number(flag.value);
-    if (!Number.isInteger(size) || size < 1) out.push(error(flagAt(flag), `${flag.name} must be a positive integer, not ${JSON.stringify(flag.value ?? "")}`));
-    else extra.push({ key: w.key, flag, size });
+    const size = flag === undefined ? undefined : sizeOf(flag);
+    if (flag !== undefined && size !== undefined) extra.push({ key: w.key, flag, size });
   }
   const ranks = extra.reduce((n, e) => n * e.size, tp * pp);
   if (sizesValid && ranks !== world) {
@@ -273,10 +278,8 @@ function checkResolved(recipe: Recipe, origins: Origins, top: Loc, options: Reso
   }
   for (const d of table.dividesTensorParallel) {
     const flag = findAnyFlag(flags, d.flags);
-    if (flag === undefined) continue;
-    const size = Number(flag.value);
-    if (!Number.isInteger(size) || size < 1) out.push(error(flagAt(flag), `${flag.name} must be a positive integer, not ${JSON.stringify(flag.value ?? "")}`));
-    else if (tp % size !== 0) out.push(error(flagAt(flag), `${flag.name} ${size} does not divide tensor_parallel_size ${tp}`, `the ${d.key} groups split the tensor parallel ranks evenly`));
+    const size = flag === undefined ? undefined : sizeOf(flag);
+    if (flag !== undefined && size !== undefined && tp % size !== 0) out.push(error(flagAt(flag), `${flag.name} ${size} does not divide tensor_parallel_size ${tp}`, `the ${d.key} groups split the tensor parallel ranks evenly`));
   }
   const backend = findAnyFlag(flags, table.backend);
   if (backend !== undefined && backend.value !== recipe.distributed_backend) {
