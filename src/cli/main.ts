@@ -6,6 +6,7 @@ import { registerDiff } from "./diff.js";
 import { errorJson, reportError, UserError } from "../config/errors.js";
 import { consoleOutput } from "./output.js";
 import { packageVersion } from "./load.js";
+import { CLOSED_OUTPUT_CODES, outlivesTheTerminal } from "./terminal.js";
 import { registerPlan } from "./plan.js";
 import { registerSchema } from "./schema.js";
 import { registerValidate } from "./validate.js";
@@ -99,6 +100,8 @@ export const EXIT_CLOSED_PIPE = 141;
 function endQuietlyOnClosedPipe(): void {
   let closed = false;
   const onError = (e: NodeJS.ErrnoException): void => {
+    // A daemon whose terminal closed goes on writing to nowhere: its log is lost, not its boots.
+    if (outlivesTheTerminal() && e.code !== undefined && CLOSED_OUTPUT_CODES.has(e.code)) return;
     if (e.code !== "EPIPE" && e.code !== "ERR_STREAM_DESTROYED") throw e;
     if (closed) return;
     closed = true;

@@ -26,6 +26,7 @@ import { controlApi } from "../gateway/control.js";
 import { bootSubmitter } from "../daemon/boots-host.js";
 import { CONTROL_PREFIX } from "../daemon/protocol.js";
 import { advertiseLocalDaemon } from "./daemon-target.js";
+import { outliveTheTerminal } from "./terminal.js";
 
 interface ServeFlags {
   listen: string;
@@ -121,6 +122,10 @@ export function registerServe(program: Command, io: Output): void {
     .option("--control", "also serve the control API (boots submitted by `launcher up`, attach, cancel): this machine only, or anywhere with an admin key")
     .option("--admin-key-file <file>", "the control API's admin keys, one per line (or $LAUNCHER_ADMIN_KEY); never an inference key")
     .action(async (flags: ServeFlags) => {
+      // A daemon started in a terminal that closes goes on (its boots take an hour): SIGHUP is
+      // ignored, and a log line to a terminal or pipe that is gone is lost rather than fatal.
+      // Stopping stays SIGINT/SIGTERM (below); a unit (launcher export systemd) has no terminal at all.
+      const keepTerminalFree = outliveTheTerminal(() => io.err("launcher serve: SIGHUP ignored (its terminal closed?): the daemon goes on; stop it with SIGTERM or Ctrl-C"));
       const listen = parseListen(flags.listen);
       if (listen === undefined) throw new UserError(`--listen ${flags.listen} is not HOST:PORT`, "for example 127.0.0.1:8080 or 0.0.0.0:8080");
       const keys = apiKeys(flags);
@@ -261,5 +266,6 @@ export function registerServe(program: Command, io: Output): void {
       await discovery.stop();
       await gateway.close();
       store.close();
+      keepTerminalFree();
     });
 }

@@ -66,6 +66,10 @@ export function registerStatus(program: Command, io: Output): void {
       const input = process.stdin.isTTY ? undefined : createInterface({ input: process.stdin });
       input?.on("line", () => wake?.());
       if (opts.exitWithStdin) input?.on("close", stop);
+      // The daemon's watchers share its process group, so a closed terminal's SIGHUP reaches them
+      // too (bash sends it to the whole job); the daemon goes on, and so do they: their end is stdin's.
+      const hangUp = (): void => undefined;
+      if (opts.exitWithStdin) process.on("SIGHUP", hangUp);
       // On a terminal the picture is redrawn in place; a pipe or a file gets each poll appended (so
       // does a terminal that reports no size: log-update cuts a frame to the terminal's rows).
       const live = !opts.json && process.stdout.isTTY === true && (process.stdout.rows ?? 0) > 0 ? createLogUpdate(process.stdout) : undefined;
@@ -97,6 +101,7 @@ export function registerStatus(program: Command, io: Output): void {
         input?.close();
         process.off("SIGINT", stop);
         process.off("SIGTERM", stop);
+        process.off("SIGHUP", hangUp);
       }
     });
 }
