@@ -9,7 +9,8 @@ import { parseCluster } from "../cluster/parse.js";
 import { hasErrors, type Diagnostic } from "../config/diagnostic.js";
 import { fileRecipeSource } from "../recipe/fs-source.js";
 import type { Recipe } from "../recipe/recipe.js";
-import { resolveRecipe, type ResolveOptions, type Resolved } from "../recipe/resolve.js";
+import { resolveRecipe, type RecipeSource, type ResolveOptions, type Resolved } from "../recipe/resolve.js";
+import { recordingSource, type RecipeLookup } from "../recipe/uploaded-source.js";
 import { UserError } from "../config/errors.js";
 import { readTextFile } from "../config/read-file.js";
 import { openStateStore } from "../store/open.js";
@@ -43,13 +44,26 @@ export function imageRoots(): string[] {
   return [...(fromEnv ? fromEnv.split(":").filter(Boolean) : []), ...recipeDirs().map((d) => path.join(path.dirname(d), "docker-images"))];
 }
 
-export function resolveRecipeRef(ref: string, gpusPerNode?: number, checks: Pick<ResolveOptions, "imageFolders"> = {}): Resolved {
-  return resolveRecipe(ref, fileRecipeSource(recipeDirs()), { ...checks, ...(gpusPerNode === undefined ? {} : { gpusPerNode }) });
+/** The recipe folders of this machine, as a source. */
+export const localRecipes = (): RecipeSource => fileRecipeSource(recipeDirs());
+
+export function resolveRecipeRef(ref: string, gpusPerNode?: number, checks: Pick<ResolveOptions, "imageFolders"> = {}, source: RecipeSource = localRecipes()): Resolved {
+  return resolveRecipe(ref, source, { ...checks, ...(gpusPerNode === undefined ? {} : { gpusPerNode }) });
 }
 
-/** Loads a recipe or throws a UserError carrying every diagnostic; warnings go to `warn`. */
-export function loadRecipe(ref: string, warn: (d: readonly Diagnostic[]) => void, gpusPerNode?: number): Recipe {
-  const resolved = resolveRecipeRef(ref, gpusPerNode);
+/**
+ * The recipe files `ref` resolves to on this machine (itself and its `extends` parents), as a
+ * daemon elsewhere is sent them; none when this machine has no such recipe (the daemon may).
+ */
+export function localRecipeLookups(ref: string): RecipeLookup[] {
+  const { source, lookups } = recordingSource(localRecipes());
+  resolveRecipe(ref, source);
+  return lookups;
+}
+
+/** Loads a recipe (from this machine's folders unless `source` says otherwise) or throws a UserError carrying every diagnostic; warnings go to `warn`. */
+export function loadRecipe(ref: string, warn: (d: readonly Diagnostic[]) => void, gpusPerNode?: number, source?: RecipeSource): Recipe {
+  const resolved = resolveRecipeRef(ref, gpusPerNode, {}, source);
   if (resolved.recipe === undefined || hasErrors(resolved.diagnostics)) {
     throw new UserError(`recipe ${ref} has errors`, "fix the errors above; `launcher validate` lists them", resolved.diagnostics);
   }
@@ -92,9 +106,19 @@ export function optionalClusterPath(option: string | undefined): string | undefi
 }
 
 export function loadCluster(option: string | undefined): Cluster {
+  return clusterOf(readClusterFile(option));
+}
+
+/** The cluster file a command names (or finds), as it is on this machine: its name here and its text. */
+export function readClusterFile(option: string | undefined): { file: string; text: string } {
   const file = clusterPath(option);
-  const parsed = parseCluster(file, readTextFile(file, "cluster file"));
-  if (parsed.cluster === undefined) throw new UserError(`cluster file ${file} has errors`, undefined, parsed.diagnostics);
+  return { file, text: readTextFile(file, "cluster file") };
+}
+
+/** A cluster file's text, parsed; its errors name `file` (where the text came from, maybe another machine). */
+export function clusterOf(f: { readonly file: string; readonly text: string }): Cluster {
+  const parsed = parseCluster(f.file, f.text);
+  if (parsed.cluster === undefined) throw new UserError(`cluster file ${f.file} has errors`, undefined, parsed.diagnostics);
   return parsed.cluster;
 }
 

@@ -11,6 +11,7 @@ import type { Output } from "./output.js";
 import { withSshDefaults } from "../deploy/session.js";
 import { clusterOption, jsonOption, outputOption } from "./options.js";
 import type { RestartPolicy } from "../deploy/contract.js";
+import type { RecipeSource } from "../recipe/resolve.js";
 
 export interface PlanFlags {
   cluster?: string;
@@ -38,8 +39,8 @@ export function parsePort(value: string | undefined): number | undefined {
 export type FabricGapMode = "ignore" | "warn" | "error";
 
 /** Recipe + cluster + command-line options -> a plan, or a UserError with every diagnostic. */
-export function planFromFlags(ref: string, flags: PlanFlags, io: Output, cluster: Cluster = loadCluster(flags.cluster), gaps: FabricGapMode = "warn"): Plan {
-  const recipe = loadRecipe(ref, (ds) => io.diagnostics(ds), gpusPerNode(cluster));
+export function planFromFlags(ref: string, flags: PlanFlags, io: Output, cluster: Cluster = loadCluster(flags.cluster), gaps: FabricGapMode = "warn", recipes?: RecipeSource): Plan {
+  const recipe = loadRecipe(ref, (ds) => io.diagnostics(ds), gpusPerNode(cluster), recipes);
   const port = parsePort(flags.port);
   const nodes = parseNodes(flags.nodes);
   const result = planDeployment(recipe, cluster, {

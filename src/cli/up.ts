@@ -1,5 +1,3 @@
-import { existsSync } from "node:fs";
-import path from "node:path";
 import type { Command } from "commander";
 import type { Cluster } from "../cluster/cluster.js";
 import { Interrupted } from "../deploy/abort.js";
@@ -16,7 +14,8 @@ import { BootView, watchBoot } from "./boot-view.js";
 import { daemonOption, findDaemon } from "./daemon-target.js";
 import { parseDuration } from "./duration.js";
 import { withInterrupts } from "./interrupts.js";
-import { loadCluster, openStore } from "./load.js";
+import { clusterOf, findCluster, loadCluster, localRecipeLookups, localRecipes, openStore, readClusterFile } from "./load.js";
+import { uploadedSource, type RecipeLookup } from "../recipe/uploaded-source.js";
 import type { Output } from "./output.js";
 import { planFromFlags, type PlanFlags } from "./plan.js";
 import { clusterOption, jsonOption, outputOption } from "./options.js";
@@ -54,7 +53,9 @@ export function prepareUp(s: UpSubmission, io: Output, defaultCluster?: string):
   const drainMs = parseDuration(s.drain ?? "2m", "--drain");
   // Short leases are for tests that kill an `up`; the default suits real boots (README, "Two machines").
   const leaseMs = process.env.LAUNCHER_CLAIM_LEASE ? parseDuration(process.env.LAUNCHER_CLAIM_LEASE, "$LAUNCHER_CLAIM_LEASE") : DEFAULT_LEASE_MS;
-  const cluster = loadCluster(s.cluster ?? defaultCluster);
+  // What the client sent is read as it read it; else the daemon's (or this process's) own files.
+  const cluster = s.cluster_file === undefined ? loadCluster(s.cluster ?? defaultCluster) : clusterOf(s.cluster_file);
+  const recipes = s.recipes === undefined || s.recipes.length === 0 ? undefined : uploadedSource(s.recipes, localRecipes());
   const restart = s.restart === undefined ? undefined : decodeRestartPolicy(s.restart);
   if (restart !== undefined && !restart.ok) {
     throw new UserError(`--restart ${restart.problem}`, "pass --restart on-failure (restart the whole group each time it fails after it served) or --restart on-failure:N (at most N times); launcher serve does the restarting");
@@ -66,7 +67,7 @@ export function prepareUp(s: UpSubmission, io: Output, defaultCluster?: string):
     ...(s.name === undefined ? {} : { name: s.name }),
     ...(s.nodes === undefined ? {} : { nodes: s.nodes }),
   };
-  const plan: Planner = (nodes, c, gaps) => planFromFlags(s.ref, nodes === undefined ? flags : { ...flags, nodes: nodes.join(",") }, io, c, gaps);
+  const plan: Planner = (nodes, c, gaps) => planFromFlags(s.ref, nodes === undefined ? flags : { ...flags, nodes: nodes.join(",") }, io, c, gaps, recipes);
   // Planning first: a recipe error is reported before any node or lock is touched.
   const first = plan(undefined, cluster, "ignore");
   const request: UpRequest = { ref: s.ref, ...flags };
@@ -112,14 +113,27 @@ const submissionOf = (ref: string, f: UpFlags): UpSubmission => ({
   ...(f.restart === undefined ? {} : { restart: f.restart }),
 });
 
+/** The files of this machine a submission may carry: a recipe's chain, a named cluster file (undefined: none here). */
+export interface LocalFiles {
+  recipes(ref: string): RecipeLookup[];
+  cluster(option: string): { file: string; text: string } | undefined;
+}
+
+const thisMachine: LocalFiles = {
+  recipes: localRecipeLookups,
+  cluster: (option) => (findCluster(option).found ? readClusterFile(option) : undefined),
+};
+
 /**
- * The daemon reads recipes and cluster files itself, from its own folder: a recipe or cluster
- * given as a file or folder that exists here goes as its absolute path, so that a daemon on this
- * machine reads what this command would have read. Names go as they are.
+ * What the daemon is sent: the flags, and the files this machine reads for them. The daemon may run
+ * on another machine (a Spark, a home server) that cannot read this one's recipe folder, so the
+ * recipe and its `extends` parents go with the submission (and the cluster file, when --cluster
+ * names one here); a name this machine does not know goes as it is, for the daemon's own folders.
  */
-export function forTheDaemon(s: UpSubmission, exists: (p: string) => boolean = existsSync, resolve: (p: string) => string = path.resolve): UpSubmission {
-  const here = (p: string): string => (exists(p) ? resolve(p) : p);
-  return { ...s, ref: here(s.ref), ...(s.cluster === undefined ? {} : { cluster: here(s.cluster) }) };
+export function forTheDaemon(s: UpSubmission, here: LocalFiles = thisMachine): UpSubmission {
+  const recipes = here.recipes(s.ref);
+  const cluster = s.cluster === undefined ? undefined : here.cluster(s.cluster);
+  return { ...s, ...(recipes.length === 0 ? {} : { recipes }), ...(cluster === undefined ? {} : { cluster_file: cluster }) };
 }
 
 export async function runUp(ref: string, flags: UpFlags, io: Output): Promise<void> {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { MAX_CHAIN } from "../recipe/resolve.js";
 
 /**
  * The daemon's control API (on `launcher serve --control`), one typed home for its routes and
@@ -26,7 +27,15 @@ export const CONTROL_ROUTES = {
 
 export const NDJSON = "application/x-ndjson";
 
-/** `up`'s flags as the client was given them: the daemon parses them as the CLI would, so errors read alike. */
+/** A recipe file the client read (src/recipe/uploaded-source.ts `RecipeLookup`), sent for a daemon that cannot read it. */
+const RecipeLookupSchema = z.strictObject({ ref: z.string().min(1), from: z.string().optional(), file: z.string().min(1), id: z.string(), text: z.string() });
+
+/**
+ * `up`'s flags as the client was given them: the daemon parses them as the CLI would, so errors
+ * read alike. With them, the files the client read: `recipes` (the recipe and its `extends`
+ * parents) and `cluster_file` (when --cluster named one), so that a daemon on another machine
+ * boots what the client saw and names the client's files in its diagnostics.
+ */
 export const UpSubmissionSchema = z.strictObject({
   ref: z.string().min(1),
   cluster: z.string().optional(),
@@ -38,6 +47,8 @@ export const UpSubmissionSchema = z.strictObject({
   drain: z.string().optional(),
   push: z.boolean().optional(),
   restart: z.string().optional(),
+  recipes: z.array(RecipeLookupSchema).max(MAX_CHAIN).optional(),
+  cluster_file: z.strictObject({ file: z.string().min(1), text: z.string() }).optional(),
 });
 
 export type UpSubmission = z.infer<typeof UpSubmissionSchema>;

@@ -51,7 +51,8 @@ interface ArgEntry {
   readonly loc: Loc;
 }
 
-const MAX_CHAIN = 32;
+/** The longest `extends` chain read (and so the most recipe files a submission carries). */
+export const MAX_CHAIN = 32;
 
 function loadChain(ref: string, source: RecipeSource, diagnostics: Diagnostic[]): Layer[] | undefined {
   const layers: Layer[] = [];

@@ -7,7 +7,13 @@ import { test } from "node:test";
 import { formatDiagnostic } from "../../src/config/diagnostic.js";
 import { buildProgram } from "../../src/cli/main.js";
 import { packageVersion, PACKAGE_ROOT } from "../../src/cli/load.js";
-import { resolveRecipe } from "../../src/recipe/resolve.js";
+import { recipeHash, resolveRecipe, type RecipeSource } from "../../src/recipe/resolve.js";
+import { recordingSource, uploadedSource } from "../../src/recipe/uploaded-source.js";
+import { forTheDaemon, prepareUp } from "../../src/cli/up.js";
+import { UpSubmissionSchema } from "../../src/daemon/protocol.js";
+import { UserError } from "../../src/config/errors.js";
+import type { Output } from "../../src/cli/output.js";
+import type { Diagnostic } from "../../src/config/diagnostic.js";
 import { BASE, memorySource } from "./memory-source.js";
 import { within } from "../integration/practice-cluster.js";
 
@@ -73,4 +79,77 @@ test("launcher serve outlives its terminal: SIGHUP is ignored, and a log line to
     child.kill("SIGKILL");
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+/** The client's machine: a recipe that extends a sibling by relative path, as files a daemon elsewhere cannot read. */
+const CLIENT_FILES: Record<string, string> = {
+  "mine/base/recipe.toml": BASE.replace('name = "base"', 'name = "my base"').replace("required_nodes = 2", "required_nodes = 1").replace("tensor_parallel_size = 2", "tensor_parallel_size = 1"),
+  "mine/chat/recipe.toml": 'extends = "../base"\nname = "chat"\n[env]\nCHAT = "1"\n',
+};
+
+/** Finds `mine/...` files by path (relative to the referring file), as the file source does. */
+const clientSource: RecipeSource = {
+  find(ref, from) {
+    const file = path.normalize(path.join(from === undefined ? "." : path.dirname(from), ref, "recipe.toml"));
+    const text = CLIENT_FILES[file];
+    return text === undefined ? { error: `recipe "${ref}" not found` } : { file, id: path.basename(path.dirname(file)), text };
+  },
+};
+const nothing: RecipeSource = { find: (ref) => ({ error: `recipe "${ref}" not found (looked in the daemon's folders)` }) };
+
+test("a recipe and its extends parents, read by the client, resolve in a daemon that has none of them: the same recipe, the client's file names", () => {
+  const here = resolveRecipe("mine/chat", clientSource);
+  assert.ok(here.recipe !== undefined, here.diagnostics.map(formatDiagnostic).join("\n"));
+  const { source, lookups } = recordingSource(clientSource);
+  resolveRecipe("mine/chat", source);
+  assert.deepEqual(lookups.map((l) => [l.ref, l.from, l.file]), [["mine/chat", undefined, "mine/chat/recipe.toml"], ["../base", "mine/chat/recipe.toml", "mine/base/recipe.toml"]]);
+  // Over the wire (JSON, the submission's schema), then resolved in the daemon with no folder of its own.
+  const wire = UpSubmissionSchema.parse(JSON.parse(JSON.stringify({ ref: "mine/chat", recipes: lookups })));
+  const there = resolveRecipe("mine/chat", uploadedSource(wire.recipes ?? [], nothing));
+  assert.ok(there.recipe !== undefined);
+  assert.equal(recipeHash(there.recipe), recipeHash(here.recipe));
+  assert.deepEqual(there.recipe.chain, ["mine/chat/recipe.toml", "mine/base/recipe.toml"]);
+  // A name the client did not have is the daemon's to find.
+  assert.match(JSON.stringify(resolveRecipe("other", uploadedSource(lookups, nothing)).diagnostics), /looked in the daemon's folders/);
+});
+
+test("what goes to the daemon: the recipe's files and a cluster file named with --cluster, as this machine reads them; names it does not know go as they are", () => {
+  const here = {
+    recipes: (ref: string) => (ref === "mine" ? [{ ref, file: "mine/recipe.toml", id: "mine", text: "name = 1" }] : []),
+    cluster: (option: string) => (option === "spark.toml" ? { file: "spark.toml", text: "name = \"spark\"" } : undefined),
+  };
+  assert.deepEqual(forTheDaemon({ ref: "mine", cluster: "spark.toml", lane: "chat" }, here), {
+    ref: "mine",
+    cluster: "spark.toml",
+    lane: "chat",
+    recipes: [{ ref: "mine", file: "mine/recipe.toml", id: "mine", text: "name = 1" }],
+    cluster_file: { file: "spark.toml", text: "name = \"spark\"" },
+  });
+  assert.deepEqual(forTheDaemon({ ref: "practice-2x", cluster: "home" }, here), { ref: "practice-2x", cluster: "home" });
+  assert.deepEqual(forTheDaemon({ ref: "practice-2x" }, here), { ref: "practice-2x" });
+});
+
+const quiet: Output = { out: () => undefined, err: () => undefined, warn: () => undefined, json: () => undefined, diagnostics: () => undefined };
+const CLUSTER_TEXT = 'name = "laptop-cluster"\n\n[[nodes]]\nname = "s1"\nhost = "spark1"\nfabric_ip = "10.0.0.1"\nfabric_iface = "enp1"\n';
+
+test("the daemon plans a submission from the files it carries (recipe chain and cluster), none of which exist on its disk", () => {
+  const { source, lookups } = recordingSource(clientSource);
+  resolveRecipe("mine/chat", source);
+  const s = UpSubmissionSchema.parse({ ref: "mine/chat", cluster: "laptop.toml", recipes: lookups, cluster_file: { file: "/home/me/laptop.toml", text: CLUSTER_TEXT } });
+  const prepared = prepareUp(s, quiet);
+  assert.equal(prepared.cluster.name, "laptop-cluster");
+  assert.equal(prepared.first.deployment, "chat");
+  assert.deepEqual(prepared.first.nodes.map((n) => n.node), ["s1"]);
+  // Errors name the client's file and line: the parent's broken line, and the client's cluster file.
+  const broken = lookups.map((l) => (l.file === "mine/base/recipe.toml" ? { ...l, text: l.text.replace("pipeline_parallel_size = 1", "pipeline_parallel_size = 0") } : l));
+  let said: readonly Diagnostic[] = [];
+  assert.throws(
+    () => prepareUp({ ...s, recipes: broken }, quiet),
+    (e: unknown) => e instanceof UserError && (said = e.diagnostics ?? []).length > 0,
+  );
+  assert.match(said.map(formatDiagnostic).join("\n"), /^mine\/base\/recipe\.toml:8:26: error: pipeline_parallel_size must be at least 1$/m);
+  assert.throws(
+    () => prepareUp({ ...s, cluster_file: { file: "/home/me/laptop.toml", text: "name = 3\n" } }, quiet),
+    (e: unknown) => e instanceof UserError && e.message === "cluster file /home/me/laptop.toml has errors",
+  );
 });

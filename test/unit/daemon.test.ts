@@ -13,7 +13,6 @@ import { controlApi } from "../../src/gateway/control.js";
 import { CONTROL_PATHS, CONTROL_PREFIX } from "../../src/daemon/protocol.js";
 import { daemonUnitText, systemdWord } from "../../src/daemon/systemd.js";
 import { BootView, watchBoot } from "../../src/cli/boot-view.js";
-import { forTheDaemon } from "../../src/cli/up.js";
 
 const outcome: UpOutcome = { status: "ready", deployment: "d", endpoint: "http://n1:8000", served_model: "m", seconds: 1.5, boot: "b1" };
 
@@ -227,13 +226,6 @@ test("a connection lost mid-boot is a user error that says the boot goes on and 
   } finally {
     server.close();
   }
-});
-
-test("what goes to the daemon: a recipe or cluster file that exists here as its absolute path, a name as it is", () => {
-  const exists = (p: string): boolean => p === "./my-recipe" || p === "cluster.toml";
-  const resolve = (p: string): string => `/home/u/work/${p.replace(/^\.\//, "")}`;
-  assert.deepEqual(forTheDaemon({ ref: "./my-recipe", cluster: "cluster.toml", lane: "chat" }, exists, resolve), { ref: "/home/u/work/my-recipe", cluster: "/home/u/work/cluster.toml", lane: "chat" });
-  assert.deepEqual(forTheDaemon({ ref: "practice-2x", cluster: "spark" }, exists, resolve), { ref: "practice-2x", cluster: "spark" });
 });
 
 test("a boot that says nothing for a while still sends an empty line now and then (the client's body timeout)", { timeout: 5000 }, async () => {
