@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { BOOT_PHASES } from "../../src/deploy/contract.js";
@@ -96,15 +98,30 @@ describe("launcher serve --control: boots that outlive their client", { concurre
     }
   });
 
-  test("the daemon on a practice host, driven over the management network: the admin key, never an inference key", async () => {
-    const recipe = slow("remote");
+  test("the daemon on a practice host, driven over the management network: the admin key, never an inference key; the client's own recipe and cluster file go with the boot", async () => {
+    // The client's own folder, which the daemon's machine cannot read (a laptop's disk is not a
+    // Spark's): a recipe extending a sibling by relative path, a broken one, and a cluster file.
+    const mine = mkdtempSync(path.join(tmpdir(), "launcher-client-only-"));
+    mkdirSync(path.join(mine, "parent"));
+    writeFileSync(path.join(mine, "parent", "recipe.toml"), readFileSync(path.resolve("recipes/practice-2x/recipe.toml"), "utf8"));
+    const recipe = path.join(mine, "remote");
+    mkdirSync(recipe);
+    writeFileSync(path.join(recipe, "recipe.toml"), 'extends = "../parent"\nrequired_nodes = 1\ntensor_parallel_size = 1\n[env]\nPRACTICE_PHASE_DELAY_MS = "1500"\n');
+    mkdirSync(path.join(mine, "broken"));
+    writeFileSync(path.join(mine, "broken", "recipe.toml"), 'extends = "../parent"\nrequired_nodes = 1\ntensor_parallel_size = 0\n');
+    // The ssh settings it names are the daemon's machine's (here the rig's): only the file itself travels.
+    const cluster = path.join(mine, "cluster.toml");
+    writeFileSync(cluster, readFileSync(CLUSTER, "utf8").replace('config = "ssh_config"', `config = ${JSON.stringify(path.join(path.dirname(CLUSTER), "ssh_config"))}`));
     const ADMIN = "admin-key-7f3a9c";
     const INFERENCE = "inference-key-41d2";
     const port = 18187;
     const url = `http://10.231.0.11:${port}`;
     // In n1's network namespace, as on a Spark: it reaches the nodes over SSH as any launcher does.
+    // In its own mount namespace an empty tmpfs covers the client's folder: the daemon cannot read
+    // it (unshare(1) and sh's exec keep the pid the daemon's, so signals reach it).
     const main = path.resolve("src/cli/main.ts");
-    const child = spawn("ip", ["netns", "exec", "lnch-n1", process.execPath, "--import", import.meta.resolve("tsx"), main, "serve", "--control", "--listen", `10.231.0.11:${port}`, "--poll", "1s", "--cluster", CLUSTER], {
+    const hidden = ["unshare", "--mount", "--propagation", "private", "sh", "-c", 'mount -t tmpfs tmpfs "$1" && shift && exec "$@"', "sh", mine];
+    const child = spawn("ip", ["netns", "exec", "lnch-n1", ...hidden, process.execPath, "--import", import.meta.resolve("tsx"), main, "serve", "--control", "--listen", `10.231.0.11:${port}`, "--poll", "1s", "--cluster", CLUSTER], {
       env: { ...process.env, XDG_STATE_HOME: path.join(STATE_HOME, "n1-daemon"), LAUNCHER_ADMIN_KEY: ADMIN, LAUNCHER_API_KEY: INFERENCE, NODE_OPTIONS: "", CI: "true" },
     });
     let log = "";
@@ -120,15 +137,21 @@ describe("launcher serve --control: boots that outlive their client", { concurre
       assert.match(inference.stderr, /refused: missing or wrong admin key \(an inference key is not one\)/);
       assert.doesNotMatch(inference.stderr, new RegExp(INFERENCE));
       assert.deepEqual(containersOf("remote"), [], "nothing was started for a refused client");
-      const up = ok(await launcher(["up", recipe, "--daemon", url, "--timeout", "2m"], 120_000, { LAUNCHER_ADMIN_KEY: ADMIN }), "up through the remote daemon");
+      // A recipe error is found by the daemon in the client's file, and named as the client names it.
+      const broken = await launcher(["up", path.join(mine, "broken"), "--daemon", url, "--cluster", cluster], 60_000, { LAUNCHER_ADMIN_KEY: ADMIN });
+      assert.equal(broken.code, 1, broken.stderr);
+      assert.match(broken.stderr, /launcher-client-only-\w+\/broken\/recipe\.toml:3:\d+: error: tensor_parallel_size/);
+      const up = ok(await launcher(["up", recipe, "--daemon", url, "--cluster", cluster, "--timeout", "2m"], 120_000, { LAUNCHER_ADMIN_KEY: ADMIN }), "up through the remote daemon");
       assert.match(up.stdout, /^remote is ready in/);
       assert.deepEqual(containersOf("remote"), ["n1:launcher-remote-r0:running"]);
+      assert.match(log, /boot of remote \(.*launcher-client-only-\w+\/remote\) accepted/);
       assert.doesNotMatch(log, new RegExp(`${ADMIN}|${INFERENCE}`), "keys never in the daemon's log");
     } finally {
       child.kill("SIGTERM");
       await Promise.race([stopped, new Promise((r) => setTimeout(r, 20_000))]);
       child.kill("SIGKILL");
       await launcher(["down", "deployment/remote", "--grace", "1"], 60_000, { LAUNCHER_DAEMON: "none" });
+      rmSync(mine, { recursive: true, force: true });
     }
   });
 });
