@@ -2,7 +2,7 @@ import { createInterface } from "node:readline";
 import { Option, type Command } from "commander";
 import { createLogUpdate } from "log-update";
 import { colourFor, plain, RANK_STYLE, STATUS_STYLE, type Paint } from "./colour.js";
-import { EXIT_USER } from "../config/errors.js";
+import { EXIT_USER, UserError } from "../config/errors.js";
 import { encodeStatusLine, type DeploymentStatus } from "../deploy/contract.js";
 import { clusterStatus } from "../deploy/status.js";
 import { openSession } from "../deploy/session.js";
@@ -10,6 +10,9 @@ import { parseDuration } from "./duration.js";
 import { loadCluster } from "./load.js";
 import type { Output } from "./output.js";
 import { clusterOption, jsonOption, outputOption } from "./options.js";
+import { daemonOption, findDaemon } from "./daemon-target.js";
+import { listBoots, type DaemonTarget } from "../daemon/client.js";
+import type { BootSummary } from "../daemon/protocol.js";
 
 const uptime = (s: number | undefined): string =>
   s === undefined ? "-" : s >= 3600 ? `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60)}m` : s >= 60 ? `${Math.floor(s / 60)}m${s % 60}s` : `${s}s`;
@@ -25,6 +28,41 @@ export function statusLines(deployments: readonly DeploymentStatus[], paint: Pai
   ]);
 }
 
+/** What status says of a daemon: the boots it holds, or why it could not be asked. */
+export type DaemonView = { readonly url: string; readonly boots: readonly BootSummary[] } | { readonly url: string; readonly error: string };
+
+/** How long status waits for a daemon's answer: one that does not answer is a warning, not a hang. */
+const DAEMON_WAIT_MS = 5000;
+
+/** Asks the daemon for its boots; never throws (a daemon that cannot be reached does not stop `status`). */
+export async function askDaemon(target: DaemonTarget, waitMs = DAEMON_WAIT_MS): Promise<DaemonView> {
+  try {
+    return { url: target.url, boots: await listBoots(target, AbortSignal.timeout(waitMs)) };
+  } catch (e) {
+    const why = e instanceof UserError ? e.message : (e as Error).name === "TimeoutError" ? `the daemon at ${target.url} did not answer within ${waitMs / 1000} s` : `the daemon at ${target.url} could not be asked: ${(e as Error).message}`;
+    return { url: target.url, error: why };
+  }
+}
+
+/** The daemon's boots in progress, below the deployments the containers show (a boot shows there too, from its labels, once it started one). */
+export function daemonBootLines(view: DaemonView, now: Date, paint: Paint = plain): string[] {
+  if ("error" in view) return [];
+  const running = view.boots.filter((b) => b.state === "booting");
+  const finished = view.boots.length - running.length;
+  return [
+    running.length === 0 ? `no boot in progress in the daemon at ${view.url}` : `boots in progress in the daemon at ${view.url}:`,
+    ...running.map((b) => {
+      const nodes = Object.entries(b.nodes).map(([n, phase]) => `${n} ${phase}`);
+      const since = Math.max(0, Math.round((now.getTime() - Date.parse(b.started_at)) / 1000));
+      return `  ${paint("bold", b.deployment)}  ${paint(STATUS_STYLE.booting, b.state)}  cluster ${b.cluster}${b.lane === undefined ? "" : `  lane ${b.lane}`}  for ${uptime(since)}  ${nodes.length === 0 ? "no node started yet" : nodes.join(", ")}`;
+    }),
+    ...(finished === 0 ? [] : [`  and ${finished} finished boot${finished === 1 ? "" : "s"} (launcher attach NAME shows how one ended)`]),
+  ];
+}
+
+/** The warning for a daemon that could not be asked: what the containers show is still the answer. */
+const daemonWarning = (view: DaemonView | undefined): string[] => (view === undefined || !("error" in view) ? [] : [`${view.error}; its boots in progress are not shown (the containers' are)`]);
+
 /** Warnings go to stderr in every mode (a watch says each one once, until it changes). */
 function warnings(r: Awaited<ReturnType<typeof clusterStatus>>): string[] {
   return [...r.problems, ...[...r.reasons].map(([n, why]) => `${n} could not be read (${why}); what runs there is unknown (its ranks show as unreachable)`)];
@@ -34,19 +72,25 @@ export function registerStatus(program: Command, io: Output): void {
   program
     .command("status")
     .alias("ps")
-    .description("every deployment found on the nodes, from the containers' labels")
+    .description("every deployment found on the nodes, from the containers' labels; and the boots in progress in a daemon, when one is found as up finds it")
     .addOption(clusterOption())
     .option("--watch <interval>", "poll again every interval, e.g. 5s (on a terminal: redrawn in place; else appended; with --json: one JSON line per poll; a line on stdin polls at once)")
     // The gateway's watchers: a parent that dies closes their stdin, and that must end them.
     .addOption(new Option("--exit-with-stdin", "end the watch when stdin closes").hideHelp())
+    .addOption(daemonOption())
     .addOption(jsonOption("print as JSON")).addOption(outputOption())
-    .action(async (opts: { cluster?: string; json?: boolean; watch?: string; exitWithStdin?: boolean }) => {
+    .action(async (opts: { cluster?: string; json?: boolean; watch?: string; exitWithStdin?: boolean; daemon?: string }) => {
       const session = await openSession(loadCluster(opts.cluster));
       if (opts.watch === undefined) {
+        // The daemon found as `up` finds it, asked while the nodes are read. Not in a watch: the
+        // daemon's own discovery is one, and asking itself would be a loop.
+        const daemon = findDaemon(opts.daemon);
+        const asked = daemon === undefined ? undefined : askDaemon(daemon);
         const r = await clusterStatus(session, new Date());
-        for (const w of warnings(r)) io.warn(w);
-        if (opts.json) io.json(JSON.parse(encodeStatusLine(r)));
-        else for (const line of statusLines(r.deployments, colourFor(process.stdout))) io.out(line);
+        const view = await asked;
+        for (const w of [...warnings(r), ...daemonWarning(view)]) io.warn(w);
+        if (opts.json) io.json({ ...(JSON.parse(encodeStatusLine(r)) as object), daemon: view ?? null });
+        else for (const line of [...statusLines(r.deployments, colourFor(process.stdout)), ...(view === undefined ? [] : daemonBootLines(view, new Date(), colourFor(process.stdout)))]) io.out(line);
         // The answer is incomplete: scripts must not take it for the whole truth.
         if (r.unreachable.length > 0) process.exitCode = EXIT_USER;
         return;

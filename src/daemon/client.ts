@@ -1,7 +1,6 @@
-import { z } from "zod";
 import { UserError } from "../config/errors.js";
 import { decodeEvent, type UpEvent } from "../deploy/up-events.js";
-import { CONTROL_PATHS, type LocalDaemon, type UpSubmission } from "./protocol.js";
+import { BootListSchema, CONTROL_PATHS, type BootSummary, type LocalDaemon, type UpSubmission } from "./protocol.js";
 
 /** A daemon to talk to, and the admin key to show it (never in the URL, never printed). */
 export interface DaemonTarget {
@@ -116,11 +115,9 @@ export async function cancelBoot(target: DaemonTarget, name: string): Promise<Up
   return decodeEvent(text.trim());
 }
 
-const BootListSchema = z.object({ boots: z.array(z.object({ deployment: z.string(), cluster: z.string(), lane: z.string().optional(), running: z.boolean() })) });
-
-/** The boots the daemon holds (running and recently finished). */
-export async function listBoots(target: DaemonTarget): Promise<z.infer<typeof BootListSchema>["boots"]> {
-  const res = await call(target, "GET", CONTROL_PATHS.boots, undefined);
+/** The boots the daemon holds (running and recently finished); `signal` bounds the wait. */
+export async function listBoots(target: DaemonTarget, signal?: AbortSignal): Promise<BootSummary[]> {
+  const res = await call(target, "GET", CONTROL_PATHS.boots, undefined, signal);
   const parsed = BootListSchema.safeParse(await res.json().catch(() => undefined));
   if (!parsed.success) throw new UserError(`the daemon at ${target.url} answered the list of boots in a shape this launcher does not know`, "run the same launcher version on both sides");
   return parsed.data.boots;

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { MAX_CHAIN } from "../recipe/resolve.js";
+import { decodeError, type UpEvent } from "../deploy/up-events.js";
 
 /**
  * The daemon's control API (on `launcher serve --control`), one typed home for its routes and
@@ -56,3 +57,45 @@ export type UpSubmission = z.infer<typeof UpSubmissionSchema>;
 /** The daemon the CLI finds on this machine when none is named: written by `launcher serve --control`. */
 export const LocalDaemonSchema = z.object({ url: z.string(), pid: z.number().int(), host: z.string() });
 export type LocalDaemon = z.infer<typeof LocalDaemonSchema>;
+
+/** Where a boot the daemon holds stands: running, or over (ready, or failed and rolled back). */
+export const DAEMON_BOOT_STATES = ["booting", "ready", "failed"] as const;
+export type DaemonBootState = (typeof DAEMON_BOOT_STATES)[number];
+
+/** One boot as `GET boots` lists it: the server encodes it (`summarizeBoot`), the client decodes it (`BootListSchema`). */
+export const BootSummarySchema = z.object({
+  deployment: z.string(),
+  cluster: z.string(),
+  lane: z.string().optional(),
+  /** Kept beside `state` for the clients that read only this (down --all). */
+  running: z.boolean(),
+  state: z.enum(DAEMON_BOOT_STATES),
+  /** When the daemon accepted it (ISO 8601). */
+  started_at: z.string(),
+  /** Each node's latest boot phase, as the node's log showed it. */
+  nodes: z.record(z.string(), z.string()),
+  /** Why it failed, for a failed boot. */
+  error: z.string().optional(),
+});
+export type BootSummary = z.infer<typeof BootSummarySchema>;
+
+export const BootListSchema = z.object({ boots: z.array(BootSummarySchema) });
+
+/** A boot's summary, from its identity and its events (the last final event decides its state). */
+export function summarizeBoot(identity: { readonly deployment: string; readonly cluster: string; readonly lane?: string }, events: readonly UpEvent[]): BootSummary {
+  const first = events[0];
+  const last = events.at(-1);
+  const nodes: Record<string, string> = {};
+  for (const e of events) if (e.type === "node") nodes[e.node] = e.state.phase;
+  const state: DaemonBootState = last?.type === "result" ? "ready" : last?.type === "error" ? "failed" : "booting";
+  return {
+    deployment: identity.deployment,
+    cluster: identity.cluster,
+    ...(identity.lane === undefined ? {} : { lane: identity.lane }),
+    running: state === "booting",
+    state,
+    started_at: new Date(first?.t ?? 0).toISOString(),
+    nodes,
+    ...(last?.type === "error" ? { error: decodeError(last.error).message } : {}),
+  };
+}

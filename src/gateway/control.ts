@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { BootEntry, BootRegistry } from "../deploy/boots.js";
 import { encodeEvent, type UpEvent } from "../deploy/up-events.js";
-import { CONTROL_ROUTES, NDJSON, UpSubmissionSchema, type UpSubmission } from "../daemon/protocol.js";
+import { CONTROL_ROUTES, NDJSON, summarizeBoot, UpSubmissionSchema, type UpSubmission } from "../daemon/protocol.js";
 import { presentedKey } from "./auth.js";
 import { isLoopback } from "./listen.js";
 import { allowedMethods, routeParams, type MethodTable } from "./methods.js";
@@ -97,7 +97,7 @@ export function controlApi(options: ControlOptions): (req: IncomingMessage, res:
   const handlers: Readonly<Record<string, Handler>> = {
     [`GET ${CONTROL_ROUTES.boots}`]: async (req, res) => {
       req.resume();
-      sendJson(res, { boots: registry.list().map((b) => ({ ...b.identity, running: b.running })) });
+      sendJson(res, { boots: registry.list().map((b) => summarizeBoot(b.identity, b.events)) });
     },
     [`POST ${CONTROL_ROUTES.boots}`]: async (req, res) => {
       let body: unknown;

@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -14,6 +16,11 @@ import { UpSubmissionSchema } from "../../src/daemon/protocol.js";
 import { UserError } from "../../src/config/errors.js";
 import type { Output } from "../../src/cli/output.js";
 import type { Diagnostic } from "../../src/config/diagnostic.js";
+import { BootRegistry } from "../../src/deploy/boots.js";
+import { controlApi } from "../../src/gateway/control.js";
+import { askDaemon, daemonBootLines } from "../../src/cli/status.js";
+import { DAEMON_BOOT_STATES } from "../../src/daemon/protocol.js";
+import { RemoteError } from "../../src/config/errors.js";
 import { BASE, memorySource } from "./memory-source.js";
 import { within } from "../integration/practice-cluster.js";
 
@@ -152,4 +159,113 @@ test("the daemon plans a submission from the files it carries (recipe chain and 
     () => prepareUp({ ...s, cluster_file: { file: "/home/me/laptop.toml", text: "name = 3\n" } }, quiet),
     (e: unknown) => e instanceof UserError && e.message === "cluster file /home/me/laptop.toml has errors",
   );
+});
+
+/** A daemon's control API on a loopback port, holding one boot in progress (a node loading) and one that failed. */
+async function daemonWithBoots(): Promise<{ server: Server; url: string; release: () => void }> {
+  const registry = new BootRegistry(() => Date.parse("2026-01-01T10:00:00Z"));
+  let release = (): void => undefined;
+  const held = new Promise<void>((r) => (release = r));
+  registry.start({ deployment: "chat", cluster: "practice", lane: "main" }, async (emit) => {
+    emit({ type: "node", node: "n1", state: { phase: "starting", figures: {}, ready: false, lastLines: [] }, t: 1 });
+    emit({ type: "node", node: "n1", state: { phase: "loading", figures: {}, ready: false, lastLines: [] }, t: 2 });
+    await held;
+    throw new RemoteError("n1", "boot of chat failed: released", "rolled back");
+  });
+  const failed = registry.start({ deployment: "old", cluster: "practice" }, () => Promise.reject(new RemoteError("n2", "boot of old failed: out of memory")));
+  await failed.ended;
+  const handler = controlApi({ registry, submit: () => [], maxBodyBytes: 4096 });
+  const server = createServer((req, res) => void handler(req, res, (req.url ?? "/").split("?")[0] ?? "/"));
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, release };
+}
+
+test("status asks the daemon for its boots: each one's state, nodes' phases, start and failure cross the wire, and show below the deployments", async () => {
+  const { server, url, release } = await daemonWithBoots();
+  try {
+    const view = await askDaemon({ url });
+    assert.ok(!("error" in view));
+    assert.deepEqual(view.boots, [
+      { deployment: "chat", cluster: "practice", lane: "main", running: true, state: "booting", started_at: "2026-01-01T10:00:00.000Z", nodes: { n1: "loading" } },
+      { deployment: "old", cluster: "practice", running: false, state: "failed", started_at: "2026-01-01T10:00:00.000Z", nodes: {}, error: "boot of old failed: out of memory" },
+    ]);
+    for (const b of view.boots) assert.ok(DAEMON_BOOT_STATES.includes(b.state));
+    assert.deepEqual(daemonBootLines(view, new Date("2026-01-01T10:02:05Z")), [
+      `boots in progress in the daemon at ${url}:`,
+      "  chat  booting  cluster practice  lane main  for 2m5s  n1 loading",
+      "  and 1 finished boot (launcher attach NAME shows how one ended)",
+    ]);
+    assert.deepEqual(daemonBootLines({ url, boots: [] }, new Date()), [`no boot in progress in the daemon at ${url}`]);
+  } finally {
+    release();
+    server.close();
+  }
+});
+
+/** A loopback port nobody listens on (taken, then freed). */
+async function closedUrl(): Promise<string> {
+  const probe = createServer();
+  await new Promise<void>((r) => probe.listen(0, "127.0.0.1", r));
+  const url = `http://127.0.0.1:${(probe.address() as AddressInfo).port}`;
+  await new Promise<void>((r) => probe.close(() => r()));
+  return url;
+}
+
+test("a daemon that cannot be reached, or does not answer, is a view with the reason, not a failure of status", async () => {
+  const refused = await askDaemon({ url: await closedUrl() });
+  assert.ok("error" in refused);
+  assert.match(refused.error, /^cannot reach the daemon at http:\/\/127\.0\.0\.1:\d+: ECONNREFUSED$/);
+  assert.deepEqual(daemonBootLines(refused, new Date()), []);
+  // One that accepts and never answers: bounded by the wait.
+  const mute = createServer(() => undefined);
+  await new Promise<void>((r) => mute.listen(0, "127.0.0.1", r));
+  try {
+    const url = `http://127.0.0.1:${(mute.address() as AddressInfo).port}`;
+    const started = Date.now();
+    const silent = await askDaemon({ url }, 300);
+    assert.ok("error" in silent);
+    assert.equal(silent.error, `the daemon at ${url} did not answer within 0.3 s`);
+    assert.ok(Date.now() - started < 5000);
+  } finally {
+    mute.closeAllConnections();
+    mute.close();
+  }
+});
+
+test("launcher status --json is one object holding the daemon's boots; an unreachable daemon is a warning in it, and status answers all the same", { timeout: 60_000 }, async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "launcher-status-"));
+  writeFileSync(path.join(dir, "cluster.toml"), '[[nodes]]\nname = "n1"\nhost = "127.0.0.1"\nport = 1\n');
+  const { server, url, release } = await daemonWithBoots();
+  const status = (daemon: string): Promise<{ code: number | null; stdout: string; stderr: string }> =>
+    new Promise((resolve) => {
+      const child = spawn(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, "status", "--json", "--cluster", path.join(dir, "cluster.toml"), "--daemon", daemon], {
+        env: { ...process.env, NODE_OPTIONS: "", XDG_STATE_HOME: path.join(dir, "state"), CI: "true" },
+      });
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+      child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+      const timer = setTimeout(() => child.kill("SIGKILL"), 50_000);
+      child.on("close", (code) => {
+        clearTimeout(timer);
+        resolve({ code, stdout, stderr });
+      });
+    });
+  try {
+    const closed = await closedUrl();
+    const [asked, gone] = await Promise.all([status(url), status(closed)]);
+    const a = JSON.parse(asked.stdout) as { deployments: unknown[]; daemon: { url: string; boots: { deployment: string; state: string }[] }; warnings: string[] };
+    assert.deepEqual(a.daemon.boots.map((b) => [b.deployment, b.state]), [["chat", "booting"], ["old", "failed"]]);
+    assert.equal(a.daemon.url, url);
+    assert.deepEqual(a.deployments, []);
+    const g = JSON.parse(gone.stdout) as { daemon: { url: string; error: string }; warnings: string[] };
+    assert.equal(g.daemon.error, `cannot reach the daemon at ${closed}: ECONNREFUSED`);
+    assert.ok(g.warnings.some((w) => w.startsWith(`cannot reach the daemon at ${closed}: ECONNREFUSED; its boots in progress are not shown`)), g.warnings.join("\n"));
+    // The exit status is the nodes' (n1 cannot be read here), whatever the daemon did.
+    assert.equal(gone.code, asked.code);
+  } finally {
+    release();
+    server.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
