@@ -27,6 +27,7 @@ import { bootSubmitter } from "../daemon/boots-host.js";
 import { CONTROL_PREFIX } from "../daemon/protocol.js";
 import { advertiseLocalDaemon } from "./daemon-target.js";
 import { outliveTheTerminal } from "./terminal.js";
+import { childrenOutliveTheTerminal } from "../remote/transport.js";
 
 interface ServeFlags {
   listen: string;
@@ -125,6 +126,7 @@ export function registerServe(program: Command, io: Output): void {
       // A daemon started in a terminal that closes goes on (its boots take an hour): SIGHUP is
       // ignored, and a log line to a terminal or pipe that is gone is lost rather than fatal.
       // Stopping stays SIGINT/SIGTERM (below); a unit (launcher export systemd) has no terminal at all.
+      childrenOutliveTheTerminal();
       const keepTerminalFree = outliveTheTerminal(() => io.err("launcher serve: SIGHUP ignored (its terminal closed?): the daemon goes on; stop it with SIGTERM or Ctrl-C"));
       const listen = parseListen(flags.listen);
       if (listen === undefined) throw new UserError(`--listen ${flags.listen} is not HOST:PORT`, "for example 127.0.0.1:8080 or 0.0.0.0:8080");

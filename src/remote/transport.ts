@@ -32,6 +32,20 @@ export class UnreachableError extends RemoteError {
   }
 }
 
+/**
+ * Whether the programs this process starts (ssh above all) run in a process group and session of
+ * their own. A terminal that closes sends SIGHUP to its whole foreground process group, and Ctrl-C
+ * SIGINT: `launcher serve` outlives both, and so must the log streams of the boots it watches; it
+ * ends its children itself when it stops. Set once, by that command.
+ */
+let ownGroup = false;
+export function childrenOutliveTheTerminal(): void {
+  ownGroup = true;
+}
+// Node: "if options.detached is set to true, the child process will be made the leader of a new
+// process group and session" (child_process docs). ssh runs with BatchMode: it never asks a tty.
+const spawnOptions = (): { stdio: ["pipe", "pipe", "pipe"]; detached: boolean } => ({ stdio: ["pipe", "pipe", "pipe"], detached: ownGroup });
+
 const SSH_FAILED = 255;
 const TIMED_OUT = 124;
 
@@ -59,7 +73,7 @@ export const outputTail = (r: ExecResult): string => (r.stderr.trim() || r.stdou
 /** Runs a local program (ssh, or a command on this machine) and collects its output. */
 export function runLocal(program: string, args: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(program, [...args], { stdio: ["pipe", "pipe", "pipe"], ...(options.signal ? { signal: options.signal } : {}) });
+    const child = spawn(program, [...args], { ...spawnOptions(), ...(options.signal ? { signal: options.signal } : {}) });
     let stdout = "";
     let stderr = "";
     const timer =
@@ -92,7 +106,7 @@ export function runLocal(program: string, args: readonly string[], options: Exec
  * this process dies): a remote command can watch it to end with its reader (see docker.ts logs).
  */
 export async function* streamLocal(program: string, args: readonly string[], signal?: AbortSignal): AsyncIterable<string> {
-  const child = spawn(program, [...args], { stdio: ["pipe", "pipe", "pipe"] });
+  const child = spawn(program, [...args], spawnOptions());
   child.stdin.on("error", () => undefined);
   // With ssh connection sharing the master holds our pipe ends too, so killing the client alone
   // would leave them open: close our side as well. Closing stdin is what reaches the node.
@@ -139,7 +153,7 @@ export interface RawProcess {
 }
 
 export function spawnLocal(program: string, args: readonly string[]): RawProcess {
-  const child = spawn(program, [...args], { stdio: ["pipe", "pipe", "pipe"] });
+  const child = spawn(program, [...args], spawnOptions());
   let stderr = "";
   child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr = (stderr + d).slice(-4000)));
   child.stdin.on("error", () => undefined);
