@@ -11,7 +11,7 @@ import { placeSwap } from "./placement.js";
 import { preflight } from "./preflight.js";
 import { dockerOf, type ClusterSession } from "./session.js";
 import { ensureImage } from "./images.js";
-import { abortable, checkInterrupted, Interrupted, interruption } from "./abort.js";
+import { abortable, checkInterrupted, Detached, Interrupted, interruption } from "./abort.js";
 import { createdBy } from "./boot.js";
 import { judgeExisting } from "./existing.js";
 import { fabricBlockers, fabricCheckFailed } from "./doctor.js";
@@ -156,6 +156,8 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
     store.endSwap(swapId, "ok", at());
     return { ...result, deployment: plan.deployment, mode, replaced: replacing.map((d) => d.deployment) };
   } catch (e) {
+    // The daemon stopped and left the boot to the next one: the swap stays as it is (src/deploy/adopt.ts).
+    if (e instanceof Detached) throw e;
     const outcome = options.signal.aborted ? "interrupted" : "failed";
     const old = replacing[0];
     if (options.signal.aborted && booted !== undefined && !stoppedAny) {

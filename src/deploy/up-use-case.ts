@@ -40,6 +40,11 @@ export interface UpHost {
   readonly progress: Progress;
   /** Aborts the boot (a signal in the CLI, `down NAME` through the daemon): everything started is rolled back. */
   readonly signal: AbortSignal;
+  /**
+   * The daemon stops and leaves the boot to the next daemon (src/deploy/adopt.ts); absent in the
+   * CLI, where a signal rolls back. A boot that may be left is kept in the store while it runs.
+   */
+  readonly detach?: AbortSignal;
   readonly now: () => Date;
   readonly leaseMs: number;
   readonly timeoutMs: number;
@@ -74,7 +79,7 @@ export async function upUseCase(request: UpRequest, cluster: Cluster, first: Pla
     const progress = host.progress;
     // A claim taken over by another launcher (this one froze past its lease) stops the boot.
     const claimLost = new AbortController();
-    const options = { timeoutMs: host.timeoutMs, signal: AbortSignal.any([signal, claimLost.signal]), progress, push: host.push };
+    const options = { timeoutMs: host.timeoutMs, signal: AbortSignal.any([signal, claimLost.signal]), progress, push: host.push, ...(host.detach === undefined ? {} : { detach: host.detach }) };
     const onLost = (message: string): void => {
       progress.note(message);
       claimLost.abort();
