@@ -86,6 +86,11 @@ export interface AdoptDeps {
 }
 
 const ROLLBACK_GRACE_SECONDS = 3;
+/** setTimeout's longest wait (a 32-bit signed count of ms): a longer one fires at once. */
+const LONGEST_TIMER_MS = 2 ** 31 - 1;
+
+/** What is left of a kept boot's --timeout (none: it times out at once, and is rolled back). */
+export const timeLeft = (deadline: string, now: Date): number => Math.min(LONGEST_TIMER_MS, Math.max(0, Date.parse(deadline) - now.getTime()));
 
 /**
  * Adopts every boot a dead daemon left: each becomes a boot of this daemon's registry (so `attach
@@ -133,7 +138,7 @@ async function adopted(kept: BootInProgress, deps: AdoptDeps, emit: (e: UpEvent)
     const found = foundOf(plan, kept.boot, await listNodes(session, new Set(plan.nodes.map((n) => n.node))));
     if (found.kind === "gone") return await abandon(kept, session, deps, "none of its containers is left (its daemon stopped before they started, or they were removed)");
     if (found.kind === "partial") return await abandon(kept, session, deps, `its daemon stopped before it started ${found.missing.join(", ")}, so it can never serve`);
-    const result = await recordedWatch(kept, plan, session, { timeoutMs: Math.max(0, Date.parse(kept.deadline_at) - now().getTime()), signal, detach, progress: progressEvents(emit, Date.now) }, store, now);
+    const result = await recordedWatch(kept, plan, session, { timeoutMs: timeLeft(kept.deadline_at, now()), signal, detach, progress: progressEvents(emit, Date.now) }, store, now);
     if (plan.lane !== undefined) {
       store.setLane({ name: plan.lane, cluster: plan.cluster, deployment: plan.deployment, recipe: plan.recipe.id, served_model: plan.served_model, state: "serving", since: at() });
       endSwap(store, plan.lane, plan.deployment, "ok", at());
