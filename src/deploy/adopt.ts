@@ -2,13 +2,15 @@ import { hostname } from "node:os";
 import { RemoteError, UserError } from "../config/errors.js";
 import type { Plan } from "../plan/plan.js";
 import { decodeSavedPlan } from "../plan/saved.js";
-import type { BootInProgress, StateStore } from "../store/store.js";
+import type { BootInProgress, StateStore, SwapRecord } from "../store/store.js";
 import { Detached } from "./abort.js";
 import { createdBy } from "./boot.js";
 import type { BootEntry, BootRegistry } from "./boots.js";
 import { formatRemoval, removeContainers } from "./down.js";
 import { listNodes, type NodeListing } from "./labels.js";
 import { recordedWatch } from "./launch.js";
+import { stopReplacedIn } from "./lane.js";
+import { clusterStatus } from "./status.js";
 import { deploymentKey, holdOrBusy, isAlive, laneKey } from "./locks.js";
 import type { ClusterSession } from "./session.js";
 import { progressEvents, type UpEvent } from "./up-events.js";
@@ -86,6 +88,11 @@ export interface AdoptDeps {
 }
 
 const ROLLBACK_GRACE_SECONDS = 3;
+/**
+ * How long an old deployment of a lane may finish its requests once the adopted new one serves:
+ * `up --drain`'s default, as the store does not keep the `--drain` the boot was given.
+ */
+const ADOPTED_DRAIN_MS = 2 * 60_000;
 /** setTimeout's longest wait (a 32-bit signed count of ms): a longer one fires at once. */
 const LONGEST_TIMER_MS = 2 ** 31 - 1;
 
@@ -138,10 +145,21 @@ async function adopted(kept: BootInProgress, deps: AdoptDeps, emit: (e: UpEvent)
     const found = foundOf(plan, kept.boot, await listNodes(session, new Set(plan.nodes.map((n) => n.node))));
     if (found.kind === "gone") return await abandon(kept, session, deps, "none of its containers is left (its daemon stopped before they started, or they were removed)");
     if (found.kind === "partial") return await abandon(kept, session, deps, `its daemon stopped before it started ${found.missing.join(", ")}, so it can never serve`);
-    const result = await recordedWatch(kept, plan, session, { timeoutMs: timeLeft(kept.deadline_at, now()), signal, detach, progress: progressEvents(emit, Date.now) }, store, now);
-    if (plan.lane !== undefined) {
-      store.setLane({ name: plan.lane, cluster: plan.cluster, deployment: plan.deployment, recipe: plan.recipe.id, served_model: plan.served_model, state: "serving", since: at() });
-      endSwap(store, plan.lane, plan.deployment, "ok", at());
+    const progress = progressEvents(emit, Date.now);
+    const result = await recordedWatch(kept, plan, session, { timeoutMs: timeLeft(kept.deadline_at, now()), signal, detach, progress }, store, now);
+    const lane = plan.lane;
+    if (lane !== undefined) {
+      // The rest of its lane swap (src/deploy/lane.ts upInLane): the lane serves it; a swap beside
+      // the old deployment (disjoint nodes) drains and stops the old one now.
+      store.setLane({ name: lane, cluster: plan.cluster, deployment: plan.deployment, recipe: plan.recipe.id, served_model: plan.served_model, state: "serving", since: at() });
+      const swap = runningSwap(store, lane, plan.deployment);
+      const replaced = new Set(swap?.mode === "disjoint" ? (swap.from_deployment?.split(",") ?? []) : []);
+      if (replaced.size > 0) {
+        progress.note(`lane ${lane} now serves ${plan.deployment}`);
+        const { deployments } = await clusterStatus(session, now());
+        await stopReplacedIn(session, deployments.filter((d) => replaced.has(d.deployment) && d.lane === lane), { lane, store, now, drainMs: ADOPTED_DRAIN_MS, signal, progress, cluster: plan.cluster });
+      }
+      if (swap !== undefined) store.endSwap(swap.id, "ok", at());
     }
     store.endOpenRestarts(plan.cluster, plan.deployment, "ready", at());
     return { ...result, deployment: plan.deployment };
@@ -150,7 +168,8 @@ async function adopted(kept: BootInProgress, deps: AdoptDeps, emit: (e: UpEvent)
     const message = e instanceof Error ? e.message : String(e);
     store.endOpenRestarts(kept.cluster, kept.deployment, "failed", at(), message);
     if (kept.lane !== undefined) {
-      endSwap(store, kept.lane, kept.deployment, signal.aborted ? "interrupted" : "failed", at(), message);
+      const swap = runningSwap(store, kept.lane, kept.deployment);
+      if (swap !== undefined) store.endSwap(swap.id, signal.aborted ? "interrupted" : "failed", at(), message);
       // A lane switching to it had its old deployment stopped before this boot started: nothing to serve now.
       const lane = store.lane(kept.lane);
       if (lane?.state === "switching" && lane.switching_to === kept.deployment) store.setLane({ name: kept.lane, cluster: kept.cluster, state: "empty", since: at() });
@@ -161,11 +180,8 @@ async function adopted(kept: BootInProgress, deps: AdoptDeps, emit: (e: UpEvent)
   }
 }
 
-/** The lane swap that was booting `deployment` into `lane` ends so. */
-function endSwap(store: StateStore, lane: string, deployment: string, outcome: "ok" | "failed" | "interrupted", at: string, error?: string): void {
-  const swap = store.swaps(lane, 20).find((s) => s.to_deployment === deployment && s.outcome === "running");
-  if (swap !== undefined) store.endSwap(swap.id, outcome, at, error);
-}
+/** The lane swap, still running, that was booting `deployment` into `lane`. */
+const runningSwap = (store: StateStore, lane: string, deployment: string): SwapRecord | undefined => store.swaps(lane, 20).find((s) => s.to_deployment === deployment && s.outcome === "running");
 
 /**
  * A kept boot that cannot become ready: whatever of it runs is removed on every node, its history

@@ -42,6 +42,32 @@ function runningNodes(d: DeploymentStatus): string[] {
 }
 
 /**
+ * Drains each deployment a lane's new one replaces (its running requests get `drainMs`), then
+ * stops it on every node; `stopping` is told just before the first removal. Also what a daemon
+ * does for a swap whose boot it adopted (src/deploy/adopt.ts).
+ */
+export async function stopReplacedIn(
+  session: ClusterSession,
+  replacing: readonly DeploymentStatus[],
+  options: Pick<LaneUpOptions, "lane" | "store" | "now" | "drainMs" | "signal" | "progress"> & { readonly cluster: string },
+  stopping: () => void = () => undefined,
+): Promise<void> {
+  const { lane, store } = options;
+  for (const d of replacing) {
+    options.progress.note(`lane ${lane}: draining ${d.deployment} (up to ${Math.round(options.drainMs / 1000)} s for running requests) ...`);
+    const drained = await drain(d.endpoint, options.drainMs, options.signal, adapterOf(d.engine), store.engineKey(options.cluster, d.deployment));
+    if (!drained.drained) options.progress.note(`lane ${lane}: ${d.deployment} still runs ${drained.running} request(s); stopping it anyway`);
+    checkInterrupted(options.signal, `before stopping ${d.deployment}: nothing was stopped`);
+    stopping();
+    const outcomes = await removeContainers(session, (c) => c.labels.deployment === d.deployment, STOP_GRACE_SECONDS);
+    // Recorded stopped only when it is: a node that did not answer may still run it.
+    if (fullyStopped(outcomes, d.deployment, () => [...new Set(d.ranks.map((r) => r.node))])) store.deploymentStopped(options.cluster, d.deployment, options.now().toISOString());
+    else for (const line of formatRemoval(outcomes, `launcher down deployment/${d.deployment}`, "summary").slice(1)) options.progress.note(`lane ${lane}: ${line}`);
+    options.progress.note(`lane ${lane}: stopped ${d.deployment}`);
+  }
+}
+
+/**
  * Puts a recipe in a lane. With free nodes the new deployment boots beside the old one, the lane
  * switches when it is ready, and the old one is drained and stopped: no downtime. Otherwise the
  * old one is stopped first and the lane answers "switching" until the new one is ready. A failed
@@ -110,20 +136,7 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
   /** The boot id of the new deployment once it serves: what an interrupt after that removes. */
   let booted: string | undefined;
   const notInterrupted = (what: string): void => checkInterrupted(options.signal, `before ${what}: nothing was stopped`);
-  const stopReplaced = async (): Promise<void> => {
-    for (const d of replacing) {
-      options.progress.note(`lane ${lane}: draining ${d.deployment} (up to ${Math.round(options.drainMs / 1000)} s for running requests) ...`);
-      const drained = await drain(d.endpoint, options.drainMs, options.signal, adapterOf(d.engine), store.engineKey(plan.cluster, d.deployment));
-      if (!drained.drained) options.progress.note(`lane ${lane}: ${d.deployment} still runs ${drained.running} request(s); stopping it anyway`);
-      notInterrupted(`stopping ${d.deployment}`);
-      stoppedAny = true;
-      const outcomes = await removeContainers(session, (c) => c.labels.deployment === d.deployment, STOP_GRACE_SECONDS);
-      // Recorded stopped only when it is: a node that did not answer may still run it.
-      if (fullyStopped(outcomes, d.deployment, () => [...new Set(d.ranks.map((r) => r.node))])) store.deploymentStopped(plan.cluster, d.deployment, at());
-      else for (const line of formatRemoval(outcomes, `launcher down deployment/${d.deployment}`, "summary").slice(1)) options.progress.note(`lane ${lane}: ${line}`);
-      options.progress.note(`lane ${lane}: stopped ${d.deployment}`);
-    }
-  };
+  const stopReplaced = (): Promise<void> => stopReplacedIn(session, replacing, { ...options, cluster: plan.cluster }, () => (stoppedAny = true));
 
   try {
     if (mode === "first" || mode === "disjoint") {

@@ -117,9 +117,9 @@ function fakeNode(node: string, containers: ContainerInfo[], log: readonly strin
   return {
     containers: async () => containers.filter((c) => !removed.includes(`${node}:${c.name}`)),
     stopAndRemove: async (names: readonly string[]) => void removed.push(...names.map((n) => `${node}:${n}`)),
-    logs: async function* (_c: string, o: { signal?: AbortSignal } = {}) {
+    logs: async function* (_c: string, o: { signal?: AbortSignal; follow?: boolean } = {}) {
       yield* log;
-      if (ends) return;
+      if (ends || o.follow !== true) return;
       await new Promise<void>((resolve) => (o.signal?.aborted ? resolve() : o.signal?.addEventListener("abort", () => resolve(), { once: true })));
     },
   } as unknown as DockerClient;
@@ -189,6 +189,31 @@ test("adopt: a boot left by a dead daemon is watched again (nothing started) and
     assert.deepEqual(store.restarts("d", 5).map((r) => r.outcome), ["ready"]);
     assert.equal(store.lane("chat")?.deployment, "d");
     assert.equal(store.lane("chat")?.state, "serving");
+  } finally {
+    engine.server.close();
+  }
+});
+
+test("adopt: an adopted boot of a lane swap beside the old deployment finishes the swap once ready: the lane serves it, the old one is drained and stopped", async () => {
+  const engine = await readyEngine();
+  try {
+    const plan = oneRank(engine.url, "chat");
+    const { store } = leftBehind(plan, false);
+    store.setLane({ name: "chat", cluster: "c", deployment: "old", recipe: "r0", served_model: "m", state: "serving", since: "t" });
+    const swap = store.beginSwap({ lane: "chat", mode: "disjoint", from_deployment: "old", from_recipe: "r0", to_deployment: "d", to_recipe: "r", started_at: "t" });
+    const old: ContainerInfo = {
+      ...info(0, "n1", true),
+      name: "launcher-old-r0",
+      labels: encodeLabels({ deployment: "old", recipe: "r0", recipe_hash: "h0", engine: "vllm", served_model: "m", rank: 0, role: "head", node: "n1", nnodes: 1, nodes: ["n1"], cluster: "c", endpoint: "http://127.0.0.1:9", lane: "chat" }),
+    };
+    const removed: string[] = [];
+    const registry = new BootRegistry(Date.now);
+    const [entry] = adoptBoots(deps(store, registry, session(fakeNode("n1", [info(0, "n1", true), old], SERVING_LOG, false, removed))));
+    const end = await (entry?.ended as Promise<UpEvent>);
+    assert.equal(end.type, "result", JSON.stringify(end));
+    assert.deepEqual(removed, ["n1:launcher-old-r0"]);
+    assert.equal(store.lane("chat")?.deployment, "d");
+    assert.deepEqual(store.swaps("chat", 5).map((x) => [x.id, x.outcome]), [[swap, "ok"]]);
   } finally {
     engine.server.close();
   }
