@@ -78,7 +78,10 @@ export async function stopReplacedIn(
 export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, explicitNodes: boolean, session: ClusterSession, options: LaneUpOptions): Promise<LaneUpResult> {
   const { lane, store, now } = options;
   const at = (): string => now().toISOString();
-  const { deployments, unreachable } = await abortable(clusterStatus(session, now()), options.signal, `before lane ${lane} changed; nothing was started or stopped`);
+  // Until the new deployment's containers run, a daemon that stops (options.detach) leaves nothing
+  // behind: it interrupts the steps before them like a signal (the boot itself is left, not undone).
+  const early = options.detach === undefined ? options.signal : AbortSignal.any([options.signal, options.detach]);
+  const { deployments, unreachable } = await abortable(clusterStatus(session, now()), early, `before lane ${lane} changed; nothing was started or stopped`);
   if (unreachable.length > 0) {
     throw new UserError(`cannot change lane ${lane}: ${unreachable.join(", ")} unreachable, so what runs there is unknown`, "bring the node back or remove it from the cluster file");
   }
@@ -135,8 +138,8 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
   let stoppedAny = false;
   /** The boot id of the new deployment once it serves: what an interrupt after that removes. */
   let booted: string | undefined;
-  const notInterrupted = (what: string): void => checkInterrupted(options.signal, `before ${what}: nothing was stopped`);
-  const stopReplaced = (): Promise<void> => stopReplacedIn(session, replacing, { ...options, cluster: plan.cluster }, () => (stoppedAny = true));
+  const notInterrupted = (what: string): void => checkInterrupted(early, `before ${what}: nothing was stopped`);
+  const stopReplaced = (signal: AbortSignal): Promise<void> => stopReplacedIn(session, replacing, { ...options, signal, cluster: plan.cluster }, () => (stoppedAny = true));
 
   try {
     if (mode === "first" || mode === "disjoint") {
@@ -144,14 +147,14 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
       booted = result.boot;
       laneServing();
       if (mode === "disjoint") options.progress.note(`lane ${lane} now serves ${plan.deployment}`);
-      await stopReplaced();
+      await stopReplaced(options.signal);
       store.endSwap(swapId, "ok", at());
       return { ...result, deployment: plan.deployment, mode, replaced: replacing.map((d) => d.deployment) };
     }
     // Check everything but the nodes the old deployment frees before stopping it: a typo must
     // not cost the lane its model.
-    if (options.push !== false) await ensureImage(plan.recipe.docker_image, plan.nodes.map((n) => dockerOf(session, n.node)), (t) => options.progress.note(t), options.signal);
-    await preflight(plan, session, options.signal, replacingNames);
+    if (options.push !== false) await ensureImage(plan.recipe.docker_image, plan.nodes.map((n) => dockerOf(session, n.node)), (t) => options.progress.note(t), early);
+    await preflight(plan, session, early, replacingNames);
     notInterrupted(`switching lane ${lane}`);
     store.setLane({
       name: lane,
@@ -162,7 +165,7 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
       since: at(),
     });
     options.progress.note(`lane ${lane} is switching: it answers 503 until ${plan.deployment} is ready`);
-    await stopReplaced();
+    await stopReplaced(early);
     // The image went out before the old deployment stopped: no second look.
     const result = await recordedUp(plan, session, { ...options, push: false }, store, now);
     laneServing();
@@ -171,7 +174,7 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
   } catch (e) {
     // The daemon stopped and left the boot to the next one: the swap stays as it is (src/deploy/adopt.ts).
     if (e instanceof Detached) throw e;
-    const outcome = options.signal.aborted ? "interrupted" : "failed";
+    const outcome = early.aborted ? "interrupted" : "failed";
     const old = replacing[0];
     if (options.signal.aborted && booted !== undefined && !stoppedAny) {
       // Interrupted while the old one drained: the new one already serves, but the swap was
