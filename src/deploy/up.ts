@@ -113,6 +113,9 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
  * src/deploy/adopt.ts) exactly as `up` watches its own: each container's log read again from its
  * first line through the same parser, then ready, or any failure (an exited rank, a fatal line,
  * the timeout, `options.signal`) rolls back every container of that boot. Starts nothing.
+ * `docker logs --follow` "will first return all logs from the beginning and then continue
+ * streaming" (moby/moby man/src/container/logs.md), so the boot's state is rebuilt whole, and the
+ * log of a container that already exited ends, which the watcher takes for the exit it is.
  */
 export async function watchBoot(plan: Plan, bootId: string, session: ClusterSession, options: UpOptions, started: number): Promise<UpResult> {
   try {
