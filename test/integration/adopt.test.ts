@@ -31,12 +31,12 @@ async function bootInProgress(daemon: Daemon, recipe: string, name: string, extr
 }
 
 describe("a daemon started again adopts the boots in progress of the one that died", { concurrency: false }, () => {
-  test("killed with SIGKILL mid-boot: the next daemon watches the boot again, it becomes ready (booted once), is recorded and serves through the gateway", { timeout: 240_000 }, async () => {
+  test("killed with SIGKILL mid-boot: the next daemon watches the boot again, it becomes ready (booted once), is recorded, serves through the gateway and is supervised", { timeout: 240_000 }, async () => {
     const recipe = variant(dir, "adopt-ok", "practice-2x", `[env]\nPRACTICE_PHASE_DELAY_MS = "1500"\n`);
     let first: Daemon | undefined = await startGateway(["--control"]);
     let second: Daemon | undefined;
     try {
-      await bootInProgress(first, recipe, "adopt-ok", ["--lane", "adopt-lane"]);
+      await bootInProgress(first, recipe, "adopt-ok", ["--lane", "adopt-lane", "--restart", "on-failure"]);
       const before = containersOf("adopt-ok");
       const started = [startedAt(1, "launcher-adopt-ok-r0"), startedAt(2, "launcher-adopt-ok-r1")];
       await first.stop("SIGKILL");
@@ -63,6 +63,11 @@ describe("a daemon started again adopts the boots in progress of the one that di
         return r.status === 200 ? ((await r.json()) as { model: string }) : undefined;
       });
       assert.equal(answer.value.model, "practice");
+      // Supervised under its --restart by the daemon that adopted it (its plan kept for a restart).
+      await within(10_000, "the adopted deployment supervised as ready", async () => {
+        const health = (await (await fetch(`${daemon.url}/health`)).json()) as { supervision?: Record<string, string> };
+        return Object.entries(health.supervision ?? {}).some(([k, v]) => k.endsWith("/adopt-ok") && v.startsWith("ready")) ? true : undefined;
+      });
     } finally {
       await first?.stop("SIGKILL");
       await second?.stop();
