@@ -28,6 +28,7 @@ import { CONTROL_PREFIX } from "../daemon/protocol.js";
 import { advertiseLocalDaemon } from "./daemon-target.js";
 import { outliveTheTerminal } from "./terminal.js";
 import { childrenOutliveTheTerminal } from "../remote/transport.js";
+import { adoptBoots } from "../deploy/adopt.js";
 
 interface ServeFlags {
   listen: string;
@@ -70,26 +71,35 @@ const REQUEST_TIMEOUT_MS = 120_000;
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
-/** The daemon's supervisor over these clusters (src/deploy/supervisor.ts), booting through src/deploy/reboot.ts. */
-function supervisorFor(clusters: readonly Cluster[], store: StateStore, discovery: Discovery, log: (line: string) => void, backoffMs: number): Supervisor {
-  // One SSH session per cluster, opened at the first restart and kept (its connections are shared).
+/** One SSH session per cluster, opened at its first use and kept (its connections are shared). */
+function sessionsOf(clusters: readonly Cluster[]): (name: string) => Promise<ClusterSession | undefined> {
   const sessions = new Map<string, Promise<ClusterSession>>();
+  return (name) => {
+    const cluster = clusters.find((c) => c.name === name);
+    if (cluster === undefined) return Promise.resolve(undefined);
+    const open = sessions.get(name) ?? openSession(cluster);
+    sessions.set(name, open);
+    return open;
+  };
+}
+
+/** The daemon's supervisor over these clusters (src/deploy/supervisor.ts), booting through src/deploy/reboot.ts. */
+function supervisorFor(session: (name: string) => Promise<ClusterSession | undefined>, store: StateStore, discovery: Discovery, log: (line: string) => void, backoffMs: number): Supervisor {
   return new Supervisor({
     store,
-    session: (name) => {
-      const cluster = clusters.find((c) => c.name === name);
-      if (cluster === undefined) return Promise.resolve(undefined);
-      const open = sessions.get(name) ?? openSession(cluster);
-      sessions.set(name, open);
-      return open;
-    },
-    boot: (plan, session, signal) => bootAgain(plan, session, signal, store, log),
+    session,
+    // The supervisor's signal is its stop, i.e. the daemon's: a restart's boot is then left to the
+    // next daemon like any boot of this daemon (src/deploy/adopt.ts), never rolled back by the stop.
+    boot: (plan, s, stopping) => bootAgain(plan, s, new AbortController().signal, store, log, undefined, stopping),
     refresh: () => discovery.refreshSoon(),
     log,
     now: Date.now,
     timing: { ...DEFAULT_TIMING, backoffMs },
   });
 }
+
+/** The longest a stopping daemon waits for its boots to let go (a drain cannot be cut short). */
+const DETACH_MS = 5_000;
 
 /** How often the supervisor looks for a new snapshot and a backoff that is over. */
 const SUPERVISE_EVERY_MS = 100;
@@ -152,7 +162,8 @@ export function registerServe(program: Command, io: Output): void {
       );
       const metrics = new GatewayMetrics();
       const log = (line: string): void => io.err(`launcher serve: ${line}`);
-      const supervisor = supervisorFor(clusters, store, discovery, log, parseDuration(flags.restartBackoff, "--restart-backoff"));
+      const sessions = sessionsOf(clusters);
+      const supervisor = supervisorFor(sessions, store, discovery, log, parseDuration(flags.restartBackoff, "--restart-backoff"));
 
       // Rebuilt only when the labels or the store changed; the store is checked on every request
       // because a lane switch must take effect before its old deployment is stopped.
@@ -233,6 +244,9 @@ export function registerServe(program: Command, io: Output): void {
         store.close();
         throw e;
       });
+      // Boots a daemon of this store left (killed, even with kill -9, or stopped) are watched again
+      // from their containers' logs: each ends ready or rolled back, and `attach`/`down` reach it.
+      adoptBoots({ store, registry, clusters: clusters.map((c) => c.name), session: sessions, log, now: () => new Date() });
       discovery.start();
       await discovery.ready(30_000);
       const stopSupervising = superviseFrom(discovery, supervisor);
@@ -248,9 +262,11 @@ export function registerServe(program: Command, io: Output): void {
           process.off("SIGINT", stop);
           process.off("SIGTERM", stop);
           io.err(`launcher serve: stopping (${gateway.inFlight()} request${gateway.inFlight() === 1 ? "" : "s"} in flight get up to 10 s)`);
-          // A boot in progress is not left half-started by a daemon that stops: it is rolled back
-          // first, and the clients following it get its end.
-          void registry.cancelAll("launcher serve stopping").finally(() => {
+          // A boot in progress outlives the daemon, as it outlives its client: it is left running on
+          // the nodes (never rolled back by a stop or a restart of the daemon), its clients hear so,
+          // and the next daemon adopts it (src/deploy/adopt.ts). `launcher down NAME` rolls it back.
+          for (const b of registry.list().filter((x) => x.running)) log(`leaving the boot of ${b.identity.deployment} to the next launcher serve (launcher down ${b.identity.deployment} removes it)`);
+          void registry.detachAll("launcher serve stopping", DETACH_MS).finally(() => {
             gateway.server.close(() => resolve());
             gateway.server.closeIdleConnections();
             setTimeout(() => {

@@ -75,8 +75,9 @@ export function prepareUp(s: UpSubmission, io: Output, defaultCluster?: string):
 }
 
 /** The use case's host: its words go out as events through `emit`. */
-export function upHost(p: PreparedUp, store: StateStore, emit: (e: UpEvent) => void, signal: AbortSignal): UpHost {
+export function upHost(p: PreparedUp, store: StateStore, emit: (e: UpEvent) => void, signal: AbortSignal, detach?: AbortSignal): UpHost {
   return {
+    ...(detach === undefined ? {} : { detach }),
     plan: p.plan,
     store,
     say: (text) => emit({ type: "say", text, t: Date.now() }),

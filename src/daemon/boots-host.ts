@@ -39,10 +39,10 @@ export function bootSubmitter(registry: BootRegistry, store: StateStore, default
     const accepted = identityOf(prepared);
     let entry: BootEntry;
     try {
-      entry = registry.start(identityOf(prepared), (emit, signal) => {
+      entry = registry.start(identityOf(prepared), (emit, signal, detach) => {
         for (const e of early) emit(e);
         sink = emit;
-        return upUseCase(prepared.request, prepared.cluster, prepared.first, upHost(prepared, store, emit, signal));
+        return upUseCase(prepared.request, prepared.cluster, prepared.first, upHost(prepared, store, emit, signal, detach));
       });
     } catch (e) {
       return refused(e);

@@ -52,3 +52,18 @@ export function abortable<T>(work: Promise<T>, signal: AbortSignal, what: string
     );
   });
 }
+
+/**
+ * The daemon running a boot stopped (SIGTERM, SIGINT) and left the boot on the nodes, as a kill -9
+ * would: nothing was rolled back and nothing recorded as its end, because the next daemon adopts
+ * the boot from the store and the containers' labels (src/deploy/adopt.ts) and ends it there.
+ */
+export class Detached extends UserError {
+  constructor(readonly deployment: string) {
+    super(
+      `launcher serve stopped while ${deployment} was booting: its containers go on booting on the nodes, unwatched`,
+      `the next launcher serve --control adopts the boot (launcher attach ${deployment} then follows it); launcher down ${deployment} removes it`,
+    );
+    this.name = "Detached";
+  }
+}

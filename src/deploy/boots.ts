@@ -10,8 +10,11 @@ export interface BootIdentity {
   readonly lane?: string;
 }
 
-/** Runs the boot: says what happens through `emit`, stops (and rolls back) when `signal` aborts. */
-export type BootRun = (emit: (e: UpEvent) => void, signal: AbortSignal) => Promise<UpOutcome>;
+/**
+ * Runs the boot: says what happens through `emit`, stops (and rolls back) when `signal` aborts,
+ * and stops watching, leaving what runs to the next daemon, when `detach` aborts.
+ */
+export type BootRun = (emit: (e: UpEvent) => void, signal: AbortSignal, detach: AbortSignal) => Promise<UpOutcome>;
 
 /**
  * One boot the daemon runs: every event it said from its start (so that `attach` shows it all),
@@ -22,6 +25,7 @@ export class BootEntry {
   readonly events: UpEvent[] = [];
   private readonly followers = new Set<(e: UpEvent) => void>();
   private readonly controller = new AbortController();
+  private readonly detaching = new AbortController();
   private endedResolve: ((e: UpEvent) => void) | undefined;
   /** The final event (result or error), once the boot is over (its rollback included). */
   readonly ended: Promise<UpEvent> = new Promise((resolve) => (this.endedResolve = resolve));
@@ -35,6 +39,10 @@ export class BootEntry {
 
   get signal(): AbortSignal {
     return this.controller.signal;
+  }
+
+  get detachSignal(): AbortSignal {
+    return this.detaching.signal;
   }
 
   emit(e: UpEvent): void {
@@ -58,6 +66,15 @@ export class BootEntry {
   /** Stops the boot as a signal would stop the CLI's: what it started is rolled back. Resolves once it is over. */
   cancel(by: string): Promise<UpEvent> {
     if (this.running) this.controller.abort(new Interrupted(by));
+    return this.ended;
+  }
+
+  /**
+   * The daemon stops: the boot is left on the nodes as it is (nothing rolled back) for the next
+   * daemon to adopt; one that had started no container yet just stops. Resolves once it is over.
+   */
+  detach(by: string): Promise<UpEvent> {
+    if (this.running) this.detaching.abort(new Interrupted(by));
     return this.ended;
   }
 }
@@ -89,7 +106,7 @@ export class BootRegistry {
     this.prune();
     entry.emit({ type: "accepted", ...identity, t: this.now() });
     // The boot runs on its own: no client's connection or signal reaches it, only cancel().
-    void run((e) => entry.emit(e), entry.signal).then(
+    void run((e) => entry.emit(e), entry.signal, entry.detachSignal).then(
       (outcome) => entry.emit({ type: "result", outcome, t: this.now() }),
       (e: unknown) => entry.emit({ type: "error", error: encodeError(e), t: this.now() }),
     );
@@ -109,6 +126,17 @@ export class BootRegistry {
   /** Cancels every boot still running and waits for their rollbacks (the daemon is stopping). */
   async cancelAll(by: string): Promise<void> {
     await Promise.all(this.boots.filter((b) => b.running).map((b) => b.cancel(by)));
+  }
+
+  /**
+   * Leaves every boot still running to the next daemon (this one is stopping) and waits for them
+   * to let go, at most `ms`: a step that cannot be cut short (a drain) is left mid-way, as by kill -9.
+   */
+  async detachAll(by: string, ms: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+    await Promise.race([Promise.all(this.boots.filter((b) => b.running).map((b) => b.detach(by))), late]);
+    clearTimeout(timer);
   }
 
   private prune(): void {

@@ -11,7 +11,7 @@ import { placeSwap } from "./placement.js";
 import { preflight } from "./preflight.js";
 import { dockerOf, type ClusterSession } from "./session.js";
 import { ensureImage } from "./images.js";
-import { abortable, checkInterrupted, Interrupted, interruption } from "./abort.js";
+import { abortable, checkInterrupted, Detached, Interrupted, interruption } from "./abort.js";
 import { createdBy } from "./boot.js";
 import { judgeExisting } from "./existing.js";
 import { fabricBlockers, fabricCheckFailed } from "./doctor.js";
@@ -42,6 +42,32 @@ function runningNodes(d: DeploymentStatus): string[] {
 }
 
 /**
+ * Drains each deployment a lane's new one replaces (its running requests get `drainMs`), then
+ * stops it on every node; `stopping` is told just before the first removal. Also what a daemon
+ * does for a swap whose boot it adopted (src/deploy/adopt.ts).
+ */
+export async function stopReplacedIn(
+  session: ClusterSession,
+  replacing: readonly DeploymentStatus[],
+  options: Pick<LaneUpOptions, "lane" | "store" | "now" | "drainMs" | "signal" | "progress"> & { readonly cluster: string },
+  stopping: () => void = () => undefined,
+): Promise<void> {
+  const { lane, store } = options;
+  for (const d of replacing) {
+    options.progress.note(`lane ${lane}: draining ${d.deployment} (up to ${Math.round(options.drainMs / 1000)} s for running requests) ...`);
+    const drained = await drain(d.endpoint, options.drainMs, options.signal, adapterOf(d.engine), store.engineKey(options.cluster, d.deployment));
+    if (!drained.drained) options.progress.note(`lane ${lane}: ${d.deployment} still runs ${drained.running} request(s); stopping it anyway`);
+    checkInterrupted(options.signal, `before stopping ${d.deployment}: nothing was stopped`);
+    stopping();
+    const outcomes = await removeContainers(session, (c) => c.labels.deployment === d.deployment, STOP_GRACE_SECONDS);
+    // Recorded stopped only when it is: a node that did not answer may still run it.
+    if (fullyStopped(outcomes, d.deployment, () => [...new Set(d.ranks.map((r) => r.node))])) store.deploymentStopped(options.cluster, d.deployment, options.now().toISOString());
+    else for (const line of formatRemoval(outcomes, `launcher down deployment/${d.deployment}`, "summary").slice(1)) options.progress.note(`lane ${lane}: ${line}`);
+    options.progress.note(`lane ${lane}: stopped ${d.deployment}`);
+  }
+}
+
+/**
  * Puts a recipe in a lane. With free nodes the new deployment boots beside the old one, the lane
  * switches when it is ready, and the old one is drained and stopped: no downtime. Otherwise the
  * old one is stopped first and the lane answers "switching" until the new one is ready. A failed
@@ -52,7 +78,10 @@ function runningNodes(d: DeploymentStatus): string[] {
 export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, explicitNodes: boolean, session: ClusterSession, options: LaneUpOptions): Promise<LaneUpResult> {
   const { lane, store, now } = options;
   const at = (): string => now().toISOString();
-  const { deployments, unreachable } = await abortable(clusterStatus(session, now()), options.signal, `before lane ${lane} changed; nothing was started or stopped`);
+  // Until the new deployment's containers run, a daemon that stops (options.detach) leaves nothing
+  // behind: it interrupts the steps before them like a signal (the boot itself is left, not undone).
+  const early = options.detach === undefined ? options.signal : AbortSignal.any([options.signal, options.detach]);
+  const { deployments, unreachable } = await abortable(clusterStatus(session, now()), early, `before lane ${lane} changed; nothing was started or stopped`);
   if (unreachable.length > 0) {
     throw new UserError(`cannot change lane ${lane}: ${unreachable.join(", ")} unreachable, so what runs there is unknown`, "bring the node back or remove it from the cluster file");
   }
@@ -109,21 +138,8 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
   let stoppedAny = false;
   /** The boot id of the new deployment once it serves: what an interrupt after that removes. */
   let booted: string | undefined;
-  const notInterrupted = (what: string): void => checkInterrupted(options.signal, `before ${what}: nothing was stopped`);
-  const stopReplaced = async (): Promise<void> => {
-    for (const d of replacing) {
-      options.progress.note(`lane ${lane}: draining ${d.deployment} (up to ${Math.round(options.drainMs / 1000)} s for running requests) ...`);
-      const drained = await drain(d.endpoint, options.drainMs, options.signal, adapterOf(d.engine), store.engineKey(plan.cluster, d.deployment));
-      if (!drained.drained) options.progress.note(`lane ${lane}: ${d.deployment} still runs ${drained.running} request(s); stopping it anyway`);
-      notInterrupted(`stopping ${d.deployment}`);
-      stoppedAny = true;
-      const outcomes = await removeContainers(session, (c) => c.labels.deployment === d.deployment, STOP_GRACE_SECONDS);
-      // Recorded stopped only when it is: a node that did not answer may still run it.
-      if (fullyStopped(outcomes, d.deployment, () => [...new Set(d.ranks.map((r) => r.node))])) store.deploymentStopped(plan.cluster, d.deployment, at());
-      else for (const line of formatRemoval(outcomes, `launcher down deployment/${d.deployment}`, "summary").slice(1)) options.progress.note(`lane ${lane}: ${line}`);
-      options.progress.note(`lane ${lane}: stopped ${d.deployment}`);
-    }
-  };
+  const notInterrupted = (what: string): void => checkInterrupted(early, `before ${what}: nothing was stopped`);
+  const stopReplaced = (signal: AbortSignal): Promise<void> => stopReplacedIn(session, replacing, { ...options, signal, cluster: plan.cluster }, () => (stoppedAny = true));
 
   try {
     if (mode === "first" || mode === "disjoint") {
@@ -131,14 +147,14 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
       booted = result.boot;
       laneServing();
       if (mode === "disjoint") options.progress.note(`lane ${lane} now serves ${plan.deployment}`);
-      await stopReplaced();
+      await stopReplaced(options.signal);
       store.endSwap(swapId, "ok", at());
       return { ...result, deployment: plan.deployment, mode, replaced: replacing.map((d) => d.deployment) };
     }
     // Check everything but the nodes the old deployment frees before stopping it: a typo must
     // not cost the lane its model.
-    if (options.push !== false) await ensureImage(plan.recipe.docker_image, plan.nodes.map((n) => dockerOf(session, n.node)), (t) => options.progress.note(t), options.signal);
-    await preflight(plan, session, options.signal, replacingNames);
+    if (options.push !== false) await ensureImage(plan.recipe.docker_image, plan.nodes.map((n) => dockerOf(session, n.node)), (t) => options.progress.note(t), early);
+    await preflight(plan, session, early, replacingNames);
     notInterrupted(`switching lane ${lane}`);
     store.setLane({
       name: lane,
@@ -149,14 +165,16 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
       since: at(),
     });
     options.progress.note(`lane ${lane} is switching: it answers 503 until ${plan.deployment} is ready`);
-    await stopReplaced();
+    await stopReplaced(early);
     // The image went out before the old deployment stopped: no second look.
     const result = await recordedUp(plan, session, { ...options, push: false }, store, now);
     laneServing();
     store.endSwap(swapId, "ok", at());
     return { ...result, deployment: plan.deployment, mode, replaced: replacing.map((d) => d.deployment) };
   } catch (e) {
-    const outcome = options.signal.aborted ? "interrupted" : "failed";
+    // The daemon stopped and left the boot to the next one: the swap stays as it is (src/deploy/adopt.ts).
+    if (e instanceof Detached) throw e;
+    const outcome = early.aborted ? "interrupted" : "failed";
     const old = replacing[0];
     if (options.signal.aborted && booted !== undefined && !stoppedAny) {
       // Interrupted while the old one drained: the new one already serves, but the swap was

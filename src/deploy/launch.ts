@@ -1,13 +1,28 @@
+import { hostname } from "node:os";
 import { RemoteError } from "../config/errors.js";
 import type { Plan } from "../plan/plan.js";
 import { encodeSavedPlan } from "../plan/saved.js";
-import type { StateStore } from "../store/store.js";
+import type { BootInProgress, StateStore } from "../store/store.js";
+import { Detached } from "./abort.js";
 import type { Progress } from "./progress.js";
 import type { ClusterSession } from "./session.js";
-import { up, type UpOptions, type UpResult } from "./up.js";
+import { up, watchBoot, type UpOptions, type UpResult } from "./up.js";
 
-/** `up`, with the boot written to the store: every phase of every node, the figures, the outcome. */
-export async function recordedUp(plan: Plan, session: ClusterSession, options: UpOptions, store: StateStore, now: () => Date): Promise<UpResult> {
+/** How a boot is written to the store: its progress (phases, figures), then its end. */
+interface Recorder {
+  readonly progress: Progress;
+  /** It serves: the boot ends ready, the deployment is recorded ready and its plan kept. */
+  ready(): void;
+  /** It failed or was interrupted (and was rolled back): the boot ends so, with its error. */
+  failed(e: unknown, interrupted: boolean): void;
+}
+
+/**
+ * The recording of one boot of `plan`. `history.id`: the boot's row when one was written already
+ * (a boot adopted from a daemon that died); otherwise it is written at the first line a container
+ * logs (a preflight refusal is no boot), and `history.begun` hears of it.
+ */
+function recorder(plan: Plan, options: UpOptions, store: StateStore, now: () => Date, history: { id?: number; startedAt: string; begun?: (id: number) => void }): Recorder {
   const at = (): string => now().toISOString();
   const boot = {
     deployment: plan.deployment,
@@ -19,47 +34,112 @@ export async function recordedUp(plan: Plan, session: ClusterSession, options: U
     endpoint: plan.endpoint,
     nodes: plan.nodes.map((n) => n.node),
   };
-  // The boot counts from here, but is written only once a container runs: a preflight refusal is no boot.
-  const startedAt = at();
-  let bootId: number | undefined;
+  let bootId = history.id;
   const seen = new Map<string, string>();
   let engineVersion: string | undefined;
-  const begin = (): number => store.beginBoot({ ...boot, started_at: startedAt, ...(engineVersion === undefined ? {} : { engine_version: engineVersion }) });
-  const progress: Progress = {
-    engine(version) {
-      engineVersion = version;
-    },
-    node(node, state) {
-      options.progress.node(node, state);
-      // The first line seen means containers run: only then is this a boot worth remembering.
-      bootId ??= begin();
-      const key = `${state.phase} ${JSON.stringify(state.figures)}`;
-      if (seen.get(node) === key) return;
-      seen.set(node, key);
-      store.bootPhase(bootId, node, state.phase, at(), state.figures);
-    },
-    note: (text) => options.progress.note(text),
-    done: () => options.progress.done(),
+  const begin = (): number => {
+    const id = store.beginBoot({ ...boot, started_at: history.startedAt, ...(engineVersion === undefined ? {} : { engine_version: engineVersion }) });
+    history.begun?.(id);
+    return id;
   };
-  try {
-    const result = await up(plan, session, { ...options, progress });
-    if (result.status === "ready") {
+  return {
+    progress: {
+      engine(version) {
+        engineVersion = version;
+      },
+      node(node, state) {
+        options.progress.node(node, state);
+        // The first line seen means containers run: only then is this a boot worth remembering.
+        bootId ??= begin();
+        const key = `${state.phase} ${JSON.stringify(state.figures)}`;
+        if (seen.get(node) === key) return;
+        seen.set(node, key);
+        store.bootPhase(bootId, node, state.phase, at(), state.figures);
+      },
+      note: (text) => options.progress.note(text),
+      done: () => options.progress.done(),
+    },
+    ready() {
       bootId ??= begin();
       store.endBoot(bootId, "ready", at());
       store.deploymentReady({ ...boot, boot_id: bootId, ready_at: at() }, plan.api_key);
       // What the daemon's supervisor boots again when the group fails (src/deploy/supervisor.ts).
       store.savePlan(plan.cluster, plan.deployment, encodeSavedPlan(plan), at());
-    }
+    },
+    failed(e, interrupted) {
+      // An interrupt is history even before any container ran (during the push or the preflight):
+      // the user asked for this boot and stopped it. A refusal is not.
+      if (interrupted) bootId ??= begin();
+      if (bootId === undefined) return;
+      const failure = e instanceof RemoteError ? { node: e.node, error: e.message } : { node: "launcher", error: (e as Error).message };
+      store.endBoot(bootId, interrupted ? "interrupted" : "failed", at(), failure);
+    },
+  };
+}
+
+/**
+ * `up`, with the boot written to the store: every phase of every node, the figures, the outcome.
+ * A boot that a daemon runs (one it may leave: `options.detach`) is also kept in the store's boots
+ * in progress from just before its first container starts until it ends, so that a daemon started
+ * after this one died adopts it (src/deploy/adopt.ts); one it left stays there.
+ */
+export async function recordedUp(plan: Plan, session: ClusterSession, options: UpOptions, store: StateStore, now: () => Date): Promise<UpResult> {
+  // The boot counts from here, but is written only once a container runs.
+  const startedAt = now().toISOString();
+  let kept: string | undefined;
+  const rec = recorder(plan, options, store, now, { startedAt, begun: (id) => kept !== undefined && store.bootInProgressRecorded(kept, id) });
+  const starting =
+    options.detach === undefined
+      ? options.starting
+      : (stamped: Plan, bootId: string, deadline: number): void => {
+          kept = bootId;
+          store.beginBootInProgress({
+            boot: bootId,
+            cluster: stamped.cluster,
+            deployment: stamped.deployment,
+            ...(stamped.lane === undefined ? {} : { lane: stamped.lane }),
+            plan: encodeSavedPlan(stamped),
+            started_at: startedAt,
+            deadline_at: new Date(deadline).toISOString(),
+            pid: process.pid,
+            host: hostname(),
+          });
+          options.starting?.(stamped, bootId, deadline);
+        };
+  try {
+    const result = await up(plan, session, { ...options, progress: rec.progress, ...(starting === undefined ? {} : { starting }) });
+    if (result.status === "ready") rec.ready();
+    if (kept !== undefined) store.endBootInProgress(kept);
     return result;
   } catch (e) {
-    const outcome = options.signal.aborted ? "interrupted" : "failed";
-    // An interrupt is history even before any container ran (during the push or the preflight):
-    // the user asked for this boot and stopped it. A refusal is not.
-    if (outcome === "interrupted") bootId ??= begin();
-    if (bootId !== undefined) {
-      const failure = e instanceof RemoteError ? { node: e.node, error: e.message } : { node: "launcher", error: (e as Error).message };
-      store.endBoot(bootId, outcome, at(), failure);
-    }
+    // Left to the next daemon: neither its end nor its row is written here.
+    if (e instanceof Detached) throw e;
+    rec.failed(e, options.signal.aborted);
+    if (kept !== undefined) store.endBootInProgress(kept);
+    throw e;
+  }
+}
+
+/**
+ * An adopted boot (`kept`, left by a daemon that died) watched to its end and recorded as `up`
+ * records its own: its history row continued (or written), ready with its plan kept, or failed
+ * and rolled back; its row of boots in progress removed either way, unless this daemon leaves it too.
+ */
+export async function recordedWatch(kept: BootInProgress, plan: Plan, session: ClusterSession, options: UpOptions, store: StateStore, now: () => Date): Promise<UpResult> {
+  const rec = recorder(plan, options, store, now, {
+    ...(kept.history_id === undefined ? {} : { id: kept.history_id }),
+    startedAt: kept.started_at,
+    begun: (id) => store.bootInProgressRecorded(kept.boot, id),
+  });
+  try {
+    const result = await watchBoot(plan, kept.boot, session, { ...options, progress: rec.progress }, Date.parse(kept.started_at));
+    rec.ready();
+    store.endBootInProgress(kept.boot);
+    return result;
+  } catch (e) {
+    if (e instanceof Detached) throw e;
+    rec.failed(e, options.signal.aborted);
+    store.endBootInProgress(kept.boot);
     throw e;
   }
 }

@@ -14,7 +14,16 @@ const REBOOT_TIMEOUT_MS = 60 * 60_000;
  * claims, image push, preflight, starts, the watch, the rollback of its own containers on any
  * failure, the boot recorded in history), its progress as log lines. Throws when it fails.
  */
-export async function bootAgain(plan: Plan, session: ClusterSession, signal: AbortSignal, store: StateStore, log: (line: string) => void, now: () => Date = () => new Date()): Promise<void> {
+export async function bootAgain(
+  plan: Plan,
+  session: ClusterSession,
+  signal: AbortSignal,
+  store: StateStore,
+  log: (line: string) => void,
+  now: () => Date = () => new Date(),
+  /** The daemon stops: the boot is left to the next daemon, which adopts it (src/deploy/adopt.ts), as `up`'s boots are. */
+  detach?: AbortSignal,
+): Promise<void> {
   const what = `launcher serve (restart of ${plan.deployment})`;
   const lost = new AbortController();
   const claims = await claimPlanNodes(session, plan, {
@@ -41,7 +50,7 @@ export async function bootAgain(plan: Plan, session: ClusterSession, signal: Abo
   // What earlier boots read of an image (entrypoint, engine version) is kept by image ID, as for `up`.
   const images = { get: (id: string) => store.imageFacts(id), put: (id: string, facts: ImageFacts) => store.saveImageFacts(id, facts, now().toISOString()) };
   try {
-    await recordedUp(plan, { ...session, images }, { timeoutMs: REBOOT_TIMEOUT_MS, signal: AbortSignal.any([signal, lost.signal]), progress, push: true }, store, now);
+    await recordedUp(plan, { ...session, images }, { timeoutMs: REBOOT_TIMEOUT_MS, signal: AbortSignal.any([signal, lost.signal]), progress, push: true, ...(detach === undefined ? {} : { detach }) }, store, now);
   } finally {
     await claims.release();
   }

@@ -5,6 +5,7 @@ import type { Plan } from "../plan/plan.js";
 import type { StateStore } from "../store/store.js";
 import { LABELS, type DeploymentStatus, type RestartPolicy } from "./contract.js";
 import { stampLabel } from "./boot.js";
+import { Detached } from "./abort.js";
 import { formatRemoval, removeContainers, unreachableOf } from "./down.js";
 import { deploymentKey, holdOrBusy, laneKey } from "./locks.js";
 import type { ClusterSession } from "./session.js";
@@ -187,6 +188,7 @@ export class Supervisor {
     this.deps.log(`supervise: ${deployment}: ${failure.message}; recreating the whole group (restart ${attempt}${of})`);
     let ok = false;
     let cancelled = false;
+    let left = false;
     let error: string | undefined;
     let record: number | undefined;
     const releases: (() => void | Promise<void>)[] = [];
@@ -227,10 +229,14 @@ export class Supervisor {
       this.deps.log(`supervise: ${deployment} serves again (restart ${attempt}${of})`);
     } catch (e) {
       error = (e as Error).message;
-      this.deps.log(`supervise: ${deployment}: restart ${attempt} failed: ${error.split("\n")[0] ?? ""}`);
+      // The daemon stops: the restart's boot is left as `up`'s are, and its row stays open for the
+      // daemon that adopts the boot (src/deploy/adopt.ts), which ends it.
+      left = e instanceof Detached;
+      this.deps.log(`supervise: ${deployment}: restart ${attempt} ${left ? "left to the next daemon" : "failed"}: ${error.split("\n")[0] ?? ""}`);
     } finally {
       for (const r of releases.reverse()) await r();
     }
+    if (left) return;
     if (record !== undefined) store.endRestart(record, ok ? "ready" : cancelled ? "cancelled" : "failed", at(), error);
     if (this.entries.get(k) === entry) this.step(k, entry, { kind: "restart-ended", at: this.deps.now(), ok, cancelled, ...(error === undefined ? {} : { error }) });
   }

@@ -40,6 +40,11 @@ export interface UpHost {
   readonly progress: Progress;
   /** Aborts the boot (a signal in the CLI, `down NAME` through the daemon): everything started is rolled back. */
   readonly signal: AbortSignal;
+  /**
+   * The daemon stops and leaves the boot to the next daemon (src/deploy/adopt.ts); absent in the
+   * CLI, where a signal rolls back. A boot that may be left is kept in the store while it runs.
+   */
+  readonly detach?: AbortSignal;
   readonly now: () => Date;
   readonly leaseMs: number;
   readonly timeoutMs: number;
@@ -58,7 +63,9 @@ export const upCommandText = (r: UpRequest): string => `launcher up ${r.ref}${r.
  * is reported before anything else) on `cluster`, and returns what serves.
  */
 export async function upUseCase(request: UpRequest, cluster: Cluster, first: Plan, host: UpHost): Promise<UpOutcome> {
-  const { store, now, signal } = host;
+  const { store, now } = host;
+  // Until a container runs a daemon that stops leaves nothing behind: it interrupts these steps.
+  const signal = host.detach === undefined ? host.signal : AbortSignal.any([host.signal, host.detach]);
   const what = upCommandText(request);
   const release: (() => void | Promise<void>)[] = [];
   try {
@@ -74,7 +81,7 @@ export async function upUseCase(request: UpRequest, cluster: Cluster, first: Pla
     const progress = host.progress;
     // A claim taken over by another launcher (this one froze past its lease) stops the boot.
     const claimLost = new AbortController();
-    const options = { timeoutMs: host.timeoutMs, signal: AbortSignal.any([signal, claimLost.signal]), progress, push: host.push };
+    const options = { timeoutMs: host.timeoutMs, signal: AbortSignal.any([host.signal, claimLost.signal]), progress, push: host.push, ...(host.detach === undefined ? {} : { detach: host.detach }) };
     const onLost = (message: string): void => {
       progress.note(message);
       claimLost.abort();

@@ -4,7 +4,7 @@ import { failureHint, warningNote } from "../engine/explain.js";
 import { adapterOf } from "../engine/registry.js";
 import type { NodeSpec, Plan } from "../plan/plan.js";
 import { preflight, sameNameOnCluster } from "./preflight.js";
-import { checkInterrupted, interruption } from "./abort.js";
+import { checkInterrupted, Detached, interruption } from "./abort.js";
 import { createdBy, newBootId, stampBoot } from "./boot.js";
 import { rankBehind } from "./blame.js";
 import type { Progress } from "./progress.js";
@@ -22,6 +22,18 @@ export interface UpOptions {
   readonly progress: Progress;
   /** Send the image to nodes that lack it or hold another build (default); false: refuse instead. */
   readonly push?: boolean;
+  /**
+   * The daemon running the boot stops and leaves it to the next daemon (src/deploy/adopt.ts): once
+   * containers run, the watch just ends in Detached, nothing rolled back; before, it is an
+   * interruption like `signal`'s (nothing was started, so nothing is left).
+   */
+  readonly detach?: AbortSignal;
+  /**
+   * Said once, just before the first container starts: the plan as this boot runs it (stamped with
+   * its id), the id, and when the boot times out (ms since the epoch). What a daemon keeps so that
+   * the next one can watch the boot again.
+   */
+  readonly starting?: (plan: Plan, bootId: string, deadline: number) => void;
 }
 
 export type UpResult = {
@@ -72,7 +84,8 @@ class BootFailed extends Error {
  */
 export async function up(plan: Plan, session: ClusterSession, options: UpOptions): Promise<UpResult> {
   const started = Date.now();
-  const { signal } = options;
+  // Before any container runs, a daemon that stops leaves nothing behind: it is an interrupt then.
+  const signal = options.detach === undefined ? options.signal : AbortSignal.any([options.signal, options.detach]);
   const note = (text: string): void => options.progress.note(text);
   try {
     const same = await sameNameOnCluster(plan, session, signal, note);
@@ -87,14 +100,36 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
     if (image.unread !== undefined) note(`warning: image ${plan.recipe.docker_image}: ${image.unread}`);
     checkInterrupted(signal, `before any container of ${plan.deployment} started; nothing to roll back`);
     const bootId = newBootId();
-    return await boot(stampBoot(plan, bootId), bootId, session, options, started);
+    const stamped = stampBoot(plan, bootId);
+    options.starting?.(stamped, bootId, Date.now() + options.timeoutMs);
+    return await boot(stamped, bootId, session, options, started, "start");
   } finally {
     options.progress.done();
   }
 }
 
-/** The starts, the watch and, on any failure, the rollback of this boot's containers. */
-async function boot(plan: Plan, bootId: string, session: ClusterSession, options: UpOptions, started: number): Promise<UpResult> {
+/**
+ * Watches a boot whose containers were started by another process (a daemon that died, see
+ * src/deploy/adopt.ts) exactly as `up` watches its own: each container's log read again from its
+ * first line through the same parser, then ready, or any failure (an exited rank, a fatal line,
+ * the timeout, `options.signal`) rolls back every container of that boot. Starts nothing.
+ * `docker logs --follow` "will first return all logs from the beginning and then continue
+ * streaming" (moby/moby man/src/container/logs.md), so the boot's state is rebuilt whole, and the
+ * log of a container that already exited ends, which the watcher takes for the exit it is.
+ */
+export async function watchBoot(plan: Plan, bootId: string, session: ClusterSession, options: UpOptions, started: number): Promise<UpResult> {
+  try {
+    return await boot(plan, bootId, session, options, started, "watch");
+  } finally {
+    options.progress.done();
+  }
+}
+
+/**
+ * The starts ("watch": they ran already), the watch and, on any failure, the rollback of this
+ * boot's containers.
+ */
+async function boot(plan: Plan, bootId: string, session: ClusterSession, options: UpOptions, started: number, mode: "start" | "watch"): Promise<UpResult> {
   const engine = adapterOf(plan.recipe.engine);
   // The plan was made with this engine's adapter, so a missing one here is launcher's bug (exit 70).
   if (engine === undefined) throw new Error(`no adapter for engine ${plan.recipe.engine}`);
@@ -102,6 +137,13 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
   const stopWatching = (): void => fail({ node: "launcher", rank: -1, message: interruption(options.signal).message, lastLines: [] }, true);
   // No await since the last check: an interrupt from here on is heard, and rolls back.
   options.signal.addEventListener("abort", stopWatching, { once: true });
+  // A daemon that stops leaves the boot as it is, for the next one to adopt: the watch just ends.
+  let detached = false;
+  const leave = (): void => {
+    detached = true;
+    watch.abort();
+  };
+  options.detach?.addEventListener("abort", leave, { once: true });
   const states = new Map<string, BootState>(plan.nodes.map((n) => [n.node, INITIAL_BOOT]));
   const byNode = new Map(plan.nodes.map((n) => [n.node, n]));
   const failures: Failure[] = [];
@@ -174,8 +216,12 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
       const detail = e instanceof RemoteError ? e.detail : String(e);
       throw new BootFailed({ node: name, rank: spec.rank, message: "docker run failed", ...(detail ? { cause: detail.split("\n").slice(-1)[0] ?? detail } : {}), lastLines: detail ? detail.split("\n") : [] });
     }
-    options.progress.node(name, INITIAL_BOOT);
-    void watchNode(spec).catch((e: unknown) => fail({ node: name, rank: spec.rank, message: `lost the log stream: ${(e as Error).message}`, lastLines: [] }));
+    follow(spec);
+  };
+
+  const follow = (spec: NodeSpec): void => {
+    options.progress.node(spec.node, INITIAL_BOOT);
+    void watchNode(spec).catch((e: unknown) => fail({ node: spec.node, rank: spec.rank, message: `lost the log stream: ${(e as Error).message}`, lastLines: [] }));
   };
 
   const timeout = setTimeout(() => {
@@ -205,7 +251,9 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
     };
     const headName = plan.nodes[0]?.node;
     const others = plan.start_order.filter((n) => n !== headName);
-    if (plan.start_order[0] === headName) {
+    if (mode === "watch") {
+      for (const spec of plan.nodes) follow(spec);
+    } else if (plan.start_order[0] === headName) {
       await startAll([headName as string]);
       await startAll(others);
     } else {
@@ -220,9 +268,11 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
       // /health can lag the ready line by a moment; any real failure arrives through the watchers.
       await new Promise((r) => setTimeout(r, 200));
     }
+    if (detached) throw new Detached(plan.deployment);
     if (failure !== undefined) throw new BootFailed(failure);
     return { status: "ready", endpoint: plan.endpoint, served_model: plan.served_model, seconds: (Date.now() - started) / 1000, boot: bootId };
   } catch (e) {
+    if (detached) throw new Detached(plan.deployment);
     if (!(e instanceof BootFailed) && !(e instanceof Error && e.message === "aborted")) throw e;
     const f = e instanceof BootFailed ? e.failure : (failure ?? { node: "launcher", rank: -1, message: options.signal.aborted ? interruption(options.signal).message : "aborted", lastLines: [] });
     watch.abort();
@@ -245,5 +295,6 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
     clearTimeout(timeout);
     watch.abort();
     options.signal.removeEventListener("abort", stopWatching);
+    options.detach?.removeEventListener("abort", leave);
   }
 }

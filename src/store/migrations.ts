@@ -119,4 +119,19 @@ export const MIGRATIONS: readonly string[] = [
    );
    CREATE INDEX restarts_deployment ON restarts (cluster, deployment, id);
    ALTER TABLE deployments ADD COLUMN stopping_at TEXT;`,
+  // The boots a daemon runs, from just before their first container starts until they end: the
+  // plan as it runs (stamped with its launcher.boot id), its history row, its deadline and the
+  // daemon's process. A daemon started after that one died adopts them (src/deploy/adopt.ts).
+  `CREATE TABLE boots_in_progress (
+     boot TEXT PRIMARY KEY,
+     cluster TEXT NOT NULL,
+     deployment TEXT NOT NULL,
+     lane TEXT,
+     plan TEXT NOT NULL,
+     history_id INTEGER REFERENCES boots (id),
+     started_at TEXT NOT NULL,
+     deadline_at TEXT NOT NULL,
+     pid INTEGER NOT NULL,
+     host TEXT NOT NULL
+   );`,
 ];

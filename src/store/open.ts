@@ -2,7 +2,7 @@ import { existsSync, renameSync, statSync } from "node:fs";
 import Database from "better-sqlite3";
 import type { FabricFacts } from "../cluster/detect.js";
 import type { ImageFacts } from "../engine/image-contract.js";
-import { Store, type BootRecord, type LaneRecord, type LockHolder, type RestartRecord, type StateStore, type SwapRecord } from "./store.js";
+import { Store, type BootInProgress, type BootRecord, type LaneRecord, type LockHolder, type RestartRecord, type StateStore, type SwapRecord } from "./store.js";
 
 /**
  * The store when there is none to be had: it records nothing and reads as empty. The labels on the
@@ -67,6 +67,17 @@ export class NullStore implements StateStore {
   restarts(): RestartRecord[] {
     return [];
   }
+  // No store, no boots kept: a daemon without one cannot adopt what another left.
+  beginBootInProgress(): void {}
+  bootInProgressRecorded(): void {}
+  endBootInProgress(): void {}
+  bootsInProgress(): BootInProgress[] {
+    return [];
+  }
+  takeBootInProgress(): boolean {
+    return false;
+  }
+  endOpenRestarts(): void {}
   // Lane locks guard this machine's store records; with no records there is nothing to guard.
   acquire(): { ok: true } {
     return { ok: true };

@@ -95,6 +95,31 @@ export interface RestartRecord extends NewRestart {
   readonly error?: string;
 }
 
+/**
+ * A boot a daemon runs (src/deploy/launch.ts), kept from just before its first container starts
+ * until it ends, so that a daemon started after that one died adopts it (src/deploy/adopt.ts).
+ */
+export interface NewBootInProgress {
+  /** Its launcher.boot id: every container of it carries it. */
+  readonly boot: string;
+  readonly cluster: string;
+  readonly deployment: string;
+  readonly lane?: string;
+  /** The plan as it runs, stamped with its id (src/plan/saved.ts). */
+  readonly plan: string;
+  readonly started_at: string;
+  /** When it times out, as its `up --timeout` said. */
+  readonly deadline_at: string;
+  /** The daemon process watching it. */
+  readonly pid: number;
+  readonly host: string;
+}
+
+export interface BootInProgress extends NewBootInProgress {
+  /** Its row in the boots history, once written. */
+  readonly history_id?: number;
+}
+
 export interface LockOwner {
   readonly pid: number;
   readonly host: string;
@@ -354,6 +379,40 @@ export class Store {
   /** Restarts, newest first; of one deployment when named. */
   restarts(deployment: string | undefined, limit: number): RestartRecord[] {
     return (this.db.prepare(`SELECT * FROM restarts WHERE (@d IS NULL OR deployment = @d) ORDER BY id DESC LIMIT @limit`).all({ d: deployment ?? null, limit }) as Row[]).map((r) => compact<RestartRecord>(r));
+  }
+
+  beginBootInProgress(b: NewBootInProgress): void {
+    this.db
+      .prepare(
+        `INSERT OR REPLACE INTO boots_in_progress (boot, cluster, deployment, lane, plan, started_at, deadline_at, pid, host)
+         VALUES (@boot, @cluster, @deployment, @lane, @plan, @started_at, @deadline_at, @pid, @host)`,
+      )
+      .run({ lane: null, ...b });
+  }
+
+  bootInProgressRecorded(boot: string, historyId: number): void {
+    this.db.prepare(`UPDATE boots_in_progress SET history_id = ? WHERE boot = ?`).run(historyId, boot);
+  }
+
+  endBootInProgress(boot: string): void {
+    this.db.prepare(`DELETE FROM boots_in_progress WHERE boot = ?`).run(boot);
+  }
+
+  bootsInProgress(): BootInProgress[] {
+    return (this.db.prepare(`SELECT * FROM boots_in_progress ORDER BY started_at, boot`).all() as Row[]).map((r) => compact<BootInProgress>(r));
+  }
+
+  /**
+   * This process watches the boot from now on, if it still belongs to `from` (the process that
+   * died): of two daemons started at once, one wins.
+   */
+  takeBootInProgress(boot: string, from: { pid: number; host: string }, to: { pid: number; host: string }): boolean {
+    return this.db.prepare(`UPDATE boots_in_progress SET pid = ?, host = ? WHERE boot = ? AND pid = ? AND host = ?`).run(to.pid, to.host, boot, from.pid, from.host).changes === 1;
+  }
+
+  /** Ends the restarts of a deployment still open (a restart whose boot a daemon adopted ended so). */
+  endOpenRestarts(cluster: string, deployment: string, outcome: Exclude<RestartOutcome, "restarting">, at: string, error?: string): void {
+    this.db.prepare(`UPDATE restarts SET ended_at = ?, outcome = ?, error = ? WHERE cluster = ? AND deployment = ? AND outcome = 'restarting'`).run(at, outcome, error ?? null, cluster, deployment);
   }
 
   /** What doctor or up last detected on each node of a cluster. */

@@ -86,7 +86,8 @@ export interface Daemon {
   readonly url: string;
   /** Everything it printed on stderr so far. */
   log(): string;
-  stop(): Promise<number | null>;
+  /** SIGTERM (SIGKILL 15 s later), or the signal given: SIGKILL is a `kill -9`, as a crash. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
 /** Starts `launcher serve` on a free loopback port and waits until it listens. */
@@ -108,8 +109,9 @@ export function startGateway(args: string[] = [], env: NodeJS.ProcessEnv = {}): 
           // Reached over loopback whatever it listens on.
           url: `http://127.0.0.1:${m[2] as string}`,
           log: () => stderr,
-          stop: async () => {
-            child.kill("SIGTERM");
+          stop: async (signal = "SIGTERM") => {
+            if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+            child.kill(signal);
             const t = setTimeout(() => child.kill("SIGKILL"), 15_000);
             const code = await exited;
             clearTimeout(t);
