@@ -114,6 +114,16 @@ const pct = (xs: number[], p: number): number => {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
 };
 
+/** CPU time (user + system) the processes have used, in ms (/proc/PID/stat fields 14 and 15, in clock ticks of 10 ms). */
+function cpuMs(pids: readonly number[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+    ticks += Number(fields[11] ?? 0) + Number(fields[12] ?? 0);
+  }
+  return ticks * 10;
+}
+
 function rssMiB(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
   return Number(m?.[1] ?? 0) / 1024;
@@ -141,14 +151,26 @@ try {
   // Warm every path (connections, JIT) before measuring.
   for (const n of names) for (const t of [FAST, PACED]) await load(base(n, t), 8, 1, t.model);
 
+  // The proxies' own CPU per request: what a burst of requests queues behind on a proxy's cores.
+  const nginxWorkers = (nginx?.pid === undefined ? [] : spawnSync("pgrep", ["-P", String(nginx.pid)], { encoding: "utf8" }).stdout.trim().split("\n").filter(Boolean).map(Number));
+  const cpuOf: Partial<Record<Name, readonly number[]>> = { gateway: [gatewayPid], nginx: nginxWorkers };
+  const cpuPerRequest = new Map<Name, { ms: number; requests: number }>();
   const measure = async (t: typeof FAST, perClient: number): Promise<Map<Name, RunStats[]>> => {
     const results = new Map<Name, RunStats[]>(names.map((n) => [n, []]));
+    cpuPerRequest.clear();
     for (let round = 0; round < ROUNDS; round++) {
       // Rotate the order so that no path always runs first (or last) in a round.
-      for (const n of [...names.slice(round % 3), ...names.slice(0, round % 3)]) results.get(n)?.push(await load(base(n, t), STREAMS, perClient, t.model));
+      for (const n of [...names.slice(round % 3), ...names.slice(0, round % 3)]) {
+        const pids = cpuOf[n] ?? [];
+        const before = cpuMs(pids);
+        results.get(n)?.push(await load(base(n, t), STREAMS, perClient, t.model));
+        const used = cpuPerRequest.get(n) ?? { ms: 0, requests: 0 };
+        cpuPerRequest.set(n, { ms: used.ms + cpuMs(pids) - before, requests: used.requests + STREAMS * perClient });
+      }
     }
     return results;
   };
+  const cpuLine = (): string => (["gateway", "nginx"] as const).map((n) => `${n} ${(((cpuPerRequest.get(n)?.ms ?? NaN) / (cpuPerRequest.get(n)?.requests ?? NaN))).toFixed(2)} ms`).join(", ");
   const sum = (runs: RunStats[], f: (r: RunStats) => number): number => runs.reduce((a, r) => a + f(r), 0);
 
   const throughput = await measure(FAST, 4);
@@ -164,6 +186,7 @@ try {
   const ratio = (a: number | undefined, b: number | undefined): string => ((a ?? NaN) / (b ?? NaN)).toFixed(2);
   console.log(`gateway / nginx throughput:  ${ratio(rps.get("gateway"), rps.get("nginx"))} x   (target >= 0.8)`);
   console.log(`gateway / direct throughput: ${ratio(rps.get("gateway"), rps.get("direct"))} x`);
+  console.log(`the proxy's own CPU per request (${CHUNKS} chunks): ${cpuLine()}`);
 
   const latency = await measure(PACED, 1);
   console.log(`\n2. latency: ${STREAMS} concurrent streams of ${CHUNKS} chunks at ${RATE} tokens/s each (a chunk every ${(1000 / RATE).toFixed(0)} ms), ${ROUNDS} rounds`);
@@ -180,6 +203,7 @@ try {
   }
   const added = (n: Name): string => ((p99.get(n) ?? NaN) - (p99.get("direct") ?? NaN)).toFixed(3);
   console.log(`p99 chunk gap added over direct: gateway ${added("gateway")} ms, nginx ${added("nginx")} ms   (target: gateway <= 2 ms)`);
+  console.log(`the proxy's own CPU per request (${CHUNKS} chunks): ${cpuLine()}`);
   const firstGap = (firstP99.get("gateway") ?? NaN) - (firstP99.get("nginx") ?? NaN);
   console.log(`first chunk p99, ${STREAMS} requests starting at once: gateway ${(firstP99.get("gateway") ?? NaN).toFixed(1)} ms, nginx ${(firstP99.get("nginx") ?? NaN).toFixed(1)} ms, direct ${(firstP99.get("direct") ?? NaN).toFixed(1)} ms; gateway - nginx = ${firstGap.toFixed(1)} ms   (target <= 5 ms)`);
 
