@@ -12,14 +12,12 @@ export const GATEWAY_METHODS: MethodTable = {
 /** A /v1 path no table names is forwarded as before, for these methods only. */
 export const UNKNOWN_V1_METHODS: readonly string[] = ["GET", "POST"];
 
-/** The `{name}` segments' values when `path` fits `pattern` (undecoded), else undefined. */
-export function routeParams(pattern: string, path: string): Record<string, string> | undefined {
-  const p = pattern.split("/");
-  const s = path.split("/");
-  if (p.length !== s.length) return undefined;
+/** The `{name}` segments' values when the path's segments fit the pattern's (undecoded), else undefined. */
+function segmentParams(pattern: readonly string[], path: readonly string[]): Record<string, string> | undefined {
+  if (pattern.length !== path.length) return undefined;
   const params: Record<string, string> = {};
-  for (const [i, seg] of p.entries()) {
-    const value = s[i] ?? "";
+  for (const [i, seg] of pattern.entries()) {
+    const value = path[i] ?? "";
     if (seg.startsWith("{") && seg.endsWith("}")) {
       if (value === "") return undefined;
       params[seg.slice(1, -1)] = value;
@@ -28,12 +26,24 @@ export function routeParams(pattern: string, path: string): Record<string, strin
   return params;
 }
 
-const matches = (pattern: string, path: string): boolean => routeParams(pattern, path) !== undefined;
+/** The `{name}` segments' values when `path` fits `pattern` (undecoded), else undefined. */
+export function routeParams(pattern: string, path: string): Record<string, string> | undefined {
+  return segmentParams(pattern.split("/"), path.split("/"));
+}
+
+/**
+ * The methods a path takes, the first table naming it winning; undefined when none does. The
+ * patterns are split once here, not on every request the gateway answers.
+ */
+export function methodMatcher(tables: readonly MethodTable[]): (path: string) => readonly string[] | undefined {
+  const routes = tables.flatMap((table) => Object.entries(table).map(([pattern, methods]) => ({ segments: pattern.split("/"), methods })));
+  return (path) => {
+    const segments = path.split("/");
+    return routes.find((r) => segmentParams(r.segments, segments) !== undefined)?.methods;
+  };
+}
 
 /** The methods `path` takes: the first table naming it wins; undefined when none does. */
 export function allowedMethods(tables: readonly MethodTable[], path: string): readonly string[] | undefined {
-  for (const table of tables) {
-    for (const [pattern, methods] of Object.entries(table)) if (matches(pattern, path)) return methods;
-  }
-  return undefined;
+  return methodMatcher(tables)(path);
 }

@@ -5,7 +5,7 @@ import { presentedKey } from "./auth.js";
 import { CONTROL_PREFIX } from "../daemon/protocol.js";
 import { readRequestBody } from "./body.js";
 import type { Staleness } from "./discovery.js";
-import { allowedMethods, GATEWAY_METHODS, UNKNOWN_V1_METHODS, type MethodTable } from "./methods.js";
+import { GATEWAY_METHODS, methodMatcher, UNKNOWN_V1_METHODS, type MethodTable } from "./methods.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { forward } from "./proxy.js";
 import type { Resolution, RouteTable, Target } from "./routes.js";
@@ -97,6 +97,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   // pipelining 1: one request at a time per connection, kept alive (0 would close each one).
   const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 1024, pipelining: 1 });
   const { metrics } = options;
+  const methodsOf = methodMatcher([GATEWAY_METHODS, options.apiMethods]);
   let inFlight = 0;
 
   /** Appended to 404/503 answers while the gateway's view of the clusters is stale. */
@@ -214,7 +215,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     // The routes' methods: the gateway's own, the engine's, and GET/POST for a /v1 path neither
     // names. Checked before the key: which methods a route takes is no secret.
-    const allowed = allowedMethods([GATEWAY_METHODS, options.apiMethods], path) ?? (path.startsWith("/v1/") ? UNKNOWN_V1_METHODS : undefined);
+    const allowed = methodsOf(path) ?? (path.startsWith("/v1/") ? UNKNOWN_V1_METHODS : undefined);
     if (allowed !== undefined && !allowed.includes(method)) {
       req.resume();
       sendError(res, 405, "invalid_request_error", "method_not_allowed", `${path} takes ${allowed.join(" or ")}, not ${method}`, { allow: allowed.join(", ") });

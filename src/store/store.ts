@@ -214,7 +214,20 @@ export class Store {
 
   /** Changes whenever another connection commits: a cheap "has anything changed?" for the daemon. */
   dataVersion(): number {
-    return this.db.pragma("data_version", { simple: true }) as number;
+    return this.perRequest().dataVersion.get() as number;
+  }
+
+  private prepared: { readonly dataVersion: Database.Statement; readonly engineKey: Database.Statement } | undefined;
+  /**
+   * The daemon's gateway asks these on every request it proxies: prepared once (after the
+   * migrations), not compiled by SQLite each time as better-sqlite3's pragma() and prepare() do.
+   */
+  private perRequest(): NonNullable<Store["prepared"]> {
+    this.prepared ??= {
+      dataVersion: this.db.prepare("PRAGMA data_version").pluck(),
+      engineKey: this.db.prepare("SELECT api_key FROM deployments WHERE cluster = ? AND name = ? AND stopped_at IS NULL").pluck(),
+    };
+    return this.prepared;
   }
 
   beginBoot(b: NewBoot): number {
@@ -283,8 +296,7 @@ export class Store {
 
   /** The key the engine of a running deployment demands, as `up` recorded it; undefined: none. */
   engineKey(cluster: string, name: string): string | undefined {
-    const row = this.db.prepare(`SELECT api_key FROM deployments WHERE cluster = ? AND name = ? AND stopped_at IS NULL`).get(cluster, name) as { api_key: string | null } | undefined;
-    return row?.api_key ?? undefined;
+    return (this.perRequest().engineKey.get(cluster, name) as string | null | undefined) ?? undefined;
   }
 
   deploymentStopped(cluster: string, name: string, at: string): void {
