@@ -11,9 +11,9 @@ import { collectKeys, keyChecker, parseKeyFile, presentedKey } from "../../src/g
 import { jsonDepthExceeds, MAX_JSON_DEPTH, readRequestBody } from "../../src/gateway/body.js";
 import { Discovery } from "../../src/gateway/discovery.js";
 import { allowedMethods, GATEWAY_METHODS } from "../../src/gateway/methods.js";
-import { GatewayMetrics } from "../../src/gateway/metrics.js";
 import { routeTable, type KnownDeployment, type RouteTable } from "../../src/gateway/routes.js";
 import { createGateway, type GatewayOptions } from "../../src/gateway/server.js";
+import { deployment, gatewayOptions } from "./gateway-fixture.js";
 import { UserError } from "../../src/config/errors.js";
 import { within } from "../integration/practice-cluster.js";
 
@@ -146,39 +146,9 @@ async function standInEngine(): Promise<{ url: string; seen: Seen[]; server: Ser
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen, server };
 }
 
-function deployment(endpoint: string, over: Partial<KnownDeployment> = {}): KnownDeployment {
-  return {
-    cluster: "c",
-    deployment: "practice-2x",
-    recipe: "practice-2x",
-    recipe_hash: "h",
-    served_model: "practice",
-    endpoint,
-    status: "serving",
-    phase: "serving",
-    uptime_seconds: 100,
-    missing: [],
-    unreachable: [],
-    lane: "main",
-    ranks: [{ rank: 0, node: "n1", container: "launcher-practice-2x-r0", state: "running", started_at: "t" }],
-    ...over,
-  };
-}
 
 async function startGateway(over: Partial<GatewayOptions> & { routes: () => RouteTable }): Promise<{ url: string; close: () => Promise<void> }> {
-  const gw = createGateway({
-    metrics: new GatewayMetrics(),
-    health: () => ({ deployments: 1, unreachable: ["c/n2"] }),
-    staleness: () => undefined,
-    engineKey: () => undefined,
-    apiMethods: vllm.apiMethods,
-    upstreamFailed: () => undefined,
-    headersTimeoutMs: 10_000,
-    bodyTimeoutMs: 10_000,
-    maxBodyBytes: 1 << 20,
-    requestTimeoutMs: 1000,
-    ...over,
-  });
+  const gw = createGateway(gatewayOptions({ health: () => ({ deployments: 1, unreachable: ["c/n2"] }), requestTimeoutMs: 1000, ...over }));
   await new Promise<void>((r) => gw.server.listen(0, "127.0.0.1", r));
   return {
     url: `http://127.0.0.1:${(gw.server.address() as AddressInfo).port}`,

@@ -2,10 +2,10 @@ import assert from "node:assert/strict";
 import { connect, createServer, type AddressInfo, type Socket } from "node:net";
 import { test } from "node:test";
 import { vllm } from "../../src/engine/vllm/adapter.js";
-import { GatewayMetrics } from "../../src/gateway/metrics.js";
 import { methodMatcher, allowedMethods, GATEWAY_METHODS } from "../../src/gateway/methods.js";
-import { routeTable, type KnownDeployment } from "../../src/gateway/routes.js";
+import { routeTable } from "../../src/gateway/routes.js";
 import { createGateway } from "../../src/gateway/server.js";
+import { deployment, gatewayOptions } from "./gateway-fixture.js";
 
 // What the gateway does per request and per read of an engine's socket, measured where it shows:
 // the writes it makes to its client's socket.
@@ -40,39 +40,11 @@ async function oneReadEngine(): Promise<{ url: string; close: () => void }> {
   };
 }
 
-function deployment(endpoint: string): KnownDeployment {
-  return {
-    cluster: "c",
-    deployment: "d",
-    recipe: "r",
-    recipe_hash: "h",
-    served_model: "m",
-    endpoint,
-    status: "serving",
-    phase: "serving",
-    uptime_seconds: 100,
-    missing: [],
-    unreachable: [],
-    ranks: [{ rank: 0, node: "n1", container: "launcher-d-r0", state: "running", started_at: "t" }],
-  };
-}
 
 test("a stream whose headers and chunks come in one read of the engine's socket reaches the client in one write", async () => {
   const engine = await oneReadEngine();
   const table = routeTable([deployment(engine.url)], []);
-  const gw = createGateway({
-    routes: () => table,
-    metrics: new GatewayMetrics(),
-    health: () => ({}),
-    staleness: () => undefined,
-    engineKey: () => undefined,
-    apiMethods: vllm.apiMethods,
-    upstreamFailed: () => undefined,
-    headersTimeoutMs: 10_000,
-    bodyTimeoutMs: 10_000,
-    maxBodyBytes: 1 << 20,
-    requestTimeoutMs: 10_000,
-  });
+  const gw = createGateway(gatewayOptions({ routes: () => table }));
   // Every write the gateway makes to a client's socket, counted where Node's Writable hands it to
   // the socket (one _write or _writev is one syscall's worth).
   let writes = 0;
@@ -93,7 +65,7 @@ test("a stream whose headers and chunks come in one read of the engine's socket 
   await new Promise<void>((r) => gw.server.listen(0, "127.0.0.1", r));
   const client = connect((gw.server.address() as AddressInfo).port, "127.0.0.1");
   try {
-    const body = JSON.stringify({ model: "m", stream: true, messages: [{ role: "user", content: "hi" }] });
+    const body = JSON.stringify({ model: "practice", stream: true, messages: [{ role: "user", content: "hi" }] });
     const answer = await new Promise<string>((resolve, reject) => {
       let text = "";
       const timer = setTimeout(() => reject(new Error(`no whole answer in 5 s: ${JSON.stringify(text)}`)), 5000);
