@@ -11,7 +11,7 @@ import { collectKeys, keyChecker, parseKeyFile, presentedKey } from "../../src/g
 import { jsonDepthExceeds, MAX_JSON_DEPTH, readRequestBody } from "../../src/gateway/body.js";
 import { Discovery } from "../../src/gateway/discovery.js";
 import { allowedMethods, GATEWAY_METHODS } from "../../src/gateway/methods.js";
-import { routeTable, type KnownDeployment, type RouteTable } from "../../src/gateway/routes.js";
+import { routeTable, type RouteTable } from "../../src/gateway/routes.js";
 import { createGateway, type GatewayOptions } from "../../src/gateway/server.js";
 import { deployment, gatewayOptions } from "./gateway-fixture.js";
 import { UserError } from "../../src/config/errors.js";
