@@ -3,8 +3,8 @@ import type { Command } from "commander";
 import { UserError } from "../config/errors.js";
 import { engineApiMethods } from "../engine/registry.js";
 import { collectKeys, keyChecker } from "../gateway/auth.js";
-import { Discovery, staleAfterMs, type Snapshot } from "../gateway/discovery.js";
-import type { Cluster } from "../cluster/cluster.js";
+import { Discovery, staleAfterMs } from "../gateway/discovery.js";
+import { watchDeaths } from "../deploy/deaths.js";
 import { bootAgain } from "../deploy/reboot.js";
 import { openSession, type ClusterSession } from "../deploy/session.js";
 import { DEFAULT_TIMING } from "../deploy/supervise.js";
@@ -68,20 +68,17 @@ const REQUEST_TIMEOUT_MS = 120_000;
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
-/** The daemon's supervisor over these clusters (src/deploy/supervisor.ts), booting through src/deploy/reboot.ts. */
-function supervisorFor(clusters: readonly Cluster[], store: StateStore, discovery: Discovery, log: (line: string) => void, backoffMs: number): Supervisor {
-  // One SSH session per cluster, opened at the first restart and kept (its connections are shared).
-  const sessions = new Map<string, Promise<ClusterSession>>();
+/**
+ * The daemon's supervisor over these clusters (src/deploy/supervisor.ts): restarts boot through
+ * src/deploy/reboot.ts in the daemon's boot registry. One SSH session per cluster, opened at start
+ * (locally only: no node is contacted) and kept, so that its connections are shared.
+ */
+function supervisorFor(sessions: ReadonlyMap<string, Promise<ClusterSession>>, store: StateStore, discovery: Discovery, registry: BootRegistry, log: (line: string) => void, backoffMs: number): Supervisor {
   return new Supervisor({
     store,
-    session: (name) => {
-      const cluster = clusters.find((c) => c.name === name);
-      if (cluster === undefined) return Promise.resolve(undefined);
-      const open = sessions.get(name) ?? openSession(cluster);
-      sessions.set(name, open);
-      return open;
-    },
-    boot: (plan, session, signal) => bootAgain(plan, session, signal, store, log),
+    session: (name) => sessions.get(name) ?? Promise.resolve(undefined),
+    boot: (plan, session, signal, emit) => bootAgain(plan, session, signal, store, emit),
+    boots: registry,
     refresh: () => discovery.refreshSoon(),
     log,
     now: Date.now,
@@ -89,21 +86,30 @@ function supervisorFor(clusters: readonly Cluster[], store: StateStore, discover
   });
 }
 
-/** How often the supervisor looks for a new snapshot and a backoff that is over. */
+/** How often the supervisor looks for a backoff that is over. */
 const SUPERVISE_EVERY_MS = 100;
 
-/** Feeds the supervisor each new discovery snapshot; returns how to stop. */
-function superviseFrom(discovery: Discovery, supervisor: Supervisor): () => void {
-  let last: Snapshot | undefined;
-  const timer = setInterval(() => {
-    const s = discovery.snapshot();
-    if (s !== last && s.at !== undefined) {
-      last = s;
-      supervisor.observe(s.deployments, s.at.getTime());
-    }
-    supervisor.tick();
-  }, SUPERVISE_EVERY_MS);
-  return () => clearInterval(timer);
+/**
+ * Feeds the supervisor each new discovery snapshot as it arrives, and each rank death the nodes'
+ * Docker reports (src/deploy/deaths.ts) as it happens; returns how to stop.
+ */
+function superviseFrom(discovery: Discovery, supervisor: Supervisor, sessions: ReadonlyMap<string, Promise<ClusterSession>>, log: (line: string) => void): () => void {
+  const unsubscribe = discovery.subscribe((s) => {
+    if (s.at !== undefined) supervisor.observe(s.deployments, s.at.getTime());
+  });
+  const timer = setInterval(() => supervisor.tick(), SUPERVISE_EVERY_MS);
+  const deaths = new AbortController();
+  for (const [cluster, session] of sessions) {
+    void session.then(
+      (opened) => watchDeaths(opened, (d) => supervisor.died(cluster, d), (line) => log(`supervise: ${line}`), deaths.signal),
+      (e: unknown) => log(`supervise: cannot follow the container events of ${cluster} (${(e as Error).message}); deaths are seen by the polls only`),
+    );
+  }
+  return () => {
+    unsubscribe();
+    clearInterval(timer);
+    deaths.abort();
+  };
 }
 
 export function registerServe(program: Command, io: Output): void {
@@ -145,7 +151,9 @@ export function registerServe(program: Command, io: Output): void {
       );
       const metrics = new GatewayMetrics();
       const log = (line: string): void => io.err(`launcher serve: ${line}`);
-      const supervisor = supervisorFor(clusters, store, discovery, log, parseDuration(flags.restartBackoff, "--restart-backoff"));
+      const registry = new BootRegistry(Date.now);
+      const sessions = new Map(clusters.map((c) => [c.name, openSession(c)]));
+      const supervisor = supervisorFor(sessions, store, discovery, registry, log, parseDuration(flags.restartBackoff, "--restart-backoff"));
 
       // Rebuilt only when the labels or the store changed; the store is checked on every request
       // because a lane switch must take effect before its old deployment is stopped.
@@ -184,7 +192,6 @@ export function registerServe(program: Command, io: Output): void {
         return table;
       };
 
-      const registry = new BootRegistry(Date.now);
       const control = flags.control
         ? controlApi({
             ...(admin.length === 0 ? {} : { checkAdmin: keyChecker(admin) }),
@@ -228,7 +235,7 @@ export function registerServe(program: Command, io: Output): void {
       });
       discovery.start();
       await discovery.ready(30_000);
-      const stopSupervising = superviseFrom(discovery, supervisor);
+      const stopSupervising = superviseFrom(discovery, supervisor, sessions, log);
       const addr = gateway.server.address();
       const port = typeof addr === "object" && addr !== null ? addr.port : listen.port;
       const shown = listen.host.includes(":") ? `[${listen.host}]` : listen.host;
@@ -242,8 +249,10 @@ export function registerServe(program: Command, io: Output): void {
           process.off("SIGTERM", stop);
           io.err(`launcher serve: stopping (${gateway.inFlight()} request${gateway.inFlight() === 1 ? "" : "s"} in flight get up to 10 s)`);
           // A boot in progress is not left half-started by a daemon that stops: it is rolled back
-          // first, and the clients following it get its end.
-          void registry.cancelAll("launcher serve stopping").finally(() => {
+          // first, and the clients following it get its end. The supervisor is told first, so that
+          // its restarts take this for the daemon stopping, not for a `down` of their deployments.
+          const supervised = supervisor.stop();
+          void Promise.all([supervised, registry.cancelAll("launcher serve stopping")]).finally(() => {
             gateway.server.close(() => resolve());
             gateway.server.closeIdleConnections();
             setTimeout(() => {

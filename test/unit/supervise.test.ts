@@ -281,3 +281,33 @@ test("up --restart of a deployment already running without it (or with another p
   assert.equal(v.same, false);
   assert.ok(!v.same && v.message.includes("restart (none), asked on-failure:2"), JSON.stringify(v));
 });
+
+const died = (at: number, rank = 1, node = "n2"): SuperviseEvent => ({ kind: "died", at, failure: { kind: "rank-exited", rank, node, container: `launcher-d-r${rank}`, message: `rank ${rank} on ${node} exited (exit 137)` } });
+
+test("a die event is a first sighting: the first poll begun after it confirms it, so the group is restarted without waiting for a second poll", () => {
+  const r = run([seen(0, serving), died(1000), seen(1100, workerDead)], onFailure(2));
+  assert.deepEqual(r.actions, ["restart#1 rank-exited"]);
+  // The failure restarted is the one docker named.
+  assert.equal(r.state?.phase === "restarting" ? r.state.failure.message : "", "rank 1 on n2 exited (exit 137)");
+});
+
+test("a poll begun before the die event neither confirms nor clears it; the next one does", () => {
+  // The poll that started at 900 read the nodes before the death: it still shows the group serving.
+  assert.deepEqual(run([seen(0, serving), died(1000), seen(900, serving)], onFailure()).actions, []);
+  assert.deepEqual(run([seen(0, serving), died(1000), seen(900, serving), seen(1100, workerDead)], onFailure()).actions, ["restart#1 rank-exited"]);
+  // Begun after it and showing every rank running: no failure after all (a container of the group that was replaced).
+  const r = run([seen(0, serving), died(1000), seen(1100, serving), seen(1200, workerDead)], onFailure());
+  assert.deepEqual(r.actions, []);
+});
+
+test("a die event of the group before it served again (its restart's removal), or while it is down for a restart, is no new failure", () => {
+  // Restarted at 2, served again at 5: a death read at 4 belongs to the restart.
+  const restarted = run([seen(0, serving), seen(1, workerDead), seen(2, workerDead), { kind: "restart-ended", at: 5, ok: true }, died(4), seen(6, workerDead)], onFailure());
+  assert.deepEqual(restarted.actions, ["restart#1 rank-exited"]);
+  assert.equal(restarted.state?.phase, "ready");
+  // In backoff: the backoff decides, a die event does not start the restart early.
+  const backoff: Supervised = { phase: "backoff", attempts: 1, streak: 2, until: 10_000, failure: { kind: "rank-exited", message: "x" } };
+  assert.deepEqual(supervise(backoff, died(20_000), onFailure(), timing), { state: backoff, actions: [] });
+  // Never seen serving: a boot's death is its `up`'s to roll back.
+  assert.deepEqual(run([died(10)], onFailure()).actions, []);
+});
