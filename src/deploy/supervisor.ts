@@ -112,7 +112,10 @@ export class Supervisor {
     if (this.stopping.signal.aborted) return;
     const k = key(cluster, death.deployment);
     const entry = this.entries.get(k);
-    if (entry !== undefined) this.step(k, entry, { kind: "died", at: this.deps.now(), failure: death.failure });
+    if (entry === undefined) return;
+    // Said as docker said it, whatever the supervisor makes of it: where a restart's first sighting came from.
+    this.deps.log(`supervise: ${death.deployment}: docker on ${death.node} says ${death.failure.message}`);
+    this.step(k, entry, { kind: "died", at: this.deps.now(), failure: death.failure });
   }
 
   /** Time passed: a backoff may be over. */
