@@ -3,7 +3,7 @@ import type { Command } from "commander";
 import { UserError } from "../config/errors.js";
 import { engineApiMethods } from "../engine/registry.js";
 import { collectKeys, keyChecker } from "../gateway/auth.js";
-import { Discovery, staleAfterMs } from "../gateway/discovery.js";
+import { Discovery, staleAfterMs, type Snapshot } from "../gateway/discovery.js";
 import { watchDeaths } from "../deploy/deaths.js";
 import { bootAgain } from "../deploy/reboot.js";
 import { openSession, type ClusterSession } from "../deploy/session.js";
@@ -94,9 +94,12 @@ const SUPERVISE_EVERY_MS = 100;
  * Docker reports (src/deploy/deaths.ts) as it happens; returns how to stop.
  */
 function superviseFrom(discovery: Discovery, supervisor: Supervisor, sessions: ReadonlyMap<string, Promise<ClusterSession>>, log: (line: string) => void): () => void {
-  const unsubscribe = discovery.subscribe((s) => {
+  const observe = (s: Snapshot): void => {
     if (s.at !== undefined) supervisor.observe(s.deployments, s.at.getTime());
-  });
+  };
+  // What was read before (the first poll, which the daemon waited for), then each new poll.
+  observe(discovery.snapshot());
+  const unsubscribe = discovery.subscribe(observe);
   const timer = setInterval(() => supervisor.tick(), SUPERVISE_EVERY_MS);
   const deaths = new AbortController();
   for (const [cluster, session] of sessions) {
