@@ -205,7 +205,11 @@ export function supervise(state: Supervised, event: SuperviseEvent, policy: Rest
       const confirmed = failure.kind === "rank-exited" || event.at - state.failing.at >= timing.confirmMs;
       if (!confirmed) return stay;
       const streak = event.at - state.since >= timing.resetAfterMs ? 0 : state.streak;
-      return next(state.attempts, streak, state.failing.failure.kind === failure.kind ? state.failing.failure : failure, event.at, policy, timing);
+      // The confirming poll names the rank that exited first by its container's end (failureOf), which
+      // the order deaths were heard in from several nodes does not (each node's events come over
+      // their own stream); one that names no rank (its container is gone) keeps the first sighting's.
+      const named = failure.kind === state.failing.failure.kind && failure.rank === undefined ? state.failing.failure : failure;
+      return next(state.attempts, streak, named, event.at, policy, timing);
     }
   }
 }

@@ -311,3 +311,23 @@ test("a die event of the group before it served again (its restart's removal), o
   // Never seen serving: a boot's death is its `up`'s to roll back.
   assert.deepEqual(run([died(10)], onFailure()).actions, []);
 });
+
+test("the rank restarted for is the one whose container ended first, as the confirming poll reads it, not the first death heard of (each node's events come on their own stream)", () => {
+  // The head crashed first; its worker lost it a moment later, but the worker's die event came first.
+  const headFirst = dep({
+    status: "degraded",
+    phase: "-",
+    missing: ["rank 0 on n1 (exited, exit 1)", "rank 1 on n2 (exited, exit 1)"],
+    ranks: [
+      { rank: 0, node: "n1", container: "launcher-d-r0", state: "exited", exit_code: 1, started_at: "t", finished_at: "2026-01-01T00:00:01.000Z" },
+      { rank: 1, node: "n2", container: "launcher-d-r1", state: "exited", exit_code: 1, started_at: "t", finished_at: "2026-01-01T00:00:01.050Z" },
+    ],
+  });
+  const r = run([seen(0, serving), died(1000, 1, "n2"), died(1001, 0, "n1"), seen(1100, headFirst)], onFailure());
+  assert.deepEqual(r.actions, ["restart#1 rank-exited"]);
+  assert.equal(r.state?.phase === "restarting" ? `${r.state.failure.node} ${r.state.failure.rank}` : "", "n1 0");
+  // A poll that names no rank (the container is gone) keeps what docker said.
+  const gone = dep({ status: "degraded", phase: "-", missing: ["rank 1 (no container)"], ranks: [serving.ranks[0]!] });
+  const g = run([seen(0, serving), died(1000), seen(1100, gone)], onFailure());
+  assert.equal(g.state?.phase === "restarting" ? g.state.failure.node : "", "n2");
+});
