@@ -67,7 +67,7 @@ export type SuperviseEvent =
   | { readonly kind: "restart-ended"; readonly at: number; readonly ok: boolean; readonly error?: string; readonly cancelled?: boolean }
   /**
    * Docker said one of its ranks' containers died (a `die` event read from the node as it
-   * happened): a first sighting, as one poll's would be, that a poll begun after it confirms.
+   * happened): confirmed by itself, as the container's end is Docker's own record.
    */
   | { readonly kind: "died"; readonly at: number; readonly failure: Failure }
   /** Time passed (a backoff may be over). */
@@ -88,6 +88,15 @@ export interface Decision {
 
 export const INITIAL: Supervised = { phase: "watching", attempts: 0 };
 
+/**
+ * Orders containers' ends as Docker records them (RFC 3339 with nanoseconds, trailing zeros cut:
+ * "…:10.5Z" is before "…:10.123456789Z" as text): fractions padded first; unknown ends last.
+ */
+export function byEnd(a: string | undefined, b: string | undefined): number {
+  const norm = (t: string | undefined): string => (t === undefined ? "\uffff" : t.replace(/(\.\d+)?Z$/, (_, f: string | undefined) => `${(f ?? ".").padEnd(10, "0")}Z`));
+  return norm(a).localeCompare(norm(b));
+}
+
 /** A rank whose container is no longer running (a poll's rank state, or docker's `die` event). */
 export const rankExited = (rank: number, node: string, container: string, state: string, exitCode: number | undefined): Failure => ({
   kind: "rank-exited",
@@ -102,7 +111,7 @@ export function failureOf(d: DeploymentStatus): Failure | undefined {
   // The rank that exited first: the others most likely only lost it as a peer.
   const dead = d.ranks
     .filter((r) => r.state !== "running" && r.state !== "unreachable")
-    .sort((a, b) => (a.finished_at ?? "\uffff").localeCompare(b.finished_at ?? "\uffff") || a.rank - b.rank)[0];
+    .sort((a, b) => byEnd(a.finished_at, b.finished_at) || a.rank - b.rank)[0];
   if (dead !== undefined) return rankExited(dead.rank, dead.node, dead.container, dead.state, dead.exit_code);
   if (d.missing.length > 0 && d.status === "degraded") return { kind: "rank-exited", message: `missing ${d.missing.join("; ")}` };
   const lost = d.ranks.find((r) => r.state === "unreachable");
@@ -183,9 +192,14 @@ export function supervise(state: Supervised, event: SuperviseEvent, policy: Rest
     }
     case "ready": {
       if (event.kind === "died") {
-        // A death of the group before this one (the restart's own removal), or one already being confirmed.
-        if (event.at < state.since || state.failing !== undefined) return stay;
-        return { state: { ...state, failing: { at: event.at, failure: event.failure } }, actions: [] };
+        // A death of the group before this one (the restart's own removal) is no news.
+        if (event.at < state.since) return stay;
+        // Docker's own word that the container ended needs no second look (a poll's "exited" is read
+        // from the same state; its confirmation guards against a poll caught mid-`down`, which the
+        // restart checks in the store under the deployment's lock anyway). Which rank ended first is
+        // decided by the restart from the containers it removes (src/deploy/supervisor.ts).
+        const streak = event.at - state.since >= timing.resetAfterMs ? 0 : state.streak;
+        return next(state.attempts, streak, event.failure, event.at, policy, timing);
       }
       if (event.kind !== "observed") return stay;
       // Read before the group served again (a poll that began during the restart): it says nothing new.

@@ -10,10 +10,11 @@ import type { BootRegistry } from "./boots.js";
 import type { RankDeath } from "./deaths.js";
 import type { UpEvent } from "./up-events.js";
 import type { UpOutcome } from "./up-use-case.js";
-import { formatRemoval, removeContainers, unreachableOf } from "./down.js";
+import { formatRemoval, removeContainers, removeListed, unreachableOf } from "./down.js";
+import { listNodes, type Labelled } from "./labels.js";
 import { deploymentKey, holdOrBusy, laneKey } from "./locks.js";
 import type { ClusterSession } from "./session.js";
-import { answersRestarting, INITIAL, isRestarting, policyOf, retryAfterSeconds, supervise, type Failure, type SuperviseAction, type SuperviseEvent, type Supervised, type SuperviseTiming } from "./supervise.js";
+import { answersRestarting, byEnd, INITIAL, isRestarting, policyOf, rankExited, retryAfterSeconds, supervise, type Failure, type SuperviseAction, type SuperviseEvent, type Supervised, type SuperviseTiming } from "./supervise.js";
 
 /** A deployment as the daemon's discovery reports it: its status and the cluster it runs on. */
 export type Seen = DeploymentStatus & { readonly cluster: string };
@@ -61,6 +62,12 @@ interface Entry {
 }
 
 const key = (cluster: string, deployment: string): string => `${cluster}/${deployment}`;
+
+/** The rank of a group whose container ended first (by its end as Docker recorded it); undefined while all run. */
+function firstEnded(group: readonly Labelled[]): Failure | undefined {
+  const ended = group.filter((c) => !c.c.running).sort((a, b) => byEnd(a.c.finishedAt, b.c.finishedAt) || a.labels.rank - b.labels.rank)[0];
+  return ended === undefined ? undefined : rankExited(ended.labels.rank, ended.node, ended.c.name, ended.c.state, ended.c.exitCode);
+}
 /** Stop signal for a dying rank's container before the group is recreated: it is dead weight. */
 const REMOVE_GRACE_SECONDS = 3;
 /** How much of a dead rank's log is read for its root cause. */
@@ -245,6 +252,13 @@ export class Supervisor {
     try {
       session = await this.deps.session(cluster);
       if (session === undefined) throw new Error(`cluster ${cluster} is not one this daemon watches`);
+      // The group as it is now: the rank whose container ended first is the one that failed (the
+      // others lost it as a peer, and their deaths may have been heard of first); the same listing
+      // is what the removal below removes.
+      const listing = await listNodes(session);
+      const first = firstEnded(listing.flatMap((l) => (l.reachable ? l.containers : [])).filter((c) => c.labels.deployment === deployment));
+      if (first !== undefined && (first.rank !== failure.rank || first.node !== failure.node)) say(`${first.message} first`);
+      failure = first ?? failure;
       const cause = await this.rootCause(session, entry.seen, failure);
       tried.record = store.beginRestart({
         cluster,
@@ -271,7 +285,7 @@ export class Supervisor {
         tried.cancelled = true;
         throw new Error(`${deployment} was stopped (launcher down) since it served: not restarting it`);
       }
-      const removed = await removeContainers(session, (c) => c.labels.deployment === deployment, REMOVE_GRACE_SECONDS);
+      const removed = await removeListed(listing, (c) => c.labels.deployment === deployment, REMOVE_GRACE_SECONDS);
       for (const line of formatRemoval(removed, `launcher down deployment/${deployment}`, "summary")) say(line);
       if (unreachableOf(removed).length > 0) throw new Error(`cannot recreate ${deployment} while ${unreachableOf(removed).map((u) => u.node).join(", ")} does not answer`);
       checkInterrupted(stop, `before the new group of ${deployment} started; its old group is removed`);

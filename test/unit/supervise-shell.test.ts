@@ -18,7 +18,8 @@ const labels = (rank: number, node: string) =>
 
 function fakeDocker(node: string, rank: number, log: readonly string[], removed: string[]): DockerClient {
   let gone = false;
-  const info: ContainerInfo = { id: `id${rank}`, name: `launcher-d-r${rank}`, labels: labels(rank, node), state: "exited", running: false, exitCode: 1, startedAt: "t", finishedAt: "f", image: "img" };
+  // The worker (rank 1) died; the head still runs.
+  const info: ContainerInfo = { id: `id${rank}`, name: `launcher-d-r${rank}`, labels: labels(rank, node), state: rank === 0 ? "running" : "exited", running: rank === 0, exitCode: rank === 0 ? 0 : 1, startedAt: "t", finishedAt: rank === 0 ? "0001-01-01T00:00:00Z" : "2026-01-01T00:00:01Z", image: "img" };
   return {
     containers: async () => (gone ? [] : [info]),
     stopAndRemove: async (names: readonly string[]) => {
@@ -345,25 +346,31 @@ test("supervisor: a cancel that comes before the old group was removed still lea
   store.close();
 });
 
-test("supervisor: a rank's die event asks for a poll at once, and that poll restarts the group", async () => {
+test("supervisor: a rank's die event restarts the group at once, naming the rank whose container ended first and reading its cause", async () => {
   const store = new Store(":memory:");
   store.savePlan("c", "d", encodeSavedPlan(plan), "t");
   served(store);
-  const session = { cluster: {}, docker: new Map([["n1", fakeDocker("n1", 0, [], [])], ["n2", fakeDocker("n2", 1, [], [])]]) } as unknown as ClusterSession;
-  let refreshed = 0;
+  const removed: string[] = [];
+  // The head crashed first; the worker lost it a moment later, and its death was heard of first.
+  const ended = (rank: number, node: string, at: string, log: readonly string[]): DockerClient => {
+    const d = fakeDocker(node, rank, log, removed);
+    const listed = async (): Promise<ContainerInfo[]> => [{ id: `id${rank}`, name: `launcher-d-r${rank}`, labels: labels(rank, node), state: "exited", running: false, exitCode: 1, startedAt: "t", finishedAt: at, image: "img" }];
+    return Object.assign(Object.create(d) as DockerClient, { containers: listed });
+  };
+  const headLog = ["2026-01-01T00:00:00.000000000Z RuntimeError: CUDA error: an illegal memory access was encountered"];
+  const session = { cluster: {}, docker: new Map([["n1", ended(0, "n1", "2026-01-01T00:00:01.5Z", headLog)], ["n2", ended(1, "n2", "2026-01-01T00:00:01.523456789Z", [])]]) } as unknown as ClusterSession;
   let booted = 0;
   const sup = supervisorOf(store, session, new BootRegistry(Date.now), async () => {
     booted++;
     return ready;
-  }, () => refreshed++);
+  });
   sup.observe([status({})], Date.now() - 1000);
-  sup.died("c", { deployment: "d", node: "n2", failure: { kind: "rank-exited", rank: 1, node: "n2", container: "launcher-d-r1", message: "rank 1 on n2 exited (exit 137)" } });
-  assert.equal(refreshed, 1, "looked at again at once");
-  sup.observe([dead], Date.now() + 1);
+  sup.died("c", { deployment: "d", node: "n2", failure: { kind: "rank-exited", rank: 1, node: "n2", container: "launcher-d-r1", message: "rank 1 on n2 exited (exit 1)" } });
   await sup.idle();
-  assert.equal(booted, 1);
-  // Named as the confirming poll reads it.
-  assert.equal(store.restarts("d", 10)[0]?.message, "rank 1 on n2 exited (exit 1)");
+  assert.equal(booted, 1, "restarted without a poll");
+  const [rec] = store.restarts("d", 10);
+  assert.equal(`${rec?.node} ${rec?.rank}`, "n1 0");
+  assert.equal(rec?.cause, "RuntimeError: CUDA error: an illegal memory access was encountered");
   await sup.stop();
   store.close();
 });
