@@ -1,3 +1,4 @@
+import { setTimeout as delay } from "node:timers/promises";
 import { explainLog } from "../engine/explain.js";
 import { adapterOf } from "../engine/registry.js";
 import { decodeSavedPlan } from "../plan/saved.js";
@@ -8,6 +9,7 @@ import { checkInterrupted } from "./abort.js";
 import { stampLabel } from "./boot.js";
 import type { BootRegistry } from "./boots.js";
 import type { RankDeath } from "./deaths.js";
+import { SETTLE_MS } from "./up.js";
 import type { UpEvent } from "./up-events.js";
 import type { UpOutcome } from "./up-use-case.js";
 import { formatRemoval, removeContainers, removeListed, unreachableOf } from "./down.js";
@@ -252,9 +254,13 @@ export class Supervisor {
     try {
       session = await this.deps.session(cluster);
       if (session === undefined) throw new Error(`cluster ${cluster} is not one this daemon watches`);
-      // The group as it is now: the rank whose container ended first is the one that failed (the
-      // others lost it as a peer, and their deaths may have been heard of first); the same listing
-      // is what the removal below removes.
+      // The group as it is once the settle `up` gives a failure has passed (a lost peer makes the
+      // other ranks end too, within moments): the rank whose container ended first is the one that
+      // failed (the others lost it as a peer, and their deaths may have been heard of first; the
+      // rig's crash test heard the worker's die 28 ms before the head's that crashed). The same
+      // listing is what the removal below removes.
+      await delay(SETTLE_MS, undefined, { signal: stop }).catch(() => undefined);
+      checkInterrupted(stop, `before anything of ${deployment} was removed`);
       const listing = await listNodes(session);
       const first = firstEnded(listing.flatMap((l) => (l.reachable ? l.containers : [])).filter((c) => c.labels.deployment === deployment));
       if (first !== undefined && (first.rank !== failure.rank || first.node !== failure.node)) say(`${first.message} first`);

@@ -105,7 +105,8 @@ test("supervisor: a rank that died after ready: root cause read from its log, th
   assert.equal(r[0]?.attempt, 1);
   assert.equal(r[0]?.max, 3);
   await new Promise((resolve) => setImmediate(resolve));
-  for (let i = 0; i < 50 && finishBoot === undefined; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  // The restart first waits the settle `up` gives a failure (600 ms).
+  for (let i = 0; i < 200 && finishBoot === undefined; i++) await new Promise((resolve) => setTimeout(resolve, 10));
   assert.deepEqual(removed.sort(), ["n1:launcher-d-r0", "n2:launcher-d-r1"], "every rank of the group, on every node");
   assert.equal(booted.length, 1);
   assert.equal(booted[0]?.deployment, "d");
