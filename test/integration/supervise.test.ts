@@ -116,7 +116,7 @@ describe("supervision: launcher serve recreates a group that fails after it serv
       // Recorded as done once the boot's claims are given back, a moment after it serves.
       const { value: r } = await within(10_000, "the restart recorded as ready", async () => restarts("sup-a").find((x) => x.outcome === "ready"));
       assert.equal(r.attempt, 1);
-      // The issue's speed figure (target 1 s), as this run saw it with --poll 500ms: from the kill to the restart recorded (cause read, before the removal).
+      // A diagnostic only (bench/restart.ts measures the issue's 1 s figure): the kill to the restart recorded (settle and cause read, before the removal).
       t.diagnostic(`kill to restart issued: ${Date.parse(r.started_at) - killedAt} ms`);
       assert.equal(r.reason, "rank-exited");
       assert.equal(r.node, "n2", gw.timed(killedAt));
