@@ -4,7 +4,7 @@ import { UserError } from "../config/errors.js";
 import { engineApiMethods } from "../engine/registry.js";
 import { collectKeys, keyChecker } from "../gateway/auth.js";
 import { Discovery, staleAfterMs, type Snapshot } from "../gateway/discovery.js";
-import type { Cluster } from "../cluster/cluster.js";
+import { watchDeaths } from "../deploy/deaths.js";
 import { bootAgain } from "../deploy/reboot.js";
 import { openSession, type ClusterSession } from "../deploy/session.js";
 import { DEFAULT_TIMING } from "../deploy/supervise.js";
@@ -69,26 +69,17 @@ const REQUEST_TIMEOUT_MS = 120_000;
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
-/** One SSH session per cluster, opened at its first use and kept (its connections are shared). */
-function sessionsOf(clusters: readonly Cluster[]): (name: string) => Promise<ClusterSession | undefined> {
-  const sessions = new Map<string, Promise<ClusterSession>>();
-  return (name) => {
-    const cluster = clusters.find((c) => c.name === name);
-    if (cluster === undefined) return Promise.resolve(undefined);
-    const open = sessions.get(name) ?? openSession(cluster);
-    sessions.set(name, open);
-    return open;
-  };
-}
-
-/** The daemon's supervisor over these clusters (src/deploy/supervisor.ts), booting through src/deploy/reboot.ts. */
-function supervisorFor(session: (name: string) => Promise<ClusterSession | undefined>, store: StateStore, discovery: Discovery, log: (line: string) => void, backoffMs: number): Supervisor {
+/**
+ * The daemon's supervisor over these clusters (src/deploy/supervisor.ts): restarts boot through
+ * src/deploy/reboot.ts in the daemon's boot registry. One SSH session per cluster, opened at start
+ * (locally only: no node is contacted) and kept, so that its connections are shared.
+ */
+function supervisorFor(sessions: ReadonlyMap<string, Promise<ClusterSession>>, store: StateStore, discovery: Discovery, registry: BootRegistry, log: (line: string) => void, backoffMs: number): Supervisor {
   return new Supervisor({
     store,
-    session,
-    // The supervisor's signal is its stop, i.e. the daemon's: a restart's boot is then left to the
-    // next daemon like any boot of this daemon (src/deploy/adopt.ts), never rolled back by the stop.
-    boot: (plan, s, stopping) => bootAgain(plan, s, new AbortController().signal, store, log, undefined, stopping),
+    session: (name) => sessions.get(name) ?? Promise.resolve(undefined),
+    boot: (plan, session, signal, emit, detach) => bootAgain(plan, session, signal, store, emit, undefined, detach),
+    boots: registry,
     refresh: () => discovery.refreshSoon(),
     log,
     now: Date.now,
@@ -99,21 +90,33 @@ function supervisorFor(session: (name: string) => Promise<ClusterSession | undef
 /** The longest a stopping daemon waits for its boots to let go (a drain cannot be cut short). */
 const DETACH_MS = 5_000;
 
-/** How often the supervisor looks for a new snapshot and a backoff that is over. */
+/** How often the supervisor looks for a backoff that is over. */
 const SUPERVISE_EVERY_MS = 100;
 
-/** Feeds the supervisor each new discovery snapshot; returns how to stop. */
-function superviseFrom(discovery: Discovery, supervisor: Supervisor): () => void {
-  let last: Snapshot | undefined;
-  const timer = setInterval(() => {
-    const s = discovery.snapshot();
-    if (s !== last && s.at !== undefined) {
-      last = s;
-      supervisor.observe(s.deployments, s.at.getTime());
-    }
-    supervisor.tick();
-  }, SUPERVISE_EVERY_MS);
-  return () => clearInterval(timer);
+/**
+ * Feeds the supervisor each new discovery snapshot as it arrives, and each rank death the nodes'
+ * Docker reports (src/deploy/deaths.ts) as it happens; returns how to stop.
+ */
+function superviseFrom(discovery: Discovery, supervisor: Supervisor, sessions: ReadonlyMap<string, Promise<ClusterSession>>, log: (line: string) => void): () => void {
+  const observe = (s: Snapshot): void => {
+    if (s.at !== undefined) supervisor.observe(s.deployments, s.at.getTime());
+  };
+  // What was read before (the first poll, which the daemon waited for), then each new poll.
+  observe(discovery.snapshot());
+  const unsubscribe = discovery.subscribe(observe);
+  const timer = setInterval(() => supervisor.tick(), SUPERVISE_EVERY_MS);
+  const deaths = new AbortController();
+  for (const [cluster, session] of sessions) {
+    void session.then(
+      (opened) => watchDeaths(opened, (d) => supervisor.died(cluster, d), (line) => log(`supervise: ${line}`), deaths.signal),
+      (e: unknown) => log(`supervise: cannot follow the container events of ${cluster} (${(e as Error).message}); deaths are seen by the polls only`),
+    );
+  }
+  return () => {
+    unsubscribe();
+    clearInterval(timer);
+    deaths.abort();
+  };
 }
 
 export function registerServe(program: Command, io: Output): void {
@@ -164,8 +167,9 @@ export function registerServe(program: Command, io: Output): void {
       const [{ GatewayMetrics }, { createGateway }] = await Promise.all([import("../gateway/metrics.js"), import("../gateway/server.js")]);
       const metrics = new GatewayMetrics();
       const log = (line: string): void => io.err(`launcher serve: ${line}`);
-      const sessions = sessionsOf(clusters);
-      const supervisor = supervisorFor(sessions, store, discovery, log, parseDuration(flags.restartBackoff, "--restart-backoff"));
+      const registry = new BootRegistry(Date.now);
+      const sessions = new Map(clusters.map((c) => [c.name, openSession(c)]));
+      const supervisor = supervisorFor(sessions, store, discovery, registry, log, parseDuration(flags.restartBackoff, "--restart-backoff"));
 
       // Rebuilt only when the labels or the store changed; the store is checked on every request
       // because a lane switch must take effect before its old deployment is stopped.
@@ -204,7 +208,6 @@ export function registerServe(program: Command, io: Output): void {
         return table;
       };
 
-      const registry = new BootRegistry(Date.now);
       const control = flags.control
         ? controlApi({
             ...(admin.length === 0 ? {} : { checkAdmin: keyChecker(admin) }),
@@ -248,10 +251,10 @@ export function registerServe(program: Command, io: Output): void {
       });
       // Boots a daemon of this store left (killed, even with kill -9, or stopped) are watched again
       // from their containers' logs: each ends ready or rolled back, and `attach`/`down` reach it.
-      adoptBoots({ store, registry, clusters: clusters.map((c) => c.name), session: sessions, log, now: () => new Date() });
+      adoptBoots({ store, registry, clusters: clusters.map((c) => c.name), session: (name) => sessions.get(name) ?? Promise.resolve(undefined), log, now: () => new Date() });
       discovery.start();
       await discovery.ready(30_000);
-      const stopSupervising = superviseFrom(discovery, supervisor);
+      const stopSupervising = superviseFrom(discovery, supervisor, sessions, log);
       const addr = gateway.server.address();
       const port = typeof addr === "object" && addr !== null ? addr.port : listen.port;
       const shown = listen.host.includes(":") ? `[${listen.host}]` : listen.host;

@@ -108,7 +108,13 @@ export function registerStatus(program: Command, io: Output): void {
       // stop watching, except for the gateway's watchers: their parent going away ends them. A
       // terminal is not read: a watch run in the background (`&`) would be stopped by SIGTTIN.
       const input = process.stdin.isTTY ? undefined : createInterface({ input: process.stdin });
-      input?.on("line", () => wake?.());
+      // A line that comes during a poll asks for one more right after it: the poll under way may
+      // have read the nodes before what the line is about (the daemon's supervisor asks so).
+      let asked = false;
+      input?.on("line", () => {
+        if (wake === undefined) asked = true;
+        else wake();
+      });
       if (opts.exitWithStdin) input?.on("close", stop);
       // The daemon's watchers share its process group, so a closed terminal's SIGHUP reaches them
       // too (bash sends it to the whole job); the daemon goes on, and so do they: their end is stdin's.
@@ -131,6 +137,10 @@ export function registerStatus(program: Command, io: Output): void {
           if (live === undefined) for (const w of now) if (!said.has(w)) io.err(`warning: ${w}`);
           said = new Set(now);
           if (stopped) break;
+          if (asked) {
+            asked = false;
+            continue;
+          }
           await new Promise<void>((resolve) => {
             const timer = setTimeout(resolve, intervalMs);
             wake = () => {

@@ -1,57 +1,34 @@
-import type { ImageFacts } from "../engine/image-contract.js";
 import type { Plan } from "../plan/plan.js";
 import type { StateStore } from "../store/store.js";
-import { claimPlanNodes, DEFAULT_LEASE_MS } from "./claims.js";
-import { recordedUp } from "./launch.js";
-import type { Progress } from "./progress.js";
+import { DEFAULT_LEASE_MS } from "./claims.js";
 import type { ClusterSession } from "./session.js";
+import { progressEvents, type UpEvent } from "./up-events.js";
+import { bootKept, type UpOutcome } from "./up-use-case.js";
 
 /** A boot the supervisor issues may take as long as one `up` gives it by default. */
 const REBOOT_TIMEOUT_MS = 60 * 60_000;
 
 /**
- * The daemon's one call into the `up` use case: boot a kept plan again as `up` boots it (node
- * claims, image push, preflight, starts, the watch, the rollback of its own containers on any
- * failure, the boot recorded in history), its progress as log lines. Throws when it fails.
+ * The daemon's restart of a kept plan, through the one `up` use case (src/deploy/up-use-case.ts
+ * bootKept): its words and progress become the boot's events (`emit`), which the daemon's boot
+ * registry keeps for `attach` as it does for a submitted `up`. Throws when it fails, after its
+ * rollback.
  */
-export async function bootAgain(
+export function bootAgain(
   plan: Plan,
   session: ClusterSession,
   signal: AbortSignal,
   store: StateStore,
-  log: (line: string) => void,
+  emit: (e: UpEvent) => void,
   now: () => Date = () => new Date(),
   /** The daemon stops: the boot is left to the next daemon, which adopts it (src/deploy/adopt.ts), as `up`'s boots are. */
   detach?: AbortSignal,
-): Promise<void> {
-  const what = `launcher serve (restart of ${plan.deployment})`;
-  const lost = new AbortController();
-  const claims = await claimPlanNodes(session, plan, {
-    command: what,
-    leaseMs: DEFAULT_LEASE_MS,
-    now,
-    note: log,
-    onLost: (message) => {
-      log(message);
-      lost.abort();
-    },
-  });
-  const phases = new Map<string, string>();
-  const progress: Progress = {
-    // One line per phase a node enters, not per log line.
-    node: (node, state) => {
-      if (phases.get(node) === state.phase) return;
-      phases.set(node, state.phase);
-      log(`${plan.deployment}: ${node} ${state.phase}`);
-    },
-    note: (text) => log(`${plan.deployment}: ${text}`),
-    done: () => undefined,
-  };
-  // What earlier boots read of an image (entrypoint, engine version) is kept by image ID, as for `up`.
-  const images = { get: (id: string) => store.imageFacts(id), put: (id: string, facts: ImageFacts) => store.saveImageFacts(id, facts, now().toISOString()) };
-  try {
-    await recordedUp(plan, { ...session, images }, { timeoutMs: REBOOT_TIMEOUT_MS, signal: AbortSignal.any([signal, lost.signal]), progress, push: true, ...(detach === undefined ? {} : { detach }) }, store, now);
-  } finally {
-    await claims.release();
-  }
+): Promise<UpOutcome> {
+  const say = (text: string): void => emit({ type: "say", text, t: now().getTime() });
+  return bootKept(
+    plan,
+    session,
+    { store, say, progress: progressEvents(emit, () => now().getTime()), signal, now, leaseMs: DEFAULT_LEASE_MS, timeoutMs: REBOOT_TIMEOUT_MS, push: true, ...(detach === undefined ? {} : { detach }) },
+    `launcher serve (restart of ${plan.deployment})`,
+  );
 }

@@ -65,6 +65,11 @@ export type SuperviseEvent =
    * it was `cancelled`: the deployment was stopped (`launcher down`) before or while it booted.
    */
   | { readonly kind: "restart-ended"; readonly at: number; readonly ok: boolean; readonly error?: string; readonly cancelled?: boolean }
+  /**
+   * Docker said one of its ranks' containers died (a `die` event read from the node as it
+   * happened): confirmed by itself, as the container's end is Docker's own record.
+   */
+  | { readonly kind: "died"; readonly at: number; readonly failure: Failure }
   /** Time passed (a backoff may be over). */
   | { readonly kind: "tick"; readonly at: number };
 
@@ -83,15 +88,31 @@ export interface Decision {
 
 export const INITIAL: Supervised = { phase: "watching", attempts: 0 };
 
+/**
+ * Orders containers' ends as Docker records them (RFC 3339 with nanoseconds, trailing zeros cut:
+ * "…:10.5Z" is before "…:10.123456789Z" as text): fractions padded first; unknown ends last.
+ */
+export function byEnd(a: string | undefined, b: string | undefined): number {
+  const norm = (t: string | undefined): string => (t === undefined ? "\uffff" : t.replace(/(\.\d+)?Z$/, (_, f: string | undefined) => `${(f ?? ".").padEnd(10, "0")}Z`));
+  return norm(a).localeCompare(norm(b));
+}
+
+/** A rank whose container is no longer running (a poll's rank state, or docker's `die` event). */
+export const rankExited = (rank: number, node: string, container: string, state: string, exitCode: number | undefined): Failure => ({
+  kind: "rank-exited",
+  rank,
+  node,
+  container,
+  message: `rank ${rank} on ${node} ${state}${exitCode === undefined ? "" : ` (exit ${exitCode})`}`,
+});
+
 /** What is wrong with a deployment that served, from one status poll; undefined: nothing. */
 export function failureOf(d: DeploymentStatus): Failure | undefined {
   // The rank that exited first: the others most likely only lost it as a peer.
   const dead = d.ranks
     .filter((r) => r.state !== "running" && r.state !== "unreachable")
-    .sort((a, b) => (a.finished_at ?? "\uffff").localeCompare(b.finished_at ?? "\uffff") || a.rank - b.rank)[0];
-  if (dead !== undefined) {
-    return { kind: "rank-exited", rank: dead.rank, node: dead.node, container: dead.container, message: `rank ${dead.rank} on ${dead.node} ${dead.state}${dead.exit_code === undefined ? "" : ` (exit ${dead.exit_code})`}` };
-  }
+    .sort((a, b) => byEnd(a.finished_at, b.finished_at) || a.rank - b.rank)[0];
+  if (dead !== undefined) return rankExited(dead.rank, dead.node, dead.container, dead.state, dead.exit_code);
   if (d.missing.length > 0 && d.status === "degraded") return { kind: "rank-exited", message: `missing ${d.missing.join("; ")}` };
   const lost = d.ranks.find((r) => r.state === "unreachable");
   // A node that does not answer SSH while the head still serves: the engine works (its ranks talk
@@ -144,7 +165,8 @@ export function supervise(state: Supervised, event: SuperviseEvent, policy: Rest
       // The failed boot rolled its containers back: try again (after the backoff), or give up.
       return next(state.attempts, state.streak, state.failure, event.at, policy, timing);
     case "backoff": {
-      if (event.kind === "restart-ended") return stay;
+      // The group is down already: a death now is one of its leftovers, and the backoff decides.
+      if (event.kind === "restart-ended" || event.kind === "died") return stay;
       // A `launcher up` of it meanwhile (or a boot this daemon issued before a restart) serves: fine.
       if (event.kind === "observed" && event.status?.status === "serving" && failureOf(event.status) === undefined) {
         return { state: { phase: "ready", attempts: state.attempts, streak: state.streak, since: event.at }, actions: [] };
@@ -169,9 +191,22 @@ export function supervise(state: Supervised, event: SuperviseEvent, policy: Rest
       return { state: { phase: "ready", attempts: state.attempts, streak: 0, since: event.at, failing: { at: event.at, failure } }, actions: [] };
     }
     case "ready": {
+      if (event.kind === "died") {
+        // A death of the group before this one (the restart's own removal) is no news.
+        if (event.at < state.since) return stay;
+        // Docker's own word that the container ended needs no second look (a poll's "exited" is read
+        // from the same state; its confirmation guards against a poll caught mid-`down`, which the
+        // restart checks in the store under the deployment's lock anyway). Which rank ended first is
+        // decided by the restart from the containers it removes (src/deploy/supervisor.ts).
+        const streak = event.at - state.since >= timing.resetAfterMs ? 0 : state.streak;
+        return next(state.attempts, streak, event.failure, event.at, policy, timing);
+      }
       if (event.kind !== "observed") return stay;
       // Read before the group served again (a poll that began during the restart): it says nothing new.
       if (event.at < state.since) return stay;
+      // Begun before the failure was seen (a die event comes between a poll's start and its end): it
+      // can neither confirm the failure nor clear it.
+      if (state.failing !== undefined && event.at < state.failing.at) return stay;
       // Removed on every node (`launcher down`, a lane swap): nothing to restart.
       if (event.status === undefined) return { state: undefined, actions: [{ kind: "forget" }] };
       const failure = failureOf(event.status);
@@ -184,7 +219,11 @@ export function supervise(state: Supervised, event: SuperviseEvent, policy: Rest
       const confirmed = failure.kind === "rank-exited" || event.at - state.failing.at >= timing.confirmMs;
       if (!confirmed) return stay;
       const streak = event.at - state.since >= timing.resetAfterMs ? 0 : state.streak;
-      return next(state.attempts, streak, state.failing.failure.kind === failure.kind ? state.failing.failure : failure, event.at, policy, timing);
+      // The confirming poll names the rank that exited first by its container's end (failureOf), which
+      // the order deaths were heard in from several nodes does not (each node's events come over
+      // their own stream); one that names no rank (its container is gone) keeps the first sighting's.
+      const named = failure.kind === state.failing.failure.kind && failure.rank === undefined ? state.failing.failure : failure;
+      return next(state.attempts, streak, named, event.at, policy, timing);
     }
   }
 }

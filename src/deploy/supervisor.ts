@@ -1,15 +1,22 @@
+import { setTimeout as delay } from "node:timers/promises";
 import { explainLog } from "../engine/explain.js";
 import { adapterOf } from "../engine/registry.js";
 import { decodeSavedPlan } from "../plan/saved.js";
 import type { Plan } from "../plan/plan.js";
 import type { StateStore } from "../store/store.js";
 import { LABELS, type DeploymentStatus, type RestartPolicy } from "./contract.js";
+import { checkInterrupted, Detached } from "./abort.js";
 import { stampLabel } from "./boot.js";
-import { Detached } from "./abort.js";
-import { formatRemoval, removeContainers, unreachableOf } from "./down.js";
+import type { BootRegistry } from "./boots.js";
+import type { RankDeath } from "./deaths.js";
+import { SETTLE_MS } from "./up.js";
+import type { UpEvent } from "./up-events.js";
+import type { UpOutcome } from "./up-use-case.js";
+import { formatRemoval, removeContainers, removeListed, unreachableOf } from "./down.js";
+import { listNodes, type Labelled } from "./labels.js";
 import { deploymentKey, holdOrBusy, laneKey } from "./locks.js";
 import type { ClusterSession } from "./session.js";
-import { answersRestarting, INITIAL, isRestarting, policyOf, retryAfterSeconds, supervise, type Failure, type SuperviseAction, type SuperviseEvent, type Supervised, type SuperviseTiming } from "./supervise.js";
+import { answersRestarting, byEnd, INITIAL, isRestarting, policyOf, rankExited, retryAfterSeconds, supervise, type Failure, type SuperviseAction, type SuperviseEvent, type Supervised, type SuperviseTiming } from "./supervise.js";
 
 /** A deployment as the daemon's discovery reports it: its status and the cluster it runs on. */
 export type Seen = DeploymentStatus & { readonly cluster: string };
@@ -20,16 +27,31 @@ export interface SupervisorDeps {
   /** The cluster's session (opened once, kept): undefined for a cluster this daemon does not watch. */
   readonly session: (cluster: string) => Promise<ClusterSession | undefined>;
   /**
-   * Boots a plan and waits until it serves, rolling back on failure (throws then). The daemon's one
-   * call into the `up` use case (src/deploy/launch.ts recordedUp), so that a boot is the same
-   * wherever it is started from.
+   * Boots a plan and waits until it serves, rolling back on failure (throws then), saying what it
+   * does through `emit`. The daemon's one call into the `up` use case (src/deploy/reboot.ts), so
+   * that a boot is the same wherever it is started from.
    */
-  readonly boot: (plan: Plan, session: ClusterSession, signal: AbortSignal) => Promise<void>;
+  /** `signal`: `down NAME` (rolls back); `detach`: the daemon stops and leaves the boot to the next (src/deploy/adopt.ts). */
+  readonly boot: (plan: Plan, session: ClusterSession, signal: AbortSignal, emit: (e: UpEvent) => void, detach: AbortSignal) => Promise<UpOutcome>;
+  /** Where restarts run: the daemon's boot registry, so that `attach NAME` follows one and `down NAME` cancels it. */
+  readonly boots: Pick<BootRegistry, "start">;
   /** Look at the clusters again now: a failure seen once is confirmed (or not) by the next poll. */
   readonly refresh: () => void;
   readonly log: (line: string) => void;
   readonly now: () => number;
   readonly timing: SuperviseTiming;
+}
+
+/** How one restart went, filled in as it runs. */
+interface Attempt {
+  ok: boolean;
+  /** Stopped by `launcher down` (before or while it booted): the deployment is forgotten. */
+  cancelled: boolean;
+  error?: string;
+  /** Its row in the store's restarts, once the cause was read. */
+  record?: number;
+  /** The daemon stopped during its boot: the boot goes on, the next daemon adopts it and ends the row. */
+  left?: boolean;
 }
 
 interface Entry {
@@ -45,6 +67,12 @@ interface Entry {
 }
 
 const key = (cluster: string, deployment: string): string => `${cluster}/${deployment}`;
+
+/** The rank of a group whose container ended first (by its end as Docker recorded it); undefined while all run. */
+function firstEnded(group: readonly Labelled[]): Failure | undefined {
+  const ended = group.filter((c) => !c.c.running).sort((a, b) => byEnd(a.c.finishedAt, b.c.finishedAt) || a.labels.rank - b.labels.rank)[0];
+  return ended === undefined ? undefined : rankExited(ended.labels.rank, ended.node, ended.c.name, ended.c.state, ended.c.exitCode);
+}
 /** Stop signal for a dying rank's container before the group is recreated: it is dead weight. */
 const REMOVE_GRACE_SECONDS = 3;
 /** How much of a dead rank's log is read for its root cause. */
@@ -91,6 +119,17 @@ export class Supervisor {
     }
   }
 
+  /** Docker said a rank of a deployment on `cluster` died: a first sighting, which the next poll confirms (asked for now). */
+  died(cluster: string, death: RankDeath): void {
+    if (this.stopping.signal.aborted) return;
+    const k = key(cluster, death.deployment);
+    const entry = this.entries.get(k);
+    if (entry === undefined) return;
+    // Said as docker said it, whatever the supervisor makes of it: where a restart's first sighting came from.
+    this.deps.log(`supervise: ${death.deployment}: docker on ${death.node} says ${death.failure.message}`);
+    this.step(k, entry, { kind: "died", at: this.deps.now(), failure: death.failure });
+  }
+
   /** Time passed: a backoff may be over. */
   tick(): void {
     for (const [k, entry] of this.entries) if (entry.state.phase === "backoff") this.step(k, entry, { kind: "tick", at: this.deps.now() });
@@ -129,7 +168,7 @@ export class Supervisor {
     while (this.running.size > 0) await Promise.allSettled([...this.running]);
   }
 
-  /** Stops: restarts under way are interrupted (their boots roll back) and waited for. */
+  /** Stops: restarts under way are interrupted before their new group starts, and left to the next daemon once it runs (src/deploy/adopt.ts); waited for. */
   async stop(): Promise<void> {
     this.stopping.abort();
     for (const e of this.entries.values()) clearTimeout(e.timer);
@@ -179,24 +218,62 @@ export class Supervisor {
     this.running.add(p);
   }
 
-  /** Recreates the whole group: its root cause read, every rank removed, its plan booted again. */
+  /**
+   * Recreates the whole group as a boot of the daemon's registry (`attach NAME` follows it from
+   * its start, `down NAME` cancels it): its root cause read, every rank removed, its plan booted
+   * again through the `up` use case.
+   */
   private async restart(k: string, entry: Entry, attempt: number, failure: Failure): Promise<void> {
+    const { cluster, deployment, lane } = entry.seen;
+    const tried: Attempt = { ok: false, cancelled: false };
+    try {
+      const run = this.deps.boots.start({ deployment, cluster, ...(lane === undefined ? {} : { lane }) }, (emit, signal, detach) => this.recreate(entry, attempt, failure, tried, emit, signal, detach));
+      await run.ended;
+    } catch (e) {
+      // Refused at once: an `up` of this name or lane runs in this daemon. This try counts as failed.
+      tried.error = (e as Error).message;
+      this.deps.log(`supervise: ${deployment}: restart ${attempt} not started: ${tried.error}`);
+    }
+    if (tried.left === true) return;
+    if (tried.record !== undefined) this.deps.store.endRestart(tried.record, tried.ok ? "ready" : tried.cancelled ? "cancelled" : "failed", new Date(this.deps.now()).toISOString(), tried.error);
+    if (this.entries.get(k) === entry) this.step(k, entry, { kind: "restart-ended", at: this.deps.now(), ok: tried.ok, cancelled: tried.cancelled, ...(tried.error === undefined ? {} : { error: tried.error }) });
+  }
+
+  /** The restart's boot, run by the registry: `emit` says it to whoever attaches, `signal` is `down NAME`. */
+  private async recreate(entry: Entry, attempt: number, failure: Failure, tried: Attempt, emit: (e: UpEvent) => void, signal: AbortSignal, detach: AbortSignal): Promise<UpOutcome> {
     const { cluster, deployment, lane } = entry.seen;
     const store = this.deps.store;
     const at = (): string => new Date(this.deps.now()).toISOString();
+    const say = (line: string): void => {
+      this.deps.log(`supervise: ${deployment}: ${line}`);
+      emit({ type: "say", text: `launcher serve: ${line}`, t: this.deps.now() });
+    };
     const of = entry.policy.max === undefined ? "" : ` of at most ${entry.policy.max}`;
-    this.deps.log(`supervise: ${deployment}: ${failure.message}; recreating the whole group (restart ${attempt}${of})`);
-    let ok = false;
-    let cancelled = false;
-    let left = false;
-    let error: string | undefined;
-    let record: number | undefined;
+    // The daemon stopping interrupts the steps before the new group starts (nothing of it is left
+    // then), and leaves its boot, once started, to the next daemon as every boot of a daemon is
+    // (src/deploy/adopt.ts): that is no `down`, the deployment stays known.
+    const leaving = AbortSignal.any([detach, this.stopping.signal]);
+    const stop = AbortSignal.any([signal, leaving]);
+    const cancelledByDown = (): boolean => signal.aborted && !leaving.aborted;
+    say(`${failure.message}; recreating the whole group (restart ${attempt}${of})`);
     const releases: (() => void | Promise<void>)[] = [];
+    let session: ClusterSession | undefined;
     try {
-      const session = await this.deps.session(cluster);
+      session = await this.deps.session(cluster);
       if (session === undefined) throw new Error(`cluster ${cluster} is not one this daemon watches`);
+      // The group as it is once the settle `up` gives a failure has passed (a lost peer makes the
+      // other ranks end too, within moments): the rank whose container ended first is the one that
+      // failed (the others lost it as a peer, and their deaths may have been heard of first; the
+      // rig's crash test heard the worker's die 28 ms before the head's that crashed). The same
+      // listing is what the removal below removes.
+      await delay(SETTLE_MS, undefined, { signal: stop }).catch(() => undefined);
+      checkInterrupted(stop, `before anything of ${deployment} was removed`);
+      const listing = await listNodes(session);
+      const first = firstEnded(listing.flatMap((l) => (l.reachable ? l.containers : [])).filter((c) => c.labels.deployment === deployment));
+      if (first !== undefined && (first.rank !== failure.rank || first.node !== failure.node)) say(`${first.message} first`);
+      failure = first ?? failure;
       const cause = await this.rootCause(session, entry.seen, failure);
-      record = store.beginRestart({
+      tried.record = store.beginRestart({
         cluster,
         deployment,
         ...(lane === undefined ? {} : { lane }),
@@ -208,7 +285,7 @@ export class Supervisor {
         ...(cause === undefined ? {} : { cause }),
         started_at: at(),
       });
-      if (cause !== undefined) this.deps.log(`supervise: ${deployment}: cause: ${cause}`);
+      if (cause !== undefined) say(`cause: ${cause}`);
       const saved = store.savedPlan(cluster, deployment);
       if (saved === undefined) throw new Error(`no plan of ${deployment} is kept in this machine's store (it was started by another machine's launcher, or before launcher kept plans): launcher up it again here`);
       const plan = decodeSavedPlan(saved);
@@ -218,27 +295,41 @@ export class Supervisor {
       releases.push(holdOrBusy(store, [deploymentKey(cluster, deployment), ...(lane === undefined ? [] : [laneKey(lane)])], `launcher serve (restart ${attempt} of ${deployment})`, () => new Date(this.deps.now())));
       // `launcher down` marks it stopped once its containers are gone (also during an earlier try's boot): not to be booted again.
       if (!store.deploymentServed(cluster, deployment)) {
-        cancelled = true;
+        tried.cancelled = true;
         throw new Error(`${deployment} was stopped (launcher down) since it served: not restarting it`);
       }
-      const removed = await removeContainers(session, (c) => c.labels.deployment === deployment, REMOVE_GRACE_SECONDS);
-      for (const line of formatRemoval(removed, `launcher down deployment/${deployment}`, "summary")) this.deps.log(`supervise: ${deployment}: ${line}`);
+      const removed = await removeListed(listing, (c) => c.labels.deployment === deployment, REMOVE_GRACE_SECONDS);
+      for (const line of formatRemoval(removed, `launcher down deployment/${deployment}`, "summary")) say(line);
       if (unreachableOf(removed).length > 0) throw new Error(`cannot recreate ${deployment} while ${unreachableOf(removed).map((u) => u.node).join(", ")} does not answer`);
-      await this.deps.boot(stampLabel(plan.plan, LABELS.restarts, String(attempt)), session, this.stopping.signal);
-      ok = true;
-      this.deps.log(`supervise: ${deployment} serves again (restart ${attempt}${of})`);
+      checkInterrupted(stop, `before the new group of ${deployment} started; its old group is removed`);
+      const outcome = await this.deps.boot(stampLabel(plan.plan, LABELS.restarts, String(attempt)), session, signal, emit, leaving);
+      tried.ok = true;
+      say(`${deployment} serves again (restart ${attempt}${of})`);
+      return outcome;
     } catch (e) {
-      error = (e as Error).message;
-      // The daemon stops: the restart's boot is left as `up`'s are, and its row stays open for the
-      // daemon that adopts the boot (src/deploy/adopt.ts), which ends it.
-      left = e instanceof Detached;
-      this.deps.log(`supervise: ${deployment}: restart ${attempt} ${left ? "left to the next daemon" : "failed"}: ${error.split("\n")[0] ?? ""}`);
+      tried.error = (e as Error).message;
+      if (e instanceof Detached) {
+        // Its row stays open for the daemon that adopts the boot, which ends it.
+        tried.left = true;
+        say(`restart ${attempt} left to the next daemon: ${tried.error}`);
+        throw e;
+      }
+      if (cancelledByDown()) {
+        // `launcher down NAME` cancelled it: as any down, nothing of the deployment is left (the old
+        // group too, when the cancel came before its removal), and it is not booted again.
+        tried.cancelled = true;
+        store.deploymentStopping(cluster, deployment, at());
+        if (session !== undefined) {
+          const removed = await removeContainers(session, (c) => c.labels.deployment === deployment, REMOVE_GRACE_SECONDS);
+          for (const line of formatRemoval(removed, `launcher down deployment/${deployment}`, "summary")) say(line);
+          if (unreachableOf(removed).length === 0) store.deploymentStopped(cluster, deployment, at());
+        }
+      }
+      say(`restart ${attempt} ${tried.cancelled ? "cancelled" : "failed"}: ${tried.error.split("\n")[0] ?? ""}`);
+      throw e;
     } finally {
       for (const r of releases.reverse()) await r();
     }
-    if (left) return;
-    if (record !== undefined) store.endRestart(record, ok ? "ready" : cancelled ? "cancelled" : "failed", at(), error);
-    if (this.entries.get(k) === entry) this.step(k, entry, { kind: "restart-ended", at: this.deps.now(), ok, cancelled, ...(error === undefined ? {} : { error }) });
   }
 
   /**

@@ -3,14 +3,14 @@ import type { ImageFacts } from "../engine/image-contract.js";
 import type { Plan } from "../plan/plan.js";
 import type { StateStore } from "../store/store.js";
 import { abortable } from "./abort.js";
-import { claimPlanNodes } from "./claims.js";
+import { claimPlanNodes, type NodeClaims } from "./claims.js";
 import { detectAndRecord, fabricBlockers, fabricCheckFailed } from "./doctor.js";
 import { upInLane, type LaneUpResult } from "./lane.js";
 import { recordedUp } from "./launch.js";
 import { deploymentKey, holdOrBusy, laneKey } from "./locks.js";
 import type { Progress } from "./progress.js";
-import { openSession } from "./session.js";
-import type { UpResult } from "./up.js";
+import { openSession, type ClusterSession } from "./session.js";
+import type { UpOptions, UpResult } from "./up.js";
 
 /**
  * The whole `up` use case (lock, detect fabric, re-plan, check, claim, launch or swap a lane,
@@ -75,43 +75,78 @@ export async function upUseCase(request: UpRequest, cluster: Cluster, first: Pla
     const probing = "while probing the nodes' fabric; nothing was started";
     const opened = await abortable(openSession(cluster), signal, probing);
     const detected = await abortable(detectAndRecord(opened, store, now().toISOString(), { peers: false }), signal, probing);
-    // What earlier boots read of an image (entrypoint, engine version) is kept by image ID.
-    const session = { ...detected.session, images: { get: (id: string) => store.imageFacts(id), put: (id: string, facts: ImageFacts) => store.saveImageFacts(id, facts, now().toISOString()) } };
+    const session = withImageFacts(detected.session, store, now);
     const findings = detected.report.findings;
-    const progress = host.progress;
-    // A claim taken over by another launcher (this one froze past its lease) stops the boot.
-    const claimLost = new AbortController();
-    const options = { timeoutMs: host.timeoutMs, signal: AbortSignal.any([host.signal, claimLost.signal]), progress, push: host.push, ...(host.detach === undefined ? {} : { detach: host.detach }) };
-    const onLost = (message: string): void => {
-      progress.note(message);
-      claimLost.abort();
-    };
-    const claim = (plan: Plan) => claimPlanNodes(session, plan, { command: what, leaseMs: host.leaseMs, now, note: (t) => progress.note(t), onLost });
+    const step = bootStep(session, host, what);
     if (request.lane === undefined) {
       const plan = host.plan(undefined, session.cluster, "error");
       const blocking = fabricBlockers(findings, plan.nodes.map((n) => n.node));
       if (blocking.length > 0) throw fabricCheckFailed(blocking);
       release.push(holdOrBusy(store, [deploymentKey(plan.cluster, plan.deployment)], what, now));
-      const claims = await claim(plan);
-      release.push(() => claims.release());
-      host.say(`launcher: starting ${plan.deployment} (${plan.recipe.id}) on ${plan.nodes.map((n) => n.node).join(", ")}`);
-      return { ...(await recordedUp(plan, session, options, store, now)), deployment: plan.deployment };
+      return await launchPlan(plan, session, host, step);
     }
     const lane = request.lane;
     host.say(`launcher: putting ${first.recipe.id} in lane ${lane}`);
     return await upInLane((nodes) => host.plan(nodes, session.cluster, "error"), request.nodes !== undefined, session, {
-      ...options,
+      ...step.options,
       lane,
       store,
       now,
       drainMs: host.drainMs,
       what,
-      claim,
+      claim: step.claim,
       findings,
     });
   } finally {
     for (const r of release.reverse()) await r();
   }
+}
+
+/** What a boot of a plan already made needs of its host: no planner, no lane to drain. */
+export type BootHost = Omit<UpHost, "plan" | "drainMs">;
+
+/** What earlier boots read of an image (entrypoint, engine version) is kept by image ID, in the store. */
+const withImageFacts = (session: ClusterSession, store: StateStore, now: () => Date): ClusterSession => ({
+  ...session,
+  images: { get: (id: string) => store.imageFacts(id), put: (id: string, facts: ImageFacts) => store.saveImageFacts(id, facts, now().toISOString()) },
+});
+
+/** How every boot is run: its options, and how it claims its nodes (a claim lost stops it). */
+function bootStep(session: ClusterSession, host: BootHost, what: string): { options: UpOptions; claim: (plan: Plan) => Promise<NodeClaims> } {
+  const progress = host.progress;
+  // A claim taken over by another launcher (this one froze past its lease) stops the boot.
+  const claimLost = new AbortController();
+  const options = { timeoutMs: host.timeoutMs, signal: AbortSignal.any([host.signal, claimLost.signal]), progress, push: host.push, ...(host.detach === undefined ? {} : { detach: host.detach }) };
+  const onLost = (message: string): void => {
+    progress.note(message);
+    claimLost.abort();
+  };
+  const claim = (plan: Plan): Promise<NodeClaims> => claimPlanNodes(session, plan, { command: what, leaseMs: host.leaseMs, now: host.now, note: (t) => progress.note(t), onLost });
+  return { options, claim };
+}
+
+/** The plan's nodes claimed, then the plan booted and recorded: how every boot but a lane swap ends. */
+async function launchPlan(plan: Plan, session: ClusterSession, host: BootHost, step: ReturnType<typeof bootStep>): Promise<UpOutcome> {
+  const claims = await step.claim(plan);
+  try {
+    host.say(`launcher: starting ${plan.deployment} (${plan.recipe.id}) on ${plan.nodes.map((n) => n.node).join(", ")}`);
+    return { ...(await recordedUp(plan, session, step.options, host.store, host.now)), deployment: plan.deployment };
+  } finally {
+    await claims.release();
+  }
+}
+
+/**
+ * A kept plan booted again, as `up` boots it (claims, push, preflight, starts, the watch, the
+ * rollback of its own containers, the boot recorded): a supervisor's restart of a group that
+ * failed. The caller holds the deployment's and lane's locks and removed the old group. The fabric
+ * is not probed again: the kept plan carries what its first `up` found, preflight still checks
+ * every node, and a probe is SSH round trips on every node before the `docker run`s that a
+ * restart must issue fast (README, "Supervision").
+ */
+export function bootKept(plan: Plan, session: ClusterSession, host: BootHost, what: string): Promise<UpOutcome> {
+  const kept = withImageFacts(session, host.store, host.now);
+  return launchPlan(plan, kept, host, bootStep(kept, host, what));
 }
 
 /** The line `up` prints on stdout when it succeeds, wherever the boot ran. */

@@ -58,7 +58,7 @@ interface Failure {
 }
 
 // A lost peer makes the other ranks fail too, within moments: wait this long, then blame the first.
-const SETTLE_MS = 600;
+export const SETTLE_MS = 600;
 const ROLLBACK_GRACE_SECONDS = 3;
 const LAST_LINES = 15;
 

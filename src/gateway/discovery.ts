@@ -71,6 +71,14 @@ export class Discovery {
     return this.current;
   }
 
+  private readonly listeners = new Set<(s: Snapshot) => void>();
+
+  /** Calls `f` with each new snapshot as it arrives (the supervisor acts on a poll at once); returns the unsubscribe. */
+  subscribe(f: (s: Snapshot) => void): () => void {
+    this.listeners.add(f);
+    return () => this.listeners.delete(f);
+  }
+
   start(): void {
     this.startedAt = Date.now();
     for (const s of this.sources) this.watch(s, 0);
@@ -193,6 +201,7 @@ export class Discovery {
     };
     this.report(this.current, next);
     this.current = next;
+    for (const f of this.listeners) f(next);
     if (this.polls.size === this.sources.length) {
       for (const w of this.firstWaiters.splice(0)) w();
     }

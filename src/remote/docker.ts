@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { RemoteError } from "../config/errors.js";
 import { execChecked, outputTail, unreachable, type Transport } from "./transport.js";
 
@@ -60,6 +61,38 @@ export type LogsSince = { readonly agoSeconds: number } | { readonly unixSeconds
 
 export const logsSinceArg = (since: LogsSince): string =>
   "agoSeconds" in since ? `${Math.max(0, Math.ceil(since.agoSeconds))}s` : String(Math.floor(since.unixSeconds));
+
+/**
+ * One line of `docker events --format '{{json .}}'`: moby/moby api/types/events/events.go
+ * `Message` (Type, Action, Actor{ID, Attributes}; a container's Attributes are its labels
+ * plus name, image and, for `die`, exitCode).
+ */
+const DockerEventSchema = z.looseObject({
+  Type: z.string(),
+  Action: z.string(),
+  Actor: z.looseObject({ ID: z.string(), Attributes: z.record(z.string(), z.string()).nullish() }),
+});
+
+export interface DockerEvent {
+  readonly type: string;
+  readonly action: string;
+  readonly id: string;
+  readonly attributes: Readonly<Record<string, string>>;
+}
+
+/** A line of `docker events` output, or undefined when it is not one (a warning the client printed). */
+export function decodeDockerEvent(line: string): DockerEvent | undefined {
+  let json: unknown;
+  try {
+    json = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  const r = DockerEventSchema.safeParse(json);
+  if (!r.success) return undefined;
+  const e = r.data;
+  return { type: e.Type, action: e.Action, id: e.Actor.ID, attributes: e.Actor.Attributes ?? {} };
+}
 
 export class DockerClient {
   constructor(readonly transport: Transport) {}
@@ -155,5 +188,16 @@ export class DockerClient {
       "--", container,
     ];
     return this.transport.stream(options.follow ? ["sh", "-c", FOLLOW_SCRIPT, "sh", ...argv] : argv, options.signal ? { signal: options.signal } : {});
+  }
+
+  /**
+   * The node's container events as they happen (`docker events`, which without --since prints only
+   * new ones: moby/moby man/docker-events.1.md), kept to `actions` of containers that carry `label`;
+   * one JSON object per line (decodeDockerEvent). Runs until `signal` aborts or the node goes away;
+   * like a followed log, the command on the node ends with its reader (FOLLOW_SCRIPT).
+   */
+  events(label: string, actions: readonly string[], signal: AbortSignal): AsyncIterable<string> {
+    const argv = ["docker", "events", "--format", "{{json .}}", "--filter", "type=container", "--filter", `label=${label}`, ...actions.flatMap((a) => ["--filter", `event=${a}`])];
+    return this.transport.stream(["sh", "-c", FOLLOW_SCRIPT, "sh", ...argv], { signal });
   }
 }

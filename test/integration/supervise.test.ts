@@ -15,15 +15,21 @@ interface Daemon {
   readonly url: string;
   readonly child: ChildProcess;
   log(): string;
+  /** Its log, each line stamped with when it came (ms since `from`): what a failed assertion shows. */
+  timed(from: number): string;
   /** SIGTERM, then SIGKILL after 15 s; or SIGKILL at once (`kill -9`, as a crash). */
   stop(signal?: "SIGTERM" | "SIGKILL"): Promise<void>;
 }
 
-/** `launcher serve` polling every 500 ms, on a free loopback port, once it listens. */
-async function daemon(): Promise<Daemon> {
-  const child = launcherProcess(["serve", "--listen", "127.0.0.1:0", "--poll", "500ms", "--restart-backoff", "1s"]);
+/** `launcher serve` (polling every 500 ms unless `args` say otherwise), on a free loopback port, once it listens. */
+async function daemon(args: readonly string[] = ["--poll", "500ms"]): Promise<Daemon> {
+  const child = launcherProcess(["serve", "--listen", "127.0.0.1:0", "--restart-backoff", "1s", ...args]);
   let stderr = "";
-  child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
+  const stamped: string[] = [];
+  child.stderr?.on("data", (d: Buffer) => {
+    stderr += d.toString();
+    for (const line of d.toString().split("\n")) if (line !== "") stamped.push(`${Date.now()} ${line}`);
+  });
   const exited = new Promise<void>((resolve) => child.on("close", () => resolve()));
   const { value: port } = await within(30_000, `launcher serve listening (${stderr})`, async () => {
     if (child.exitCode !== null) throw new Error(`launcher serve exited ${child.exitCode}: ${stderr}`);
@@ -33,6 +39,7 @@ async function daemon(): Promise<Daemon> {
     url: `http://127.0.0.1:${port}`,
     child,
     log: () => stderr,
+    timed: (from) => stamped.map((l) => l.replace(/^(\d+)/, (ms) => `+${Number(ms) - from}`)).join("\n"),
     stop: async (signal = "SIGTERM") => {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill(signal);
@@ -86,10 +93,12 @@ async function askUntil(c: OpenAI, model: string, want: (answer: string, seen: r
 const servedAfterRestart = (a: string, seen: readonly string[]): boolean => a === "200 practice" && seen.some((s) => s.startsWith("503 deployment_restarting"));
 
 describe("supervision: launcher serve recreates a group that fails after it served", { concurrency: false }, () => {
-  test("a worker killed after ready under --restart on-failure: the client sees 503 deployment_restarting with Retry-After, then 200; the restart is recorded", { timeout: 180_000 }, async (t) => {
-    const gw = await daemon();
+  test("a worker killed after ready under --restart on-failure, the daemon at its default poll: docker's die event starts the restart; the client sees 503 deployment_restarting with Retry-After, then 200; the restart is recorded, and attach shows it from its start", { timeout: 180_000 }, async (t) => {
+    // The default --poll (2 s): the die event, not a poll, is what notices the death.
+    const gw = await daemon(["--control"]);
+    const here = { LAUNCHER_DAEMON: "none" };
     try {
-      ok(await launcher(["up", "practice-2x", "--name", "sup-a", "--lane", "sup", "--restart", "on-failure:2"], 120_000), "up --restart");
+      ok(await launcher(["up", "practice-2x", "--name", "sup-a", "--lane", "sup", "--restart", "on-failure:2"], 120_000, here), "up --restart");
       const c = client(gw);
       await askUntil(c, "sup", (a) => a === "200 practice", 10_000);
       const killedAt = Date.now();
@@ -107,13 +116,20 @@ describe("supervision: launcher serve recreates a group that fails after it serv
       // Recorded as done once the boot's claims are given back, a moment after it serves.
       const { value: r } = await within(10_000, "the restart recorded as ready", async () => restarts("sup-a").find((x) => x.outcome === "ready"));
       assert.equal(r.attempt, 1);
-      // The issue's speed figure (target 1 s), as this run saw it with --poll 500ms: from the kill to the restart recorded (cause read, before the removal).
+      // A diagnostic only (bench/restart.ts measures the issue's 1 s figure): the kill to the restart recorded (settle and cause read, before the removal).
       t.diagnostic(`kill to restart issued: ${Date.parse(r.started_at) - killedAt} ms`);
       assert.equal(r.reason, "rank-exited");
-      assert.equal(r.node, "n2");
+      assert.equal(r.node, "n2", gw.timed(killedAt));
       assert.equal(r.rank, 1);
       assert.equal(r.outcome, "ready");
       assert.match(gw.log(), /supervise: sup-a: .*recreating the whole group \(restart 1 of at most 2\)/);
+      // Noticed through the node's docker events (the supervisor logs each death docker reports).
+      assert.match(gw.log(), /supervise: sup-a: docker on n2 says rank 1 on n2 exited \(exit 137\)/);
+      // The restart was a boot of the daemon: attach shows it from its start to up's answer.
+      const attached = ok(await launcher(["attach", "sup-a"], 30_000, { LAUNCHER_DAEMON: gw.url }), "attach sup-a");
+      assert.match(attached.stderr, /recreating the whole group \(restart 1 of at most 2\)/);
+      assert.match(attached.stderr, /removed 2 containers \(n1\/launcher-sup-a-r0, n2\/launcher-sup-a-r1\)/);
+      assert.match(attached.stdout, /^sup-a is ready in [\d.]+ s: /m);
       // The whole group is new: both ranks run again, each started after the kill.
       const states = containersOf("sup-a");
       assert.deepEqual(states, ["n1:launcher-sup-a-r0:running", "n2:launcher-sup-a-r1:running"]);
@@ -121,7 +137,7 @@ describe("supervision: launcher serve recreates a group that fails after it serv
       assert.ok(Date.parse(started) > killedAt - 1000, `the head was recreated too (started ${started})`);
       // `launcher down` while the daemon watches: the ranks it removes are no failure; nothing is booted again.
       const recorded = restarts("sup-a").length;
-      ok(await launcher(["down", "deployment/sup-a", "--grace", "1"]), "down sup-a");
+      ok(await launcher(["down", "deployment/sup-a", "--grace", "1"], 120_000, here), "down sup-a");
       await within(15_000, "the daemon forgets sup-a", async () => {
         const health = (await (await fetch(`${gw.url}/health`, { signal: AbortSignal.timeout(5000) })).json()) as { supervision?: Record<string, string> };
         return Object.keys(health.supervision ?? {}).some((k) => k.endsWith("/sup-a")) ? undefined : true;
@@ -131,7 +147,44 @@ describe("supervision: launcher serve recreates a group that fails after it serv
       assert.deepEqual(restarts("sup-a").slice(0, restarts("sup-a").length - recorded).filter((x) => x.outcome !== "cancelled"), []);
     } finally {
       await gw.stop();
-      await launcher(["down", "deployment/sup-a", "--grace", "1"]);
+      await launcher(["down", "deployment/sup-a", "--grace", "1"], 120_000, here);
+    }
+  });
+
+  test("launcher down NAME during a restart's boot cancels it through the daemon: rolled back, nothing left on any node, the deployment forgotten and not booted again", { timeout: 180_000 }, async () => {
+    // Slow phases: the restart's boot lasts seconds, long enough to be cancelled in the middle.
+    const slow = variant(dir, "sup-slow", "practice-2x", `[env]\nPRACTICE_PHASE_DELAY_MS = "1500"\n`);
+    const gw = await daemon(["--control"]);
+    const here = { LAUNCHER_DAEMON: "none" };
+    try {
+      ok(await launcher(["up", slow, "--name", "sup-c", "--restart", "on-failure"], 120_000, here), "up --restart");
+      await within(15_000, "the daemon supervising sup-c as ready", async () => {
+        const health = (await (await fetch(`${gw.url}/health`, { signal: AbortSignal.timeout(5000) })).json()) as { supervision?: Record<string, string> };
+        return Object.entries(health.supervision ?? {}).some(([k, v]) => k.endsWith("/sup-c") && v === "ready") ? true : undefined;
+      });
+      onHost(2, ["docker", "kill", "launcher-sup-c-r1"]);
+      // The old group removed and the new one started: the restart's boot is under way.
+      await within(30_000, "the restart's new group booting", async () =>
+        /supervise: sup-c: removed 2 containers/.test(gw.log()) && containersOf("sup-c").length === 2 && containersOf("sup-c").every((c) => c.endsWith(":running")) ? true : undefined,
+      );
+      const down = ok(await launcher(["down", "deployment/sup-c"], 60_000, { LAUNCHER_DAEMON: gw.url }), "down sup-c through the daemon");
+      assert.match(down.stdout, /cancelled the boot of sup-c in the daemon/);
+      assert.match(down.stdout, /rolled back: removed 2 containers/);
+      assert.deepEqual(containersOf("sup-c"), [], "nothing left on any node");
+      await within(10_000, "the restart recorded as cancelled", async () => restarts("sup-c").find((r) => r.outcome === "cancelled"));
+      const health = (await (await fetch(`${gw.url}/health`, { signal: AbortSignal.timeout(5000) })).json()) as { supervision?: Record<string, string> };
+      assert.ok(!Object.keys(health.supervision ?? {}).some((k) => k.endsWith("/sup-c")), `forgotten: ${JSON.stringify(health.supervision)}`);
+      // Marked stopped, so no daemon (this one or a later one) boots it again.
+      const store = new Store(path.join(STATE_HOME, "launcher", "launcher.db"));
+      try {
+        assert.equal(store.deploymentServed("practice", "sup-c"), false);
+      } finally {
+        store.close();
+      }
+      assert.deepEqual(restarts("sup-c").map((r) => r.outcome), ["cancelled"]);
+    } finally {
+      await gw.stop();
+      await launcher(["down", "deployment/sup-c", "--grace", "1"], 120_000, here);
     }
   });
 
@@ -145,7 +198,7 @@ describe("supervision: launcher serve recreates a group that fails after it serv
       assert.equal(records.length, 1, JSON.stringify(records));
       const [r] = records;
       assert.equal(r?.outcome, "ready");
-      assert.equal(r?.node, "n1");
+      assert.equal(r?.node, "n1", gw.timed(Date.now()));
       assert.equal(r?.cause, "RuntimeError: CUDA error: an illegal memory access was encountered");
       const hist = JSON.parse(ok(await launcher(["history", "--json"]), "history").stdout) as { restarts: { deployment: string; cause?: string }[] };
       assert.equal(hist.restarts.find((x) => x.deployment === "sup-crash")?.cause, r?.cause);

@@ -16,6 +16,7 @@ import { encodeSavedPlan } from "../../src/plan/saved.js";
 import type { ContainerInfo, DockerClient } from "../../src/remote/docker.js";
 import { Store, type BootInProgress } from "../../src/store/store.js";
 import { Detached } from "../../src/deploy/abort.js";
+import { within } from "../integration/practice-cluster.js";
 
 // Adoption of boots a dead daemon left: which are adopted, what the nodes must show, and the
 // adopted boot watched to its end (ready, failed, cancelled, left again) against fake nodes.
@@ -289,13 +290,16 @@ test("supervisor: a restart whose boot the stopping daemon left keeps its restar
   const removed: string[] = [];
   const s = session(fakeNode("n1", [info(0, "n1", false)], [], true, removed));
   let clock = 1000;
+  let booting = false;
   const sup = new Supervisor({
     store,
     session: async () => s,
-    boot: async (_p, _s, stopping) => {
-      await new Promise<void>((resolve) => stopping.addEventListener("abort", () => resolve(), { once: true }));
+    boot: async (_p, _s, _signal, _emit, detach) => {
+      booting = true;
+      await new Promise<void>((resolve) => detach.addEventListener("abort", () => resolve(), { once: true }));
       throw new Detached("d");
     },
+    boots: new BootRegistry(() => 0),
     refresh: () => undefined,
     log: () => undefined,
     now: () => clock,
@@ -308,7 +312,8 @@ test("supervisor: a restart whose boot the stopping daemon left keeps its restar
   sup.observe([seen("exited")], clock);
   clock += 100;
   sup.observe([seen("exited")], clock);
-  await new Promise((r) => setTimeout(r, 50));
+  // The restart's own settle passes before its boot starts.
+  await within(10_000, "the restart's boot runs", async () => (booting ? true : undefined));
   assert.deepEqual(store.restarts("d", 5).map((r) => r.outcome), ["restarting"]);
   await sup.stop();
   assert.deepEqual(store.restarts("d", 5).map((r) => r.outcome), ["restarting"], "left open: the adopting daemon ends it");

@@ -2,7 +2,10 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { encodeLabels, type DeploymentStatus } from "../../src/deploy/contract.js";
 import type { ClusterSession } from "../../src/deploy/session.js";
+import { BootRegistry } from "../../src/deploy/boots.js";
 import { Supervisor, type Seen } from "../../src/deploy/supervisor.js";
+import type { UpEvent } from "../../src/deploy/up-events.js";
+import type { UpOutcome } from "../../src/deploy/up-use-case.js";
 import type { Plan } from "../../src/plan/plan.js";
 import { encodeSavedPlan } from "../../src/plan/saved.js";
 import type { ContainerInfo, DockerClient } from "../../src/remote/docker.js";
@@ -15,7 +18,8 @@ const labels = (rank: number, node: string) =>
 
 function fakeDocker(node: string, rank: number, log: readonly string[], removed: string[]): DockerClient {
   let gone = false;
-  const info: ContainerInfo = { id: `id${rank}`, name: `launcher-d-r${rank}`, labels: labels(rank, node), state: "exited", running: false, exitCode: 1, startedAt: "t", finishedAt: "f", image: "img" };
+  // The worker (rank 1) died; the head still runs.
+  const info: ContainerInfo = { id: `id${rank}`, name: `launcher-d-r${rank}`, labels: labels(rank, node), state: rank === 0 ? "running" : "exited", running: rank === 0, exitCode: rank === 0 ? 0 : 1, startedAt: "t", finishedAt: rank === 0 ? "0001-01-01T00:00:00Z" : "2026-01-01T00:00:01Z", image: "img" };
   return {
     containers: async () => (gone ? [] : [info]),
     stopAndRemove: async (names: readonly string[]) => {
@@ -34,6 +38,8 @@ const plan = {
   nodes: [{ rank: 0, node: "n1", container: "launcher-d-r0", labels: {}, argv: ["docker", "run", "--label", "launcher.deployment=d", "--", "img"] }],
   start_order: ["n1"],
 } as unknown as Plan;
+
+const ready: UpOutcome = { status: "ready", deployment: "d", endpoint: "http://n1:8000", served_model: "m", seconds: 1 };
 
 /** The store as `up` leaves it once the deployment served. */
 function served(store: Store): void {
@@ -77,7 +83,9 @@ test("supervisor: a rank that died after ready: root cause read from its log, th
     boot: async (p) => {
       booted.push(p);
       await new Promise<void>((resolve) => (finishBoot = resolve));
+      return ready;
     },
+    boots: new BootRegistry(() => 0),
     refresh: () => refreshed++,
     log: (l) => logs.push(l),
     now: () => clock,
@@ -97,7 +105,8 @@ test("supervisor: a rank that died after ready: root cause read from its log, th
   assert.equal(r[0]?.attempt, 1);
   assert.equal(r[0]?.max, 3);
   await new Promise((resolve) => setImmediate(resolve));
-  for (let i = 0; i < 50 && finishBoot === undefined; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  // The restart first waits the settle `up` gives a failure (600 ms).
+  for (let i = 0; i < 200 && finishBoot === undefined; i++) await new Promise((resolve) => setTimeout(resolve, 10));
   assert.deepEqual(removed.sort(), ["n1:launcher-d-r0", "n2:launcher-d-r1"], "every rank of the group, on every node");
   assert.equal(booted.length, 1);
   assert.equal(booted[0]?.deployment, "d");
@@ -133,6 +142,7 @@ test("supervisor: without a kept plan the restart fails, is recorded as failed, 
     store,
     session: async () => session,
     boot: async () => assert.fail("nothing to boot"),
+    boots: new BootRegistry(() => 0),
     refresh: () => undefined,
     log: () => undefined,
     now: () => clock,
@@ -167,6 +177,7 @@ test("supervisor: a daemon started again counts on from the restarts its labels 
     store,
     session: async () => assert.fail("no restart"),
     boot: async () => assert.fail("no restart"),
+    boots: new BootRegistry(() => 0),
     refresh: () => undefined,
     log: (l) => logs.push(l),
     now: () => 0,
@@ -192,6 +203,7 @@ test("supervisor: a deployment stopped by `launcher down` since it served is not
     store,
     session: async () => session,
     boot: async () => assert.fail("a stopped deployment is not booted"),
+    boots: new BootRegistry(() => 0),
     refresh: () => undefined,
     log: () => undefined,
     now: () => 1000,
@@ -216,5 +228,150 @@ test("store: a deployment `launcher down` begins to stop no longer counts as ser
   assert.equal(store.deploymentServed("c", "d"), false);
   served(store);
   assert.equal(store.deploymentServed("c", "d"), true);
+  store.close();
+});
+
+/** The supervisor of the store's served deployment `d`, booting through `boot`, its restarts in `boots`. */
+function supervisorOf(store: Store, session: ClusterSession, boots: BootRegistry, boot: (emit: (e: UpEvent) => void, signal: AbortSignal) => Promise<UpOutcome>, refresh: () => void = () => undefined): Supervisor {
+  return new Supervisor({
+    store,
+    session: async () => session,
+    boot: (_plan, _session, signal, emit) => boot(emit, signal),
+    boots,
+    refresh,
+    log: () => undefined,
+    now: Date.now,
+    timing: { confirmMs: 2000, backoffMs: 60_000, maxBackoffMs: 60_000, resetAfterMs: 600_000 },
+  });
+}
+
+const until = async (what: string, check: () => boolean): Promise<void> => {
+  for (let i = 0; i < 200 && !check(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.ok(check(), what);
+};
+
+test("supervisor: a restart is a boot of the daemon's registry: attach follows it from its start (the failure, the removal, the boot's progress) to up's result", async () => {
+  const store = new Store(":memory:");
+  store.savePlan("c", "d", encodeSavedPlan(plan), "t");
+  served(store);
+  const session = { cluster: {}, docker: new Map([["n1", fakeDocker("n1", 0, [], [])], ["n2", fakeDocker("n2", 1, [], [])]]) } as unknown as ClusterSession;
+  const boots = new BootRegistry(Date.now);
+  let finish: (() => void) | undefined;
+  const sup = supervisorOf(store, session, boots, async (emit) => {
+    emit({ type: "node", node: "n1", state: { phase: "loading", figures: {}, ready: false, lastLines: [] }, t: Date.now() });
+    await new Promise<void>((resolve) => (finish = resolve));
+    return ready;
+  });
+  sup.observe([status({})], Date.now());
+  sup.observe([dead], Date.now() + 1);
+  sup.observe([dead], Date.now() + 2);
+  await until("the restart's boot runs", () => finish !== undefined);
+  const running = boots.find("d");
+  assert.ok(running?.running, "the restart is a running boot of the registry");
+  assert.deepEqual(running.identity, { deployment: "d", cluster: "c", lane: "chat" });
+  // A second boot of the name or the lane is refused while it runs, as for a submitted up.
+  assert.throws(() => boots.start({ deployment: "other", cluster: "c", lane: "chat" }, async () => ready), /busy: lane chat/);
+  const seenByAttach: string[] = [];
+  running.follow((e) => seenByAttach.push(e.type === "say" ? `say ${e.text}` : e.type === "node" ? `node ${e.node} ${e.state.phase}` : e.type));
+  finish?.();
+  await sup.idle();
+  assert.equal(seenByAttach[0], "accepted");
+  assert.match(seenByAttach[1] ?? "", /^say launcher serve: rank 1 on n2 exited \(exit 1\); recreating the whole group \(restart 1 of at most 3\)$/);
+  assert.ok(seenByAttach.some((l) => /^say launcher serve: removed 2 containers/.test(l)), seenByAttach.join("\n"));
+  assert.ok(seenByAttach.includes("node n1 loading"), seenByAttach.join("\n"));
+  assert.equal(seenByAttach.at(-1), "result");
+  assert.equal(store.restarts("d", 10)[0]?.outcome, "ready");
+  await sup.stop();
+  store.close();
+});
+
+test("supervisor: `launcher down NAME` cancelling a restart's boot rolls it back, leaves nothing of the deployment, marks it stopped and the supervisor forgets it", async () => {
+  const store = new Store(":memory:");
+  store.savePlan("c", "d", encodeSavedPlan(plan), "t");
+  served(store);
+  const removed: string[] = [];
+  const session = { cluster: {}, docker: new Map([["n1", fakeDocker("n1", 0, [], removed)], ["n2", fakeDocker("n2", 1, [], removed)]]) } as unknown as ClusterSession;
+  const boots = new BootRegistry(Date.now);
+  let booting = false;
+  const sup = supervisorOf(store, session, boots, async (_emit, signal) => {
+    booting = true;
+    // As up's boot: an abort rolls back and ends it with the signal's interruption.
+    await new Promise<void>((_, reject) => signal.addEventListener("abort", () => reject(signal.reason as Error), { once: true }));
+    return ready;
+  });
+  sup.observe([status({})], Date.now());
+  sup.observe([dead], Date.now() + 1);
+  sup.observe([dead], Date.now() + 2);
+  await until("the restart's boot runs", () => booting);
+  const final = await boots.find("d")?.cancel("launcher down d");
+  assert.equal(final?.type, "error");
+  await sup.idle();
+  assert.deepEqual(removed.sort(), ["n1:launcher-d-r0", "n2:launcher-d-r1"], "the old group, removed before the boot");
+  assert.equal(store.restarts("d", 10)[0]?.outcome, "cancelled");
+  assert.equal(store.deploymentServed("c", "d"), false, "stopped: a daemon started later does not boot it again");
+  assert.deepEqual(sup.describe(), {}, "forgotten");
+  assert.deepEqual(sup.restarting(), []);
+  await sup.stop();
+  store.close();
+});
+
+test("supervisor: a cancel that comes before the old group was removed still leaves nothing of the deployment", async () => {
+  const store = new Store(":memory:");
+  store.savePlan("c", "d", encodeSavedPlan(plan), "t");
+  served(store);
+  const removed: string[] = [];
+  let readCause: (() => void) | undefined;
+  const n2 = fakeDocker("n2", 1, [], removed);
+  // The dead rank's log is slow to read: `down` comes meanwhile.
+  const slowLogs = Object.assign(Object.create(n2) as DockerClient, {
+    logs: async function* () {
+      await new Promise<void>((resolve) => (readCause = resolve));
+      yield "2026-01-01T00:00:00.000000000Z bye";
+    },
+  });
+  const session = { cluster: {}, docker: new Map([["n1", fakeDocker("n1", 0, [], removed)], ["n2", slowLogs]]) } as unknown as ClusterSession;
+  const boots = new BootRegistry(Date.now);
+  const sup = supervisorOf(store, session, boots, async () => assert.fail("a cancelled restart boots nothing"));
+  sup.observe([status({})], Date.now());
+  sup.observe([dead], Date.now() + 1);
+  sup.observe([dead], Date.now() + 2);
+  await until("the restart reads the cause", () => readCause !== undefined);
+  const cancelled = boots.find("d")?.cancel("launcher down d");
+  readCause?.();
+  assert.equal((await cancelled)?.type, "error");
+  await sup.idle();
+  assert.deepEqual(removed.sort(), ["n1:launcher-d-r0", "n2:launcher-d-r1"]);
+  assert.equal(store.deploymentServed("c", "d"), false);
+  assert.deepEqual(sup.describe(), {});
+  await sup.stop();
+  store.close();
+});
+
+test("supervisor: a rank's die event restarts the group at once, naming the rank whose container ended first and reading its cause", async () => {
+  const store = new Store(":memory:");
+  store.savePlan("c", "d", encodeSavedPlan(plan), "t");
+  served(store);
+  const removed: string[] = [];
+  // The head crashed first; the worker lost it a moment later, and its death was heard of first.
+  const ended = (rank: number, node: string, at: string, log: readonly string[]): DockerClient => {
+    const d = fakeDocker(node, rank, log, removed);
+    const listed = async (): Promise<ContainerInfo[]> => [{ id: `id${rank}`, name: `launcher-d-r${rank}`, labels: labels(rank, node), state: "exited", running: false, exitCode: 1, startedAt: "t", finishedAt: at, image: "img" }];
+    return Object.assign(Object.create(d) as DockerClient, { containers: listed });
+  };
+  const headLog = ["2026-01-01T00:00:00.000000000Z RuntimeError: CUDA error: an illegal memory access was encountered"];
+  const session = { cluster: {}, docker: new Map([["n1", ended(0, "n1", "2026-01-01T00:00:01.5Z", headLog)], ["n2", ended(1, "n2", "2026-01-01T00:00:01.523456789Z", [])]]) } as unknown as ClusterSession;
+  let booted = 0;
+  const sup = supervisorOf(store, session, new BootRegistry(Date.now), async () => {
+    booted++;
+    return ready;
+  });
+  sup.observe([status({})], Date.now() - 1000);
+  sup.died("c", { deployment: "d", node: "n2", failure: { kind: "rank-exited", rank: 1, node: "n2", container: "launcher-d-r1", message: "rank 1 on n2 exited (exit 1)" } });
+  await sup.idle();
+  assert.equal(booted, 1, "restarted without a poll");
+  const [rec] = store.restarts("d", 10);
+  assert.equal(`${rec?.node} ${rec?.rank}`, "n1 0");
+  assert.equal(rec?.cause, "RuntimeError: CUDA error: an illegal memory access was encountered");
+  await sup.stop();
   store.close();
 });

@@ -281,3 +281,44 @@ test("up --restart of a deployment already running without it (or with another p
   assert.equal(v.same, false);
   assert.ok(!v.same && v.message.includes("restart (none), asked on-failure:2"), JSON.stringify(v));
 });
+
+const died = (at: number, rank = 1, node = "n2"): SuperviseEvent => ({ kind: "died", at, failure: { kind: "rank-exited", rank, node, container: `launcher-d-r${rank}`, message: `rank ${rank} on ${node} exited (exit 137)` } });
+
+test("a die event restarts the group at once: docker's record of the container's end needs no second look", () => {
+  const r = run([seen(0, serving), died(1000)], onFailure(2));
+  assert.deepEqual(r.actions, ["restart#1 rank-exited"]);
+  assert.equal(r.state?.phase === "restarting" ? r.state.failure.message : "", "rank 1 on n2 exited (exit 137)");
+  // A poll that saw it first is confirmed by the die event as by a poll.
+  assert.deepEqual(run([seen(0, serving), seen(900, workerDead), died(1000)], onFailure()).actions, ["restart#1 rank-exited"]);
+  // The second death of the same failure (the peer that lost it) is no second restart.
+  assert.deepEqual(run([seen(0, serving), died(1000), died(1010, 0, "n1")], onFailure()).actions, ["restart#1 rank-exited"]);
+});
+
+test("a die event of the group before it served again (its restart's removal), or while it is down for a restart, is no new failure", () => {
+  // Restarted at 2, served again at 5: a death read at 4 belongs to the restart.
+  const restarted = run([seen(0, serving), seen(1, workerDead), seen(2, workerDead), { kind: "restart-ended", at: 5, ok: true }, died(4), seen(6, workerDead)], onFailure());
+  assert.deepEqual(restarted.actions, ["restart#1 rank-exited"]);
+  assert.equal(restarted.state?.phase, "ready");
+  // In backoff: the backoff decides, a die event does not start the restart early.
+  const backoff: Supervised = { phase: "backoff", attempts: 1, streak: 2, until: 10_000, failure: { kind: "rank-exited", message: "x" } };
+  assert.deepEqual(supervise(backoff, died(20_000), onFailure(), timing), { state: backoff, actions: [] });
+  // Never seen serving: a boot's death is its `up`'s to roll back.
+  assert.deepEqual(run([died(10)], onFailure()).actions, []);
+});
+
+test("a failure confirmed by a poll names the rank whose container ended first as that poll reads it, not the first one seen", () => {
+  // The first poll saw only the worker gone; by the second the head shows it had ended first.
+  const headFirst = dep({
+    status: "degraded",
+    phase: "-",
+    missing: ["rank 0 on n1 (exited, exit 1)", "rank 1 on n2 (exited, exit 1)"],
+    ranks: [
+      { rank: 0, node: "n1", container: "launcher-d-r0", state: "exited", exit_code: 1, started_at: "t", finished_at: "2026-01-01T00:00:01.5Z" },
+      { rank: 1, node: "n2", container: "launcher-d-r1", state: "exited", exit_code: 1, started_at: "t", finished_at: "2026-01-01T00:00:01.523456789Z" },
+    ],
+  });
+  const r = run([seen(0, serving), seen(1000, workerDead), seen(1100, headFirst)], onFailure());
+  assert.deepEqual(r.actions, ["restart#1 rank-exited"]);
+  // 01.5Z is before 01.523456789Z, though not as text.
+  assert.equal(r.state?.phase === "restarting" ? `${r.state.failure.node} ${r.state.failure.rank}` : "", "n1 0");
+});
