@@ -16,6 +16,9 @@ import { colourFor, SEVERITY_STYLE } from "../../src/cli/colour.js";
 import { jsonAnswer } from "../../src/cli/output.js";
 
 const MAIN = path.resolve("src/cli/main.ts");
+// A state folder of this file's own (a path "that does not exist" is created when the tests run as root).
+const STATE = mkdtempSync(path.join(tmpdir(), "launcher-hand-state-"));
+after(() => rmSync(STATE, { recursive: true, force: true }));
 const run = (args: string[], env: NodeJS.ProcessEnv = {}) => {
   const r = spawnSync(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, ...args], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "", ...env } });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
@@ -102,11 +105,11 @@ test("a misspelt recipe name gets the nearest recipe", () => {
 });
 
 test("a bad --nodes, --name or --lane names the flag, not cluster.toml:1:1", () => {
-  const r = run(["plan", "dsv4-flash-vision", "-c", "examples/clusters/spark-2x.toml", "--nodes", "spark1"], { XDG_STATE_HOME: "/nonexistent-launcher-test" });
+  const r = run(["plan", "dsv4-flash-vision", "-c", "examples/clusters/spark-2x.toml", "--nodes", "spark1"], { XDG_STATE_HOME: STATE });
   assert.equal(r.code, 1);
   assert.match(r.stderr, /^--nodes: error: the recipe needs 2 nodes, 1 were named \(spark1\)$/m);
   assert.equal(formatDiagnostic({ severity: "error", loc: { file: "--lane", line: 0, col: 0 }, message: "bad" }), "--lane: error: bad");
-  const named = run(["plan", "dsv4-flash-vision", "-c", "examples/clusters/spark-2x.toml", "--name", "a b"], { XDG_STATE_HOME: "/nonexistent-launcher-test" });
+  const named = run(["plan", "dsv4-flash-vision", "-c", "examples/clusters/spark-2x.toml", "--name", "a b"], { XDG_STATE_HOME: STATE });
   assert.match(named.stderr, /^--name: error: deployment name \(--name\) "a b" is not a deployment or lane name/m);
   assert.doesNotMatch(named.stderr + r.stderr, /cluster\.toml:1:1/);
 });
@@ -283,7 +286,7 @@ test("a node without a user is planned and shown as the user SSH will log in as 
 });
 
 test("a bad count names its flag instead of being taken as a default", () => {
-  const env = { XDG_STATE_HOME: "/nonexistent-launcher-test" };
+  const env = { XDG_STATE_HOME: STATE };
   const limit = run(["history", "--limit", "many"], env);
   assert.equal(limit.code, 1);
   assert.match(limit.stderr, /^launcher: --limit "many" is not a whole number from 1$/m);
