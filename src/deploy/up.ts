@@ -1,3 +1,4 @@
+import { setTimeout as delay } from "node:timers/promises";
 import { RemoteError } from "../config/errors.js";
 import { advanceBoot, INITIAL_BOOT, splitTimestamp, type BootState } from "../engine/boot-log.js";
 import { failureHint, warningNote } from "../engine/explain.js";
@@ -59,6 +60,8 @@ interface Failure {
 
 // A lost peer makes the other ranks fail too, within moments: wait this long, then blame the first.
 export const SETTLE_MS = 600;
+// The longest the settle waits on top for ended logs' containers to be looked up.
+const ENDINGS_WAIT_MS = 5_000;
 const ROLLBACK_GRACE_SECONDS = 3;
 const LAST_LINES = 15;
 
@@ -158,12 +161,19 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
     const state = first !== undefined && fatalNodes.has(first.node) ? states.get(first.node) : undefined;
     return first === undefined || state === undefined ? first : { ...first, ...seen(state) };
   };
+  // Nodes whose log ended and whose container is being looked up: the settle waits for them
+  // (bounded), because a rank that died first is often the one whose end is heard last (its
+  // container's state is one more SSH round trip away, slow on a busy machine, while the head's
+  // "died unexpectedly" line is already there).
+  const endings = new Set<Promise<void>>();
   const fail = (f: Failure, now = false): void => {
     failures.push(f);
     if (failures.length === 1 && !now) {
       setTimeout(() => {
-        failure = earliest();
-        watch.abort();
+        void Promise.race([Promise.allSettled([...endings]), delay(ENDINGS_WAIT_MS, undefined, { ref: false })]).then(() => {
+          failure ??= earliest();
+          watch.abort();
+        });
       }, SETTLE_MS);
     } else if (now) {
       failure ??= earliest();
@@ -195,15 +205,23 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
     }
     if (watch.signal.aborted || fatalNodes.has(spec.node)) return;
     // The log ended: the container exited (a serving engine never ends its log on its own).
-    const info = (await docker.containers(`${DEPLOYMENT_LABEL}=${plan.deployment}`)).find((c) => c.name === spec.container);
-    const state = states.get(spec.node) ?? INITIAL_BOOT;
-    fail({
-      node: spec.node,
-      rank: spec.rank,
-      message: info === undefined ? "container disappeared" : `container exited with status ${info.exitCode}`,
-      ...seen(state),
-      ...((lastTime ?? info?.finishedAt) === undefined ? {} : { time: (lastTime ?? info?.finishedAt) as string }),
-    });
+    const ending = (async (): Promise<void> => {
+      const info = (await docker.containers(`${DEPLOYMENT_LABEL}=${plan.deployment}`)).find((c) => c.name === spec.container);
+      const state = states.get(spec.node) ?? INITIAL_BOOT;
+      fail({
+        node: spec.node,
+        rank: spec.rank,
+        message: info === undefined ? "container disappeared" : `container exited with status ${info.exitCode}`,
+        ...seen(state),
+        ...((lastTime ?? info?.finishedAt) === undefined ? {} : { time: (lastTime ?? info?.finishedAt) as string }),
+      });
+    })();
+    endings.add(ending);
+    try {
+      await ending;
+    } finally {
+      endings.delete(ending);
+    }
   };
 
   const startNode = async (name: string): Promise<void> => {

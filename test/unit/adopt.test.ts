@@ -17,6 +17,7 @@ import type { ContainerInfo, DockerClient } from "../../src/remote/docker.js";
 import { Store, type BootInProgress } from "../../src/store/store.js";
 import { Detached } from "../../src/deploy/abort.js";
 import { within } from "../integration/practice-cluster.js";
+import { SETTLE_MS, watchBoot } from "../../src/deploy/up.js";
 
 // Adoption of boots a dead daemon left: which are adopted, what the nodes must show, and the
 // adopted boot watched to its end (ready, failed, cancelled, left again) against fake nodes.
@@ -317,4 +318,20 @@ test("supervisor: a restart whose boot the stopping daemon left keeps its restar
   assert.deepEqual(store.restarts("d", 5).map((r) => r.outcome), ["restarting"]);
   await sup.stop();
   assert.deepEqual(store.restarts("d", 5).map((r) => r.outcome), ["restarting"], "left open: the adopting daemon ends it");
+});
+
+test("watch: the rank whose container ended first is blamed even when its end is heard after the settle (its container looked up slowly), not the head that saw it die", async () => {
+  const removed: string[] = [];
+  const head = fakeNode("n1", [info(0, "n1", true)], ["2026-01-01T00:00:06.000000000Z (EngineCore_DP0 pid=1) ERROR 01-01 00:00:06 [multiproc_executor.py:154] Worker proc VllmWorker-1 died unexpectedly, shutting down executor."], false, removed);
+  const worker = fakeNode("n2", [info(1, "n2", false)], ["2026-01-01T00:00:05.000000000Z (Worker_TP1 pid=1) INFO 01-01 00:00:05 [multiproc_executor.py:702] Worker exiting"], true, removed);
+  // On a busy machine the worker's container state is one slow SSH round trip away: longer than the settle.
+  const slowWorker = { ...worker, containers: async (...a: Parameters<DockerClient["containers"]>) => (await new Promise((r) => setTimeout(r, SETTLE_MS + 900)), worker.containers(...a)) } as unknown as DockerClient;
+  const s = { cluster: {}, docker: new Map([["n1", head], ["n2", slowWorker]]) } as unknown as ClusterSession;
+  const progress = { node: () => undefined, note: () => undefined, done: () => undefined };
+  const error = await watchBoot(twoRanks, BOOT, s, { timeoutMs: 60_000, signal: new AbortController().signal, progress }, Date.now()).then(
+    () => assert.fail("the boot failed"),
+    (e: Error) => e,
+  );
+  assert.equal(error.message, "boot of d failed: container exited with status 1");
+  assert.equal((error as Error & { node?: string }).node, "n2 (rank 1)");
 });
