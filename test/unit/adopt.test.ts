@@ -264,7 +264,8 @@ test("adopt: down NAME cancels an adopted boot with the usual rollback; a daemon
     adoptBoots(deps(store, registry, session(fakeNode("n1", [info(0, "n1", true)], ["2026-01-01T00:00:02.000000000Z INFO loading"], false, removed))));
     const entry = registry.find("d");
     assert.ok(entry?.running);
-    await new Promise((r) => setTimeout(r, 50));
+    // The watch is under way (it has reported the node) before the boot is cancelled or left.
+    await within(5_000, "the adopted boot's watch reports its node", async () => (entry.events.some((e) => e.type === "node") ? true : undefined));
     const end = how === "cancel" ? await entry.cancel("launcher down") : (await registry.detachAll("launcher serve stopping", 5000), await entry.ended);
     const error = decodeError((end as Extract<UpEvent, { type: "error" }>).error);
     const row = store.history(undefined, 5).find((b) => b.id === history);
