@@ -10,6 +10,7 @@ import type { Plan } from "../../src/plan/plan.js";
 import { encodeSavedPlan } from "../../src/plan/saved.js";
 import type { ContainerInfo, DockerClient } from "../../src/remote/docker.js";
 import { Store } from "../../src/store/store.js";
+import { within } from "../integration/practice-cluster.js";
 
 // The supervisor's shell against fakes: what it removes, what it boots, what it records.
 
@@ -106,7 +107,7 @@ test("supervisor: a rank that died after ready: root cause read from its log, th
   assert.equal(r[0]?.max, 3);
   await new Promise((resolve) => setImmediate(resolve));
   // The restart first waits the settle `up` gives a failure (600 ms).
-  for (let i = 0; i < 200 && finishBoot === undefined; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  await within(5_000, "the restart's boot starts", async () => (finishBoot !== undefined ? true : undefined));
   assert.deepEqual(removed.sort(), ["n1:launcher-d-r0", "n2:launcher-d-r1"], "every rank of the group, on every node");
   assert.equal(booted.length, 1);
   assert.equal(booted[0]?.deployment, "d");
