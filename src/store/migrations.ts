@@ -134,4 +134,26 @@ export const MIGRATIONS: readonly string[] = [
      pid INTEGER NOT NULL,
      host TEXT NOT NULL
    );`,
+  // The evidence of an A/B (src/evidence/records.ts): each bench and eval run whole, as JSON,
+  // with the columns a query filters on beside it.
+  `CREATE TABLE bench_runs (
+     id TEXT PRIMARY KEY,
+     series TEXT NOT NULL,
+     run INTEGER NOT NULL,
+     target TEXT NOT NULL,
+     deployment TEXT,
+     recipe TEXT,
+     started_at TEXT NOT NULL,
+     body TEXT NOT NULL
+   );
+   CREATE INDEX bench_runs_series ON bench_runs (series, run);
+   CREATE TABLE eval_runs (
+     id TEXT PRIMARY KEY,
+     target TEXT NOT NULL,
+     deployment TEXT,
+     recipe TEXT,
+     set_sha256 TEXT NOT NULL,
+     started_at TEXT NOT NULL,
+     body TEXT NOT NULL
+   );`,
 ];

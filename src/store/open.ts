@@ -2,6 +2,7 @@ import { existsSync, renameSync, statSync } from "node:fs";
 import Database from "better-sqlite3";
 import type { FabricFacts } from "../cluster/detect.js";
 import type { ImageFacts } from "../engine/image-contract.js";
+import type { BenchRun, EvalRun } from "../evidence/records.js";
 import { Store, type BootInProgress, type BootRecord, type LaneRecord, type LockHolder, type RestartRecord, type StateStore, type SwapRecord } from "./store.js";
 
 /**
@@ -11,6 +12,14 @@ import { Store, type BootInProgress, type BootRecord, type LaneRecord, type Lock
  */
 export class NullStore implements StateStore {
   close(): void {}
+  saveBenchRun(): void {}
+  benchRuns(): BenchRun[] {
+    return [];
+  }
+  saveEvalRun(): void {}
+  evalRuns(): EvalRun[] {
+    return [];
+  }
   dataVersion(): number {
     return 0;
   }

@@ -3,6 +3,7 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import type { FabricFacts } from "../cluster/detect.js";
 import type { ImageFacts } from "../engine/image-contract.js";
+import type { BenchRun, EvalRun, EvidenceStore, RunQuery } from "../evidence/records.js";
 import { MIGRATIONS } from "./migrations.js";
 
 export type BootOutcome = "booting" | "ready" | "failed" | "interrupted";
@@ -161,7 +162,7 @@ export type StateStore = { [K in keyof Store]: Store[K] };
  * launcher's local memory: lanes, deployments and the history of every boot. The nodes' labels
  * stay the truth for what runs; this records what launcher did and intends.
  */
-export class Store {
+export class Store implements EvidenceStore {
   private readonly db: Database.Database;
 
   constructor(file: string) {
@@ -479,5 +480,40 @@ export class Store {
     this.db.transaction(() => {
       for (const key of keys) del.run(key, owner.pid, owner.host);
     })();
+  }
+
+  saveBenchRun(run: BenchRun): void {
+    this.db
+      .prepare(`INSERT INTO bench_runs (id, series, run, target, deployment, recipe, started_at, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+      .run(run.id, run.series, run.run, run.subject.target, run.subject.deployment ?? null, run.subject.recipe ?? null, run.started_at, JSON.stringify(run));
+  }
+
+  benchRuns(query: RunQuery): BenchRun[] {
+    return this.runs("bench_runs", query, query.series === undefined ? [] : [["series", query.series]]) as BenchRun[];
+  }
+
+  saveEvalRun(run: EvalRun): void {
+    this.db
+      .prepare(`INSERT INTO eval_runs (id, target, deployment, recipe, set_sha256, started_at, body) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+      .run(run.id, run.subject.target, run.subject.deployment ?? null, run.subject.recipe ?? null, run.set.sha256, run.started_at, JSON.stringify(run));
+  }
+
+  evalRuns(query: RunQuery): EvalRun[] {
+    return this.runs("eval_runs", query, []) as EvalRun[];
+  }
+
+  /** The stored runs a query names, newest first: the filters are columns, never text put into SQL. */
+  private runs(table: "bench_runs" | "eval_runs", query: RunQuery, extra: ReadonlyArray<readonly [string, string]>): unknown[] {
+    const filters: Array<readonly [string, string]> = [...extra];
+    for (const column of ["id", "target", "deployment", "recipe"] as const) {
+      const value = query[column];
+      if (value !== undefined) filters.push([column, value]);
+    }
+    const where = filters.length === 0 ? "" : `WHERE ${filters.map(([c]) => `${c} = ?`).join(" AND ")}`;
+    const rows = this.db
+      .prepare(`SELECT body FROM ${table} ${where} ORDER BY started_at DESC, rowid DESC LIMIT ?`)
+      .pluck()
+      .all(...filters.map(([, v]) => v), query.limit ?? -1) as string[];
+    return rows.map((body) => JSON.parse(body) as unknown);
   }
 }
