@@ -14,6 +14,7 @@ import { dockerOf, type ClusterSession } from "./session.js";
 import { formatRemoval, removeContainers } from "./down.js";
 import { DEPLOYMENT_LABEL, LABELS } from "./contract.js";
 import { ensureImage } from "./images.js";
+import { fitText } from "./fit.js";
 
 export interface UpOptions {
   readonly timeoutMs: number;
@@ -98,6 +99,7 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
       options.progress.engine?.(image.version);
     }
     if (image.unread !== undefined) note(`warning: image ${plan.recipe.docker_image}: ${image.unread}`);
+    if (image.fit !== undefined) note(fitText(image.fit));
     checkInterrupted(signal, `before any container of ${plan.deployment} started; nothing to roll back`);
     const bootId = newBootId();
     const stamped = stampBoot(plan, bootId);
