@@ -134,4 +134,12 @@ export const MIGRATIONS: readonly string[] = [
      pid INTEGER NOT NULL,
      host TEXT NOT NULL
    );`,
+  // Each node's /proc/meminfo as doctor last read it: `plan` prints the memory fit from it.
+  `CREATE TABLE node_memory (
+     cluster TEXT NOT NULL,
+     node TEXT NOT NULL,
+     meminfo TEXT NOT NULL,
+     read_at TEXT NOT NULL,
+     PRIMARY KEY (cluster, node)
+   );`,
 ];

@@ -2,6 +2,7 @@ import { existsSync, renameSync, statSync } from "node:fs";
 import Database from "better-sqlite3";
 import type { FabricFacts } from "../cluster/detect.js";
 import type { ImageFacts } from "../engine/image-contract.js";
+import type { Meminfo } from "../deploy/meminfo.js";
 import { Store, type BootInProgress, type BootRecord, type LaneRecord, type LockHolder, type RestartRecord, type StateStore, type SwapRecord } from "./store.js";
 
 /**
@@ -42,6 +43,10 @@ export class NullStore implements StateStore {
     return [];
   }
   saveFacts(): void {}
+  saveMemory(): void {}
+  memory(): Map<string, { meminfo: Meminfo; read_at: string }> {
+    return new Map();
+  }
   facts(): { facts: Map<string, FabricFacts> } {
     return { facts: new Map() };
   }

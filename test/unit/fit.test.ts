@@ -102,3 +102,11 @@ test("unknown figures give no verdict rather than a guess", () => {
   assert.equal(r.nodes[0]?.verdict, "unknown");
   assert.deepEqual(fitProblems(r), { errors: [], warnings: [] });
 });
+
+test("doctor's probe reads the node's /proc/meminfo (what plan's fit uses)", async () => {
+  const { readProbe } = await import("../../src/deploy/doctor.js");
+  const node = { name: "s1", rank: 0, host: "s1", hca: [], gpus: 1 };
+  const p = readProbe(node, "/root/.cache/huggingface", ["@@docker", "28.2.2", "@@meminfo", sparkMeminfo(116.5, 110.4, 5.6), "@@peers"].join("\n"));
+  assert.deepEqual(p.memory, IDLE);
+  assert.equal(readProbe(node, "/root/.cache/huggingface", "@@docker\n28.2.2\n").memory, undefined);
+});
