@@ -161,6 +161,32 @@ async function checkNodes(plan: Plan, session: ClusterSession, replacing: Readon
   return { ...(image.version === undefined ? {} : { version: image.version }), ...(image.unread === undefined ? {} : { unread: image.unread }), fit };
 }
 
+// Documentation/admin-guide/sysctl/vm.rst (torvalds/linux), drop_caches: writing 3 frees the clean
+// page cache and the reclaimable slab (dentries, inodes); dirty pages are not freed, so `sync`
+// first. Only root may write it: as another user, `sudo -n` (never a password prompt over SSH).
+const DROP_CACHES_SCRIPT = `sync
+if [ "$(id -u)" = 0 ]; then echo 3 > /proc/sys/vm/drop_caches && { echo root; exit 0; }; echo failed; exit 0; fi
+if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo -n sh -c 'echo 3 > /proc/sys/vm/drop_caches' && { echo sudo; exit 0; }; echo failed; exit 0; fi
+echo denied`;
+
+/**
+ * `up --drop-caches`: frees the page cache on every node of the plan, in parallel, before the fit
+ * check reads their memory. Returns one line per node: done (as root or with sudo), or a warning
+ * saying why not, so that the user knows the cache still counts.
+ */
+export async function dropCaches(plan: Plan, session: ClusterSession, signal: AbortSignal): Promise<string[]> {
+  const run = Promise.all(
+    plan.nodes.map(async (spec) => {
+      const r = await dockerOf(session, spec.node).transport.exec(["sh", "-c", DROP_CACHES_SCRIPT], { timeoutMs: 120_000, signal });
+      const how = r.stdout.trim();
+      if (r.code === 0 && (how === "root" || how === "sudo")) return `${spec.node}: page cache dropped (${how === "root" ? "as root" : "with sudo"})`;
+      if (how === "denied") return `warning: ${spec.node}: page cache not dropped: the SSH user is not root and sudo asks for a password (or is missing); run "sync; echo 3 > /proc/sys/vm/drop_caches" there as root, or allow sudo without a password`;
+      return `warning: ${spec.node}: page cache not dropped: writing /proc/sys/vm/drop_caches failed${r.stderr.trim() ? ` (${r.stderr.trim().split("\n").slice(-1)[0] ?? ""})` : ""}`;
+    }),
+  );
+  return abortable(run, signal, `while dropping the page cache before ${plan.deployment}; no container was started`);
+}
+
 /**
  * A deployment name is unique across the cluster: looks on EVERY node (not only the plan's) for
  * containers of this name. Returns the deployment when the very same one already serves; refuses

@@ -51,6 +51,8 @@ export interface UpHost {
   readonly drainMs: number;
   /** Send the image to nodes that lack it (default); false: refuse instead. */
   readonly push: boolean;
+  /** Free the page cache on the nodes before the preflight (where the SSH user may). */
+  readonly dropCaches?: boolean;
 }
 
 export type UpOutcome = (UpResult & { readonly deployment: string }) | LaneUpResult;
@@ -81,7 +83,7 @@ export async function upUseCase(request: UpRequest, cluster: Cluster, first: Pla
     const progress = host.progress;
     // A claim taken over by another launcher (this one froze past its lease) stops the boot.
     const claimLost = new AbortController();
-    const options = { timeoutMs: host.timeoutMs, signal: AbortSignal.any([host.signal, claimLost.signal]), progress, push: host.push, ...(host.detach === undefined ? {} : { detach: host.detach }) };
+    const options = { timeoutMs: host.timeoutMs, signal: AbortSignal.any([host.signal, claimLost.signal]), progress, push: host.push, ...(host.dropCaches === true ? { dropCaches: true } : {}), ...(host.detach === undefined ? {} : { detach: host.detach }) };
     const onLost = (message: string): void => {
       progress.note(message);
       claimLost.abort();

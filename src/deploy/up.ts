@@ -3,7 +3,7 @@ import { advanceBoot, INITIAL_BOOT, splitTimestamp, type BootState } from "../en
 import { failureHint, warningNote } from "../engine/explain.js";
 import { adapterOf } from "../engine/registry.js";
 import type { NodeSpec, Plan } from "../plan/plan.js";
-import { preflight, sameNameOnCluster } from "./preflight.js";
+import { dropCaches, preflight, sameNameOnCluster } from "./preflight.js";
 import { checkInterrupted, Detached, interruption } from "./abort.js";
 import { createdBy, newBootId, stampBoot } from "./boot.js";
 import { rankBehind } from "./blame.js";
@@ -23,6 +23,8 @@ export interface UpOptions {
   readonly progress: Progress;
   /** Send the image to nodes that lack it or hold another build (default); false: refuse instead. */
   readonly push?: boolean;
+  /** Free the page cache on the plan's nodes before the preflight (root or passwordless sudo). */
+  readonly dropCaches?: boolean;
   /**
    * The daemon running the boot stops and leaves it to the next daemon (src/deploy/adopt.ts): once
    * containers run, the watch just ends in Detached, nothing rolled back; before, it is an
@@ -92,6 +94,7 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
     const same = await sameNameOnCluster(plan, session, signal, note);
     if (same !== undefined) return { status: "already-running", endpoint: same.endpoint, served_model: same.served_model, seconds: 0 };
     if (options.push !== false) await ensureImage(plan.recipe.docker_image, plan.nodes.map((n) => dockerOf(session, n.node)), note, signal);
+    if (options.dropCaches === true) for (const line of await dropCaches(plan, session, signal)) note(line);
     note(`preflight of ${plan.deployment} on ${plan.nodes.map((n) => n.node).join(", ")} ...`);
     const image = await preflight(plan, session, signal);
     if (image.version !== undefined) {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { launcher, launcherContainers, ok, practiceSuite, variant } from "./practice-cluster.js";
+import { launcher, launcherContainers, ok, onHost, practiceSuite, variant } from "./practice-cluster.js";
 
 // The memory fit before a boot, on a 2-host practice cluster (both hosts share this machine's
 // /proc/meminfo, which each reads as its own).
@@ -26,12 +26,17 @@ describe("the memory fit before any container starts", { concurrency: false }, (
     }
   });
 
-  test("a deployment that fits boots, and up prints its arithmetic node by node", async () => {
+  test("a deployment that fits boots; up --drop-caches says on each node whether it could, and prints the arithmetic node by node", async () => {
     try {
-      const r = ok(await launcher(["up", "practice-2x"], 240_000), "up");
+      const r = ok(await launcher(["up", "practice-2x", "--drop-caches"], 240_000), "up");
       const out = r.stdout + r.stderr;
       assert.match(out, /memory fit \(GiB\):/);
-      for (const node of ["n1", "n2"]) assert.match(out, new RegExp(`${node}: need \\d+\\.\\d GiB = engine budget \\d+\\.\\d \\(--gpu-memory-utilization 0\\.05 x total`));
+      for (const [i, node] of [[1, "n1"], [2, "n2"]] as const) {
+        assert.match(out, new RegExp(`${node}: need \\d+\\.\\d GiB = engine budget \\d+\\.\\d \\(--gpu-memory-utilization 0\\.05 x total`));
+        // The practice hosts' users are not root and have no sudo: up says so, and goes on.
+        const root = onHost(i, ["id", "-u"]).trim() === "0";
+        assert.match(out, root ? new RegExp(`${node}: page cache dropped \\(as root\\)`) : new RegExp(`warning: ${node}: page cache not dropped: the SSH user is not root`));
+      }
     } finally {
       await launcher(["down", "practice-2x", "--grace", "1"]);
     }
