@@ -117,7 +117,7 @@ function fitNode(recipe: Pick<Recipe, "tensor_parallel_size" | "pipeline_paralle
   // Each GPU holds its slice of the weights: TP splits the layers' tensors, PP the layers.
   const split = recipe.tensor_parallel_size * recipe.pipeline_parallel_size;
   const share = facts.weightsBytes === undefined ? undefined : facts.weightsBytes / split / GIB;
-  const shareText = facts.weightsBytes === undefined ? "weights ? (not in the node's cache: not counted)" : `weights ${g(share ?? 0)} (${g(facts.weightsBytes / GIB)} on disk / TP ${recipe.tensor_parallel_size} x PP ${recipe.pipeline_parallel_size})`;
+  const shareText = facts.weightsBytes === undefined ? "weights ? (size not read: not counted)" : `weights ${g(share ?? 0)} (${g(facts.weightsBytes / GIB)} on disk / TP ${recipe.tensor_parallel_size} x PP ${recipe.pipeline_parallel_size})`;
   const problems: FitProblem[] = [];
   let need: number;
   let needText: string;
@@ -162,7 +162,10 @@ function fitNode(recipe: Pick<Recipe, "tensor_parallel_size" | "pipeline_paralle
     else if (need > free && cache >= 1) problems.push({ severity: "warning", message: `${node}: the boot needs ${g(need - free)} GiB of the ${g(cache)} GiB page cache to be given back while it loads: launcher up --drop-caches frees it first` });
     if (shmGiB !== undefined && need + shmGiB > available) problems.push({ severity: "warning", message: `${node}: if /dev/shm filled to its ${recipe.shm_size} the node would run ${g(need + shmGiB - available)} GiB short: lower shm_size if the engine does not need it` });
   }
-  lines[1] = `${lines[1] ?? ""}: ${verdict}`;
+  // Without the weights a fixed-KV need is only a lower bound: enough to refuse, not to say it fits.
+  const partial = share === undefined && ask.kind === "kv" && !(verdict === "over-total" || verdict === "over-available");
+  lines[1] = `${lines[1] ?? ""}: ${partial ? `${verdict} without the weights` : verdict}`;
+  if (partial) verdict = "unknown";
   return { node, verdict, lines, problems, needGiB: Math.round(need * 10) / 10 };
 }
 

@@ -110,3 +110,12 @@ test("doctor's probe reads the node's /proc/meminfo (what plan's fit uses)", asy
   assert.deepEqual(p.memory, IDLE);
   assert.equal(readProbe(node, "/root/.cache/huggingface", "@@docker\n28.2.2\n").memory, undefined);
 });
+
+test("without the weights' size a fixed KV budget can refuse a boot but not say it fits", () => {
+  const r = fitDeployment(seed("dsv4-flash-vision"), [{ node: "spark1", meminfo: IDLE }, { node: "spark2", meminfo: BUSY }]);
+  assert.deepEqual(r.nodes.map((n) => n.verdict), ["unknown", "unknown"]);
+  assert.match(fitText(r), /spark1: need 22\.0 GiB = weights \? \(size not read: not counted\)/);
+  assert.match(fitText(r), /: ok without the weights/);
+  const over = fitDeployment({ ...seed("dsv4-flash-vision"), args: ["--kv-cache-memory", String(200 * 1024 ** 3)] }, [{ node: "spark1", meminfo: IDLE }]);
+  assert.equal(over.nodes[0]?.verdict, "over-total");
+});
