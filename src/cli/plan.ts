@@ -99,13 +99,16 @@ export function registerPlan(program: Command, io: Output): void {
         const guess = nearest(opts.node ?? "", known);
         throw new UserError(`--node ${opts.node ?? ""}: ${ref} does not run on that node (it runs on ${known.join(", ")})`, guess === undefined ? `name one of ${known.join(", ")}` : `did you mean --node ${guess}?`);
       }
-      // The memory fit from what doctor last read of each node (weights: up reads them on the nodes).
+      // The memory fit from what doctor (or up's probe) last read of each node, and the weights'
+      // size the last preflight of this model read there.
+      const weights = await withStore((store) => store.weights(plan.cluster, plan.recipe.model));
       const fit = fitDeployment(plan.recipe, plan.nodes.map((n) => {
         const seen: Meminfo | undefined = memory.get(n.node)?.meminfo;
-        return { node: n.node, ...(seen === undefined ? {} : { meminfo: seen }) };
+        const bytes = weights.get(n.node);
+        return { node: n.node, ...(seen === undefined ? {} : { meminfo: seen }), ...(bytes === undefined ? {} : { weightsBytes: bytes }) };
       }));
       const readAt = [...memory.values()].map((m) => m.read_at).sort()[0];
       if (opts.json) io.json({ ...(planJson(plan, filter) as Record<string, unknown>), memory_fit: { read_at: readAt ?? null, nodes: fit.nodes } });
-      else io.out(`${planText(plan, filter)}\n${fitText(fit)}\n  (memory as launcher doctor read it${readAt === undefined ? ": never; run launcher doctor" : ` at ${readAt}`}; the weights are counted by up, which reads them on the nodes)`);
+      else io.out(`${planText(plan, filter)}\n${fitText(fit)}\n  (memory as launcher doctor read it${readAt === undefined ? ": never; run launcher doctor" : ` at ${readAt}`}${weights.size === 0 ? "; the weights' size is kept by the first up of this model" : ""})`);
     });
 }

@@ -90,6 +90,8 @@ export interface NodeFit {
   /** Why the verdict is what it is, and what to do. */
   readonly problems: readonly FitProblem[];
   readonly needGiB?: number;
+  /** The snapshot's size the check counted (kept for `plan`). */
+  readonly weightsBytes?: number;
 }
 
 export interface FitReport {
@@ -166,7 +168,7 @@ function fitNode(recipe: Pick<Recipe, "tensor_parallel_size" | "pipeline_paralle
   const partial = share === undefined && ask.kind === "kv" && !(verdict === "over-total" || verdict === "over-available");
   lines[1] = `${lines[1] ?? ""}: ${partial ? `${verdict} without the weights` : verdict}`;
   if (partial) verdict = "unknown";
-  return { node, verdict, lines, problems, needGiB: Math.round(need * 10) / 10 };
+  return { node, verdict, lines, problems, needGiB: Math.round(need * 10) / 10, ...(facts.weightsBytes === undefined ? {} : { weightsBytes: facts.weightsBytes }) };
 }
 
 /** What holds the memory that is not available: other deployments, shared memory, page cache, the rest. */

@@ -11,6 +11,7 @@ import { deploymentKey, holdOrBusy, laneKey } from "./locks.js";
 import type { Progress } from "./progress.js";
 import { openSession } from "./session.js";
 import type { UpResult } from "./up.js";
+import type { FitReport } from "./fit.js";
 
 /**
  * The whole `up` use case (lock, detect fabric, re-plan, check, claim, launch or swap a lane,
@@ -83,7 +84,7 @@ export async function upUseCase(request: UpRequest, cluster: Cluster, first: Pla
     const progress = host.progress;
     // A claim taken over by another launcher (this one froze past its lease) stops the boot.
     const claimLost = new AbortController();
-    const options = { timeoutMs: host.timeoutMs, signal: AbortSignal.any([host.signal, claimLost.signal]), progress, push: host.push, ...(host.dropCaches === true ? { dropCaches: true } : {}), ...(host.detach === undefined ? {} : { detach: host.detach }) };
+    const options = { timeoutMs: host.timeoutMs, signal: AbortSignal.any([host.signal, claimLost.signal]), progress, push: host.push, ...(host.dropCaches === true ? { dropCaches: true } : {}), fitted: (fit: FitReport) => keepWeights(store, first, fit, now()), ...(host.detach === undefined ? {} : { detach: host.detach }) };
     const onLost = (message: string): void => {
       progress.note(message);
       claimLost.abort();
@@ -114,6 +115,11 @@ export async function upUseCase(request: UpRequest, cluster: Cluster, first: Pla
   } finally {
     for (const r of release.reverse()) await r();
   }
+}
+
+/** The snapshot sizes preflight read, for `plan`'s memory fit. */
+function keepWeights(store: StateStore, plan: Plan, fit: FitReport, at: Date): void {
+  store.saveWeights(plan.cluster, plan.recipe.model, new Map(fit.nodes.flatMap((n) => (n.weightsBytes === undefined ? [] : [[n.node, n.weightsBytes] as const]))), at.toISOString());
 }
 
 /** The line `up` prints on stdout when it succeeds, wherever the boot ran. */

@@ -14,7 +14,7 @@ import { dockerOf, type ClusterSession } from "./session.js";
 import { formatRemoval, removeContainers } from "./down.js";
 import { DEPLOYMENT_LABEL, LABELS } from "./contract.js";
 import { ensureImage } from "./images.js";
-import { fitText } from "./fit.js";
+import { fitText, type FitReport } from "./fit.js";
 
 export interface UpOptions {
   readonly timeoutMs: number;
@@ -25,6 +25,8 @@ export interface UpOptions {
   readonly push?: boolean;
   /** Free the page cache on the plan's nodes before the preflight (root or passwordless sudo). */
   readonly dropCaches?: boolean;
+  /** Said once preflight passed, with the memory fit of every node (the store keeps its weights for `plan`). */
+  readonly fitted?: (fit: FitReport) => void;
   /**
    * The daemon running the boot stops and leaves it to the next daemon (src/deploy/adopt.ts): once
    * containers run, the watch just ends in Detached, nothing rolled back; before, it is an
@@ -102,7 +104,10 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
       options.progress.engine?.(image.version);
     }
     if (image.unread !== undefined) note(`warning: image ${plan.recipe.docker_image}: ${image.unread}`);
-    if (image.fit !== undefined) note(fitText(image.fit));
+    if (image.fit !== undefined) {
+      note(fitText(image.fit));
+      options.fitted?.(image.fit);
+    }
     checkInterrupted(signal, `before any container of ${plan.deployment} started; nothing to roll back`);
     const bootId = newBootId();
     const stamped = stampBoot(plan, bootId);

@@ -44,6 +44,10 @@ export class NullStore implements StateStore {
   }
   saveFacts(): void {}
   saveMemory(): void {}
+  saveWeights(): void {}
+  weights(): Map<string, number> {
+    return new Map();
+  }
   memory(): Map<string, { meminfo: Meminfo; read_at: string }> {
     return new Map();
   }

@@ -455,6 +455,19 @@ export class Store {
     return new Map(rows.map((r) => [r.node, { meminfo: JSON.parse(r.meminfo) as Meminfo, read_at: r.read_at }]));
   }
 
+  /** The size of a model's snapshot on each node, as preflight read it (the weights of `plan`'s fit). */
+  saveWeights(cluster: string, model: string, bytes: ReadonlyMap<string, number>, at: string): void {
+    const put = this.db.prepare(`INSERT OR REPLACE INTO node_weights (cluster, node, model, bytes, read_at) VALUES (?, ?, ?, ?, ?)`);
+    this.db.transaction(() => {
+      for (const [node, b] of bytes) put.run(cluster, node, model, b, at);
+    })();
+  }
+
+  weights(cluster: string, model: string): Map<string, number> {
+    const rows = this.db.prepare(`SELECT node, bytes FROM node_weights WHERE cluster = ? AND model = ?`).all(cluster, model) as { node: string; bytes: number }[];
+    return new Map(rows.map((r) => [r.node, r.bytes]));
+  }
+
   /** What was read of an image, by its ID (an ID names one exact content, so it never goes stale). */
   imageFacts(imageId: string): ImageFacts | undefined {
     const row = this.db.prepare(`SELECT facts FROM image_facts WHERE image_id = ?`).get(imageId) as { facts: string } | undefined;

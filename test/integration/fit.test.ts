@@ -37,6 +37,10 @@ describe("the memory fit before any container starts", { concurrency: false }, (
         const root = onHost(i, ["id", "-u"]).trim() === "0";
         assert.match(out, root ? new RegExp(`${node}: page cache dropped \\(as root\\)`) : new RegExp(`warning: ${node}: page cache not dropped: the SSH user is not root`));
       }
+      // plan shows the same arithmetic from what up's probe and preflight read (no node touched).
+      const plan = ok(await launcher(["plan", "practice-2x"]), "plan");
+      for (const node of ["n1", "n2"]) assert.match(plan.stdout, new RegExp(`${node}: need \\d+\\.\\d GiB = engine budget .*weights 0\\.0 \\(0\\.0 on disk / TP 2 x PP 1\\)`));
+      assert.match(plan.stdout, /\(memory as launcher doctor read it at \d{4}-/);
     } finally {
       await launcher(["down", "practice-2x", "--grace", "1"]);
     }

@@ -119,3 +119,22 @@ test("without the weights' size a fixed KV budget can refuse a boot but not say 
   const over = fitDeployment({ ...seed("dsv4-flash-vision"), args: ["--kv-cache-memory", String(200 * 1024 ** 3)] }, [{ node: "spark1", meminfo: IDLE }]);
   assert.equal(over.nodes[0]?.verdict, "over-total");
 });
+
+test("the store keeps each node's memory (doctor) and a model's size on each node (preflight) for plan", async () => {
+  const { mkdtempSync, rmSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const path = await import("node:path");
+  const { openStateStore } = await import("../../src/store/open.js");
+  const dir = mkdtempSync(path.join(tmpdir(), "launcher-fit-store-"));
+  try {
+    const store = openStateStore(path.join(dir, "launcher.db"), () => {}, () => new Date());
+    store.saveMemory("spark-2x", new Map([["spark1", IDLE]]), "2026-12-03T09:00:00Z");
+    store.saveWeights("spark-2x", "org/model", new Map([["spark1", 168 * GB]]), "2026-12-03T09:00:00Z");
+    assert.deepEqual(store.memory("spark-2x").get("spark1"), { meminfo: IDLE, read_at: "2026-12-03T09:00:00Z" });
+    assert.deepEqual([...store.weights("spark-2x", "org/model")], [["spark1", 168 * GB]]);
+    assert.equal(store.weights("spark-2x", "org/other").size, 0);
+    store.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
