@@ -5,7 +5,15 @@ import { openSession } from "../deploy/session.js";
 import { loadCluster, withStore } from "./load.js";
 import type { Output } from "./output.js";
 import { colourFor, SEVERITY_STYLE } from "./colour.js";
+import { KIB_PER_GIB, type Meminfo } from "../deploy/meminfo.js";
 import { clusterOption, jsonOption, outputOption } from "./options.js";
+
+/** "97.3/119.7 GiB available (page cache 6.1)": what the fit check of up and plan compares with. */
+function memoryLine(m: Meminfo | undefined): string {
+  if (m === undefined) return "?";
+  const g = (kib: number): string => (kib / KIB_PER_GIB).toFixed(1);
+  return `${g(m.availableKiB)}/${g(m.totalKiB)} GiB available (page cache ${g(m.cachedKiB + m.reclaimableSlabKiB)})`;
+}
 
 export function registerDoctor(program: Command, io: Output): void {
   program
@@ -49,6 +57,7 @@ export function registerDoctor(program: Command, io: Output): void {
             `hca ${f.hca.join(",") || "none"}${f.gid_index === undefined ? "" : ` gid ${f.gid_index}`} ports up ${f.ports_up}`,
             `peers ${peers.length === 0 ? "-" : `${peers.filter(Boolean).length}/${peers.length}`}`,
             `hf cache ${n.hf_cache.free_gib === undefined ? "?" : `${n.hf_cache.free_gib} GiB free`}`,
+            `mem ${memoryLine(n.memory)}`,
           ].join("  "),
         );
       }

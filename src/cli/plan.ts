@@ -9,6 +9,8 @@ import { describeFabricGap } from "../cluster/fabric-env.js";
 import { gpusPerNode, loadCluster, loadRecipe, parseNodes, withStore } from "./load.js";
 import type { Output } from "./output.js";
 import { withSshDefaults } from "../deploy/session.js";
+import { fitDeployment, fitText } from "../deploy/fit.js";
+import type { Meminfo } from "../deploy/meminfo.js";
 import { clusterOption, jsonOption, outputOption } from "./options.js";
 import type { RestartPolicy } from "../deploy/contract.js";
 import type { RecipeSource } from "../recipe/resolve.js";
@@ -83,7 +85,7 @@ export function registerPlan(program: Command, io: Output): void {
       // A node without a user is planned as the user SSH will log in as (its ~ in mounts too).
       const cluster = await withSshDefaults(loadCluster(opts.cluster));
       // Fabric values that doctor or up detected fill what the cluster file leaves out.
-      const stored = await withStore((store) => store.facts(cluster.name));
+      const { stored, memory } = await withStore((store) => ({ stored: store.facts(cluster.name), memory: store.memory(cluster.name) }));
       const merged = mergeDetected(cluster, stored.facts);
       const plan = planFromFlags(ref, opts, io, merged.cluster);
       // Only values really taken from detection are called detected; none, no note.
@@ -97,7 +99,16 @@ export function registerPlan(program: Command, io: Output): void {
         const guess = nearest(opts.node ?? "", known);
         throw new UserError(`--node ${opts.node ?? ""}: ${ref} does not run on that node (it runs on ${known.join(", ")})`, guess === undefined ? `name one of ${known.join(", ")}` : `did you mean --node ${guess}?`);
       }
-      if (opts.json) io.json(planJson(plan, filter));
-      else io.out(planText(plan, filter));
+      // The memory fit from what doctor (or up's probe) last read of each node, and the weights'
+      // size the last preflight of this model read there.
+      const weights = await withStore((store) => store.weights(plan.cluster, plan.recipe.model));
+      const fit = fitDeployment(plan.recipe, plan.nodes.map((n) => {
+        const seen: Meminfo | undefined = memory.get(n.node)?.meminfo;
+        const bytes = weights.get(n.node);
+        return { node: n.node, ...(seen === undefined ? {} : { meminfo: seen }), ...(bytes === undefined ? {} : { weightsBytes: bytes }) };
+      }));
+      const readAt = [...memory.values()].map((m) => m.read_at).sort()[0];
+      if (opts.json) io.json({ ...(planJson(plan, filter) as Record<string, unknown>), memory_fit: { read_at: readAt ?? null, nodes: fit.nodes } });
+      else io.out(`${planText(plan, filter)}\n${fitText(fit)}\n  (memory as launcher doctor read it${readAt === undefined ? ": never; run launcher doctor" : ` at ${readAt}`}${weights.size === 0 ? "; the weights' size is kept by the first up of this model" : ""})`);
     });
 }

@@ -25,6 +25,7 @@ export interface UpFlags extends PlanFlags {
   timeout?: string;
   drain?: string;
   push?: boolean;
+  dropCaches?: boolean;
   json?: boolean;
   detach?: boolean;
   daemon?: string;
@@ -41,6 +42,7 @@ export interface PreparedUp {
   readonly timeoutMs: number;
   readonly drainMs: number;
   readonly push: boolean;
+  readonly dropCaches: boolean;
   readonly leaseMs: number;
 }
 
@@ -71,7 +73,7 @@ export function prepareUp(s: UpSubmission, io: Output, defaultCluster?: string):
   // Planning first: a recipe error is reported before any node or lock is touched.
   const first = plan(undefined, cluster, "ignore");
   const request: UpRequest = { ref: s.ref, ...flags };
-  return { request, cluster, first, plan, timeoutMs, drainMs, push: s.push !== false, leaseMs };
+  return { request, cluster, first, plan, timeoutMs, drainMs, push: s.push !== false, dropCaches: s.drop_caches === true, leaseMs };
 }
 
 /** The use case's host: its words go out as events through `emit`. */
@@ -88,6 +90,7 @@ export function upHost(p: PreparedUp, store: StateStore, emit: (e: UpEvent) => v
     timeoutMs: p.timeoutMs,
     drainMs: p.drainMs,
     push: p.push,
+    ...(p.dropCaches ? { dropCaches: true } : {}),
   };
 }
 
@@ -111,6 +114,7 @@ const submissionOf = (ref: string, f: UpFlags): UpSubmission => ({
   ...(f.timeout === undefined ? {} : { timeout: f.timeout }),
   ...(f.drain === undefined ? {} : { drain: f.drain }),
   ...(f.push === false ? { push: false } : {}),
+  ...(f.dropCaches === true ? { drop_caches: true } : {}),
   ...(f.restart === undefined ? {} : { restart: f.restart }),
 });
 
@@ -190,6 +194,7 @@ export function registerUp(program: Command, io: Output): void {
     .option("--drain <duration>", "in a lane swap, how long the old deployment may finish running requests", "2m")
     .option("--restart <policy>", "on-failure[:N]: launcher serve recreates the whole group when it fails after it was ready (at most N times)")
     .option("--no-push", "fail instead of sending the image to nodes that lack it or hold another build")
+    .option("--drop-caches", "free the page cache on the nodes before the memory fit check (as root or with sudo without a password)")
     .option("--detach", "through a daemon: return once the boot is accepted, printing the deployment's name")
     .addOption(daemonOption())
     .addOption(jsonOption("print the result as JSON")).addOption(outputOption())

@@ -47,6 +47,7 @@ export const UpSubmissionSchema = z.strictObject({
   timeout: z.string().optional(),
   drain: z.string().optional(),
   push: z.boolean().optional(),
+  drop_caches: z.boolean().optional(),
   restart: z.string().optional(),
   recipes: z.array(RecipeLookupSchema).max(MAX_CHAIN).optional(),
   cluster_file: z.strictObject({ file: z.string().min(1), text: z.string() }).optional(),

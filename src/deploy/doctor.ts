@@ -5,6 +5,7 @@ import type { StateStore } from "../store/store.js";
 import { dumpTree, readHcas, SYSFS_DUMP_SCRIPT, type Hca } from "../cluster/sysfs.js";
 import { expandHome } from "../plan/plan.js";
 import type { ClusterSession } from "./session.js";
+import { parseMeminfo, type Meminfo } from "./meminfo.js";
 
 export interface GpuFacts {
   readonly name: string;
@@ -24,6 +25,8 @@ export interface NodeProbe {
   readonly facts: FabricFacts;
   readonly hf_cache: { readonly path: string; readonly free_gib?: number };
   readonly peers: Readonly<Record<string, boolean>>;
+  /** /proc/meminfo, read (undefined: not readable). On a Spark it is the GPU's memory too. */
+  readonly memory?: Meminfo;
 }
 
 export interface DoctorReport {
@@ -45,6 +48,7 @@ if command -v nvidia-smi >/dev/null 2>&1; then
   echo "@@gpu-apps"; nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader 2>&1
 else echo "none"; echo "@@gpu-apps"; fi
 echo "@@hf"; d="$hf"; while [ ! -e "$d" ] && [ "$d" != "/" ]; do d=$(dirname "$d"); done; df -Pk "$d" 2>/dev/null | tail -1
+echo "@@meminfo"; cat /proc/meminfo 2>/dev/null
 echo "@@peers"
 for ip in "$@"; do
   if command -v ping >/dev/null 2>&1; then ping -c 1 -W 2 "$ip" >/dev/null 2>&1; r=$?
@@ -95,6 +99,7 @@ export function readProbe(node: ClusterNode, hfPath: string, text: string): Omit
     if (!ok) findings.push({ severity: "error", kind: "peer", node: node.name, message: `cannot reach peer fabric IP ${ip}`, fix: "check the cable, the addresses and the MTU on both ends" });
   }
   const dockerFree = freeGib(df);
+  const mem = parseMeminfo(s.get("meminfo") ?? "");
   return {
     node: node.name,
     ...(dockerOk ? { docker: { version: (version ?? "").trim(), root: (root ?? "").trim(), ...(dockerFree === undefined ? {} : { free_gib: dockerFree }) } } : {}),
@@ -105,6 +110,7 @@ export function readProbe(node: ClusterNode, hfPath: string, text: string): Omit
     facts,
     hf_cache: { path: hfPath, ...(freeGib(s.get("hf")?.trim()) === undefined ? {} : { free_gib: freeGib(s.get("hf")?.trim()) as number }) },
     peers,
+    ...(mem.ok ? { memory: mem.meminfo } : {}),
     findings,
   };
 }
@@ -153,5 +159,6 @@ export async function detectAndRecord(session: ClusterSession, store: StateStore
   const report = await doctor(session, options);
   const facts = new Map(report.nodes.filter((n) => n.ssh).map((n) => [n.node, n.facts]));
   store.saveFacts(session.cluster.name, facts, at);
+  store.saveMemory(session.cluster.name, new Map(report.nodes.flatMap((n) => (n.memory === undefined ? [] : [[n.node, n.memory] as const]))), at);
   return { report, session: { ...session, cluster: withDetected(session.cluster, facts) } };
 }

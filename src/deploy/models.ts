@@ -15,6 +15,8 @@ export interface NodeWeights {
   readonly present: boolean;
   readonly revision?: string;
   readonly files?: number;
+  /** The snapshot's size on disk, links followed (the fit check divides it between the ranks). */
+  readonly bytes?: number;
   /** Why not present: no repo folder, no ref, no snapshot, or links to blobs that are not there. */
   readonly reason?: string;
 }
@@ -28,7 +30,8 @@ elif [ -f "$d/refs/$rev" ]; then rev=$(cat "$d/refs/$rev"); fi
 broken=$(find -L "$d/snapshots/$rev" -type l | wc -l)
 files=$(find -L "$d/snapshots/$rev" -type f | wc -l)
 [ "$broken" -eq 0 ] || { echo "missing $broken files of snapshot $rev point to absent blobs"; exit 0; }
-echo "ok $rev $files"`;
+bytes=$(du -sLb "$d/snapshots/$rev" 2>/dev/null | cut -f1)
+echo "ok $rev $files $bytes"`;
 
 // $1 the snapshot folder: every file as `L SIZE LINK PATH` or `F SIZE - PATH`.
 const LIST_SCRIPT = `cd "$1" || exit 3
@@ -69,7 +72,7 @@ export async function weightsReport(recipe: Recipe, session: ClusterSession, nod
       const r = await (session.docker.get(node.name) as DockerClient).transport.exec(["sh", "-c", CHECK_SCRIPT, "sh", path, loc.revision ?? ""], { timeoutMs: 60_000, ...(signal === undefined ? {} : { signal }) });
       if (r.code !== 0) throw new RemoteError(node.name, `checking the weights in ${path} failed (exit ${r.code})`, r.stderr);
       const [word, ...rest] = r.stdout.trim().split(" ");
-      if (word === "ok") return { node: node.name, path, present: true, revision: rest[0] as string, files: Number(rest[1]) };
+      if (word === "ok") return { node: node.name, path, present: true, revision: rest[0] as string, files: Number(rest[1]), ...(/^\d+$/.test(rest[2] ?? "") ? { bytes: Number(rest[2]) } : {}) };
       return { node: node.name, path, present: false, reason: rest.join(" ") };
     }),
   );

@@ -13,6 +13,8 @@ import { abortable } from "./abort.js";
 import { judgeExisting } from "./existing.js";
 import { clusterStatus, type DeploymentStatus } from "./status.js";
 import { checkImage, type ImageCheck } from "./image-check.js";
+import { fitDeployment, fitProblems, fitText, type FitReport } from "./fit.js";
+import { parseMeminfo, type Meminfo } from "./meminfo.js";
 
 // Read-only mounts are data that must exist; the others are caches, created on first boot.
 const MOUNT_SCRIPT = `missing=""
@@ -55,15 +57,20 @@ export function missingImage(recipe: Pick<Recipe, "id" | "docker_image" | "docke
  * Deployments in `replacing` are about to be stopped for this one: their nodes count as free.
  * An interrupt ends it at once (it starts nothing that would need undoing).
  */
-export function preflight(plan: Plan, session: ClusterSession, signal: AbortSignal, replacing: ReadonlySet<string> = new Set()): Promise<Omit<ImageCheck, "problems">> {
+export function preflight(plan: Plan, session: ClusterSession, signal: AbortSignal, replacing: ReadonlySet<string> = new Set()): Promise<PreflightResult> {
   return abortable(checkNodes(plan, session, replacing, signal), signal, `during the preflight of ${plan.deployment}; no container was started`);
 }
 
-async function checkNodes(plan: Plan, session: ClusterSession, replacing: ReadonlySet<string>, signal: AbortSignal): Promise<Omit<ImageCheck, "problems">> {
+/** What the image check read, and the memory fit of every node (its arithmetic printed by up). */
+export type PreflightResult = Omit<ImageCheck, "problems"> & { readonly fit?: FitReport };
+
+async function checkNodes(plan: Plan, session: ClusterSession, replacing: ReadonlySet<string>, signal: AbortSignal): Promise<PreflightResult> {
   const problems: string[] = [];
   const imageIds = new Map<string, string | undefined>();
   const existing: ContainerInfo[] = [];
   const held = new Map<string, Set<string>>();
+  const meminfo = new Map<string, Meminfo>();
+  const freedFirst = new Set<string>();
   let headReplaced = false;
   await Promise.all(
     plan.nodes.map(async (spec) => {
@@ -76,16 +83,22 @@ async function checkNodes(plan: Plan, session: ClusterSession, replacing: Readon
         problems.push(`${spec.node} (${spec.host}): ${ssh ? "SSH unreachable" : "Docker unreachable"}: ${detail.split("\n").slice(-2).join(" ").trim()}`);
         return;
       }
-      const [id, containers, mounts] = await Promise.all([
+      const [id, containers, mounts, mem] = await Promise.all([
         docker.imageId(spec.image),
         docker.containers(DEPLOYMENT_LABEL),
         docker.transport.exec(["sh", "-c", MOUNT_SCRIPT, "sh", ...spec.mounts.map((m) => `${m.read_only ? "ro" : "rw"}:${m.host}`)], { timeoutMs: 20_000, signal }),
+        docker.transport.exec(["cat", "/proc/meminfo"], { timeoutMs: 20_000, signal }),
       ]);
+      const read = parseMeminfo(mem.stdout);
+      if (read.ok) meminfo.set(spec.node, read.meminfo);
       imageIds.set(spec.node, id);
       if (mounts.code !== 0) problems.push(`${spec.node}: mount paths missing on the node:${mounts.stdout.trim() ? ` ${mounts.stdout.trim()}` : ` ${mounts.stderr.trim()}`}`);
       for (const c of containers) {
         const name = c.labels[DEPLOYMENT_LABEL] ?? "?";
-        if (replacing.has(name)) headReplaced ||= spec.rank === 0;
+        if (replacing.has(name)) {
+          headReplaced ||= spec.rank === 0;
+          freedFirst.add(spec.node);
+        }
         else if (name === plan.deployment) {
           // `up` refused an existing one before; this one appeared since (another launcher).
           existing.push(c);
@@ -97,11 +110,26 @@ async function checkNodes(plan: Plan, session: ClusterSession, replacing: Readon
   );
   // With HF_HUB_OFFLINE=1 the engine cannot fetch what is missing: find out now, not at minute 20.
   const planNodes = session.cluster.nodes.filter((n) => plan.nodes.some((s) => s.node === n.name) && imageIds.has(n.name));
+  // The snapshot's size on each node is the weights' part of the memory fit.
+  const weights = planNodes.every((n) => weightsLocation(plan.recipe, n) !== undefined) ? await weightsReport(plan.recipe, session, planNodes, signal) : [];
   if (planNodes.some((n) => weightsLocation(plan.recipe, n)?.offline)) {
-    for (const w of await weightsReport(plan.recipe, session, planNodes, signal)) {
+    for (const w of weights) {
       if (!w.present) problems.push(`${w.node}: model ${plan.recipe.model} is not in its Hugging Face cache (looked in ${w.path}: ${w.reason ?? "?"}); HF_HUB_OFFLINE=1 forbids a download: launcher models sync ${plan.recipe.id}`);
     }
   }
+  const fit = fitDeployment(
+    plan.recipe,
+    plan.nodes.filter((n) => imageIds.has(n.node)).map((n) => {
+      const mem = meminfo.get(n.node);
+      const bytes = weights.find((w) => w.node === n.node)?.bytes;
+      const others = [...held].filter(([, on]) => on.has(n.node)).map(([name]) => name);
+      // A deployment this one replaces frees its memory before the start: `up` checks again then.
+      const gone = freedFirst.has(n.node);
+      return { node: n.node, ...(mem === undefined || gone ? {} : { meminfo: mem }), ...(bytes === undefined ? {} : { weightsBytes: bytes }), deployments: others };
+    }),
+  );
+  const fitted = fitProblems(fit);
+  if (fitted.errors.length > 0) problems.push(...fitted.errors, `the memory fit, node by node:\n${fitText(fit).split("\n").map((l) => `    ${l}`).join("\n")}`);
   const rankOrder = plan.nodes.map((n) => n.node);
   for (const [name, nodes] of held) {
     const inOrder = rankOrder.filter((n) => nodes.has(n));
@@ -130,7 +158,33 @@ async function checkNodes(plan: Plan, session: ClusterSession, replacing: Readon
   if (problems.length > 0) {
     throw new UserError(`preflight failed for ${plan.deployment}; no container was started:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
   }
-  return { ...(image.version === undefined ? {} : { version: image.version }), ...(image.unread === undefined ? {} : { unread: image.unread }) };
+  return { ...(image.version === undefined ? {} : { version: image.version }), ...(image.unread === undefined ? {} : { unread: image.unread }), fit };
+}
+
+// Documentation/admin-guide/sysctl/vm.rst (torvalds/linux), drop_caches: writing 3 frees the clean
+// page cache and the reclaimable slab (dentries, inodes); dirty pages are not freed, so `sync`
+// first. Only root may write it: as another user, `sudo -n` (never a password prompt over SSH).
+const DROP_CACHES_SCRIPT = `sync
+if [ "$(id -u)" = 0 ]; then echo 3 > /proc/sys/vm/drop_caches && { echo root; exit 0; }; echo failed; exit 0; fi
+if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo -n sh -c 'echo 3 > /proc/sys/vm/drop_caches' && { echo sudo; exit 0; }; echo failed; exit 0; fi
+echo denied`;
+
+/**
+ * `up --drop-caches`: frees the page cache on every node of the plan, in parallel, before the fit
+ * check reads their memory. Returns one line per node: done (as root or with sudo), or a warning
+ * saying why not, so that the user knows the cache still counts.
+ */
+export async function dropCaches(plan: Plan, session: ClusterSession, signal: AbortSignal): Promise<string[]> {
+  const run = Promise.all(
+    plan.nodes.map(async (spec) => {
+      const r = await dockerOf(session, spec.node).transport.exec(["sh", "-c", DROP_CACHES_SCRIPT], { timeoutMs: 120_000, signal });
+      const how = r.stdout.trim();
+      if (r.code === 0 && (how === "root" || how === "sudo")) return `${spec.node}: page cache dropped (${how === "root" ? "as root" : "with sudo"})`;
+      if (how === "denied") return `warning: ${spec.node}: page cache not dropped: the SSH user is not root and sudo asks for a password (or is missing); run "sync; echo 3 > /proc/sys/vm/drop_caches" there as root, or allow sudo without a password`;
+      return `warning: ${spec.node}: page cache not dropped: writing /proc/sys/vm/drop_caches failed${r.stderr.trim() ? ` (${r.stderr.trim().split("\n").slice(-1)[0] ?? ""})` : ""}`;
+    }),
+  );
+  return abortable(run, signal, `while dropping the page cache before ${plan.deployment}; no container was started`);
 }
 
 /**

@@ -11,6 +11,7 @@ import { deploymentKey, holdOrBusy, laneKey } from "./locks.js";
 import type { Progress } from "./progress.js";
 import { openSession, type ClusterSession } from "./session.js";
 import type { UpOptions, UpResult } from "./up.js";
+import type { FitReport } from "./fit.js";
 
 /**
  * The whole `up` use case (lock, detect fabric, re-plan, check, claim, launch or swap a lane,
@@ -51,6 +52,8 @@ export interface UpHost {
   readonly drainMs: number;
   /** Send the image to nodes that lack it (default); false: refuse instead. */
   readonly push: boolean;
+  /** Free the page cache on the nodes before the preflight (where the SSH user may). */
+  readonly dropCaches?: boolean;
 }
 
 export type UpOutcome = (UpResult & { readonly deployment: string }) | LaneUpResult;
@@ -116,7 +119,7 @@ function bootStep(session: ClusterSession, host: BootHost, what: string): { opti
   const progress = host.progress;
   // A claim taken over by another launcher (this one froze past its lease) stops the boot.
   const claimLost = new AbortController();
-  const options = { timeoutMs: host.timeoutMs, signal: AbortSignal.any([host.signal, claimLost.signal]), progress, push: host.push, ...(host.detach === undefined ? {} : { detach: host.detach }) };
+  const options = { timeoutMs: host.timeoutMs, signal: AbortSignal.any([host.signal, claimLost.signal]), progress, push: host.push, ...(host.dropCaches === true ? { dropCaches: true } : {}), fitted: (plan: Plan, fit: FitReport) => keepWeights(host.store, plan, fit, host.now()), ...(host.detach === undefined ? {} : { detach: host.detach }) };
   const onLost = (message: string): void => {
     progress.note(message);
     claimLost.abort();
@@ -147,6 +150,11 @@ async function launchPlan(plan: Plan, session: ClusterSession, host: BootHost, s
 export function bootKept(plan: Plan, session: ClusterSession, host: BootHost, what: string): Promise<UpOutcome> {
   const kept = withImageFacts(session, host.store, host.now);
   return launchPlan(plan, kept, host, bootStep(kept, host, what));
+}
+
+/** The snapshot sizes preflight read, for `plan`'s memory fit. */
+function keepWeights(store: StateStore, plan: Plan, fit: FitReport, at: Date): void {
+  store.saveWeights(plan.cluster, plan.recipe.model, new Map(fit.nodes.flatMap((n) => (n.weightsBytes === undefined ? [] : [[n.node, n.weightsBytes] as const]))), at.toISOString());
 }
 
 /** The line `up` prints on stdout when it succeeds, wherever the boot ran. */

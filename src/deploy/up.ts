@@ -4,7 +4,7 @@ import { advanceBoot, INITIAL_BOOT, splitTimestamp, type BootState } from "../en
 import { failureHint, warningNote } from "../engine/explain.js";
 import { adapterOf } from "../engine/registry.js";
 import type { NodeSpec, Plan } from "../plan/plan.js";
-import { preflight, sameNameOnCluster } from "./preflight.js";
+import { dropCaches, preflight, sameNameOnCluster } from "./preflight.js";
 import { checkInterrupted, Detached, interruption } from "./abort.js";
 import { createdBy, newBootId, stampBoot } from "./boot.js";
 import { rankBehind } from "./blame.js";
@@ -15,6 +15,7 @@ import { dockerOf, type ClusterSession } from "./session.js";
 import { formatRemoval, removeContainers } from "./down.js";
 import { DEPLOYMENT_LABEL, LABELS } from "./contract.js";
 import { ensureImage } from "./images.js";
+import { fitText, type FitReport } from "./fit.js";
 
 export interface UpOptions {
   readonly timeoutMs: number;
@@ -23,6 +24,10 @@ export interface UpOptions {
   readonly progress: Progress;
   /** Send the image to nodes that lack it or hold another build (default); false: refuse instead. */
   readonly push?: boolean;
+  /** Free the page cache on the plan's nodes before the preflight (root or passwordless sudo). */
+  readonly dropCaches?: boolean;
+  /** Said once preflight passed, with the memory fit of every node (the store keeps its weights for `plan`). */
+  readonly fitted?: (plan: Plan, fit: FitReport) => void;
   /**
    * The daemon running the boot stops and leaves it to the next daemon (src/deploy/adopt.ts): once
    * containers run, the watch just ends in Detached, nothing rolled back; before, it is an
@@ -94,6 +99,7 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
     const same = await sameNameOnCluster(plan, session, signal, note);
     if (same !== undefined) return { status: "already-running", endpoint: same.endpoint, served_model: same.served_model, seconds: 0 };
     if (options.push !== false) await ensureImage(plan.recipe.docker_image, plan.nodes.map((n) => dockerOf(session, n.node)), note, signal);
+    if (options.dropCaches === true) for (const line of await dropCaches(plan, session, signal)) note(line);
     note(`preflight of ${plan.deployment} on ${plan.nodes.map((n) => n.node).join(", ")} ...`);
     const image = await preflight(plan, session, signal);
     if (image.version !== undefined) {
@@ -101,6 +107,10 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
       options.progress.engine?.(image.version);
     }
     if (image.unread !== undefined) note(`warning: image ${plan.recipe.docker_image}: ${image.unread}`);
+    if (image.fit !== undefined) {
+      note(fitText(image.fit));
+      options.fitted?.(plan, image.fit);
+    }
     checkInterrupted(signal, `before any container of ${plan.deployment} started; nothing to roll back`);
     const bootId = newBootId();
     const stamped = stampBoot(plan, bootId);

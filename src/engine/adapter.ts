@@ -156,6 +156,20 @@ export interface EngineAdapter {
   readonly hintFor?: (cause: string | undefined, lines: readonly string[]) => string | undefined;
   /** The time the engine's own log header gives a line (when the log has no `docker logs --timestamps`). */
   readonly lineTime?: (line: LogLine) => LineTime | undefined;
+  /**
+   * The flags that say how much of a node's memory the engine claims (src/deploy/fit.ts reads
+   * them from the recipe's args); undefined: the engine cannot say, and no fit check is made.
+   */
+  readonly memoryFlags?: EngineMemoryFlags;
+}
+
+export interface EngineMemoryFlags {
+  /** A fixed KV cache per GPU, in bytes: the engine then holds the weights, that KV and its working memory. */
+  readonly kvCacheBytes: readonly string[];
+  /** A share of the node's total memory for weights, working memory and KV cache together. */
+  readonly utilization: readonly string[];
+  /** The share the engine takes when no flag is given. */
+  readonly defaultUtilization: number;
 }
 
 export interface LineTime {

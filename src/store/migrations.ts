@@ -156,4 +156,21 @@ export const MIGRATIONS: readonly string[] = [
      started_at TEXT NOT NULL,
      body TEXT NOT NULL
    );`,
+  // Each node's /proc/meminfo as doctor last read it, and the size of a model's snapshot on each
+  // node as up's preflight last read it: `plan` prints the memory fit from them.
+  `CREATE TABLE node_memory (
+     cluster TEXT NOT NULL,
+     node TEXT NOT NULL,
+     meminfo TEXT NOT NULL,
+     read_at TEXT NOT NULL,
+     PRIMARY KEY (cluster, node)
+   );
+   CREATE TABLE node_weights (
+     cluster TEXT NOT NULL,
+     node TEXT NOT NULL,
+     model TEXT NOT NULL,
+     bytes INTEGER NOT NULL,
+     read_at TEXT NOT NULL,
+     PRIMARY KEY (cluster, node, model)
+   );`,
 ];

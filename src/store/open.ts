@@ -3,6 +3,7 @@ import Database from "better-sqlite3";
 import type { FabricFacts } from "../cluster/detect.js";
 import type { ImageFacts } from "../engine/image-contract.js";
 import type { BenchRun, EvalRun } from "../evidence/records.js";
+import type { Meminfo } from "../deploy/meminfo.js";
 import { Store, type BootInProgress, type BootRecord, type LaneRecord, type LockHolder, type RestartRecord, type StateStore, type SwapRecord } from "./store.js";
 
 /**
@@ -51,6 +52,14 @@ export class NullStore implements StateStore {
     return [];
   }
   saveFacts(): void {}
+  saveMemory(): void {}
+  saveWeights(): void {}
+  weights(): Map<string, number> {
+    return new Map();
+  }
+  memory(): Map<string, { meminfo: Meminfo; read_at: string }> {
+    return new Map();
+  }
   facts(): { facts: Map<string, FabricFacts> } {
     return { facts: new Map() };
   }

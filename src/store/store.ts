@@ -4,6 +4,7 @@ import Database from "better-sqlite3";
 import type { FabricFacts } from "../cluster/detect.js";
 import type { ImageFacts } from "../engine/image-contract.js";
 import type { BenchRun, EvalRun, EvidenceStore, RunQuery } from "../evidence/records.js";
+import type { Meminfo } from "../deploy/meminfo.js";
 import { MIGRATIONS } from "./migrations.js";
 
 export type BootOutcome = "booting" | "ready" | "failed" | "interrupted";
@@ -440,6 +441,32 @@ export class Store implements EvidenceStore {
     const rows = this.db.prepare(`SELECT node, facts, detected_at FROM node_facts WHERE cluster = ? ORDER BY node`).all(cluster) as { node: string; facts: string; detected_at: string }[];
     const at = rows.map((r) => r.detected_at).sort()[0];
     return { facts: new Map(rows.map((r) => [r.node, JSON.parse(r.facts) as FabricFacts])), ...(at === undefined ? {} : { detected_at: at }) };
+  }
+
+  /** Each node's memory as doctor read it (the fit check of `plan`). */
+  saveMemory(cluster: string, memory: ReadonlyMap<string, Meminfo>, at: string): void {
+    const put = this.db.prepare(`INSERT OR REPLACE INTO node_memory (cluster, node, meminfo, read_at) VALUES (?, ?, ?, ?)`);
+    this.db.transaction(() => {
+      for (const [node, m] of memory) put.run(cluster, node, JSON.stringify(m), at);
+    })();
+  }
+
+  memory(cluster: string): Map<string, { meminfo: Meminfo; read_at: string }> {
+    const rows = this.db.prepare(`SELECT node, meminfo, read_at FROM node_memory WHERE cluster = ?`).all(cluster) as { node: string; meminfo: string; read_at: string }[];
+    return new Map(rows.map((r) => [r.node, { meminfo: JSON.parse(r.meminfo) as Meminfo, read_at: r.read_at }]));
+  }
+
+  /** The size of a model's snapshot on each node, as preflight read it (the weights of `plan`'s fit). */
+  saveWeights(cluster: string, model: string, bytes: ReadonlyMap<string, number>, at: string): void {
+    const put = this.db.prepare(`INSERT OR REPLACE INTO node_weights (cluster, node, model, bytes, read_at) VALUES (?, ?, ?, ?, ?)`);
+    this.db.transaction(() => {
+      for (const [node, b] of bytes) put.run(cluster, node, model, b, at);
+    })();
+  }
+
+  weights(cluster: string, model: string): Map<string, number> {
+    const rows = this.db.prepare(`SELECT node, bytes FROM node_weights WHERE cluster = ? AND model = ?`).all(cluster, model) as { node: string; bytes: number }[];
+    return new Map(rows.map((r) => [r.node, r.bytes]));
   }
 
   /** What was read of an image, by its ID (an ID names one exact content, so it never goes stale). */

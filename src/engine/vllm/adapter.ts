@@ -46,6 +46,15 @@ export const vllm: EngineAdapter = {
   // every worker's READY: vllm/v1/executor/multiproc_executor.py, wait_for_ready).
   hintFor: vllmHint,
   lineTime,
+  // vllm/config/cache.py CacheConfig: `kv_cache_memory_bytes`, "Size of KV Cache per GPU in bytes
+  // ... (when not-None) ignores gpu_memory_utilization"; `gpu_memory_utilization` defaults to 0.9.
+  // vllm/v1/worker/gpu_worker.py: init_device takes requested_memory = total_memory x
+  // gpu_memory_utilization (and refuses to start when less is free); determine_available_memory
+  // returns kv_cache_memory_bytes as it is when set ("skipped memory profiling"), else
+  // requested_memory - non_kv_cache_memory (weights, peak activations, non-torch memory): weights,
+  // working memory and KV stay within total x utilization. Recipes write `--kv-cache-memory`, which
+  // argparse takes as the unique prefix of `--kv-cache-memory-bytes` (see ./flags.ts, allow_abbrev).
+  memoryFlags: { kvCacheBytes: ["--kv-cache-memory-bytes", "--kv-cache-memory"], utilization: ["--gpu-memory-utilization"], defaultUtilization: 0.9 },
   rendezvousPatterns: [/waiting for \d+ headless worker/, /connecting to master at /],
   // From the routers of vllm-project/vllm: vllm/entrypoints/openai/chat_completion/api_router.py,
   // completion/api_router.py (also /v1/completions/render), responses/api_router.py,

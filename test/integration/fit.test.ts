@@ -1,0 +1,48 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { launcher, launcherContainers, ok, onHost, practiceSuite, variant } from "./practice-cluster.js";
+
+// The memory fit before a boot, on a 2-host practice cluster (both hosts share this machine's
+// /proc/meminfo, which each reads as its own).
+const HOSTS = 2;
+const dir = practiceSuite(HOSTS, "launcher-fit-");
+
+describe("the memory fit before any container starts", { concurrency: false }, () => {
+  test("a KV budget larger than a node's memory stops up before any container starts, naming node and figures", async () => {
+    // 200 GiB of KV cache: more than this machine's total on every node.
+    const recipe = variant(dir, "fit-too-big", "practice-2x", 'args = ["--kv-cache-memory", "214748364800"]\n');
+    try {
+      const r = await launcher(["up", recipe], 240_000);
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(r.stderr, /preflight failed for fit-too-big; no container was started/);
+      for (const node of ["n1", "n2"]) {
+        assert.match(r.stderr, new RegExp(`${node}: the deployment needs \\d+\\.\\d GiB, more than the node's total \\d+\\.\\d GiB`));
+        assert.match(r.stderr, new RegExp(`${node}: need \\d+\\.\\d GiB = weights 0\\.0 .* \\+ KV cache 200\\.0 \\(--kv-cache-memory 214748364800\\)`));
+      }
+      assert.doesNotMatch(r.stderr, /\n\s+at /, "no stack");
+      assert.deepEqual(launcherContainers(HOSTS), [], "no container on any host");
+    } finally {
+      await launcher(["down", "fit-too-big", "--grace", "1"]);
+    }
+  });
+
+  test("a deployment that fits boots; up --drop-caches says on each node whether it could, and prints the arithmetic node by node", async () => {
+    try {
+      const r = ok(await launcher(["up", "practice-2x", "--drop-caches"], 240_000), "up");
+      const out = r.stdout + r.stderr;
+      assert.match(out, /memory fit \(GiB\):/);
+      for (const [i, node] of [[1, "n1"], [2, "n2"]] as const) {
+        assert.match(out, new RegExp(`${node}: need \\d+\\.\\d GiB = engine budget \\d+\\.\\d \\(--gpu-memory-utilization 0\\.05 x total`));
+        // The practice hosts' users are not root and have no sudo: up says so, and goes on.
+        const root = onHost(i, ["id", "-u"]).trim() === "0";
+        assert.match(out, root ? new RegExp(`${node}: page cache dropped \\(as root\\)`) : new RegExp(`warning: ${node}: page cache not dropped: the SSH user is not root`));
+      }
+      // plan shows the same arithmetic from what up's probe and preflight read (no node touched).
+      const plan = ok(await launcher(["plan", "practice-2x"]), "plan");
+      for (const node of ["n1", "n2"]) assert.match(plan.stdout, new RegExp(`${node}: need \\d+\\.\\d GiB = engine budget .*weights 0\\.0 \\(0\\.0 on disk / TP 2 x PP 1\\)`));
+      assert.match(plan.stdout, /\(memory as launcher doctor read it at \d{4}-/);
+    } finally {
+      await launcher(["down", "practice-2x", "--grace", "1"]);
+    }
+  });
+});
