@@ -14,6 +14,8 @@ import { dockerOf, type ClusterSession } from "./session.js";
 import { formatRemoval, removeContainers } from "./down.js";
 import { DEPLOYMENT_LABEL, LABELS } from "./contract.js";
 import { ensureImage } from "./images.js";
+import { startGuard } from "./guard.js";
+import { memoryFloorGiB } from "./memory-watch.js";
 
 export interface UpOptions {
   readonly timeoutMs: number;
@@ -55,6 +57,10 @@ interface Failure {
   readonly lastLines: readonly string[];
   /** When it happened on the node (the log line's timestamp), to find the node that failed first. */
   readonly time?: string;
+  /** What to do, when launcher knows better than the engine's log (the memory guard). */
+  readonly hint?: string;
+  /** Launcher's own figures, said before the log's last lines (the memory guard's). */
+  readonly figures?: readonly string[];
 }
 
 // A lost peer makes the other ranks fail too, within moments: wait this long, then blame the first.
@@ -224,6 +230,28 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
     void watchNode(spec).catch((e: unknown) => fail({ node: spec.node, rank: spec.rank, message: `lost the log stream: ${(e as Error).message}`, lastLines: [] }));
   };
 
+  // From before the first container starts until the watch ends: a node whose available memory
+  // falls below its floor gets the deployment killed on every node, before the machine wedges.
+  startGuard({
+    nodes: plan.nodes.map((n) => ({
+      node: n.node,
+      docker: dockerOf(session, n.node),
+      floorGiB: memoryFloorGiB(session.cluster, session.cluster.nodes.find((c) => c.name === n.node)),
+      containers: [n.container],
+    })),
+    phaseOf: (node) => (states.get(node) ?? INITIAL_BOOT).phase,
+    signal: watch.signal,
+    onSample: (node, sample) => options.progress.memory?.(node, sample),
+    onLost: (node, why) => options.progress.note(`warning: memory guard on ${node} stopped (${why}); that node's memory is not watched`),
+    onTrip: (trip) => {
+      const spec = byNode.get(trip.node);
+      const f: Failure = { node: trip.node, rank: spec?.rank ?? -1, message: trip.message, hint: trip.hint, figures: trip.detail, lastLines: states.get(trip.node)?.lastLines ?? [] };
+      // The guard's finding is the failure to report, whatever the killed ranks log next.
+      failure ??= f;
+      fail(f, true);
+    },
+  });
+
   const timeout = setTimeout(() => {
     // Blame the rank that holds the others up, not the head that waits for it.
     const ranks = plan.nodes.map((n) => ({ node: n.node, rank: n.rank, state: states.get(n.node) ?? INITIAL_BOOT }));
@@ -280,8 +308,9 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
     const removed = await removeContainers(session, createdBy(bootId), ROLLBACK_GRACE_SECONDS);
     const where = f.rank >= 0 ? `${f.node} (rank ${f.rank})` : f.node;
     // The same hint `launcher explain` gives for this log (src/engine/explain.ts): one wording per cause.
-    const hint = f.rank >= 0 ? failureHint(engine, f.cause, f.lastLines) : undefined;
+    const hint = f.hint ?? (f.rank >= 0 ? failureHint(engine, f.cause, f.lastLines) : undefined);
     const detail = [
+      ...(f.figures ?? []),
       ...(f.cause ? [`cause: ${f.cause}`] : []),
       ...(hint ? [`hint: ${hint}`] : []),
       ...(f.warnings ?? []).map((w) => `warning: ${warningNote(w)}`),

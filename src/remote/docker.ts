@@ -46,6 +46,12 @@ kill "$watcher" 2>/dev/null
 exit "$status"`;
 
 /**
+ * `argv` run on the node so that it ends when its reader goes away (FOLLOW_SCRIPT above): for any
+ * endless remote command read through Transport.stream.
+ */
+export const untilReaderGoes = (argv: readonly string[]): string[] => ["sh", "-c", FOLLOW_SCRIPT, "sh", ...argv];
+
+/**
  * The few Docker operations launcher needs, run on a node through its transport. Names and
  * images come after `--`: every docker command parses its flags with spf13/pflag, which ends
  * them at `--` (flag.go parseArgs), so a value can never be read as an option.
@@ -145,6 +151,19 @@ export class DockerClient {
     }
   }
 
+  /**
+   * SIGKILL at once, no grace ("The main process inside the container is sent SIGKILL signal
+   * (default)": docker/cli docs/reference/commandline/container_kill.md): the memory guard has no time for a graceful stop. The
+   * containers stay, stopped, for the rollback to remove; one already gone is not an error here.
+   */
+  async kill(names: readonly string[]): Promise<void> {
+    if (names.length === 0) return;
+    const r = await this.transport.exec(["docker", "kill", "--", ...names], { timeoutMs: 10_000 });
+    const lost = unreachable(this.transport, r);
+    if (lost !== undefined) throw lost;
+    if (r.code !== 0 && !/No such container|is not running/i.test(r.stderr)) throw new RemoteError(this.node, `docker kill failed (exit ${r.code})`, outputTail(r));
+  }
+
   /** The container's log lines; with `follow`, the follower on the node ends when the reader does. */
   logs(container: string, options: { follow?: boolean; tail?: number; since?: LogsSince; signal?: AbortSignal } = {}): AsyncIterable<string> {
     const argv = [
@@ -154,6 +173,6 @@ export class DockerClient {
       ...(options.since === undefined ? [] : ["--since", logsSinceArg(options.since)]),
       "--", container,
     ];
-    return this.transport.stream(options.follow ? ["sh", "-c", FOLLOW_SCRIPT, "sh", ...argv] : argv, options.signal ? { signal: options.signal } : {});
+    return this.transport.stream(options.follow ? untilReaderGoes(argv) : argv, options.signal ? { signal: options.signal } : {});
   }
 }

@@ -1,0 +1,175 @@
+import assert from "node:assert/strict";
+import { totalmem } from "node:os";
+import { test } from "node:test";
+import { parseCluster } from "../../src/cluster/parse.js";
+import { DEFAULT_MEMORY_FLOOR_GIB } from "../../src/cluster/schema.js";
+import { formatDiagnostic } from "../../src/config/diagnostic.js";
+import { startGuard } from "../../src/deploy/guard.js";
+import {
+  describeSample,
+  describeTrip,
+  KIB_PER_GIB,
+  memoryFloorGiB,
+  nodeMemory,
+  observe,
+  parseSampleLine,
+  SAMPLER_SCRIPT,
+  worstPeak,
+  type MemorySample,
+  type Trip,
+} from "../../src/deploy/memory-watch.js";
+import { DockerClient, untilReaderGoes } from "../../src/remote/docker.js";
+import { streamLocal, type ExecResult, type Transport } from "../../src/remote/transport.js";
+
+const GIB = KIB_PER_GIB;
+const sample = (availableGiB: number, totalGiB = 119.7): MemorySample => ({ totalKiB: Math.round(totalGiB * GIB), availableKiB: Math.round(availableGiB * GIB) });
+
+test("the sampler's lines parse; anything else is no sample", () => {
+  assert.deepEqual(parseSampleLine("mem 125515164 102030405"), { totalKiB: 125515164, availableKiB: 102030405 });
+  assert.deepEqual(parseSampleLine("mem 125515164 102030405\r"), { totalKiB: 125515164, availableKiB: 102030405 });
+  // A kernel without MemAvailable (before 3.14) leaves the field empty: no sample, not a zero.
+  for (const bad of ["mem 125515164 ", "mem  ", "sh: 1: sleep: not found", "mem 10 20", "mem 0 0", "mem -1 5", "MemAvailable: 1 kB", ""]) assert.equal(parseSampleLine(bad), undefined, bad);
+  assert.equal(describeSample(sample(97.3)), "mem 97.3/119.7 GiB");
+});
+
+test("the sampler loop runs in sh against this machine's /proc/meminfo", async () => {
+  const samples: MemorySample[] = [];
+  const started = Date.now();
+  // Exactly the argv the guard sends to a node (src/deploy/guard.ts), run here instead.
+  const [program, ...args] = untilReaderGoes(["sh", "-c", SAMPLER_SCRIPT, "sh", "0.05"]);
+  for await (const line of streamLocal(program as string, args)) {
+    const s = parseSampleLine(line);
+    assert.ok(s !== undefined, `not a sample: ${line}`);
+    samples.push(s);
+    assert.ok(Date.now() - started < 10_000, "three samples at 50 ms take well under 10 s");
+    // Leaving the loop is the reader going away: streamLocal closes the loop's stdin.
+    if (samples.length === 3) break;
+  }
+  assert.equal(samples.length, 3);
+  const first = samples[0] as MemorySample;
+  assert.equal(first.totalKiB, Math.floor(totalmem() / 1024), "MemTotal is what the kernel tells node too");
+  assert.ok(first.availableKiB > 0 && first.availableKiB <= first.totalKiB);
+});
+
+test("a node's peak is kept per phase and the floor is crossed once, in the phase it happened", () => {
+  let s = nodeMemory("n2", 4);
+  s = observe(s, "starting", sample(110));
+  s = observe(s, "loading", sample(60));
+  s = observe(s, "loading", sample(40));
+  s = observe(s, "loading", sample(50));
+  assert.equal(s.crossed, undefined);
+  s = observe(s, "profiling", sample(3.5));
+  s = observe(s, "profiling", sample(2));
+  assert.deepEqual(
+    s.peaks.map((p) => [p.phase, p.minAvailableKiB / GIB]),
+    [["starting", 110], ["loading", 40], ["profiling", 2]],
+  );
+  assert.deepEqual(s.crossed, { phase: "profiling", sample: sample(3.5) }, "the first sample below the floor is the one kept");
+  assert.equal(worstPeak(s)?.phase, "profiling");
+  assert.deepEqual(s.first, sample(110));
+});
+
+test("a trip names node, phase, floor, peak and the nodes killed; who held the memory is told by the sample after the kill", () => {
+  let s = nodeMemory("n2", 4);
+  for (const [phase, gib] of [["starting", 110], ["loading", 3]] as const) s = observe(s, phase, sample(gib));
+  const ours = describeTrip(s, ["n1", "n2"], sample(100));
+  assert.equal(ours.culprit, "deployment");
+  assert.equal(ours.node, "n2");
+  assert.equal(ours.phase, "loading");
+  assert.equal(ours.message, "memory guard: n2 fell below its floor of 4.0 GiB available during loading (3.0 GiB left)");
+  assert.ok(ours.detail.includes("peak: 116.7 GiB in use during loading"), ours.detail.join("\n"));
+  assert.ok(ours.detail.includes("killed (docker kill) the deployment's containers on n1, n2"));
+  assert.match(ours.hint, /--gpu-memory-utilization/);
+  const outside = describeTrip(s, ["n1", "n2"], sample(2.5));
+  assert.equal(outside.culprit, "outside");
+  assert.match(outside.message, /held outside the deployment/);
+  assert.match(outside.hint, /drop_caches/);
+  assert.equal(describeTrip(s, ["n1"], undefined, ["n2: unreachable"]).culprit, "unknown");
+  assert.ok(describeTrip(s, ["n1"], undefined, ["n2: unreachable"]).detail.includes("the kill failed on n2: unreachable"));
+});
+
+test("memory_floor: per node, else for all, else the Spark default; it must be a positive number of GiB", () => {
+  const text = `memory_floor = 6\n[[nodes]]\nname = "n1"\nhost = "h1"\nmemory_floor = 2.5\n[[nodes]]\nname = "n2"\nhost = "h2"\n`;
+  const c = parseCluster("c.toml", text).cluster;
+  assert.ok(c !== undefined);
+  assert.deepEqual(c.nodes.map((n) => memoryFloorGiB(c, n)), [2.5, 6]);
+  const plain = parseCluster("c.toml", `[[nodes]]\nname = "n1"\nhost = "h1"\n`).cluster;
+  assert.ok(plain !== undefined);
+  assert.equal(memoryFloorGiB(plain, plain.nodes[0]), DEFAULT_MEMORY_FLOOR_GIB);
+  const bad = parseCluster("c.toml", `memory_floor = -1\n[[nodes]]\nname = "n1"\nhost = "h1"\n`).diagnostics.map(formatDiagnostic).join("\n");
+  assert.match(bad, /c\.toml:1/);
+  assert.match(bad, /memory_floor/);
+});
+
+/** A node whose sampler lines the test writes, and whose commands (docker kill) it records. */
+function fakeNode(node: string) {
+  const lines: string[] = [];
+  let wake: (() => void) | undefined;
+  const commands: string[][] = [];
+  const transport: Transport = {
+    node,
+    exec: async (argv): Promise<ExecResult> => {
+      commands.push([...argv]);
+      return { code: 0, stdout: "", stderr: "" };
+    },
+    stream: (argv, options) => ({
+      async *[Symbol.asyncIterator]() {
+        commands.push([...argv]);
+        while (options?.signal?.aborted !== true) {
+          if (lines.length === 0) await new Promise<void>((r) => ((wake = r), options?.signal?.addEventListener("abort", () => r(), { once: true })));
+          while (lines.length > 0) yield lines.shift() as string;
+        }
+      },
+    }),
+    spawn: () => {
+      throw new Error("not used");
+    },
+  };
+  return {
+    docker: new DockerClient(transport),
+    commands,
+    say: (s: MemorySample) => {
+      lines.push(`mem ${s.totalKiB} ${s.availableKiB}`);
+      wake?.();
+    },
+  };
+}
+
+test("the guard: one stream per node; the first crossing kills the deployment's containers on every node at once, then reports", async () => {
+  const nodes = ["n1", "n2", "n3"].map((n) => ({ name: n, ...fakeNode(n) }));
+  const stop = new AbortController();
+  const phases: Record<string, string> = { n1: "loading", n2: "loading", n3: "loading" };
+  const seen: string[] = [];
+  let kills: readonly { node: string; ms: number }[] = [];
+  const tripped = new Promise<Trip>((resolve) => {
+    startGuard({
+      nodes: nodes.map((n) => ({ node: n.name, docker: n.docker, floorGiB: 4, containers: [`launcher-x-${n.name}`] })),
+      phaseOf: (n) => phases[n] ?? "?",
+      signal: stop.signal,
+      onSample: (n, s) => seen.push(`${n} ${describeSample(s)}`),
+      onTrip: resolve,
+      onKilled: (t) => (kills = t),
+    });
+  });
+  try {
+    for (const n of nodes) n.say(sample(100));
+    await new Promise((r) => setImmediate(r));
+    nodes[1]?.say(sample(3));
+    // The crossed node's next sample, after the kill: the memory came back.
+    await new Promise((r) => setTimeout(r, 20));
+    nodes[1]?.say(sample(90));
+    const trip = await tripped;
+    assert.equal(trip.node, "n2");
+    assert.equal(trip.phase, "loading");
+    assert.equal(trip.culprit, "deployment");
+    for (const n of nodes) {
+      const streams = n.commands.filter((c) => c.includes(SAMPLER_SCRIPT));
+      assert.equal(streams.length, 1, `${n.name}: one sampler session, not one per sample`);
+      assert.deepEqual(n.commands.filter((c) => c[1] === "kill"), [["docker", "kill", "--", `launcher-x-${n.name}`]], n.name);
+    }
+    assert.deepEqual(kills.map((k) => k.node), ["n1", "n2", "n3"]);
+    assert.ok(seen.includes("n2 mem 3.0/119.7 GiB"));
+  } finally {
+    stop.abort();
+  }
+});
