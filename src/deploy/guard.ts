@@ -23,7 +23,10 @@ export interface GuardOptions {
   readonly nodes: readonly GuardedNode[];
   /** The node's boot phase now: the sample is kept against it. */
   readonly phaseOf: (node: string) => string;
-  /** Ends the guard: every sampler loop on the nodes ends with its reader (untilReaderGoes). */
+  /**
+   * Ends the guard: every sampler loop on the nodes ends with its reader (untilReaderGoes). Not the
+   * boot watch's signal: a trip in progress still needs the crossed node's next sample.
+   */
   readonly signal: AbortSignal;
   readonly onSample?: (node: string, sample: MemorySample) => void;
   /** The containers are killed on every node already when this is called. */
@@ -39,6 +42,12 @@ export interface GuardOptions {
 export interface Guard {
   /** What each node's memory did so far (peaks per phase). */
   readonly states: () => readonly NodeMemory[];
+  /**
+   * Once a node crossed its floor: the trip's report, when the kills are done and the node's next
+   * sample told whose memory it was. The killed ranks' logs end meanwhile; those ends are the
+   * trip's doing, so whoever reports the boot's failure waits for this one first.
+   */
+  readonly tripped: () => Promise<Trip> | undefined;
 }
 
 const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e));
@@ -55,9 +64,9 @@ export function startGuard(options: GuardOptions): Guard {
   const now = options.now ?? Date.now;
   const states = new Map(options.nodes.map((n) => [n.node, nodeMemory(n.node, n.floorGiB)]));
   const waiting = new Map<string, (s: MemorySample) => void>();
-  let tripped = false;
+  let tripped: Promise<Trip> | undefined;
 
-  const trip = async (node: string, crossedAt: number): Promise<void> => {
+  const trip = async (node: string, crossedAt: number): Promise<Trip> => {
     const results = await Promise.all(
       options.nodes.map(async (n) => {
         try {
@@ -77,16 +86,14 @@ export function startGuard(options: GuardOptions): Guard {
       });
     });
     waiting.delete(node);
-    const state = states.get(node);
-    if (state === undefined) return;
-    options.onTrip(
-      describeTrip(
-        state,
-        results.filter((r) => r.error === undefined).map((r) => r.node),
-        after,
-        results.flatMap((r) => (r.error === undefined ? [] : [`${r.node}: ${r.error}`])),
-      ),
+    const report = describeTrip(
+      states.get(node) ?? nodeMemory(node, 0),
+      results.filter((r) => r.error === undefined).map((r) => r.node),
+      after,
+      results.flatMap((r) => (r.error === undefined ? [] : [`${r.node}: ${r.error}`])),
     );
+    options.onTrip(report);
+    return report;
   };
 
   const watchNode = async (n: GuardedNode): Promise<void> => {
@@ -102,14 +109,11 @@ export function startGuard(options: GuardOptions): Guard {
       states.set(n.node, state);
       options.onSample?.(n.node, sample);
       waiting.get(n.node)?.(sample);
-      if (!tripped && before.crossed === undefined && state.crossed !== undefined) {
-        tripped = true;
-        void trip(n.node, at);
-      }
+      if (tripped === undefined && before.crossed === undefined && state.crossed !== undefined) tripped = trip(n.node, at);
     }
     if (!options.signal.aborted) options.onLost?.(n.node, samples === 0 ? "its sampler printed no sample" : "its sampler ended");
   };
 
   for (const n of options.nodes) void watchNode(n).catch((e: unknown) => options.onLost?.(n.node, errorText(e)));
-  return { states: () => [...states.values()] };
+  return { states: () => [...states.values()], tripped: () => tripped };
 }

@@ -15,7 +15,7 @@ import { formatRemoval, removeContainers } from "./down.js";
 import { DEPLOYMENT_LABEL, LABELS } from "./contract.js";
 import { ensureImage } from "./images.js";
 import { startGuard } from "./guard.js";
-import { memoryFloorGiB } from "./memory-watch.js";
+import { memoryFloorGiB, type Trip } from "./memory-watch.js";
 
 export interface UpOptions {
   readonly timeoutMs: number;
@@ -232,7 +232,8 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
 
   // From before the first container starts until the watch ends: a node whose available memory
   // falls below its floor gets the deployment killed on every node, before the machine wedges.
-  startGuard({
+  const guardStop = new AbortController();
+  const guard = startGuard({
     nodes: plan.nodes.map((n) => ({
       node: n.node,
       docker: dockerOf(session, n.node),
@@ -240,16 +241,18 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
       containers: [n.container],
     })),
     phaseOf: (node) => (states.get(node) ?? INITIAL_BOOT).phase,
-    signal: watch.signal,
+    signal: guardStop.signal,
     onSample: (node, sample) => options.progress.memory?.(node, sample),
     onLost: (node, why) => options.progress.note(`warning: memory guard on ${node} stopped (${why}); that node's memory is not watched`),
-    onTrip: (trip) => {
-      const spec = byNode.get(trip.node);
-      const f: Failure = { node: trip.node, rank: spec?.rank ?? -1, message: trip.message, hint: trip.hint, figures: trip.detail, lastLines: states.get(trip.node)?.lastLines ?? [] };
-      // The guard's finding is the failure to report, whatever the killed ranks log next.
-      failure ??= f;
-      fail(f, true);
-    },
+    onTrip: (trip) => fail(tripFailure(trip), true),
+  });
+  const tripFailure = (trip: Trip): Failure => ({
+    node: trip.node,
+    rank: byNode.get(trip.node)?.rank ?? -1,
+    message: trip.message,
+    hint: trip.hint,
+    figures: trip.detail,
+    lastLines: states.get(trip.node)?.lastLines ?? [],
   });
 
   const timeout = setTimeout(() => {
@@ -297,12 +300,17 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
       await new Promise((r) => setTimeout(r, 200));
     }
     if (detached) throw new Detached(plan.deployment);
+    // Ready while the guard was killing it is no boot.
+    const tripping = guard.tripped();
+    if (tripping !== undefined) throw new BootFailed(tripFailure(await tripping));
     if (failure !== undefined) throw new BootFailed(failure);
     return { status: "ready", endpoint: plan.endpoint, served_model: plan.served_model, seconds: (Date.now() - started) / 1000, boot: bootId };
   } catch (e) {
     if (detached) throw new Detached(plan.deployment);
     if (!(e instanceof BootFailed) && !(e instanceof Error && e.message === "aborted")) throw e;
-    const f = e instanceof BootFailed ? e.failure : (failure ?? { node: "launcher", rank: -1, message: options.signal.aborted ? interruption(options.signal).message : "aborted", lastLines: [] });
+    // A guard trip is the failure, whatever the ranks it killed logged on their way out.
+    const trip = await guard.tripped();
+    const f = trip !== undefined ? tripFailure(trip) : e instanceof BootFailed ? e.failure : (failure ?? { node: "launcher", rank: -1, message: options.signal.aborted ? interruption(options.signal).message : "aborted", lastLines: [] });
     watch.abort();
     options.progress.note(`boot failed on ${f.node}: ${f.message}; removing every container this boot (${bootId}) of ${plan.deployment} created ...`);
     const removed = await removeContainers(session, createdBy(bootId), ROLLBACK_GRACE_SECONDS);
@@ -323,6 +331,7 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
   } finally {
     clearTimeout(timeout);
     watch.abort();
+    guardStop.abort();
     options.signal.removeEventListener("abort", stopWatching);
     options.detach?.removeEventListener("abort", leave);
   }

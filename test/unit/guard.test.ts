@@ -141,8 +141,9 @@ test("the guard: one stream per node; the first crossing kills the deployment's 
   const phases: Record<string, string> = { n1: "loading", n2: "loading", n3: "loading" };
   const seen: string[] = [];
   let kills: readonly { node: string; ms: number }[] = [];
+  let guard: ReturnType<typeof startGuard> | undefined;
   const tripped = new Promise<Trip>((resolve) => {
-    startGuard({
+    guard = startGuard({
       nodes: nodes.map((n) => ({ node: n.name, docker: n.docker, floorGiB: 4, containers: [`launcher-x-${n.name}`] })),
       phaseOf: (n) => phases[n] ?? "?",
       signal: stop.signal,
@@ -154,11 +155,16 @@ test("the guard: one stream per node; the first crossing kills the deployment's 
   try {
     for (const n of nodes) n.say(sample(100));
     await new Promise((r) => setImmediate(r));
+    assert.equal(guard?.tripped(), undefined, "no trip above the floor");
     nodes[1]?.say(sample(3));
+    await new Promise((r) => setImmediate(r));
+    const reported = guard?.tripped();
+    assert.ok(reported !== undefined, "the trip is known from the crossing sample on, before its report");
     // The crossed node's next sample, after the kill: the memory came back.
     await new Promise((r) => setTimeout(r, 20));
     nodes[1]?.say(sample(90));
     const trip = await tripped;
+    assert.equal(await reported, trip);
     assert.equal(trip.node, "n2");
     assert.equal(trip.phase, "loading");
     assert.equal(trip.culprit, "deployment");
