@@ -134,4 +134,8 @@ export const MIGRATIONS: readonly string[] = [
      pid INTEGER NOT NULL,
      host TEXT NOT NULL
    );`,
+  // 7: the memory guard (src/deploy/guard.ts): each node's least available memory in each phase
+  // of a boot (its peak use), and the total it was out of, in KiB as /proc/meminfo gives them.
+  `ALTER TABLE boot_phases ADD COLUMN min_available_kib INTEGER;
+   ALTER TABLE boot_phases ADD COLUMN total_kib INTEGER;`,
 ];

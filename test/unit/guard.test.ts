@@ -179,3 +179,20 @@ test("the guard: one stream per node; the first crossing kills the deployment's 
     stop.abort();
   }
 });
+
+test("history keeps each node's peak per phase: the least available memory the guard saw in it (migration 7)", async () => {
+  const { Store } = await import("../../src/store/store.js");
+  const s = new Store(":memory:");
+  const id = s.beginBoot({ deployment: "d", recipe: "r", recipe_hash: "h", cluster: "c", served_model: "m", endpoint: "http://h:8000", nodes: ["n1"], started_at: "2026-01-01T00:00:00.000Z" });
+  s.bootPhase(id, "n1", "loading", "2026-01-01T00:00:01.000Z", {});
+  for (const gib of [80, 40, 60]) s.memoryPeak(id, "n1", "loading", gib * GIB, 119.7 * GIB);
+  s.bootPhase(id, "n1", "kv-cache", "2026-01-01T00:00:02.000Z", {});
+  s.memoryPeak(id, "n1", "kv-cache", 30 * GIB, 119.7 * GIB);
+  s.bootPhase(id, "n1", "serving", "2026-01-01T00:00:03.000Z", {});
+  const phases = s.history(undefined, 1)[0]?.phases ?? [];
+  assert.deepEqual(
+    phases.map((p) => [p.phase, p.min_available_kib === undefined ? undefined : p.min_available_kib / GIB]),
+    [["loading", 40], ["kv-cache", 30], ["serving", undefined]],
+  );
+  s.close();
+});
