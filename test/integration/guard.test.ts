@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
@@ -24,9 +25,11 @@ const ALLOC_MIB = 1024;
 // their 2 GiB, so neither a little noise from this machine nor a late sample makes the test flaky.
 const FLOOR_BELOW_GIB = 1.25;
 const LOADING = BOOT_PHASES[1];
+// What the other process of the second test holds: over the 1 GiB below the start, at most 2 GiB.
+const HOG_MIB = 1536;
 
 describe("the memory guard", { concurrency: false }, () => {
-  test("a node below its floor during loading: every container of the deployment is killed on every node, and up names node and phase", { timeout: 240_000 }, async () => {
+  test("a node below its floor during loading: every container of the deployment is killed on every node, and up names node and phase", { timeout: 240_000 }, async (t) => {
     const recipe = variant(dir, "guard-2x", "practice-2x", `[env]\nPRACTICE_LOAD_ALLOC_MIB = "${ALLOC_MIB}"\nPRACTICE_LOAD_ALLOC_STEP_MIB = "64"\nPRACTICE_LOAD_DELAY_MS = "16000"\n`);
     const floor = Math.max(0.5, availableGiB() - FLOOR_BELOW_GIB);
     // The rig's cluster file with a floor for all nodes (top-level keys come before the tables).
@@ -35,6 +38,7 @@ describe("the memory guard", { concurrency: false }, () => {
     try {
       const r = await launcher(["up", recipe], 180_000, { LAUNCHER_CLUSTER: cluster });
       assert.equal(r.code, 1, `up fails: ${r.stdout}\n${r.stderr}`);
+      t.diagnostic(r.stderr);
       const said = /memory guard: (n\d) fell below its floor of [\d.]+ GiB available during ([a-z-]+) \(/.exec(r.stderr);
       assert.ok(said !== null, r.stderr);
       assert.ok(["n1", "n2"].includes(said[1] as string), said[1]);
@@ -47,6 +51,30 @@ describe("the memory guard", { concurrency: false }, () => {
       await within(10_000, "the loaders' memory is back", async () => (availableGiB() > floor + 0.5 ? true : undefined));
     } finally {
       await launcher(["down", "guard-2x", "--grace", "1"], 60_000, { LAUNCHER_CLUSTER: cluster });
+    }
+  });
+
+  test("a floor crossed by memory outside the deployment: killed all the same, and reported as held outside it", { timeout: 240_000 }, async (t) => {
+    const floor = Math.max(0.5, availableGiB() - 1);
+    const cluster = path.join(RIG_DIR, "cluster-guard.toml");
+    writeFileSync(cluster, `memory_floor = ${floor.toFixed(3)}\n${readFileSync(CLUSTER, "utf8")}`);
+    // Another process on the nodes' kernel takes 1.5 GiB and keeps it (written, so really in use).
+    const hog = spawn(process.execPath, ["-e", `const b = Buffer.allocUnsafe(${HOG_MIB} * 1048576).fill(1); console.log("held"); setInterval(() => b[0]++, 1000)`], { stdio: ["ignore", "pipe", "inherit"] });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        hog.stdout.once("data", () => resolve());
+        hog.once("exit", (code) => reject(new Error(`the memory hog exited (${code})`)));
+      });
+      const r = await launcher(["up", "practice-2x"], 180_000, { LAUNCHER_CLUSTER: cluster });
+      assert.equal(r.code, 1, `up fails: ${r.stdout}\n${r.stderr}`);
+      t.diagnostic(r.stderr);
+      assert.match(r.stderr, /memory guard: n\d fell below its floor .*; the memory is held outside the deployment/);
+      assert.match(r.stderr, /killed \(docker kill\) the deployment's containers on n1, n2/);
+      assert.match(r.stderr, /drop_caches/);
+      assert.deepEqual(launcherContainers(HOSTS).filter((c) => c.includes("practice")), []);
+    } finally {
+      hog.kill("SIGKILL");
+      await launcher(["down", "practice-2x", "--grace", "1"], 60_000, { LAUNCHER_CLUSTER: cluster });
     }
   });
 });
