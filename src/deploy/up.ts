@@ -214,8 +214,9 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
 
   const startNode = async (name: string): Promise<void> => {
     const spec = byNode.get(name);
-    // After a failure or an interrupt, start nothing more.
-    if (spec === undefined || watch.signal.aborted) return;
+    // After a failure, an interrupt or a guard trip (its report comes once the kills are done),
+    // start nothing more.
+    if (spec === undefined || watch.signal.aborted || guard.tripped() !== undefined) return;
     try {
       await dockerOf(session, name).run(spec.argv);
     } catch (e) {
