@@ -134,7 +134,7 @@ export function describeTrip(state: NodeMemory, killedOn: readonly string[], aft
   const detail = [
     `floor: ${gib(state.floorKiB)} GiB available; ${state.node} had ${gib(crossed.sample.availableKiB)} of ${gib(crossed.sample.totalKiB)} GiB during ${crossed.phase}`,
     ...(state.first === undefined ? [] : [`when the guard started: ${gib(state.first.availableKiB)} GiB available`]),
-    ...(peak === undefined ? [] : [`peak: ${gib(peak.totalKiB - peak.minAvailableKiB)} GiB in use during ${peak.phase}`]),
+    ...(peak === undefined ? [] : [`peak: ${gib(peak.totalKiB - peak.minAvailableKiB)} GiB in use on ${state.node} (everything on it) during ${peak.phase}`]),
     ...state.peaks.map((p) => `  ${p.phase.padEnd(13)} least available ${gib(p.minAvailableKiB)} GiB`),
     `killed (docker kill) the deployment's containers on ${killedOn.join(", ") || "no node"}`,
     ...(failedKills.length === 0 ? [] : [`the kill failed on ${failedKills.join("; ")}`]),

@@ -44,7 +44,7 @@ describe("the memory guard", { concurrency: false }, () => {
       assert.ok(["n1", "n2"].includes(said[1] as string), said[1]);
       assert.equal(said[2], LOADING, r.stderr);
       assert.match(r.stderr, /killed \(docker kill\) the deployment's containers on n1, n2/);
-      assert.match(r.stderr, /peak: [\d.]+ GiB in use during loading/);
+      assert.match(r.stderr, /peak: [\d.]+ GiB in use on n\d \(everything on it\) during loading/);
       assert.match(r.stderr, /--gpu-memory-utilization/);
       // The rollback removed what the kill stopped: nothing of the deployment on any node.
       assert.deepEqual(launcherContainers(HOSTS).filter((c) => c.includes("guard-2x")), []);

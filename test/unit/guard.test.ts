@@ -77,7 +77,7 @@ test("a trip names node, phase, floor, peak and the nodes killed; who held the m
   assert.equal(ours.node, "n2");
   assert.equal(ours.phase, "loading");
   assert.equal(ours.message, "memory guard: n2 fell below its floor of 4.0 GiB available during loading (3.0 GiB left)");
-  assert.ok(ours.detail.includes("peak: 116.7 GiB in use during loading"), ours.detail.join("\n"));
+  assert.ok(ours.detail.includes("peak: 116.7 GiB in use on n2 (everything on it) during loading"), ours.detail.join("\n"));
   assert.ok(ours.detail.includes("killed (docker kill) the deployment's containers on n1, n2"));
   assert.match(ours.hint, /--gpu-memory-utilization/);
   const outside = describeTrip(s, ["n1", "n2"], sample(2.5));
@@ -195,4 +195,26 @@ test("history keeps each node's peak per phase: the least available memory the g
     [["loading", 40], ["kv-cache", 30], ["serving", undefined]],
   );
   s.close();
+});
+
+test("up shows each node's memory: sent as events at most once a second when the figure changes, and printed beside the phase", async () => {
+  const { progressEvents, encodeEvent, decodeEvent } = await import("../../src/deploy/up-events.js");
+  const { progressReporter } = await import("../../src/deploy/progress.js");
+  const { INITIAL_BOOT } = await import("../../src/engine/boot-log.js");
+  let clock = 0;
+  const events: unknown[] = [];
+  const p = progressEvents((e) => events.push(e), () => clock);
+  for (const [t, gib] of [[0, 97.3], [200, 97.3], [400, 90], [1200, 90], [1300, 80.04]] as const) {
+    clock = t;
+    p.memory?.("n1", sample(gib));
+  }
+  const sent = events.map((e) => decodeEvent(encodeEvent(e as Parameters<typeof encodeEvent>[0])));
+  assert.deepEqual(sent.map((e) => (e?.type === "memory" ? [e.t, describeSample(e.sample)] : e?.type)), [[0, "mem 97.3/119.7 GiB"], [1200, "mem 90.0/119.7 GiB"]]);
+  let out = "";
+  const stream = { isTTY: false, write: (s: string) => ((out += s), true), columns: 80 } as unknown as NodeJS.WriteStream;
+  const r = progressReporter(stream, () => 0);
+  r.memory?.("n1", sample(97.3));
+  r.node("n1", { ...INITIAL_BOOT, phase: "loading" });
+  r.done();
+  assert.match(out, /n1 +loading +mem 97\.3\/119\.7 GiB/);
 });
