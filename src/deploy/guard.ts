@@ -1,4 +1,4 @@
-import { untilReaderGoes, type DockerClient } from "../remote/docker.js";
+import { untilReaderGoes, type ArmedKill, type DockerClient } from "../remote/docker.js";
 import {
   describeTrip,
   nodeMemory,
@@ -66,11 +66,18 @@ export function startGuard(options: GuardOptions): Guard {
   const waiting = new Map<string, (s: MemorySample) => void>();
   let tripped: Promise<Trip> | undefined;
 
+  // Each node's kill is made ready when its watch starts, so that a trip is a line written to an
+  // open session (see DockerClient.armKill).
+  const armed = new Map<string, ArmedKill>();
+  options.signal.addEventListener("abort", () => armed.forEach((a) => void a.disarm()), { once: true });
+
   const trip = async (node: string, crossedAt: number): Promise<Trip> => {
     const results = await Promise.all(
       options.nodes.map(async (n) => {
         try {
-          await n.docker.kill(n.containers);
+          const ready = armed.get(n.node);
+          // The armed session may have died (a node that dropped its connection): a plain kill then.
+          await (ready === undefined ? n.docker.kill(n.containers) : ready.fire().catch(() => n.docker.kill(n.containers)));
           return { node: n.node, ms: now() - crossedAt };
         } catch (e) {
           return { node: n.node, ms: now() - crossedAt, error: errorText(e) };
@@ -99,6 +106,7 @@ export function startGuard(options: GuardOptions): Guard {
   const watchNode = async (n: GuardedNode): Promise<void> => {
     const argv = untilReaderGoes(["sh", "-c", SAMPLER_SCRIPT, "sh", String(options.interval ?? SAMPLE_INTERVAL_SECONDS)]);
     let samples = 0;
+    if (!options.signal.aborted) armed.set(n.node, n.docker.armKill(n.containers));
     for await (const line of n.docker.transport.stream(argv, { signal: options.signal })) {
       const sample = parseSampleLine(line);
       if (sample === undefined) continue;

@@ -45,6 +45,18 @@ status=$?
 kill "$watcher" 2>/dev/null
 exit "$status"`;
 
+// Waits for one line on stdin, then kills the containers named as arguments; EOF first: nothing.
+const ARMED_KILL_SCRIPT = `read -r _ || exit 0
+exec docker kill -- "$@"`;
+
+/** A `docker kill` made ready on a node (DockerClient.armKill). */
+export interface ArmedKill {
+  /** Kills now; resolves when docker has answered. */
+  fire(): Promise<void>;
+  /** Never fires: the waiting shell on the node ends (resolved once it has). */
+  disarm(): Promise<void>;
+}
+
 /**
  * `argv` run on the node so that it ends when its reader goes away (FOLLOW_SCRIPT above): for any
  * endless remote command read through Transport.stream.
@@ -162,6 +174,33 @@ export class DockerClient {
     const lost = unreachable(this.transport, r);
     if (lost !== undefined) throw lost;
     if (r.code !== 0 && !/No such container|is not running/i.test(r.stderr)) throw new RemoteError(this.node, `docker kill failed (exit ${r.code})`, outputTail(r));
+  }
+
+  /**
+   * `kill`, made ready ahead: the SSH session and the remote shell are opened now and wait on
+   * stdin, so that a trip costs one written line instead of a new ssh process and session (the
+   * memory guard's kill is the one moment launcher races the kernel). A line runs `docker kill`;
+   * closing stdin (disarm, or this process dying) ends the shell without killing anything.
+   */
+  armKill(names: readonly string[]): ArmedKill {
+    const proc = this.transport.spawn(["sh", "-c", ARMED_KILL_SCRIPT, "sh", ...names]);
+    let fired = false;
+    return {
+      fire: async () => {
+        fired = true;
+        proc.stdin.write("kill\n");
+        proc.stdin.end();
+        const r = await proc.done;
+        if (r.code !== 0 && !/No such container|is not running/i.test(r.stderr)) {
+          throw unreachable(this.transport, { code: r.code, stdout: "", stderr: r.stderr }) ?? new RemoteError(this.node, `docker kill failed (exit ${r.code})`, r.stderr.trim());
+        }
+      },
+      disarm: async () => {
+        if (fired) return;
+        proc.stdin.end();
+        await proc.done;
+      },
+    };
   }
 
   /** The container's log lines; with `follow`, the follower on the node ends when the reader does. */

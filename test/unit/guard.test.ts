@@ -20,6 +20,7 @@ import {
 } from "../../src/deploy/memory-watch.js";
 import { DockerClient, untilReaderGoes } from "../../src/remote/docker.js";
 import { streamLocal, type ExecResult, type Transport } from "../../src/remote/transport.js";
+import { PassThrough } from "node:stream";
 
 const GIB = KIB_PER_GIB;
 const sample = (availableGiB: number, totalGiB = 119.7): MemorySample => ({ totalKiB: Math.round(totalGiB * GIB), availableKiB: Math.round(availableGiB * GIB) });
@@ -121,8 +122,19 @@ function fakeNode(node: string) {
         }
       },
     }),
-    spawn: () => {
-      throw new Error("not used");
+    // The armed kill (DockerClient.armKill): a shell that runs docker kill on the line it reads.
+    spawn: (argv) => {
+      const stdin = new PassThrough();
+      let input = "";
+      stdin.on("data", (d: Buffer) => (input += d.toString()));
+      const done = new Promise<{ code: number; stderr: string }>((resolve) =>
+        stdin.on("end", () => {
+          if (input !== "") commands.push(["docker", "kill", "--", ...argv.slice(4)]);
+          else commands.push(["disarmed"]);
+          resolve({ code: 0, stderr: "" });
+        }),
+      );
+      return { stdin, stdout: new PassThrough(), done, kill: () => undefined };
     },
   };
   return {
@@ -217,4 +229,28 @@ test("up shows each node's memory: sent as events at most once a second when the
   r.node("n1", { ...INITIAL_BOOT, phase: "loading" });
   r.done();
   assert.match(out, /n1 +loading +mem 97\.3\/119\.7 GiB/);
+});
+
+test("an armed kill runs docker kill -- NAMES on the node when fired, and nothing when disarmed", async () => {
+  const { mkdtempSync, writeFileSync, readFileSync, existsSync, rmSync, chmodSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const path = await import("node:path");
+  const { localTransport } = await import("../../src/remote/local.js");
+  const dir = mkdtempSync(path.join(tmpdir(), "launcher-armed-"));
+  const saved = process.env.PATH;
+  try {
+    // A docker that writes down how it was called.
+    writeFileSync(path.join(dir, "docker"), `#!/bin/sh\necho "$@" >> "${dir}/calls"\n`);
+    chmodSync(path.join(dir, "docker"), 0o755);
+    process.env.PATH = `${dir}:${saved ?? ""}`;
+    const docker = new DockerClient(localTransport("n1"));
+    const fired = docker.armKill(["launcher-a-r0", "-rf"]);
+    const idle = docker.armKill(["launcher-b-r0"]);
+    await fired.fire();
+    await idle.disarm();
+    assert.equal(readFileSync(path.join(dir, "calls"), "utf8"), "kill -- launcher-a-r0 -rf\n", "only the fired one ran, names after --");
+  } finally {
+    process.env.PATH = saved;
+    if (existsSync(dir)) rmSync(dir, { recursive: true, force: true });
+  }
 });
