@@ -201,7 +201,10 @@ test("history keeps each node's peak per phase: the least available memory the g
   s.bootPhase(id, "n1", "kv-cache", "2026-01-01T00:00:02.000Z", {});
   s.memoryPeak(id, "n1", "kv-cache", 30 * GIB, 119.7 * GIB);
   s.bootPhase(id, "n1", "serving", "2026-01-01T00:00:03.000Z", {});
-  const phases = s.history(undefined, 1)[0]?.phases ?? [];
+  const record = s.history(undefined, 1)[0];
+  const phases = record?.phases ?? [];
+  const { memoryPeaks } = await import("../../src/cli/history.js");
+  assert.deepEqual(record === undefined ? [] : memoryPeaks(record), ["n1 mem 30.0/119.7 GiB (kv-cache)"], "launcher history prints each node's least");
   assert.deepEqual(
     phases.map((p) => [p.phase, p.min_available_kib === undefined ? undefined : p.min_available_kib / GIB]),
     [["loading", 40], ["kv-cache", 30], ["serving", undefined]],
