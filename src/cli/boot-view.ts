@@ -48,6 +48,9 @@ export class BootView {
       case "node":
         this.reporter().node(e.node, e.state);
         return;
+      case "memory":
+        this.reporter().memory?.(e.node, e.sample);
+        return;
       case "done":
         this.reporter().done();
         return;

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { describeFigures } from "../engine/boot-log.js";
 import type { BootRecord } from "../store/store.js";
+import { describeSample } from "../deploy/memory-watch.js";
 import { withStore } from "./load.js";
 import type { Output } from "./output.js";
 import { jsonOption, outputOption, parseCount } from "./options.js";
@@ -20,6 +21,20 @@ export function headPhases(boot: BootRecord): { phase: string; seconds?: number;
       before = p.figures;
       return { phase: p.phase, ...(s === undefined ? {} : { seconds: s }), figures: found };
     });
+}
+
+/**
+ * Each node's peak use over the boot: the least available memory the guard saw on it, and the
+ * phase it was seen in (`describeSample`'s wording). Nodes the guard never sampled are left out.
+ */
+export function memoryPeaks(boot: BootRecord): string[] {
+  return boot.nodes.flatMap((node) => {
+    const worst = boot.phases
+      .filter((p) => p.node === node && p.min_available_kib !== undefined && p.total_kib !== undefined)
+      .sort((a, b) => (a.min_available_kib as number) - (b.min_available_kib as number))[0];
+    if (worst === undefined) return [];
+    return [`${node} ${describeSample({ availableKiB: worst.min_available_kib as number, totalKiB: worst.total_kib as number })} (${worst.phase})`];
+  });
 }
 
 export function registerHistory(program: Command, io: Output): void {
@@ -51,6 +66,8 @@ export function registerHistory(program: Command, io: Output): void {
             return `${p.phase} ${p.seconds === undefined ? "?" : `${p.seconds.toFixed(1)} s`}${figures ? ` (${figures})` : ""}`;
           });
           if (steps.length > 0) io.out(`    ${steps.join(" -> ")}`);
+          const peaks = memoryPeaks(b);
+          if (peaks.length > 0) io.out(`    least memory available: ${peaks.join(", ")}`);
           if (b.error !== undefined) io.out(`    failed on ${b.failed_node ?? "?"}: ${b.error}`);
         }
         if (restarts.length > 0) io.out("restarts (launcher serve, up --restart):");

@@ -15,6 +15,8 @@ export interface ClusterNode {
   readonly address?: string;
   /** Active RoCE ports, as detected (never from the cluster file): four means mesh or ring cabling. */
   readonly ports_up?: number;
+  /** GiB of available memory below which the memory guard trips (src/deploy/memory-watch.ts memoryFloorGiB). */
+  readonly memory_floor?: number;
 }
 
 export interface SshSettings {
@@ -33,4 +35,6 @@ export interface Cluster {
   readonly run_args: readonly string[];
   readonly extra_args: readonly string[];
   readonly nodes: readonly ClusterNode[];
+  /** The floor of every node without its own (the cluster file's memory_floor). */
+  readonly memory_floor?: number;
 }

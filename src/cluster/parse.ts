@@ -78,6 +78,7 @@ export function parseCluster(file: string, text: string): ParsedCluster {
       ...(n.gid_index === undefined ? {} : { gid_index: n.gid_index }),
       gpus: n.gpus ?? 1,
       ...(n.address === undefined ? {} : { address: n.address }),
+      ...(n.memory_floor === undefined ? {} : { memory_floor: n.memory_floor }),
     };
   });
   const ssh = v.ssh ?? {};
@@ -98,6 +99,7 @@ export function parseCluster(file: string, text: string): ParsedCluster {
     run_args: v.docker?.run_args ?? [...DEFAULT_RUN_ARGS],
     extra_args: v.docker?.extra_args ?? [],
     nodes,
+    ...(v.memory_floor === undefined ? {} : { memory_floor: v.memory_floor }),
   };
   return { cluster, diagnostics };
 }

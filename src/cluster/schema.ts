@@ -12,6 +12,7 @@ const nodeSchema = z.strictObject({
   gid_index: z.number().int().min(0).optional().meta({ description: "RoCE v2 GID index of this node (NCCL_IB_GID_INDEX); differs between nodes." }),
   gpus: z.number().int().min(1).optional().meta({ description: "GPUs on the node.", default: 1 }),
   address: z.string().optional().meta({ description: "Address for HTTP to the node (the API on the head); default: the SSH config's HostName, else host." }),
+  memory_floor: z.number().positive().optional().meta({ description: "GiB of available memory (MemAvailable) below which the memory guard kills the deployment on every node; default: the cluster's memory_floor." }),
 });
 
 export const DEFAULT_RUN_ARGS = [
@@ -21,6 +22,9 @@ export const DEFAULT_RUN_ARGS = [
   "--ulimit", "memlock=-1",
   "--ulimit", "nofile=1048576:1048576",
 ] as const;
+
+/** A Spark shows about 119.7 GiB; below 4 GiB available, a loader's next burst can wedge it. */
+export const DEFAULT_MEMORY_FLOOR_GIB = 4;
 
 export const clusterFileSchema = z
   .strictObject({
@@ -45,6 +49,11 @@ export const clusterFileSchema = z
         extra_args: z.array(z.string()).optional().meta({ description: "docker run flags added after run_args.", default: [] }),
       })
       .optional(),
+    memory_floor: z
+      .number()
+      .positive()
+      .optional()
+      .meta({ description: "GiB of available memory (MemAvailable) below which the memory guard kills a booting deployment's containers on every node, for every node without its own.", default: DEFAULT_MEMORY_FLOOR_GIB }),
     nodes: z.array(nodeSchema).min(1).meta({ description: "The nodes in rank order: the first is the head (rank 0)." }),
   })
   .meta({ title: "launcher cluster", description: "cluster.toml: the nodes launcher deploys to." });

@@ -36,6 +36,10 @@ function recorder(plan: Plan, options: UpOptions, store: StateStore, now: () => 
   };
   let bootId = history.id;
   const seen = new Map<string, string>();
+  // Each node's phase now and the least available memory written for it, so that only a new
+  // least reaches the store (the guard samples several times a second).
+  const phaseOf = new Map<string, string>();
+  const least = new Map<string, number>();
   let engineVersion: string | undefined;
   const begin = (): number => {
     const id = store.beginBoot({ ...boot, started_at: history.startedAt, ...(engineVersion === undefined ? {} : { engine_version: engineVersion }) });
@@ -54,7 +58,17 @@ function recorder(plan: Plan, options: UpOptions, store: StateStore, now: () => 
         const key = `${state.phase} ${JSON.stringify(state.figures)}`;
         if (seen.get(node) === key) return;
         seen.set(node, key);
+        phaseOf.set(node, state.phase);
         store.bootPhase(bootId, node, state.phase, at(), state.figures);
+      },
+      memory(node, sample) {
+        options.progress.memory?.(node, sample);
+        const phase = phaseOf.get(node);
+        if (bootId === undefined || phase === undefined) return;
+        const key = `${node} ${phase}`;
+        if (sample.availableKiB >= (least.get(key) ?? Infinity)) return;
+        least.set(key, sample.availableKiB);
+        store.memoryPeak(bootId, node, phase, sample.availableKiB, sample.totalKiB);
       },
       note: (text) => options.progress.note(text),
       done: () => options.progress.done(),

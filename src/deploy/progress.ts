@@ -1,11 +1,14 @@
 import { createLogUpdate } from "log-update";
 import { describeFigures, type BootState } from "../engine/boot-log.js";
+import { describeSample, type MemorySample } from "./memory-watch.js";
 
 export interface Progress {
   node(node: string, state: BootState): void;
   /** The engine version the image reported in preflight, for the boot's record. */
   engine?(version: string): void;
   note(text: string): void;
+  /** A node's memory, several times a second while the memory guard watches (src/deploy/guard.ts). */
+  memory?(node: string, sample: MemorySample): void;
   done(): void;
 }
 
@@ -15,11 +18,13 @@ const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)}s`;
 export function progressReporter(stream: NodeJS.WriteStream, now: () => number): Progress {
   const start = now();
   const states = new Map<string, BootState>();
+  const memory = new Map<string, MemorySample>();
   const tty = stream.isTTY === true && process.env.CI !== "true";
   const logUpdate = createLogUpdate(stream);
   const row = (node: string, s: BootState): string => {
     const figures = describeFigures(s.figures);
-    return `  ${node.padEnd(10)} ${s.phase.padEnd(13)} ${figures}`;
+    const mem = memory.get(node);
+    return `  ${node.padEnd(10)} ${s.phase.padEnd(13)} ${mem === undefined ? "" : `${describeSample(mem).padEnd(20)} `}${figures}`.trimEnd();
   };
   const redraw = (): void => logUpdate([...states].map(([n, s]) => row(n, s)).concat(`  elapsed ${seconds(now() - start)}`).join("\n"));
   const timer = tty ? setInterval(redraw, 500) : undefined;
@@ -32,6 +37,11 @@ export function progressReporter(stream: NodeJS.WriteStream, now: () => number):
       else if (before === undefined || before.phase !== state.phase || describeFigures(before.figures) !== describeFigures(state.figures)) {
         stream.write(`[${seconds(now() - start).padStart(6)}] ${row(node, state).trim()}\n`);
       }
+    },
+    // Several samples a second: a terminal shows the latest at its next redraw; a log gets it
+    // with the node's next phase line, not a line per sample.
+    memory(node, sample) {
+      memory.set(node, sample);
     },
     note(text) {
       if (tty) logUpdate.clear();

@@ -4,6 +4,7 @@ import { RemoteError, UserError } from "../config/errors.js";
 import type { BootState } from "../engine/boot-log.js";
 import { Interrupted } from "./abort.js";
 import type { Progress } from "./progress.js";
+import { describeSample, type MemorySample } from "./memory-watch.js";
 import type { UpOutcome } from "./up-use-case.js";
 
 /**
@@ -20,6 +21,7 @@ export type UpEvent =
   | { readonly type: "diagnostics"; readonly diagnostics: readonly Diagnostic[]; readonly t: number }
   | { readonly type: "note"; readonly text: string; readonly t: number }
   | { readonly type: "node"; readonly node: string; readonly state: BootState; readonly t: number }
+  | { readonly type: "memory"; readonly node: string; readonly sample: MemorySample; readonly t: number }
   | { readonly type: "done"; readonly t: number }
   | { readonly type: "result"; readonly outcome: UpOutcome; readonly t: number }
   | { readonly type: "error"; readonly error: EncodedError; readonly t: number };
@@ -74,10 +76,13 @@ const EventSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("diagnostics"), diagnostics: z.array(DiagnosticSchema), t }),
   z.object({ type: z.literal("note"), text: z.string(), t }),
   z.object({ type: z.literal("node"), node: z.string(), state: BootStateSchema, t }),
+  z.object({ type: z.literal("memory"), node: z.string(), sample: z.object({ totalKiB: z.number(), availableKiB: z.number() }), t }),
   z.object({ type: z.literal("done"), t }),
   z.object({ type: z.literal("result"), outcome: OutcomeSchema, t }),
   z.object({ type: z.literal("error"), error: EncodedErrorSchema, t }),
 ]);
+
+const MEMORY_EVENT_MS = 1000;
 
 export const encodeEvent = (e: UpEvent): string => `${JSON.stringify(e)}\n`;
 
@@ -101,7 +106,18 @@ export function decodeEvent(line: string): UpEvent | undefined {
  */
 export function progressEvents(emit: (e: UpEvent) => void, now: () => number): Progress {
   const shown = new Map<string, string>();
+  // The guard samples several times a second: a node's memory is sent when its shown figure
+  // changes, at most once a second, so that an hour's boot keeps a bounded number of events.
+  const memoryShown = new Map<string, { text: string; t: number }>();
   return {
+    memory: (node, sample) => {
+      const text = describeSample(sample);
+      const t = now();
+      const last = memoryShown.get(node);
+      if (last !== undefined && (last.text === text || t - last.t < MEMORY_EVENT_MS)) return;
+      memoryShown.set(node, { text, t });
+      emit({ type: "memory", node, sample, t });
+    },
     node: (node, state) => {
       const key = JSON.stringify([state.phase, state.figures, state.ready]);
       if (shown.get(node) === key) return;

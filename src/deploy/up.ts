@@ -16,6 +16,8 @@ import { formatRemoval, removeContainers } from "./down.js";
 import { DEPLOYMENT_LABEL, LABELS } from "./contract.js";
 import { ensureImage } from "./images.js";
 import { fitText, type FitReport } from "./fit.js";
+import { startGuard } from "./guard.js";
+import { memoryFloorGiB, type Trip } from "./memory-watch.js";
 
 export interface UpOptions {
   readonly timeoutMs: number;
@@ -61,6 +63,10 @@ interface Failure {
   readonly lastLines: readonly string[];
   /** When it happened on the node (the log line's timestamp), to find the node that failed first. */
   readonly time?: string;
+  /** What to do, when launcher knows better than the engine's log (the memory guard). */
+  readonly hint?: string;
+  /** Launcher's own figures, said before the log's last lines (the memory guard's). */
+  readonly figures?: readonly string[];
 }
 
 // A lost peer makes the other ranks fail too, within moments: wait this long, then blame the first.
@@ -236,8 +242,9 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
 
   const startNode = async (name: string): Promise<void> => {
     const spec = byNode.get(name);
-    // After a failure or an interrupt, start nothing more.
-    if (spec === undefined || watch.signal.aborted) return;
+    // After a failure, an interrupt or a guard trip (its report comes once the kills are done),
+    // start nothing more.
+    if (spec === undefined || watch.signal.aborted || guard.tripped() !== undefined) return;
     try {
       await dockerOf(session, name).run(spec.argv);
     } catch (e) {
@@ -251,6 +258,31 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
     options.progress.node(spec.node, INITIAL_BOOT);
     void watchNode(spec).catch((e: unknown) => fail({ node: spec.node, rank: spec.rank, message: `lost the log stream: ${(e as Error).message}`, lastLines: [] }));
   };
+
+  // From before the first container starts until the watch ends: a node whose available memory
+  // falls below its floor gets the deployment killed on every node, before the machine wedges.
+  const guardStop = new AbortController();
+  const guard = startGuard({
+    nodes: plan.nodes.map((n) => ({
+      node: n.node,
+      docker: dockerOf(session, n.node),
+      floorGiB: memoryFloorGiB(session.cluster, session.cluster.nodes.find((c) => c.name === n.node)),
+      containers: [n.container],
+    })),
+    phaseOf: (node) => (states.get(node) ?? INITIAL_BOOT).phase,
+    signal: guardStop.signal,
+    onSample: (node, sample) => options.progress.memory?.(node, sample),
+    onLost: (node, why) => options.progress.note(`warning: memory guard on ${node} stopped (${why}); that node's memory is not watched`),
+    onTrip: (trip) => fail(tripFailure(trip), true),
+  });
+  const tripFailure = (trip: Trip): Failure => ({
+    node: trip.node,
+    rank: byNode.get(trip.node)?.rank ?? -1,
+    message: trip.message,
+    hint: trip.hint,
+    figures: trip.detail,
+    lastLines: states.get(trip.node)?.lastLines ?? [],
+  });
 
   const timeout = setTimeout(() => {
     // Blame the rank that holds the others up, not the head that waits for it.
@@ -297,19 +329,25 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
       await new Promise((r) => setTimeout(r, 200));
     }
     if (detached) throw new Detached(plan.deployment);
+    // Ready while the guard was killing it is no boot.
+    const tripping = guard.tripped();
+    if (tripping !== undefined) throw new BootFailed(tripFailure(await tripping));
     if (failure !== undefined) throw new BootFailed(failure);
     return { status: "ready", endpoint: plan.endpoint, served_model: plan.served_model, seconds: (Date.now() - started) / 1000, boot: bootId };
   } catch (e) {
     if (detached) throw new Detached(plan.deployment);
     if (!(e instanceof BootFailed) && !(e instanceof Error && e.message === "aborted")) throw e;
-    const f = e instanceof BootFailed ? e.failure : (failure ?? { node: "launcher", rank: -1, message: options.signal.aborted ? interruption(options.signal).message : "aborted", lastLines: [] });
+    // A guard trip is the failure, whatever the ranks it killed logged on their way out.
+    const trip = await guard.tripped();
+    const f = trip !== undefined ? tripFailure(trip) : e instanceof BootFailed ? e.failure : (failure ?? { node: "launcher", rank: -1, message: options.signal.aborted ? interruption(options.signal).message : "aborted", lastLines: [] });
     watch.abort();
     options.progress.note(`boot failed on ${f.node}: ${f.message}; removing every container this boot (${bootId}) of ${plan.deployment} created ...`);
     const removed = await removeContainers(session, createdBy(bootId), ROLLBACK_GRACE_SECONDS);
     const where = f.rank >= 0 ? `${f.node} (rank ${f.rank})` : f.node;
     // The same hint `launcher explain` gives for this log (src/engine/explain.ts): one wording per cause.
-    const hint = f.rank >= 0 ? failureHint(engine, f.cause, f.lastLines) : undefined;
+    const hint = f.hint ?? (f.rank >= 0 ? failureHint(engine, f.cause, f.lastLines) : undefined);
     const detail = [
+      ...(f.figures ?? []),
       ...(f.cause ? [`cause: ${f.cause}`] : []),
       ...(hint ? [`hint: ${hint}`] : []),
       ...(f.warnings ?? []).map((w) => `warning: ${warningNote(w)}`),
@@ -322,6 +360,7 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
   } finally {
     clearTimeout(timeout);
     watch.abort();
+    guardStop.abort();
     options.signal.removeEventListener("abort", stopWatching);
     options.detach?.removeEventListener("abort", leave);
   }

@@ -46,6 +46,24 @@ status=$?
 kill "$watcher" 2>/dev/null
 exit "$status"`;
 
+// Waits for one line on stdin, then kills the containers named as arguments; EOF first: nothing.
+const ARMED_KILL_SCRIPT = `read -r _ || exit 0
+exec docker kill -- "$@"`;
+
+/** A `docker kill` made ready on a node (DockerClient.armKill). */
+export interface ArmedKill {
+  /** Kills now; resolves when docker has answered. */
+  fire(): Promise<void>;
+  /** Never fires: the waiting shell on the node ends (resolved once it has). */
+  disarm(): Promise<void>;
+}
+
+/**
+ * `argv` run on the node so that it ends when its reader goes away (FOLLOW_SCRIPT above): for any
+ * endless remote command read through Transport.stream.
+ */
+export const untilReaderGoes = (argv: readonly string[]): string[] => ["sh", "-c", FOLLOW_SCRIPT, "sh", ...argv];
+
 /**
  * The few Docker operations launcher needs, run on a node through its transport. Names and
  * images come after `--`: every docker command parses its flags with spf13/pflag, which ends
@@ -178,6 +196,46 @@ export class DockerClient {
     }
   }
 
+  /**
+   * SIGKILL at once, no grace ("The main process inside the container is sent SIGKILL signal
+   * (default)": docker/cli docs/reference/commandline/container_kill.md): the memory guard has no time for a graceful stop. The
+   * containers stay, stopped, for the rollback to remove; one already gone is not an error here.
+   */
+  async kill(names: readonly string[]): Promise<void> {
+    if (names.length === 0) return;
+    const r = await this.transport.exec(["docker", "kill", "--", ...names], { timeoutMs: 10_000 });
+    const lost = unreachable(this.transport, r);
+    if (lost !== undefined) throw lost;
+    if (r.code !== 0 && !/No such container|is not running/i.test(r.stderr)) throw new RemoteError(this.node, `docker kill failed (exit ${r.code})`, outputTail(r));
+  }
+
+  /**
+   * `kill`, made ready ahead: the SSH session and the remote shell are opened now and wait on
+   * stdin, so that a trip costs one written line instead of a new ssh process and session (the
+   * memory guard's kill is the one moment launcher races the kernel). A line runs `docker kill`;
+   * closing stdin (disarm, or this process dying) ends the shell without killing anything.
+   */
+  armKill(names: readonly string[]): ArmedKill {
+    const proc = this.transport.spawn(["sh", "-c", ARMED_KILL_SCRIPT, "sh", ...names]);
+    let fired = false;
+    return {
+      fire: async () => {
+        fired = true;
+        proc.stdin.write("kill\n");
+        proc.stdin.end();
+        const r = await proc.done;
+        if (r.code !== 0 && !/No such container|is not running/i.test(r.stderr)) {
+          throw unreachable(this.transport, { code: r.code, stdout: "", stderr: r.stderr }) ?? new RemoteError(this.node, `docker kill failed (exit ${r.code})`, r.stderr.trim());
+        }
+      },
+      disarm: async () => {
+        if (fired) return;
+        proc.stdin.end();
+        await proc.done;
+      },
+    };
+  }
+
   /** The container's log lines; with `follow`, the follower on the node ends when the reader does. */
   logs(container: string, options: { follow?: boolean; tail?: number; since?: LogsSince; signal?: AbortSignal } = {}): AsyncIterable<string> {
     const argv = [
@@ -187,7 +245,7 @@ export class DockerClient {
       ...(options.since === undefined ? [] : ["--since", logsSinceArg(options.since)]),
       "--", container,
     ];
-    return this.transport.stream(options.follow ? ["sh", "-c", FOLLOW_SCRIPT, "sh", ...argv] : argv, options.signal ? { signal: options.signal } : {});
+    return this.transport.stream(options.follow ? untilReaderGoes(argv) : argv, options.signal ? { signal: options.signal } : {});
   }
 
   /**

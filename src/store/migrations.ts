@@ -173,4 +173,8 @@ export const MIGRATIONS: readonly string[] = [
      read_at TEXT NOT NULL,
      PRIMARY KEY (cluster, node, model)
    );`,
+  // 9: the memory guard (src/deploy/guard.ts): each node's least available memory in each phase
+  // of a boot (its peak use), and the total it was out of, in KiB as /proc/meminfo gives them.
+  `ALTER TABLE boot_phases ADD COLUMN min_available_kib INTEGER;
+   ALTER TABLE boot_phases ADD COLUMN total_kib INTEGER;`,
 ];

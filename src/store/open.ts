@@ -28,6 +28,7 @@ export class NullStore implements StateStore {
     return 0;
   }
   bootPhase(): void {}
+  memoryPeak(): void {}
   endBoot(): void {}
   history(): BootRecord[] {
     return [];

@@ -29,6 +29,9 @@ export interface PhaseRecord {
   readonly started_at: string;
   readonly ended_at?: string;
   readonly figures: Readonly<Record<string, string>>;
+  /** The least MemAvailable the memory guard saw on the node during the phase (its peak use), KiB. */
+  readonly min_available_kib?: number;
+  readonly total_kib?: number;
 }
 
 export interface BootRecord extends NewBoot {
@@ -255,6 +258,16 @@ export class Store implements EvidenceStore {
     })();
   }
 
+  /** The memory guard saw `availableKiB` on the node during `phase`: kept when it is the phase's least. */
+  memoryPeak(bootId: number, node: string, phase: string, availableKiB: number, totalKiB: number): void {
+    this.db
+      .prepare(
+        `UPDATE boot_phases SET min_available_kib = MIN(COALESCE(min_available_kib, @available), @available), total_kib = @total
+         WHERE boot_id = @boot AND node = @node AND phase = @phase`,
+      )
+      .run({ boot: bootId, node, phase, available: availableKiB, total: totalKiB });
+  }
+
   endBoot(bootId: number, outcome: Exclude<BootOutcome, "booting">, at: string, failure?: { node: string; error: string }): void {
     this.db.transaction(() => {
       this.db.prepare(`UPDATE boot_phases SET ended_at = ? WHERE boot_id = ? AND ended_at IS NULL`).run(at, bootId);
@@ -269,7 +282,7 @@ export class Store implements EvidenceStore {
     const rows = this.db
       .prepare(`SELECT * FROM boots WHERE (@recipe IS NULL OR recipe = @recipe) ORDER BY id DESC LIMIT @limit`)
       .all({ recipe: recipe ?? null, limit }) as Row[];
-    const phases = this.db.prepare(`SELECT node, phase, started_at, ended_at, figures FROM boot_phases WHERE boot_id = ? ORDER BY started_at, rowid`);
+    const phases = this.db.prepare(`SELECT node, phase, started_at, ended_at, figures, min_available_kib, total_kib FROM boot_phases WHERE boot_id = ? ORDER BY started_at, rowid`);
     return rows.map((row) => {
       const base = compact<Omit<BootRecord, "nodes" | "phases"> & { nodes: string }>(row);
       return {

@@ -157,7 +157,7 @@ function leftBehind(plan: Plan, withRestart: boolean): { store: Store; history: 
   return { store, history };
 }
 
-const session = (docker: DockerClient): ClusterSession => ({ cluster: {}, docker: new Map([["n1", docker]]) }) as unknown as ClusterSession;
+const session = (docker: DockerClient): ClusterSession => ({ cluster: { nodes: [] }, docker: new Map([["n1", docker]]) }) as unknown as ClusterSession;
 const deps = (store: Store, registry: BootRegistry, s: ClusterSession, logs: string[] = []) => ({ store, registry, clusters: ["c"], session: async (c: string) => (c === "c" ? s : undefined), log: (l: string) => logs.push(l), now: () => new Date() });
 const SERVING_LOG = ["2026-01-01T00:00:02.000000000Z (APIServer pid=1) INFO 01-01 00:00:02 [api_server.py:1] Starting vLLM API server 0 on http://0.0.0.0:8000"];
 
@@ -245,7 +245,7 @@ test("adopt: a boot whose daemon died between its ranks' starts can never serve:
   const store = new Store(":memory:");
   store.beginBootInProgress({ boot: BOOT, cluster: "c", deployment: "d", plan: encodeSavedPlan(twoRanks), started_at: "2026-01-01T00:00:00.000Z", deadline_at: "2099-01-01T00:00:00.000Z", pid: DEAD_PID, host: hostname() });
   const removed: string[] = [];
-  const s = { cluster: {}, docker: new Map([["n1", fakeNode("n1", [], [], false, removed)], ["n2", fakeNode("n2", [info(1, "n2", true)], [], false, removed)]]) } as unknown as ClusterSession;
+  const s = { cluster: { nodes: [] }, docker: new Map([["n1", fakeNode("n1", [], [], false, removed)], ["n2", fakeNode("n2", [info(1, "n2", true)], [], false, removed)]]) } as unknown as ClusterSession;
   const [entry] = adoptBoots(deps(store, new BootRegistry(Date.now), s));
   const end = await (entry?.ended as Promise<UpEvent>);
   const error = decodeError((end as Extract<UpEvent, { type: "error" }>).error);
@@ -327,7 +327,7 @@ test("watch: the rank whose container ended first is blamed even when its end is
   const worker = fakeNode("n2", [info(1, "n2", false)], ["2026-01-01T00:00:05.000000000Z (Worker_TP1 pid=1) INFO 01-01 00:00:05 [multiproc_executor.py:702] Worker exiting"], true, removed);
   // On a busy machine the worker's container state is one slow SSH round trip away: longer than the settle.
   const slowWorker = { ...worker, containers: async (...a: Parameters<DockerClient["containers"]>) => (await new Promise((r) => setTimeout(r, SETTLE_MS + 900)), worker.containers(...a)) } as unknown as DockerClient;
-  const s = { cluster: {}, docker: new Map([["n1", head], ["n2", slowWorker]]) } as unknown as ClusterSession;
+  const s = { cluster: { nodes: [] }, docker: new Map([["n1", head], ["n2", slowWorker]]) } as unknown as ClusterSession;
   const progress = { node: () => undefined, note: () => undefined, done: () => undefined };
   const error = await watchBoot(twoRanks, BOOT, s, { timeoutMs: 60_000, signal: new AbortController().signal, progress }, Date.now()).then(
     () => assert.fail("the boot failed"),

@@ -4,6 +4,8 @@
 
 class ConfigError extends Error {}
 
+const MAX_LOAD_ALLOC_MIB = 2048;
+
 const FAULTS = ['oom', 'cuda_oom', 'kv_too_small', 'engine_core_init', 'hang', 'worker_exit', 'crash_after_ready'];
 // current: vLLM's log as main writes it; v0.11: the shapes of about v0.10 to early 2026 (lib/log.js).
 const LOG_STYLES = ['current', 'v0.11'];
@@ -39,7 +41,14 @@ function readConfig(env, args) {
     logStyle: (env.PRACTICE_LOG_STYLE ?? '').trim() || 'current',
     // A vLLM plugin (entry point) that fails to import: logged, and the boot goes on.
     failedPlugin: (env.PRACTICE_FAILED_PLUGIN ?? '').trim() || null,
+    // Memory the "loader" takes step by step while loading and holds until exit, for launcher's
+    // memory guard tests; bounded so that a test can never exhaust the machine that runs it.
+    loadAllocMib: num(env, 'PRACTICE_LOAD_ALLOC_MIB', 0, { int: true }),
+    loadAllocStepMib: num(env, 'PRACTICE_LOAD_ALLOC_STEP_MIB', 64, { int: true, gt: true }),
   };
+  if (c.loadAllocMib > MAX_LOAD_ALLOC_MIB) {
+    throw new ConfigError(`PRACTICE_LOAD_ALLOC_MIB must be at most ${MAX_LOAD_ALLOC_MIB} (2 GiB), got '${env.PRACTICE_LOAD_ALLOC_MIB}'`);
+  }
   if (!LOG_STYLES.includes(c.logStyle)) {
     throw new ConfigError(`unknown PRACTICE_LOG_STYLE '${c.logStyle}' (known: ${LOG_STYLES.join(', ')})`);
   }
@@ -59,4 +68,4 @@ function readConfig(env, args) {
   return c;
 }
 
-module.exports = { readConfig, ConfigError, FAULTS };
+module.exports = { readConfig, ConfigError, FAULTS, MAX_LOAD_ALLOC_MIB };

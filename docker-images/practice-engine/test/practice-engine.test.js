@@ -427,3 +427,31 @@ test('duplicate rank is an error', async () => {
   assert.equal((await w1.exit()).code, 1);
   assert.equal((await w2.exit()).code, 1);
 });
+
+// VmRSS of a process, in MiB (proc(5): /proc/PID/status).
+const rssMib = (pid) => {
+  const m = /^VmRSS:\s+(\d+) kB/m.exec(require('node:fs').readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : 0;
+};
+
+test('PRACTICE_LOAD_ALLOC_MIB: the loader takes memory step by step while loading and holds it; more than 2 GiB is refused', async () => {
+  const port = await freePort();
+  const r = run(['m', '--port', String(port)], { PRACTICE_LOAD_ALLOC_MIB: '256', PRACTICE_LOAD_ALLOC_STEP_MIB: '32', PRACTICE_LOAD_DELAY_MS: '1600' });
+  await r.waitFor(/Using max model len/);
+  const base = rssMib(r.proc.pid);
+  const seen = new Set();
+  // Bounded: at most 60 looks, 50 ms apart, or until the model is loaded.
+  for (let i = 0; i < 60 && !/Model loading took/.test(r.out); i++) {
+    seen.add(Math.round((rssMib(r.proc.pid) - base) / 32));
+    await new Promise((res) => setTimeout(res, 50));
+  }
+  await r.waitFor(READY);
+  const grown = rssMib(r.proc.pid) - base;
+  assert.ok(grown >= 240 && grown < 400, `holds about 256 MiB after loading (grew ${grown.toFixed(0)} MiB)`);
+  assert.ok([...seen].filter((s) => s > 0 && s < 8).length >= 3, `several steps in between, not one jump (${[...seen].sort((a, b) => a - b).join(',')} x 32 MiB)`);
+  r.proc.kill('SIGTERM');
+  await r.exit();
+  const big = run(['m'], { PRACTICE_LOAD_ALLOC_MIB: '2049' });
+  assert.equal((await big.exit()).code, 2);
+  assert.match(big.err, /PRACTICE_LOAD_ALLOC_MIB must be at most 2048/);
+});

@@ -1,0 +1,80 @@
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { describe, test } from "node:test";
+import { BOOT_PHASES } from "../../src/deploy/contract.js";
+import { CLUSTER, launcher, launcherContainers, RIG_DIR, practiceSuite, variant, within } from "./practice-cluster.js";
+
+// The memory guard on a 2-host practice cluster. The practice hosts share this machine's kernel,
+// so their /proc/meminfo is this machine's: the floor is set relative to what is available when
+// the test starts, and the engine's loader takes 1 GiB per rank, step by step (2 GiB in all, the
+// most this 24 GiB machine lends a test).
+const HOSTS = 2;
+const dir = practiceSuite(HOSTS, "launcher-guard-");
+
+const availableGiB = (): number => {
+  const m = /^MemAvailable:\s+(\d+) kB$/m.exec(readFileSync("/proc/meminfo", "utf8"));
+  assert.ok(m?.[1] !== undefined, "this kernel reports MemAvailable");
+  return Number(m[1]) / 1024 / 1024;
+};
+
+// Per rank; both ranks take it, step by step over the loading time.
+const ALLOC_MIB = 1024;
+// Below what is available at the start by this much: crossed once the loaders hold ~1.25 GiB of
+// their 2 GiB, so neither a little noise from this machine nor a late sample makes the test flaky.
+const FLOOR_BELOW_GIB = 1.25;
+const LOADING = BOOT_PHASES[1];
+// What the other process of the second test holds: over the 1 GiB below the start, at most 2 GiB.
+const HOG_MIB = 1536;
+
+describe("the memory guard", { concurrency: false }, () => {
+  test("a node below its floor during loading: every container of the deployment is killed on every node, and up names node and phase", { timeout: 240_000 }, async (t) => {
+    const recipe = variant(dir, "guard-2x", "practice-2x", `[env]\nPRACTICE_LOAD_ALLOC_MIB = "${ALLOC_MIB}"\nPRACTICE_LOAD_ALLOC_STEP_MIB = "64"\nPRACTICE_LOAD_DELAY_MS = "16000"\n`);
+    const floor = Math.max(0.5, availableGiB() - FLOOR_BELOW_GIB);
+    // The rig's cluster file with a floor for all nodes (top-level keys come before the tables).
+    const cluster = path.join(RIG_DIR, "cluster-guard.toml");
+    writeFileSync(cluster, `memory_floor = ${floor.toFixed(3)}\n${readFileSync(CLUSTER, "utf8")}`);
+    try {
+      const r = await launcher(["up", recipe], 180_000, { LAUNCHER_CLUSTER: cluster });
+      assert.equal(r.code, 1, `up fails: ${r.stdout}\n${r.stderr}`);
+      t.diagnostic(r.stderr);
+      const said = /memory guard: (n\d) fell below its floor of [\d.]+ GiB available during ([a-z-]+) \(/.exec(r.stderr);
+      assert.ok(said !== null, r.stderr);
+      assert.ok(["n1", "n2"].includes(said[1] as string), said[1]);
+      assert.equal(said[2], LOADING, r.stderr);
+      assert.match(r.stderr, /killed \(docker kill\) the deployment's containers on n1, n2/);
+      assert.match(r.stderr, /peak: [\d.]+ GiB in use on n\d \(everything on it\) during loading/);
+      assert.match(r.stderr, /--gpu-memory-utilization/);
+      // The rollback removed what the kill stopped: nothing of the deployment on any node.
+      assert.deepEqual(launcherContainers(HOSTS).filter((c) => c.includes("guard-2x")), []);
+      await within(10_000, "the loaders' memory is back", async () => (availableGiB() > floor + 0.5 ? true : undefined));
+    } finally {
+      await launcher(["down", "guard-2x", "--grace", "1"], 60_000, { LAUNCHER_CLUSTER: cluster });
+    }
+  });
+
+  test("a floor crossed by memory outside the deployment: killed all the same, and reported as held outside it", { timeout: 240_000 }, async (t) => {
+    const floor = Math.max(0.5, availableGiB() - 1);
+    const cluster = path.join(RIG_DIR, "cluster-guard.toml");
+    writeFileSync(cluster, `memory_floor = ${floor.toFixed(3)}\n${readFileSync(CLUSTER, "utf8")}`);
+    // Another process on the nodes' kernel takes 1.5 GiB and keeps it (written, so really in use).
+    const hog = spawn(process.execPath, ["-e", `const b = Buffer.allocUnsafe(${HOG_MIB} * 1048576).fill(1); console.log("held"); setInterval(() => b[0]++, 1000)`], { stdio: ["ignore", "pipe", "inherit"] });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        hog.stdout.once("data", () => resolve());
+        hog.once("exit", (code) => reject(new Error(`the memory hog exited (${code})`)));
+      });
+      const r = await launcher(["up", "practice-2x"], 180_000, { LAUNCHER_CLUSTER: cluster });
+      assert.equal(r.code, 1, `up fails: ${r.stdout}\n${r.stderr}`);
+      t.diagnostic(r.stderr);
+      assert.match(r.stderr, /memory guard: n\d fell below its floor .*; the memory is held outside the deployment/);
+      assert.match(r.stderr, /killed \(docker kill\) the deployment's containers on n1, n2/);
+      assert.match(r.stderr, /drop_caches/);
+      assert.deepEqual(launcherContainers(HOSTS).filter((c) => c.includes("practice")), []);
+    } finally {
+      hog.kill("SIGKILL");
+      await launcher(["down", "practice-2x", "--grace", "1"], 60_000, { LAUNCHER_CLUSTER: cluster });
+    }
+  });
+});

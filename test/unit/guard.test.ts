@@ -1,0 +1,259 @@
+import assert from "node:assert/strict";
+import { totalmem } from "node:os";
+import { test } from "node:test";
+import { parseCluster } from "../../src/cluster/parse.js";
+import { DEFAULT_MEMORY_FLOOR_GIB } from "../../src/cluster/schema.js";
+import { formatDiagnostic } from "../../src/config/diagnostic.js";
+import { startGuard } from "../../src/deploy/guard.js";
+import {
+  describeSample,
+  describeTrip,
+  KIB_PER_GIB,
+  memoryFloorGiB,
+  nodeMemory,
+  observe,
+  parseSampleLine,
+  SAMPLER_SCRIPT,
+  worstPeak,
+  type MemorySample,
+  type Trip,
+} from "../../src/deploy/memory-watch.js";
+import { DockerClient, untilReaderGoes } from "../../src/remote/docker.js";
+import { streamLocal, type ExecResult, type Transport } from "../../src/remote/transport.js";
+import { PassThrough } from "node:stream";
+
+const GIB = KIB_PER_GIB;
+const sample = (availableGiB: number, totalGiB = 119.7): MemorySample => ({ totalKiB: Math.round(totalGiB * GIB), availableKiB: Math.round(availableGiB * GIB) });
+
+test("the sampler's lines parse; anything else is no sample", () => {
+  assert.deepEqual(parseSampleLine("mem 125515164 102030405"), { totalKiB: 125515164, availableKiB: 102030405 });
+  assert.deepEqual(parseSampleLine("mem 125515164 102030405\r"), { totalKiB: 125515164, availableKiB: 102030405 });
+  // A kernel without MemAvailable (before 3.14) leaves the field empty: no sample, not a zero.
+  for (const bad of ["mem 125515164 ", "mem  ", "sh: 1: sleep: not found", "mem 10 20", "mem 0 0", "mem -1 5", "MemAvailable: 1 kB", ""]) assert.equal(parseSampleLine(bad), undefined, bad);
+  assert.equal(describeSample(sample(97.3)), "mem 97.3/119.7 GiB");
+});
+
+test("the sampler loop runs in sh against this machine's /proc/meminfo", async () => {
+  const samples: MemorySample[] = [];
+  const started = Date.now();
+  // Exactly the argv the guard sends to a node (src/deploy/guard.ts), run here instead.
+  const [program, ...args] = untilReaderGoes(["sh", "-c", SAMPLER_SCRIPT, "sh", "0.05"]);
+  for await (const line of streamLocal(program as string, args)) {
+    const s = parseSampleLine(line);
+    assert.ok(s !== undefined, `not a sample: ${line}`);
+    samples.push(s);
+    assert.ok(Date.now() - started < 10_000, "three samples at 50 ms take well under 10 s");
+    // Leaving the loop is the reader going away: streamLocal closes the loop's stdin.
+    if (samples.length === 3) break;
+  }
+  assert.equal(samples.length, 3);
+  const first = samples[0] as MemorySample;
+  assert.equal(first.totalKiB, Math.floor(totalmem() / 1024), "MemTotal is what the kernel tells node too");
+  assert.ok(first.availableKiB > 0 && first.availableKiB <= first.totalKiB);
+});
+
+test("a node's peak is kept per phase and the floor is crossed once, in the phase it happened", () => {
+  let s = nodeMemory("n2", 4);
+  s = observe(s, "starting", sample(110));
+  s = observe(s, "loading", sample(60));
+  s = observe(s, "loading", sample(40));
+  s = observe(s, "loading", sample(50));
+  assert.equal(s.crossed, undefined);
+  s = observe(s, "profiling", sample(3.5));
+  s = observe(s, "profiling", sample(2));
+  assert.deepEqual(
+    s.peaks.map((p) => [p.phase, p.minAvailableKiB / GIB]),
+    [["starting", 110], ["loading", 40], ["profiling", 2]],
+  );
+  assert.deepEqual(s.crossed, { phase: "profiling", sample: sample(3.5) }, "the first sample below the floor is the one kept");
+  assert.equal(worstPeak(s)?.phase, "profiling");
+  assert.deepEqual(s.first, sample(110));
+});
+
+test("a trip names node, phase, floor, peak and the nodes killed; who held the memory is told by the sample after the kill", () => {
+  let s = nodeMemory("n2", 4);
+  for (const [phase, gib] of [["starting", 110], ["loading", 3]] as const) s = observe(s, phase, sample(gib));
+  const ours = describeTrip(s, ["n1", "n2"], sample(100));
+  assert.equal(ours.culprit, "deployment");
+  assert.equal(ours.node, "n2");
+  assert.equal(ours.phase, "loading");
+  assert.equal(ours.message, "memory guard: n2 fell below its floor of 4.0 GiB available during loading (3.0 GiB left)");
+  assert.ok(ours.detail.includes("peak: 116.7 GiB in use on n2 (everything on it) during loading"), ours.detail.join("\n"));
+  assert.ok(ours.detail.includes("killed (docker kill) the deployment's containers on n1, n2"));
+  assert.match(ours.hint, /--gpu-memory-utilization/);
+  const outside = describeTrip(s, ["n1", "n2"], sample(2.5));
+  assert.equal(outside.culprit, "outside");
+  assert.match(outside.message, /held outside the deployment/);
+  assert.match(outside.hint, /drop_caches/);
+  assert.equal(describeTrip(s, ["n1"], undefined, ["n2: unreachable"]).culprit, "unknown");
+  assert.ok(describeTrip(s, ["n1"], undefined, ["n2: unreachable"]).detail.includes("the kill failed on n2: unreachable"));
+});
+
+test("memory_floor: per node, else for all, else the Spark default; it must be a positive number of GiB", () => {
+  const text = `memory_floor = 6\n[[nodes]]\nname = "n1"\nhost = "h1"\nmemory_floor = 2.5\n[[nodes]]\nname = "n2"\nhost = "h2"\n`;
+  const c = parseCluster("c.toml", text).cluster;
+  assert.ok(c !== undefined);
+  assert.deepEqual(c.nodes.map((n) => memoryFloorGiB(c, n)), [2.5, 6]);
+  const plain = parseCluster("c.toml", `[[nodes]]\nname = "n1"\nhost = "h1"\n`).cluster;
+  assert.ok(plain !== undefined);
+  assert.equal(memoryFloorGiB(plain, plain.nodes[0]), DEFAULT_MEMORY_FLOOR_GIB);
+  const bad = parseCluster("c.toml", `memory_floor = -1\n[[nodes]]\nname = "n1"\nhost = "h1"\n`).diagnostics.map(formatDiagnostic).join("\n");
+  assert.match(bad, /c\.toml:1/);
+  assert.match(bad, /memory_floor/);
+});
+
+/** A node whose sampler lines the test writes, and whose commands (docker kill) it records. */
+function fakeNode(node: string) {
+  const lines: string[] = [];
+  let wake: (() => void) | undefined;
+  const commands: string[][] = [];
+  const transport: Transport = {
+    node,
+    exec: async (argv): Promise<ExecResult> => {
+      commands.push([...argv]);
+      return { code: 0, stdout: "", stderr: "" };
+    },
+    stream: (argv, options) => ({
+      async *[Symbol.asyncIterator]() {
+        commands.push([...argv]);
+        while (options?.signal?.aborted !== true) {
+          if (lines.length === 0) await new Promise<void>((r) => ((wake = r), options?.signal?.addEventListener("abort", () => r(), { once: true })));
+          while (lines.length > 0) yield lines.shift() as string;
+        }
+      },
+    }),
+    // The armed kill (DockerClient.armKill): a shell that runs docker kill on the line it reads.
+    spawn: (argv) => {
+      const stdin = new PassThrough();
+      let input = "";
+      stdin.on("data", (d: Buffer) => (input += d.toString()));
+      const done = new Promise<{ code: number; stderr: string }>((resolve) =>
+        stdin.on("end", () => {
+          if (input !== "") commands.push(["docker", "kill", "--", ...argv.slice(4)]);
+          else commands.push(["disarmed"]);
+          resolve({ code: 0, stderr: "" });
+        }),
+      );
+      return { stdin, stdout: new PassThrough(), done, kill: () => undefined };
+    },
+  };
+  return {
+    docker: new DockerClient(transport),
+    commands,
+    say: (s: MemorySample) => {
+      lines.push(`mem ${s.totalKiB} ${s.availableKiB}`);
+      wake?.();
+    },
+  };
+}
+
+test("the guard: one stream per node; the first crossing kills the deployment's containers on every node at once, then reports", async () => {
+  const nodes = ["n1", "n2", "n3"].map((n) => ({ name: n, ...fakeNode(n) }));
+  const stop = new AbortController();
+  const phases: Record<string, string> = { n1: "loading", n2: "loading", n3: "loading" };
+  const seen: string[] = [];
+  let kills: readonly { node: string; ms: number }[] = [];
+  let guard: ReturnType<typeof startGuard> | undefined;
+  const tripped = new Promise<Trip>((resolve) => {
+    guard = startGuard({
+      nodes: nodes.map((n) => ({ node: n.name, docker: n.docker, floorGiB: 4, containers: [`launcher-x-${n.name}`] })),
+      phaseOf: (n) => phases[n] ?? "?",
+      signal: stop.signal,
+      onSample: (n, s) => seen.push(`${n} ${describeSample(s)}`),
+      onTrip: resolve,
+      onKilled: (t) => (kills = t),
+    });
+  });
+  try {
+    for (const n of nodes) n.say(sample(100));
+    await new Promise((r) => setImmediate(r));
+    assert.equal(guard?.tripped(), undefined, "no trip above the floor");
+    nodes[1]?.say(sample(3));
+    await new Promise((r) => setImmediate(r));
+    const reported = guard?.tripped();
+    assert.ok(reported !== undefined, "the trip is known from the crossing sample on, before its report");
+    // The crossed node's next sample, after the kill: the memory came back.
+    await new Promise((r) => setTimeout(r, 20));
+    nodes[1]?.say(sample(90));
+    const trip = await tripped;
+    assert.equal(await reported, trip);
+    assert.equal(trip.node, "n2");
+    assert.equal(trip.phase, "loading");
+    assert.equal(trip.culprit, "deployment");
+    for (const n of nodes) {
+      const streams = n.commands.filter((c) => c.includes(SAMPLER_SCRIPT));
+      assert.equal(streams.length, 1, `${n.name}: one sampler session, not one per sample`);
+      assert.deepEqual(n.commands.filter((c) => c[1] === "kill"), [["docker", "kill", "--", `launcher-x-${n.name}`]], n.name);
+    }
+    assert.deepEqual(kills.map((k) => k.node), ["n1", "n2", "n3"]);
+    assert.ok(seen.includes("n2 mem 3.0/119.7 GiB"));
+  } finally {
+    stop.abort();
+  }
+});
+
+test("history keeps each node's peak per phase: the least available memory the guard saw in it (migration 7)", async () => {
+  const { Store } = await import("../../src/store/store.js");
+  const s = new Store(":memory:");
+  const id = s.beginBoot({ deployment: "d", recipe: "r", recipe_hash: "h", cluster: "c", served_model: "m", endpoint: "http://h:8000", nodes: ["n1"], started_at: "2026-01-01T00:00:00.000Z" });
+  s.bootPhase(id, "n1", "loading", "2026-01-01T00:00:01.000Z", {});
+  for (const gib of [80, 40, 60]) s.memoryPeak(id, "n1", "loading", gib * GIB, 119.7 * GIB);
+  s.bootPhase(id, "n1", "kv-cache", "2026-01-01T00:00:02.000Z", {});
+  s.memoryPeak(id, "n1", "kv-cache", 30 * GIB, 119.7 * GIB);
+  s.bootPhase(id, "n1", "serving", "2026-01-01T00:00:03.000Z", {});
+  const record = s.history(undefined, 1)[0];
+  const phases = record?.phases ?? [];
+  const { memoryPeaks } = await import("../../src/cli/history.js");
+  assert.deepEqual(record === undefined ? [] : memoryPeaks(record), ["n1 mem 30.0/119.7 GiB (kv-cache)"], "launcher history prints each node's least");
+  assert.deepEqual(
+    phases.map((p) => [p.phase, p.min_available_kib === undefined ? undefined : p.min_available_kib / GIB]),
+    [["loading", 40], ["kv-cache", 30], ["serving", undefined]],
+  );
+  s.close();
+});
+
+test("up shows each node's memory: sent as events at most once a second when the figure changes, and printed beside the phase", async () => {
+  const { progressEvents, encodeEvent, decodeEvent } = await import("../../src/deploy/up-events.js");
+  const { progressReporter } = await import("../../src/deploy/progress.js");
+  const { INITIAL_BOOT } = await import("../../src/engine/boot-log.js");
+  let clock = 0;
+  const events: unknown[] = [];
+  const p = progressEvents((e) => events.push(e), () => clock);
+  for (const [t, gib] of [[0, 97.3], [200, 97.3], [400, 90], [1200, 90], [1300, 80.04]] as const) {
+    clock = t;
+    p.memory?.("n1", sample(gib));
+  }
+  const sent = events.map((e) => decodeEvent(encodeEvent(e as Parameters<typeof encodeEvent>[0])));
+  assert.deepEqual(sent.map((e) => (e?.type === "memory" ? [e.t, describeSample(e.sample)] : e?.type)), [[0, "mem 97.3/119.7 GiB"], [1200, "mem 90.0/119.7 GiB"]]);
+  let out = "";
+  const stream = { isTTY: false, write: (s: string) => ((out += s), true), columns: 80 } as unknown as NodeJS.WriteStream;
+  const r = progressReporter(stream, () => 0);
+  r.memory?.("n1", sample(97.3));
+  r.node("n1", { ...INITIAL_BOOT, phase: "loading" });
+  r.done();
+  assert.match(out, /n1 +loading +mem 97\.3\/119\.7 GiB/);
+});
+
+test("an armed kill runs docker kill -- NAMES on the node when fired, and nothing when disarmed", async () => {
+  const { mkdtempSync, writeFileSync, readFileSync, existsSync, rmSync, chmodSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const path = await import("node:path");
+  const { localTransport } = await import("../../src/remote/local.js");
+  const dir = mkdtempSync(path.join(tmpdir(), "launcher-armed-"));
+  const saved = process.env.PATH;
+  try {
+    // A docker that writes down how it was called.
+    writeFileSync(path.join(dir, "docker"), `#!/bin/sh\necho "$@" >> "${dir}/calls"\n`);
+    chmodSync(path.join(dir, "docker"), 0o755);
+    process.env.PATH = `${dir}:${saved ?? ""}`;
+    const docker = new DockerClient(localTransport("n1"));
+    const fired = docker.armKill(["launcher-a-r0", "-rf"]);
+    const idle = docker.armKill(["launcher-b-r0"]);
+    await fired.fire();
+    await idle.disarm();
+    assert.equal(readFileSync(path.join(dir, "calls"), "utf8"), "kill -- launcher-a-r0 -rf\n", "only the fired one ran, names after --");
+  } finally {
+    process.env.PATH = saved;
+    if (existsSync(dir)) rmSync(dir, { recursive: true, force: true });
+  }
+});
