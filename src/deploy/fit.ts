@@ -146,7 +146,7 @@ function fitNode(recipe: Pick<Recipe, "tensor_parallel_size" | "pipeline_paralle
   ];
   // /dev/shm is a tmpfs of at most shm_size: it takes memory only as it fills (vLLM's message
   // queues take little), so it is the worst case beside the need, not part of it.
-  if (shmGiB !== undefined) lines.push(`${" ".repeat(node.length)}  /dev/shm may take up to ${g(shmGiB)} more (shm_size ${recipe.shm_size})`);
+  if (shmGiB !== undefined) lines.push(`${" ".repeat(node.length)}  + /dev/shm up to ${g(shmGiB)} (shm_size ${recipe.shm_size}): a tmpfs, counted only as it fills, so not in the need`);
   let verdict: FitVerdict;
   const held = describeHolders(node, mem, facts.deployments ?? []);
   if (need > total) {

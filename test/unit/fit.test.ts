@@ -138,3 +138,11 @@ test("the store keeps each node's memory (doctor) and a model's size on each nod
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("shm_size is shown beside the need as a tmpfs counted only as it fills, never added to it", () => {
+  const big = fitDeployment(seed("dsv4-flash-vision"), nodes(["spark1"], IDLE, 168 * GB));
+  const small = fitDeployment({ ...seed("dsv4-flash-vision"), shm_size: "1gb" }, nodes(["spark1"], IDLE, 168 * GB));
+  assert.equal(big.nodes[0]?.needGiB, small.nodes[0]?.needGiB);
+  assert.equal(big.nodes[0]?.verdict, "ok");
+  assert.match(fitText(big), /\+ \/dev\/shm up to 32\.0 \(shm_size 32gb\): a tmpfs, counted only as it fills, so not in the need/);
+});
