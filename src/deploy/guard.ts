@@ -17,6 +17,8 @@ export interface GuardedNode {
   readonly docker: DockerClient;
   readonly floorGiB: number;
   readonly containers: readonly string[];
+  /** The node's lines of the fit check made before the boot, for the trip's report. */
+  readonly fit?: readonly string[];
 }
 
 export interface GuardOptions {
@@ -98,6 +100,7 @@ export function startGuard(options: GuardOptions): Guard {
       results.filter((r) => r.error === undefined).map((r) => r.node),
       after,
       results.flatMap((r) => (r.error === undefined ? [] : [`${r.node}: ${r.error}`])),
+      options.nodes.find((n) => n.node === node)?.fit,
     );
     options.onTrip(report);
     return report;

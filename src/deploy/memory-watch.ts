@@ -124,9 +124,10 @@ export interface Trip {
 
 /**
  * The report of a trip: the node, the phase, the figures, the nodes whose containers were killed
- * and what to change. `after` is the tripped node's first sample after the kill.
+ * and what to change. `after` is the tripped node's first sample after the kill; `fit` is that
+ * node's arithmetic from the fit check (src/deploy/fit.ts), when one was made.
  */
-export function describeTrip(state: NodeMemory, killedOn: readonly string[], after: MemorySample | undefined, failedKills: readonly string[] = []): Trip {
+export function describeTrip(state: NodeMemory, killedOn: readonly string[], after: MemorySample | undefined, failedKills: readonly string[] = [], fit: readonly string[] = []): Trip {
   const crossed = state.crossed;
   if (crossed === undefined) throw new Error(`describeTrip: ${state.node} did not cross its floor`);
   const culprit = culpritOf(state.floorKiB, after);
@@ -139,6 +140,8 @@ export function describeTrip(state: NodeMemory, killedOn: readonly string[], aft
     `killed (docker kill) the deployment's containers on ${killedOn.join(", ") || "no node"}`,
     ...(failedKills.length === 0 ? [] : [`the kill failed on ${failedKills.join("; ")}`]),
     ...(after === undefined ? [] : [`after the kill: ${gib(after.availableKiB)} GiB available on ${state.node}`]),
+    // What the boot was expected to take: the gap between it and the peak is what to size down.
+    ...(fit.length === 0 ? [] : [`the fit check before the boot (GiB):`, ...fit.map((l) => `  ${l}`)]),
   ];
   const who = culprit === "outside" ? "; the memory is held outside the deployment (still below the floor after its containers were killed)" : "";
   return {

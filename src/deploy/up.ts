@@ -121,7 +121,7 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
     const bootId = newBootId();
     const stamped = stampBoot(plan, bootId);
     options.starting?.(stamped, bootId, Date.now() + options.timeoutMs);
-    return await boot(stamped, bootId, session, options, started, "start");
+    return await boot(stamped, bootId, session, options, started, "start", image.fit);
   } finally {
     options.progress.done();
   }
@@ -148,7 +148,7 @@ export async function watchBoot(plan: Plan, bootId: string, session: ClusterSess
  * The starts ("watch": they ran already), the watch and, on any failure, the rollback of this
  * boot's containers.
  */
-async function boot(plan: Plan, bootId: string, session: ClusterSession, options: UpOptions, started: number, mode: "start" | "watch"): Promise<UpResult> {
+async function boot(plan: Plan, bootId: string, session: ClusterSession, options: UpOptions, started: number, mode: "start" | "watch", fit?: FitReport): Promise<UpResult> {
   const engine = adapterOf(plan.recipe.engine);
   // The plan was made with this engine's adapter, so a missing one here is launcher's bug (exit 70).
   if (engine === undefined) throw new Error(`no adapter for engine ${plan.recipe.engine}`);
@@ -268,6 +268,7 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
       docker: dockerOf(session, n.node),
       floorGiB: memoryFloorGiB(session.cluster, session.cluster.nodes.find((c) => c.name === n.node)),
       containers: [n.container],
+      ...(fit === undefined ? {} : { fit: fit.nodes.find((f) => f.node === n.node)?.lines ?? [] }),
     })),
     phaseOf: (node) => (states.get(node) ?? INITIAL_BOOT).phase,
     signal: guardStop.signal,

@@ -87,6 +87,8 @@ test("a trip names node, phase, floor, peak and the nodes killed; who held the m
   assert.match(outside.hint, /drop_caches/);
   assert.equal(describeTrip(s, ["n1"], undefined, ["n2: unreachable"]).culprit, "unknown");
   assert.ok(describeTrip(s, ["n1"], undefined, ["n2: unreachable"]).detail.includes("the kill failed on n2: unreachable"));
+  // Without a fit check (a boot adopted by a daemon that did not make it), no fit lines.
+  assert.ok(!ours.detail.some((l) => l.startsWith("the fit check")));
 });
 
 test("memory_floor: per node, else for all, else the Spark default; it must be a positive number of GiB", () => {
@@ -156,7 +158,7 @@ test("the guard: one stream per node; the first crossing kills the deployment's 
   let guard: ReturnType<typeof startGuard> | undefined;
   const tripped = new Promise<Trip>((resolve) => {
     guard = startGuard({
-      nodes: nodes.map((n) => ({ node: n.name, docker: n.docker, floorGiB: 4, containers: [`launcher-x-${n.name}`] })),
+      nodes: nodes.map((n) => ({ node: n.name, docker: n.docker, floorGiB: 4, containers: [`launcher-x-${n.name}`], fit: [`${n.name}: need 100.2 GiB = weights 78.2 + KV cache 12.0 + ...`, `    has total 119.7, available 116.5 -> 16.3 to spare: ok`] })),
       phaseOf: (n) => phases[n] ?? "?",
       signal: stop.signal,
       onSample: (n, s) => seen.push(`${n} ${describeSample(s)}`),
@@ -180,6 +182,10 @@ test("the guard: one stream per node; the first crossing kills the deployment's 
     assert.equal(trip.node, "n2");
     assert.equal(trip.phase, "loading");
     assert.equal(trip.culprit, "deployment");
+    // The fit check's figures of the node that crossed: what was expected beside what happened.
+    const fitAt = trip.detail.indexOf("the fit check before the boot (GiB):");
+    assert.ok(fitAt > 0, trip.detail.join("\n"));
+    assert.deepEqual(trip.detail.slice(fitAt + 1), ["  n2: need 100.2 GiB = weights 78.2 + KV cache 12.0 + ...", "      has total 119.7, available 116.5 -> 16.3 to spare: ok"]);
     for (const n of nodes) {
       const streams = n.commands.filter((c) => c.includes(SAMPLER_SCRIPT));
       assert.equal(streams.length, 1, `${n.name}: one sampler session, not one per sample`);
