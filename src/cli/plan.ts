@@ -9,8 +9,7 @@ import { describeFabricGap } from "../cluster/fabric-env.js";
 import { gpusPerNode, loadCluster, loadRecipe, parseNodes, withStore } from "./load.js";
 import type { Output } from "./output.js";
 import { withSshDefaults } from "../deploy/session.js";
-import { fitDeployment, fitText } from "../deploy/fit.js";
-import type { Meminfo } from "../deploy/meminfo.js";
+import { fitFromKept, fitText } from "../deploy/fit.js";
 import { clusterOption, jsonOption, outputOption } from "./options.js";
 import type { RestartPolicy } from "../deploy/contract.js";
 import type { RecipeSource } from "../recipe/resolve.js";
@@ -102,11 +101,7 @@ export function registerPlan(program: Command, io: Output): void {
       // The memory fit from what doctor (or up's probe) last read of each node, and the weights'
       // size the last preflight of this model read there.
       const weights = await withStore((store) => store.weights(plan.cluster, plan.recipe.model));
-      const fit = fitDeployment(plan.recipe, plan.nodes.map((n) => {
-        const seen: Meminfo | undefined = memory.get(n.node)?.meminfo;
-        const bytes = weights.get(n.node);
-        return { node: n.node, ...(seen === undefined ? {} : { meminfo: seen }), ...(bytes === undefined ? {} : { weightsBytes: bytes }) };
-      }));
+      const fit = fitFromKept(plan.recipe, plan.nodes.map((n) => n.node), memory, weights);
       const readAt = [...memory.values()].map((m) => m.read_at).sort()[0];
       if (opts.json) io.json({ ...(planJson(plan, filter) as Record<string, unknown>), memory_fit: { read_at: readAt ?? null, nodes: fit.nodes } });
       else io.out(`${planText(plan, filter)}\n${fitText(fit)}\n  (memory as launcher doctor read it${readAt === undefined ? ": never; run launcher doctor" : ` at ${readAt}`}${weights.size === 0 ? "; the weights' size is kept by the first up of this model" : ""})`);

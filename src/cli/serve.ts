@@ -9,6 +9,7 @@ import { bootAgain } from "../deploy/reboot.js";
 import { openSession, type ClusterSession } from "../deploy/session.js";
 import { DEFAULT_TIMING } from "../deploy/supervise.js";
 import { Supervisor } from "../deploy/supervisor.js";
+import { ReadyGuards } from "../deploy/ready-guard.js";
 import type { StateStore } from "../store/store.js";
 import { isLoopback, parseListen } from "../gateway/listen.js";
 import { routeTable, type RouteTable } from "../gateway/routes.js";
@@ -75,9 +76,13 @@ const collect = (value: string, previous: string[] = []): string[] => [...previo
  * (locally only: no node is contacted) and kept, so that its connections are shared.
  */
 function supervisorFor(sessions: ReadonlyMap<string, Promise<ClusterSession>>, store: StateStore, discovery: Discovery, registry: BootRegistry, log: (line: string) => void, backoffMs: number): Supervisor {
-  return new Supervisor({
+  const session = (name: string): Promise<ClusterSession | undefined> => sessions.get(name) ?? Promise.resolve(undefined);
+  // Every serving deployment's memory is watched until it is gone; a trip is a failure to the supervisor.
+  const memory = new ReadyGuards({ session, store, log, now: Date.now, onTrip: (cluster, deployment, trip) => supervisor.memoryTripped(cluster, deployment, trip) });
+  const supervisor: Supervisor = new Supervisor({
+    memory,
     store,
-    session: (name) => sessions.get(name) ?? Promise.resolve(undefined),
+    session,
     boot: (plan, session, signal, emit, detach) => bootAgain(plan, session, signal, store, emit, undefined, detach),
     boots: registry,
     refresh: () => discovery.refreshSoon(),
@@ -85,6 +90,7 @@ function supervisorFor(sessions: ReadonlyMap<string, Promise<ClusterSession>>, s
     now: Date.now,
     timing: { ...DEFAULT_TIMING, backoffMs },
   });
+  return supervisor;
 }
 
 /** The longest a stopping daemon waits for its boots to let go (a drain cannot be cut short). */

@@ -183,6 +183,27 @@ function describeHolders(node: string, mem: Meminfo, deployments: readonly strin
   return parts.join("; ");
 }
 
+/**
+ * The fit from what the store kept, for `plan` and for a guard that did not make the check itself
+ * (the daemon's, after ready): each node's memory as doctor or up's probe last read it, and the
+ * weights' size the last preflight of the model read there.
+ */
+export function fitFromKept(
+  recipe: Parameters<typeof fitDeployment>[0],
+  nodes: readonly string[],
+  memory: ReadonlyMap<string, { readonly meminfo: Meminfo }>,
+  weights: ReadonlyMap<string, number>,
+): FitReport {
+  return fitDeployment(
+    recipe,
+    nodes.map((node) => {
+      const seen = memory.get(node)?.meminfo;
+      const bytes = weights.get(node);
+      return { node, ...(seen === undefined ? {} : { meminfo: seen }), ...(bytes === undefined ? {} : { weightsBytes: bytes }) };
+    }),
+  );
+}
+
 /** The arithmetic, node by node, then the problems: what preflight and `plan` print. */
 export function fitText(report: FitReport): string {
   const out = ["memory fit (GiB):", ...report.nodes.flatMap((n) => n.lines.map((l) => `  ${l}`))];

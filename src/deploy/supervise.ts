@@ -26,7 +26,8 @@ export const DEFAULT_TIMING: SuperviseTiming = { confirmMs: 2000, backoffMs: 10_
 
 /** Why a group that served is to be recreated; `rank`/`node` name the dead rank when there is one. */
 export interface Failure {
-  readonly kind: "rank-exited" | "unhealthy" | "node-unreachable";
+  /** memory-guard: the guard killed the group when a node fell below its floor (src/deploy/ready-guard.ts). */
+  readonly kind: "rank-exited" | "unhealthy" | "node-unreachable" | "memory-guard";
   readonly message: string;
   readonly rank?: number;
   readonly node?: string;

@@ -40,6 +40,8 @@ export interface SupervisorDeps {
   readonly log: (line: string) => void;
   readonly now: () => number;
   readonly timing: SuperviseTiming;
+  /** The memory guard after ready (src/deploy/ready-guard.ts): fed the same snapshots, stopped with the supervisor. */
+  readonly memory?: { observe(deployments: readonly Seen[]): void; tripping(cluster: string, deployment: string): boolean; stop(): void };
 }
 
 /** How one restart went, filled in as it runs. */
@@ -95,6 +97,7 @@ export class Supervisor {
   /** One discovery snapshot: `at` is when its labels were read. */
   observe(deployments: readonly Seen[], at: number): void {
     if (this.stopping.signal.aborted) return;
+    this.deps.memory?.observe(deployments);
     const now = new Map(deployments.map((d) => [key(d.cluster, d.deployment), d]));
     for (const d of deployments) {
       const policy = policyOf(d);
@@ -115,6 +118,8 @@ export class Supervisor {
     for (const [k, entry] of this.entries) {
       const d = now.get(k);
       entry.polledAt = at;
+      // Killed by its memory guard, whose report (the failure) is on its way: not a rank's death.
+      if (this.deps.memory?.tripping(entry.seen.cluster, entry.seen.deployment) === true) continue;
       this.step(k, entry, { kind: "observed", at, status: d, recordedReady: this.deps.store.deploymentServed(entry.seen.cluster, entry.seen.deployment) });
     }
   }
@@ -127,7 +132,16 @@ export class Supervisor {
     if (entry === undefined) return;
     // Said as docker said it, whatever the supervisor makes of it: where a restart's first sighting came from.
     this.deps.log(`supervise: ${death.deployment}: docker on ${death.node} says ${death.failure.message}`);
+    if (this.deps.memory?.tripping(cluster, death.deployment) === true) return;
     this.step(k, entry, { kind: "died", at: this.deps.now(), failure: death.failure });
+  }
+
+  /** The memory guard killed a serving group on every node: a failure, as a rank's death is (restarted under --restart on-failure). */
+  memoryTripped(cluster: string, deployment: string, trip: { readonly node: string; readonly message: string }): void {
+    const k = key(cluster, deployment);
+    const entry = this.entries.get(k);
+    if (this.stopping.signal.aborted || entry === undefined) return;
+    this.step(k, entry, { kind: "died", at: this.deps.now(), failure: { kind: "memory-guard", node: trip.node, message: trip.message } });
   }
 
   /** Time passed: a backoff may be over. */
@@ -171,6 +185,7 @@ export class Supervisor {
   /** Stops: restarts under way are interrupted before their new group starts, and left to the next daemon once it runs (src/deploy/adopt.ts); waited for. */
   async stop(): Promise<void> {
     this.stopping.abort();
+    this.deps.memory?.stop();
     for (const e of this.entries.values()) clearTimeout(e.timer);
     await Promise.allSettled([...this.running]);
   }
@@ -270,8 +285,11 @@ export class Supervisor {
       checkInterrupted(stop, `before anything of ${deployment} was removed`);
       const listing = await listNodes(session);
       const first = firstEnded(listing.flatMap((l) => (l.reachable ? l.containers : [])).filter((c) => c.labels.deployment === deployment));
-      if (first !== undefined && (first.rank !== failure.rank || first.node !== failure.node)) say(`${first.message} first`);
-      failure = first ?? failure;
+      // The guard killed every rank at once: which ended first says nothing, its trip is the cause.
+      if (failure.kind !== "memory-guard") {
+        if (first !== undefined && (first.rank !== failure.rank || first.node !== failure.node)) say(`${first.message} first`);
+        failure = first ?? failure;
+      }
       const cause = await this.rootCause(session, entry.seen, failure);
       tried.record = store.beginRestart({
         cluster,

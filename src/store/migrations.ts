@@ -177,4 +177,26 @@ export const MIGRATIONS: readonly string[] = [
   // of a boot (its peak use), and the total it was out of, in KiB as /proc/meminfo gives them.
   `ALTER TABLE boot_phases ADD COLUMN min_available_kib INTEGER;
    ALTER TABLE boot_phases ADD COLUMN total_kib INTEGER;`,
+  // 10: the memory guard after ready (src/deploy/ready-guard.ts, run by the daemon): each node's
+  // last sample while a deployment on it is watched (what `status` shows), and every trip.
+  `CREATE TABLE memory_watch (
+     cluster TEXT NOT NULL,
+     node TEXT NOT NULL,
+     deployment TEXT NOT NULL,
+     total_kib INTEGER NOT NULL,
+     available_kib INTEGER NOT NULL,
+     at TEXT NOT NULL,
+     PRIMARY KEY (cluster, node)
+   );
+   CREATE TABLE memory_trips (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     cluster TEXT NOT NULL,
+     deployment TEXT NOT NULL,
+     node TEXT NOT NULL,
+     phase TEXT NOT NULL,
+     culprit TEXT NOT NULL,
+     message TEXT NOT NULL,
+     detail TEXT NOT NULL,
+     at TEXT NOT NULL
+   );`,
 ];

@@ -4,7 +4,7 @@ import type { FabricFacts } from "../cluster/detect.js";
 import type { ImageFacts } from "../engine/image-contract.js";
 import type { BenchRun, EvalRun } from "../evidence/records.js";
 import type { Meminfo } from "../deploy/meminfo.js";
-import { Store, type BootInProgress, type BootRecord, type LaneRecord, type LockHolder, type RestartRecord, type StateStore, type SwapRecord } from "./store.js";
+import { Store, type BootInProgress, type BootRecord, type LaneRecord, type LockHolder, type MemoryTripRecord, type RestartRecord, type WatchedMemory, type StateStore, type SwapRecord } from "./store.js";
 
 /**
  * The store when there is none to be had: it records nothing and reads as empty. The labels on the
@@ -55,6 +55,14 @@ export class NullStore implements StateStore {
   saveFacts(): void {}
   saveMemory(): void {}
   saveWeights(): void {}
+  saveWatchedMemory(): void {}
+  watchedMemory(): Map<string, WatchedMemory> {
+    return new Map();
+  }
+  saveMemoryTrip(): void {}
+  memoryTrips(): MemoryTripRecord[] {
+    return [];
+  }
   weights(): Map<string, number> {
     return new Map();
   }

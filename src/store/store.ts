@@ -5,6 +5,7 @@ import type { FabricFacts } from "../cluster/detect.js";
 import type { ImageFacts } from "../engine/image-contract.js";
 import type { BenchRun, EvalRun, EvidenceStore, RunQuery } from "../evidence/records.js";
 import type { Meminfo } from "../deploy/meminfo.js";
+import type { Culprit, MemorySample } from "../deploy/memory-watch.js";
 import { MIGRATIONS } from "./migrations.js";
 
 export type BootOutcome = "booting" | "ready" | "failed" | "interrupted";
@@ -82,7 +83,7 @@ export interface NewRestart {
   readonly lane?: string;
   /** 1 for the first restart of the deployment's life. */
   readonly attempt: number;
-  /** What the supervisor saw: rank-exited, unhealthy, node-unreachable. */
+  /** What the supervisor saw: rank-exited, unhealthy, node-unreachable, memory-guard. */
   readonly reason: string;
   readonly message: string;
   /** The dead rank, when there is one. */
@@ -160,6 +161,25 @@ function narrowMode(file: string): void {
 }
 
 /** What commands use of the store: the SQLite one, or the stand-in when it cannot be had (src/store/open.ts). */
+/** A node's last sample under the daemon's guard. */
+export interface WatchedMemory {
+  readonly deployment: string;
+  readonly sample: MemorySample;
+  readonly at: string;
+}
+
+/** One trip of the guard after ready, as the store keeps it. */
+export interface MemoryTripRecord {
+  readonly cluster: string;
+  readonly deployment: string;
+  readonly node: string;
+  readonly phase: string;
+  readonly culprit: Culprit;
+  readonly message: string;
+  readonly detail: readonly string[];
+  readonly at: string;
+}
+
 export type StateStore = { [K in keyof Store]: Store[K] };
 
 /**
@@ -467,6 +487,30 @@ export class Store implements EvidenceStore {
   memory(cluster: string): Map<string, { meminfo: Meminfo; read_at: string }> {
     const rows = this.db.prepare(`SELECT node, meminfo, read_at FROM node_memory WHERE cluster = ?`).all(cluster) as { node: string; meminfo: string; read_at: string }[];
     return new Map(rows.map((r) => [r.node, { meminfo: JSON.parse(r.meminfo) as Meminfo, read_at: r.read_at }]));
+  }
+
+  /** A node's last memory sample while the daemon's guard watches `deployment` on it (what `status` shows). */
+  saveWatchedMemory(cluster: string, node: string, deployment: string, sample: MemorySample, at: string): void {
+    this.db.prepare(`INSERT OR REPLACE INTO memory_watch (cluster, node, deployment, total_kib, available_kib, at) VALUES (?, ?, ?, ?, ?, ?)`).run(cluster, node, deployment, sample.totalKiB, sample.availableKiB, at);
+  }
+
+  /** Each node's last watched sample on a cluster, with the deployment it was watched for and when. */
+  watchedMemory(cluster: string): Map<string, WatchedMemory> {
+    const rows = this.db.prepare(`SELECT node, deployment, total_kib, available_kib, at FROM memory_watch WHERE cluster = ?`).all(cluster) as { node: string; deployment: string; total_kib: number; available_kib: number; at: string }[];
+    return new Map(rows.map((r) => [r.node, { deployment: r.deployment, sample: { totalKiB: r.total_kib, availableKiB: r.available_kib }, at: r.at }]));
+  }
+
+  /** A trip of the guard after ready: the deployment was killed on every node. */
+  saveMemoryTrip(trip: MemoryTripRecord): void {
+    this.db
+      .prepare(`INSERT INTO memory_trips (cluster, deployment, node, phase, culprit, message, detail, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+      .run(trip.cluster, trip.deployment, trip.node, trip.phase, trip.culprit, trip.message, JSON.stringify(trip.detail), trip.at);
+  }
+
+  /** A deployment's trips, newest first. */
+  memoryTrips(cluster: string, deployment: string, limit: number): MemoryTripRecord[] {
+    const rows = this.db.prepare(`SELECT cluster, deployment, node, phase, culprit, message, detail, at FROM memory_trips WHERE cluster = ? AND deployment = ? ORDER BY id DESC LIMIT ?`).all(cluster, deployment, limit) as (Omit<MemoryTripRecord, "detail"> & { detail: string })[];
+    return rows.map((r) => ({ ...r, detail: JSON.parse(r.detail) as string[] }));
   }
 
   /** The size of a model's snapshot on each node, as preflight read it (the weights of `plan`'s fit). */

@@ -21,6 +21,7 @@ import {
 import { DockerClient, untilReaderGoes } from "../../src/remote/docker.js";
 import { streamLocal, type ExecResult, type Transport } from "../../src/remote/transport.js";
 import { PassThrough } from "node:stream";
+import { within } from "../integration/practice-cluster.js";
 
 const GIB = KIB_PER_GIB;
 const sample = (availableGiB: number, totalGiB = 119.7): MemorySample => ({ totalKiB: Math.round(totalGiB * GIB), availableKiB: Math.round(availableGiB * GIB) });
@@ -261,5 +262,147 @@ test("an armed kill runs docker kill -- NAMES on the node when fired, and nothin
   } finally {
     process.env.PATH = saved;
     if (existsSync(dir)) rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/** A status line of a deployment with one rank per node, as the daemon's discovery gives it. */
+const seenServing = (nodes: readonly string[], status: "serving" | "booting" = "serving", restart?: string) => ({
+  cluster: "c",
+  deployment: "d",
+  recipe: "r",
+  recipe_hash: "h",
+  engine: "vllm",
+  served_model: "m",
+  endpoint: "http://n1:8000",
+  status,
+  phase: status === "serving" ? ("serving" as const) : ("loading" as const),
+  missing: [],
+  unreachable: [],
+  ...(restart === undefined ? {} : { restart }),
+  ranks: nodes.map((n, rank) => ({ rank, node: n, container: `launcher-d-r${rank}`, state: "running" as const, started_at: "2026-01-01T00:00:00Z" })),
+});
+
+test("after ready the daemon's guard watches each serving deployment until it is gone; a trip kills it on every node, is recorded with the fit check and handed on", async () => {
+  const { ReadyGuards, SERVING } = await import("../../src/deploy/ready-guard.js");
+  const { Store } = await import("../../src/store/store.js");
+  const { encodeSavedPlan } = await import("../../src/plan/saved.js");
+  const { fileRecipeSource } = await import("../../src/recipe/fs-source.js");
+  const { resolveRecipe } = await import("../../src/recipe/resolve.js");
+  const { parseMeminfo } = await import("../../src/deploy/meminfo.js");
+  const nodes = ["n1", "n2"].map((n) => ({ name: n, ...fakeNode(n) }));
+  const session = { cluster: { name: "c", nodes: [{ name: "n2", memory_floor: 6 }] }, docker: new Map(nodes.map((n) => [n.name, n.docker])) } as unknown as import("../../src/deploy/session.js").ClusterSession;
+  const store = new Store(":memory:");
+  // What up kept: the plan, each node's memory as its probe read it, the weights' size preflight read.
+  const recipe = resolveRecipe("practice-2x", fileRecipeSource(["recipes"])).recipe;
+  assert.ok(recipe);
+  const node = (rank: number) => ({ rank, node: `n${rank + 1}`, container: `launcher-d-r${rank}`, labels: {}, argv: ["docker", "run", "--", "img"] });
+  const plan = { deployment: "d", cluster: "c", endpoint: "http://n1:8000", served_model: "m", recipe_hash: "h", recipe, nodes: [node(0), node(1)], start_order: ["n1", "n2"] };
+  store.savePlan("c", "d", encodeSavedPlan(plan as unknown as import("../../src/plan/plan.js").Plan), "t");
+  const meminfo = parseMeminfo("MemTotal: 125515164 kB\nMemFree: 110000000 kB\nMemAvailable: 120000000 kB\nBuffers: 0 kB\nCached: 1000000 kB\nShmem: 0 kB\nSReclaimable: 0 kB\n");
+  assert.ok(meminfo.ok);
+  store.saveMemory("c", new Map([["n2", meminfo.meminfo]]), "t");
+  let clock = 10_000;
+  const trips: [string, string, Trip][] = [];
+  const logs: string[] = [];
+  const guards = new ReadyGuards({ session: async () => session, store, log: (l) => logs.push(l), now: () => clock, onTrip: (c, d, t) => trips.push([c, d, t]) });
+  const sampler = (n: (typeof nodes)[number]) => n.commands.filter((c) => c.includes(SAMPLER_SCRIPT)).length;
+  const settle = () => new Promise((r) => setTimeout(r, 10));
+  try {
+    // A boot in progress is up's guard's to watch.
+    guards.observe([seenServing(["n1", "n2"], "booting")]);
+    await settle();
+    assert.deepEqual(nodes.map(sampler), [0, 0]);
+    guards.observe([seenServing(["n1", "n2"])]);
+    guards.observe([seenServing(["n1", "n2"])]);
+    await settle();
+    assert.deepEqual(nodes.map(sampler), [1, 1], "one sampler stream per node, not one per snapshot");
+    assert.deepEqual(guards.watching(), ["c/d"]);
+    for (const n of nodes) n.say(sample(20));
+    await settle();
+    // Written for status: each node's last sample, with the deployment it is watched for.
+    assert.deepEqual([...store.watchedMemory("c")].map(([n, w]) => `${n} ${w.deployment} ${describeSample(w.sample)}`), ["n1 d mem 20.0/119.7 GiB", "n2 d mem 20.0/119.7 GiB"]);
+    // n2's own floor (6 GiB) is crossed: every node's containers are killed at once.
+    nodes[1]?.say(sample(5));
+    await settle();
+    assert.equal(guards.tripping("c", "d"), true, "the supervisor hears no rank's death while the trip is reported");
+    nodes[1]?.say(sample(30));
+    await within(2000, "the trip is reported", async () => (trips.length > 0 ? true : undefined));
+    const [cluster, deployment, trip] = trips[0] ?? ["", "", undefined];
+    assert.deepEqual([cluster, deployment, trip?.node, trip?.phase, trip?.culprit], ["c", "d", "n2", SERVING, "deployment"]);
+    for (const n of nodes) assert.deepEqual(n.commands.filter((c) => c[1] === "kill"), [["docker", "kill", "--", `launcher-d-r${n.name === "n1" ? 0 : 1}`]], n.name);
+    assert.ok(trip?.detail.includes("the fit check before the boot (GiB):"), trip?.detail.join("\n"));
+    assert.ok(trip?.detail.some((l) => /^ {2}n2: need .* GiB = /.test(l)), "n2's arithmetic from what up kept");
+    const kept = store.memoryTrips("c", "d", 5);
+    assert.deepEqual(kept.map((t) => [t.node, t.phase, t.culprit, t.message]), [["n2", SERVING, "deployment", trip?.message]]);
+    assert.ok(logs.some((l) => l.includes("memory guard: d: memory guard: n2 fell below its floor of 6.0 GiB")), logs.join("\n"));
+    assert.equal(guards.tripping("c", "d"), false);
+    assert.deepEqual(guards.watching(), [], "the killed group is watched no more");
+    // Booted again (a restart): a new group, watched anew; gone (down): not watched.
+    clock += 60_000;
+    guards.observe([{ ...seenServing(["n1", "n2"]), ranks: seenServing(["n1", "n2"]).ranks.map((r) => ({ ...r, started_at: "2026-01-01T01:00:00Z" })) }]);
+    await settle();
+    assert.deepEqual(nodes.map(sampler), [2, 2]);
+    guards.observe([]);
+    assert.deepEqual(guards.watching(), []);
+  } finally {
+    guards.stop();
+    store.close();
+  }
+});
+
+test("supervisor: a guard trip after ready is a failure that restarts the group under --restart on-failure, named as the trip (not as the ranks it killed)", async () => {
+  const { Supervisor } = await import("../../src/deploy/supervisor.js");
+  const { BootRegistry } = await import("../../src/deploy/boots.js");
+  const { Store } = await import("../../src/store/store.js");
+  const { encodeSavedPlan } = await import("../../src/plan/saved.js");
+  const store = new Store(":memory:");
+  const plan = { deployment: "d", cluster: "c", endpoint: "http://n1:8000", served_model: "m", recipe_hash: "h", recipe: { id: "r", engine: "vllm", docker_image: "img" }, nodes: [{ rank: 0, node: "n1", container: "launcher-d-r0", labels: {}, argv: ["docker", "run", "--label", "launcher.boot=b", "--", "img"] }], start_order: ["n1"] };
+  store.savePlan("c", "d", encodeSavedPlan(plan as unknown as import("../../src/plan/plan.js").Plan), "t");
+  const b = { deployment: "d", recipe: "r", recipe_hash: "h", cluster: "c", served_model: "m", endpoint: "http://n1:8000", nodes: ["n1"] };
+  store.deploymentReady({ ...b, boot_id: store.beginBoot({ ...b, started_at: "t" }), ready_at: "t" });
+  const n1 = fakeNode("n1");
+  const session = { cluster: { name: "c", nodes: [] }, docker: new Map([["n1", n1.docker]]) } as unknown as import("../../src/deploy/session.js").ClusterSession;
+  let tripping = false;
+  const logs: string[] = [];
+  const observed: number[] = [];
+  const boots: string[] = [];
+  let clock = 1000;
+  const sup = new Supervisor({
+    store,
+    session: async () => session,
+    boot: async (p) => {
+      boots.push(p.deployment);
+      return { status: "ready", endpoint: p.endpoint, served_model: p.served_model, seconds: 1, boot: "b", deployment: p.deployment };
+    },
+    boots: new BootRegistry(() => clock),
+    refresh: () => undefined,
+    log: (l) => logs.push(l),
+    now: () => clock,
+    timing: { confirmMs: 0, backoffMs: 1000, maxBackoffMs: 8000, resetAfterMs: 600_000 },
+    memory: { observe: (ds) => observed.push(ds.length), tripping: () => tripping, stop: () => undefined },
+  });
+  const seen = { ...seenServing(["n1"], "serving", "on-failure") };
+  try {
+    sup.observe([seen], clock);
+    assert.deepEqual(observed, [1], "the guards see every snapshot the supervisor sees");
+    assert.equal(sup.describe()["c/d"], "ready");
+    // The guard is killing the group: docker's deaths of its ranks are the trip's doing.
+    tripping = true;
+    clock += 100;
+    sup.died("c", { deployment: "d", node: "n1", failure: { kind: "rank-exited", rank: 0, node: "n1", container: "launcher-d-r0", message: "rank 0 on n1 exited (exit 137)" } });
+    sup.observe([{ ...seen, status: "degraded", ranks: seen.ranks.map((r) => ({ ...r, state: "exited" as const, exit_code: 137 })) }], clock);
+    assert.equal(sup.describe()["c/d"], "ready", "no restart for the killed ranks while the trip is reported");
+    tripping = false;
+    clock += 100;
+    sup.memoryTripped("c", "d", { node: "n1", message: "memory guard: n1 fell below its floor of 4.0 GiB available during serving (3.0 GiB left)" });
+    await within(10_000, "the restart's boot ran", async () => (boots.length > 0 ? true : undefined)).catch((e: Error) => assert.fail(`${e.message}\n${logs.join("\n")}`));
+    await sup.idle();
+    const row = store.restarts("d", 5)[0];
+    assert.equal(row?.reason, "memory-guard");
+    assert.equal(row?.message, "memory guard: n1 fell below its floor of 4.0 GiB available during serving (3.0 GiB left)");
+    assert.equal(row?.outcome, "ready");
+  } finally {
+    await sup.stop();
+    store.close();
   }
 });
