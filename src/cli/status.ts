@@ -7,22 +7,42 @@ import { encodeStatusLine, type DeploymentStatus } from "../deploy/contract.js";
 import { clusterStatus } from "../deploy/status.js";
 import { openSession } from "../deploy/session.js";
 import { parseDuration } from "./duration.js";
-import { loadCluster } from "./load.js";
+import { loadCluster, withStore } from "./load.js";
 import type { Output } from "./output.js";
 import { clusterOption, jsonOption, outputOption } from "./options.js";
 import { daemonOption, findDaemon } from "./daemon-target.js";
 import { listBoots, type DaemonTarget } from "../daemon/client.js";
 import type { BootSummary } from "../daemon/protocol.js";
+import { describeSample } from "../deploy/memory-watch.js";
+import { WATCHED_FRESH_MS } from "../deploy/ready-guard.js";
+import type { WatchedMemory } from "../store/store.js";
+
 
 const uptime = (s: number | undefined): string =>
   s === undefined ? "-" : s >= 3600 ? `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60)}m` : s >= 60 ? `${Math.floor(s / 60)}m${s % 60}s` : `${s}s`;
 
-/** The text of `status`: a line per deployment, then its ranks, painted by `paint`. */
-export function statusLines(deployments: readonly DeploymentStatus[], paint: Paint = plain): string[] {
+/** Written by a guard that still watches: it writes every WATCHED_WRITE_MS. */
+const fresh = (w: WatchedMemory, now: Date): boolean => now.getTime() - Date.parse(w.at) <= WATCHED_FRESH_MS;
+
+/**
+ * A node's memory as the daemon's guard last wrote it for this deployment (src/deploy/ready-guard.ts),
+ * or "" when it is not watched there now (no daemon, another deployment's watch, a stale sample).
+ */
+export function watchedText(watched: ReadonlyMap<string, WatchedMemory>, deployment: string, node: string, now: Date): string {
+  const w = watched.get(node);
+  if (w === undefined || w.deployment !== deployment || !fresh(w, now)) return "";
+  return `  ${describeSample(w.sample)}`;
+}
+
+/**
+ * The text of `status`: a line per deployment, then its ranks, painted by `paint`. A running rank
+ * shows its node's memory where the daemon's guard watches it (`watched`, read from the store).
+ */
+export function statusLines(deployments: readonly DeploymentStatus[], paint: Paint = plain, watched: ReadonlyMap<string, WatchedMemory> = new Map(), now = new Date()): string[] {
   if (deployments.length === 0) return ["no deployments"];
   return deployments.flatMap((d) => [
     `${paint("bold", d.deployment)}  ${paint(STATUS_STYLE[d.status], d.status)}${d.status === "booting" ? ` (${d.phase})` : ""}${d.lane === undefined ? "" : `  lane ${d.lane}`}  recipe ${d.recipe} (${d.recipe_hash})  model ${d.served_model}  ${d.endpoint}/v1  up ${uptime(d.uptime_seconds)}`,
-    ...d.ranks.map((r) => `  rank ${r.rank}  ${r.node.padEnd(10)} ${paint(RANK_STYLE[r.state], r.state)}${r.exit_code === undefined ? "" : ` (exit ${r.exit_code})`}  ${r.container}`),
+    ...d.ranks.map((r) => `  rank ${r.rank}  ${r.node.padEnd(10)} ${paint(RANK_STYLE[r.state], r.state)}${r.exit_code === undefined ? "" : ` (exit ${r.exit_code})`}  ${r.container}${r.state === "running" ? watchedText(watched, d.deployment, r.node, now) : ""}`),
     ...d.missing.map((m) => `  missing: ${m}`),
     ...(d.unreachable.length > 0 ? [`  unreachable: ${d.unreachable.join(", ")} (${d.status === "serving" ? "its head answers /health" : "it cannot be judged"})`] : []),
   ]);
@@ -68,6 +88,9 @@ function warnings(r: Awaited<ReturnType<typeof clusterStatus>>): string[] {
   return [...r.problems, ...[...r.reasons].map(([n, why]) => `${n} could not be read (${why}); what runs there is unknown (its ranks show as unreachable)`)];
 }
 
+/** Each node's memory as the daemon's guard last wrote it (none without a daemon watching). */
+const watchedMemory = (cluster: string, io: Output): Promise<Map<string, WatchedMemory>> => withStore((store) => store.watchedMemory(cluster), (l) => io.warn(l));
+
 export function registerStatus(program: Command, io: Output): void {
   program
     .command("status")
@@ -89,8 +112,15 @@ export function registerStatus(program: Command, io: Output): void {
         const r = await clusterStatus(session, new Date());
         const view = await asked;
         for (const w of [...warnings(r), ...daemonWarning(view)]) io.warn(w);
-        if (opts.json) io.json({ ...(JSON.parse(encodeStatusLine(r)) as object), daemon: view ?? null });
-        else for (const line of [...statusLines(r.deployments, colourFor(process.stdout)), ...(view === undefined ? [] : daemonBootLines(view, new Date(), colourFor(process.stdout)))]) io.out(line);
+        if (opts.json) {
+          const now = new Date();
+          const watched = [...(await watchedMemory(session.cluster.name, io))].filter(([, w]) => fresh(w, now));
+          io.json({ ...(JSON.parse(encodeStatusLine(r)) as object), daemon: view ?? null, memory: Object.fromEntries(watched.map(([node, w]) => [node, { deployment: w.deployment, available_kib: w.sample.availableKiB, total_kib: w.sample.totalKiB, at: w.at }])) });
+        }
+        else {
+          const watched = await watchedMemory(session.cluster.name, io);
+          for (const line of [...statusLines(r.deployments, colourFor(process.stdout), watched), ...(view === undefined ? [] : daemonBootLines(view, new Date(), colourFor(process.stdout)))]) io.out(line);
+        }
         // The answer is incomplete: scripts must not take it for the whole truth.
         if (r.unreachable.length > 0) process.exitCode = EXIT_USER;
         return;
@@ -131,8 +161,8 @@ export function registerStatus(program: Command, io: Output): void {
           const r = await clusterStatus(session, new Date());
           const now = warnings(r);
           if (opts.json) process.stdout.write(`${encodeStatusLine(r)}\n`);
-          else if (live !== undefined) live([`${paint("dim", `every ${opts.watch}, at ${r.at} (Ctrl-C ends)`)}`, ...statusLines(r.deployments, paint), ...now.map((w) => `${paint("yellow", "warning:")} ${w}`)].join("\n"));
-          else for (const line of [`--- ${r.at}`, ...statusLines(r.deployments)]) io.out(line);
+          else if (live !== undefined) live([`${paint("dim", `every ${opts.watch}, at ${r.at} (Ctrl-C ends)`)}`, ...statusLines(r.deployments, paint, await watchedMemory(session.cluster.name, io)), ...now.map((w) => `${paint("yellow", "warning:")} ${w}`)].join("\n"));
+          else for (const line of [`--- ${r.at}`, ...statusLines(r.deployments, plain, await watchedMemory(session.cluster.name, io))]) io.out(line);
           // Appended output says each warning once, until it changes; the live picture shows them all.
           if (live === undefined) for (const w of now) if (!said.has(w)) io.err(`warning: ${w}`);
           said = new Set(now);

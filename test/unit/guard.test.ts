@@ -406,3 +406,21 @@ test("supervisor: a guard trip after ready is a failure that restarts the group 
     store.close();
   }
 });
+
+test("status shows each running rank's node memory where the daemon's guard watches that deployment, and nothing stale or another's", async () => {
+  const { statusLines } = await import("../../src/cli/status.js");
+  const { WATCHED_FRESH_MS } = await import("../../src/deploy/ready-guard.js");
+  const now = new Date("2026-01-01T12:00:00Z");
+  const at = (agoMs: number) => new Date(now.getTime() - agoMs).toISOString();
+  const d = seenServing(["n1", "n2", "n3"]);
+  const watched = new Map([
+    ["n1", { deployment: "d", sample: sample(97.3), at: at(1000) }],
+    ["n2", { deployment: "d", sample: sample(50), at: at(WATCHED_FRESH_MS + 1) }],
+    ["n3", { deployment: "other", sample: sample(10), at: at(0) }],
+  ]);
+  const lines = statusLines([d], undefined, watched, now);
+  assert.equal(lines[1], "  rank 0  n1         running  launcher-d-r0  mem 97.3/119.7 GiB");
+  assert.equal(lines[2], "  rank 1  n2         running  launcher-d-r1");
+  assert.equal(lines[3], "  rank 2  n3         running  launcher-d-r2");
+  assert.deepEqual(statusLines([d]), statusLines([d], undefined, new Map(), now), "no daemon: no memory");
+});
