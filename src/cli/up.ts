@@ -156,6 +156,13 @@ export async function runUp(ref: string, flags: UpFlags, io: Output): Promise<vo
   await withInterrupts((signal) => upHere(submission, flags.json === true, io, signal));
 }
 
+/**
+ * Said once a boot run here is ready: its memory guard ends with this process, and only the
+ * daemon's guard (src/deploy/ready-guard.ts) watches a serving deployment until `down`.
+ */
+export const GUARD_STOPS_AT_READY = (deployment: string): string =>
+  `launcher: the memory guard stopped watching ${deployment} at ready (this up runs without a daemon); \`launcher serve\` watching this cluster keeps guarding its memory until down`;
+
 /** The boot in this process: it lives and dies with it (a signal rolls it back). */
 async function upHere(submission: UpSubmission, json: boolean, io: Output, signal: AbortSignal): Promise<void> {
   const prepared = prepareUp(submission, io);
@@ -165,6 +172,7 @@ async function upHere(submission: UpSubmission, json: boolean, io: Output, signa
   const store = openStore();
   try {
     const outcome = await upUseCase(prepared.request, prepared.cluster, prepared.first, upHost(prepared, store, emit, signal));
+    if (outcome.status === "ready") emit({ type: "say", text: GUARD_STOPS_AT_READY(outcome.deployment), t: Date.now() });
     emit({ type: "result", outcome, t: Date.now() });
   } catch (e) {
     // Said where it matters: this boot died with its terminal, and a daemon would have kept it.

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { GUARD_STOPS_AT_READY } from "../../src/cli/up.js";
 import { describe, test } from "node:test";
 import { launcher, launcherContainers, ok, onHost, practiceSuite, variant } from "./practice-cluster.js";
 
@@ -37,6 +38,8 @@ describe("the memory fit before any container starts", { concurrency: false }, (
         const root = onHost(i, ["id", "-u"]).trim() === "0";
         assert.match(out, root ? new RegExp(`${node}: page cache dropped \\(as root\\)`) : new RegExp(`warning: ${node}: page cache not dropped: the SSH user is not root`));
       }
+      // Without a daemon the guard ends with up: it says so.
+      assert.ok(r.stderr.includes(GUARD_STOPS_AT_READY("practice-2x")), r.stderr);
       // plan shows the same arithmetic from what up's probe and preflight read (no node touched).
       const plan = ok(await launcher(["plan", "practice-2x"]), "plan");
       for (const node of ["n1", "n2"]) assert.match(plan.stdout, new RegExp(`${node}: need \\d+\\.\\d GiB = engine budget .*weights 0\\.0 \\(0\\.0 on disk / TP 2 x PP 1\\)`));
