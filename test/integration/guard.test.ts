@@ -4,7 +4,10 @@ import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { BOOT_PHASES } from "../../src/deploy/contract.js";
-import { CLUSTER, launcher, launcherContainers, RIG_DIR, practiceSuite, variant, within } from "./practice-cluster.js";
+import { GUARD_STOPS_AT_READY } from "../../src/cli/up.js";
+import { decodeStatusLine } from "../../src/deploy/contract.js";
+import { Store } from "../../src/store/store.js";
+import { CLUSTER, launcher, launcherContainers, ok, RIG_DIR, practiceSuite, startGateway, STATE_HOME, variant, within } from "./practice-cluster.js";
 
 // The memory guard on a 2-host practice cluster. The practice hosts share this machine's kernel,
 // so their /proc/meminfo is this machine's: the floor is set relative to what is available when
@@ -75,6 +78,58 @@ describe("the memory guard", { concurrency: false }, () => {
     } finally {
       hog.kill("SIGKILL");
       await launcher(["down", "practice-2x", "--grace", "1"], 60_000, { LAUNCHER_CLUSTER: cluster });
+    }
+  });
+
+  test("after ready, under launcher serve: status shows each node's memory; a node below its floor kills the group on every node, the trip is recorded, and --restart on-failure recreates it", { timeout: 240_000 }, async (t) => {
+    const floor = Math.max(0.5, availableGiB() - 1);
+    const cluster = path.join(RIG_DIR, "cluster-guard.toml");
+    writeFileSync(cluster, `memory_floor = ${floor.toFixed(3)}\n${readFileSync(CLUSTER, "utf8")}`);
+    const env = { LAUNCHER_CLUSTER: cluster, LAUNCHER_DAEMON: "none" };
+    const daemon = await startGateway(["--poll", "500ms", "--restart-backoff", "1s"], env);
+    let hog: ReturnType<typeof spawn> | undefined;
+    try {
+      const up = ok(await launcher(["up", "practice-2x", "--restart", "on-failure:1"], 180_000, env), "up --restart");
+      assert.ok(up.stderr.includes(GUARD_STOPS_AT_READY("practice-2x")), up.stderr);
+      // The daemon watches it from its first poll that shows it serving: status shows each node's memory.
+      const shown = await within(20_000, "status shows both nodes' memory", async () => {
+        const r = await launcher(["status"], 30_000, env);
+        return [1, 0].every((rank) => new RegExp(`rank ${rank} .* running .* mem \\d+\\.\\d/\\d+\\.\\d GiB`).test(r.stdout)) ? r.stdout : undefined;
+      });
+      t.diagnostic(shown.value);
+      // Another process on the nodes' kernel takes 1.5 GiB: below the floor on every node.
+      hog = spawn(process.execPath, ["-e", `const b = Buffer.allocUnsafe(${HOG_MIB} * 1048576).fill(1); console.log("held"); setInterval(() => b[0]++, 1000)`], { stdio: ["ignore", "pipe", "inherit"] });
+      const tripped = await within(30_000, "the daemon's guard trips", async () => (/memory guard: practice-2x: memory guard: (n\d) fell below its floor/.exec(daemon.log()) ?? undefined));
+      // Given back at once, so that the restart can boot.
+      hog.kill("SIGKILL");
+      t.diagnostic(daemon.log());
+      assert.match(daemon.log(), /killed \(docker kill\) the deployment's containers on n1, n2/);
+      assert.match(daemon.log(), /the fit check before the boot \(GiB\):/);
+      const store = new Store(path.join(STATE_HOME, "launcher", "launcher.db"));
+      try {
+        const trips = store.memoryTrips("practice", "practice-2x", 5);
+        assert.deepEqual(trips.map((x) => [x.node, x.phase]), [[tripped.value[1], "serving"]]);
+      } finally {
+        store.close();
+      }
+      // A failure to the supervisor: the group is recreated and serves again (restart 1).
+      await within(90_000, "practice-2x serves again after its restart", async () => {
+        const r = await launcher(["status", "--json"], 30_000, env);
+        const d = decodeStatusLine(r.stdout).deployments.find((x) => x.deployment === "practice-2x");
+        return d?.status === "serving" && d.restarts === 1 ? true : undefined;
+      });
+      const store2 = new Store(path.join(STATE_HOME, "launcher", "launcher.db"));
+      try {
+        const row = store2.restarts("practice-2x", 5)[0];
+        assert.equal(row?.reason, "memory-guard");
+        assert.match(row?.message ?? "", /^memory guard: n\d fell below its floor/);
+      } finally {
+        store2.close();
+      }
+    } finally {
+      hog?.kill("SIGKILL");
+      await launcher(["down", "practice-2x", "--grace", "1"], 60_000, env);
+      await daemon.stop();
     }
   });
 });
