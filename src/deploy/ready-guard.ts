@@ -103,8 +103,8 @@ export class ReadyGuards {
       const running = this.running.get(k);
       if (guard !== undefined && running?.stop === stop) running.guard = guard;
     }).catch((e: unknown) => {
+      // Kept as it is: not tried again (and said again) on every poll until the group changes.
       this.deps.log(`memory guard: ${d.deployment}: not watched (${(e as Error).message})`);
-      if (this.running.get(k)?.stop.signal === stop.signal) this.running.delete(k);
     });
   }
 
