@@ -17,8 +17,6 @@ export interface GuardedNode {
   readonly docker: DockerClient;
   readonly floorGiB: number;
   readonly containers: readonly string[];
-  /** The node's lines of the fit check made before the boot, for the trip's report. */
-  readonly fit?: readonly string[];
 }
 
 export interface GuardOptions {
@@ -31,6 +29,8 @@ export interface GuardOptions {
    */
   readonly signal: AbortSignal;
   readonly onSample?: (node: string, sample: MemorySample) => void;
+  /** A node's lines of the fit check made before the boot, for the trip's report: read at the trip. */
+  readonly fit?: (node: string) => readonly string[];
   /** The containers are killed on every node already when this is called. */
   readonly onTrip: (trip: Trip) => void;
   /** A node's sampler ended or never started: that node is not guarded any more. */
@@ -100,7 +100,7 @@ export function startGuard(options: GuardOptions): Guard {
       results.filter((r) => r.error === undefined).map((r) => r.node),
       after,
       results.flatMap((r) => (r.error === undefined ? [] : [`${r.node}: ${r.error}`])),
-      options.nodes.find((n) => n.node === node)?.fit,
+      options.fit?.(node),
     );
     options.onTrip(report);
     return report;

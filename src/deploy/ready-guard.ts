@@ -113,15 +113,15 @@ export class ReadyGuards {
     if (session === undefined || signal.aborted) return undefined;
     const containers = new Map<string, string[]>();
     for (const r of d.ranks) containers.set(r.node, [...(containers.get(r.node) ?? []), r.container]);
-    const fit = this.keptFit(d, [...containers.keys()]);
     return startGuard({
       nodes: [...containers].map(([node, names]) => ({
         node,
         docker: dockerOf(session, node),
         floorGiB: memoryFloorGiB(session.cluster, session.cluster.nodes.find((c) => c.name === node)),
         containers: names,
-        fit: fit.get(node) ?? [],
       })),
+      // Read at the trip: `up` keeps the plan once it saw the deployment ready, which may be after this poll.
+      fit: (node) => this.keptFit(d, [...containers.keys()]).get(node) ?? [],
       phaseOf: () => SERVING,
       signal,
       onSample: (node, sample) => this.sampled(d, node, sample),

@@ -159,7 +159,8 @@ test("the guard: one stream per node; the first crossing kills the deployment's 
   let guard: ReturnType<typeof startGuard> | undefined;
   const tripped = new Promise<Trip>((resolve) => {
     guard = startGuard({
-      nodes: nodes.map((n) => ({ node: n.name, docker: n.docker, floorGiB: 4, containers: [`launcher-x-${n.name}`], fit: [`${n.name}: need 100.2 GiB = weights 78.2 + KV cache 12.0 + ...`, `    has total 119.7, available 116.5 -> 16.3 to spare: ok`] })),
+      nodes: nodes.map((n) => ({ node: n.name, docker: n.docker, floorGiB: 4, containers: [`launcher-x-${n.name}`] })),
+      fit: (n) => [`${n}: need 100.2 GiB = weights 78.2 + KV cache 12.0 + ...`, `    has total 119.7, available 116.5 -> 16.3 to spare: ok`],
       phaseOf: (n) => phases[n] ?? "?",
       signal: stop.signal,
       onSample: (n, s) => seen.push(`${n} ${describeSample(s)}`),
@@ -297,7 +298,7 @@ test("after ready the daemon's guard watches each serving deployment until it is
   assert.ok(recipe);
   const node = (rank: number) => ({ rank, node: `n${rank + 1}`, container: `launcher-d-r${rank}`, labels: {}, argv: ["docker", "run", "--", "img"] });
   const plan = { deployment: "d", cluster: "c", endpoint: "http://n1:8000", served_model: "m", recipe_hash: "h", recipe, nodes: [node(0), node(1)], start_order: ["n1", "n2"] };
-  store.savePlan("c", "d", encodeSavedPlan(plan as unknown as import("../../src/plan/plan.js").Plan), "t");
+  const keepPlan = () => store.savePlan("c", "d", encodeSavedPlan(plan as unknown as import("../../src/plan/plan.js").Plan), "t");
   const meminfo = parseMeminfo("MemTotal: 125515164 kB\nMemFree: 110000000 kB\nMemAvailable: 120000000 kB\nBuffers: 0 kB\nCached: 1000000 kB\nShmem: 0 kB\nSReclaimable: 0 kB\n");
   assert.ok(meminfo.ok);
   store.saveMemory("c", new Map([["n2", meminfo.meminfo]]), "t");
@@ -317,6 +318,8 @@ test("after ready the daemon's guard watches each serving deployment until it is
     await settle();
     assert.deepEqual(nodes.map(sampler), [1, 1], "one sampler stream per node, not one per snapshot");
     assert.deepEqual(guards.watching(), ["c/d"]);
+    // up keeps the plan once it saw the deployment ready: after the daemon's poll may have seen it serving.
+    keepPlan();
     for (const n of nodes) n.say(sample(20));
     await settle();
     // Written for status: each node's last sample, with the deployment it is watched for.
