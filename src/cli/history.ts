@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { describeFigures } from "../engine/boot-log.js";
-import type { BootRecord } from "../store/store.js";
+import type { BootRecord, MemoryTripRecord } from "../store/store.js";
 import { describeSample } from "../deploy/memory-watch.js";
 import { withStore } from "./load.js";
 import type { Output } from "./output.js";
@@ -37,6 +37,12 @@ export function memoryPeaks(boot: BootRecord): string[] {
   });
 }
 
+/** The memory guard's trips after ready (launcher serve), newest first: when, where, what it said. */
+export function tripLines(trips: readonly MemoryTripRecord[]): string[] {
+  if (trips.length === 0) return [];
+  return ["memory guard trips after ready (launcher serve):", ...trips.map((t) => `${t.at}  ${t.deployment}: ${t.message}`)];
+}
+
 export function registerHistory(program: Command, io: Output): void {
   program
     .command("history")
@@ -51,8 +57,11 @@ export function registerHistory(program: Command, io: Output): void {
         // The supervisor's restarts (launcher serve, up --restart): of the deployments these boots ran.
         const deployments = new Set(boots.map((b) => b.deployment));
         const restarts = store.restarts(undefined, limit).filter((r) => recipe === undefined || deployments.has(r.deployment));
+        // Of the deployments these boots ran: killed after ready by the daemon's guard.
+        const ran = new Map(boots.map((b) => [`${b.cluster}/${b.deployment}`, b] as const));
+        const trips = [...ran.values()].flatMap((b) => store.memoryTrips(b.cluster, b.deployment, limit)).sort((a, b) => b.at.localeCompare(a.at)).slice(0, limit);
         if (opts.json) {
-          io.json({ boots: boots.map((b) => ({ ...b, seconds: seconds(b.started_at, b.ended_at), head_phases: headPhases(b) })), restarts });
+          io.json({ boots: boots.map((b) => ({ ...b, seconds: seconds(b.started_at, b.ended_at), head_phases: headPhases(b) })), restarts, memory_trips: trips });
           return;
         }
         if (boots.length === 0) io.out(`no boots recorded${recipe === undefined ? "" : ` for ${recipe}`}`);
@@ -76,6 +85,7 @@ export function registerHistory(program: Command, io: Output): void {
           io.out(`${r.started_at}  ${r.deployment} restart ${r.attempt}: ${r.message}  ${outcome}${r.error === undefined ? "" : `: ${r.error.split("\n")[0] ?? ""}`}`);
           if (r.cause !== undefined) io.out(`    cause: ${r.cause}`);
         }
+        for (const line of tripLines(trips)) io.out(line);
       }),
     );
 }

@@ -337,6 +337,9 @@ test("after ready the daemon's guard watches each serving deployment until it is
     assert.ok(trip?.detail.some((l) => /^ {2}n2: need .* GiB = /.test(l)), "n2's arithmetic from what up kept");
     const kept = store.memoryTrips("c", "d", 5);
     assert.deepEqual(kept.map((t) => [t.node, t.phase, t.culprit, t.message]), [["n2", SERVING, "deployment", trip?.message]]);
+    // launcher history lists it.
+    const { tripLines } = await import("../../src/cli/history.js");
+    assert.deepEqual(tripLines(kept), ["memory guard trips after ready (launcher serve):", `${new Date(clock).toISOString()}  d: ${trip?.message ?? ""}`]);
     assert.ok(logs.some((l) => l.includes("memory guard: d: memory guard: n2 fell below its floor of 6.0 GiB")), logs.join("\n"));
     assert.equal(guards.tripping("c", "d"), false);
     assert.deepEqual(guards.watching(), [], "the killed group is watched no more");
