@@ -114,6 +114,10 @@ export function registerBench(program: Command, io: Output): void {
               onProgress: progress,
               onLevel: (run, r) => {
                 if (r.failed > 0) io.warn(`run ${run} concurrency ${r.max_concurrency}: ${r.failed} of ${r.completed + r.failed} requests failed: ${r.errors[0] ?? ""}`);
+                // Each level as it ends: what an interrupted run measured is shown too (it is not stored).
+                if (opts.json) return;
+                if (r.max_concurrency === concurrencies[0]) io.out(`run ${run}\n${LEVEL_HEADER}`);
+                io.out(levelLine(r));
               },
             },
             benchDeps(session, store),
@@ -122,14 +126,13 @@ export function registerBench(program: Command, io: Output): void {
         const failed = runs.reduce((a, run) => a + run.results.reduce((b, r) => b + r.failed, 0), 0);
         if (opts.json) io.json({ series: runs[0]?.series ?? null, runs });
         else {
-          for (const run of runs) {
-            const s = run.subject;
+          const first = runs[0];
+          if (first !== undefined) {
+            const s = first.subject;
             const boot = s.boot === undefined ? "" : `; boot: ${[s.boot.load_seconds === undefined ? "" : `load ${s.boot.load_seconds} s`, s.boot.kv_tokens === undefined ? "" : `KV ${s.boot.kv_tokens.toLocaleString("en-US")} tokens`].filter(Boolean).join(", ")}`;
-            io.out(`run ${run.run}/${runs.length} of ${s.deployment ?? s.target} (recipe ${s.recipe ?? "?"} ${s.recipe_hash ?? ""}${s.engine_version === undefined ? "" : `, engine ${s.engine_version}`}${boot})  stored as ${run.id}`);
-            io.out(LEVEL_HEADER);
-            for (const r of run.results) io.out(levelLine(r));
+            io.out(`${s.deployment ?? s.target}: recipe ${s.recipe ?? "?"} ${s.recipe_hash ?? ""}${s.engine_version === undefined ? "" : `, engine ${s.engine_version}`}${boot}`);
+            io.out(`stored: series ${first.series}, runs ${runs.map((r) => r.id).join(", ")}`);
           }
-          if (runs[0] !== undefined) io.out(`series ${runs[0].series}`);
         }
         // A failed request is never hidden: the runs are stored and shown, and the exit status says so.
         if (failed > 0) process.exitCode = EXIT_USER;
