@@ -221,6 +221,14 @@ export async function httpScrape(url: string, headers: Readonly<Record<string, s
   }
 }
 
+/**
+ * `bench(target)` as `launcher compare --run` takes it (its port): one workload for every target,
+ * bench's own shell around this session and store.
+ */
+export function benchPort(session: ClusterSession, store: BenchDeps["store"], workload: Omit<BenchOptions, "target">): (target: string) => Promise<BenchRun[]> {
+  return (target) => benchTarget({ ...workload, target }, benchDeps(session, store));
+}
+
 /** The real shell around a session and a store. */
 export function benchDeps(session: ClusterSession, store: BenchDeps["store"]): BenchDeps {
   return { session, store, now: () => new Date(), clock: () => performance.now() / 1000, endpoint: httpChatEndpoint, scrape: httpScrape };

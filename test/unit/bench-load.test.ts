@@ -182,6 +182,25 @@ describe("benchTarget against the practice engine's API", () => {
     }
   });
 
+  test("interrupted: the requests in flight are cut off and the run is not stored as evidence", async () => {
+    const e = await practiceEngine(20, "0.5");
+    try {
+      const saved: BenchRun[] = [];
+      const store = { saveBenchRun: (r: BenchRun) => saved.push(r), history: () => [], engineKey: () => undefined };
+      const stop = new AbortController();
+      const started = performance.now();
+      const runs = await benchTarget(
+        options({ concurrencies: [2], requests: 4, outputLen: 200, signal: stop.signal, onProgress: (_run, p) => (p.chunks >= 4 ? stop.abort() : undefined) }),
+        benchDeps(fakeSession(e.url), store),
+      );
+      assert.deepEqual(runs, []);
+      assert.deepEqual(saved, []);
+      assert.ok(performance.now() - started < 5000, "200 tokens at 20/s would take 10 s a request");
+    } finally {
+      e.close();
+    }
+  });
+
   test("an engine that refuses the model: every request failed, counted, with the engine's words", async () => {
     const e = await practiceEngine(0, "0.5");
     try {
