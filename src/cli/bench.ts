@@ -60,7 +60,7 @@ export const LEVEL_HEADER = ["conc", " done", "failed", "  req/s", "out tok/s", 
 export function registerBench(program: Command, io: Output): void {
   program
     .command("bench")
-    .description("stream chat completions at a deployment, lane or model and report vLLM bench serve's metrics; every run is stored")
+    .description("stream chat completions at a deployment, lane or model and report TTFT, TPOT, ITL, latency and throughput; every run is stored")
     .argument("<target>", `deployment, lane or served model name (${BENCH_TARGET_KINDS.map((k) => `${k}/NAME`).join(", ")} when a name fits several)`)
     .option("--concurrency <list>", "requests in flight at once, one level each (1,4,8)", "1")
     .option("--requests <n>", "requests per level (default: 4 per stream, at least 8; with --duration, until it ends)")
@@ -73,7 +73,7 @@ export function registerBench(program: Command, io: Output): void {
     .option("--gateway <url>", "go through `launcher serve` at this URL (its key from $LAUNCHER_API_KEY), not to the engine directly")
     .option("--request-timeout <duration>", "a request still streaming after this long fails", "10m")
     .addOption(clusterOption())
-    .addOption(jsonOption("print the runs as JSON, each level keyed as vllm bench serve's result")).addOption(outputOption())
+    .addOption(jsonOption("print the runs as JSON, each level with the serving benchmark's result keys (mean_ttft_ms, p99_itl_ms, output_throughput, ...)")).addOption(outputOption())
     .action(async (target: string, opts: BenchFlags) => {
       const concurrencies = parseConcurrencies(opts.concurrency);
       const count = (text: string | undefined, flag: string, min: number, preset: number): number => (text === undefined ? preset : parseCount(text, flag, min));
