@@ -19,7 +19,7 @@ interface BenchJson {
 const WORKLOAD = ["--concurrency", "1,2", "--requests", "4", "--input-len", "16", "--output-len", "20"];
 
 describe("launcher bench on the practice cluster", { concurrency: false }, () => {
-  test("bench a deployment: --json has vLLM's keys per concurrency, the counts, the acceptance rate, and the run is stored with what served it; a faster token rate through the gateway gives a higher output_throughput", async () => {
+  test("bench a deployment: --json has vLLM's keys per concurrency, the counts, the acceptance rate, and the run is stored with what served it; a faster token rate through the gateway gives a higher output_throughput", async (t) => {
     ok(await launcher(["up", solo("bench-slow", 25)]), "up slow");
     let slow: BenchJson;
     try {
@@ -69,6 +69,9 @@ describe("launcher bench on the practice cluster", { concurrency: false }, () =>
       assert.deepEqual(fast.runs.map((x) => x.run), [1, 2]);
       assert.ok(fast.runs.every((x) => x.series === fast.series && x.subject.lane === "benchlane" && x.subject.deployment === "bench-fast"));
       const at2 = (b: BenchJson, i = 0): number => b.runs[i]?.results[1]?.output_throughput ?? 0;
+      const shown = (b: BenchJson): string => b.runs.map((x) => x.results.map((l) => `c=${l.max_concurrency} ${l.output_throughput.toFixed(1)} tok/s tpot ${l.mean_tpot_ms.toFixed(1)} ms ttft p99 ${l.p99_ttft_ms.toFixed(1)} ms accept ${l.spec_decode_acceptance_rate?.toFixed(3)}`).join("; ")).join(" | ");
+      t.diagnostic(`25 tok/s direct: ${shown(slow)}`);
+      t.diagnostic(`200 tok/s via gateway: ${shown(fast)}`);
       for (const i of [0, 1]) assert.ok(at2(fast, i) > 2 * at2(slow), `200 tok/s: ${at2(fast, i)} vs 25 tok/s: ${at2(slow)}`);
       // The table, without --json.
       const table = ok(await launcher(["bench", "bench-fast", "--concurrency", "2", "--requests", "2", "--input-len", "8", "--output-len", "8"], 60_000), "bench table");
