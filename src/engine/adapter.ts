@@ -124,6 +124,11 @@ export interface EngineAdapter {
   /** Drain: the Prometheus gauge of requests running now, summed over its series, on `metricsPath`. */
   readonly metricsPath: string;
   readonly runningRequestsMetric: string;
+  /**
+   * Speculative decoding's Prometheus counters on `metricsPath` (draft tokens proposed, and
+   * accepted): `launcher bench` reports accepted / drafted over a run. Absent: the engine has none.
+   */
+  readonly specDecodeMetrics?: { readonly accepted: string; readonly drafted: string };
   /** The engine's command line: managed flags (with every alias), value shapes, JSON flags, ... */
   readonly flags: EngineFlags;
   /** Env keys launcher sets per node; a recipe must not set them. */

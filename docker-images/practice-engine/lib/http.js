@@ -216,6 +216,7 @@ function createApi(opts) {
       (i, tok) => {
         generated++;
         stats.generationTokens++;
+        if (opts.onToken) opts.onToken();
         stats.activeTokens++;
         if (stream) {
           if (kind === 'chat') {
@@ -310,6 +311,7 @@ function createApi(opts) {
       '# HELP practice_open_streams Streaming responses currently open (practice-engine only).',
       '# TYPE practice_open_streams gauge',
       `practice_open_streams ${stats.streamsOpen}`,
+      ...(opts.extraMetrics ? opts.extraMetrics(servedName) : []),
       '',
     ];
     const body = lines.join('\n');

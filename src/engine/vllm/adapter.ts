@@ -30,6 +30,12 @@ export const vllm: EngineAdapter = {
   healthPath: "/health",
   metricsPath: "/metrics",
   runningRequestsMetric: "vllm:num_requests_running",
+  // vllm/v1/spec_decode/metrics.py SpecDecodingProm: prometheus_client Counters
+  // `vllm:spec_decode_num_accepted_tokens` and `vllm:spec_decode_num_draft_tokens` (labels
+  // model_name, engine; registered by vllm/v1/metrics/loggers.py PrometheusStatLogger only when a
+  // speculative config is set), which prometheus_client exposes with the `_total` suffix; its
+  // docstring defines the acceptance rate as rate(accepted) / rate(draft).
+  specDecodeMetrics: { accepted: "vllm:spec_decode_num_accepted_tokens_total", drafted: "vllm:spec_decode_num_draft_tokens_total" },
   flags: vllmFlags,
   managedEnv: FABRIC_ENV_KEYS,
   // Every line shape below: src/engine/vllm/log-shapes.ts, each with its place in vLLM's source.
