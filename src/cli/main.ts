@@ -27,6 +27,7 @@ import { registerExplain } from "./explain.js";
 import { registerCluster } from "./cluster.js";
 import { asksForJson, oneLineUsageErrors, type UsageError } from "./usage.js";
 import { registerCompletion } from "./completion.js";
+import { registerEval } from "./eval.js";
 
 /** Set once commander has picked the command: whether it was given --json (errors then print JSON too). */
 let jsonRequested = false;
@@ -63,6 +64,7 @@ export function buildProgram(output: Pick<OutputConfiguration, "writeOut" | "wri
   registerHistory(program, consoleOutput);
   registerDemo(program, consoleOutput);
   registerExport(program, consoleOutput);
+  registerEval(program, consoleOutput);
   registerCompletion(program, consoleOutput);
   oneLineUsageErrors(program, (u) => (usageFailure = u));
   return program;
