@@ -30,6 +30,8 @@ function readConfig(env, args) {
     kvGib: num(env, 'PRACTICE_KV_GIB', 11.02),
     kvTokens: num(env, 'PRACTICE_KV_TOKENS', 1250000, { int: true, min: 1 }),
     tokensPerSec: num(env, 'PRACTICE_TOKENS_PER_SEC', 200),
+    // lib/answers.js: the share of eval questions answered wrongly (the same ones every time).
+    wrongAnswers: num(env, 'PRACTICE_WRONG_ANSWERS', 0),
     rendezvousTimeoutS: num(env, 'PRACTICE_RENDEZVOUS_TIMEOUT_S', 120, { gt: true }),
     crashAfterMs: num(env, 'PRACTICE_CRASH_AFTER_MS', 1000, { int: true }),
     recordLagMs: num(env, 'PRACTICE_RECORD_LAG_MS', 0, { int: true }),
@@ -40,6 +42,7 @@ function readConfig(env, args) {
     // A vLLM plugin (entry point) that fails to import: logged, and the boot goes on.
     failedPlugin: (env.PRACTICE_FAILED_PLUGIN ?? '').trim() || null,
   };
+  if (c.wrongAnswers > 1) throw new ConfigError(`PRACTICE_WRONG_ANSWERS must be a number from 0 to 1, got '${env.PRACTICE_WRONG_ANSWERS}'`);
   if (!LOG_STYLES.includes(c.logStyle)) {
     throw new ConfigError(`unknown PRACTICE_LOG_STYLE '${c.logStyle}' (known: ${LOG_STYLES.join(', ')})`);
   }
