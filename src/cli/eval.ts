@@ -3,8 +3,8 @@ import { Option, type Command } from "commander";
 import { hasErrors } from "../config/diagnostic.js";
 import { UserError } from "../config/errors.js";
 import { readTextFile } from "../config/read-file.js";
-import { DEFAULT_EVAL, evalTarget, httpAsk, type EvalProgress, type LoadedSet } from "../deploy/eval.js";
-import { servingTarget, type ServingTarget } from "../deploy/serving-target.js";
+import { DEFAULT_EVAL, evalTarget, type EvalProgress, type EvalRoute, type LoadedSet } from "../deploy/eval.js";
+import type { ServingTarget } from "../deploy/serving-target.js";
 import { openSession } from "../deploy/session.js";
 import { parseEvalSet } from "../eval/set.js";
 import { REASONING_EFFORTS, requestOptions, type ReasoningEffort } from "../eval/request-options.js";
@@ -51,12 +51,18 @@ function parseTemperature(text: string): number {
   return t;
 }
 
-/** The gateway as the target: requests for model TARGET go to it, with the key of --api-key-file. */
-function gatewayTarget(url: string, target: string, keyFile: string | undefined): ServingTarget {
+/** The route to the target: a gateway (with the key of --api-key-file), else the cluster's heads directly. */
+async function routeOf(flags: EvalFlags): Promise<EvalRoute> {
+  if (flags.gateway === undefined) {
+    if (flags.apiKeyFile !== undefined) throw new UserError("--api-key-file is the gateway's key and needs --gateway", "the engine's own key is the one `up` recorded; it is used without a flag");
+    return { kind: "direct", session: await openSession(loadCluster(flags.cluster)) };
+  }
+  const url = flags.gateway;
   if (!/^https?:\/\/[^/\s]+/.test(url)) throw new UserError(`--gateway ${JSON.stringify(url)} is not an http(s) URL`, "e.g. --gateway http://127.0.0.1:8080");
-  const key = keyFile === undefined ? undefined : parseKeyFile(readTextFile(keyFile, "API key file"))[0];
-  if (keyFile !== undefined && key === undefined) throw new UserError(`the API key file ${keyFile} holds no key`, "one key per line; # starts a comment");
-  return { url, model: target, ...(key === undefined ? {} : { apiKey: key }), subject: { target } };
+  if (flags.apiKeyFile === undefined) return { kind: "gateway", url };
+  const key = parseKeyFile(readTextFile(flags.apiKeyFile, "API key file"))[0];
+  if (key === undefined) throw new UserError(`the API key file ${flags.apiKeyFile} holds no key`, "one key per line; # starts a comment");
+  return { kind: "gateway", url, apiKey: key };
 }
 
 /** `X/N answered, correct so far` on stderr, at most once a second and at the end. */
@@ -108,13 +114,10 @@ export function registerEval(program: Command, io: Output): void {
         }),
         requestTimeoutMs: parseDuration(flags.timeout, "--timeout"),
       };
-      if (flags.apiKeyFile !== undefined && flags.gateway === undefined) throw new UserError("--api-key-file is the gateway's key and needs --gateway", "the engine's own key is the one `up` recorded; it is used without a flag");
       const set = loadSet(flags.set, io);
-      const run = await withStore(async (store) => {
-        const serving = flags.gateway !== undefined ? gatewayTarget(flags.gateway, target, flags.apiKeyFile) : await servingTarget(await openSession(loadCluster(flags.cluster)), store, target, "eval");
-        io.err(`eval: ${set.items.length} items of ${set.path} to ${serving.subject.deployment ?? serving.model} at ${serving.url}, ${settings.concurrency} at a time`);
-        return withInterrupts((signal) => evalTarget(serving, set, settings, { ask: httpAsk(serving), store, now: () => new Date(), progress: progressLine(io), signal }));
-      }, io.warn);
+      const route = await routeOf(flags);
+      const started = (serving: ServingTarget): void => io.err(`eval: ${set.items.length} items of ${set.path} to ${serving.subject.deployment ?? serving.model} at ${serving.url}, ${settings.concurrency} at a time`);
+      const run = await withStore((store) => withInterrupts((signal) => evalTarget(target, set, settings, { route, store, now: () => new Date(), progress: progressLine(io), signal, started })), io.warn);
       if (flags.json) io.json(run);
       else printRun(run, io);
     });

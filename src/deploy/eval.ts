@@ -3,7 +3,8 @@ import { engineAuthHeaders } from "../gateway/headers.js";
 import type { EvalItemResult, EvalRun, EvidenceStore } from "../evidence/records.js";
 import { grade } from "../eval/grade.js";
 import type { ChatMessage, EvalItem } from "../eval/set.js";
-import type { ServingTarget } from "./serving-target.js";
+import { servingTarget, type ServingTarget, type TargetFacts } from "./serving-target.js";
+import type { ClusterSession } from "./session.js";
 
 /** A set as read: its items, and the file it came from with its SHA-256 (two runs of one set are known alike). */
 export interface LoadedSet {
@@ -133,7 +134,7 @@ async function inPool<T, R>(items: readonly T[], concurrency: number, signal: Ab
  * grade, stored. A request that fails is an item answered wrongly, with its error kept (the score
  * never hides it). Interrupted (`deps.signal`), nothing is stored and the abort is thrown.
  */
-export async function evalTarget(target: ServingTarget, set: LoadedSet, settings: EvalSettings, deps: EvalDeps): Promise<EvalRun> {
+export async function evalServing(target: ServingTarget, set: LoadedSet, settings: EvalSettings, deps: EvalDeps): Promise<EvalRun> {
   const startedAt = deps.now().toISOString();
   const tally = { done: 0, correct: 0, failed: 0 };
   const items = await inPool(set.items, settings.concurrency, deps.signal, async (item): Promise<EvalItemResult> => {
@@ -174,4 +175,31 @@ export async function evalTarget(target: ServingTarget, set: LoadedSet, settings
   };
   deps.store.saveEvalRun(run);
   return run;
+}
+
+/** How evalTarget reaches a target: the head of the deployment it names, or a gateway for model TARGET. */
+export type EvalRoute =
+  | { readonly kind: "direct"; readonly session: ClusterSession }
+  | { readonly kind: "gateway"; readonly url: string; readonly apiKey?: string };
+
+export interface EvalShell extends Omit<EvalDeps, "ask" | "store"> {
+  readonly route: EvalRoute;
+  readonly store: TargetFacts & Pick<EvidenceStore, "saveEvalRun">;
+  /** Told what serves the target once it is known, before the first request. */
+  readonly started?: (serving: ServingTarget) => void;
+}
+
+/** A gateway routes by model name: TARGET is sent as the model, and that is all that is known of it. */
+export function gatewayTarget(route: Extract<EvalRoute, { kind: "gateway" }>, target: string): ServingTarget {
+  return { url: route.url, model: target, ...(route.apiKey === undefined ? {} : { apiKey: route.apiKey }), subject: { target } };
+}
+
+/**
+ * `launcher eval TARGET`'s use case (and `compare --run`'s eval port): TARGET (a deployment, lane,
+ * recipe or served model name) resolved on its route, its set asked and graded, the run stored.
+ */
+export async function evalTarget(target: string, set: LoadedSet, settings: EvalSettings, shell: EvalShell): Promise<EvalRun> {
+  const serving = shell.route.kind === "gateway" ? gatewayTarget(shell.route, target) : await servingTarget(shell.route.session, shell.store, target, "eval");
+  shell.started?.(serving);
+  return evalServing(serving, set, settings, { ...shell, ask: httpAsk(serving), store: shell.store });
 }

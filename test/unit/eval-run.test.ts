@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { chatBody, evalTarget, httpAsk, type Ask, type EvalSettings, type LoadedSet } from "../../src/deploy/eval.js";
+import { chatBody, evalServing as evalTarget, httpAsk, type Ask, type EvalSettings, type LoadedSet } from "../../src/deploy/eval.js";
 import { bootFigures, pickHead, subjectOf, type ServingTarget } from "../../src/deploy/serving-target.js";
 import type { DeploymentLabels } from "../../src/deploy/contract.js";
 import { parseEvalSet } from "../../src/eval/set.js";
