@@ -168,7 +168,8 @@ export async function evalServing(target: ServingTarget, set: LoadedSet, setting
     subject: target.subject,
     set: { path: set.path, sha256: set.sha256, items: set.items.length },
     temperature: settings.temperature,
-    request_options: settings.requestOptions,
+    // Everything else every request carried (max_tokens too): two runs compare only alike.
+    request_options: { ...settings.requestOptions, ...(settings.maxTokens === undefined ? {} : { max_tokens: settings.maxTokens }) },
     items,
     correct: tally.correct,
     total: set.items.length,

@@ -92,6 +92,13 @@ test("eval: interrupted, the run is not stored and the interruption is thrown", 
   assert.deepEqual(store.saved, []);
 });
 
+test("eval: max_tokens, when given, is sent and recorded with the run's request options", async () => {
+  const bodies: Readonly<Record<string, unknown>>[] = [];
+  const run = await evalTarget(target, setOf(1), { ...settings, maxTokens: 32 }, { ask: async (b) => (bodies.push(b), "1"), store: memoryStore(), now: () => new Date() });
+  assert.equal(bodies[0]?.max_tokens, 32);
+  assert.deepEqual(run.request_options, { chat_template_kwargs: { thinking: false }, max_tokens: 32 });
+});
+
 test("chatBody: launcher's fields win over a request option of the same name", () => {
   const body = chatBody("m", [{ role: "user", content: "x" }], { ...settings, maxTokens: 64, requestOptions: { model: "other", temperature: 1, reasoning_effort: "low" } });
   assert.deepEqual(body, { model: "m", messages: [{ role: "user", content: "x" }], temperature: 0, max_tokens: 64, stream: false, reasoning_effort: "low" });
