@@ -16,10 +16,14 @@ export interface ServingTarget {
   readonly subject: RunSubject;
 }
 
-/** The figures a boot's phases recorded (history keeps them as text, by the engine's figure names). */
+/**
+ * The figures a boot's head recorded (history keeps them as text, by the engine's figure names):
+ * the head's, as the engine's KV cache and concurrency lines are the head's alone.
+ */
 export function bootFigures(boot: BootRecord): BootFigures {
+  const head = boot.phases.filter((p) => p.node === boot.nodes[0]);
   const figure = (name: keyof BootFigures): number | undefined => {
-    for (const p of boot.phases) {
+    for (const p of head) {
       // Thousands separators as the log printed them ("1,250,000 tokens").
       const v = p.figures[name]?.replaceAll(",", "");
       if (v !== undefined && v !== "" && Number.isFinite(Number(v))) return Number(v);

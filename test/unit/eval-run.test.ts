@@ -163,7 +163,7 @@ test("subjectOf: labels, and the engine version and figures of the deployment's 
   const boots = [
     boot({ id: 3, outcome: "failed" }),
     boot({ id: 2, recipe_hash: "h0", engine_version: "0.10.0" }),
-    boot({ id: 1, engine_version: "0.12.0", phases: [{ node: "n1", phase: "loading", started_at: "t", figures: { load_seconds: "12.5" } }, { node: "n1", phase: "kv-cache", started_at: "t", figures: { kv_tokens: "1,250,000", max_concurrency: "9.5" } }] }),
+    boot({ id: 1, engine_version: "0.12.0", nodes: ["n1", "n2"], phases: [{ node: "n2", phase: "loading", started_at: "t", figures: { load_seconds: "99" } }, { node: "n1", phase: "loading", started_at: "t", figures: { load_seconds: "12.5" } }, { node: "n1", phase: "kv-cache", started_at: "t", figures: { kv_tokens: "1,250,000", max_concurrency: "9.5" } }] }),
   ];
   assert.deepEqual(subjectOf("chat", labels({ lane: "chat" }), boots), {
     target: "chat", deployment: "d", lane: "chat", recipe: "r", recipe_hash: "h1", engine_version: "0.12.0", boot: { load_seconds: 12.5, kv_tokens: 1250000, max_concurrency: 9.5 },
