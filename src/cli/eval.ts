@@ -12,7 +12,7 @@ import type { EvalRun } from "../evidence/records.js";
 import { parseKeyFile } from "../gateway/auth.js";
 import { parseDuration } from "./duration.js";
 import { withInterrupts } from "./interrupts.js";
-import { loadCluster, withStore } from "./load.js";
+import { loadCluster, optionalClusterPath, withStore } from "./load.js";
 import { clusterOption, jsonOption, outputOption, parseCount } from "./options.js";
 import type { Output } from "./output.js";
 
@@ -59,10 +59,11 @@ async function routeOf(flags: EvalFlags): Promise<EvalRoute> {
   }
   const url = flags.gateway;
   if (!/^https?:\/\/[^/\s]+/.test(url)) throw new UserError(`--gateway ${JSON.stringify(url)} is not an http(s) URL`, "e.g. --gateway http://127.0.0.1:8080");
-  if (flags.apiKeyFile === undefined) return { kind: "gateway", url };
-  const key = parseKeyFile(readTextFile(flags.apiKeyFile, "API key file"))[0];
-  if (key === undefined) throw new UserError(`the API key file ${flags.apiKeyFile} holds no key`, "one key per line; # starts a comment");
-  return { kind: "gateway", url, apiKey: key };
+  const key = flags.apiKeyFile === undefined ? undefined : parseKeyFile(readTextFile(flags.apiKeyFile, "API key file"))[0];
+  if (flags.apiKeyFile !== undefined && key === undefined) throw new UserError(`the API key file ${flags.apiKeyFile} holds no key`, "one key per line; # starts a comment");
+  // A cluster file given or found tells what serves TARGET (the stored subject); none is fine here.
+  const session = optionalClusterPath(flags.cluster) === undefined ? undefined : await openSession(loadCluster(flags.cluster));
+  return { kind: "gateway", url, ...(key === undefined ? {} : { apiKey: key }), ...(session === undefined ? {} : { session }) };
 }
 
 /** `X/N answered, correct so far` on stderr, at most once a second and at the end. */
@@ -117,7 +118,7 @@ export function registerEval(program: Command, io: Output): void {
       const set = loadSet(flags.set, io);
       const route = await routeOf(flags);
       const started = (serving: ServingTarget): void => io.err(`eval: ${set.items.length} items of ${set.path} to ${serving.subject.deployment ?? serving.model} at ${serving.url}, ${settings.concurrency} at a time`);
-      const run = await withStore((store) => withInterrupts((signal) => evalTarget(target, set, settings, { route, store, now: () => new Date(), progress: progressLine(io), signal, started })), io.warn);
+      const run = await withStore((store) => withInterrupts((signal) => evalTarget(target, set, settings, { route, store, now: () => new Date(), progress: progressLine(io), signal, started, warn: io.warn })), io.warn);
       if (flags.json) io.json(run);
       else printRun(run, io);
     });

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { engineAuthHeaders } from "../gateway/headers.js";
-import type { EvalItemResult, EvalRun, EvidenceStore } from "../evidence/records.js";
+import type { EvalItemResult, EvalRun, EvidenceStore, RunSubject } from "../evidence/records.js";
+import { UserError } from "../config/errors.js";
 import { grade } from "../eval/grade.js";
 import type { ChatMessage, EvalItem } from "../eval/set.js";
 import { servingTarget, type ServingTarget, type TargetFacts } from "./serving-target.js";
@@ -178,21 +179,42 @@ export async function evalServing(target: ServingTarget, set: LoadedSet, setting
   return run;
 }
 
-/** How evalTarget reaches a target: the head of the deployment it names, or a gateway for model TARGET. */
+/**
+ * How evalTarget reaches a target: the head of the deployment it names, or a gateway for model
+ * TARGET. A gateway route with the cluster's session also reads what serves TARGET there, for the
+ * stored subject.
+ */
 export type EvalRoute =
   | { readonly kind: "direct"; readonly session: ClusterSession }
-  | { readonly kind: "gateway"; readonly url: string; readonly apiKey?: string };
+  | { readonly kind: "gateway"; readonly url: string; readonly apiKey?: string; readonly session?: ClusterSession };
 
 export interface EvalShell extends Omit<EvalDeps, "ask" | "store"> {
   readonly route: EvalRoute;
   readonly store: TargetFacts & Pick<EvidenceStore, "saveEvalRun">;
   /** Told what serves the target once it is known, before the first request. */
   readonly started?: (serving: ServingTarget) => void;
+  readonly warn?: (line: string) => void;
 }
 
-/** A gateway routes by model name: TARGET is sent as the model, and that is all that is known of it. */
-export function gatewayTarget(route: Extract<EvalRoute, { kind: "gateway" }>, target: string): ServingTarget {
-  return { url: route.url, model: target, ...(route.apiKey === undefined ? {} : { apiKey: route.apiKey }), subject: { target } };
+/** A gateway routes by model name: TARGET is sent as the model, whatever is known of what serves it. */
+export function gatewayTarget(route: Extract<EvalRoute, { kind: "gateway" }>, target: string, subject: RunSubject = { target }): ServingTarget {
+  return { url: route.url, model: target, ...(route.apiKey === undefined ? {} : { apiKey: route.apiKey }), subject };
+}
+
+/**
+ * Through a gateway: the subject is read from the cluster's labels when the session is given; a
+ * target the cluster does not resolve (the gateway may serve other clusters) is said and the run
+ * kept under its name alone.
+ */
+async function viaGateway(route: Extract<EvalRoute, { kind: "gateway" }>, target: string, shell: EvalShell): Promise<ServingTarget> {
+  if (route.session === undefined) return gatewayTarget(route, target);
+  try {
+    return gatewayTarget(route, target, (await servingTarget(route.session, shell.store, target, "eval")).subject);
+  } catch (e) {
+    if (!(e instanceof UserError)) throw e;
+    shell.warn?.(`${e.message}: the run is stored under the name ${target} alone, without its deployment and recipe`);
+    return gatewayTarget(route, target);
+  }
 }
 
 /**
@@ -200,7 +222,7 @@ export function gatewayTarget(route: Extract<EvalRoute, { kind: "gateway" }>, ta
  * recipe or served model name) resolved on its route, its set asked and graded, the run stored.
  */
 export async function evalTarget(target: string, set: LoadedSet, settings: EvalSettings, shell: EvalShell): Promise<EvalRun> {
-  const serving = shell.route.kind === "gateway" ? gatewayTarget(shell.route, target) : await servingTarget(shell.route.session, shell.store, target, "eval");
+  const serving = shell.route.kind === "gateway" ? await viaGateway(shell.route, target, shell) : await servingTarget(shell.route.session, shell.store, target, "eval");
   shell.started?.(serving);
   return evalServing(serving, set, settings, { ...shell, ask: httpAsk(serving), store: shell.store });
 }

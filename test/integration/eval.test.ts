@@ -93,7 +93,10 @@ describe("launcher eval on the practice cluster", { concurrency: false }, () => 
     const gateway = await startGateway();
     try {
       const human = ok(await launcher(["eval", LANE, "--set", set, "--gateway", gateway.url]), "eval through the gateway");
-      assert.match(human.stdout, new RegExp(`^${ITEMS.length}/${ITEMS.length} \\(100\\.0%\\) ${LANE}, temperature 0; run \\S+\\n$`));
+      // The cluster file (LAUNCHER_CLUSTER) tells what serves the lane: the run names the deployment.
+      assert.match(human.stdout, new RegExp(`^${ITEMS.length}/${ITEMS.length} \\(100\\.0%\\) eval-right, temperature 0; run (\\S+)\\n$`));
+      const viaGateway = storedRun(/; run (\S+)\n/.exec(human.stdout)?.[1] ?? "");
+      assert.deepEqual(viaGateway?.subject, { ...run.subject, target: LANE });
     } finally {
       await gateway.stop();
     }

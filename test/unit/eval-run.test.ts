@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { chatBody, evalServing as evalTarget, httpAsk, type Ask, type EvalSettings, type LoadedSet } from "../../src/deploy/eval.js";
+import { chatBody, evalServing, evalTarget as evalNamed, httpAsk, type Ask, type EvalSettings, type LoadedSet } from "../../src/deploy/eval.js";
 import { bootFigures, pickHead, subjectOf, type ServingTarget } from "../../src/deploy/serving-target.js";
 import type { DeploymentLabels } from "../../src/deploy/contract.js";
 import { parseEvalSet } from "../../src/eval/set.js";
@@ -45,7 +45,7 @@ test("eval: at most --concurrency requests in flight, results in the set's order
   };
   const store = memoryStore();
   const progress: number[] = [];
-  const run = await evalTarget(target, setOf(12), settings, { ask, store, now: () => new Date("2026-12-03T12:00:00Z"), newId: () => "run-1", progress: (p) => progress.push(p.done) });
+  const run = await evalServing(target, setOf(12), settings, { ask, store, now: () => new Date("2026-12-03T12:00:00Z"), newId: () => "run-1", progress: (p) => progress.push(p.done) });
   assert.ok(most <= 3 && most >= 2, `in flight at most ${most}`);
   assert.deepEqual(run.items.map((i) => i.id), Array.from({ length: 12 }, (_, i) => `q${i}`));
   // sums 4, 8, 12 (q3, q7, q11) were answered wrongly.
@@ -71,7 +71,7 @@ test("eval: a failed request is a wrong item with its error, never hidden; a slo
     if (sum === 3) await new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason as Error)));
     return String(sum);
   };
-  const run = await evalTarget(target, setOf(4), { ...settings, requestTimeoutMs: 100 }, { ask, store: memoryStore(), now: () => new Date() });
+  const run = await evalServing(target, setOf(4), { ...settings, requestTimeoutMs: 100 }, { ask, store: memoryStore(), now: () => new Date() });
   assert.equal(run.correct, 2);
   assert.deepEqual(run.items.map((i) => [i.id, i.correct, i.error]), [
     ["q0", true, undefined],
@@ -88,13 +88,13 @@ test("eval: interrupted, the run is not stored and the interruption is thrown", 
     return new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason as Error), { once: true }));
   };
   const store = memoryStore();
-  await assert.rejects(evalTarget(target, setOf(5), settings, { ask, store, now: () => new Date(), signal: controller.signal }), /interrupted \(SIGINT\)/);
+  await assert.rejects(evalServing(target, setOf(5), settings, { ask, store, now: () => new Date(), signal: controller.signal }), /interrupted \(SIGINT\)/);
   assert.deepEqual(store.saved, []);
 });
 
 test("eval: max_tokens, when given, is sent and recorded with the run's request options", async () => {
   const bodies: Readonly<Record<string, unknown>>[] = [];
-  const run = await evalTarget(target, setOf(1), { ...settings, maxTokens: 32 }, { ask: async (b) => (bodies.push(b), "1"), store: memoryStore(), now: () => new Date() });
+  const run = await evalServing(target, setOf(1), { ...settings, maxTokens: 32 }, { ask: async (b) => (bodies.push(b), "1"), store: memoryStore(), now: () => new Date() });
   assert.equal(bodies[0]?.max_tokens, 32);
   assert.deepEqual(run.request_options, { chat_template_kwargs: { thinking: false }, max_tokens: 32 });
 });
@@ -170,4 +170,28 @@ test("subjectOf: labels, and the engine version and figures of the deployment's 
   });
   assert.deepEqual(subjectOf("d", labels({}), []), { target: "d", deployment: "d", recipe: "r", recipe_hash: "h1" });
   assert.deepEqual(bootFigures(boot({})), {});
+});
+
+test("evalTarget through a gateway without a cluster: model TARGET to the gateway's URL with its key, subject the name alone", async () => {
+  const seen: { auth?: string; model?: unknown }[] = [];
+  const server = createServer((req, res) => {
+    let raw = "";
+    req.on("data", (c: Buffer) => (raw += c.toString()));
+    req.on("end", () => {
+      seen.push({ ...(req.headers.authorization === undefined ? {} : { auth: req.headers.authorization }), model: (JSON.parse(raw) as { model: unknown }).model });
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ choices: [{ message: { content: "1" } }] }));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  try {
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const facts = { engineKey: () => undefined, history: () => [] };
+    const store = { ...memoryStore(), ...facts };
+    const run = await evalNamed("chat", setOf(1), settings, { route: { kind: "gateway", url, apiKey: "gw" }, store, now: () => new Date() });
+    assert.deepEqual(run.subject, { target: "chat" });
+    assert.equal(run.correct, 1);
+    assert.deepEqual(seen, [{ auth: "Bearer gw", model: "chat" }]);
+  } finally {
+    server.close();
+  }
 });
