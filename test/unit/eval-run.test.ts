@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { test } from "node:test";
+import { test, type TestContext } from "node:test";
 import { chatBody, evalServing, evalTarget as evalNamed, httpAsk, type Ask, type EvalSettings, type LoadedSet } from "../../src/deploy/eval.js";
 import { bootFigures, pickHead, subjectOf, type ServingTarget } from "../../src/deploy/serving-target.js";
 import type { DeploymentLabels } from "../../src/deploy/contract.js";
@@ -104,32 +104,39 @@ test("chatBody: launcher's fields win over a request option of the same name", (
   assert.deepEqual(body, { model: "m", messages: [{ role: "user", content: "x" }], temperature: 0, max_tokens: 64, stream: false, reasoning_effort: "low" });
 });
 
-test("httpAsk: the message content, the engine's key as a bearer token, an error body's message", async () => {
-  const seen: { auth?: string; body?: unknown }[] = [];
+/**
+ * A loopback chat completions server for the test's duration: `answer` gives the status and body
+ * for each request's JSON body; `seen` keeps each request's bearer header and body.
+ */
+async function chatServer(t: TestContext, answer: (body: { model?: unknown; messages: { content: string }[] }) => [number, unknown]): Promise<{ url: string; seen: { auth?: string; body: unknown }[] }> {
+  const seen: { auth?: string; body: unknown }[] = [];
   const server = createServer((req, res) => {
     let raw = "";
     req.on("data", (c: Buffer) => (raw += c.toString()));
     req.on("end", () => {
-      const body = JSON.parse(raw) as { messages: { content: string }[] };
+      const body = JSON.parse(raw) as { model?: unknown; messages: { content: string }[] };
       seen.push({ ...(req.headers.authorization === undefined ? {} : { auth: req.headers.authorization }), body });
-      if (body.messages[0]?.content === "bad") {
-        res.writeHead(400, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "reasoning_effort: Input should be 'low', 'medium' or 'high'", type: "BadRequestError", code: 400 } }));
-        return;
-      }
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ choices: [{ index: 0, message: { role: "assistant", content: body.messages[0]?.content === "null" ? null : "Answer: B" } }] }));
+      const [status, reply] = answer(body);
+      res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(reply));
     });
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  try {
-    const ask = httpAsk({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, apiKey: "k1" });
-    const signal = AbortSignal.timeout(5000);
-    assert.equal(await ask({ messages: [{ role: "user", content: "q" }] }, signal), "Answer: B");
-    assert.equal(await ask({ messages: [{ role: "user", content: "null" }] }, signal), "");
-    await assert.rejects(ask({ messages: [{ role: "user", content: "bad" }] }, signal), /^Error: HTTP 400: reasoning_effort: Input should be/);
-    assert.equal(seen[0]?.auth, "Bearer k1");
-  } finally {
-    server.close();
-  }
+  t.after(() => server.close());
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
+}
+
+test("httpAsk: the message content, the engine's key as a bearer token, an error body's message", async (t) => {
+  const { url, seen } = await chatServer(t, (body) => {
+    const q = body.messages[0]?.content;
+    if (q === "bad") return [400, { error: { message: "reasoning_effort: Input should be 'low', 'medium' or 'high'", type: "BadRequestError", code: 400 } }];
+    return [200, { choices: [{ index: 0, message: { role: "assistant", content: q === "null" ? null : "Answer: B" } }] }];
+  });
+  const ask = httpAsk({ url: `${url}/`, apiKey: "k1" });
+  const signal = AbortSignal.timeout(5000);
+  assert.equal(await ask({ messages: [{ role: "user", content: "q" }] }, signal), "Answer: B");
+  assert.equal(await ask({ messages: [{ role: "user", content: "null" }] }, signal), "");
+  await assert.rejects(ask({ messages: [{ role: "user", content: "bad" }] }, signal), /^Error: HTTP 400: reasoning_effort: Input should be/);
+  assert.equal(seen[0]?.auth, "Bearer k1");
 });
 
 const labels = (over: Partial<DeploymentLabels>): DeploymentLabels => ({
@@ -172,26 +179,11 @@ test("subjectOf: labels, and the engine version and figures of the deployment's 
   assert.deepEqual(bootFigures(boot({})), {});
 });
 
-test("evalTarget through a gateway without a cluster: model TARGET to the gateway's URL with its key, subject the name alone", async () => {
-  const seen: { auth?: string; model?: unknown }[] = [];
-  const server = createServer((req, res) => {
-    let raw = "";
-    req.on("data", (c: Buffer) => (raw += c.toString()));
-    req.on("end", () => {
-      seen.push({ ...(req.headers.authorization === undefined ? {} : { auth: req.headers.authorization }), model: (JSON.parse(raw) as { model: unknown }).model });
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ choices: [{ message: { content: "1" } }] }));
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  try {
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    const facts = { engineKey: () => undefined, history: () => [] };
-    const store = { ...memoryStore(), ...facts };
-    const run = await evalNamed("chat", setOf(1), settings, { route: { kind: "gateway", url, apiKey: "gw" }, store, now: () => new Date() });
-    assert.deepEqual(run.subject, { target: "chat" });
-    assert.equal(run.correct, 1);
-    assert.deepEqual(seen, [{ auth: "Bearer gw", model: "chat" }]);
-  } finally {
-    server.close();
-  }
+test("evalTarget through a gateway without a cluster: model TARGET to the gateway's URL with its key, subject the name alone", async (t) => {
+  const { url, seen } = await chatServer(t, () => [200, { choices: [{ message: { content: "1" } }] }]);
+  const store = { ...memoryStore(), engineKey: () => undefined, history: () => [] };
+  const run = await evalNamed("chat", setOf(1), settings, { route: { kind: "gateway", url, apiKey: "gw" }, store, now: () => new Date() });
+  assert.deepEqual(run.subject, { target: "chat" });
+  assert.equal(run.correct, 1);
+  assert.deepEqual(seen.map((r) => [r.auth, (r.body as { model: unknown }).model]), [["Bearer gw", "chat"]]);
 });
