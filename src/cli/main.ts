@@ -28,6 +28,7 @@ import { registerCluster } from "./cluster.js";
 import { asksForJson, oneLineUsageErrors, type UsageError } from "./usage.js";
 import { registerCompletion } from "./completion.js";
 import { registerBench } from "./bench.js";
+import { registerEval } from "./eval.js";
 
 /** Set once commander has picked the command: whether it was given --json (errors then print JSON too). */
 let jsonRequested = false;
@@ -65,6 +66,7 @@ export function buildProgram(output: Pick<OutputConfiguration, "writeOut" | "wri
   registerDemo(program, consoleOutput);
   registerExport(program, consoleOutput);
   registerBench(program, consoleOutput);
+  registerEval(program, consoleOutput);
   registerCompletion(program, consoleOutput);
   oneLineUsageErrors(program, (u) => (usageFailure = u));
   return program;

@@ -32,6 +32,8 @@ function readConfig(env, args) {
     kvGib: num(env, 'PRACTICE_KV_GIB', 11.02),
     kvTokens: num(env, 'PRACTICE_KV_TOKENS', 1250000, { int: true, min: 1 }),
     tokensPerSec: num(env, 'PRACTICE_TOKENS_PER_SEC', 200),
+    // lib/answers.js: the share of eval questions answered wrongly (the same ones every time).
+    wrongAnswers: num(env, 'PRACTICE_WRONG_ANSWERS', 0),
     rendezvousTimeoutS: num(env, 'PRACTICE_RENDEZVOUS_TIMEOUT_S', 120, { gt: true }),
     crashAfterMs: num(env, 'PRACTICE_CRASH_AFTER_MS', 1000, { int: true }),
     recordLagMs: num(env, 'PRACTICE_RECORD_LAG_MS', 0, { int: true }),
@@ -49,6 +51,7 @@ function readConfig(env, args) {
   if (c.loadAllocMib > MAX_LOAD_ALLOC_MIB) {
     throw new ConfigError(`PRACTICE_LOAD_ALLOC_MIB must be at most ${MAX_LOAD_ALLOC_MIB} (2 GiB), got '${env.PRACTICE_LOAD_ALLOC_MIB}'`);
   }
+  if (c.wrongAnswers > 1) throw new ConfigError(`PRACTICE_WRONG_ANSWERS must be a number from 0 to 1, got '${env.PRACTICE_WRONG_ANSWERS}'`);
   if (!LOG_STYLES.includes(c.logStyle)) {
     throw new ConfigError(`unknown PRACTICE_LOG_STYLE '${c.logStyle}' (known: ${LOG_STYLES.join(', ')})`);
   }

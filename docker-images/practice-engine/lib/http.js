@@ -3,6 +3,7 @@
 // HTTP API with deterministic output, built on node:http.
 
 const http = require('node:http');
+const { answerFor, answerTokens, badChatOptions } = require('./answers.js');
 
 const WORDS = [
   'the', 'quick', 'brown', 'fox', 'jumps', 'over', 'a', 'lazy', 'dog', 'while',
@@ -132,7 +133,7 @@ function createApi(opts) {
    * Emit n tokens at opts.tokensPerSec (0 = as fast as possible, yielding with
    * setImmediate between tokens). Returns cancel(). onEnd(aborted) runs once.
    */
-  function generate(n, seed, onToken, onEnd) {
+  function generate(n, seed, onToken, onEnd, tokenOf = (i) => tokenAt(i, seed)) {
     const rate = opts.tokensPerSec;
     const start = Date.now();
     let i = 0;
@@ -148,7 +149,7 @@ function createApi(opts) {
         onEnd(false);
         return;
       }
-      onToken(i, tokenAt(i, seed));
+      onToken(i, tokenOf(i));
       i++;
       if (finished) return;
       if (rate > 0) {
@@ -170,7 +171,7 @@ function createApi(opts) {
 
   function completion(req, res, body, kind) {
     const model = checkModel(body);
-    const n = maxTokens(body);
+    let n = maxTokens(body);
     let seedText;
     let promptTokens;
     if (kind === 'chat') {
@@ -179,6 +180,8 @@ function createApi(opts) {
       }
       const last = body.messages[body.messages.length - 1];
       seedText = contentText(last && last.content);
+      const bad = badChatOptions(body);
+      if (bad) throw new HttpError(400, 'BadRequestError', bad);
       promptTokens = body.messages.reduce((a, m) => a + countWords(contentText(m && m.content)), 0);
     } else {
       if (body.prompt === undefined || body.prompt === null) {
@@ -189,6 +192,11 @@ function createApi(opts) {
     }
     promptTokens = Math.max(1, promptTokens);
     const seed = hash(seedText);
+    // An eval question of lib/answers.js's rule gets its answer (to its end: finish_reason stop).
+    const answer = kind === 'chat' ? answerFor(seedText, body, { hash, wrongAnswers: opts.wrongAnswers || 0 }) : null;
+    const answerToks = answer === null ? null : answerTokens(answer);
+    if (answerToks) n = Math.min(n, answerToks.length);
+    const finish = answerToks && n === answerToks.length ? 'stop' : 'length';
     const stream = body.stream === true;
     const includeUsage = !!(body.stream_options && body.stream_options.include_usage);
     const id = `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-practice-${++seq}`;
@@ -238,14 +246,14 @@ function createApi(opts) {
         }
         if (aborted) return;
         if (stream) {
-          if (kind === 'chat') write(chunk({ index: 0, delta: {}, logprobs: null, finish_reason: 'length' }));
+          if (kind === 'chat') write(chunk({ index: 0, delta: {}, logprobs: null, finish_reason: finish }));
           else write(chunk({ index: 0, text: '', logprobs: null, finish_reason: 'length' }));
           if (includeUsage) write({ id, object, created, model, choices: [], usage: usage(generated) });
           res.end('data: [DONE]\n\n');
         } else if (kind === 'chat') {
           sendJson(res, 200, {
             id, object, created, model,
-            choices: [{ index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: 'length' }],
+            choices: [{ index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: finish }],
             usage: usage(generated),
           });
         } else {
@@ -256,6 +264,7 @@ function createApi(opts) {
           });
         }
       },
+      answerToks ? (i) => answerToks[i] : undefined,
     );
     // Client went away before we finished: stop generating right now.
     res.on('close', () => {
