@@ -62,7 +62,10 @@ function repo(id) {
   return files;
 }
 function walk(dir, prefix = "") {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name), `${prefix}${e.name}/`) : [`${prefix}${e.name}`]));
+  // Sorted, as the Hub lists a repo's files: the order a client downloads them in is then known.
+  return readdirSync(dir, { withFileTypes: true })
+    .sort((a, b) => (a.name < b.name ? -1 : 1))
+    .flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name), `${prefix}${e.name}/`) : [`${prefix}${e.name}`]));
 }
 
 const ROUTES = [
@@ -125,7 +128,8 @@ async function resolve(req, res, id, rev, file) {
   const stream = createReadStream(f.full, { start, highWaterMark: 64 * 1024 });
   try {
     for await (const chunk of stream) {
-      if (!res.write(chunk)) await new Promise((r) => res.once("drain", r));
+      // A client that goes away never drains: its close ends the wait too.
+      if (!res.write(chunk)) await new Promise((r) => (res.once("drain", r), res.once("close", r)));
       bytes += chunk.length;
       if (rate > 0) {
         const ahead = (bytes / rate) * 1000 - (Date.now() - began);
