@@ -67,10 +67,12 @@ function endpointProblem(endpoint: string): void {
  * The words after `docker run --user UID:GID` (the node's own ids, added on the node so that the
  * cache stays the SSH user's). The container sees the node's HF_HOME at CONTAINER_HF_HOME, uses
  * the host's network (the engine's view of the network; also where a bridge has no route out),
- * never pulls the image (a missing image is an error that says how to send it), and gets HF_TOKEN
- * by name only: `-e NAME` without a value takes it from the docker client's environment
- * (docker/cli opts/env.go ValidateEnv), which the node's script fills from stdin, so the token is
- * in no argv. HF_HUB_OFFLINE=0 overrides an image that sets offline mode.
+ * never pulls the image (`--pull never`: a missing image fails the create with "No such image",
+ * exit 125, docker/cli cli/command/container/create.go; the error then says how to send it), and
+ * gets HF_TOKEN by name only: `--env NAME` without a value takes it from the docker client's own
+ * environment (moby/moby opts/env.go ValidateEnv: os.LookupEnv), which the node's script fills
+ * from stdin, so the token is in no argv. HF_HOME and HF_HUB_CACHE are where huggingface_hub puts
+ * its cache (constants.py); HF_HUB_OFFLINE=0 overrides an image that sets offline mode.
  */
 export function downloadRunArgs(spec: DownloadSpec): string[] {
   checkDownload(spec);
