@@ -86,7 +86,7 @@ describe("models pull on the practice cluster", { concurrency: false }, () => {
     spawnSync("ssh", ["-F", path.join(process.env.LAUNCHER_TEST_RIG_DIR ?? "/tmp/launcher-test-rig", "ssh_config"), "lnch-n2", "--", "docker", "rm", "-f", HUB], { timeout: 30_000 });
   });
 
-  test("pull: downloads on n1 from the Hub with HF_TOKEN, syncs to n2, and the token is printed nowhere", async () => {
+  test("pull: downloads on n1 from the Hub with HF_TOKEN, syncs to n2, and the token is printed nowhere", async (t) => {
     const recipe = variant(dir, "pull-moe", "practice-2x", `model = "practice/pull-moe"\n`);
     const denied = await launcher(["models", "pull", recipe], 120_000, { HF_ENDPOINT: ENDPOINT, HF_TOKEN: "" });
     assert.equal(denied.code, 1, denied.stderr);
@@ -94,8 +94,10 @@ describe("models pull on the practice cluster", { concurrency: false }, () => {
     assert.match(denied.stderr, /HTTP 401 GatedRepo/);
     assert.doesNotMatch(denied.stderr, /at .*\.ts:\d+/, "no stack trace");
 
+    const began = Date.now();
     const r = ok(await launcher(["models", "pull", recipe, "--json"], 240_000, { HF_ENDPOINT: ENDPOINT, HF_TOKEN: TOKEN }), "pull");
-    const result = JSON.parse(r.stdout) as { download?: { node: string; downloader: string; revision: string }; sync: { source: string; nodes: { node: string; action: string; bytes: number }[] } };
+    const result = JSON.parse(r.stdout) as { download?: { node: string; downloader: string; revision: string; seconds: number }; sync: { source: string; nodes: { node: string; action: string; bytes: number }[] } };
+    t.diagnostic(`pull of ${Object.values(REPOS["practice/pull-moe"] ?? {}).reduce((a, b) => a + b, 0)} bytes: ${(Date.now() - began) / 1000}s in all, the download ${result.download?.seconds}s (Hub stand-in at ${HUB_RATE} B/s), synced to n2: ${result.sync.nodes[1]?.bytes} bytes`);
     assert.deepEqual([result.download?.node, result.download?.downloader, result.download?.revision], ["n1", "hf", PRACTICE_REVISION]);
     assert.equal(result.sync.source, "n1");
     assert.deepEqual(result.sync.nodes.map((n) => [n.node, n.action]), [["n1", "had"], ["n2", "copied"]]);
@@ -113,7 +115,7 @@ describe("models pull on the practice cluster", { concurrency: false }, () => {
     assert.deepEqual(again.sync.nodes.map((n) => n.action), ["had", "had"]);
   });
 
-  test("pull: interrupted half way, resumed where it stopped (finished files kept, the partial one by Range); token from a file, in no argv", async () => {
+  test("pull: interrupted half way, resumed where it stopped (finished files kept, the partial one by Range); token from a file, in no argv", async (t) => {
     const recipe = variant(dir, "pull-big", "practice-2x", `model = "practice/pull-big"\n`);
     const big = `${CACHE}/models--practice--pull-big/blobs/${sums.get("practice/pull-big/model-00002-of-00002.safetensors") ?? "?"}.incomplete`;
     const partial = (): number => Number(onHost(1, ["sh", "-c", 'stat -c %s "$HOME/$1" 2>/dev/null || echo 0', "sh", big]).trim());
@@ -135,7 +137,9 @@ describe("models pull on the practice cluster", { concurrency: false }, () => {
     const kept = partial();
     assert.ok(kept > 4 << 20 && kept < 64 << 20, `a partial blob of ${kept} bytes stays`);
 
+    const began = Date.now();
     const r = ok(await launcher(args, 240_000, { HF_ENDPOINT: ENDPOINT, HF_TOKEN: "" }), "resumed pull");
+    t.diagnostic(`interrupted with ${kept} of ${64 << 20} bytes of the second shard on disk; the resumed pull took ${(Date.now() - began) / 1000}s: ${r.stdout.trim()}`);
     assert.match(r.stdout, /practice\/pull-big 5e1f0c4a9b8d: downloaded on n1 with hf in [\d.]+s; synced to n2 /);
     assert.equal(fileGets("practice/pull-big", "model-00001-of-00002.safetensors").length, 1, "the finished shard was not fetched again");
     const shard = fileGets("practice/pull-big", "model-00002-of-00002.safetensors");

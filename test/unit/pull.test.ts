@@ -73,7 +73,6 @@ function fakeNode(runs: FakeRun[]) {
       if (script.includes("missing no folder")) return { code: 0, stdout: downloaded ? `ok ${REV} 2\n` : "missing no folder\n", stderr: "" };
       return { code: 0, stdout: "", stderr: "" };
     },
-    // eslint-disable-next-line require-yield
     async *stream() {
       return;
     },
