@@ -1,4 +1,7 @@
 import type { Command } from "commander";
+import { existsSync } from "node:fs";
+import { homedir } from "node:os";
+import path from "node:path";
 import { UserError } from "../config/errors.js";
 import { readTextFile } from "../config/read-file.js";
 import { syncWeights, weightsReport } from "../deploy/models.js";
@@ -47,13 +50,22 @@ function neededNodes(session: ClusterSession, recipe: Recipe, nodes: string | un
   return new Set(parseNodes(nodes) ?? session.cluster.nodes.slice(0, recipe.required_nodes).map((n) => n.name));
 }
 
-/** HF_TOKEN as huggingface_hub takes it: the environment, else the file named (its first line). */
+/**
+ * The Hugging Face token: --token-file's first line, else HF_TOKEN, else the file `hf auth login`
+ * wrote on this machine (HF_TOKEN_PATH, else HF_HOME/token, else ~/.cache/huggingface/token), as
+ * huggingface_hub's get_token looks (utils/_auth.py, constants.py HF_TOKEN_PATH). None: no token.
+ */
 function hubToken(tokenFile: string | undefined): string | undefined {
+  const firstLine = (file: string): string => (readTextFile(file, "token file", 64 * 1024).split("\n")[0] ?? "").trim();
+  if (tokenFile !== undefined) {
+    const token = firstLine(tokenFile);
+    if (token === "") throw new UserError(`token file ${tokenFile} is empty`, "put the Hugging Face token on its first line");
+    return token;
+  }
   const fromEnv = process.env.HF_TOKEN?.trim();
-  if (tokenFile === undefined) return fromEnv === "" ? undefined : fromEnv;
-  const token = (readTextFile(tokenFile, "token file", 64 * 1024).split("\n")[0] ?? "").trim();
-  if (token === "") throw new UserError(`token file ${tokenFile} is empty`, "put the Hugging Face token on its first line");
-  return token;
+  if (fromEnv) return fromEnv;
+  const loggedIn = process.env.HF_TOKEN_PATH ?? path.join(process.env.HF_HOME ?? path.join(homedir(), ".cache", "huggingface"), "token");
+  return existsSync(loggedIn) ? firstLine(loggedIn) || undefined : undefined;
 }
 
 /** `launcher models pull`: download into one node's cache, then sync to the others the recipe needs. */
@@ -124,7 +136,7 @@ export function registerModels(program: Command, io: Output): void {
     .option("--nodes <names>", "comma-separated nodes the model goes to (default: the recipe's first required_nodes)")
     .option("--node <name>", "the node that downloads (default: the first of those)")
     .option("--image <image>", "an image with huggingface_hub to download in (default: the recipe's image)")
-    .option("--token-file <file>", "read the Hugging Face token from this file (first line) instead of HF_TOKEN")
+    .option("--token-file <file>", "read the Hugging Face token from this file (first line) instead of HF_TOKEN (default: HF_TOKEN, else the token `hf auth login` saved here)")
     .addOption(jsonOption("print as JSON")).addOption(outputOption())
     .action((ref: string, _flags: unknown, cmd: Command) => runModelsPull(ref, cmd.optsWithGlobals(), io));
 }

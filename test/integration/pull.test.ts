@@ -63,7 +63,7 @@ describe("models pull on the practice cluster", { concurrency: false }, () => {
     const root = path.join(dir, "hub");
     for (const [repo, files] of Object.entries(REPOS)) {
       for (const [file, bytes] of Object.entries(files)) {
-        const data = file.endsWith(".json") ? Buffer.from(JSON.stringify({ model_type: "practice", pad: "x".repeat(Math.max(0, bytes - 40)) }).slice(0, bytes)) : randomBytes(bytes);
+        const data = file.endsWith(".json") ? Buffer.from(JSON.stringify({ model_type: "practice", pad: "x".repeat(Math.max(0, bytes - 34)) })) : randomBytes(bytes);
         mkdirSync(path.dirname(path.join(root, repo, file)), { recursive: true });
         writeFileSync(path.join(root, repo, file), data);
         sums.set(`${repo}/${file}`, createHash("sha256").update(data).digest("hex"));
