@@ -1,6 +1,14 @@
 import type { Command } from "commander";
+import { existsSync } from "node:fs";
+import { homedir } from "node:os";
+import path from "node:path";
+import { UserError } from "../config/errors.js";
+import { readTextFile } from "../config/read-file.js";
 import { syncWeights, weightsReport } from "../deploy/models.js";
 import { mib, transferProgress } from "../deploy/progress.js";
+import { pullModel } from "../deploy/pull.js";
+import type { ClusterSession } from "../deploy/session.js";
+import type { Recipe } from "../recipe/recipe.js";
 import { namedNodes, parseNodes, recipeOnCluster } from "./load.js";
 import type { Output } from "./output.js";
 import { withInterrupts } from "./interrupts.js";
@@ -10,6 +18,12 @@ interface ModelFlags {
   cluster?: string;
   nodes?: string;
   json?: boolean;
+}
+
+interface PullFlags extends ModelFlags {
+  node?: string;
+  image?: string;
+  tokenFile?: string;
 }
 
 async function context(ref: string, flags: ModelFlags, io: Output) {
@@ -31,6 +45,56 @@ export async function runModelsSync(ref: string, flags: ModelFlags, io: Output):
   );
 }
 
+/** The nodes the recipe would run on (as `up` picks them without a lane): those named, else its first required_nodes. */
+function neededNodes(session: ClusterSession, recipe: Recipe, nodes: string | undefined): Set<string> {
+  return new Set(parseNodes(nodes) ?? session.cluster.nodes.slice(0, recipe.required_nodes).map((n) => n.name));
+}
+
+/**
+ * The Hugging Face token: --token-file's first line, else HF_TOKEN, else the file `hf auth login`
+ * wrote on this machine (HF_TOKEN_PATH, else HF_HOME/token, else ~/.cache/huggingface/token), as
+ * huggingface_hub's get_token looks (utils/_auth.py, constants.py HF_TOKEN_PATH). None: no token.
+ */
+function hubToken(tokenFile: string | undefined): string | undefined {
+  const firstLine = (file: string): string => (readTextFile(file, "token file", 64 * 1024).split("\n")[0] ?? "").trim();
+  if (tokenFile !== undefined) {
+    const token = firstLine(tokenFile);
+    if (token === "") throw new UserError(`token file ${tokenFile} is empty`, "put the Hugging Face token on its first line");
+    return token;
+  }
+  const fromEnv = process.env.HF_TOKEN?.trim();
+  if (fromEnv) return fromEnv;
+  const loggedIn = process.env.HF_TOKEN_PATH ?? path.join(process.env.HF_HOME ?? path.join(homedir(), ".cache", "huggingface"), "token");
+  return existsSync(loggedIn) ? firstLine(loggedIn) || undefined : undefined;
+}
+
+/** `launcher models pull`: download into one node's cache, then sync to the others the recipe needs. */
+export async function runModelsPull(ref: string, flags: PullFlags, io: Output): Promise<void> {
+  const { recipe, session } = await recipeOnCluster(ref, flags.cluster, io);
+  const needed = neededNodes(session, recipe, flags.nodes);
+  const nodes = namedNodes(session, [...needed].join(","));
+  const token = hubToken(flags.tokenFile);
+  const endpoint = process.env.HF_ENDPOINT?.trim();
+  const result = await withInterrupts((signal) =>
+    pullModel(
+      recipe,
+      session,
+      nodes,
+      { ...(flags.image === undefined ? {} : { image: flags.image }), ...(flags.node === undefined ? {} : { node: flags.node }), ...(token === undefined ? {} : { token }), ...(endpoint ? { endpoint } : {}), note: (line) => io.err(line) },
+      transferProgress((line) => io.err(line), Date.now),
+      signal,
+    ),
+  );
+  if (flags.json) {
+    io.json(result);
+    return;
+  }
+  const copied = result.sync.nodes.filter((n) => n.action === "copied");
+  const got = result.download === undefined ? `already on ${result.already ?? "?"}, nothing downloaded` : `downloaded on ${result.download.node} with ${result.download.downloader} in ${result.download.seconds.toFixed(1)}s`;
+  const synced = copied.length === 0 ? "every node has it (nothing to sync)" : `synced to ${copied.map((n) => `${n.node} ${mib(n.bytes)}`).join(", ")}`;
+  io.out(`${recipe.model} ${result.sync.revision.slice(0, 12)}: ${got}; ${synced}`);
+}
+
 export function registerModels(program: Command, io: Output): void {
   const models = program
     .command("models")
@@ -42,9 +106,8 @@ export function registerModels(program: Command, io: Output): void {
     .action(async (ref: string, flags: ModelFlags) => {
       const { recipe, session, nodes } = await context(ref, flags, io);
       const report = await weightsReport(recipe, session, nodes);
-      // The nodes the recipe would run on (as `up` picks them without a lane): those named, else
-      // its first required_nodes. Only a missing model there fails the command.
-      const needed = new Set(parseNodes(flags.nodes) ?? session.cluster.nodes.slice(0, recipe.required_nodes).map((n) => n.name));
+      // Only a missing model where the recipe runs fails the command.
+      const needed = neededNodes(session, recipe, flags.nodes);
       const missingWhereNeeded = report.filter((r) => !r.present && needed.has(r.node)).map((r) => r.node);
       if (missingWhereNeeded.length > 0) process.exitCode = 1;
       if (flags.json) {
@@ -65,4 +128,15 @@ export function registerModels(program: Command, io: Output): void {
     .addOption(jsonOption("print as JSON")).addOption(outputOption())
     // The parent command has the same options: commander gives them to it, so merge.
     .action((ref: string, _flags: unknown, cmd: Command) => runModelsSync(ref, cmd.optsWithGlobals(), io));
+  models
+    .command("pull")
+    .description("download the recipe's model (its pinned revision if any) into one node's Hugging Face cache, in a container of an image with huggingface_hub, then sync it to the other nodes the recipe runs on; resumable. HF_TOKEN and HF_ENDPOINT are taken from the environment")
+    .argument("<recipe>", "recipe name, folder or recipe.toml")
+    .addOption(clusterOption())
+    .option("--nodes <names>", "comma-separated nodes the model goes to (default: the recipe's first required_nodes)")
+    .option("--node <name>", "the node that downloads (default: the first of those)")
+    .option("--image <image>", "an image with huggingface_hub to download in (default: the recipe's image)")
+    .option("--token-file <file>", "read the Hugging Face token from this file (first line) instead of HF_TOKEN (default: HF_TOKEN, else the token `hf auth login` saved here)")
+    .addOption(jsonOption("print as JSON")).addOption(outputOption())
+    .action((ref: string, _flags: unknown, cmd: Command) => runModelsPull(ref, cmd.optsWithGlobals(), io));
 }

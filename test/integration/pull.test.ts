@@ -1,0 +1,164 @@
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { launcher, launcherProcess, ok, onHost, PRACTICE_REVISION, practiceSuite, variant, within } from "./practice-cluster.js";
+
+// `launcher models pull` on a 2-host practice cluster, from a Hub stand-in (test/rig/hub-standin.mjs)
+// run in a container on n2: the endpoints huggingface_hub calls, a gated repo (token needed), and
+// bodies sent at HUB_RATE so that a download can be interrupted half way. The download runs in the
+// practice engine image, whose `hf` is a stand-in for huggingface_hub's (bin/hf).
+const HOSTS = 2;
+const dir = practiceSuite(HOSTS, "launcher-pull-");
+const HUB = "launcher-test-hub";
+const ENDPOINT = "http://10.231.0.12:8088";
+const HUB_RATE = 16 << 20;
+const TOKEN = `hf_practice${randomBytes(12).toString("hex")}`;
+const CACHE = ".cache/practice/huggingface/hub";
+
+/** The stand-in's repos: name -> file -> bytes. */
+const REPOS: Record<string, Record<string, number>> = {
+  "practice/pull-moe": { "config.json": 70, "model.safetensors": 12 << 20, "tokenizer/tokenizer.json": 2000 },
+  "practice/pull-big": { "config.json": 70, "model-00001-of-00002.safetensors": 6 << 20, "model-00002-of-00002.safetensors": 64 << 20 },
+};
+/** SHA-256 of each file the stand-in serves: the name of its blob in the cache (an LFS file's ETag). */
+const sums = new Map<string, string>();
+
+interface HubRequest {
+  method: string;
+  path: string;
+  range: string | null;
+  auth: boolean;
+  status: number;
+  bytes: number;
+}
+const hubLog = (): HubRequest[] =>
+  onHost(2, ["docker", "logs", HUB])
+    .split("\n")
+    .filter((l) => l.startsWith('{"method"'))
+    .map((l) => JSON.parse(l) as HubRequest);
+const fileGets = (repo: string, file: string): HubRequest[] => hubLog().filter((r) => r.method === "GET" && r.path === `/${repo}/resolve/${PRACTICE_REVISION}/${file}`);
+
+/** Every file of the snapshot on host i as `SHA256  PATH`, links followed. */
+const snapshotSums = (i: number, hub: string, repo: string): string =>
+  onHost(i, ["sh", "-c", 'cd "$1/models--$2/snapshots/$3" && find -L . -type f | sort | xargs sha256sum', "sh", hub, repo.replace("/", "--"), PRACTICE_REVISION]);
+const expectedSums = (repo: string): string =>
+  Object.keys(REPOS[repo] ?? {})
+    .map((f) => `./${f}`)
+    .sort()
+    .map((f) => `${sums.get(`${repo}/${f.slice(2)}`)}  ${f}\n`)
+    .join("");
+const home = (i: number): string => onHost(i, ["sh", "-c", 'printf %s "$HOME"']);
+
+/** The token must be in no process's argv, here or on a node (the hosts share this machine's process table). */
+function tokenInPs(): boolean {
+  const r = spawnSync("ps", ["-eww", "-o", "args="], { encoding: "utf8" });
+  return r.stdout.includes(TOKEN);
+}
+
+describe("models pull on the practice cluster", { concurrency: false }, () => {
+  before(() => {
+    const root = path.join(dir, "hub");
+    for (const [repo, files] of Object.entries(REPOS)) {
+      for (const [file, bytes] of Object.entries(files)) {
+        const data = file.endsWith(".json") ? Buffer.from(JSON.stringify({ model_type: "practice", pad: "x".repeat(Math.max(0, bytes - 34)) })) : randomBytes(bytes);
+        mkdirSync(path.dirname(path.join(root, repo, file)), { recursive: true });
+        writeFileSync(path.join(root, repo, file), data);
+        sums.set(`${repo}/${file}`, createHash("sha256").update(data).digest("hex"));
+      }
+    }
+    writeFileSync(path.join(dir, "token"), `${TOKEN}\n`, { mode: 0o600 });
+    // The shared "NAS" below is written by the hosts' own users.
+    chmodSync(dir, 0o755);
+    mkdirSync(path.join(dir, "nas"), { mode: 0o777 });
+    chmodSync(path.join(dir, "nas"), 0o777);
+    onHost(2, [
+      "docker", "run", "--detach", "--name", HUB, "--network", "host",
+      "--volume", `${root}:/hub:ro`, "--volume", `${path.resolve("test/rig/hub-standin.mjs")}:/hub-standin.mjs:ro`, "--volume", `${path.join(dir, "token")}:/token:ro`,
+      "--entrypoint", "/usr/local/bin/node", "--", "practice-engine:local",
+      "/hub-standin.mjs", "--root", "/hub", "--listen", "10.231.0.12:8088", "--commit", PRACTICE_REVISION, "--token-file", "/token", "--rate", String(HUB_RATE),
+    ]);
+    return within(15_000, "the Hub stand-in listening", async () => (onHost(2, ["docker", "logs", HUB]).includes('"listening"') ? true : undefined));
+  });
+  after(() => {
+    spawnSync("ssh", ["-F", path.join(process.env.LAUNCHER_TEST_RIG_DIR ?? "/tmp/launcher-test-rig", "ssh_config"), "lnch-n2", "--", "docker", "rm", "-f", HUB], { timeout: 30_000 });
+  });
+
+  test("pull: downloads on n1 from the Hub with HF_TOKEN, syncs to n2, and the token is printed nowhere", async (t) => {
+    const recipe = variant(dir, "pull-moe", "practice-2x", `model = "practice/pull-moe"\n`);
+    const denied = await launcher(["models", "pull", recipe], 120_000, { HF_ENDPOINT: ENDPOINT, HF_TOKEN: "" });
+    assert.equal(denied.code, 1, denied.stderr);
+    assert.match(denied.stderr, /n1: downloading practice\/pull-moe with hf in practice-engine:local failed \(exit 1\)/);
+    assert.match(denied.stderr, /HTTP 401 GatedRepo/);
+    assert.doesNotMatch(denied.stderr, /at .*\.ts:\d+/, "no stack trace");
+
+    const began = Date.now();
+    const r = ok(await launcher(["models", "pull", recipe, "--json"], 240_000, { HF_ENDPOINT: ENDPOINT, HF_TOKEN: TOKEN }), "pull");
+    const result = JSON.parse(r.stdout) as { download?: { node: string; downloader: string; revision: string; seconds: number }; sync: { source: string; nodes: { node: string; action: string; bytes: number }[] } };
+    t.diagnostic(`pull of ${Object.values(REPOS["practice/pull-moe"] ?? {}).reduce((a, b) => a + b, 0)} bytes: ${(Date.now() - began) / 1000}s in all, the download ${result.download?.seconds}s (Hub stand-in at ${HUB_RATE} B/s), synced to n2: ${result.sync.nodes[1]?.bytes} bytes`);
+    assert.deepEqual([result.download?.node, result.download?.downloader, result.download?.revision], ["n1", "hf", PRACTICE_REVISION]);
+    assert.equal(result.sync.source, "n1");
+    assert.deepEqual(result.sync.nodes.map((n) => [n.node, n.action]), [["n1", "had"], ["n2", "copied"]]);
+    for (const i of [1, 2]) assert.equal(snapshotSums(i, `${home(i)}/${CACHE}`, "practice/pull-moe"), expectedSums("practice/pull-moe"), `n${i}: every file, by SHA-256`);
+    assert.equal(onHost(2, ["cat", `${home(2)}/${CACHE}/models--practice--pull-moe/refs/main`]), PRACTICE_REVISION);
+    // Every request carried the token (the repo is gated), and the big file crossed the Hub once.
+    assert.equal(fileGets("practice/pull-moe", "model.safetensors").filter((g) => g.status === 200).length, 1);
+    assert.ok(hubLog().filter((q) => q.status !== 401).every((q) => q.auth));
+    assert.ok(!`${r.stdout}${r.stderr}${denied.stdout}${denied.stderr}`.includes(TOKEN), "the token is not printed");
+
+    // Again: the snapshot is there, so nothing is downloaded and nothing synced.
+    const again = JSON.parse(ok(await launcher(["models", "pull", recipe, "--json"], 120_000, { HF_ENDPOINT: ENDPOINT, HF_TOKEN: TOKEN }), "pull again").stdout) as { download?: unknown; already?: string; sync: { nodes: { action: string }[] } };
+    assert.equal(again.download, undefined);
+    assert.equal(again.already, "n1");
+    assert.deepEqual(again.sync.nodes.map((n) => n.action), ["had", "had"]);
+  });
+
+  test("pull: interrupted half way, resumed where it stopped (finished files kept, the partial one by Range); token from a file, in no argv", async (t) => {
+    const recipe = variant(dir, "pull-big", "practice-2x", `model = "practice/pull-big"\n`);
+    const big = `${CACHE}/models--practice--pull-big/blobs/${sums.get("practice/pull-big/model-00002-of-00002.safetensors") ?? "?"}.incomplete`;
+    const partial = (): number => Number(onHost(1, ["sh", "-c", 'stat -c %s "$HOME/$1" 2>/dev/null || echo 0', "sh", big]).trim());
+    const args = ["models", "pull", recipe, "--token-file", path.join(dir, "token")];
+    const first = launcherProcess(args, { HF_ENDPOINT: ENDPOINT, HF_TOKEN: "" });
+    let output = "";
+    first.stdout.on("data", (d: Buffer) => (output += d.toString()));
+    first.stderr.on("data", (d: Buffer) => (output += d.toString()));
+    const exited = new Promise<number | null>((resolve) => first.on("close", resolve));
+    let seenInPs = false;
+    await within(60_000, "part of the second shard on n1", async () => {
+      seenInPs ||= tokenInPs();
+      return partial() > 4 << 20 ? true : undefined;
+    });
+    first.kill("SIGTERM");
+    assert.equal(await exited, 143, output);
+    assert.match(output, /interrupted: the partial download stays .* a new `launcher models pull` resumes it/);
+    assert.equal(onHost(1, ["docker", "ps", "-a", "--filter", "name=launcher-pull-", "--format", "{{.Names}}"]).trim(), "", "the download's container is gone");
+    const kept = partial();
+    assert.ok(kept > 4 << 20 && kept < 64 << 20, `a partial blob of ${kept} bytes stays`);
+
+    const began = Date.now();
+    const r = ok(await launcher(args, 240_000, { HF_ENDPOINT: ENDPOINT, HF_TOKEN: "" }), "resumed pull");
+    t.diagnostic(`interrupted with ${kept} of ${64 << 20} bytes of the second shard on disk; the resumed pull took ${(Date.now() - began) / 1000}s: ${r.stdout.trim()}`);
+    assert.match(r.stdout, /practice\/pull-big 5e1f0c4a9b8d: downloaded on n1 with hf in [\d.]+s; synced to n2 /);
+    assert.equal(fileGets("practice/pull-big", "model-00001-of-00002.safetensors").length, 1, "the finished shard was not fetched again");
+    const shard = fileGets("practice/pull-big", "model-00002-of-00002.safetensors");
+    assert.equal(shard.length, 2, "the interrupted request and the resumed one");
+    assert.deepEqual(shard.filter((g) => g.range !== null).map((g) => [g.range, g.status, g.bytes]), [[`bytes=${kept}-`, 206, (64 << 20) - kept]], "resumed from the bytes on disk");
+    for (const i of [1, 2]) assert.equal(snapshotSums(i, `${home(i)}/${CACHE}`, "practice/pull-big"), expectedSums("practice/pull-big"), `n${i}`);
+    assert.equal(seenInPs, false, "the token was in no process's argv");
+    assert.ok(!`${output}${r.stdout}${r.stderr}`.includes(TOKEN), "the token is not printed");
+  });
+
+  test("pull: on a hub mount the nodes share, it downloads once and syncs nothing", async () => {
+    const nas = path.join(dir, "nas", "huggingface");
+    const recipe = variant(dir, "pull-nas", "practice-2x", `model = "practice/pull-moe"\n[[extra_mounts]]\nhost = "${nas}"\ncontainer = "/root/.cache/huggingface"\nenv = "HF_HOME"\n`);
+    const before = fileGets("practice/pull-moe", "model.safetensors").length;
+    const r = ok(await launcher(["models", "pull", recipe, "--json"], 240_000, { HF_ENDPOINT: ENDPOINT, HF_TOKEN: TOKEN }), "pull to the NAS");
+    const result = JSON.parse(r.stdout) as { download?: { node: string }; sync: { nodes: { node: string; action: string; bytes: number }[] } };
+    assert.equal(result.download?.node, "n1");
+    assert.deepEqual(result.sync.nodes.map((n) => [n.node, n.action, n.bytes]), [["n1", "had", 0], ["n2", "had", 0]]);
+    assert.equal(fileGets("practice/pull-moe", "model.safetensors").length, before + 1, "one download");
+    assert.equal(snapshotSums(2, `${nas}/hub`, "practice/pull-moe"), expectedSums("practice/pull-moe"), "n2 reads it from the NAS");
+  });
+});

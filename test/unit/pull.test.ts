@@ -1,0 +1,139 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { PassThrough } from "node:stream";
+import type { ClusterNode } from "../../src/cluster/cluster.js";
+import { RemoteError, UserError } from "../../src/config/errors.js";
+import type { TransferProgress } from "../../src/deploy/progress.js";
+import { pullModel } from "../../src/deploy/pull.js";
+import type { ClusterSession } from "../../src/deploy/session.js";
+import { CONTAINER_HF_HOME, downloadRunArgs, hfHomeOfHub, type DownloadSpec } from "../../src/plan/pull.js";
+import { fileRecipeSource } from "../../src/recipe/fs-source.js";
+import type { Recipe } from "../../src/recipe/recipe.js";
+import { resolveRecipe } from "../../src/recipe/resolve.js";
+import { DockerClient } from "../../src/remote/docker.js";
+import type { Transport } from "../../src/remote/transport.js";
+
+const spec: DownloadSpec = { image: "vllm/vllm-openai:v0.11.0", hfHome: "/mnt/nas/ai/huggingface", model: "deepseek-ai/DeepSeek-V4-Flash-Vision-Exp", name: "launcher-pull-0a1b2c3d", downloader: "hf" };
+
+test("pull: docker run mounts the node's HF_HOME, names HF_TOKEN without its value, never pulls, and puts the image after --", () => {
+  const args = downloadRunArgs({ ...spec, revision: "5e1f0c4a9b8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f", endpoint: "http://10.231.0.12:8088" });
+  assert.deepEqual(args, [
+    "--rm", "--name", "launcher-pull-0a1b2c3d", "--network", "host", "--pull", "never",
+    "--volume", `/mnt/nas/ai/huggingface:${CONTAINER_HF_HOME}`,
+    "--env", `HF_HOME=${CONTAINER_HF_HOME}`, "--env", `HF_HUB_CACHE=${CONTAINER_HF_HOME}/hub`, "--env", "HF_HUB_OFFLINE=0",
+    "--env", "HF_TOKEN",
+    "--env", "HF_ENDPOINT=http://10.231.0.12:8088",
+    "--entrypoint", "hf", "--", "vllm/vllm-openai:v0.11.0",
+    "download", "deepseek-ai/DeepSeek-V4-Flash-Vision-Exp", "--revision", "5e1f0c4a9b8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f",
+  ]);
+  // Without a pin or an endpoint: the Hub's main, huggingface.co.
+  const plain = downloadRunArgs({ ...spec, downloader: "huggingface-cli" });
+  assert.deepEqual(plain.slice(plain.indexOf("--entrypoint")), ["--entrypoint", "huggingface-cli", "--", spec.image, "download", spec.model]);
+  assert.ok(!plain.some((a) => a.startsWith("HF_ENDPOINT")));
+});
+
+test("pull: values that would be read as flags or leak a secret are user errors", () => {
+  const bad: [Partial<DownloadSpec>, RegExp][] = [
+    [{ image: "--privileged" }, /image/],
+    [{ model: "-rf/x" }, /not a Hugging Face repo id/],
+    [{ model: "a b/c" }, /not a Hugging Face repo id/],
+    [{ revision: "--force-download" }, /not a branch, tag or commit/],
+    [{ revision: "../../etc" }, /not a branch, tag or commit/],
+    [{ endpoint: "ftp://mirror" }, /not an http\(s\) URL/],
+    [{ endpoint: "https://user:hf_secret@mirror.example" }, /carries a user or password/],
+  ];
+  for (const [change, message] of bad) {
+    assert.throws(() => downloadRunArgs({ ...spec, ...change } as DownloadSpec), (e: unknown) => e instanceof UserError && message.test(e.message), JSON.stringify(change));
+  }
+});
+
+test("pull: HF_HOME is the hub folder's parent", () => {
+  assert.equal(hfHomeOfHub("/home/ai/.cache/huggingface/hub"), "/home/ai/.cache/huggingface");
+});
+
+// ---- the use case, against a fake node: what crosses to the node, and what comes back ----
+
+interface FakeRun {
+  code: number;
+  output: string;
+  /** Never ends until killed (an interrupted download). */
+  hang?: boolean;
+  /** Called once the download has started. */
+  started?: () => void;
+}
+
+function fakeNode(runs: FakeRun[]) {
+  const calls = { exec: [] as string[][], spawn: [] as string[][], stdin: [] as string[] };
+  let downloaded = false;
+  const transport: Transport = {
+    node: "n1",
+    async exec(argv) {
+      calls.exec.push([...argv]);
+      const script = argv[2] ?? "";
+      if (script.includes("missing no folder")) return { code: 0, stdout: downloaded ? `ok ${REV} 2\n` : "missing no folder\n", stderr: "" };
+      return { code: 0, stdout: "", stderr: "" };
+    },
+    async *stream() {
+      return;
+    },
+    spawn(argv) {
+      calls.spawn.push([...argv]);
+      const run = runs.shift() ?? { code: 1, output: "no more runs" };
+      const stdout = new PassThrough();
+      const stdin = new PassThrough();
+      let input = "";
+      stdin.on("data", (d: Buffer) => (input += d.toString()));
+      stdin.on("end", () => calls.stdin.push(input));
+      let end: (r: { code: number; stderr: string }) => void = () => undefined;
+      const done = new Promise<{ code: number; stderr: string }>((resolve) => (end = resolve));
+      stdout.write(run.output);
+      if (run.started) setImmediate(run.started);
+      if (!run.hang) {
+        stdout.end();
+        if (run.code === 0) downloaded = true;
+        setImmediate(() => end({ code: run.code, stderr: "" }));
+      }
+      return { stdin, stdout, done, kill: () => (stdout.end(), end({ code: 143, stderr: "" })) };
+    },
+  };
+  const session = { cluster: { name: "c", nodes: [NODE] }, docker: new Map([["n1", new DockerClient(transport)]]) } as unknown as ClusterSession;
+  return { session, calls };
+}
+
+const REV = "5e1f0c4a9b8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f";
+const NODE: ClusterNode = { name: "n1", rank: 0, host: "n1", user: "ai", home: "/home/ai", hca: [], gpus: 1 };
+const SECRET = "hf_abcdefSECRET123";
+const practice = (): Recipe => {
+  const r = resolveRecipe("practice-2x", fileRecipeSource(["recipes"])).recipe;
+  assert.ok(r);
+  return r;
+};
+const quiet: TransferProgress = { node: () => undefined };
+
+test("pull: the token goes on stdin only; an image without `hf` falls back to huggingface-cli; the cache is the HF_HOME mount's", async () => {
+  const { session, calls } = fakeNode([{ code: 127, output: 'exec: "hf": executable file not found in $PATH' }, { code: 0, output: "fetching\n/launcher-hf/hub/models--practice--tiny-moe/snapshots/x\n" }]);
+  const result = await pullModel(practice(), session, [NODE], { token: SECRET, endpoint: "http://10.0.0.1:8088" }, quiet, new AbortController().signal);
+  assert.deepEqual([result.download?.node, result.download?.downloader, result.download?.revision], ["n1", "huggingface-cli", REV]);
+  assert.deepEqual(calls.stdin, [`${SECRET}\n`, `${SECRET}\n`]);
+  for (const argv of [...calls.spawn, ...calls.exec]) assert.ok(!argv.join(" ").includes(SECRET), `no token in ${argv.join(" ")}`);
+  const [first, second] = calls.spawn;
+  assert.equal(first?.[4], "/home/ai/.cache/practice/huggingface", "the HF_HOME mount's host path");
+  assert.ok(first?.includes("hf") && second?.includes("huggingface-cli"));
+});
+
+test("pull: a missing image is a user error naming it and the node; a failure's output is shown with the token redacted", async () => {
+  const missing = fakeNode([{ code: 125, output: "docker: Error response from daemon: No such image: practice-engine:local." }]);
+  await assert.rejects(pullModel(practice(), missing.session, [NODE], {}, quiet, new AbortController().signal), (e: unknown) => e instanceof UserError && /image practice-engine:local is not on n1/.test(e.message) && /images push/.test(e.hint ?? ""));
+  const failing = fakeNode([{ code: 1, output: `401 for Bearer ${SECRET}` }]);
+  await assert.rejects(pullModel(practice(), failing.session, [NODE], { token: SECRET }, quiet, new AbortController().signal), (e: unknown) => e instanceof RemoteError && (e.detail ?? "").includes("401 for Bearer <redacted>") && !(e.detail ?? "").includes(SECRET));
+});
+
+test("pull: interrupted, the download's container is removed and the partial download is said to stay", async () => {
+  const controller = new AbortController();
+  const { session, calls } = fakeNode([{ code: 0, output: "model.safetensors: 1/2 bytes\n", hang: true, started: () => controller.abort() }]);
+  const pulling = pullModel(practice(), session, [NODE], {}, quiet, controller.signal);
+  await assert.rejects(pulling, (e: unknown) => e instanceof UserError && /interrupted: the partial download stays/.test(e.message));
+  const name = calls.spawn[0]?.[calls.spawn[0].indexOf("--name") + 1];
+  assert.match(name ?? "", /^launcher-pull-[0-9a-f]{8}$/);
+  assert.deepEqual(calls.exec.at(-1), ["docker", "rm", "--force", "--", name]);
+});
