@@ -15,6 +15,7 @@ import { dockerOf, type ClusterSession } from "./session.js";
 import { formatRemoval, removeContainers } from "./down.js";
 import { DEPLOYMENT_LABEL, LABELS } from "./contract.js";
 import { ensureImage } from "./images.js";
+import { clusterRoutes } from "../transfer/route.js";
 
 export interface UpOptions {
   readonly timeoutMs: number;
@@ -93,7 +94,7 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
   try {
     const same = await sameNameOnCluster(plan, session, signal, note);
     if (same !== undefined) return { status: "already-running", endpoint: same.endpoint, served_model: same.served_model, seconds: 0 };
-    if (options.push !== false) await ensureImage(plan.recipe.docker_image, plan.nodes.map((n) => dockerOf(session, n.node)), note, signal);
+    if (options.push !== false) await ensureImage(plan.recipe.docker_image, plan.nodes.map((n) => dockerOf(session, n.node)), note, signal, clusterRoutes(session.cluster.nodes));
     note(`preflight of ${plan.deployment} on ${plan.nodes.map((n) => n.node).join(", ")} ...`);
     const image = await preflight(plan, session, signal);
     if (image.version !== undefined) {

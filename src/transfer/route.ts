@@ -25,6 +25,17 @@ export function nodeRoute(node: ClusterNode): NodeRoute | undefined {
   return undefined;
 }
 
+/** Each node's route, by name; a node with neither a fabric IP nor a known address has none. */
+export function clusterRoutes(nodes: readonly ClusterNode[]): ReadonlyMap<string, NodeRoute> {
+  return new Map(nodes.flatMap((n) => {
+    const r = nodeRoute(n);
+    return r === undefined ? [] : [[n.name, r] as const];
+  }));
+}
+
+/** The reason the relay is used when the user asks for it. */
+export const RELAY_ASKED = "--relay was given";
+
 /** What one SSH round trip found on a node before any byte moves. */
 export interface NodeProbe {
   readonly node: string;
@@ -58,7 +69,7 @@ export function parseProbe(node: string, out: string): NodeProbe {
   return { node, tools, path, ...(free === undefined ? {} : { free }) };
 }
 
-const gib = (b: number): string => `${(b / 1073741824).toFixed(2)} GiB`;
+const size = (b: number): string => (b >= 1 << 30 ? `${(b / 1073741824).toFixed(2)} GiB` : `${(b / 1048576).toFixed(1)} MiB`);
 
 /**
  * Every destination with less free space than it needs, as one error naming each node and path;
@@ -68,7 +79,7 @@ export function checkSpace(probes: readonly NodeProbe[], need: ReadonlyMap<strin
   const short = probes.filter((p) => p.free !== undefined && (need.get(p.node) ?? 0) > p.free);
   if (short.length === 0) return;
   throw new UserError(
-    `not enough free space for ${what}:\n${short.map((p) => `  - ${p.node}: ${p.path} has ${gib(p.free ?? 0)} free, needs ${gib(need.get(p.node) ?? 0)}`).join("\n")}`,
+    `not enough free space for ${what}:\n${short.map((p) => `  - ${p.node}: ${p.path} has ${size(p.free ?? 0)} free, needs ${size(need.get(p.node) ?? 0)}`).join("\n")}`,
     "free space there (docker image prune, old model snapshots) or leave the node out with --nodes; nothing was sent",
   );
 }
