@@ -3,7 +3,7 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { launcher, launcherProcess, ok, onHost, PRACTICE_REVISION, practiceSuite, seedModel, variant, within } from "./practice-cluster.js";
+import { launcher, launcherProcess, ok, onHost, PRACTICE_REVISION, practiceSuite, RIG_DIR, seedModel, variant, within } from "./practice-cluster.js";
 
 // Node to node: images and weights go from n1 to n2..n4 over the fabric, not through this machine.
 const HOSTS = 4;
@@ -38,7 +38,7 @@ function fatImage(name: string, mib: number): string {
 }
 
 describe("node to node transfers on the practice cluster", { concurrency: false }, () => {
-  test("images push to 3 hosts: a chain over the fabric, under 1% of the payload through this machine, every ID checked", async () => {
+  test("images push to 3 hosts: a chain over the fabric, under 1% of the payload through this machine, every ID checked", async (t) => {
     const recipe = fatImage("p2p-fat", 96);
     ok(await launcher(["images", "build", recipe], 240_000, env), "build");
     const before = managementBytes();
@@ -48,12 +48,13 @@ describe("node to node transfers on the practice cluster", { concurrency: false 
     assert.deepEqual(result.nodes.map((n) => [n.node, n.action, n.path, n.from]), [["n2", "sent", "fabric", "n1"], ["n3", "sent", "fabric", "n2"], ["n4", "sent", "fabric", "n3"]]);
     const payload = result.nodes[0]?.bytes ?? 0;
     assert.ok(payload > 96 << 20, `the whole archive went: ${payload}`);
+    t.diagnostic(`image: ${through} bytes through this machine for ${payload} bytes to each of 3 nodes`);
     assert.ok(through < payload / 100, `${through} bytes crossed this machine's management links for a ${payload}-byte image`);
     for (const i of TARGETS) assert.equal(idOn(i, "p2p-fat:local"), idOn(1, "p2p-fat:local"), `n${i}`);
     assert.match(r.stderr, /n4 +[\d.]+ MiB +[\d.]+ MiB\/s +done +from n3 over fabric/, "progress per node: bytes, rate and path");
   });
 
-  test("models sync to 3 hosts: a chain over the fabric, under 1% through this machine, every blob's SHA-256 checked", async () => {
+  test("models sync to 3 hosts: a chain over the fabric, under 1% through this machine, every blob's SHA-256 checked", async (t) => {
     const recipe = variant(dir, "p2p-model", "practice-2x", `model = "practice/p2p-moe"\n`);
     seedModel(1, 96 << 20, "models--practice--p2p-moe");
     const before = managementBytes();
@@ -63,6 +64,7 @@ describe("node to node transfers on the practice cluster", { concurrency: false 
     assert.deepEqual(result.nodes.map((n) => [n.node, n.action, n.path, n.from]), [["n1", "had", undefined, undefined], ["n2", "copied", "fabric", "n1"], ["n3", "copied", "fabric", "n2"], ["n4", "copied", "fabric", "n3"]]);
     const payload = result.nodes[1]?.bytes ?? 0;
     assert.ok(payload > 96 << 20, `every blob went: ${payload}`);
+    t.diagnostic(`weights: ${through} bytes through this machine for ${payload} bytes to each of 3 nodes`);
     assert.ok(through < payload / 100, `${through} bytes crossed this machine's management links for ${payload} bytes of weights`);
     for (const i of TARGETS) assert.equal(snapshotSums(i, "models--practice--p2p-moe"), snapshotSums(1, "models--practice--p2p-moe"), `n${i}`);
   });
@@ -87,8 +89,12 @@ describe("node to node transfers on the practice cluster", { concurrency: false 
     const repo = "models--practice--p2p-space";
     seedModel(1, 16 << 20, repo);
     const mount = `/home/lnchu4/${HUB}/${repo}`;
-    mkdirSync(mount, { recursive: true });
-    assert.equal(spawnSync("mount", ["-t", "tmpfs", "-o", "size=4m,mode=0777", "tmpfs", mount]).status, 0);
+    onHost(4, ["mkdir", "-p", mount]);
+    // A 4 MiB filesystem there, mounted where n4's sshd (and so launcher's sessions) sees it: the rig
+    // starts sshd through `ip netns exec`, which gives it a mount namespace of its own.
+    const inHost = (...argv: string[]) => spawnSync("nsenter", [`--mount=/proc/${readFileSync(path.join(RIG_DIR, "hosts", "n4", "sshd.pid"), "utf8").trim()}/ns/mnt`, "--", ...argv], { encoding: "utf8" });
+    const mounted = inHost("mount", "-t", "tmpfs", "-o", "size=4m,mode=0777", "tmpfs", mount);
+    assert.equal(mounted.status, 0, mounted.stderr);
     try {
       const recipe = variant(dir, "p2p-space", "practice-2x", `model = "practice/p2p-space"\n`);
       const r = await launcher(["models", "sync", recipe, "--nodes", "n1,n4"], 120_000);
@@ -97,7 +103,7 @@ describe("node to node transfers on the practice cluster", { concurrency: false 
       assert.doesNotMatch(r.stderr, /at .*\.ts:\d+/, "no stack trace");
       assert.equal(onHost(4, ["sh", "-c", 'ls -A "$1/blobs" 2>/dev/null | wc -l', "sh", mount]).trim(), "0", "nothing was sent");
     } finally {
-      spawnSync("umount", [mount]);
+      inHost("umount", mount);
     }
   });
 
