@@ -236,7 +236,8 @@ export async function pushImage(image: string, source: DockerClient, targets: re
     const relayed = (list: readonly { node: string; why: string }[]): Promise<void> => {
       for (const r of list) {
         how.set(r.node, { path: "relay", why: r.why });
-        if (direct.routes !== undefined) progress.note?.(`  ${r.node.padEnd(10)} through this machine: ${r.why}`);
+        // Said when it is news: not for --relay, nor where node to node was never possible.
+        if (direct.routes !== undefined && direct.relay === undefined) progress.note?.(`  ${r.node.padEnd(10)} through this machine: ${r.why}`);
       }
       return relayImage(image, source, byName(list.map((r) => r.node)), bytes, progress, signal);
     };
