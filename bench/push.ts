@@ -1,61 +1,106 @@
-// Sends a ~300 MB image from practice host n1 to 3 others, in one run, two ways: the plain way
-// (`docker save | ssh NODE docker load`, one node after another) and `launcher images push` (one
-// save streamed to all at once). Prints both wall times, the ratio, a push when every node
-// already has the image, and where the time goes (save, transfer, load).
-// Run as root: npx tsx bench/push.ts [--mib 200] [--rounds 2]
-// Targets: launcher <= 0.7 x the serial time for 3 hosts; < 1 s when every node has the image.
+// Relay vs node to node, side by side in one run: a ~300 MB image (`launcher images push`) and a
+// ~300 MB model (`launcher models sync`) from practice host n1 to 3 others, each way in turn
+// (`--relay`: through this machine, as before; default: node to node over the fabric). For each:
+// wall time, bytes through this machine (the root side of the hosts' management veths, both
+// ways), and each node's rate as the progress reported it. Also: a push when every node already
+// has the image.
+// Run as root: npx tsx bench/push.ts [--mib 300] [--rounds 1]
+// Targets: node to node <= 0.5 x the relay's time; bytes through this machine < 1% of the payload.
+import { readFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { launcher, onHost, RIG_DIR, rigDown, rigUp, variant } from "../test/integration/practice-cluster.js";
+import { launcher, onHost, rigDown, rigUp, seedModel, variant } from "../test/integration/practice-cluster.js";
 
-const { values } = parseArgs({ options: { mib: { type: "string", default: "200" }, rounds: { type: "string", default: "2" } } });
+const { values } = parseArgs({ options: { mib: { type: "string", default: "300" }, rounds: { type: "string", default: "1" } } });
 const MIB = Number(values.mib);
 const ROUNDS = Number(values.rounds);
 const IMAGE = "bench-fat:local";
+const HOSTS = 4;
 const TARGETS = [2, 3, 4];
+const REPO = "models--practice--bench-moe";
 
 process.env.LAUNCHER_USE_DIST = "1";
 spawnSync("npm", ["run", "build"], { stdio: "ignore" });
 const dir = mkdtempSync(path.join(tmpdir(), "launcher-bench-push-"));
 const env = { LAUNCHER_DOCKER_IMAGES: path.join(dir, "docker-images") };
 
-/** Seconds a shell pipeline on this machine takes; the rig's ssh config is $1, the rest are args. */
-function timed(script: string, ...args: string[]): number {
-  const start = performance.now();
-  const r = spawnSync("bash", ["-c", `set -o pipefail; ${script}`, "bash", path.join(RIG_DIR, "ssh_config"), ...args], { encoding: "utf8", maxBuffer: 1 << 26 });
-  if (r.status !== 0) throw new Error(`${script} failed:\n${r.stderr}`);
-  return (performance.now() - start) / 1000;
+function managementBytes(): number {
+  let sum = 0;
+  for (let i = 1; i <= HOSTS; i++) for (const d of ["rx_bytes", "tx_bytes"]) sum += Number(readFileSync(`/sys/class/net/lnchm${i}/statistics/${d}`, "utf8").trim());
+  return sum;
 }
-const removeFromTargets = (): void => {
-  for (const i of TARGETS) onHost(i, ["sh", "-c", 'docker image rm "$1" >/dev/null 2>&1 || true', "sh", IMAGE]);
-};
+
+interface Measure {
+  seconds: number;
+  through: number;
+  payload: number;
+  rates: Map<string, string>;
+  paths: Map<string, string>;
+}
+
+/** One run of the CLI, timed, with the bytes through this machine and each node's last progress line. */
+async function measure(args: string[]): Promise<Measure> {
+  const before = managementBytes();
+  const start = performance.now();
+  const r = await launcher(args, 900_000);
+  const seconds = (performance.now() - start) / 1000;
+  if (r.code !== 0) throw new Error(`launcher ${args.join(" ")} failed:\n${r.stderr}`);
+  const through = managementBytes() - before;
+  const nodes = (JSON.parse(r.stdout) as { nodes: { node: string; bytes: number; path?: string; from?: string }[] }).nodes;
+  const rates = new Map<string, string>();
+  for (const m of r.stderr.matchAll(/^ +(n\d+) +[\d.]+ MiB +([\d.]+ MiB\/s) +done/gm)) rates.set(m[1] as string, m[2] as string);
+  const paths = new Map(nodes.filter((n) => n.path !== undefined).map((n) => [n.node, n.path === "relay" ? "relay" : `${n.from ?? "?"}->${n.node} ${n.path}`]));
+  return { seconds, through, payload: Math.max(...nodes.map((n) => n.bytes)), rates, paths };
+}
+
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+const mb = (b: number): string => `${(b / 1048576).toFixed(1)} MiB`;
+
+function print(what: string, relay: Measure[], direct: Measure[]): void {
+  const row = (name: string, ms: Measure[]): void => {
+    const m = ms[ms.length - 1] as Measure;
+    const t = median(ms.map((x) => x.seconds));
+    const rates = TARGETS.map((i) => `n${i} ${m.rates.get(`n${i}`) ?? "?"}`).join(", ");
+    console.log(`  ${name.padEnd(13)} ${t.toFixed(2).padStart(7)} s   through this machine ${mb(m.through).padStart(11)} (${((100 * m.through) / m.payload).toFixed(2)}% of ${mb(m.payload)})   rates: ${rates}`);
+  };
+  console.log(`\n${what}, from n1 to ${TARGETS.length} practice hosts (all on this machine's cores), median of ${ROUNDS}:`);
+  row("relay", relay);
+  row("node to node", direct);
+  const ratio = median(direct.map((x) => x.seconds)) / median(relay.map((x) => x.seconds));
+  console.log(`  ratio node to node / relay: ${ratio.toFixed(2)} x   (target <= 0.5); paths: ${[...(direct[direct.length - 1] as Measure).paths.values()].join(", ")}`);
+}
 
 try {
-  await rigUp(4);
+  await rigUp(HOSTS);
   const folder = path.join(dir, "docker-images", "bench-fat");
   mkdirSync(folder, { recursive: true });
   writeFileSync(path.join(folder, "Dockerfile"), "FROM practice-engine:local\nCOPY fat.bin /fat.bin\n");
   // Random bytes: nothing on the way can compress them away.
   spawnSync("sh", ["-c", 'head -c "$1" /dev/urandom > "$2"', "sh", String(MIB << 20), path.join(folder, "fat.bin")]);
-  const recipe = variant(dir, "bench-fat", "practice-2x", `docker_image = "${IMAGE}"\ndocker_image_dir = "bench-fat"\n`);
+  const recipe = variant(dir, "bench-fat", "practice-2x", `docker_image = "${IMAGE}"\ndocker_image_dir = "bench-fat"\nmodel = "practice/bench-moe"\n`);
   const built = await launcher(["images", "build", recipe], 600_000, env);
   if (built.code !== 0) throw new Error(`build failed:\n${built.stderr}`);
-  const bytes = Number(spawnSync("bash", ["-c", 'ssh -F "$1" lnch-n1 docker save "$2" | wc -c', "bash", path.join(RIG_DIR, "ssh_config"), IMAGE], { encoding: "utf8" }).stdout.trim());
+  seedModel(1, MIB << 20, REPO);
 
-  const serial: number[] = [];
-  const pushed: number[] = [];
+  const dropImage = (): void => {
+    for (const i of TARGETS) onHost(i, ["sh", "-c", 'docker image rm "$1" >/dev/null 2>&1 || true', "sh", IMAGE]);
+  };
+  const dropModel = (): void => {
+    for (const i of TARGETS) onHost(i, ["rm", "-rf", `/home/lnchu${i}/.cache/practice/huggingface/hub/${REPO}`]);
+  };
+  const img = { relay: [] as Measure[], direct: [] as Measure[] };
+  const mod = { relay: [] as Measure[], direct: [] as Measure[] };
   for (let round = 0; round < ROUNDS; round++) {
-    removeFromTargets();
-    serial.push(TARGETS.reduce((t, i) => t + timed('ssh -F "$1" lnch-n1 docker save "$2" | ssh -F "$1" "$3" docker load >/dev/null', IMAGE, `lnch-n${i}`), 0));
-    removeFromTargets();
-    const start = performance.now();
-    const r = await launcher(["images", "push", recipe, "--json"], 600_000);
-    if (r.code !== 0) throw new Error(`push failed:\n${r.stderr}`);
-    pushed.push((performance.now() - start) / 1000);
+    dropImage();
+    img.relay.push(await measure(["images", "push", recipe, "--relay", "--json"]));
+    dropImage();
+    img.direct.push(await measure(["images", "push", recipe, "--json"]));
+    dropModel();
+    mod.relay.push(await measure(["models", "sync", recipe, "--relay", "--json"]));
+    dropModel();
+    mod.direct.push(await measure(["models", "sync", recipe, "--json"]));
   }
   const noop: number[] = [];
   for (let i = 0; i < 3; i++) {
@@ -64,23 +109,9 @@ try {
     if (r.code !== 0) throw new Error(`push failed:\n${r.stderr}`);
     noop.push((performance.now() - start) / 1000);
   }
-
-  // Where the time goes, each part alone.
-  const save = median([0, 1, 2].map(() => timed('ssh -F "$1" lnch-n1 docker save "$2" >/dev/null', IMAGE)));
-  const transfer = median([0, 1, 2].map(() => timed('ssh -F "$1" lnch-n1 docker save "$2" | ssh -F "$1" lnch-n2 "cat >/dev/null"', IMAGE)));
-  timed('ssh -F "$1" lnch-n1 docker save "$2" | ssh -F "$1" lnch-n2 "cat > /tmp/launcher-bench-image.tar"', IMAGE);
-  removeFromTargets();
-  const load = timed('ssh -F "$1" lnch-n2 "docker load -i /tmp/launcher-bench-image.tar >/dev/null && rm -f /tmp/launcher-bench-image.tar"');
-
-  const s = median(serial);
-  const p = median(pushed);
-  console.log(`\nimage ${IMAGE}: ${(bytes / 1048576).toFixed(0)} MiB, from n1 to ${TARGETS.length} practice hosts (all on this machine's 2 cores), median of ${ROUNDS}`);
-  console.log(`serial (docker save | ssh NODE docker load, one node after another): ${s.toFixed(2)} s`);
-  console.log(`launcher images push (one save, streamed to all at once):           ${p.toFixed(2)} s`);
-  console.log(`ratio launcher / serial: ${(p / s).toFixed(2)} x   (target <= 0.7)`);
-  console.log(`launcher images push when every node has it: ${median(noop).toFixed(2)} s   (target < 1 s; the CLI's own start is part of it)`);
-  console.log(`\nwhere the time goes, each part alone on one node: save ${save.toFixed(2)} s; save + ssh transfer ${transfer.toFixed(2)} s; docker load ${load.toFixed(2)} s`);
-  console.log(`serial pays save + transfer + load ${TARGETS.length} times (${(TARGETS.length * (transfer + load)).toFixed(2)} s estimated); launcher saves once and loads ${TARGETS.length} at once`);
+  print(`image ${IMAGE} (${MIB} MiB of random bytes over practice-engine)`, img.relay, img.direct);
+  print(`model ${REPO} (${MIB} MiB blob)`, mod.relay, mod.direct);
+  console.log(`\nimages push when every node has it: ${median(noop).toFixed(2)} s (the CLI's own start is part of it)`);
 } finally {
   await launcher(["down", "--all", "--grace", "1"]);
   rigDown();

@@ -1,7 +1,8 @@
 import type { Command } from "commander";
 import { UserError } from "../config/errors.js";
 import { buildImage, imageFolders, imageReport, pushImage, pushSource, shortId } from "../deploy/images.js";
-import { mib, transferProgress } from "../deploy/progress.js";
+import { describePath, mib, transferProgress } from "../deploy/progress.js";
+import { clusterRoutes, RELAY_ASKED } from "../transfer/route.js";
 import { dockerOf, openSession, type ClusterSession } from "../deploy/session.js";
 import type { Recipe } from "../recipe/recipe.js";
 import { DockerClient } from "../remote/docker.js";
@@ -35,7 +36,7 @@ export async function runImagesBuild(ref: string, flags: ImageFlags & { local?: 
 }
 
 /** `launcher images push`: one save, streamed to every node that lacks the image or holds another ID. */
-export async function runImagesPush(ref: string, flags: ImageFlags & { from?: string; nodes?: string }, io: Output): Promise<void> {
+export async function runImagesPush(ref: string, flags: ImageFlags & { from?: string; nodes?: string; relay?: boolean }, io: Output): Promise<void> {
   const { recipe, session } = await recipeOnCluster(ref, flags.cluster, io);
   const image = recipe.docker_image;
   let source: DockerClient;
@@ -48,13 +49,14 @@ export async function runImagesPush(ref: string, flags: ImageFlags & { from?: st
     source = dockerOf(session, from);
   }
   const targets = namedNodes(session, flags.nodes).filter((n) => n.name !== source.node).map((n) => dockerOf(session, n.name));
-  const result = await pushImage(image, source, targets, transferProgress((line) => io.err(line), Date.now));
+  const direct = { routes: clusterRoutes(session.cluster.nodes), ...(flags.relay === true ? { relay: RELAY_ASKED } : {}) };
+  const result = await pushImage(image, source, targets, transferProgress((line) => io.err(line), Date.now), undefined, direct);
   if (flags.json) {
     io.json(result);
     return;
   }
   const sent = result.nodes.filter((n) => n.action === "sent");
-  io.out(`${image} ${shortId(result.id)} from ${result.source}: ${sent.length === 0 ? "every node already had it" : `sent to ${sent.map((n) => `${n.node} (${mib(n.bytes)})`).join(", ")}`} in ${result.seconds.toFixed(1)} s; every node now holds the same ID`);
+  io.out(`${image} ${shortId(result.id)} from ${result.source}: ${sent.length === 0 ? "every node already had it" : `sent to ${sent.map((n) => `${n.node} (${mib(n.bytes)}, ${describePath(n)})`).join(", ")}`} in ${result.seconds.toFixed(1)} s; every node now holds the same ID`);
 }
 
 export function registerImages(program: Command, io: Output): void {
@@ -96,6 +98,7 @@ export function registerImages(program: Command, io: Output): void {
     .addOption(clusterOption())
     .option("--from <node>", "node to send from, or `local` (default: the head, else the first node that has it)")
     .option("--nodes <names>", "comma-separated nodes to send to (default: every node)")
+    .option("--relay", "send through this machine instead of node to node")
     .addOption(jsonOption("print as JSON")).addOption(outputOption())
     .action((ref: string, _flags: unknown, cmd: Command) => runImagesPush(ref, cmd.optsWithGlobals(), io));
 }

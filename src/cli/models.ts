@@ -5,10 +5,11 @@ import path from "node:path";
 import { UserError } from "../config/errors.js";
 import { readTextFile } from "../config/read-file.js";
 import { syncWeights, weightsReport } from "../deploy/models.js";
-import { mib, transferProgress } from "../deploy/progress.js";
+import { describePath, mib, transferProgress } from "../deploy/progress.js";
 import { pullModel } from "../deploy/pull.js";
 import type { ClusterSession } from "../deploy/session.js";
 import type { Recipe } from "../recipe/recipe.js";
+import { RELAY_ASKED } from "../transfer/route.js";
 import { namedNodes, parseNodes, recipeOnCluster } from "./load.js";
 import type { Output } from "./output.js";
 import { withInterrupts } from "./interrupts.js";
@@ -18,6 +19,7 @@ interface ModelFlags {
   cluster?: string;
   nodes?: string;
   json?: boolean;
+  relay?: boolean;
 }
 
 interface PullFlags extends ModelFlags {
@@ -34,14 +36,14 @@ async function context(ref: string, flags: ModelFlags, io: Output) {
 /** `launcher models sync`: the snapshot from a node that has it to those that lack it. */
 export async function runModelsSync(ref: string, flags: ModelFlags, io: Output): Promise<void> {
   const { recipe, session, nodes } = await context(ref, flags, io);
-  const result = await withInterrupts((signal) => syncWeights(recipe, session, nodes, transferProgress((line) => io.err(line), Date.now), signal));
+  const result = await withInterrupts((signal) => syncWeights(recipe, session, nodes, transferProgress((line) => io.err(line), Date.now), signal, flags.relay === true ? { relay: RELAY_ASKED } : {}));
   if (flags.json) {
     io.json(result);
     return;
   }
   const copied = result.nodes.filter((n) => n.action === "copied");
   io.out(
-    `${recipe.model} ${result.revision.slice(0, 12)} from ${result.source}: ${copied.length === 0 ? "every node already had it" : copied.map((n) => `${n.node} ${mib(n.bytes)}${n.resumed_bytes > 0 ? ` (resumed after ${mib(n.resumed_bytes)})` : ""}`).join(", ")}; checked by size and SHA-256`,
+    `${recipe.model} ${result.revision.slice(0, 12)} from ${result.source}: ${copied.length === 0 ? "every node already had it" : copied.map((n) => `${n.node} ${mib(n.bytes)}${n.resumed_bytes > 0 ? ` (resumed after ${mib(n.resumed_bytes)})` : ""} ${describePath(n)}`.trimEnd()).join(", ")}; checked by size and SHA-256`,
   );
 }
 
@@ -125,6 +127,7 @@ export function registerModels(program: Command, io: Output): void {
     .argument("<recipe>", "recipe name, folder or recipe.toml")
     .addOption(clusterOption())
     .option("--nodes <names>", "comma-separated nodes to consider (default: every node)")
+    .option("--relay", "copy through this machine instead of node to node")
     .addOption(jsonOption("print as JSON")).addOption(outputOption())
     // The parent command has the same options: commander gives them to it, so merge.
     .action((ref: string, _flags: unknown, cmd: Command) => runModelsSync(ref, cmd.optsWithGlobals(), io));

@@ -5,7 +5,9 @@ import { RemoteError, UserError } from "../config/errors.js";
 import { buildOrder, fromImages, type ImageFolder } from "../plan/image-build.js";
 import type { DockerClient } from "../remote/docker.js";
 import { transferProgress, type TransferProgress } from "./progress.js";
-import { spawnLocal, type RawProcess } from "../remote/transport.js";
+import { execChecked, spawnLocal, type RawProcess } from "../remote/transport.js";
+import { runChain } from "../transfer/chain.js";
+import { checkSpace, parseProbe, planRoutes, PROBE_SCRIPT, type NodeProbe, type NodeRoute, type TransferPath } from "../transfer/route.js";
 import { abortable, checkInterrupted } from "./abort.js";
 
 /**
@@ -106,16 +108,109 @@ export interface PushResult {
   readonly image: string;
   readonly id: string;
   readonly source: string;
-  readonly nodes: readonly { node: string; action: "had" | "sent"; bytes: number; before?: string }[];
+  readonly nodes: readonly PushedNode[];
   readonly seconds: number;
 }
 
+export interface PushedNode {
+  readonly node: string;
+  readonly action: "had" | "sent";
+  readonly bytes: number;
+  readonly before?: string;
+  /** How it was sent: from another node over the fabric or management network, or through this machine. */
+  readonly path?: TransferPath;
+  /** The node it came from (node to node). */
+  readonly from?: string;
+  /** Why it went through this machine. */
+  readonly why?: string;
+}
+
+/** How payload may move: node to node where `routes` say where each node listens, unless `relay` gives a reason not to. */
+export interface DirectOptions {
+  readonly routes?: ReadonlyMap<string, NodeRoute>;
+  readonly relay?: string;
+}
+
 /**
- * Sends `image` from `source` to every target that lacks it or holds another ID: one `docker
- * save`, its bytes streamed to every `docker load` at once (the slowest node sets the pace), then
- * every node's ID checked against the source's.
+ * The relay: one `docker save` on the source, its bytes through this machine to every target's
+ * `docker load` at once (the slowest sets the pace). `bytes` gets what each node was sent.
  */
-export async function pushImage(image: string, source: DockerClient, targets: readonly DockerClient[], progress: TransferProgress, signal?: AbortSignal): Promise<PushResult> {
+async function relayImage(image: string, source: DockerClient, need: readonly DockerClient[], bytes: Map<string, number>, progress: TransferProgress, signal?: AbortSignal): Promise<void> {
+  if (need.length === 0) return;
+  for (const t of need) bytes.set(t.node, 0);
+  const save = source.transport.spawn(["docker", "save", "--", image]);
+  save.stdin.end();
+  const loads = need.map((t) => ({ node: t.node, p: t.transport.spawn(["docker", "load", "--quiet"]), dead: false, waiting: false }));
+  // The save goes at the pace of the slowest live load; a load that ends early stops holding it back.
+  const maybeResume = (): void => {
+    if (loads.every((l) => l.dead || !l.waiting)) save.stdout.resume();
+  };
+  for (const l of loads) {
+    l.p.stdout.resume();
+    void l.p.done.then(() => {
+      l.dead = true;
+      maybeResume();
+    });
+  }
+  save.stdout.on("data", (chunk: Buffer) => {
+    for (const l of loads) {
+      if (l.dead) continue;
+      bytes.set(l.node, (bytes.get(l.node) ?? 0) + chunk.length);
+      progress.node(l.node, bytes.get(l.node) ?? 0, false, RELAY_DETAIL);
+      if (!l.p.stdin.write(chunk)) {
+        l.waiting = true;
+        l.p.stdin.once("drain", () => {
+          l.waiting = false;
+          maybeResume();
+        });
+      }
+    }
+    if (loads.some((l) => !l.dead && l.waiting)) save.stdout.pause();
+    if (loads.every((l) => l.dead)) save.kill();
+  });
+  save.stdout.on("end", () => {
+    for (const l of loads) l.p.stdin.end();
+  });
+  // An interrupt stops the transfer where it is: a load cut short gets a truncated archive and
+  // tags nothing, so no node is left with half an image under the name.
+  const stop = (): void => {
+    save.kill();
+    for (const l of loads) l.p.kill();
+  };
+  signal?.addEventListener("abort", stop, { once: true });
+  if (signal?.aborted) stop();
+  const saved = await save.done;
+  signal?.removeEventListener("abort", stop);
+  if (signal?.aborted) {
+    await Promise.all(loads.map((l) => l.p.done));
+    checkInterrupted(signal, `the push of ${image} was stopped; no container was started`);
+  }
+  // Every load gone first: their errors (below) say more than the save's broken pipe.
+  if (saved.code !== 0 && !loads.every((l) => l.dead)) {
+    for (const l of loads) l.p.kill();
+    throw new RemoteError(source.node, `docker save ${image} failed (exit ${saved.code})`, saved.stderr);
+  }
+  const results = await Promise.all(loads.map(async (l) => ({ node: l.node, r: await l.p.done })));
+  for (const { node } of results) progress.node(node, bytes.get(node) ?? 0, true, RELAY_DETAIL);
+  const failed = results.filter((x) => x.r.code !== 0);
+  if (failed.length > 0) throw new RemoteError(failed.map((f) => f.node).join(", "), `docker load of ${image} failed`, failed.map((f) => `${f.node}: ${f.r.stderr.trim()}`).join("\n"));
+}
+
+const RELAY_DETAIL = "through this machine";
+
+/** What one SSH round trip finds on each node: the hop's tools and the free space where `docker load` writes. */
+const probeDocker = (d: DockerClient): Promise<NodeProbe> => execChecked(d.transport, ["sh", "-c", PROBE_SCRIPT, "sh", "docker", ""], "checking the node before the push", 30_000).then((out) => parseProbe(d.node, out));
+
+/**
+ * Sends `image` from `source` to every target that lacks it or holds another ID, then checks every
+ * node's ID against the source's. With `direct.routes`, node to node: a chain from the source
+ * through every target (runChain), each `docker load` fed while the bytes pass on; a target the
+ * chain cannot serve (no perl there, an address no other node reaches) gets the relay, and why is
+ * said. The ID is the digest of the image's config, and `docker load` refuses a layer whose
+ * content does not match the config's diff ID (moby/moby image/tarexport/load.go, "invalid diffID
+ * for layer"): the same ID is the same image, bit for bit, whatever carried it.
+ */
+export async function pushImage(image: string, source: DockerClient, targets: readonly DockerClient[], progress: TransferProgress, signal?: AbortSignal, direct: DirectOptions = {}): Promise<PushResult> {
   const started = Date.now();
   const id = await source.imageId(image);
   if (id === undefined) throw new UserError(`image ${image} is not on ${source.node}, so it cannot be sent from there`, "build it first (launcher images build RECIPE), or name another source with --from");
@@ -123,64 +218,50 @@ export async function pushImage(image: string, source: DockerClient, targets: re
   const unreachable = before.filter((b) => b.error !== undefined);
   if (unreachable.length > 0) throw new RemoteError(unreachable.map((u) => u.node).join(", "), "cannot push: the node does not answer", unreachable.map((u) => `${u.node}: ${u.error ?? ""}`).join("\n"));
   const need = targets.filter((t) => before.find((b) => b.node === t.node)?.id !== id);
-  const bytes = new Map<string, number>(need.map((t) => [t.node, 0]));
+  const bytes = new Map<string, number>();
+  const how = new Map<string, { path: TransferPath; from?: string; why?: string }>();
   if (need.length > 0) {
-    const save = source.transport.spawn(["docker", "save", "--", image]);
-    save.stdin.end();
-    const loads = need.map((t) => ({ node: t.node, p: t.transport.spawn(["docker", "load", "--quiet"]), dead: false, waiting: false }));
-    // The save goes at the pace of the slowest live load; a load that ends early stops holding it back.
-    const maybeResume = (): void => {
-      if (loads.every((l) => l.dead || !l.waiting)) save.stdout.resume();
-    };
-    for (const l of loads) {
-      l.p.stdout.resume();
-      void l.p.done.then(() => {
-        l.dead = true;
-        maybeResume();
-      });
-    }
-    save.stdout.on("data", (chunk: Buffer) => {
-      for (const l of loads) {
-        if (l.dead) continue;
-        bytes.set(l.node, (bytes.get(l.node) ?? 0) + chunk.length);
-        progress.node(l.node, bytes.get(l.node) ?? 0, false);
-        if (!l.p.stdin.write(chunk)) {
-          l.waiting = true;
-          l.p.stdin.once("drain", () => {
-            l.waiting = false;
-            maybeResume();
-          });
-        }
+    const routes = direct.routes ?? new Map<string, NodeRoute>();
+    const fromNode = routes.has(source.node);
+    const [sourceProbe, probes, size] = await Promise.all([
+      fromNode ? probeDocker(source) : Promise.resolve(undefined),
+      Promise.all(need.map(probeDocker)),
+      execChecked(source.transport, ["docker", "image", "inspect", "--format", "{{.Size}}", "--", image], "reading the image's size", 20_000).then((s) => Number(s.trim())),
+    ]);
+    // `docker load` unpacks the whole archive in its temporary folder (under Docker's root) before
+    // it stores the layers (moby/moby image/tarexport/load.go, untar into os.MkdirTemp): twice the size.
+    checkSpace(probes, new Map(need.map((t) => [t.node, 2 * size])), `image ${image} (${(size / 1048576).toFixed(0)} MiB, unpacked once to a temporary folder, then stored)`);
+    const plan = planRoutes(source.node, sourceProbe, probes, routes, direct.relay ?? (direct.routes === undefined ? "node to node was not asked for" : undefined));
+    const byName = (names: readonly string[]): DockerClient[] => need.filter((t) => names.includes(t.node));
+    const relayed = (list: readonly { node: string; why: string }[]): Promise<void> => {
+      for (const r of list) {
+        how.set(r.node, { path: "relay", why: r.why });
+        // Said when it is news: not for --relay, nor where node to node was never possible.
+        if (direct.routes !== undefined && direct.relay === undefined) progress.note?.(`  ${r.node.padEnd(10)} through this machine: ${r.why}`);
       }
-      if (loads.some((l) => !l.dead && l.waiting)) save.stdout.pause();
-      if (loads.every((l) => l.dead)) save.kill();
-    });
-    save.stdout.on("end", () => {
-      for (const l of loads) l.p.stdin.end();
-    });
-    // An interrupt stops the transfer where it is: a load cut short gets a truncated archive and
-    // tags nothing, so no node is left with half an image under the name.
-    const stop = (): void => {
-      save.kill();
-      for (const l of loads) l.p.kill();
+      return relayImage(image, source, byName(list.map((r) => r.node)), bytes, progress, signal);
     };
-    signal?.addEventListener("abort", stop, { once: true });
-    if (signal?.aborted) stop();
-    const saved = await save.done;
-    signal?.removeEventListener("abort", stop);
-    if (signal?.aborted) {
-      await Promise.all(loads.map((l) => l.p.done));
-      checkInterrupted(signal, `the push of ${image} was stopped; no container was started`);
-    }
-    // Every load gone first: their errors (below) say more than the save's broken pipe.
-    if (saved.code !== 0 && !loads.every((l) => l.dead)) {
-      for (const l of loads) l.p.kill();
-      throw new RemoteError(source.node, `docker save ${image} failed (exit ${saved.code})`, saved.stderr);
-    }
-    const results = await Promise.all(loads.map(async (l) => ({ node: l.node, r: await l.p.done })));
-    for (const { node } of results) progress.node(node, bytes.get(node) ?? 0, true);
-    const failed = results.filter((x) => x.r.code !== 0);
-    if (failed.length > 0) throw new RemoteError(failed.map((f) => f.node).join(", "), `docker load of ${image} failed`, failed.map((f) => `${f.node}: ${f.r.stderr.trim()}`).join("\n"));
+    const chain = async (): Promise<readonly { node: string; why: string }[]> => {
+      if (plan.direct.length === 0) return [];
+      const out = await runChain(
+        { node: source.node, transport: source.transport, command: ["docker", "save", "--", image] },
+        plan.direct.map((r) => ({ ...r, transport: (need.find((t) => t.node === r.node) as DockerClient).transport, sink: ["docker", "load", "--quiet"], skip: 0 })),
+        (node, n, done) => {
+          bytes.set(node, n);
+          const h = how.get(node);
+          progress.node(node, n, done, h?.from === undefined ? undefined : `from ${h.from} over ${h.path}`);
+        },
+        signal,
+      );
+      if (signal !== undefined) checkInterrupted(signal, `the push of ${image} was stopped; no container was started`);
+      for (const d of out.delivered) how.set(d.node, { path: d.path, from: d.from });
+      if (out.failed.length > 0) throw new RemoteError(out.failed.map((f) => f.node).join(", "), `sending ${image} node to node failed`, out.failed.map((f) => `${f.node}: ${f.why}`).join("\n"), "run the push again; --relay sends it through this machine instead");
+      return out.unreached;
+    };
+    // As planned: each node from the one before it (the outcome says where each really came from).
+    for (const [i, r] of plan.direct.entries()) how.set(r.node, { path: r.path, from: plan.direct[i - 1]?.node ?? source.node });
+    const [unreached] = await Promise.all([chain(), relayed(plan.relay)]);
+    await relayed(unreached);
   }
   const after = await imageReport(image, targets);
   const wrong = after.filter((a) => a.id !== id);
@@ -191,10 +272,17 @@ export async function pushImage(image: string, source: DockerClient, targets: re
     image,
     id,
     source: source.node,
-    nodes: targets.map((t) => {
+    nodes: targets.map((t): PushedNode => {
       const had = before.find((b) => b.node === t.node)?.id;
       const sent = bytes.has(t.node);
-      return { node: t.node, action: sent ? "sent" : "had", bytes: bytes.get(t.node) ?? 0, ...(had === undefined || !sent ? {} : { before: had }) };
+      const h = how.get(t.node);
+      return {
+        node: t.node,
+        action: sent ? "sent" : "had",
+        bytes: bytes.get(t.node) ?? 0,
+        ...(had === undefined || !sent ? {} : { before: had }),
+        ...(h === undefined || !sent ? {} : { path: h.path, ...(h.from === undefined ? {} : { from: h.from }), ...(h.why === undefined ? {} : { why: h.why }) }),
+      };
     }),
     seconds: (Date.now() - started) / 1000,
   };
@@ -204,7 +292,7 @@ export async function pushImage(image: string, source: DockerClient, targets: re
  * Before a boot: every node of the plan gets the image the head has (or the first node that has
  * it), so no rank starts with another build or none. Nothing to do costs one `inspect` per node.
  */
-export async function ensureImage(image: string, nodes: readonly DockerClient[], note: (text: string) => void, signal: AbortSignal): Promise<PushResult | undefined> {
+export async function ensureImage(image: string, nodes: readonly DockerClient[], note: (text: string) => void, signal: AbortSignal, routes?: ReadonlyMap<string, NodeRoute>): Promise<PushResult | undefined> {
   const report = await abortable(imageReport(image, nodes), signal, "before the image push; no container was started");
   // A node that does not answer is preflight's to report, with the others' problems.
   if (report.some((r) => r.error !== undefined)) return undefined;
@@ -215,5 +303,5 @@ export async function ensureImage(image: string, nodes: readonly DockerClient[],
   if (source === undefined) return undefined;
   const lacking = report.filter((r) => r.id !== report.find((x) => x.node === from)?.id).map((r) => r.node);
   note(`image ${image}: sending it from ${source.node} to ${lacking.join(", ")} (--no-push refuses instead) ...`);
-  return pushImage(image, source, nodes.filter((n) => n !== source), transferProgress(note, Date.now), signal);
+  return pushImage(image, source, nodes.filter((n) => n !== source), transferProgress(note, Date.now), signal, routes === undefined ? {} : { routes });
 }

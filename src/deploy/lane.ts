@@ -11,6 +11,7 @@ import { placeSwap } from "./placement.js";
 import { preflight } from "./preflight.js";
 import { dockerOf, type ClusterSession } from "./session.js";
 import { ensureImage } from "./images.js";
+import { clusterRoutes } from "../transfer/route.js";
 import { abortable, checkInterrupted, Detached, Interrupted, interruption } from "./abort.js";
 import { createdBy } from "./boot.js";
 import { judgeExisting } from "./existing.js";
@@ -153,7 +154,7 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
     }
     // Check everything but the nodes the old deployment frees before stopping it: a typo must
     // not cost the lane its model.
-    if (options.push !== false) await ensureImage(plan.recipe.docker_image, plan.nodes.map((n) => dockerOf(session, n.node)), (t) => options.progress.note(t), early);
+    if (options.push !== false) await ensureImage(plan.recipe.docker_image, plan.nodes.map((n) => dockerOf(session, n.node)), (t) => options.progress.note(t), early, clusterRoutes(session.cluster.nodes));
     await preflight(plan, session, early, replacingNames);
     notInterrupted(`switching lane ${lane}`);
     store.setLane({

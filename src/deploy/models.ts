@@ -6,6 +6,8 @@ import type { DockerClient } from "../remote/docker.js";
 import { execChecked } from "../remote/transport.js";
 import { joinPipe } from "./images.js";
 import type { TransferProgress } from "./progress.js";
+import { runChain } from "../transfer/chain.js";
+import { checkSpace, clusterRoutes, parseProbe, planRoutes, PROBE_SCRIPT, type NodeProbe, type TransferPath } from "../transfer/route.js";
 import type { ClusterSession } from "./session.js";
 
 export interface NodeWeights {
@@ -81,16 +83,34 @@ export async function weightsReport(recipe: Recipe, session: ClusterSession, nod
 export interface SyncResult {
   readonly source: string;
   readonly revision: string;
-  readonly nodes: readonly { node: string; action: "had" | "copied"; bytes: number; resumed_bytes: number; blobs: number }[];
+  readonly nodes: readonly SyncedNode[];
+}
+
+export interface SyncedNode {
+  readonly node: string;
+  readonly action: "had" | "copied";
+  readonly bytes: number;
+  readonly resumed_bytes: number;
+  readonly blobs: number;
+  /** How the bytes came: from another node over the fabric or management network, or through this machine. */
+  readonly path?: TransferPath;
+  readonly from?: string;
+  /** Why they went through this machine. */
+  readonly why?: string;
+}
+
+export interface SyncOptions {
+  /** Set: every byte through this machine, for this reason (--relay). */
+  readonly relay?: string;
 }
 
 const ok = (docker: DockerClient, argv: readonly string[], what: string): Promise<string> => execChecked(docker.transport, argv, what, 120_000);
 
-/** Streams one file's bytes from `offset` on: source `tail -c` into the target's partial file. */
+/** Streams one file's bytes from `offset` on: source `tail -c` into the target's partial file, through this machine. */
 async function copyFrom(source: DockerClient, target: DockerClient, from: string, to: string, offset: number, signal: AbortSignal, onBytes: (n: number) => void): Promise<void> {
   const read = source.transport.spawn(["tail", "-c", `+${offset + 1}`, from]);
   read.stdin.end();
-  const write = target.transport.spawn(["sh", "-c", 'cat >> "$1"', "sh", to]);
+  const write = target.transport.spawn(APPEND(to));
   write.stdout.resume();
   const abort = (): void => {
     read.kill();
@@ -101,7 +121,7 @@ async function copyFrom(source: DockerClient, target: DockerClient, from: string
   joinPipe(read, write);
   try {
     const [r, w] = await Promise.all([read.done, write.done]);
-    if (signal.aborted) throw new UserError("interrupted: the partial copy stays and a new `launcher models sync` resumes it");
+    if (signal.aborted) throw interrupted();
     if (r.code !== 0) throw new RemoteError(source.node, `reading ${from} failed (exit ${r.code})`, r.stderr);
     if (w.code !== 0) throw new RemoteError(target.node, `writing ${to} failed (exit ${w.code})`, w.stderr);
   } finally {
@@ -109,13 +129,32 @@ async function copyFrom(source: DockerClient, target: DockerClient, from: string
   }
 }
 
+const APPEND = (to: string): string[] => ["sh", "-c", 'cat >> "$1"', "sh", to];
+const interrupted = (): UserError => new UserError("interrupted: the partial copy stays and a new `launcher models sync` resumes it");
+
+/** One file of the snapshot to bring to the nodes that lack it: a blob, or a plain file of the snapshot folder. */
+interface FileJob {
+  readonly label: string;
+  readonly from: string;
+  readonly size: number;
+  readonly sha256?: string;
+  /** Its final path on a node, given the node's repo folder. */
+  readonly to: (repo: string) => string;
+  /** Bytes each node that needs it already holds (its partial file). */
+  readonly offsets: ReadonlyMap<string, number>;
+  readonly blob: boolean;
+}
+
 /**
  * Copies the snapshot (only the files of that revision and the blobs they point to) from a node
- * that has it to every node that lacks it, through this machine. A blob is written to
- * NAME.launcher-partial and moved into place once its size (and SHA-256, where its name is one)
- * checks out, so an interrupted sync resumes from the bytes already there.
+ * that has it to every node that lacks it. Node to node by default: for each file, a chain from
+ * the source through every node that needs it (runChain), each writing what it lacks while it
+ * passes every byte on; a node the chain cannot serve gets the relay through this machine, and
+ * why is said (options.relay: all of them). A blob is written to NAME.launcher-partial and moved
+ * into place once its size (and SHA-256, where its name is one) checks out, so an interrupted sync
+ * resumes from the bytes already there, whichever way they came.
  */
-export async function syncWeights(recipe: Recipe, session: ClusterSession, nodes: readonly ClusterNode[], progress: TransferProgress, signal: AbortSignal): Promise<SyncResult> {
+export async function syncWeights(recipe: Recipe, session: ClusterSession, nodes: readonly ClusterNode[], progress: TransferProgress, signal: AbortSignal, options: SyncOptions = {}): Promise<SyncResult> {
   const report = await weightsReport(recipe, session, nodes);
   const sourceReport = report.find((r) => r.present);
   if (sourceReport === undefined) {
@@ -134,51 +173,143 @@ export async function syncWeights(recipe: Recipe, session: ClusterSession, nodes
     blobs.set(name, { size: f.size, ...(sha === undefined ? {} : { sha256: sha }) });
   }
 
-  const results = await Promise.all(
-    report.map(async (r) => {
-      if (r.present) return { node: r.node, action: "had" as const, bytes: 0, resumed_bytes: 0, blobs: 0 };
-      const target = session.docker.get(r.node) as DockerClient;
-      const repo = r.path;
-      await ok(target, ["mkdir", "-p", `${repo}/blobs`, `${repo}/refs`, `${repo}/snapshots/${revision}`], "making the cache folders");
-      const state = (await ok(target, ["sh", "-c", BLOB_STATE_SCRIPT, "sh", `${repo}/blobs`, ...blobs.keys()], "reading the blobs there"))
+  const targets = report.filter((r) => !r.present);
+  const docker = (node: string): DockerClient => session.docker.get(node) as DockerClient;
+  const repoOf = new Map(targets.map((t) => [t.node, t.path]));
+  // Each target's partial and complete blobs: what it still needs, and from which byte.
+  const states = await Promise.all(
+    targets.map(async (t) => {
+      const target = docker(t.node);
+      await ok(target, ["mkdir", "-p", `${t.path}/blobs`, `${t.path}/refs`, `${t.path}/snapshots/${revision}`], "making the cache folders");
+      const state = (await ok(target, ["sh", "-c", BLOB_STATE_SCRIPT, "sh", `${t.path}/blobs`, ...blobs.keys()], "reading the blobs there"))
         .split("\n")
         .filter(Boolean)
         .map((l) => l.split(" "));
-      let bytes = 0;
-      let resumed = 0;
-      let copied = 0;
+      const offsets = new Map<string, number>();
       for (const [name, complete, partial] of state) {
         const blob = blobs.get(name as string);
         if (blob === undefined || Number(complete) === blob.size) continue;
         const have = Number(partial);
-        const offset = have > 0 && have <= blob.size ? have : 0;
-        if (have > blob.size) await ok(target, ["rm", "-f", `${repo}/blobs/${name}.launcher-partial`], "removing an oversized partial blob");
-        resumed += offset;
-        await copyFrom(source, target, `${sourceRepo}/blobs/${name}`, `${repo}/blobs/${name}.launcher-partial`, offset, signal, (n) => {
-          bytes += n;
-          progress.node(r.node, bytes, false, (name as string).slice(0, 16));
-        });
-        await ok(target, ["sh", "-c", FINISH_SCRIPT, "sh", `${repo}/blobs/${name}`, String(blob.size), blob.sha256 ?? ""], `checking blob ${name}`);
-        copied++;
+        if (have > blob.size) await ok(target, ["rm", "-f", `${t.path}/blobs/${name}.launcher-partial`], "removing an oversized partial blob");
+        offsets.set(name as string, have > 0 && have <= blob.size ? have : 0);
       }
-      for (const f of files.filter((x) => x.link === undefined)) {
-        const to = `${repo}/snapshots/${revision}/${f.path}`;
-        await ok(target, ["sh", "-c", 'mkdir -p "$(dirname "$1")" && rm -f "$1.launcher-partial"', "sh", to], "preparing a plain file");
-        await copyFrom(source, target, `${sourceRepo}/snapshots/${revision}/${f.path}`, `${to}.launcher-partial`, 0, signal, (n) => {
-          bytes += n;
-          progress.node(r.node, bytes, false, f.path);
-        });
-        await ok(target, ["sh", "-c", FINISH_SCRIPT, "sh", to, String(f.size), ""], `checking ${f.path}`);
+      await Promise.all(
+        files.filter((x) => x.link === undefined).map((f) => ok(target, ["sh", "-c", 'mkdir -p "$(dirname "$1")" && rm -f "$1.launcher-partial"', "sh", `${t.path}/snapshots/${revision}/${f.path}`], "preparing a plain file")),
+      );
+      return { node: t.node, offsets };
+    }),
+  );
+  const jobs: FileJob[] = [
+    ...[...blobs].map(([name, b]): FileJob => ({
+      label: name.slice(0, 16),
+      from: `${sourceRepo}/blobs/${name}`,
+      size: b.size,
+      ...(b.sha256 === undefined ? {} : { sha256: b.sha256 }),
+      to: (repo) => `${repo}/blobs/${name}`,
+      offsets: new Map(states.flatMap((s) => (s.offsets.has(name) ? [[s.node, s.offsets.get(name) as number] as const] : []))),
+      blob: true,
+    })),
+    ...files.filter((x) => x.link === undefined).map((f): FileJob => ({
+      label: f.path,
+      from: `${sourceRepo}/snapshots/${revision}/${f.path}`,
+      size: f.size,
+      to: (repo) => `${repo}/snapshots/${revision}/${f.path}`,
+      offsets: new Map(targets.map((t) => [t.node, 0])),
+      blob: false,
+    })),
+  ];
+
+  // Before any byte moves: every target has room for what it lacks, and the hop's tools.
+  const routes = clusterRoutes(session.cluster.nodes);
+  const probe = (node: string, path: string): Promise<NodeProbe> => ok(docker(node), ["sh", "-c", PROBE_SCRIPT, "sh", "path", path], "checking the node before the sync").then((out) => parseProbe(node, out));
+  const [sourceProbe, probes] = await Promise.all([
+    options.relay === undefined && targets.length > 0 ? probe(source.node, sourceRepo) : Promise.resolve(undefined),
+    Promise.all(targets.map((t) => probe(t.node, t.path))),
+  ]);
+  const need = new Map(targets.map((t) => [t.node, jobs.reduce((sum, j) => sum + (j.offsets.has(t.node) ? j.size - (j.offsets.get(t.node) ?? 0) : 0), 0)]));
+  checkSpace(probes, need, `model ${recipe.model}`);
+  const plan = planRoutes(source.node, sourceProbe, probes, routes, options.relay);
+  const relayWhy = new Map(plan.relay.map((r) => [r.node, r.why]));
+  const sayRelay = (node: string, why: string): void => {
+    relayWhy.set(node, why);
+    if (options.relay === undefined) progress.note?.(`  ${node.padEnd(10)} through this machine: ${why}`);
+  };
+  for (const r of plan.relay) sayRelay(r.node, r.why);
+
+  const totals = new Map(targets.map((t) => [t.node, { bytes: 0, resumed: 0, blobs: 0, from: undefined as string | undefined, path: undefined as TransferPath | undefined }]));
+  for (const job of jobs) {
+    const needing = [...job.offsets.keys()];
+    if (needing.length === 0) continue;
+    for (const n of needing) (totals.get(n) as { resumed: number }).resumed += job.offsets.get(n) ?? 0;
+    const show = (node: string, bytes: number, detail: string): void => progress.node(node, (totals.get(node)?.bytes ?? 0) + bytes, false, `${job.label}  ${detail}`);
+    const direct = plan.direct.filter((r) => needing.includes(r.node) && !relayWhy.has(r.node));
+    const relayOne = async (node: string): Promise<void> => {
+      let n = 0;
+      await copyFrom(source, docker(node), job.from, `${job.to(repoOf.get(node) as string)}.launcher-partial`, job.offsets.get(node) ?? 0, signal, (c) => {
+        n += c;
+        show(node, n, "through this machine");
+      });
+      const t = totals.get(node) as { bytes: number; path?: TransferPath };
+      t.bytes += n;
+      t.path = "relay";
+    };
+    const chain = async (): Promise<void> => {
+      if (direct.length === 0) return;
+      const from = Math.min(...direct.map((r) => job.offsets.get(r.node) ?? 0));
+      const out = await runChain(
+        { node: source.node, transport: source.transport, command: ["tail", "-c", `+${from + 1}`, "--", job.from] },
+        direct.map((r) => ({ ...r, transport: docker(r.node).transport, sink: APPEND(`${job.to(repoOf.get(r.node) as string)}.launcher-partial`), skip: (job.offsets.get(r.node) ?? 0) - from })),
+        (node, bytes) => show(node, Math.max(0, bytes - ((job.offsets.get(node) ?? 0) - from)), `over ${routes.get(node)?.path ?? "?"}`),
+        signal,
+      );
+      if (signal.aborted) throw interrupted();
+      if (out.failed.length > 0) throw new RemoteError(out.failed.map((f) => f.node).join(", "), `sending ${job.label} node to node failed`, out.failed.map((f) => `${f.node}: ${f.why}`).join("\n"), "run the sync again: it resumes; --relay sends through this machine instead");
+      for (const d of out.delivered) {
+        const t = totals.get(d.node) as { bytes: number; from?: string; path?: TransferPath };
+        t.bytes += d.bytes - ((job.offsets.get(d.node) ?? 0) - from);
+        t.from = d.from;
+        t.path = d.path;
       }
-      const links = files.filter((x) => x.link !== undefined).flatMap((x) => [x.path, x.link as string]);
-      await ok(target, ["sh", "-c", LINK_SCRIPT, "sh", `${repo}/snapshots/${revision}`, ...links], "linking the snapshot");
-      if (sourceLoc.revision === undefined) await ok(target, ["sh", "-c", 'printf %s "$2" > "$1"', "sh", `${repo}/refs/main`, revision], "writing refs/main");
-      progress.node(r.node, bytes, true);
-      return { node: r.node, action: "copied" as const, bytes, resumed_bytes: resumed, blobs: copied };
+      for (const u of out.unreached) sayRelay(u.node, u.why);
+      await Promise.all(out.unreached.map((u) => relayOne(u.node)));
+    };
+    await Promise.all([chain(), ...needing.filter((n) => relayWhy.has(n) && !direct.some((r) => r.node === n)).map(relayOne)]);
+    await Promise.all(
+      needing.map(async (n) => {
+        await ok(docker(n), ["sh", "-c", FINISH_SCRIPT, "sh", job.to(repoOf.get(n) as string), String(job.size), job.sha256 ?? ""], `checking ${job.label}`);
+        if (job.blob) (totals.get(n) as { blobs: number }).blobs++;
+      }),
+    );
+  }
+  const links = files.filter((x) => x.link !== undefined).flatMap((x) => [x.path, x.link as string]);
+  await Promise.all(
+    targets.map(async (t) => {
+      const target = docker(t.node);
+      await ok(target, ["sh", "-c", LINK_SCRIPT, "sh", `${t.path}/snapshots/${revision}`, ...links], "linking the snapshot");
+      if (sourceLoc.revision === undefined) await ok(target, ["sh", "-c", 'printf %s "$2" > "$1"', "sh", `${t.path}/refs/main`, revision], "writing refs/main");
+      progress.node(t.node, totals.get(t.node)?.bytes ?? 0, true);
     }),
   );
   const after = await weightsReport(recipe, session, nodes);
   const still = after.filter((a) => !a.present);
   if (still.length > 0) throw new RemoteError(still.map((s) => s.node).join(", "), "after the sync the snapshot is still incomplete", still.map((s) => `${s.node}: ${s.reason ?? "?"}`).join("\n"));
-  return { source: sourceReport.node, revision, nodes: results };
+  return {
+    source: sourceReport.node,
+    revision,
+    nodes: report.map((r): SyncedNode => {
+      const t = totals.get(r.node);
+      if (r.present || t === undefined) return { node: r.node, action: "had", bytes: 0, resumed_bytes: 0, blobs: 0 };
+      const why = relayWhy.get(r.node);
+      return {
+        node: r.node,
+        action: "copied",
+        bytes: t.bytes,
+        resumed_bytes: t.resumed,
+        blobs: t.blobs,
+        ...(t.path === undefined ? {} : { path: t.path }),
+        ...(t.from === undefined || t.path === "relay" ? {} : { from: t.from }),
+        ...(why === undefined || t.path !== "relay" ? {} : { why }),
+      };
+    }),
+  };
 }

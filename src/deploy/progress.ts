@@ -57,6 +57,8 @@ export function progressReporter(stream: NodeJS.WriteStream, now: () => number):
 
 export interface TransferProgress {
   node(node: string, bytes: number, done: boolean, detail?: string): void;
+  /** A line of its own: why a node's bytes take another path. */
+  note?(text: string): void;
 }
 
 export const mib = (b: number): string => `${(b / 1048576).toFixed(1)} MiB`;
@@ -73,5 +75,10 @@ export function transferProgress(write: (line: string) => void, now: () => numbe
       const rate = bytes / Math.max(0.001, (t - start) / 1000);
       write(`  ${node.padEnd(10)} ${mib(bytes).padStart(12)}  ${mib(rate)}/s${done ? "  done" : ""}${detail === undefined ? "" : `  ${detail}`}`);
     },
+    note: write,
   };
 }
+
+/** How a node's bytes came, as the summary line says it: "from n1 over fabric", "through this machine". */
+export const describePath = (n: { path?: string; from?: string }): string =>
+  n.path === undefined ? "" : n.path === "relay" || n.from === undefined ? "through this machine" : `from ${n.from} over ${n.path}`;

@@ -18,6 +18,7 @@ import { ensureImage } from "./images.js";
 import { fitText, type FitReport } from "./fit.js";
 import { startGuard } from "./guard.js";
 import { memoryFloorGiB, type Trip } from "./memory-watch.js";
+import { clusterRoutes } from "../transfer/route.js";
 
 export interface UpOptions {
   readonly timeoutMs: number;
@@ -104,7 +105,7 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
   try {
     const same = await sameNameOnCluster(plan, session, signal, note);
     if (same !== undefined) return { status: "already-running", endpoint: same.endpoint, served_model: same.served_model, seconds: 0 };
-    if (options.push !== false) await ensureImage(plan.recipe.docker_image, plan.nodes.map((n) => dockerOf(session, n.node)), note, signal);
+    if (options.push !== false) await ensureImage(plan.recipe.docker_image, plan.nodes.map((n) => dockerOf(session, n.node)), note, signal, clusterRoutes(session.cluster.nodes));
     if (options.dropCaches === true) for (const line of await dropCaches(plan, session, signal)) note(line);
     note(`preflight of ${plan.deployment} on ${plan.nodes.map((n) => n.node).join(", ")} ...`);
     const image = await preflight(plan, session, signal);

@@ -170,7 +170,9 @@ describe("images, weights and the fabric on the practice cluster", { concurrency
     onHost(1, ["sh", "-c", 'head -c 1000000 /dev/urandom > "$HOME/$1/blobs/0000000000000000000000000000000000000000000000000000000000000000"', "sh", ".cache/practice/huggingface/hub/models--practice--big-moe"]);
     const partial = () => Number(onHost(3, ["sh", "-c", 'stat -c %s "$HOME/$1"/blobs/*.launcher-partial 2>/dev/null | sort -n | tail -1 || true', "sh", ".cache/practice/huggingface/hub/models--practice--big-moe"]).trim() || "0");
 
-    const first = launcherProcess(["models", "sync", big, "--nodes", "n1,n3"]);
+    // Through this machine (--relay): node to node over the practice fabric, 160 MiB is over before
+    // the test could interrupt it (transfer.test.ts interrupts that path on a slowed link).
+    const first = launcherProcess(["models", "sync", big, "--nodes", "n1,n3", "--relay"]);
     const exited = new Promise<number | null>((resolve) => first.on("close", resolve));
     await within(30_000, "part of the big blob on n3", async () => (partial() > 4 << 20 ? true : undefined));
     first.kill("SIGTERM");

@@ -1,0 +1,205 @@
+import { randomBytes } from "node:crypto";
+import { createInterface } from "node:readline";
+import type { RawProcess, Transport } from "../remote/transport.js";
+import { control, decodeHopLine, hopArgv, type HopEvent } from "./hop.js";
+import type { NodeRoute } from "./route.js";
+
+const tail = (s: string): string => s.trim().split("\n").slice(-4).join(" / ");
+
+/** How long a hop may take to answer a step of the set-up (listening, connecting to the next). */
+const STEP_MS = 30_000;
+
+/** One hop as launcher sees it: its SSH session, the events it reported, and its end. */
+class Hop {
+  readonly events: HopEvent[] = [];
+  private waiters: (() => void)[] = [];
+  ended = false;
+  private stderr = "";
+  readonly done: Promise<{ code: number; stderr: string }>;
+
+  constructor(
+    readonly node: string,
+    private readonly proc: RawProcess,
+    secret: string,
+    onEvent: (e: HopEvent) => void,
+  ) {
+    // The secret goes in on stdin, the session's own channel: never in argv, env or a log.
+    proc.stdin.write(control.secret(secret));
+    const lines = createInterface({ input: proc.stdout });
+    lines.on("line", (l) => {
+      const e = decodeHopLine(l);
+      if (e === undefined) return;
+      this.events.push(e);
+      onEvent(e);
+      this.wake();
+    });
+    this.done = proc.done.then((r) => {
+      this.ended = true;
+      this.stderr = r.code === 0 ? "" : `exit ${r.code}${r.stderr.trim() === "" ? "" : `: ${tail(r.stderr)}`}`;
+      this.wake();
+      return r;
+    });
+  }
+
+  private wake(): void {
+    const w = this.waiters;
+    this.waiters = [];
+    for (const f of w) f();
+  }
+
+  /** The first event from `from` on that `pick` accepts; undefined when the hop ended or the time is up. */
+  async wait<T>(from: number, pick: (e: HopEvent) => T | undefined, ms = STEP_MS): Promise<T | undefined> {
+    const deadline = Date.now() + ms;
+    for (let seen = from; ; ) {
+      for (; seen < this.events.length; seen++) {
+        const v = pick(this.events[seen] as HopEvent);
+        if (v !== undefined) return v;
+      }
+      if (this.ended || Date.now() >= deadline) return undefined;
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, Math.max(1, deadline - Date.now()));
+        this.waiters.push(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+  }
+
+  send(line: string): void {
+    this.proc.stdin.write(line);
+  }
+
+  /** Ends the control input: the hop stops wherever it is (or ends normally when it is past it). */
+  close(): void {
+    this.proc.stdin.end();
+  }
+
+  kill(): void {
+    this.proc.kill();
+  }
+
+  error(): string | undefined {
+    const e = this.events.find((x) => x.kind === "error");
+    return e?.kind === "error" ? e.message : undefined;
+  }
+
+  /** Why it gave no answer: what it reported or printed when it ended, else that it said nothing in time. */
+  silence(): string {
+    return this.error() ?? (this.ended ? this.stderr || "it ended" : `no answer within ${STEP_MS / 1000} s`);
+  }
+
+  doneBytes(): number | undefined {
+    const e = this.events.find((x) => x.kind === "done");
+    return e?.kind === "done" ? e.bytes : undefined;
+  }
+}
+
+export interface ChainSource {
+  readonly node: string;
+  readonly transport: Transport;
+  /** What writes the payload on the source (docker save, tail -c of a blob). */
+  readonly command: readonly string[];
+}
+
+export interface ChainReceiver extends NodeRoute {
+  readonly transport: Transport;
+  /** What takes the payload on the node (docker load, an append to a partial blob). */
+  readonly sink: readonly string[];
+  /** Bytes of the stream this node already holds (it writes only the rest, and passes all on). */
+  readonly skip: number;
+}
+
+export interface ChainOutcome {
+  /** Nodes that took the whole stream straight from another node, and from which. */
+  readonly delivered: readonly { node: string; from: string; path: NodeRoute["path"]; bytes: number }[];
+  /** Nodes no other node could reach (or that could not listen): the relay's, with why. */
+  readonly unreached: readonly { node: string; why: string }[];
+  /** Nodes that joined the chain but did not take it whole, with why. */
+  readonly failed: readonly { node: string; why: string }[];
+  readonly sent: number;
+}
+
+/**
+ * Moves one stream from `source` through every receiver, node to node: each receiver listens
+ * first, then launcher tells each hop in turn where the next one listens, so a node that cannot be
+ * reached is skipped (and left to the relay) before any byte moves; then the source writes, and
+ * each node passes on every chunk while it takes its own copy. Only report lines cross this
+ * machine. `progress` gets each receiver's bytes as it reports them.
+ */
+export async function runChain(source: ChainSource, receivers: readonly ChainReceiver[], progress: (node: string, bytes: number, done: boolean) => void, signal?: AbortSignal): Promise<ChainOutcome> {
+  const secret = randomBytes(32).toString("hex");
+  const unreached: { node: string; why: string }[] = [];
+  const start = (node: string, transport: Transport, argv: string[], shown: boolean): Hop =>
+    new Hop(node, transport.spawn(argv), secret, (e) => {
+      if (shown && (e.kind === "bytes" || e.kind === "done")) progress(node, e.bytes, e.kind === "done");
+    });
+  const hops = receivers.map((r) => ({ r, hop: start(r.node, r.transport, hopArgv("recv", r.listen, r.skip, r.sink), true) }));
+  const sender = start(source.node, source.transport, hopArgv("send", "", 0, source.command), false);
+  const all = [sender, ...hops.map((h) => h.hop)];
+  const stop = (): void => {
+    for (const h of all) h.kill();
+  };
+  signal?.addEventListener("abort", stop, { once: true });
+  if (signal?.aborted) stop();
+  try {
+    const ports = await Promise.all(hops.map(({ hop }) => hop.wait(0, (e) => (e.kind === "port" || e.kind === "error" ? e : undefined))));
+    const joined: { r: ChainReceiver; hop: Hop; from: string }[] = [];
+    let current = sender;
+    for (const [i, { r, hop }] of hops.entries()) {
+      const p = ports[i];
+      if (p?.kind !== "port") {
+        unreached.push({ node: r.node, why: `${r.node} could not listen: ${hop.silence()}` });
+        hop.close();
+        continue;
+      }
+      const mark = current.events.length;
+      current.send(control.next(r.connect, p.port));
+      const answer = await current.wait(mark, (e) => (e.kind === "connected" || e.kind === "unreachable" || e.kind === "error" ? e : undefined));
+      if (answer?.kind === "connected") {
+        joined.push({ r, hop, from: current.node });
+        current = hop;
+        continue;
+      }
+      hop.close();
+      if (answer?.kind === "unreachable") {
+        unreached.push({ node: r.node, why: `${r.path} address ${r.connect}:${p.port} not reachable from ${current.node} (${answer.why})` });
+        continue;
+      }
+      // The hop that was to connect failed itself: nothing after it can be chained.
+      unreached.push({ node: r.node, why: `${current.node} could not pass the payload on: ${current.silence()}` });
+      break;
+    }
+    // Whoever was not asked (the walk stopped on a hop that failed) goes to the relay too.
+    for (const { r, hop } of hops) {
+      if (!joined.some((j) => j.r === r) && !unreached.some((u) => u.node === r.node)) {
+        unreached.push({ node: r.node, why: `the chain stopped before ${r.node}` });
+        hop.close();
+      }
+    }
+    if (joined.length === 0) {
+      sender.close();
+      await Promise.all(all.map((h) => h.done));
+      return { delivered: [], unreached, failed: [], sent: 0 };
+    }
+    current.send(control.last());
+    const [sent, ...ends] = await Promise.all([sender.done, ...joined.map((j) => j.hop.done)]);
+    for (const h of all) h.close();
+    const total = sender.doneBytes();
+    const delivered: ChainOutcome["delivered"][number][] = [];
+    const failed: { node: string; why: string }[] = [];
+    for (const [i, j] of joined.entries()) {
+      const end = ends[i] as { code: number; stderr: string };
+      const got = j.hop.doneBytes();
+      if (end.code === 0 && got !== undefined && total !== undefined && got === total && sent?.code === 0) delivered.push({ node: j.r.node, from: j.from, path: j.r.path, bytes: got });
+      else {
+        const why = j.hop.error() ?? (end.code !== 0 ? j.hop.silence() : sent?.code !== 0 ? `the source ${source.node} failed: ${sender.silence()}` : `took ${got ?? 0} of ${total ?? "?"} bytes`);
+        failed.push({ node: j.r.node, why });
+      }
+    }
+    return { delivered, unreached, failed, sent: total ?? 0 };
+  } finally {
+    signal?.removeEventListener("abort", stop);
+    if (signal?.aborted) await Promise.all(all.map((h) => h.done));
+  }
+}

@@ -1,0 +1,169 @@
+/**
+ * One hop of a node-to-node transfer: the program each node runs, and the one typed home of the
+ * lines it reports (port, accepted, connected, unreachable, bytes, done, ...).
+ *
+ * Why perl: the end that receives must listen on a TCP port, and a Spark (DGX OS, Ubuntu) has
+ * neither socat nor a netcat we can count on (the practice hosts, Debian 12, have neither), while
+ * perl-base, with IO::Socket::INET and IO::Select, is Essential in Debian and Ubuntu: it is on
+ * every node. bash's /dev/tcp could send but never listen, so both ends use the same program.
+ *
+ * The node's side, as it runs (fd 3: launcher's control lines in, from the SSH session's stdin;
+ * fd 4: the report lines out, the session's stdout):
+ *   1. the secret, the first control line (never in argv, the environment or a log);
+ *   2. recv: listen on the address given (port 0: the kernel picks a free one), report `port N`,
+ *      then accept connections until one sends the secret as its first line (any other is closed
+ *      and the hop listens on), answer it `ok`, report `accepted PEER`;
+ *   3. control lines `next HOST PORT` (connect, send the secret, wait for `ok`; report `connected`
+ *      or `unreachable HOST:PORT WHY` and wait for another line) or `last`;
+ *   4. pump: every chunk read (recv: from the socket; send: from stdin, what the payload command
+ *      writes) is written to the next hop, then (recv) to stdout, the payload's sink, after the
+ *      first SKIP bytes (a node that already holds part of a file takes only the rest). A next hop
+ *      that fails is reported (`forward-failed`) and dropped: this node still takes its own copy.
+ *      `bytes N` once a second, `done N` at the end.
+ * The end of the control input (launcher gone or interrupted) ends the hop at any step (exit 3):
+ * a sink cut short takes nothing (a truncated `docker load` tags no image; a partial blob stays
+ * partial and is checked before it is used).
+ */
+export const HOP_PERL = String.raw`
+use strict; use warnings; use IO::Socket::INET; use IO::Select;
+$SIG{PIPE} = 'IGNORE';
+my ($role, $listen, $skip) = @ARGV;
+open(my $ctl, '<&=', 3) or die "no control input\n";
+open(my $rep, '>&=', 4) or die "no report output\n";
+select((select($rep), $| = 1)[0]);
+sub report { print $rep "@_\n"; }
+my %buf;
+sub line {
+  my ($fh, $secs) = @_; my $end = time + $secs; my $sel = IO::Select->new($fh);
+  while (1) {
+    my $b = $buf{$fh} // '';
+    my $i = index($b, "\n");
+    if ($i >= 0) { $buf{$fh} = substr($b, $i + 1); return substr($b, 0, $i); }
+    return undef if length($b) > 512;
+    my $left = $end - time; return undef if $left <= 0;
+    return undef unless $sel->can_read($left);
+    my $n = sysread($fh, my $c, 1); return undef unless $n;
+    $buf{$fh} = $b . $c;
+  }
+}
+sub same {
+  my ($a, $b) = @_; return 0 unless length($a) == length($b);
+  my $d = 0; $d |= ord(substr($a, $_, 1)) ^ ord(substr($b, $_, 1)) for 0 .. length($a) - 1; return $d == 0;
+}
+sub write_all {
+  my ($fh, $data) = @_; my $off = 0;
+  while ($off < length $data) { my $w = syswrite($fh, $data, length($data) - $off, $off); return 0 unless defined $w; $off += $w; }
+  return 1;
+}
+my $secret = line($ctl, 60);
+unless (defined $secret && length($secret) >= 32) { report("error", "no secret on the control input"); exit 2; }
+my $in;
+if ($role eq 'recv') {
+  my $srv = IO::Socket::INET->new(LocalAddr => $listen, LocalPort => 0, Listen => 8, ReuseAddr => 1, Proto => 'tcp')
+    or do { report("error", "cannot listen on $listen: $@"); exit 2; };
+  report("port", $srv->sockport);
+  my $sel = IO::Select->new($srv, $ctl); my $end = time + 300;
+  while (!$in) {
+    my $left = $end - time; if ($left <= 0) { report("error", "no sender connected within 300 s"); exit 4; }
+    for my $h ($sel->can_read($left)) {
+      if ($h == $ctl) { my $n = sysread($ctl, my $c, 1); exit 3 unless $n; $buf{$ctl} = ($buf{$ctl} // '') . $c; next; }
+      my $c = $srv->accept or next;
+      my $got = line($c, 5);
+      if (defined $got && same($got, $secret)) { write_all($c, "ok\n"); $in = $c; report("accepted", $c->peerhost); last; }
+      close $c;
+    }
+  }
+  close $srv;
+} else { $in = \*STDIN; }
+my $next;
+while (!$next) {
+  my $cmd = line($ctl, 3600); exit 3 unless defined $cmd;
+  last if $cmd eq 'last';
+  my ($host, $port) = $cmd =~ /^next (\S+) (\d+)$/ or do { report("error", "bad control line"); exit 2; };
+  my $s = IO::Socket::INET->new(PeerAddr => $host, PeerPort => $port, Proto => 'tcp', Timeout => 5);
+  if (!$s) { report("unreachable", "$host:$port", $@ || $!); next; }
+  write_all($s, "$secret\n"); my $ok = line($s, 5);
+  if (defined $ok && $ok eq 'ok') { $next = $s; report("connected", "$host:$port"); }
+  else { close $s; report("unreachable", "$host:$port", "no answer to the secret"); }
+}
+binmode $in; binmode STDOUT;
+my $sel = IO::Select->new($in, $ctl);
+my ($total, $shown) = (0, time);
+PUMP: while (1) {
+  for my $h ($sel->can_read(1)) {
+    if ($h == $ctl) { my $n = sysread($ctl, my $c, 4096); exit 3 unless $n; next; }
+    my $n = sysread($in, my $data, 1 << 20);
+    if (!defined $n) { report("error", "reading the payload: $!"); exit 6; }
+    last PUMP if $n == 0;
+    if ($next && !write_all($next, $data)) { report("forward-failed", "$!"); close $next; undef $next; }
+    if ($role eq 'recv') {
+      my $w = $data;
+      if ($skip > 0) { my $k = $skip < length($w) ? $skip : length($w); $w = substr($w, $k); $skip -= $k; }
+      if (length($w) && !write_all(\*STDOUT, $w)) { report("error", "writing the payload: $!"); exit 5; }
+    }
+    $total += $n;
+  }
+  if (time > $shown) { report("bytes", $total); $shown = time; }
+}
+if ($next) { shutdown($next, 1); my $x; 1 while sysread($next, $x, 4096); close $next; }
+close STDOUT;
+report("done", $total);
+`;
+
+/**
+ * The node's shell around the hop: fd 3 and 4 as above, the payload command in a pipeline with
+ * pipefail (its failure is the hop's), its own output to stderr (the session's stdout carries
+ * only report lines). $1 the perl program, $2 send|recv, $3 listen address (recv), $4 bytes to
+ * skip (recv), then the payload command: what writes the payload (send) or takes it (recv).
+ */
+const HOP_SCRIPT = `hop=$1 role=$2 listen=$3 skip=$4; shift 4
+exec 3<&0 4>&1 </dev/null
+set -o pipefail
+if [ "$role" = send ]; then "$@" 3<&- 4>&- | perl -e "$hop" send "" 0
+else perl -e "$hop" recv "$listen" "$skip" | "$@" 3<&- 4>&- >&2; fi`;
+
+export type HopRole = "send" | "recv";
+
+/** The argv that runs one hop on a node (bash: pipefail, and a Spark has it). */
+export function hopArgv(role: HopRole, listen: string, skip: number, command: readonly string[]): string[] {
+  return ["bash", "-c", HOP_SCRIPT, "bash", HOP_PERL, role, listen, String(skip), ...command];
+}
+
+/** What a hop reports, one line each. */
+export type HopEvent =
+  | { readonly kind: "port"; readonly port: number }
+  | { readonly kind: "accepted"; readonly peer: string }
+  | { readonly kind: "connected"; readonly target: string }
+  | { readonly kind: "unreachable"; readonly target: string; readonly why: string }
+  | { readonly kind: "forward-failed"; readonly why: string }
+  | { readonly kind: "bytes"; readonly bytes: number }
+  | { readonly kind: "done"; readonly bytes: number }
+  | { readonly kind: "error"; readonly message: string };
+
+const count = (word: string | undefined): number | undefined => (word !== undefined && /^\d+$/.test(word) ? Number(word) : undefined);
+
+// One decoder per word: the words are HOP_PERL's `report(...)` calls above.
+const DECODERS: Readonly<Record<string, (rest: string[]) => HopEvent | undefined>> = {
+  port: ([p]) => (count(p) === undefined ? undefined : { kind: "port", port: count(p) as number }),
+  accepted: ([peer]) => ({ kind: "accepted", peer: peer ?? "" }),
+  connected: ([target]) => ({ kind: "connected", target: target ?? "" }),
+  unreachable: ([target, ...why]) => ({ kind: "unreachable", target: target ?? "", why: why.join(" ") }),
+  "forward-failed": (why) => ({ kind: "forward-failed", why: why.join(" ") }),
+  bytes: ([n]) => (count(n) === undefined ? undefined : { kind: "bytes", bytes: count(n) as number }),
+  done: ([n]) => (count(n) === undefined ? undefined : { kind: "done", bytes: count(n) as number }),
+  error: (message) => ({ kind: "error", message: message.join(" ") }),
+};
+
+/** A report line as an event; undefined for anything else (a warning some tool printed). */
+export function decodeHopLine(line: string): HopEvent | undefined {
+  const [word, ...rest] = line.trimEnd().split(" ");
+  const decode = word === undefined ? undefined : DECODERS[word];
+  return decode?.(rest);
+}
+
+/** The control lines launcher sends a hop. */
+export const control = {
+  secret: (secret: string): string => `${secret}\n`,
+  next: (host: string, port: number): string => `next ${host} ${port}\n`,
+  last: (): string => "last\n",
+};

@@ -1,0 +1,113 @@
+import type { ClusterNode } from "../cluster/cluster.js";
+import { UserError } from "../config/errors.js";
+
+/** How payload reached a node: straight from another node over one of its networks, or relayed by this machine. */
+export type TransferPath = "fabric" | "management" | "relay";
+
+/** Where a node's receiving end listens and where the node before it connects. */
+export interface NodeRoute {
+  readonly node: string;
+  /** The address the receiving end binds: the fabric IP, else every address of the node. */
+  readonly listen: string;
+  /** The address the previous hop connects to. */
+  readonly connect: string;
+  readonly path: Exclude<TransferPath, "relay">;
+}
+
+/**
+ * The fabric address when the cluster file (or detection) knows it: the 200 Gb/s link between
+ * Sparks. Else the management address SSH reaches (`ssh -G`'s host name), listened on everywhere
+ * because a host name may resolve to another address on the node itself (Debian's 127.0.1.1).
+ */
+export function nodeRoute(node: ClusterNode): NodeRoute | undefined {
+  if (node.fabric_ip !== undefined) return { node: node.name, listen: node.fabric_ip, connect: node.fabric_ip, path: "fabric" };
+  if (node.address !== undefined) return { node: node.name, listen: "0.0.0.0", connect: node.address, path: "management" };
+  return undefined;
+}
+
+/** Each node's route, by name; a node with neither a fabric IP nor a known address has none. */
+export function clusterRoutes(nodes: readonly ClusterNode[]): ReadonlyMap<string, NodeRoute> {
+  return new Map(nodes.flatMap((n) => {
+    const r = nodeRoute(n);
+    return r === undefined ? [] : [[n.name, r] as const];
+  }));
+}
+
+/** The reason the relay is used when the user asks for it. */
+export const RELAY_ASKED = "--relay was given";
+
+/** What one SSH round trip found on a node before any byte moves. */
+export interface NodeProbe {
+  readonly node: string;
+  /** perl with IO::Socket::INET and bash: what a hop needs. */
+  readonly tools: boolean;
+  /** The path whose filesystem was measured. */
+  readonly path: string;
+  /** Free bytes there; undefined when df could not say. */
+  readonly free?: number;
+}
+
+// $1: "docker" (Docker's root folder, where `docker load` unpacks and stores) or "path", $2 the path.
+export const PROBE_SCRIPT = `p=$2; [ "$1" = docker ] && p=$(docker info --format '{{.DockerRootDir}}' 2>/dev/null)
+if command -v bash >/dev/null && perl -MIO::Socket::INET -MIO::Select -e1 2>/dev/null; then echo "tools yes"; else echo "tools no"; fi
+echo "path $p"
+d=$p; while [ -n "$d" ] && [ ! -e "$d" ] && [ "$d" != / ]; do d=$(dirname "$d"); done
+[ -n "$d" ] && df -Pk -- "$d" 2>/dev/null | awk 'NR==2 {printf "free %.0f\\n", $4 * 1024}'
+exit 0`;
+
+export function parseProbe(node: string, out: string): NodeProbe {
+  let tools = false;
+  let path = "";
+  let free: number | undefined;
+  for (const line of out.split("\n")) {
+    const [word, ...rest] = line.trim().split(" ");
+    const value = rest.join(" ");
+    if (word === "tools") tools = value === "yes";
+    if (word === "path") path = value;
+    if (word === "free" && /^\d+$/.test(value)) free = Number(value);
+  }
+  return { node, tools, path, ...(free === undefined ? {} : { free }) };
+}
+
+const size = (b: number): string => (b >= 1 << 30 ? `${(b / 1073741824).toFixed(2)} GiB` : `${(b / 1048576).toFixed(1)} MiB`);
+
+/**
+ * Every destination with less free space than it needs, as one error naming each node and path;
+ * `need` says why that much (the caller knows what is written where).
+ */
+export function checkSpace(probes: readonly NodeProbe[], need: ReadonlyMap<string, number>, what: string): void {
+  const short = probes.filter((p) => p.free !== undefined && (need.get(p.node) ?? 0) > p.free);
+  if (short.length === 0) return;
+  throw new UserError(
+    `not enough free space for ${what}:\n${short.map((p) => `  - ${p.node}: ${p.path} has ${size(p.free ?? 0)} free, needs ${size(need.get(p.node) ?? 0)}`).join("\n")}`,
+    "free space there (docker image prune, old model snapshots) or leave the node out with --nodes; nothing was sent",
+  );
+}
+
+/** Why a destination cannot take the payload straight from another node, or undefined when it can. */
+export function directBlocker(source: NodeProbe | undefined, dest: NodeProbe, route: NodeRoute | undefined, sourceName: string): string | undefined {
+  if (source === undefined) return `the source ${sourceName} is this machine`;
+  if (!source.tools) return `${sourceName} lacks perl (IO::Socket::INET) or bash to send`;
+  if (!dest.tools) return `${dest.node} lacks perl (IO::Socket::INET) or bash to receive`;
+  if (route === undefined) return `${dest.node} has neither a fabric_ip nor a known address`;
+  return undefined;
+}
+
+/** A destination the chain will serve, or one the relay serves and why. */
+export interface RoutePlan {
+  readonly direct: readonly NodeRoute[];
+  readonly relay: readonly { node: string; why: string }[];
+}
+
+/** Splits the destinations (in cluster order: the chain's order) between the chain and the relay. */
+export function planRoutes(sourceName: string, source: NodeProbe | undefined, dests: readonly NodeProbe[], routes: ReadonlyMap<string, NodeRoute>, forceRelay: string | undefined): RoutePlan {
+  const direct: NodeRoute[] = [];
+  const relay: { node: string; why: string }[] = [];
+  for (const d of dests) {
+    const route = routes.get(d.node);
+    const why = forceRelay ?? directBlocker(source, d, route, sourceName);
+    if (why === undefined && route !== undefined) direct.push(route);
+    else relay.push({ node: d.node, why: why ?? "no route" });
+  }
+  return { direct, relay };
+}

@@ -1,0 +1,136 @@
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { describe, test } from "node:test";
+import { launcher, launcherProcess, ok, onHost, PRACTICE_REVISION, practiceSuite, RIG_DIR, seedModel, variant, within } from "./practice-cluster.js";
+
+// Node to node: images and weights go from n1 to n2..n4 over the fabric, not through this machine.
+const HOSTS = 4;
+const TARGETS = [2, 3, 4];
+const dir = practiceSuite(HOSTS, "launcher-p2p-");
+const images = path.join(dir, "docker-images");
+const env = { LAUNCHER_DOCKER_IMAGES: images };
+const HUB = ".cache/practice/huggingface/hub";
+
+/** Bytes both ways through this machine's links to the hosts: the root side of every management veth. */
+function managementBytes(): number {
+  let sum = 0;
+  for (let i = 1; i <= HOSTS; i++) {
+    for (const dir of ["rx_bytes", "tx_bytes"]) sum += Number(readFileSync(`/sys/class/net/lnchm${i}/statistics/${dir}`, "utf8").trim());
+  }
+  return sum;
+}
+
+const idOn = (i: number, image: string): string => onHost(i, ["sh", "-c", 'docker image inspect --format "{{.Id}}" "$1" 2>/dev/null || true', "sh", image]).trim();
+const snapshotSums = (i: number, repo: string): string => onHost(i, ["sh", "-c", 'cd "$HOME/$1/snapshots/$2" && sha256sum -- * | sort', "sh", `${HUB}/${repo}`, PRACTICE_REVISION]);
+
+interface Pushed { nodes: { node: string; action: string; bytes: number; path?: string; from?: string; why?: string }[] }
+interface Synced { nodes: { node: string; action: string; bytes: number; resumed_bytes: number; path?: string; from?: string; why?: string }[] }
+
+/** A recipe whose image is practice-engine plus `mib` MiB of random bytes (nothing can compress them away). */
+function fatImage(name: string, mib: number): string {
+  const folder = path.join(images, name);
+  mkdirSync(folder, { recursive: true });
+  writeFileSync(path.join(folder, "Dockerfile"), "FROM practice-engine:local\nCOPY fat.bin /fat.bin\n");
+  spawnSync("sh", ["-c", 'head -c "$1" /dev/urandom > "$2"', "sh", String(mib << 20), path.join(folder, "fat.bin")]);
+  return variant(dir, `recipe-${name}`, "practice-2x", `docker_image = "${name}:local"\ndocker_image_dir = "${name}"\n`);
+}
+
+describe("node to node transfers on the practice cluster", { concurrency: false }, () => {
+  test("images push to 3 hosts: a chain over the fabric, under 1% of the payload through this machine, every ID checked", async (t) => {
+    const recipe = fatImage("p2p-fat", 96);
+    ok(await launcher(["images", "build", recipe], 240_000, env), "build");
+    const before = managementBytes();
+    const r = ok(await launcher(["images", "push", recipe, "--json"], 240_000), "push");
+    const through = managementBytes() - before;
+    const result = JSON.parse(r.stdout) as Pushed;
+    assert.deepEqual(result.nodes.map((n) => [n.node, n.action, n.path, n.from]), [["n2", "sent", "fabric", "n1"], ["n3", "sent", "fabric", "n2"], ["n4", "sent", "fabric", "n3"]]);
+    const payload = result.nodes[0]?.bytes ?? 0;
+    assert.ok(payload > 96 << 20, `the whole archive went: ${payload}`);
+    t.diagnostic(`image: ${through} bytes through this machine for ${payload} bytes to each of 3 nodes`);
+    assert.ok(through < payload / 100, `${through} bytes crossed this machine's management links for a ${payload}-byte image`);
+    for (const i of TARGETS) assert.equal(idOn(i, "p2p-fat:local"), idOn(1, "p2p-fat:local"), `n${i}`);
+    assert.match(r.stderr, /n4 +[\d.]+ MiB +[\d.]+ MiB\/s +done +from n3 over fabric/, "progress per node: bytes, rate and path");
+  });
+
+  test("models sync to 3 hosts: a chain over the fabric, under 1% through this machine, every blob's SHA-256 checked", async (t) => {
+    const recipe = variant(dir, "p2p-model", "practice-2x", `model = "practice/p2p-moe"\n`);
+    seedModel(1, 96 << 20, "models--practice--p2p-moe");
+    const before = managementBytes();
+    const r = ok(await launcher(["models", "sync", recipe, "--json"], 240_000), "sync");
+    const through = managementBytes() - before;
+    const result = JSON.parse(r.stdout) as Synced;
+    assert.deepEqual(result.nodes.map((n) => [n.node, n.action, n.path, n.from]), [["n1", "had", undefined, undefined], ["n2", "copied", "fabric", "n1"], ["n3", "copied", "fabric", "n2"], ["n4", "copied", "fabric", "n3"]]);
+    const payload = result.nodes[1]?.bytes ?? 0;
+    assert.ok(payload > 96 << 20, `every blob went: ${payload}`);
+    t.diagnostic(`weights: ${through} bytes through this machine for ${payload} bytes to each of 3 nodes`);
+    assert.ok(through < payload / 100, `${through} bytes crossed this machine's management links for ${payload} bytes of weights`);
+    for (const i of TARGETS) assert.equal(snapshotSums(i, "models--practice--p2p-moe"), snapshotSums(1, "models--practice--p2p-moe"), `n${i}`);
+  });
+
+  test("a node whose fabric address cannot be reached gets the image through this machine, and the output says why", async () => {
+    onHost(4, ["docker", "image", "rm", "practice-engine:local"]);
+    const link = (state: "up" | "down") => spawnSync("ip", ["link", "set", "lnchf4", state], { encoding: "utf8" });
+    assert.equal(link("down").status, 0);
+    try {
+      const r = ok(await launcher(["images", "push", "practice-2x", "--json"], 240_000), "push");
+      const n4 = (JSON.parse(r.stdout) as Pushed).nodes.find((n) => n.node === "n4");
+      assert.equal(n4?.path, "relay");
+      assert.match(n4?.why ?? "", /fabric address 10\.232\.0\.14:\d+ not reachable from n1/);
+      assert.match(r.stderr, /n4 +through this machine: fabric address 10\.232\.0\.14:\d+ not reachable from n1/);
+      assert.equal(idOn(4, "practice-engine:local"), idOn(1, "practice-engine:local"));
+    } finally {
+      link("up");
+    }
+  });
+
+  test("a destination without room for the weights: an error naming the node and path before any byte moves", async () => {
+    const repo = "models--practice--p2p-space";
+    seedModel(1, 16 << 20, repo);
+    const mount = `/home/lnchu4/${HUB}/${repo}`;
+    onHost(4, ["mkdir", "-p", mount]);
+    // A 4 MiB filesystem there, mounted where n4's sshd (and so launcher's sessions) sees it: the rig
+    // starts sshd through `ip netns exec`, which gives it a mount namespace of its own.
+    const inHost = (...argv: string[]) => spawnSync("nsenter", [`--mount=/proc/${readFileSync(path.join(RIG_DIR, "hosts", "n4", "sshd.pid"), "utf8").trim()}/ns/mnt`, "--", ...argv], { encoding: "utf8" });
+    const mounted = inHost("mount", "-t", "tmpfs", "-o", "size=4m,mode=0777", "tmpfs", mount);
+    assert.equal(mounted.status, 0, mounted.stderr);
+    try {
+      const recipe = variant(dir, "p2p-space", "practice-2x", `model = "practice/p2p-space"\n`);
+      const r = await launcher(["models", "sync", recipe, "--nodes", "n1,n4"], 120_000);
+      assert.equal(r.code, 1, r.stderr);
+      assert.ok(r.stderr.includes(`n4: ${mount} has 4.0 MiB free, needs 16.0 MiB`), r.stderr);
+      assert.doesNotMatch(r.stderr, /at .*\.ts:\d+/, "no stack trace");
+      assert.equal(onHost(4, ["sh", "-c", 'ls -A "$1/blobs" 2>/dev/null | wc -l', "sh", mount]).trim(), "0", "nothing was sent");
+    } finally {
+      inHost("umount", mount);
+    }
+  });
+
+  test("models sync node to node, interrupted and resumed from the bytes already there", async () => {
+    const repo = "models--practice--p2p-resume";
+    seedModel(1, 96 << 20, repo);
+    const recipe = variant(dir, "p2p-resume", "practice-2x", `model = "practice/p2p-resume"\n`);
+    const partial = () => Number(onHost(2, ["sh", "-c", 'stat -c %s "$HOME/$1"/blobs/*.launcher-partial 2>/dev/null | sort -n | tail -1 || true', "sh", `${HUB}/${repo}`]).trim() || "0");
+    // The fabric to n2 slowed to ~40 Mbit/s, so there is a transfer in flight to interrupt.
+    const tc = (...args: string[]) => spawnSync("tc", ["qdisc", ...args], { encoding: "utf8" });
+    assert.equal(tc("add", "dev", "lnchf2", "root", "tbf", "rate", "40mbit", "burst", "64kb", "latency", "400ms").status, 0);
+    try {
+      const first = launcherProcess(["models", "sync", recipe, "--nodes", "n1,n2"]);
+      const exited = new Promise<number | null>((resolve) => first.on("close", resolve));
+      await within(60_000, "part of the big blob on n2", async () => (partial() > 4 << 20 ? true : undefined));
+      first.kill("SIGTERM");
+      assert.equal(await exited, 143);
+    } finally {
+      tc("del", "dev", "lnchf2", "root");
+    }
+    const kept = partial();
+    assert.ok(kept > 4 << 20 && kept < 96 << 20, `a partial blob of ${kept} bytes stays`);
+    const r = ok(await launcher(["models", "sync", recipe, "--nodes", "n1,n2", "--json"], 240_000), "resumed sync");
+    const n2 = (JSON.parse(r.stdout) as Synced).nodes.find((n) => n.node === "n2");
+    assert.equal(n2?.path, "fabric");
+    assert.ok((n2?.resumed_bytes ?? 0) >= kept, "resumed from the bytes already there");
+    assert.ok((n2?.bytes ?? Infinity) < (96 << 20) - kept + 4096, `sent only the rest: ${n2?.bytes}`);
+    assert.equal(snapshotSums(2, repo), snapshotSums(1, repo));
+  });
+});

@@ -1,0 +1,120 @@
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { describe, test } from "node:test";
+import type { ClusterNode } from "../../src/cluster/cluster.js";
+import { UserError } from "../../src/config/errors.js";
+import { localTransport } from "../../src/remote/local.js";
+import type { Transport } from "../../src/remote/transport.js";
+import { runChain } from "../../src/transfer/chain.js";
+import { decodeHopLine } from "../../src/transfer/hop.js";
+import { checkSpace, clusterRoutes, nodeRoute, parseProbe, planRoutes, type NodeProbe } from "../../src/transfer/route.js";
+
+const node = (name: string, extra: Partial<ClusterNode> = {}): ClusterNode => ({ name, rank: 0, host: name, hca: [], gpus: 1, ...extra });
+
+describe("routes", () => {
+  test("the fabric address where known, else the management address (listened on everywhere), else none", () => {
+    assert.deepEqual(nodeRoute(node("a", { fabric_ip: "10.232.0.11", address: "10.231.0.11" })), { node: "a", listen: "10.232.0.11", connect: "10.232.0.11", path: "fabric" });
+    assert.deepEqual(nodeRoute(node("b", { address: "spark2.lan" })), { node: "b", listen: "0.0.0.0", connect: "spark2.lan", path: "management" });
+    assert.equal(nodeRoute(node("c")), undefined);
+    assert.deepEqual([...clusterRoutes([node("a", { fabric_ip: "10.0.0.1" }), node("c")]).keys()], ["a"]);
+  });
+
+  test("the plan: each destination straight from the nodes, or the relay with the reason", () => {
+    const probe = (n: string, tools = true): NodeProbe => ({ node: n, tools, path: "/x" });
+    const routes = clusterRoutes([node("n2", { fabric_ip: "10.0.0.2" }), node("n3", { fabric_ip: "10.0.0.3" }), node("n4", { fabric_ip: "10.0.0.4" })]);
+    const plan = planRoutes("n1", probe("n1"), [probe("n2"), probe("n3", false), probe("n4"), probe("n5")], routes, undefined);
+    assert.deepEqual(plan.direct.map((r) => r.node), ["n2", "n4"]);
+    assert.deepEqual(plan.relay, [
+      { node: "n3", why: "n3 lacks perl (IO::Socket::INET) or bash to receive" },
+      { node: "n5", why: "n5 has neither a fabric_ip nor a known address" },
+    ]);
+    assert.deepEqual(planRoutes("n1", probe("n1", false), [probe("n2")], routes, undefined).relay, [{ node: "n2", why: "n1 lacks perl (IO::Socket::INET) or bash to send" }]);
+    assert.deepEqual(planRoutes("local", undefined, [probe("n2")], routes, undefined).relay, [{ node: "n2", why: "the source local is this machine" }]);
+    assert.deepEqual(planRoutes("n1", probe("n1"), [probe("n2")], routes, "--relay was given").relay, [{ node: "n2", why: "--relay was given" }]);
+  });
+
+  test("free space: every short destination named with its path, what it has and what it needs; unknown space is not refused", () => {
+    const probes: NodeProbe[] = [
+      { node: "n2", tools: true, path: "/var/lib/docker", free: 5 * 2 ** 30 },
+      { node: "n3", tools: true, path: "/var/lib/docker", free: 1 << 20 },
+      { node: "n4", tools: true, path: "/data/hub/models--a--b" },
+    ];
+    const need = new Map([["n2", 4 * 2 ** 30], ["n3", 3 * 2 ** 30], ["n4", 9 * 2 ** 30]]);
+    assert.throws(() => checkSpace(probes, need, "image x"), (e: unknown) => e instanceof UserError && e.message === "not enough free space for image x:\n  - n3: /var/lib/docker has 1.0 MiB free, needs 3.00 GiB");
+    assert.doesNotThrow(() => checkSpace(probes.slice(0, 1), need, "image x"));
+  });
+
+  test("the probe's output", () => {
+    assert.deepEqual(parseProbe("n2", "tools yes\npath /var/lib/docker\nfree 123456\n"), { node: "n2", tools: true, path: "/var/lib/docker", free: 123456 });
+    assert.deepEqual(parseProbe("n2", "tools no\npath /x\n"), { node: "n2", tools: false, path: "/x" });
+  });
+
+  test("a hop's report lines decode; anything else is not an event", () => {
+    assert.deepEqual(decodeHopLine("port 40123"), { kind: "port", port: 40123 });
+    assert.deepEqual(decodeHopLine("unreachable 10.0.0.3:4000 IO::Socket::INET: connect: Connection refused"), { kind: "unreachable", target: "10.0.0.3:4000", why: "IO::Socket::INET: connect: Connection refused" });
+    assert.deepEqual(decodeHopLine("done 1048576"), { kind: "done", bytes: 1048576 });
+    assert.equal(decodeHopLine("port x"), undefined);
+    assert.equal(decodeHopLine("Loaded image: a:b"), undefined);
+  });
+});
+
+describe("the chain, with hops run on this machine", () => {
+  test("each receiver gets the stream (less what it already holds), one that cannot be reached is left to the relay, and the secret is never in an argv", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "launcher-chain-"));
+    try {
+      const payload = path.join(dir, "payload");
+      writeFileSync(payload, Buffer.from(Array.from({ length: 3 << 20 }, (_, i) => (i * 7919) % 251)));
+      const argvs: string[][] = [];
+      const stdins: string[] = [];
+      const spy = (name: string): Transport => {
+        const t = localTransport(name);
+        return {
+          ...t,
+          spawn: (argv) => {
+            argvs.push([...argv]);
+            const p = t.spawn(argv);
+            const write = p.stdin.write.bind(p.stdin);
+            p.stdin.write = ((chunk: string) => {
+              stdins.push(String(chunk));
+              return write(chunk);
+            }) as typeof p.stdin.write;
+            return p;
+          },
+        };
+      };
+      const receiver = (name: string, connect: string, skip: number) => ({
+        node: name,
+        transport: spy(name),
+        listen: "127.0.0.1",
+        connect,
+        path: "fabric" as const,
+        sink: ["sh", "-c", 'cat >> "$1"', "sh", path.join(dir, name)],
+        skip,
+      });
+      writeFileSync(path.join(dir, "c"), readFileSync(payload).subarray(0, 1000));
+      const shown = new Map<string, number>();
+      const out = await runChain(
+        { node: "src", transport: spy("src"), command: ["cat", "--", payload] },
+        // b listens on loopback but is announced at an address nobody answers on.
+        [receiver("a", "127.0.0.1", 0), receiver("b", "127.0.0.2", 0), receiver("c", "127.0.0.1", 1000)],
+        (n, bytes) => shown.set(n, bytes),
+      );
+      assert.deepEqual(out.delivered.map((d) => [d.node, d.from, d.bytes]), [["a", "src", 3 << 20], ["c", "a", 3 << 20]]);
+      assert.deepEqual(out.unreached.map((u) => u.node), ["b"]);
+      assert.match(out.unreached[0]?.why ?? "", /^fabric address 127\.0\.0\.2:\d+ not reachable from a \(.*refused.*\)$/);
+      assert.deepEqual(out.failed, []);
+      const sha = (f: string): string => createHash("sha256").update(readFileSync(f)).digest("hex");
+      assert.equal(sha(path.join(dir, "a")), sha(payload));
+      assert.equal(sha(path.join(dir, "c")), sha(payload), "c kept its first 1000 bytes and took the rest");
+      assert.equal(shown.get("a"), 3 << 20);
+      const secret = stdins.find((s) => /^[0-9a-f]{64}\n$/.test(s))?.trim();
+      assert.ok(secret !== undefined, "the secret went in on stdin");
+      assert.ok(argvs.length === 4 && argvs.every((a) => !a.join(" ").includes(secret)), "never in an argv");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
