@@ -255,6 +255,10 @@ try {
   // Each round's own p99 (64 samples: its slowest but one): the pooled p99 above is the worst
   // round's, and a round in which something else ran on these cores shows here.
   console.log(`first chunk p99 of each round: ${names.map((n) => `${n} ${(latency.get(n) ?? []).map((r) => pct(r.firsts, 99).toFixed(0)).join("/")}`).join(", ")} ms`);
+  // The median round: one round in which something else took the cores (either side's) moves the
+  // pooled p99 above by hundreds of ms here; the median round's does not.
+  const roundMedian = (n: Name): number => pct((latency.get(n) ?? []).map((r) => pct(r.firsts, 99)), 50);
+  console.log(`first chunk p99, median round: gateway ${roundMedian("gateway").toFixed(1)} ms, nginx ${roundMedian("nginx").toFixed(1)} ms, nginx-1w ${roundMedian("nginx-1w").toFixed(1)} ms, direct ${roundMedian("direct").toFixed(1)} ms; gateway - nginx = ${(roundMedian("gateway") - roundMedian("nginx")).toFixed(1)} ms`);
 
   // Memory: the gateway's resident size at its peak under 64 and then 256 concurrent streams.
   // V8 grows its young generation (here up to 2 x 16 MiB) as a process goes on allocating under
