@@ -5,6 +5,11 @@
 // 2. latency: the same streams from an engine paced at RATE tokens/s, as a real model streams:
 //    the gaps between chunks and the time to the first chunk, p50/p99, as the client sees them;
 // 3. the gateway's memory at 64 and 256 concurrent streams.
+// nginx runs twice: as Debian ships it (`worker_processes auto`: one worker per core) and with one
+// worker, the same number of processes as the gateway, so that a gap can be told apart into what
+// the process count makes and what each request costs. Every process here (the load generator,
+// the engines, the proxies, the gateway's discovery) shares this machine's cores: the load average
+// is printed beside each phase, and each round's first-chunk p99 beside the pooled one.
 // Run as root: npx tsx bench/gateway.ts [--streams 64] [--chunks 200] [--rounds 3] [--rate 50]
 // Targets (printed beside each figure): >= 0.8 x nginx's throughput, <= 2 ms added to p99 chunk
 // latency, first-chunk p99 with all streams starting at once within nginx's + 5 ms, and the
@@ -23,8 +28,18 @@ const CHUNKS = Number(values.chunks);
 const ROUNDS = Number(values.rounds);
 const RATE = Number(values.rate);
 // Two engines on two practice hosts: one at full speed, one paced like a real model.
-const FAST = { engine: "http://10.231.0.11:8000", model: "fast", nginxPort: 18_481 };
-const PACED = { engine: "http://10.231.0.12:8000", model: "paced", nginxPort: 18_482 };
+const FAST = { engine: "http://10.231.0.11:8000", model: "fast" };
+const PACED = { engine: "http://10.231.0.12:8000", model: "paced" };
+type Workload = typeof FAST;
+interface Nginx {
+  readonly name: "nginx" | "nginx-1w";
+  readonly workers: string;
+  readonly ports: Readonly<Record<"fast" | "paced", number>>;
+}
+const NGINXES: readonly Nginx[] = [
+  { name: "nginx", workers: "auto", ports: { fast: 18_481, paced: 18_482 } },
+  { name: "nginx-1w", workers: "1", ports: { fast: 18_483, paced: 18_484 } },
+];
 
 process.env.LAUNCHER_USE_DIST = "1";
 spawnSync("npm", ["run", "build"], { stdio: "ignore" });
@@ -34,10 +49,10 @@ if (spawnSync("sh", ["-c", "command -v nginx"]).status !== 0) {
 }
 const dir = mkdtempSync(path.join(tmpdir(), "launcher-bench-gw-"));
 
-const nginxServer = (t: typeof FAST): string => `
+const nginxServer = (t: Workload, port: number): string => `
   upstream ${t.model} { server ${new URL(t.engine).host}; keepalive 512; }
   server {
-    listen 127.0.0.1:${t.nginxPort};
+    listen 127.0.0.1:${port};
     location / {
       proxy_pass http://${t.model};
       proxy_http_version 1.1;
@@ -47,22 +62,47 @@ const nginxServer = (t: typeof FAST): string => `
     }
   }`;
 
-function startNginx(): ChildProcess {
-  mkdirSync(path.join(dir, "nginx", "logs"), { recursive: true });
-  const conf = path.join(dir, "nginx", "nginx.conf");
+const answers = (url: string): Promise<boolean> => fetch(url).then((r) => r.ok, () => false);
+
+/**
+ * Starts one nginx and waits until it answers on both ports. A port something else already holds
+ * stops the bench: it would measure that process instead (a run here once measured another nginx).
+ */
+async function startNginx(n: Nginx): Promise<ChildProcess> {
+  const home = path.join(dir, n.name);
+  mkdirSync(path.join(home, "logs"), { recursive: true });
+  for (const port of Object.values(n.ports)) if (await answers(`http://127.0.0.1:${port}/health`)) throw new Error(`port ${port} (${n.name}) is already taken by another process: stop it first`);
+  const conf = path.join(home, "nginx.conf");
   writeFileSync(
     conf,
-    `worker_processes auto;
-pid ${dir}/nginx/nginx.pid;
-error_log ${dir}/nginx/logs/error.log warn;
+    `worker_processes ${n.workers};
+pid ${home}/nginx.pid;
+error_log ${home}/logs/error.log warn;
 events { worker_connections 4096; }
 http {
-  access_log off;${nginxServer(FAST)}${nginxServer(PACED)}
+  access_log off;${nginxServer(FAST, n.ports.fast)}${nginxServer(PACED, n.ports.paced)}
 }
 `,
   );
-  return spawn("nginx", ["-p", path.join(dir, "nginx"), "-c", conf, "-g", "daemon off;"], { stdio: "ignore" });
+  const child = spawn("nginx", ["-p", home, "-c", conf, "-g", "daemon off;"], { stdio: "ignore" });
+  for (let i = 0; i < 50 && child.exitCode === null && !(await answers(`http://127.0.0.1:${n.ports.fast}/health`)); i++) await new Promise((r) => setTimeout(r, 100));
+  if (child.exitCode !== null || !(await answers(`http://127.0.0.1:${n.ports.paced}/health`))) {
+    child.kill("SIGTERM");
+    throw new Error(`${n.name} did not start:\n${existsSync(path.join(home, "logs", "error.log")) ? readFileSync(path.join(home, "logs", "error.log"), "utf8") : ""}`);
+  }
+  return child;
 }
+
+/** The process listening on a loopback port (ss(8)): the gateway this bench started, not another `launcher serve` on the machine. */
+function listenerPid(port: string): number {
+  const out = spawnSync("ss", ["-ltnpH", `sport = :${port}`], { encoding: "utf8" }).stdout;
+  const pid = Number(/pid=(\d+)/.exec(out)?.[1]);
+  if (!Number.isInteger(pid)) throw new Error(`no process listens on port ${port}`);
+  return pid;
+}
+
+/** The machine's 1-minute load average: everything else that ran on these cores meanwhile. */
+const loadAverage = (): string => readFileSync("/proc/loadavg", "utf8").split(" ")[0] ?? "?";
 
 interface RunStats {
   readonly seconds: number;
@@ -129,7 +169,7 @@ function rssMiB(pid: number): number {
   return Number(m?.[1] ?? 0) / 1024;
 }
 
-let nginx: ChildProcess | undefined;
+const nginxes: ChildProcess[] = [];
 let gateway: Daemon | undefined;
 try {
   await rigUp(2);
@@ -141,26 +181,31 @@ try {
   }
   // The default poll interval, as a user runs it.
   gateway = await startGateway(["--poll", "2s"]);
-  nginx = startNginx();
-  for (let i = 0; i < 50 && !(await fetch(`http://127.0.0.1:${FAST.nginxPort}/health`).then((r) => r.ok, () => false)); i++) await new Promise((r) => setTimeout(r, 100));
-  const gatewayPid = Number(spawnSync("sh", ["-c", `pgrep -f 'dist/cli/main.js serve' | head -1`], { encoding: "utf8" }).stdout.trim());
+  for (const n of NGINXES) nginxes.push(await startNginx(n));
+  const gatewayPid = listenerPid(new URL(gateway.url).port);
 
-  type Name = "direct" | "gateway" | "nginx";
-  const names: Name[] = ["direct", "gateway", "nginx"];
-  const base = (n: Name, t: typeof FAST): string => (n === "direct" ? t.engine : n === "gateway" ? (gateway?.url ?? "") : `http://127.0.0.1:${t.nginxPort}`);
+  type Name = "direct" | "gateway" | Nginx["name"];
+  const names: Name[] = ["direct", "gateway", ...NGINXES.map((n) => n.name)];
+  const base = (n: Name, t: Workload): string => {
+    const ng = NGINXES.find((x) => x.name === n);
+    if (ng !== undefined) return `http://127.0.0.1:${ng.ports[t === FAST ? "fast" : "paced"]}`;
+    return n === "direct" ? t.engine : (gateway?.url ?? "");
+  };
   // Warm every path (connections, JIT) before measuring.
   for (const n of names) for (const t of [FAST, PACED]) await load(base(n, t), 8, 1, t.model);
 
   // The proxies' own CPU per request: what a burst of requests queues behind on a proxy's cores.
-  const nginxWorkers = (nginx?.pid === undefined ? [] : spawnSync("pgrep", ["-P", String(nginx.pid)], { encoding: "utf8" }).stdout.trim().split("\n").filter(Boolean).map(Number));
-  const cpuOf: Partial<Record<Name, readonly number[]>> = { gateway: [gatewayPid], nginx: nginxWorkers };
+  const workersOf = (c: ChildProcess | undefined): number[] => (c?.pid === undefined ? [] : spawnSync("pgrep", ["-P", String(c.pid)], { encoding: "utf8" }).stdout.trim().split("\n").filter(Boolean).map(Number));
+  const cpuOf: Partial<Record<Name, readonly number[]>> = { gateway: [gatewayPid], ...Object.fromEntries(NGINXES.map((n, i) => [n.name, workersOf(nginxes[i])])) };
+  const proxies: Name[] = ["gateway", ...NGINXES.map((n) => n.name)];
+  console.log(`processes: gateway 1, ${NGINXES.map((n) => `${n.name} ${cpuOf[n.name]?.length ?? "?"} worker(s)`).join(", ")}; ${spawnSync("nproc", { encoding: "utf8" }).stdout.trim()} cores; load average ${loadAverage()}`);
   const cpuPerRequest = new Map<Name, { ms: number; requests: number }>();
-  const measure = async (t: typeof FAST, perClient: number): Promise<Map<Name, RunStats[]>> => {
+  const measure = async (t: Workload, perClient: number): Promise<Map<Name, RunStats[]>> => {
     const results = new Map<Name, RunStats[]>(names.map((n) => [n, []]));
     cpuPerRequest.clear();
     for (let round = 0; round < ROUNDS; round++) {
       // Rotate the order so that no path always runs first (or last) in a round.
-      for (const n of [...names.slice(round % 3), ...names.slice(0, round % 3)]) {
+      for (const n of [...names.slice(round % names.length), ...names.slice(0, round % names.length)]) {
         const pids = cpuOf[n] ?? [];
         const before = cpuMs(pids);
         results.get(n)?.push(await load(base(n, t), STREAMS, perClient, t.model));
@@ -170,11 +215,11 @@ try {
     }
     return results;
   };
-  const cpuLine = (): string => (["gateway", "nginx"] as const).map((n) => `${n} ${(((cpuPerRequest.get(n)?.ms ?? NaN) / (cpuPerRequest.get(n)?.requests ?? NaN))).toFixed(2)} ms`).join(", ");
+  const cpuLine = (): string => proxies.map((n) => `${n} ${(((cpuPerRequest.get(n)?.ms ?? NaN) / (cpuPerRequest.get(n)?.requests ?? NaN))).toFixed(2)} ms`).join(", ");
   const sum = (runs: RunStats[], f: (r: RunStats) => number): number => runs.reduce((a, r) => a + f(r), 0);
 
   const throughput = await measure(FAST, 4);
-  console.log(`\n1. throughput: ${STREAMS} concurrent streams x 4 requests, ${CHUNKS} chunks each, engine at full speed, ${ROUNDS} rounds`);
+  console.log(`\n1. throughput: ${STREAMS} concurrent streams x 4 requests, ${CHUNKS} chunks each, engine at full speed, ${ROUNDS} rounds (load average after: ${loadAverage()})`);
   console.log("path        req/s   chunk gap p50     p99   failures");
   const rps = new Map<Name, number>();
   for (const n of names) {
@@ -184,12 +229,12 @@ try {
     console.log(`${n.padEnd(10)} ${(rps.get(n) ?? 0).toFixed(1).padStart(6)}   ${pct(gaps, 50).toFixed(3).padStart(8)} ms ${pct(gaps, 99).toFixed(3).padStart(8)} ms  ${sum(runs, (r) => r.failures)}`);
   }
   const ratio = (a: number | undefined, b: number | undefined): string => ((a ?? NaN) / (b ?? NaN)).toFixed(2);
-  console.log(`gateway / nginx throughput:  ${ratio(rps.get("gateway"), rps.get("nginx"))} x   (target >= 0.8)`);
+  console.log(`gateway / nginx throughput:  ${ratio(rps.get("gateway"), rps.get("nginx"))} x   (target >= 0.8); gateway / nginx-1w: ${ratio(rps.get("gateway"), rps.get("nginx-1w"))} x`);
   console.log(`gateway / direct throughput: ${ratio(rps.get("gateway"), rps.get("direct"))} x`);
   console.log(`the proxy's own CPU per request (${CHUNKS} chunks): ${cpuLine()}`);
 
   const latency = await measure(PACED, 1);
-  console.log(`\n2. latency: ${STREAMS} concurrent streams of ${CHUNKS} chunks at ${RATE} tokens/s each (a chunk every ${(1000 / RATE).toFixed(0)} ms), ${ROUNDS} rounds`);
+  console.log(`\n2. latency: ${STREAMS} concurrent streams of ${CHUNKS} chunks at ${RATE} tokens/s each (a chunk every ${(1000 / RATE).toFixed(0)} ms), ${ROUNDS} rounds (load average after: ${loadAverage()})`);
   console.log("path        chunk gap p50     p99      first chunk p50     p99   failures");
   const p99 = new Map<Name, number>();
   const firstP99 = new Map<Name, number>();
@@ -202,10 +247,18 @@ try {
     console.log(`${n.padEnd(10)} ${pct(gaps, 50).toFixed(3).padStart(9)} ms ${pct(gaps, 99).toFixed(3).padStart(8)} ms   ${pct(firsts, 50).toFixed(3).padStart(9)} ms ${pct(firsts, 99).toFixed(3).padStart(8)} ms  ${sum(runs, (r) => r.failures)}`);
   }
   const added = (n: Name): string => ((p99.get(n) ?? NaN) - (p99.get("direct") ?? NaN)).toFixed(3);
-  console.log(`p99 chunk gap added over direct: gateway ${added("gateway")} ms, nginx ${added("nginx")} ms   (target: gateway <= 2 ms)`);
+  console.log(`p99 chunk gap added over direct: gateway ${added("gateway")} ms, nginx ${added("nginx")} ms, nginx-1w ${added("nginx-1w")} ms   (target: gateway <= 2 ms)`);
   console.log(`the proxy's own CPU per request (${CHUNKS} chunks): ${cpuLine()}`);
   const firstGap = (firstP99.get("gateway") ?? NaN) - (firstP99.get("nginx") ?? NaN);
-  console.log(`first chunk p99, ${STREAMS} requests starting at once: gateway ${(firstP99.get("gateway") ?? NaN).toFixed(1)} ms, nginx ${(firstP99.get("nginx") ?? NaN).toFixed(1)} ms, direct ${(firstP99.get("direct") ?? NaN).toFixed(1)} ms; gateway - nginx = ${firstGap.toFixed(1)} ms   (target <= 5 ms)`);
+  const ms = (n: Name): string => `${(firstP99.get(n) ?? NaN).toFixed(1)} ms`;
+  console.log(`first chunk p99, ${STREAMS} requests starting at once: gateway ${ms("gateway")}, nginx ${ms("nginx")}, nginx-1w ${ms("nginx-1w")}, direct ${ms("direct")}; gateway - nginx = ${firstGap.toFixed(1)} ms   (target <= 5 ms); gateway - nginx-1w = ${((firstP99.get("gateway") ?? NaN) - (firstP99.get("nginx-1w") ?? NaN)).toFixed(1)} ms`);
+  // Each round's own p99 (64 samples: its slowest but one): the pooled p99 above is the worst
+  // round's, and a round in which something else ran on these cores shows here.
+  console.log(`first chunk p99 of each round: ${names.map((n) => `${n} ${(latency.get(n) ?? []).map((r) => pct(r.firsts, 99).toFixed(0)).join("/")}`).join(", ")} ms`);
+  // The median round: one round in which something else took the cores (either side's) moves the
+  // pooled p99 above by hundreds of ms here; the median round's does not.
+  const roundMedian = (n: Name): number => pct((latency.get(n) ?? []).map((r) => pct(r.firsts, 99)), 50);
+  console.log(`first chunk p99, median round: gateway ${roundMedian("gateway").toFixed(1)} ms, nginx ${roundMedian("nginx").toFixed(1)} ms, nginx-1w ${roundMedian("nginx-1w").toFixed(1)} ms, direct ${roundMedian("direct").toFixed(1)} ms; gateway - nginx = ${(roundMedian("gateway") - roundMedian("nginx")).toFixed(1)} ms`);
 
   // Memory: the gateway's resident size at its peak under 64 and then 256 concurrent streams.
   // V8 grows its young generation (here up to 2 x 16 MiB) as a process goes on allocating under
@@ -238,7 +291,7 @@ try {
   console.log(`\n3. gateway memory (RSS): idle ${idle.toFixed(1)} MiB; peak at 64 streams cold ${cold.toFixed(1)} MiB, warmed ${warm.toFixed(1)} MiB`);
   console.log(`   then peak at 64 streams ${at64.toFixed(1)} MiB, at 256 streams ${at256.toFixed(1)} MiB; 256/64 = ${(at256 / at64).toFixed(2)} x   (target <= 1.1 x); 256/cold 64 = ${(at256 / cold).toFixed(2)} x`);
 } finally {
-  nginx?.kill("SIGTERM");
+  for (const n of nginxes) n.kill("SIGTERM");
   await gateway?.stop();
   await launcher(["down", "--all", "--grace", "1"]);
   rigDown();
