@@ -4,7 +4,7 @@ import { readTextFile } from "../config/read-file.js";
 import { collectKeys } from "../gateway/auth.js";
 import { parseConcurrencies, parsePrompts } from "../bench/workload.js";
 import type { LevelProgress } from "../bench/load.js";
-import { benchDeps, benchTarget, BENCH_TARGET_KINDS } from "../deploy/bench.js";
+import { benchDeps, benchTarget } from "../deploy/bench.js";
 import { openSession } from "../deploy/session.js";
 import type { ServeResult } from "../evidence/records.js";
 import { parseDuration } from "./duration.js";
@@ -61,7 +61,7 @@ export function registerBench(program: Command, io: Output): void {
   program
     .command("bench")
     .description("stream chat completions at a deployment, lane or model and report TTFT, TPOT, ITL, latency and throughput; every run is stored")
-    .argument("<target>", `deployment, lane or served model name (${BENCH_TARGET_KINDS.map((k) => `${k}/NAME`).join(", ")} when a name fits several)`)
+    .argument("<target>", "deployment, lane or recipe name (deployment/NAME, lane/NAME, recipe/NAME when a name fits several), else a served model name")
     .option("--concurrency <list>", "requests in flight at once, one level each (1,4,8)", "1")
     .option("--requests <n>", "requests per level (default: 4 per stream, at least 8; with --duration, until it ends)")
     .option("--duration <duration>", "send requests for this long per level (30s, 2m), or until --requests are sent")

@@ -9,8 +9,7 @@ import { adapterOf } from "../engine/registry.js";
 import type { BenchRun, BenchWorkload, BootFigures, RunSubject, ServeResult } from "../evidence/records.js";
 import { engineAuthHeaders } from "../gateway/headers.js";
 import type { BootRecord, StateStore } from "../store/store.js";
-import type { DeploymentLabels } from "./contract.js";
-import { listNodes } from "./labels.js";
+import { servingTarget } from "./serving-target.js";
 import type { ClusterSession } from "./session.js";
 
 /** What `launcher bench` sends, and how long it may take. */
@@ -61,60 +60,11 @@ export function levelRequests(options: Pick<BenchOptions, "requests" | "duration
   return Math.max(DEFAULT_MIN_REQUESTS, DEFAULT_REQUESTS_PER_STREAM * concurrency);
 }
 
-export const BENCH_TARGET_KINDS = ["deployment", "lane", "model"] as const;
-type BenchTargetKind = (typeof BENCH_TARGET_KINDS)[number];
-const fieldOf: Record<BenchTargetKind, (l: DeploymentLabels) => string | undefined> = { deployment: (l) => l.deployment, lane: (l) => l.lane, model: (l) => l.served_model };
-
-/**
- * The deployment a bench target names, from its head container's labels: `kind/NAME`, or a bare
- * name that is a deployment, a lane or a served model. A name that fits several deployments is
- * refused with the candidates, so that a run is never stored against the wrong one.
- */
-export function chooseBenchTarget(target: string, heads: readonly DeploymentLabels[]): DeploymentLabels {
-  const slash = target.indexOf("/");
-  const kind = BENCH_TARGET_KINDS.find((k) => slash > 0 && k === target.slice(0, slash));
-  const name = kind === undefined ? target : target.slice(slash + 1);
-  const kinds = kind === undefined ? BENCH_TARGET_KINDS : [kind];
-  const matched = heads.filter((l) => kinds.some((k) => fieldOf[k](l) === name)).sort((a, b) => a.deployment.localeCompare(b.deployment));
-  const [first] = matched;
-  if (first === undefined) {
-    const known = heads.map((l) => `${l.deployment}${l.lane === undefined ? "" : ` (lane ${l.lane})`} serving ${l.served_model}`);
-    throw new UserError(`no deployment, lane or served model ${name} runs on the cluster`, known.length > 0 ? `running: ${known.join(", ")}` : "launcher up RECIPE starts one");
-  }
-  if (matched.length > 1) {
-    const candidates = matched.map((l) => `deployment/${l.deployment}`);
-    throw new UserError(`${name} names ${matched.length} deployments: ${candidates.join(", ")}`, `name one: launcher bench ${candidates[0] ?? ""}`);
-  }
-  return first;
-}
-
-const figure = (f: Readonly<Record<string, string>>, key: string): number | undefined => {
-  const v = f[key] === undefined ? Number.NaN : Number(f[key]);
-  return Number.isFinite(v) ? v : undefined;
-};
-
-/** The last ready boot of this deployment with this recipe hash: its engine version and its head's figures. */
-export function bootOf(boots: readonly BootRecord[], labels: DeploymentLabels): { engine_version?: string; boot?: BootFigures } {
-  const b = boots.find((x) => x.deployment === labels.deployment && x.recipe_hash === labels.recipe_hash && x.outcome === "ready");
-  if (b === undefined) return {};
-  const head = b.nodes[0];
-  const f: Record<string, string> = {};
-  for (const p of b.phases) if (p.node === head) Object.assign(f, p.figures);
-  const load = figure(f, "load_seconds");
-  const kv = figure(f, "kv_tokens");
-  const conc = figure(f, "max_concurrency");
-  const boot: BootFigures = { ...(load === undefined ? {} : { load_seconds: load }), ...(kv === undefined ? {} : { kv_tokens: kv }), ...(conc === undefined ? {} : { max_concurrency: conc }) };
-  return { ...(b.engine_version === undefined ? {} : { engine_version: b.engine_version }), ...(Object.keys(boot).length === 0 ? {} : { boot }) };
-}
-
 /**
  * Distinct synthetic prompts a level makes at most; a longer level takes them round again (by
  * then a prefix cache may hold the first ones: a run that long measures the steady state anyway).
  */
 export const SYNTHETIC_PROMPTS = 1024;
-
-/** How many boots back bootOf looks for the deployment's own. */
-const BOOTS_LOOKED_AT = 50;
 
 function workloadOf(o: BenchOptions): BenchWorkload {
   return {
@@ -140,22 +90,16 @@ async function specCounters(deps: BenchDeps, engine: EngineAdapter | undefined, 
  * after each level, when its adapter names the counters and the engine exposes them.
  */
 export async function benchTarget(options: BenchOptions, deps: BenchDeps): Promise<BenchRun[]> {
-  const listing = await listNodes(deps.session);
-  const heads = listing.flatMap((l) => (l.reachable ? l.containers.filter((c) => c.labels.role === "head" && c.c.state === "running").map((c) => c.labels) : []));
-  const labels = chooseBenchTarget(options.target, heads);
+  // The one way eval and bench find what a target names (src/deploy/serving-target.ts).
+  const found = await servingTarget(deps.session, deps.store, options.target, "bench");
+  const labels = found.head;
+  if (labels === undefined) throw new Error(`servingTarget found ${options.target} without its head's labels`);
   const engine = adapterOf(labels.engine);
-  const engineHeaders = engineAuthHeaders(deps.store.engineKey(deps.session.cluster.name, labels.deployment));
+  const engineHeaders = engineAuthHeaders(found.apiKey);
   const via = options.gateway;
   const model = via === undefined ? labels.served_model : (labels.lane ?? labels.served_model);
   const endpoint = via === undefined ? deps.endpoint(labels.endpoint, engineHeaders) : deps.endpoint(via.url.replace(/\/+$/, ""), engineAuthHeaders(via.apiKey));
-  const subject: RunSubject = {
-    target: options.target,
-    deployment: labels.deployment,
-    ...(labels.lane === undefined ? {} : { lane: labels.lane }),
-    recipe: labels.recipe,
-    recipe_hash: labels.recipe_hash,
-    ...bootOf(deps.store.history(labels.recipe, BOOTS_LOOKED_AT), labels),
-  };
+  const subject: RunSubject = found.subject;
   const prompts = options.prompts?.prompts;
   const series = randomUUID();
   const out: BenchRun[] = [];

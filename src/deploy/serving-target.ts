@@ -14,6 +14,8 @@ export interface ServingTarget {
   readonly model: string;
   readonly apiKey?: string;
   readonly subject: RunSubject;
+  /** The head's labels (engine, lane, endpoint), when the target was found on the cluster. */
+  readonly head?: DeploymentLabels;
 }
 
 /**
@@ -105,5 +107,6 @@ export async function servingTarget(session: ClusterSession, facts: TargetFacts,
     model: head.served_model,
     ...(apiKey === undefined ? {} : { apiKey }),
     subject: subjectOf(target, head, facts.history(head.recipe, HISTORY_DEPTH)),
+    head,
   };
 }

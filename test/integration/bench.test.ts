@@ -87,7 +87,7 @@ describe("launcher bench on the practice cluster", { concurrency: false }, () =>
   test("a target that does not run is a user error naming what runs; a failed request is counted and shown, exit 1", async () => {
     const none = await launcher(["bench", "nothing-here", "--requests", "1"]);
     assert.equal(none.code, 1);
-    assert.match(none.stderr, /no deployment, lane or served model nothing-here/);
+    assert.match(none.stderr, /nothing serves nothing-here on the cluster/);
     assert.doesNotMatch(none.stderr, /\n\s+at /, "no stack");
     ok(await launcher(["up", solo("bench-refuse", 0)]), "up");
     try {

@@ -5,12 +5,11 @@ import { createRequire } from "node:module";
 import { describe, test } from "node:test";
 import { runLevel, type ChatEndpoint } from "../../src/bench/load.js";
 import { syntheticPrompt } from "../../src/bench/workload.js";
-import { benchDeps, benchTarget, bootOf, chooseBenchTarget, levelRequests, type BenchOptions } from "../../src/deploy/bench.js";
+import { benchDeps, benchTarget, levelRequests, type BenchOptions } from "../../src/deploy/bench.js";
 import { encodeLabels, type DeploymentLabels } from "../../src/deploy/contract.js";
 import type { ClusterSession } from "../../src/deploy/session.js";
 import type { BenchRun } from "../../src/evidence/records.js";
 import type { ContainerInfo, DockerClient } from "../../src/remote/docker.js";
-import type { BootRecord } from "../../src/store/store.js";
 
 const require = createRequire(import.meta.url);
 // The practice engine's own HTTP API and speculative decoding (CommonJS, node built-ins only).
@@ -93,37 +92,6 @@ describe("a concurrency level, bounded in requests and time", () => {
   });
 });
 
-const labels = (over: Partial<DeploymentLabels>): DeploymentLabels => ({
-  deployment: "d1", recipe: "r1", recipe_hash: "h1", engine: "vllm", served_model: "practice", rank: 0, role: "head", node: "n1", nnodes: 1, nodes: ["n1"], cluster: "c", endpoint: "http://127.0.0.1:9", ...over,
-});
-
-describe("the bench target", () => {
-  test("a deployment, lane or served model; a name of several is refused with the candidates", () => {
-    const heads = [labels({}), labels({ deployment: "d2", lane: "chat", served_model: "other" }), labels({ deployment: "chat" })];
-    assert.equal(chooseBenchTarget("d1", heads).deployment, "d1");
-    assert.equal(chooseBenchTarget("other", heads).deployment, "d2");
-    assert.equal(chooseBenchTarget("lane/chat", heads).deployment, "d2");
-    assert.equal(chooseBenchTarget("deployment/chat", heads).deployment, "chat");
-    assert.throws(() => chooseBenchTarget("chat", heads), /chat names 2 deployments: deployment\/chat, deployment\/d2/);
-    assert.throws(() => chooseBenchTarget("practice", heads), /names 2 deployments/);
-    assert.throws(() => chooseBenchTarget("nope", heads), /no deployment, lane or served model nope/);
-  });
-
-  test("the boot's figures and engine version come from the last ready boot of the same recipe hash", () => {
-    const boot = (id: number, hash: string, outcome: BootRecord["outcome"], kv: string): BootRecord => ({
-      id, deployment: "d1", recipe: "r1", recipe_hash: hash, cluster: "c", served_model: "practice", endpoint: "e", nodes: ["n1", "n2"], started_at: "t", outcome, engine_version: `0.${id}`,
-      phases: [
-        { node: "n1", phase: "loading", started_at: "t", figures: { model_gib: "84.12", load_seconds: "2.50" } },
-        { node: "n2", phase: "kv-cache", started_at: "t", figures: { kv_tokens: "1" } },
-        { node: "n1", phase: "kv-cache", started_at: "t", figures: { model_gib: "84.12", load_seconds: "2.50", kv_tokens: kv, max_concurrency: "38.15" } },
-      ],
-    });
-    const got = bootOf([boot(3, "h1", "failed", "9"), boot(2, "other", "ready", "8"), boot(1, "h1", "ready", "1250000")], labels({}));
-    assert.deepEqual(got, { engine_version: "0.1", boot: { load_seconds: 2.5, kv_tokens: 1_250_000, max_concurrency: 38.15 } });
-    assert.deepEqual(bootOf([], labels({})), {});
-  });
-});
-
 /** A practice engine's API on 127.0.0.1 at `tokensPerSec`, with speculative decoding. */
 async function practiceEngine(tokensPerSec: number, acceptRate: string): Promise<{ url: string; close: () => void }> {
   const spec = createSpecDecode({ "speculative-config": '{"method":"eagle","num_speculative_tokens":4}' }, { PRACTICE_SPEC_ACCEPT_RATE: acceptRate });
@@ -132,6 +100,10 @@ async function practiceEngine(tokensPerSec: number, acceptRate: string): Promise
   await api.listen("127.0.0.1", 0);
   return { url: `http://127.0.0.1:${(api.server.address() as AddressInfo).port}`, close: () => api.close() };
 }
+
+const labels = (over: Partial<DeploymentLabels>): DeploymentLabels => ({
+  deployment: "d1", recipe: "r1", recipe_hash: "h1", engine: "vllm", served_model: "practice", rank: 0, role: "head", node: "n1", nnodes: 1, nodes: ["n1"], cluster: "c", endpoint: "http://127.0.0.1:9", ...over,
+});
 
 function fakeSession(endpoint: string): ClusterSession {
   const c: ContainerInfo = { id: "i", name: "launcher-d1-r0", labels: encodeLabels(labels({ endpoint, lane: "chat" })), state: "running", running: true, exitCode: 0, startedAt: "t", finishedAt: "t", image: "practice-engine:local" };
