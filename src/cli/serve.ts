@@ -78,7 +78,7 @@ function supervisorFor(sessions: ReadonlyMap<string, Promise<ClusterSession>>, s
   return new Supervisor({
     store,
     session: (name) => sessions.get(name) ?? Promise.resolve(undefined),
-    boot: (plan, session, signal, emit, detach) => bootAgain(plan, session, signal, store, emit, undefined, detach),
+    boot: (plan, session, signal, emit, detach, recreating) => bootAgain(plan, session, signal, store, emit, undefined, detach, recreating),
     boots: registry,
     refresh: () => discovery.refreshSoon(),
     log,

@@ -32,7 +32,8 @@ export interface SupervisorDeps {
    * that a boot is the same wherever it is started from.
    */
   /** `signal`: `down NAME` (rolls back); `detach`: the daemon stops and leaves the boot to the next (src/deploy/adopt.ts). */
-  readonly boot: (plan: Plan, session: ClusterSession, signal: AbortSignal, emit: (e: UpEvent) => void, detach: AbortSignal) => Promise<UpOutcome>;
+  /** `recreating`: the old group's removal, under way (src/deploy/up.ts UpOptions.recreating). */
+  readonly boot: (plan: Plan, session: ClusterSession, signal: AbortSignal, emit: (e: UpEvent) => void, detach: AbortSignal, recreating: Promise<void>) => Promise<UpOutcome>;
   /** Where restarts run: the daemon's boot registry, so that `attach NAME` follows one and `down NAME` cancels it. */
   readonly boots: Pick<BootRegistry, "start">;
   /** Look at the clusters again now: a failure seen once is confirmed (or not) by the next poll. */
@@ -258,55 +259,35 @@ export class Supervisor {
     say(`${failure.message}; recreating the whole group (restart ${attempt}${of})`);
     const releases: (() => void | Promise<void>)[] = [];
     let session: ClusterSession | undefined;
+    let old: Promise<void> | undefined;
     try {
       session = await this.deps.session(cluster);
       if (session === undefined) throw new Error(`cluster ${cluster} is not one this daemon watches`);
-      // The group as it is once the settle `up` gives a failure has passed (a lost peer makes the
-      // other ranks end too, within moments): the rank whose container ended first is the one that
-      // failed (the others lost it as a peer, and their deaths may have been heard of first; the
-      // rig's crash test heard the worker's die 28 ms before the head's that crashed). The same
-      // listing is what the removal below removes.
-      await delay(SETTLE_MS, undefined, { signal: stop }).catch(() => undefined);
-      checkInterrupted(stop, `before anything of ${deployment} was removed`);
-      const listing = await listNodes(session);
-      const first = firstEnded(listing.flatMap((l) => (l.reachable ? l.containers : [])).filter((c) => c.labels.deployment === deployment));
-      if (first !== undefined && (first.rank !== failure.rank || first.node !== failure.node)) say(`${first.message} first`);
-      failure = first ?? failure;
-      const cause = await this.rootCause(session, entry.seen, failure);
-      tried.record = store.beginRestart({
-        cluster,
-        deployment,
-        ...(lane === undefined ? {} : { lane }),
-        attempt,
-        reason: failure.kind,
-        message: failure.message,
-        ...(failure.node === undefined ? {} : { node: failure.node }),
-        ...(failure.rank === undefined ? {} : { rank: failure.rank }),
-        ...(cause === undefined ? {} : { cause }),
-        started_at: at(),
-      });
-      if (cause !== undefined) say(`cause: ${cause}`);
-      const saved = store.savedPlan(cluster, deployment);
-      if (saved === undefined) throw new Error(`no plan of ${deployment} is kept in this machine's store (it was started by another machine's launcher, or before launcher kept plans): launcher up it again here`);
-      const plan = decodeSavedPlan(saved);
-      if (!plan.ok) throw new Error(`the kept plan of ${deployment} cannot be read (${plan.problem}): launcher up it again`);
-      // The same locks as `up` of this name and lane: an `up` or a swap under way wins, and this
-      // try counts as failed (tried again after its backoff).
-      releases.push(holdOrBusy(store, [deploymentKey(cluster, deployment), ...(lane === undefined ? [] : [laneKey(lane)])], `launcher serve (restart ${attempt} of ${deployment})`, () => new Date(this.deps.now())));
-      // `launcher down` marks it stopped once its containers are gone (also during an earlier try's boot): not to be booted again.
-      if (!store.deploymentServed(cluster, deployment)) {
-        tried.cancelled = true;
-        throw new Error(`${deployment} was stopped (launcher down) since it served: not restarting it`);
+      // What allows the restart is all in this machine's store (no node is touched): read first,
+      // so that a restart that may not run stops nothing.
+      let plan: Plan | undefined;
+      let refused: unknown;
+      try {
+        plan = this.keptPlan(entry, attempt, tried, releases);
+      } catch (e) {
+        refused = e;
       }
-      const removed = await removeListed(listing, (c) => c.labels.deployment === deployment, REMOVE_GRACE_SECONDS);
-      for (const line of formatRemoval(removed, `launcher down deployment/${deployment}`, "summary")) say(line);
-      if (unreachableOf(removed).length > 0) throw new Error(`cannot recreate ${deployment} while ${unreachableOf(removed).map((u) => u.node).join(", ")} does not answer`);
-      checkInterrupted(stop, `before the new group of ${deployment} started; its old group is removed`);
-      const outcome = await this.deps.boot(stampLabel(plan.plan, LABELS.restarts, String(attempt)), session, signal, emit, leaving);
+      // The old group goes while the new one is claimed and checked (src/deploy/up.ts
+      // UpOptions.recreating): its first container starts once both are done.
+      old = this.takeDown(session, entry, failure, attempt, tried, plan, stop, say);
+      old.catch(() => undefined);
+      if (plan === undefined) {
+        await old;
+        throw refused;
+      }
+      checkInterrupted(stop, `before anything of ${deployment} was removed`);
+      const outcome = await this.deps.boot(stampLabel(plan, LABELS.restarts, String(attempt)), session, signal, emit, leaving, old);
       tried.ok = true;
       say(`${deployment} serves again (restart ${attempt}${of})`);
       return outcome;
     } catch (e) {
+      // The old group's removal is over before anything else is done about this try.
+      await old?.catch(() => undefined);
       tried.error = (e as Error).message;
       if (e instanceof Detached) {
         // Its row stays open for the daemon that adopts the boot, which ends it.
@@ -330,6 +311,86 @@ export class Supervisor {
     } finally {
       for (const r of releases.reverse()) await r();
     }
+  }
+
+  /**
+   * The plan a restart boots again (the one kept when the group served), with the deployment's and
+   * lane's locks taken (pushed on `releases`); throws when there is none, when an `up` or a swap
+   * holds a lock (this try counts as failed, tried again after its backoff), or when `launcher
+   * down` stopped it since it served (cancelled).
+   */
+  private keptPlan(entry: Entry, attempt: number, tried: Attempt, releases: (() => void | Promise<void>)[]): Plan {
+    const { cluster, deployment, lane } = entry.seen;
+    const store = this.deps.store;
+    const saved = store.savedPlan(cluster, deployment);
+    if (saved === undefined) throw new Error(`no plan of ${deployment} is kept in this machine's store (it was started by another machine's launcher, or before launcher kept plans): launcher up it again here`);
+    const plan = decodeSavedPlan(saved);
+    if (!plan.ok) throw new Error(`the kept plan of ${deployment} cannot be read (${plan.problem}): launcher up it again`);
+    releases.push(holdOrBusy(store, [deploymentKey(cluster, deployment), ...(lane === undefined ? [] : [laneKey(lane)])], `launcher serve (restart ${attempt} of ${deployment})`, () => new Date(this.deps.now())));
+    // `launcher down` marks it stopped once its containers are gone (also during an earlier try's boot): not to be booted again.
+    if (!store.deploymentServed(cluster, deployment)) {
+      tried.cancelled = true;
+      throw new Error(`${deployment} was stopped (launcher down) since it served: not restarting it`);
+    }
+    return plan.plan;
+  }
+
+  /**
+   * The old group taken down: every rank stopped at once, the rank that failed named and its root
+   * cause read, the restart recorded, then every container of the deployment removed (listed on
+   * every node, so that none of its name is left for the new group to meet). Without a `plan` (the
+   * restart may not run) nothing is stopped or removed: the failure is only recorded.
+   *
+   * Stopping first, with no grace, is what lets the cause be read without waiting: a container's
+   * end (State.FinishedAt) is when its process exited as containerd reports it (moby
+   * daemon/monitor.go handleContainerExit: ExitedAt), not when Docker or this daemon heard of it,
+   * so a rank that ended on its own keeps its earlier end however late it is looked at, and a rank
+   * stopped here ends after every rank that died by itself. So the rank that ended first is the
+   * one that failed (the others lost it as a peer; their deaths may be heard of first: the rig's
+   * crash test heard the worker's die 28 ms before the head's that crashed). No grace: what a
+   * failed group's ranks would do on SIGTERM serves nothing the new group needs (each container's
+   * /dev/shm is its own, `--shm-size`, and goes with it; the GPU memory is freed when its process
+   * ends), and a rank hung on its dead peer would hold the restart for the whole grace.
+   */
+  private async takeDown(session: ClusterSession, entry: Entry, failure: Failure, attempt: number, tried: Attempt, plan: Plan | undefined, stop: AbortSignal, say: (line: string) => void): Promise<void> {
+    const { cluster, deployment, lane } = entry.seen;
+    if (plan === undefined) {
+      // Nothing is stopped: the rest of a failing group is let end by itself, for as long as `up`
+      // lets it (its settle), before the first to end is looked for.
+      await delay(SETTLE_MS, undefined, { signal: stop }).catch(() => undefined);
+    } else {
+      checkInterrupted(stop, `before anything of ${deployment} was removed`);
+      const byNode = new Map<string, string[]>();
+      for (const n of plan.nodes) byNode.set(n.node, [...(byNode.get(n.node) ?? []), n.container]);
+      // A node that does not answer is found by the listing below, and said by the removal.
+      await Promise.all([...byNode].map(([node, names]) => session.docker.get(node)?.stop(names, 0).catch(() => undefined)));
+    }
+    const listing = await listNodes(session);
+    const group = listing.flatMap((l) => (l.reachable ? l.containers : [])).filter((c) => c.labels.deployment === deployment);
+    // Only a death is attributed by the ends: a group that failed with every rank running (an
+    // unhealthy head, a lost node) was just stopped whole here, in no meaningful order.
+    const first = failure.kind === "rank-exited" || plan === undefined ? firstEnded(group) : undefined;
+    if (first !== undefined && (first.rank !== failure.rank || first.node !== failure.node)) say(`${first.message} first`);
+    const named = first ?? failure;
+    const cause = await this.rootCause(session, entry.seen, named);
+    tried.record = this.deps.store.beginRestart({
+      cluster,
+      deployment,
+      ...(lane === undefined ? {} : { lane }),
+      attempt,
+      reason: named.kind,
+      message: named.message,
+      ...(named.node === undefined ? {} : { node: named.node }),
+      ...(named.rank === undefined ? {} : { rank: named.rank }),
+      ...(cause === undefined ? {} : { cause }),
+      started_at: new Date(this.deps.now()).toISOString(),
+    });
+    if (cause !== undefined) say(`cause: ${cause}`);
+    if (plan === undefined) return;
+    checkInterrupted(stop, `before the old group of ${deployment} was removed`);
+    const removed = await removeListed(listing, (c) => c.labels.deployment === deployment, 0);
+    for (const line of formatRemoval(removed, `launcher down deployment/${deployment}`, "summary")) say(line);
+    if (unreachableOf(removed).length > 0) throw new Error(`cannot recreate ${deployment} while ${unreachableOf(removed).map((u) => u.node).join(", ")} does not answer`);
   }
 
   /**

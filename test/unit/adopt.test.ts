@@ -119,6 +119,7 @@ function fakeNode(node: string, containers: ContainerInfo[], log: readonly strin
   return {
     containers: async () => containers.filter((c) => !removed.includes(`${node}:${c.name}`)),
     stopAndRemove: async (names: readonly string[]) => void removed.push(...names.map((n) => `${node}:${n}`)),
+    stop: async () => undefined,
     logs: async function* (_c: string, o: { signal?: AbortSignal; follow?: boolean } = {}) {
       yield* log;
       if (ends || o.follow !== true) return;
