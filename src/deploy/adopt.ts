@@ -5,6 +5,7 @@ import { decodeSavedPlan } from "../plan/saved.js";
 import type { BootInProgress, StateStore, SwapRecord } from "../store/store.js";
 import { Detached } from "./abort.js";
 import { createdBy } from "./boot.js";
+import { claimPlanNodes, DEFAULT_LEASE_MS } from "./claims.js";
 import type { BootEntry, BootRegistry } from "./boots.js";
 import { formatRemoval, removeContainers } from "./down.js";
 import { listNodes, type NodeListing } from "./labels.js";
@@ -128,7 +129,7 @@ async function adopted(kept: BootInProgress, deps: AdoptDeps, emit: (e: UpEvent)
   const at = (): string => now().toISOString();
   const say = (text: string): void => emit({ type: "say", text, t: Date.now() });
   say(`launcher: the daemon that started this boot of ${kept.deployment} (${kept.boot}, at ${kept.started_at}) stopped; this one watches it again from its containers' logs`);
-  const release: (() => void)[] = [];
+  const release: (() => void | Promise<void>)[] = [];
   try {
     const session = await deps.session(kept.cluster);
     if (session === undefined) throw new UserError(`cluster ${kept.cluster} is not one this daemon watches`, `launcher down ${kept.deployment} removes the boot`);
@@ -146,7 +147,29 @@ async function adopted(kept: BootInProgress, deps: AdoptDeps, emit: (e: UpEvent)
     if (found.kind === "gone") return await abandon(kept, session, deps, "none of its containers is left (its daemon stopped before they started, or they were removed)");
     if (found.kind === "partial") return await abandon(kept, session, deps, `its daemon stopped before it started ${found.missing.join(", ")}, so it can never serve`);
     const progress = progressEvents(emit, Date.now);
-    const result = await recordedWatch(kept, plan, session, { timeoutMs: timeLeft(kept.deadline_at, now()), signal, detach, progress }, store, now);
+    // The nodes' claims, as the `up` it came from held them (src/deploy/claims.ts): until it ends,
+    // an `up` from any machine is told these nodes are busy. The dead daemon's own claim is taken
+    // over at once (its pid no longer runs on this machine). A claim lost later stops the watch and
+    // rolls back, as it stops `up`'s.
+    const claimLost = new AbortController();
+    try {
+      const claims = await claimPlanNodes(session, plan, {
+        command: `launcher serve (adopted boot of ${plan.deployment})`,
+        leaseMs: DEFAULT_LEASE_MS,
+        now,
+        note: (text) => progress.note(text),
+        onLost: (message) => {
+          progress.note(message);
+          claimLost.abort(new Error(message));
+        },
+      });
+      release.push(() => claims.release());
+    } catch (e) {
+      // Busy (held by a live launcher) or a node that does not answer: the boot's containers run
+      // there whatever the claim says, and the watch finds out what a node that is gone means.
+      say(`launcher: ${(e as Error).message.split("\n")[0] ?? ""}; watching it without that claim`);
+    }
+    const result = await recordedWatch(kept, plan, session, { timeoutMs: timeLeft(kept.deadline_at, now()), signal: AbortSignal.any([signal, claimLost.signal]), detach, progress }, store, now);
     const lane = plan.lane;
     if (lane !== undefined) {
       // The rest of its lane swap (src/deploy/lane.ts upInLane): the lane serves it; a swap beside
@@ -176,7 +199,7 @@ async function adopted(kept: BootInProgress, deps: AdoptDeps, emit: (e: UpEvent)
     }
     throw e;
   } finally {
-    for (const r of release.reverse()) r();
+    for (const r of release.reverse()) await r();
   }
 }
 
