@@ -251,7 +251,16 @@ export function registerServe(program: Command, io: Output): void {
       });
       // Boots a daemon of this store left (killed, even with kill -9, or stopped) are watched again
       // from their containers' logs: each ends ready or rolled back, and `attach`/`down` reach it.
-      adoptBoots({ store, registry, clusters: clusters.map((c) => c.name), session: (name) => sessions.get(name) ?? Promise.resolve(undefined), log, now: () => new Date() });
+      adoptBoots({
+        store,
+        registry,
+        clusters: clusters.map((c) => c.name),
+        session: (name) => sessions.get(name) ?? Promise.resolve(undefined),
+        log,
+        now: () => new Date(),
+        // A restart's boot is the supervisor's from now on: a failure goes to its backoff.
+        restartAdopted: (plan, attempt, failure, ended) => supervisor.adoptedRestart(plan, attempt, failure, ended),
+      });
       discovery.start();
       await discovery.ready(30_000);
       const stopSupervising = superviseFrom(discovery, supervisor, sessions, log);

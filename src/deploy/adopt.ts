@@ -14,7 +14,9 @@ import { stopReplacedIn } from "./lane.js";
 import { clusterStatus } from "./status.js";
 import { deploymentKey, holdOrBusy, isAlive, laneKey } from "./locks.js";
 import type { ClusterSession } from "./session.js";
-import { progressEvents, type UpEvent } from "./up-events.js";
+import { decodeError, progressEvents, type UpEvent } from "./up-events.js";
+import { FAILURE_KINDS, type Failure } from "./supervise.js";
+import type { AdoptedEnd } from "./supervisor.js";
 import type { UpOutcome } from "./up-use-case.js";
 
 /*
@@ -86,6 +88,11 @@ export interface AdoptDeps {
   readonly session: (cluster: string) => Promise<ClusterSession | undefined>;
   readonly log: (line: string) => void;
   readonly now: () => Date;
+  /**
+   * An adopted boot is a supervisor's restart (its restart row is open): the daemon's supervisor
+   * takes it as a restart under way, and hears how it ended (src/deploy/supervisor.ts adoptedRestart).
+   */
+  readonly restartAdopted?: (plan: Plan, attempt: number, failure: Failure, ended: Promise<AdoptedEnd>) => void;
 }
 
 const ROLLBACK_GRACE_SECONDS = 3;
@@ -115,12 +122,33 @@ export function adoptBoots(deps: AdoptDeps): BootEntry[] {
     try {
       const entry = deps.registry.start({ deployment: kept.deployment, cluster: kept.cluster, ...(kept.lane === undefined ? {} : { lane: kept.lane }) }, (emit, signal, detach) => adopted(kept, deps, emit, signal, detach));
       deps.log(`adopted the boot of ${kept.deployment} (${kept.boot}) left by launcher serve pid ${kept.pid}: watching it again`);
+      handOver(kept, entry, deps);
       return [entry];
     } catch (e) {
       deps.log(`not adopting the boot of ${kept.deployment} (${kept.boot}): ${(e as Error).message}`);
       return [];
     }
   });
+}
+
+/** An adopted boot that is a restart (its row still open) goes to the supervisor as one under way, with how it ends. */
+function handOver(kept: BootInProgress, entry: BootEntry, deps: AdoptDeps): void {
+  const row = deps.store.restarts(kept.deployment, 20).find((r) => r.cluster === kept.cluster && r.outcome === "restarting");
+  const decoded = decodeSavedPlan(kept.plan);
+  if (row === undefined || !decoded.ok || deps.restartAdopted === undefined) return;
+  const failure: Failure = {
+    kind: (FAILURE_KINDS as readonly string[]).includes(row.reason) ? (row.reason as Failure["kind"]) : "rank-exited",
+    message: row.message,
+    ...(row.rank === undefined ? {} : { rank: row.rank }),
+    ...(row.node === undefined ? {} : { node: row.node }),
+  };
+  const ended = entry.ended.then((e): AdoptedEnd => ({
+    ok: e.type === "result",
+    cancelled: entry.signal.aborted,
+    left: entry.detachSignal.aborted,
+    ...(e.type === "error" ? { error: decodeError(e.error).message } : {}),
+  }));
+  deps.restartAdopted(decoded.plan, row.attempt, failure, ended);
 }
 
 /** One adopted boot, watched to its end (or rolled back at once when it can never become ready). */

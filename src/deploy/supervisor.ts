@@ -4,7 +4,7 @@ import { adapterOf } from "../engine/registry.js";
 import { decodeSavedPlan } from "../plan/saved.js";
 import type { Plan } from "../plan/plan.js";
 import type { StateStore } from "../store/store.js";
-import { LABELS, type DeploymentStatus, type RestartPolicy } from "./contract.js";
+import { encodeRestartPolicy, LABELS, type DeploymentStatus, type RestartPolicy } from "./contract.js";
 import { checkInterrupted, Detached } from "./abort.js";
 import { stampLabel } from "./boot.js";
 import type { BootRegistry } from "./boots.js";
@@ -69,6 +69,36 @@ interface Entry {
 
 const key = (cluster: string, deployment: string): string => `${cluster}/${deployment}`;
 
+/** How an adopted restart's boot ended: it serves, or it failed (rolled back), was cancelled (`down`), or was left to the next daemon. */
+export interface AdoptedEnd {
+  readonly ok: boolean;
+  readonly cancelled: boolean;
+  readonly left: boolean;
+  readonly error?: string;
+}
+
+/**
+ * A deployment as the supervisor knows it before any poll showed it: from the plan its boot runs
+ * (what the gateway's answers and the log lines name), booting, with no rank read yet.
+ */
+const seenOf = (plan: Plan, restarts: number): Seen => ({
+  cluster: plan.cluster,
+  deployment: plan.deployment,
+  recipe: plan.recipe.id,
+  recipe_hash: plan.recipe_hash,
+  engine: plan.recipe.engine,
+  ...(plan.lane === undefined ? {} : { lane: plan.lane }),
+  ...(plan.restart === undefined ? {} : { restart: encodeRestartPolicy(plan.restart) }),
+  restarts,
+  served_model: plan.served_model,
+  endpoint: plan.endpoint,
+  status: "booting",
+  phase: "-",
+  missing: [],
+  unreachable: [],
+  ranks: [],
+});
+
 /** The rank of a group whose container ended first (by its end as Docker recorded it); undefined while all run. */
 function firstEnded(group: readonly Labelled[]): Failure | undefined {
   const ended = group.filter((c) => !c.c.running).sort((a, b) => byEnd(a.c.finishedAt, b.c.finishedAt) || a.labels.rank - b.labels.rank)[0];
@@ -129,6 +159,34 @@ export class Supervisor {
     // Said as docker said it, whatever the supervisor makes of it: where a restart's first sighting came from.
     this.deps.log(`supervise: ${death.deployment}: docker on ${death.node} says ${death.failure.message}`);
     this.step(k, entry, { kind: "died", at: this.deps.now(), failure: death.failure });
+  }
+
+  /**
+   * A restart's boot that a daemon which died had issued, adopted by this daemon (src/deploy/adopt.ts):
+   * supervised as a restart under way from now on, so that its end is handed to the supervision
+   * the same way whatever the polls saw meanwhile (none may see it: a boot that fails fast is
+   * rolled back before the first poll): ready, or failed and tried again after the backoff (at
+   * most N in all), or cancelled by `launcher down` and forgotten. `plan`: the one it boots.
+   */
+  adoptedRestart(plan: Plan, attempt: number, failure: Failure, ended: Promise<AdoptedEnd>): void {
+    if (this.stopping.signal.aborted || plan.restart === undefined) return;
+    const k = key(plan.cluster, plan.deployment);
+    let entry = this.entries.get(k);
+    if (entry === undefined) {
+      entry = { state: INITIAL, policy: plan.restart, seen: seenOf(plan, attempt) };
+      this.entries.set(k, entry);
+    }
+    const adopted = entry;
+    adopted.failure = failure;
+    this.step(k, adopted, { kind: "adopted", at: this.deps.now(), attempt, failure });
+    const p = ended
+      .then((end) => {
+        // Left again (this daemon stops too): the next one adopts it.
+        if (end.left || this.entries.get(k) !== adopted) return;
+        this.step(k, adopted, { kind: "restart-ended", at: this.deps.now(), ok: end.ok, cancelled: end.cancelled, ...(end.error === undefined ? {} : { error: end.error }) });
+      })
+      .finally(() => this.running.delete(p));
+    this.running.add(p);
   }
 
   /** Time passed: a backoff may be over. */

@@ -376,3 +376,39 @@ test("adopt: an adopted boot takes its nodes' claims again (the dead daemon's ow
     rmSync(home, { recursive: true, force: true });
   }
 });
+
+test("adopt: a restart's boot adopted from a daemon that died and then failed is handed to the supervisor's backoff, and tried again after it, though no poll ever saw it", async () => {
+  const plan = { ...(oneRank("http://127.0.0.1:9", "chat") as object), restart: { mode: "on-failure", max: 3 } } as unknown as Plan;
+  const { store } = leftBehind(plan, true);
+  const removed: string[] = [];
+  const log = ["2026-01-01T00:00:02.000000000Z (EngineCore_DP0 pid=1) ERROR 01-01 00:00:02 [core.py:1] RuntimeError: CUDA error: an illegal memory access was encountered"];
+  const s = session(fakeNode("n1", [info(0, "n1", false)], log, true, removed));
+  const registry = new BootRegistry(Date.now);
+  let clock = 1_000_000;
+  const sup = new Supervisor({
+    store,
+    session: async () => s,
+    boot: async () => assert.fail("no plan is kept here: the second try fails before it boots"),
+    boots: registry,
+    refresh: () => undefined,
+    log: () => undefined,
+    now: () => clock,
+    timing: { confirmMs: 2000, backoffMs: 10_000, maxBackoffMs: 60_000, resetAfterMs: 600_000 },
+  });
+  try {
+    const [entry] = adoptBoots({ ...deps(store, registry, s), restartAdopted: (p, attempt, failure, ended) => sup.adoptedRestart(p, attempt, failure, ended) });
+    assert.deepEqual(sup.describe(), { "c/d": "restarting (1 restart)" }, "the supervisor takes it as its restart under way");
+    assert.equal(sup.restarting()[0]?.lane, "chat", "the gateway says restarting meanwhile");
+    assert.equal((await entry?.ended)?.type, "error");
+    await sup.idle();
+    assert.deepEqual(sup.describe(), { "c/d": "backoff (1 restart)" }, "failed: its backoff, not forgotten");
+    assert.equal(sup.restarting()[0]?.attempt, 2);
+    clock += 10_000;
+    sup.tick();
+    await sup.idle();
+    const rows = store.restarts("d", 5);
+    assert.deepEqual(rows.map((r) => `${r.attempt} ${r.outcome}`), ["2 failed", "1 failed"], "tried again after the backoff");
+  } finally {
+    await sup.stop();
+  }
+});
