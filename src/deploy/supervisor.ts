@@ -394,10 +394,11 @@ export class Supervisor {
   }
 
   /**
-   * The old group taken down: every rank stopped at once, the rank that failed named and its root
-   * cause read, the restart recorded, then every container of the deployment removed (listed on
-   * every node, so that none of its name is left for the new group to meet). Without a `plan` (the
-   * restart may not run) nothing is stopped or removed: the failure is only recorded.
+   * The old group taken down in two round trips per node: every rank stopped at once and the
+   * nodes listed (the rank that failed named from it); then every container of the deployment
+   * removed (listed on every node, so that none of its name is left for the new group to meet),
+   * the dead rank's log read for its root cause on the way; the restart recorded. Without a `plan`
+   * (the restart may not run) nothing is stopped or removed: the failure is only recorded.
    *
    * Stopping first, with no grace, is what lets the cause be read without waiting: a container's
    * end (State.FinishedAt) is when its process exited as containerd reports it (moby
@@ -416,37 +417,43 @@ export class Supervisor {
       // Nothing is stopped: the rest of a failing group is let end by itself, for as long as `up`
       // lets it (its settle), before the first to end is looked for.
       await delay(SETTLE_MS, undefined, { signal: stop }).catch(() => undefined);
-    } else {
-      checkInterrupted(stop, `before anything of ${deployment} was removed`);
-      const byNode = new Map<string, string[]>();
-      for (const n of plan.nodes) byNode.set(n.node, [...(byNode.get(n.node) ?? []), n.container]);
-      // A node that does not answer is found by the listing below, and said by the removal.
-      await Promise.all([...byNode].map(([node, names]) => session.docker.get(node)?.stop(names, 0).catch(() => undefined)));
-    }
-    const listing = await listNodes(session);
+    } else checkInterrupted(stop, `before anything of ${deployment} was removed`);
+    const byNode = new Map<string, string[]>();
+    for (const n of plan?.nodes ?? []) byNode.set(n.node, [...(byNode.get(n.node) ?? []), n.container]);
+    // Stopped and listed in one round trip per node; a node that does not answer is said by the removal.
+    const listing = await listNodes(session, undefined, byNode);
     const group = listing.flatMap((l) => (l.reachable ? l.containers : [])).filter((c) => c.labels.deployment === deployment);
     // Only a death is attributed by the ends: a group that failed with every rank running (an
     // unhealthy head, a lost node) was just stopped whole here, in no meaningful order.
     const first = failure.kind === "rank-exited" || plan === undefined ? firstEnded(group) : undefined;
     if (first !== undefined && (first.rank !== failure.rank || first.node !== failure.node)) say(`${first.message} first`);
     const named = first ?? failure;
-    const cause = await this.rootCause(session, entry.seen, named);
-    tried.record = this.deps.store.beginRestart({
-      cluster,
-      deployment,
-      ...(lane === undefined ? {} : { lane }),
-      attempt,
-      reason: named.kind,
-      message: named.message,
-      ...(named.node === undefined ? {} : { node: named.node }),
-      ...(named.rank === undefined ? {} : { rank: named.rank }),
-      ...(cause === undefined ? {} : { cause }),
-      started_at: new Date(this.deps.now()).toISOString(),
-    });
-    if (cause !== undefined) say(`cause: ${cause}`);
-    if (plan === undefined) return;
+    const record = (cause: string | undefined): void => {
+      tried.record = this.deps.store.beginRestart({
+        cluster,
+        deployment,
+        ...(lane === undefined ? {} : { lane }),
+        attempt,
+        reason: named.kind,
+        message: named.message,
+        ...(named.node === undefined ? {} : { node: named.node }),
+        ...(named.rank === undefined ? {} : { rank: named.rank }),
+        ...(cause === undefined ? {} : { cause }),
+        started_at: new Date(this.deps.now()).toISOString(),
+      });
+      if (cause !== undefined) say(`cause: ${cause}`);
+    };
+    if (plan === undefined) return record(await this.rootCause(session, entry.seen, named));
     checkInterrupted(stop, `before the old group of ${deployment} was removed`);
-    const removed = await removeListed(listing, (c) => c.labels.deployment === deployment, 0);
+    // The dead rank's log is read in the round trip that removes its node's containers.
+    let cause: string | undefined;
+    const engine = adapterOf(entry.seen.engine);
+    const lastWords =
+      named.node === undefined || named.container === undefined || engine === undefined
+        ? undefined
+        : { node: named.node, container: named.container, tail: CAUSE_TAIL_LINES, heard: (lines: readonly string[]) => void (cause = explainLog(engine, lines.join("\n")).cause ?? undefined) };
+    const removed = await removeListed(listing, (c) => c.labels.deployment === deployment, 0, false, lastWords);
+    record(cause);
     for (const line of formatRemoval(removed, `launcher down deployment/${deployment}`, "summary")) say(line);
     if (unreachableOf(removed).length > 0) throw new Error(`cannot recreate ${deployment} while ${unreachableOf(removed).map((u) => u.node).join(", ")} does not answer`);
   }

@@ -124,6 +124,13 @@ function fakeNode(node: string, containers: ContainerInfo[], log: readonly strin
     containers: async () => containers.filter((c) => !removed.includes(`${node}:${c.name}`)),
     stopAndRemove: async (names: readonly string[]) => void removed.push(...names.map((n) => `${node}:${n}`)),
     stop: async () => undefined,
+    async stopThenList(this: DockerClient, label: string) {
+      return this.containers(label);
+    },
+    async logsThenRemove(this: DockerClient, _c: string, _tail: number, names: readonly string[]) {
+      await this.stopAndRemove(names, 0);
+      return [...log];
+    },
     logs: async function* (_c: string, o: { signal?: AbortSignal; follow?: boolean } = {}) {
       yield* log;
       if (ends || o.follow !== true) return;

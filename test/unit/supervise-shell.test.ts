@@ -34,6 +34,17 @@ function fakeDocker(node: string, rank: number, log: readonly string[], removed:
     logs: async function* () {
       yield* log;
     },
+    // The one-round-trip forms, made of the parts above (as the scripts on a node do them).
+    async stopThenList(this: DockerClient, label: string, names: readonly string[]) {
+      await this.stop(names, 0);
+      return this.containers(label);
+    },
+    async logsThenRemove(this: DockerClient, container: string, tail: number, names: readonly string[]) {
+      const lines: string[] = [];
+      for await (const l of this.logs(container, { tail })) lines.push(l);
+      await this.stopAndRemove(names, 0);
+      return lines;
+    },
   } as unknown as DockerClient;
 }
 
