@@ -5,7 +5,7 @@
 // it serves again. The figures come from the hosts' own dockerd event logs (one machine, one
 // clock): the killed container's `die`, and on each host the `create` of the new group's container
 // (`docker run` issued there). Also shown: the death to the restart recorded in the store (the
-// failure confirmed and its cause read, before the old group is removed).
+// group stopped and listed, the rank that ended first named, its cause read as it is removed).
 // Run as root: node --import tsx bench/restart.ts   (BENCH_NODES=2 or 4, default 2; BENCH_ROUNDS, default 5)
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
