@@ -6,7 +6,7 @@
 //   2. a boot's log line on the node to the client seeing it through `attach` (target 200 ms):
 //      each phase change's docker timestamp on the head against the moment attach printed it,
 //      split at the daemon's event for it; changes from before attach connected (replayed) apart.
-// Run as root: npx tsx bench/daemon.ts
+// Run as root: npx tsx bench/daemon.ts   (BENCH_PART=attach: only 2., on one practice host)
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -149,47 +149,59 @@ async function attachLatency(recipe: string, daemonUrl: string): Promise<AttachS
   return samples;
 }
 
+const ATTACH_ONLY = process.env.BENCH_PART === "attach";
+
 try {
-  await rigUp(4);
+  await rigUp(ATTACH_ONLY ? 1 : 4);
   await launcher(["status"]);
   const daemon = await startGateway(["--control"]);
   try {
-    const recipes: [number, string][] = [
-      [1, variant(dir, "bench-1x", "practice-2x", `required_nodes = 1\ntensor_parallel_size = 1\n[env]\n${FAST}`)],
-      [4, variant(dir, "bench-4x", "practice-4x", `[env]\n${FAST}`)],
-    ];
-    const times = new Map<string, number[]>();
-    const add = (key: string, t: number): void => void (times.get(key) ?? times.set(key, []).get(key))?.push(t);
-    for (let round = 0; round < ROUNDS; round++) {
-      for (const [nodes, recipe] of recipes) {
-        add(`here ${nodes}`, await timeUp(recipe, { LAUNCHER_DAEMON: "none" }));
-        add(`daemon ${nodes}`, await timeUp(recipe, { LAUNCHER_DAEMON: daemon.url }));
-      }
-    }
-    const m = (key: string): number => median(times.get(key) ?? []);
-    console.log(`launcher up, start to ready, median of ${ROUNDS} (engine boot delays 0): in-process | through the daemon`);
-    for (const [nodes] of recipes) console.log(`  ${nodes} node${nodes === 1 ? " " : "s"}: ${m(`here ${nodes}`).toFixed(2)} s | ${m(`daemon ${nodes}`).toFixed(2)} s; the daemon adds ${(m(`daemon ${nodes}`) - m(`here ${nodes}`)).toFixed(2)} s (target <= 1.0 s at 4)`);
-    console.log(`  4-to-1 ratio: ${(m("here 4") / m("here 1")).toFixed(2)}x | ${(m("daemon 4") / m("daemon 1")).toFixed(2)}x (target <= 1.3)`);
-    const four = recipes.find(([n]) => n === 4)?.[1];
-    if (four !== undefined) {
-      console.log("  one 4-node up through the daemon, each step from the CLI's start (the daemon's clock):");
-      for (const line of await daemonTimeline(four, daemon.url)) console.log(`    ${line}`);
-    }
-    const slow = variant(dir, "bench-attach", "practice-2x", `required_nodes = 1\ntensor_parallel_size = 1\n[env]\nPRACTICE_PHASE_DELAY_MS = "500"\n`);
-    const samples: AttachSample[] = [];
-    for (let round = 0; round < ATTACH_ROUNDS; round++) samples.push(...(await attachLatency(slow, daemon.url)));
-    const live = samples.filter((x) => !x.replayed);
-    const replayed = samples.filter((x) => x.replayed);
-    const figures = (xs: readonly number[]): string => `median ${median(xs).toFixed(3)} s, max ${Math.max(...xs).toFixed(3)} s`;
-    console.log(`  a boot's log line on the head to attach printing it, ${ATTACH_ROUNDS} boots: ${figures(live.map((x) => x.total))} over ${live.length} phase changes followed live (target 0.200 s)`);
-    console.log(`    of which line -> daemon's event ${figures(live.map((x) => x.toDaemon))}; event -> attach printing it ${figures(live.map((x) => x.toClient))}`);
-    if (replayed.length > 0) console.log(`    and ${replayed.length} phase changes from before attach had started (replayed when it connected): ${figures(replayed.map((x) => x.total))}`);
-    const worst = [...live].sort((a, b) => b.total - a.total)[0];
-    if (worst !== undefined) console.log(`    slowest live: phase ${worst.phase}, ${worst.total.toFixed(3)} s (line -> event ${worst.toDaemon.toFixed(3)} s, event -> attach ${worst.toClient.toFixed(3)} s)`);
+    if (!ATTACH_ONLY) await upTimes(daemon.url);
+    await attachTimes(daemon.url);
   } finally {
     await daemon.stop();
   }
 } finally {
   rigDown();
   rmSync(dir, { recursive: true, force: true });
+}
+
+/** 1. `up` in-process and through the daemon at 1 and 4 nodes, and one 4-node boot's steps. */
+async function upTimes(daemonUrl: string): Promise<void> {
+  const recipes: [number, string][] = [
+    [1, variant(dir, "bench-1x", "practice-2x", `required_nodes = 1\ntensor_parallel_size = 1\n[env]\n${FAST}`)],
+    [4, variant(dir, "bench-4x", "practice-4x", `[env]\n${FAST}`)],
+  ];
+  const times = new Map<string, number[]>();
+  const add = (key: string, t: number): void => void (times.get(key) ?? times.set(key, []).get(key))?.push(t);
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [nodes, recipe] of recipes) {
+      add(`here ${nodes}`, await timeUp(recipe, { LAUNCHER_DAEMON: "none" }));
+      add(`daemon ${nodes}`, await timeUp(recipe, { LAUNCHER_DAEMON: daemonUrl }));
+    }
+  }
+  const m = (key: string): number => median(times.get(key) ?? []);
+  console.log(`launcher up, start to ready, median of ${ROUNDS} (engine boot delays 0): in-process | through the daemon`);
+  for (const [nodes] of recipes) console.log(`  ${nodes} node${nodes === 1 ? " " : "s"}: ${m(`here ${nodes}`).toFixed(2)} s | ${m(`daemon ${nodes}`).toFixed(2)} s; the daemon adds ${(m(`daemon ${nodes}`) - m(`here ${nodes}`)).toFixed(2)} s (target <= 1.0 s at 4)`);
+  console.log(`  4-to-1 ratio: ${(m("here 4") / m("here 1")).toFixed(2)}x | ${(m("daemon 4") / m("daemon 1")).toFixed(2)}x (target <= 1.3)`);
+  const four = recipes.find(([n]) => n === 4)?.[1];
+  if (four !== undefined) {
+    console.log("  one 4-node up through the daemon, each step from the CLI's start (the daemon's clock):");
+    for (const line of await daemonTimeline(four, daemonUrl)) console.log(`    ${line}`);
+  }
+}
+
+/** 2. A boot's log line on the head to `attach` printing it. */
+async function attachTimes(daemonUrl: string): Promise<void> {
+  const slow = variant(dir, "bench-attach", "practice-2x", `required_nodes = 1\ntensor_parallel_size = 1\n[env]\nPRACTICE_PHASE_DELAY_MS = "500"\n`);
+  const samples: AttachSample[] = [];
+  for (let round = 0; round < ATTACH_ROUNDS; round++) samples.push(...(await attachLatency(slow, daemonUrl)));
+  const live = samples.filter((x) => !x.replayed);
+  const replayed = samples.filter((x) => x.replayed);
+  const figures = (xs: readonly number[]): string => `median ${median(xs).toFixed(3)} s, max ${Math.max(...xs).toFixed(3)} s`;
+  console.log(`  a boot's log line on the head to attach printing it, ${ATTACH_ROUNDS} boots: ${figures(live.map((x) => x.total))} over ${live.length} phase changes followed live (target 0.200 s)`);
+  console.log(`    of which line -> daemon's event ${figures(live.map((x) => x.toDaemon))}; event -> attach printing it ${figures(live.map((x) => x.toClient))}`);
+  if (replayed.length > 0) console.log(`    and ${replayed.length} phase changes from before attach had started (replayed when it connected): ${figures(replayed.map((x) => x.total))}`);
+  const worst = [...live].sort((a, b) => b.total - a.total)[0];
+  if (worst !== undefined) console.log(`    slowest live: phase ${worst.phase}, ${worst.total.toFixed(3)} s (line -> event ${worst.toDaemon.toFixed(3)} s, event -> attach ${worst.toClient.toFixed(3)} s)`);
 }

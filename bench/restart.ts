@@ -5,13 +5,15 @@
 // it serves again. The figures come from the hosts' own dockerd event logs (one machine, one
 // clock): the killed container's `die`, and on each host the `create` of the new group's container
 // (`docker run` issued there). Also shown: the death to the restart recorded in the store (the
-// failure confirmed and its cause read, before the old group is removed).
+// group stopped and listed, the rank that ended first named, its cause read as it is removed).
 // Run as root: node --import tsx bench/restart.ts   (BENCH_NODES=2 or 4, default 2; BENCH_ROUNDS, default 5)
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Store } from "../src/store/store.js";
+import { CONTROL_PATHS } from "../src/daemon/protocol.js";
+import { decodeEvent } from "../src/deploy/up-events.js";
 import { launcher, launcherProcess, onHost, rigDown, rigUp, STATE_HOME, variant, within } from "../test/integration/practice-cluster.js";
 
 const NODES = Number(process.env.BENCH_NODES ?? "2");
@@ -26,7 +28,8 @@ const NOW_OFFSET_S = 1;
 
 /** `launcher serve` with its default --poll, on a free loopback port. */
 async function daemon(): Promise<{ url: string; stop: () => Promise<void>; log: () => string }> {
-  const child = launcherProcess(["serve", "--listen", "127.0.0.1:0"]);
+  // --control: the restart is a boot of its registry, whose events (each with the daemon's time) show where the time goes.
+  const child = launcherProcess(["serve", "--listen", "127.0.0.1:0", "--control"]);
   let stderr = "";
   child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<void>((resolve) => child.on("close", () => resolve()));
@@ -50,6 +53,27 @@ async function daemon(): Promise<{ url: string; stop: () => Promise<void>; log: 
 async function supervision(url: string, deployment: string): Promise<string | undefined> {
   const health = (await (await fetch(`${url}/health`, { signal: AbortSignal.timeout(5000) })).json()) as { supervision?: Record<string, string> };
   return Object.entries(health.supervision ?? {}).find(([k]) => k.endsWith(`/${deployment}`))?.[1];
+}
+
+/**
+ * The restart's steps as its boot's events say them (the daemon's clock, this machine's: the same
+ * as the dockerd event logs'), from `died`: "+0.312 removed 2 containers", ... up to the new
+ * group's first node phase.
+ */
+async function timeline(url: string, deployment: string, died: number): Promise<string[]> {
+  const res = await fetch(`${url}${CONTROL_PATHS.events(deployment)}`, { signal: AbortSignal.timeout(5000) });
+  const out: string[] = [];
+  for (const line of (await res.text()).split("\n")) {
+    const e = line.trim() === "" ? undefined : decodeEvent(line);
+    if (e === undefined) continue;
+    const at = `+${((e.t - died) / 1000).toFixed(3)}`;
+    if (e.type === "say" || e.type === "note") out.push(`${at} ${e.text.slice(0, 110)}`);
+    else if (e.type === "node") {
+      out.push(`${at} ${e.node} ${e.state.phase}`);
+      if (out.filter((l) => / n\d+ /.test(l)).length >= NODES) break;
+    }
+  }
+  return out;
 }
 
 /** Each host's dockerd events of `deployment` since `sinceS` (Unix seconds): [host, action, container, ms]. */
@@ -102,6 +126,8 @@ try {
       issued.push((last - died) / 1000);
       if (row !== undefined) recorded.push((row - died) / 1000);
       console.log(`  round ${round}: death -> restart recorded ${row === undefined ? "?" : ((row - died) / 1000).toFixed(3)} s, -> docker run issued on all ${NODES} nodes ${((last - died) / 1000).toFixed(3)} s`);
+      console.log(`    docker run issued (create) on ${created.map((c, i) => `n${i + 1} +${(((c as number) - died) / 1000).toFixed(3)}`).join(", ")}`);
+      if (process.env.BENCH_STEPS !== "0") for (const l of await timeline(gw.url, name, died).catch((e: unknown) => [`(no timeline: ${(e as Error).message})`])) console.log(`    ${l}`);
       await launcher(["down", `deployment/${name}`, "--grace", "1"], 60_000, { LAUNCHER_DAEMON: "none" });
     }
   } finally {

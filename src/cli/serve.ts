@@ -3,7 +3,7 @@ import type { Command } from "commander";
 import { UserError } from "../config/errors.js";
 import { engineApiMethods } from "../engine/registry.js";
 import { collectKeys, keyChecker } from "../gateway/auth.js";
-import { Discovery, staleAfterMs, type Snapshot } from "../gateway/discovery.js";
+import { Discovery, staleAfterMs, type Snapshot, type WatchSource } from "../gateway/discovery.js";
 import { watchDeaths } from "../deploy/deaths.js";
 import { bootAgain } from "../deploy/reboot.js";
 import { openSession, type ClusterSession } from "../deploy/session.js";
@@ -28,6 +28,10 @@ import { advertiseLocalDaemon } from "./daemon-target.js";
 import { outliveTheTerminal } from "./terminal.js";
 import { childrenOutliveTheTerminal } from "../remote/transport.js";
 import { adoptBoots } from "../deploy/adopt.js";
+import { homedir } from "node:os";
+import type { Cluster } from "../cluster/cluster.js";
+import { storeDir } from "../store/store.js";
+import { keepUploadedCluster, keptUploadedClusters, uploadedClustersDir } from "../daemon/uploaded-clusters.js";
 
 interface ServeFlags {
   listen: string;
@@ -83,7 +87,7 @@ function supervisorFor(sessions: ReadonlyMap<string, Promise<ClusterSession>>, s
     memory,
     store,
     session,
-    boot: (plan, session, signal, emit, detach) => bootAgain(plan, session, signal, store, emit, undefined, detach),
+    boot: (plan, session, signal, emit, detach, recreating) => bootAgain(plan, session, signal, store, emit, undefined, detach, recreating),
     boots: registry,
     refresh: () => discovery.refreshSoon(),
     log,
@@ -103,7 +107,7 @@ const SUPERVISE_EVERY_MS = 100;
  * Feeds the supervisor each new discovery snapshot as it arrives, and each rank death the nodes'
  * Docker reports (src/deploy/deaths.ts) as it happens; returns how to stop.
  */
-function superviseFrom(discovery: Discovery, supervisor: Supervisor, sessions: ReadonlyMap<string, Promise<ClusterSession>>, log: (line: string) => void): () => void {
+function superviseFrom(discovery: Discovery, supervisor: Supervisor, sessions: ReadonlyMap<string, Promise<ClusterSession>>, log: (line: string) => void): { stop: () => void; follow: (cluster: string, session: Promise<ClusterSession>) => void } {
   const observe = (s: Snapshot): void => {
     if (s.at !== undefined) supervisor.observe(s.deployments, s.at.getTime());
   };
@@ -112,17 +116,38 @@ function superviseFrom(discovery: Discovery, supervisor: Supervisor, sessions: R
   const unsubscribe = discovery.subscribe(observe);
   const timer = setInterval(() => supervisor.tick(), SUPERVISE_EVERY_MS);
   const deaths = new AbortController();
-  for (const [cluster, session] of sessions) {
+  const follow = (cluster: string, session: Promise<ClusterSession>): void =>
     void session.then(
       (opened) => watchDeaths(opened, (d) => supervisor.died(cluster, d), (line) => log(`supervise: ${line}`), deaths.signal),
       (e: unknown) => log(`supervise: cannot follow the container events of ${cluster} (${(e as Error).message}); deaths are seen by the polls only`),
     );
-  }
-  return () => {
-    unsubscribe();
-    clearInterval(timer);
-    deaths.abort();
+  for (const [cluster, session] of sessions) follow(cluster, session);
+  return {
+    follow,
+    stop: () => {
+      unsubscribe();
+      clearInterval(timer);
+      deaths.abort();
+    },
   };
+}
+
+/**
+ * The cluster files to watch: the ones named (--cluster, else the one found), then those remote
+ * clients uploaded with their `up` before (src/daemon/uploaded-clusters.ts), unless one of that
+ * name is named; an uploaded one that no longer reads is said and left out.
+ */
+function clustersToWatch(named: readonly string[], uploadedDir: string, log: (line: string) => void): { file: string; cluster: Cluster }[] {
+  const watched = named.map((file) => ({ file, cluster: loadCluster(file) }));
+  for (const file of keptUploadedClusters(uploadedDir)) {
+    try {
+      const cluster = loadCluster(file);
+      if (!watched.some((w) => w.cluster.name === cluster.name)) watched.push({ file, cluster });
+    } catch (e) {
+      log(`not watching the uploaded cluster file ${file}: ${(e as Error).message}`);
+    }
+  }
+  return watched;
 }
 
 export function registerServe(program: Command, io: Output): void {
@@ -159,11 +184,14 @@ export function registerServe(program: Command, io: Output): void {
       if (admin.some((k) => keys.includes(k))) throw new UserError("an admin key is also an inference key", "give the control API a key of its own (--admin-key-file / LAUNCHER_ADMIN_KEY)");
       const pollMs = parseDuration(flags.poll, "--poll");
       const files = (flags.cluster ?? [undefined]).map((f) => clusterPath(f));
+      const uploadedDir = uploadedClustersDir(storeDir(process.env, homedir()));
       // Read here first, so that a broken cluster file stops the daemon at start with its errors.
-      const clusters = files.map((f) => loadCluster(f));
+      const watched = clustersToWatch(files, uploadedDir, (line) => io.err(`launcher serve: ${line}`));
+      const clusters = watched.map((w) => w.cluster);
       const store = openStore();
+      const watchSource = (name: string, file: string): WatchSource => ({ cluster: name, argv: selfArgv(["status", "--watch", `${pollMs}ms`, "--json", "--exit-with-stdin", "--cluster", file]) });
       const discovery = new Discovery(
-        clusters.map((c, i) => ({ cluster: c.name, argv: selfArgv(["status", "--watch", `${pollMs}ms`, "--json", "--exit-with-stdin", "--cluster", files[i] as string]) })),
+        watched.map((w) => watchSource(w.cluster.name, w.file)),
         (line) => io.err(`launcher serve: ${line}`),
         staleAfterMs(pollMs),
       );
@@ -176,6 +204,20 @@ export function registerServe(program: Command, io: Output): void {
       const registry = new BootRegistry(Date.now);
       const sessions = new Map(clusters.map((c) => [c.name, openSession(c)]));
       const supervisor = supervisorFor(sessions, store, discovery, registry, log, parseDuration(flags.restartBackoff, "--restart-backoff"));
+      // Set once supervision runs: how the container events of a cluster added later are followed.
+      let followDeaths: ((cluster: string, session: Promise<ClusterSession>) => void) | undefined;
+      // A cluster a remote client's `up` brought (its file uploaded): kept, then discovered (routed),
+      // supervised and its restarts booted as this daemon's own clusters are. One of a name already
+      // watched is left as it is.
+      const watchUploaded = (cluster: Cluster, file: { readonly file: string; readonly text: string }): void => {
+        if (sessions.has(cluster.name)) return;
+        const kept = keepUploadedCluster(uploadedDir, cluster.name, file);
+        const session = openSession(cluster);
+        sessions.set(cluster.name, session);
+        discovery.add(watchSource(cluster.name, kept));
+        followDeaths?.(cluster.name, session);
+        log(`watching cluster ${cluster.name} (uploaded by a client, kept as ${kept}): what runs there is routed and supervised`);
+      };
 
       // Rebuilt only when the labels or the store changed; the store is checked on every request
       // because a lane switch must take effect before its old deployment is stopped.
@@ -218,7 +260,7 @@ export function registerServe(program: Command, io: Output): void {
         ? controlApi({
             ...(admin.length === 0 ? {} : { checkAdmin: keyChecker(admin) }),
             registry,
-            submit: bootSubmitter(registry, store, files[0] as string, (line) => io.err(`launcher serve: ${line}`)),
+            submit: bootSubmitter(registry, store, files[0] as string, (line) => io.err(`launcher serve: ${line}`), (cluster, file) => watchUploaded(cluster, file)),
             maxBodyBytes: 1024 * 1024,
           })
         : undefined;
@@ -257,10 +299,20 @@ export function registerServe(program: Command, io: Output): void {
       });
       // Boots a daemon of this store left (killed, even with kill -9, or stopped) are watched again
       // from their containers' logs: each ends ready or rolled back, and `attach`/`down` reach it.
-      adoptBoots({ store, registry, clusters: clusters.map((c) => c.name), session: (name) => sessions.get(name) ?? Promise.resolve(undefined), log, now: () => new Date() });
+      adoptBoots({
+        store,
+        registry,
+        clusters: clusters.map((c) => c.name),
+        session: (name) => sessions.get(name) ?? Promise.resolve(undefined),
+        log,
+        now: () => new Date(),
+        // A restart's boot is the supervisor's from now on: a failure goes to its backoff.
+        restartAdopted: (plan, attempt, failure, ended) => supervisor.adoptedRestart(plan, attempt, failure, ended),
+      });
       discovery.start();
       await discovery.ready(30_000);
-      const stopSupervising = superviseFrom(discovery, supervisor, sessions, log);
+      const supervising = superviseFrom(discovery, supervisor, sessions, log);
+      followDeaths = supervising.follow;
       const addr = gateway.server.address();
       const port = typeof addr === "object" && addr !== null ? addr.port : listen.port;
       const shown = listen.host.includes(":") ? `[${listen.host}]` : listen.host;
@@ -289,7 +341,7 @@ export function registerServe(program: Command, io: Output): void {
         process.on("SIGINT", stop);
         process.on("SIGTERM", stop);
       });
-      stopSupervising();
+      supervising.stop();
       await supervisor.stop();
       advertised?.();
       await discovery.stop();

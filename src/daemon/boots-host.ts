@@ -4,6 +4,7 @@ import type { BootEntry, BootRegistry } from "../deploy/boots.js";
 import { decodeError, encodeError, type UpEvent } from "../deploy/up-events.js";
 import { upUseCase } from "../deploy/up-use-case.js";
 import type { StateStore } from "../store/store.js";
+import type { Cluster } from "../cluster/cluster.js";
 import type { UpSubmission } from "./protocol.js";
 
 /** An Output whose every word becomes an event of the boot (the daemon has no terminal of its own). */
@@ -23,7 +24,14 @@ export function eventOutput(emit: (e: UpEvent) => void): Output {
  * checks, the same messages, as events), then the same use case runs in the daemon's registry.
  * A submission refused before it starts gives its events, the error last.
  */
-export function bootSubmitter(registry: BootRegistry, store: StateStore, defaultCluster: string, log: (line: string) => void): (s: UpSubmission) => BootEntry | readonly UpEvent[] {
+export function bootSubmitter(
+  registry: BootRegistry,
+  store: StateStore,
+  defaultCluster: string,
+  log: (line: string) => void,
+  /** A boot accepted on a cluster file the client sent: the daemon watches that cluster from now on (routes and supervises what runs there). */
+  uploaded?: (cluster: Cluster, file: { readonly file: string; readonly text: string }) => void,
+): (s: UpSubmission) => BootEntry | readonly UpEvent[] {
   return (s) => {
     const early: UpEvent[] = [];
     // Until the boot is accepted its words are kept, then they go to the boot's own events.
@@ -48,6 +56,7 @@ export function bootSubmitter(registry: BootRegistry, store: StateStore, default
       return refused(e);
     }
     log(`boot of ${accepted.deployment} (${s.ref}) accepted`);
+    if (s.cluster_file !== undefined) uploaded?.(prepared.cluster, s.cluster_file);
     void entry.ended.then((e) => log(`boot of ${accepted.deployment}: ${e.type === "result" ? e.outcome.status : `failed: ${e.type === "error" ? decodeError(e.error).message : "?"}`}`));
     return entry;
   };

@@ -5,6 +5,7 @@ import { decodeSavedPlan } from "../plan/saved.js";
 import type { BootInProgress, StateStore, SwapRecord } from "../store/store.js";
 import { Detached } from "./abort.js";
 import { createdBy } from "./boot.js";
+import { claimPlanNodes, DEFAULT_LEASE_MS } from "./claims.js";
 import type { BootEntry, BootRegistry } from "./boots.js";
 import { formatRemoval, removeContainers } from "./down.js";
 import { listNodes, type NodeListing } from "./labels.js";
@@ -13,7 +14,9 @@ import { stopReplacedIn } from "./lane.js";
 import { clusterStatus } from "./status.js";
 import { deploymentKey, holdOrBusy, isAlive, laneKey } from "./locks.js";
 import type { ClusterSession } from "./session.js";
-import { progressEvents, type UpEvent } from "./up-events.js";
+import { decodeError, progressEvents, type UpEvent } from "./up-events.js";
+import { FAILURE_KINDS, type Failure } from "./supervise.js";
+import type { AdoptedEnd } from "./supervisor.js";
 import type { UpOutcome } from "./up-use-case.js";
 
 /*
@@ -85,6 +88,11 @@ export interface AdoptDeps {
   readonly session: (cluster: string) => Promise<ClusterSession | undefined>;
   readonly log: (line: string) => void;
   readonly now: () => Date;
+  /**
+   * An adopted boot is a supervisor's restart (its restart row is open): the daemon's supervisor
+   * takes it as a restart under way, and hears how it ended (src/deploy/supervisor.ts adoptedRestart).
+   */
+  readonly restartAdopted?: (plan: Plan, attempt: number, failure: Failure, ended: Promise<AdoptedEnd>) => void;
 }
 
 const ROLLBACK_GRACE_SECONDS = 3;
@@ -114,6 +122,7 @@ export function adoptBoots(deps: AdoptDeps): BootEntry[] {
     try {
       const entry = deps.registry.start({ deployment: kept.deployment, cluster: kept.cluster, ...(kept.lane === undefined ? {} : { lane: kept.lane }) }, (emit, signal, detach) => adopted(kept, deps, emit, signal, detach));
       deps.log(`adopted the boot of ${kept.deployment} (${kept.boot}) left by launcher serve pid ${kept.pid}: watching it again`);
+      handOver(kept, entry, deps);
       return [entry];
     } catch (e) {
       deps.log(`not adopting the boot of ${kept.deployment} (${kept.boot}): ${(e as Error).message}`);
@@ -122,13 +131,33 @@ export function adoptBoots(deps: AdoptDeps): BootEntry[] {
   });
 }
 
+/** An adopted boot that is a restart (its row still open) goes to the supervisor as one under way, with how it ends. */
+function handOver(kept: BootInProgress, entry: BootEntry, deps: AdoptDeps): void {
+  const row = deps.store.restarts(kept.deployment, 20).find((r) => r.cluster === kept.cluster && r.outcome === "restarting");
+  const decoded = decodeSavedPlan(kept.plan);
+  if (row === undefined || !decoded.ok || deps.restartAdopted === undefined) return;
+  const failure: Failure = {
+    kind: (FAILURE_KINDS as readonly string[]).includes(row.reason) ? (row.reason as Failure["kind"]) : "rank-exited",
+    message: row.message,
+    ...(row.rank === undefined ? {} : { rank: row.rank }),
+    ...(row.node === undefined ? {} : { node: row.node }),
+  };
+  const ended = entry.ended.then((e): AdoptedEnd => ({
+    ok: e.type === "result",
+    cancelled: entry.signal.aborted,
+    left: entry.detachSignal.aborted,
+    ...(e.type === "error" ? { error: decodeError(e.error).message } : {}),
+  }));
+  deps.restartAdopted(decoded.plan, row.attempt, failure, ended);
+}
+
 /** One adopted boot, watched to its end (or rolled back at once when it can never become ready). */
 async function adopted(kept: BootInProgress, deps: AdoptDeps, emit: (e: UpEvent) => void, signal: AbortSignal, detach: AbortSignal): Promise<UpOutcome> {
   const { store, now } = deps;
   const at = (): string => now().toISOString();
   const say = (text: string): void => emit({ type: "say", text, t: Date.now() });
   say(`launcher: the daemon that started this boot of ${kept.deployment} (${kept.boot}, at ${kept.started_at}) stopped; this one watches it again from its containers' logs`);
-  const release: (() => void)[] = [];
+  const release: (() => void | Promise<void>)[] = [];
   try {
     const session = await deps.session(kept.cluster);
     if (session === undefined) throw new UserError(`cluster ${kept.cluster} is not one this daemon watches`, `launcher down ${kept.deployment} removes the boot`);
@@ -146,7 +175,29 @@ async function adopted(kept: BootInProgress, deps: AdoptDeps, emit: (e: UpEvent)
     if (found.kind === "gone") return await abandon(kept, session, deps, "none of its containers is left (its daemon stopped before they started, or they were removed)");
     if (found.kind === "partial") return await abandon(kept, session, deps, `its daemon stopped before it started ${found.missing.join(", ")}, so it can never serve`);
     const progress = progressEvents(emit, Date.now);
-    const result = await recordedWatch(kept, plan, session, { timeoutMs: timeLeft(kept.deadline_at, now()), signal, detach, progress }, store, now);
+    // The nodes' claims, as the `up` it came from held them (src/deploy/claims.ts): until it ends,
+    // an `up` from any machine is told these nodes are busy. The dead daemon's own claim is taken
+    // over at once (its pid no longer runs on this machine). A claim lost later stops the watch and
+    // rolls back, as it stops `up`'s.
+    const claimLost = new AbortController();
+    try {
+      const claims = await claimPlanNodes(session, plan, {
+        command: `launcher serve (adopted boot of ${plan.deployment})`,
+        leaseMs: DEFAULT_LEASE_MS,
+        now,
+        note: (text) => progress.note(text),
+        onLost: (message) => {
+          progress.note(message);
+          claimLost.abort(new Error(message));
+        },
+      });
+      release.push(() => claims.release());
+    } catch (e) {
+      // Busy (held by a live launcher) or a node that does not answer: the boot's containers run
+      // there whatever the claim says, and the watch finds out what a node that is gone means.
+      say(`launcher: ${(e as Error).message.split("\n")[0] ?? ""}; watching it without that claim`);
+    }
+    const result = await recordedWatch(kept, plan, session, { timeoutMs: timeLeft(kept.deadline_at, now()), signal: AbortSignal.any([signal, claimLost.signal]), detach, progress }, store, now);
     const lane = plan.lane;
     if (lane !== undefined) {
       // The rest of its lane swap (src/deploy/lane.ts upInLane): the lane serves it; a swap beside
@@ -176,7 +227,7 @@ async function adopted(kept: BootInProgress, deps: AdoptDeps, emit: (e: UpEvent)
     }
     throw e;
   } finally {
-    for (const r of release.reverse()) r();
+    for (const r of release.reverse()) await r();
   }
 }
 

@@ -19,7 +19,14 @@ export type NodeOutcome =
  * every node in parallel. Labels decide what matches, so it works without any local state; a node
  * that cannot be reached is said so, and a later run finishes there.
  */
-export async function removeListed(listing: readonly NodeListing[], match: (c: Labelled) => boolean, graceSeconds: number, strays = false): Promise<NodeOutcome[]> {
+export async function removeListed(
+  listing: readonly NodeListing[],
+  match: (c: Labelled) => boolean,
+  graceSeconds: number,
+  strays = false,
+  /** One container's last log lines, read in the same round trip as its node's removal (no grace then): a restart's root cause. */
+  lastWords?: { readonly node: string; readonly container: string; readonly tail: number; readonly heard: (lines: readonly string[]) => void },
+): Promise<NodeOutcome[]> {
   return Promise.all(
     listing.map(async (l): Promise<NodeOutcome> => {
       if (!l.reachable) return { node: l.node, kind: "unreachable", reason: l.reason, deployments: [] };
@@ -29,7 +36,9 @@ export async function removeListed(listing: readonly NodeListing[], match: (c: L
         ...(strays ? l.strays.map((c) => ({ node: l.node, container: c.name, deployment: c.labels[DEPLOYMENT_LABEL] ?? "?", wasRunning: c.running })) : []),
       ];
       try {
-        await l.docker.stopAndRemove(removed.map((r) => r.container), graceSeconds);
+        const names = removed.map((r) => r.container);
+        if (lastWords?.node === l.node) lastWords.heard(await l.docker.logsThenRemove(lastWords.container, lastWords.tail, names));
+        else await l.docker.stopAndRemove(names, graceSeconds);
         return { node: l.node, kind: "removed", removed };
       } catch (e) {
         return { node: l.node, kind: "unreachable", reason: reasonOf(e), deployments: [...new Set(removed.map((r) => r.deployment))] };

@@ -28,7 +28,7 @@ export type NodeListing =
  * The one place that decides a node could not be read: ssh could not reach it (UnreachableError)
  * or its Docker did not answer. Either way what runs there is unknown, never "nothing".
  */
-export async function listNodes(session: ClusterSession, only?: ReadonlySet<string>): Promise<NodeListing[]> {
+export async function listNodes(session: ClusterSession, only?: ReadonlySet<string>, stopFirst?: ReadonlyMap<string, readonly string[]>): Promise<NodeListing[]> {
   return Promise.all(
     [...session.docker]
       .filter(([node]) => only === undefined || only.has(node))
@@ -37,7 +37,9 @@ export async function listNodes(session: ClusterSession, only?: ReadonlySet<stri
           const containers: Labelled[] = [];
           const undecodable: string[] = [];
           const strays: ContainerInfo[] = [];
-          for (const c of await docker.containers(DEPLOYMENT_LABEL)) {
+          // `stopFirst`: these containers of the node are stopped (no grace) in the same round trip, just before it is listed.
+          const stop = stopFirst?.get(node) ?? [];
+          for (const c of await (stop.length > 0 ? docker.stopThenList(DEPLOYMENT_LABEL, stop) : docker.containers(DEPLOYMENT_LABEL))) {
             const d = decodeLabels(c.labels);
             if (d.ok) containers.push({ node, c, labels: d.labels });
             else {

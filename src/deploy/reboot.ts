@@ -23,6 +23,8 @@ export function bootAgain(
   now: () => Date = () => new Date(),
   /** The daemon stops: the boot is left to the next daemon, which adopts it (src/deploy/adopt.ts), as `up`'s boots are. */
   detach?: AbortSignal,
+  /** The old group's removal, under way: see UpOptions.recreating. */
+  recreating?: Promise<void>,
 ): Promise<UpOutcome> {
   const say = (text: string): void => emit({ type: "say", text, t: now().getTime() });
   return bootKept(
@@ -30,5 +32,6 @@ export function bootAgain(
     session,
     { store, say, progress: progressEvents(emit, () => now().getTime()), signal, now, leaseMs: DEFAULT_LEASE_MS, timeoutMs: REBOOT_TIMEOUT_MS, push: true, ...(detach === undefined ? {} : { detach }) },
     `launcher serve (restart of ${plan.deployment})`,
+    recreating,
   );
 }

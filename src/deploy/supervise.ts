@@ -25,9 +25,10 @@ export interface SuperviseTiming {
 export const DEFAULT_TIMING: SuperviseTiming = { confirmMs: 2000, backoffMs: 10_000, maxBackoffMs: 300_000, resetAfterMs: 600_000 };
 
 /** Why a group that served is to be recreated; `rank`/`node` name the dead rank when there is one. */
+export const FAILURE_KINDS = ["rank-exited", "unhealthy", "node-unreachable", "memory-guard"] as const;
 export interface Failure {
   /** memory-guard: the guard killed the group when a node fell below its floor (src/deploy/ready-guard.ts). */
-  readonly kind: "rank-exited" | "unhealthy" | "node-unreachable" | "memory-guard";
+  readonly kind: (typeof FAILURE_KINDS)[number];
   readonly message: string;
   readonly rank?: number;
   readonly node?: string;
@@ -72,7 +73,13 @@ export type SuperviseEvent =
    */
   | { readonly kind: "died"; readonly at: number; readonly failure: Failure }
   /** Time passed (a backoff may be over). */
-  | { readonly kind: "tick"; readonly at: number };
+  | { readonly kind: "tick"; readonly at: number }
+  /**
+   * Restart number `attempt`, issued by a daemon that died during its boot, was adopted by this one
+   * (src/deploy/adopt.ts): its boot owns the group until it ends (`restart-ended`), as one this
+   * daemon issued would.
+   */
+  | { readonly kind: "adopted"; readonly at: number; readonly attempt: number; readonly failure: Failure };
 
 export type SuperviseAction =
   /** Remove the whole group on every node, then boot its plan again. */
@@ -157,6 +164,11 @@ function next(attempts: number, streak: number, failure: Failure, at: number, po
  */
 export function supervise(state: Supervised, event: SuperviseEvent, policy: RestartPolicy, timing: SuperviseTiming = DEFAULT_TIMING): Decision {
   const stay: Decision = { state, actions: [] };
+  if (event.kind === "adopted" && state.phase !== "restarting") {
+    // Its streak is not known here (the daemon that counted it died): at least this try, so a
+    // failure waits the first backoff before the next one, whatever this daemon saw before.
+    return { state: { phase: "restarting", attempts: Math.max(state.attempts, event.attempt), streak: Math.max(1, "streak" in state ? state.streak : 0), since: event.at, failure: event.failure }, actions: [] };
+  }
   switch (state.phase) {
     case "restarting":
       // The boot issued owns the group until it ends; what the polls show meanwhile is its doing.

@@ -4,7 +4,7 @@ import { adapterOf } from "../engine/registry.js";
 import { decodeSavedPlan } from "../plan/saved.js";
 import type { Plan } from "../plan/plan.js";
 import type { StateStore } from "../store/store.js";
-import { LABELS, type DeploymentStatus, type RestartPolicy } from "./contract.js";
+import { encodeRestartPolicy, LABELS, type DeploymentStatus, type RestartPolicy } from "./contract.js";
 import { checkInterrupted, Detached } from "./abort.js";
 import { stampLabel } from "./boot.js";
 import type { BootRegistry } from "./boots.js";
@@ -32,7 +32,8 @@ export interface SupervisorDeps {
    * that a boot is the same wherever it is started from.
    */
   /** `signal`: `down NAME` (rolls back); `detach`: the daemon stops and leaves the boot to the next (src/deploy/adopt.ts). */
-  readonly boot: (plan: Plan, session: ClusterSession, signal: AbortSignal, emit: (e: UpEvent) => void, detach: AbortSignal) => Promise<UpOutcome>;
+  /** `recreating`: the old group's removal, under way (src/deploy/up.ts UpOptions.recreating). */
+  readonly boot: (plan: Plan, session: ClusterSession, signal: AbortSignal, emit: (e: UpEvent) => void, detach: AbortSignal, recreating: Promise<void>) => Promise<UpOutcome>;
   /** Where restarts run: the daemon's boot registry, so that `attach NAME` follows one and `down NAME` cancels it. */
   readonly boots: Pick<BootRegistry, "start">;
   /** Look at the clusters again now: a failure seen once is confirmed (or not) by the next poll. */
@@ -69,6 +70,36 @@ interface Entry {
 }
 
 const key = (cluster: string, deployment: string): string => `${cluster}/${deployment}`;
+
+/** How an adopted restart's boot ended: it serves, or it failed (rolled back), was cancelled (`down`), or was left to the next daemon. */
+export interface AdoptedEnd {
+  readonly ok: boolean;
+  readonly cancelled: boolean;
+  readonly left: boolean;
+  readonly error?: string;
+}
+
+/**
+ * A deployment as the supervisor knows it before any poll showed it: from the plan its boot runs
+ * (what the gateway's answers and the log lines name), booting, with no rank read yet.
+ */
+const seenOf = (plan: Plan, restarts: number): Seen => ({
+  cluster: plan.cluster,
+  deployment: plan.deployment,
+  recipe: plan.recipe.id,
+  recipe_hash: plan.recipe_hash,
+  engine: plan.recipe.engine,
+  ...(plan.lane === undefined ? {} : { lane: plan.lane }),
+  ...(plan.restart === undefined ? {} : { restart: encodeRestartPolicy(plan.restart) }),
+  restarts,
+  served_model: plan.served_model,
+  endpoint: plan.endpoint,
+  status: "booting",
+  phase: "-",
+  missing: [],
+  unreachable: [],
+  ranks: [],
+});
 
 /** The rank of a group whose container ended first (by its end as Docker recorded it); undefined while all run. */
 function firstEnded(group: readonly Labelled[]): Failure | undefined {
@@ -142,6 +173,34 @@ export class Supervisor {
     const entry = this.entries.get(k);
     if (this.stopping.signal.aborted || entry === undefined) return;
     this.step(k, entry, { kind: "died", at: this.deps.now(), failure: { kind: "memory-guard", node: trip.node, message: trip.message } });
+  }
+
+  /**
+   * A restart's boot that a daemon which died had issued, adopted by this daemon (src/deploy/adopt.ts):
+   * supervised as a restart under way from now on, so that its end is handed to the supervision
+   * the same way whatever the polls saw meanwhile (none may see it: a boot that fails fast is
+   * rolled back before the first poll): ready, or failed and tried again after the backoff (at
+   * most N in all), or cancelled by `launcher down` and forgotten. `plan`: the one it boots.
+   */
+  adoptedRestart(plan: Plan, attempt: number, failure: Failure, ended: Promise<AdoptedEnd>): void {
+    if (this.stopping.signal.aborted || plan.restart === undefined) return;
+    const k = key(plan.cluster, plan.deployment);
+    let entry = this.entries.get(k);
+    if (entry === undefined) {
+      entry = { state: INITIAL, policy: plan.restart, seen: seenOf(plan, attempt) };
+      this.entries.set(k, entry);
+    }
+    const adopted = entry;
+    adopted.failure = failure;
+    this.step(k, adopted, { kind: "adopted", at: this.deps.now(), attempt, failure });
+    const p = ended
+      .then((end) => {
+        // Left again (this daemon stops too): the next one adopts it.
+        if (end.left || this.entries.get(k) !== adopted) return;
+        this.step(k, adopted, { kind: "restart-ended", at: this.deps.now(), ok: end.ok, cancelled: end.cancelled, ...(end.error === undefined ? {} : { error: end.error }) });
+      })
+      .finally(() => this.running.delete(p));
+    this.running.add(p);
   }
 
   /** Time passed: a backoff may be over. */
@@ -273,58 +332,35 @@ export class Supervisor {
     say(`${failure.message}; recreating the whole group (restart ${attempt}${of})`);
     const releases: (() => void | Promise<void>)[] = [];
     let session: ClusterSession | undefined;
+    let old: Promise<void> | undefined;
     try {
       session = await this.deps.session(cluster);
       if (session === undefined) throw new Error(`cluster ${cluster} is not one this daemon watches`);
-      // The group as it is once the settle `up` gives a failure has passed (a lost peer makes the
-      // other ranks end too, within moments): the rank whose container ended first is the one that
-      // failed (the others lost it as a peer, and their deaths may have been heard of first; the
-      // rig's crash test heard the worker's die 28 ms before the head's that crashed). The same
-      // listing is what the removal below removes.
-      await delay(SETTLE_MS, undefined, { signal: stop }).catch(() => undefined);
+      // What allows the restart is all in this machine's store (no node is touched): read first,
+      // so that a restart that may not run stops nothing.
+      let plan: Plan | undefined;
+      let refused: unknown;
+      try {
+        plan = this.keptPlan(entry, attempt, tried, releases);
+      } catch (e) {
+        refused = e;
+      }
+      // The old group goes while the new one is claimed and checked (src/deploy/up.ts
+      // UpOptions.recreating): its first container starts once both are done.
+      old = this.takeDown(session, entry, failure, attempt, tried, plan, stop, say);
+      old.catch(() => undefined);
+      if (plan === undefined) {
+        await old;
+        throw refused;
+      }
       checkInterrupted(stop, `before anything of ${deployment} was removed`);
-      const listing = await listNodes(session);
-      const first = firstEnded(listing.flatMap((l) => (l.reachable ? l.containers : [])).filter((c) => c.labels.deployment === deployment));
-      // The guard killed every rank at once: which ended first says nothing, its trip is the cause.
-      if (failure.kind !== "memory-guard") {
-        if (first !== undefined && (first.rank !== failure.rank || first.node !== failure.node)) say(`${first.message} first`);
-        failure = first ?? failure;
-      }
-      const cause = await this.rootCause(session, entry.seen, failure);
-      tried.record = store.beginRestart({
-        cluster,
-        deployment,
-        ...(lane === undefined ? {} : { lane }),
-        attempt,
-        reason: failure.kind,
-        message: failure.message,
-        ...(failure.node === undefined ? {} : { node: failure.node }),
-        ...(failure.rank === undefined ? {} : { rank: failure.rank }),
-        ...(cause === undefined ? {} : { cause }),
-        started_at: at(),
-      });
-      if (cause !== undefined) say(`cause: ${cause}`);
-      const saved = store.savedPlan(cluster, deployment);
-      if (saved === undefined) throw new Error(`no plan of ${deployment} is kept in this machine's store (it was started by another machine's launcher, or before launcher kept plans): launcher up it again here`);
-      const plan = decodeSavedPlan(saved);
-      if (!plan.ok) throw new Error(`the kept plan of ${deployment} cannot be read (${plan.problem}): launcher up it again`);
-      // The same locks as `up` of this name and lane: an `up` or a swap under way wins, and this
-      // try counts as failed (tried again after its backoff).
-      releases.push(holdOrBusy(store, [deploymentKey(cluster, deployment), ...(lane === undefined ? [] : [laneKey(lane)])], `launcher serve (restart ${attempt} of ${deployment})`, () => new Date(this.deps.now())));
-      // `launcher down` marks it stopped once its containers are gone (also during an earlier try's boot): not to be booted again.
-      if (!store.deploymentServed(cluster, deployment)) {
-        tried.cancelled = true;
-        throw new Error(`${deployment} was stopped (launcher down) since it served: not restarting it`);
-      }
-      const removed = await removeListed(listing, (c) => c.labels.deployment === deployment, REMOVE_GRACE_SECONDS);
-      for (const line of formatRemoval(removed, `launcher down deployment/${deployment}`, "summary")) say(line);
-      if (unreachableOf(removed).length > 0) throw new Error(`cannot recreate ${deployment} while ${unreachableOf(removed).map((u) => u.node).join(", ")} does not answer`);
-      checkInterrupted(stop, `before the new group of ${deployment} started; its old group is removed`);
-      const outcome = await this.deps.boot(stampLabel(plan.plan, LABELS.restarts, String(attempt)), session, signal, emit, leaving);
+      const outcome = await this.deps.boot(stampLabel(plan, LABELS.restarts, String(attempt)), session, signal, emit, leaving, old);
       tried.ok = true;
       say(`${deployment} serves again (restart ${attempt}${of})`);
       return outcome;
     } catch (e) {
+      // The old group's removal is over before anything else is done about this try.
+      await old?.catch(() => undefined);
       tried.error = (e as Error).message;
       if (e instanceof Detached) {
         // Its row stays open for the daemon that adopts the boot, which ends it.
@@ -348,6 +384,94 @@ export class Supervisor {
     } finally {
       for (const r of releases.reverse()) await r();
     }
+  }
+
+  /**
+   * The plan a restart boots again (the one kept when the group served), with the deployment's and
+   * lane's locks taken (pushed on `releases`); throws when there is none, when an `up` or a swap
+   * holds a lock (this try counts as failed, tried again after its backoff), or when `launcher
+   * down` stopped it since it served (cancelled).
+   */
+  private keptPlan(entry: Entry, attempt: number, tried: Attempt, releases: (() => void | Promise<void>)[]): Plan {
+    const { cluster, deployment, lane } = entry.seen;
+    const store = this.deps.store;
+    const saved = store.savedPlan(cluster, deployment);
+    if (saved === undefined) throw new Error(`no plan of ${deployment} is kept in this machine's store (it was started by another machine's launcher, or before launcher kept plans): launcher up it again here`);
+    const plan = decodeSavedPlan(saved);
+    if (!plan.ok) throw new Error(`the kept plan of ${deployment} cannot be read (${plan.problem}): launcher up it again`);
+    releases.push(holdOrBusy(store, [deploymentKey(cluster, deployment), ...(lane === undefined ? [] : [laneKey(lane)])], `launcher serve (restart ${attempt} of ${deployment})`, () => new Date(this.deps.now())));
+    // `launcher down` marks it stopped once its containers are gone (also during an earlier try's boot): not to be booted again.
+    if (!store.deploymentServed(cluster, deployment)) {
+      tried.cancelled = true;
+      throw new Error(`${deployment} was stopped (launcher down) since it served: not restarting it`);
+    }
+    return plan.plan;
+  }
+
+  /**
+   * The old group taken down in two round trips per node: every rank stopped at once and the
+   * nodes listed (the rank that failed named from it); then every container of the deployment
+   * removed (listed on every node, so that none of its name is left for the new group to meet),
+   * the dead rank's log read for its root cause on the way; the restart recorded. Without a `plan`
+   * (the restart may not run) nothing is stopped or removed: the failure is only recorded.
+   *
+   * Stopping first, with no grace, is what lets the cause be read without waiting: a container's
+   * end (State.FinishedAt) is when its process exited as containerd reports it (moby
+   * daemon/monitor.go handleContainerExit: ExitedAt), not when Docker or this daemon heard of it,
+   * so a rank that ended on its own keeps its earlier end however late it is looked at, and a rank
+   * stopped here ends after every rank that died by itself. So the rank that ended first is the
+   * one that failed (the others lost it as a peer; their deaths may be heard of first: the rig's
+   * crash test heard the worker's die 28 ms before the head's that crashed). No grace: what a
+   * failed group's ranks would do on SIGTERM serves nothing the new group needs (each container's
+   * /dev/shm is its own, `--shm-size`, and goes with it; the GPU memory is freed when its process
+   * ends), and a rank hung on its dead peer would hold the restart for the whole grace.
+   */
+  private async takeDown(session: ClusterSession, entry: Entry, failure: Failure, attempt: number, tried: Attempt, plan: Plan | undefined, stop: AbortSignal, say: (line: string) => void): Promise<void> {
+    const { cluster, deployment, lane } = entry.seen;
+    if (plan === undefined) {
+      // Nothing is stopped: the rest of a failing group is let end by itself, for as long as `up`
+      // lets it (its settle), before the first to end is looked for.
+      await delay(SETTLE_MS, undefined, { signal: stop }).catch(() => undefined);
+    } else checkInterrupted(stop, `before anything of ${deployment} was removed`);
+    const byNode = new Map<string, string[]>();
+    for (const n of plan?.nodes ?? []) byNode.set(n.node, [...(byNode.get(n.node) ?? []), n.container]);
+    // Stopped and listed in one round trip per node; a node that does not answer is said by the removal.
+    const listing = await listNodes(session, undefined, byNode);
+    const group = listing.flatMap((l) => (l.reachable ? l.containers : [])).filter((c) => c.labels.deployment === deployment);
+    // Only a death is attributed by the ends: a group that failed with every rank running (an
+    // unhealthy head, a lost node) was just stopped whole here, in no meaningful order; nor is a
+    // group its memory guard killed at once (its trip is the cause).
+    const first = failure.kind !== "memory-guard" && (failure.kind === "rank-exited" || plan === undefined) ? firstEnded(group) : undefined;
+    if (first !== undefined && (first.rank !== failure.rank || first.node !== failure.node)) say(`${first.message} first`);
+    const named = first ?? failure;
+    const record = (cause: string | undefined): void => {
+      tried.record = this.deps.store.beginRestart({
+        cluster,
+        deployment,
+        ...(lane === undefined ? {} : { lane }),
+        attempt,
+        reason: named.kind,
+        message: named.message,
+        ...(named.node === undefined ? {} : { node: named.node }),
+        ...(named.rank === undefined ? {} : { rank: named.rank }),
+        ...(cause === undefined ? {} : { cause }),
+        started_at: new Date(this.deps.now()).toISOString(),
+      });
+      if (cause !== undefined) say(`cause: ${cause}`);
+    };
+    if (plan === undefined) return record(await this.rootCause(session, entry.seen, named));
+    checkInterrupted(stop, `before the old group of ${deployment} was removed`);
+    // The dead rank's log is read in the round trip that removes its node's containers.
+    let cause: string | undefined;
+    const engine = adapterOf(entry.seen.engine);
+    const lastWords =
+      named.node === undefined || named.container === undefined || engine === undefined
+        ? undefined
+        : { node: named.node, container: named.container, tail: CAUSE_TAIL_LINES, heard: (lines: readonly string[]) => void (cause = explainLog(engine, lines.join("\n")).cause ?? undefined) };
+    const removed = await removeListed(listing, (c) => c.labels.deployment === deployment, 0, false, lastWords);
+    record(cause);
+    for (const line of formatRemoval(removed, `launcher down deployment/${deployment}`, "summary")) say(line);
+    if (unreachableOf(removed).length > 0) throw new Error(`cannot recreate ${deployment} while ${unreachableOf(removed).map((u) => u.node).join(", ")} does not answer`);
   }
 
   /**

@@ -142,14 +142,17 @@ async function launchPlan(plan: Plan, session: ClusterSession, host: BootHost, s
 /**
  * A kept plan booted again, as `up` boots it (claims, push, preflight, starts, the watch, the
  * rollback of its own containers, the boot recorded): a supervisor's restart of a group that
- * failed. The caller holds the deployment's and lane's locks and removed the old group. The fabric
+ * failed. The caller holds the deployment's and lane's locks and removes the old group (done
+ * before, or `recreating`: under way, and waited for before the first container starts). The fabric
  * is not probed again: the kept plan carries what its first `up` found, preflight still checks
  * every node, and a probe is SSH round trips on every node before the `docker run`s that a
  * restart must issue fast (README, "Supervision").
  */
-export function bootKept(plan: Plan, session: ClusterSession, host: BootHost, what: string): Promise<UpOutcome> {
+export function bootKept(plan: Plan, session: ClusterSession, host: BootHost, what: string, recreating?: Promise<void>): Promise<UpOutcome> {
   const kept = withImageFacts(session, host.store, host.now);
-  return launchPlan(plan, kept, host, bootStep(kept, host, what));
+  const step = bootStep(kept, host, what);
+  // Its claims and checks go on while the old group is removed (src/deploy/up.ts UpOptions.recreating).
+  return launchPlan(plan, kept, host, recreating === undefined ? step : { ...step, options: { ...step.options, recreating } });
 }
 
 /** The snapshot sizes preflight read, for `plan`'s memory fit. */

@@ -43,6 +43,14 @@ export interface UpOptions {
    * the next one can watch the boot again.
    */
   readonly starting?: (plan: Plan, bootId: string, deadline: number) => void;
+  /**
+   * A supervisor's restart of a group that just ran this very plan (src/deploy/supervisor.ts): the
+   * old group of the deployment, being removed meanwhile, ends when this settles (rejects when it
+   * could not be). The image and preflight checks run alongside it, counting the old group as
+   * gone, and the first container starts once both are done. The cluster-wide look for another
+   * deployment of this name is skipped: the removal lists every node and removes all of this name.
+   */
+  readonly recreating?: Promise<void>;
 }
 
 export type UpResult = {
@@ -102,13 +110,19 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
   // Before any container runs, a daemon that stops leaves nothing behind: it is an interrupt then.
   const signal = options.detach === undefined ? options.signal : AbortSignal.any([options.signal, options.detach]);
   const note = (text: string): void => options.progress.note(text);
-  try {
-    const same = await sameNameOnCluster(plan, session, signal, note);
-    if (same !== undefined) return { status: "already-running", endpoint: same.endpoint, served_model: same.served_model, seconds: 0 };
+  const recreating = options.recreating;
+  const checks = async (): Promise<Awaited<ReturnType<typeof preflight>>> => {
     if (options.push !== false) await ensureImage(plan.recipe.docker_image, plan.nodes.map((n) => dockerOf(session, n.node)), note, signal, clusterRoutes(session.cluster.nodes));
     if (options.dropCaches === true) for (const line of await dropCaches(plan, session, signal)) note(line);
     note(`preflight of ${plan.deployment} on ${plan.nodes.map((n) => n.node).join(", ")} ...`);
-    const image = await preflight(plan, session, signal);
+    return preflight(plan, session, signal, recreating === undefined ? undefined : new Set([plan.deployment]));
+  };
+  try {
+    if (recreating === undefined) {
+      const same = await sameNameOnCluster(plan, session, signal, note);
+      if (same !== undefined) return { status: "already-running", endpoint: same.endpoint, served_model: same.served_model, seconds: 0 };
+    }
+    const image = recreating === undefined ? await checks() : await alongside(checks(), recreating);
     if (image.version !== undefined) {
       note(`image ${plan.recipe.docker_image}: ${plan.recipe.engine} ${image.version}`);
       options.progress.engine?.(image.version);
@@ -126,6 +140,18 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
   } finally {
     options.progress.done();
   }
+}
+
+/**
+ * The checks of a new group and the removal of the old one, run together: both end before this
+ * does (no removal still running when the boot fails), and the removal's failure (a node that does
+ * not answer) is the one said when both fail, as it is the cause of the other.
+ */
+async function alongside<T>(checks: Promise<T>, removal: Promise<void>): Promise<T> {
+  const [checked, removed] = await Promise.allSettled([checks, removal]);
+  if (removed.status === "rejected") throw removed.reason;
+  if (checked.status === "rejected") throw checked.reason;
+  return checked.value;
 }
 
 /**

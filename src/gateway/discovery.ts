@@ -60,12 +60,24 @@ export class Discovery {
   private startedAt = Date.now();
   private checker: NodeJS.Timeout | undefined;
 
+  private readonly sources: WatchSource[];
+  private started = false;
+
   constructor(
-    private readonly sources: readonly WatchSource[],
+    sources: readonly WatchSource[],
     private readonly log: (line: string) => void,
     /** A view older than this is stale, and a watcher silent this long is restarted. */
     private readonly staleAfter: number,
-  ) {}
+  ) {
+    this.sources = [...sources];
+  }
+
+  /** One more cluster to watch from now on (one a remote client's `up` brought); a known one is left as it is. */
+  add(source: WatchSource): void {
+    if (this.sources.some((s) => s.cluster === source.cluster)) return;
+    this.sources.push(source);
+    if (this.started && !this.stopped) this.watch(source, 0);
+  }
 
   snapshot(): Snapshot {
     return this.current;
@@ -80,6 +92,7 @@ export class Discovery {
   }
 
   start(): void {
+    this.started = true;
     this.startedAt = Date.now();
     for (const s of this.sources) this.watch(s, 0);
     // A watcher that is alive but prints nothing (a hung ssh, a stopped process) never exits,

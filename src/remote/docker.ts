@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { RemoteError } from "../config/errors.js";
-import { execChecked, outputTail, unreachable, type Transport } from "./transport.js";
+import { execChecked, outputTail, unreachable, type ExecResult, type Transport } from "./transport.js";
 
 export interface ContainerInfo {
   readonly id: string;
@@ -27,6 +27,20 @@ const PS_FAILED = 97;
 const LIST_SCRIPT = `ids=$(docker ps --all --quiet --no-trunc --filter "label=$1") || exit ${PS_FAILED}
 [ -z "$ids" ] && exit 0
 exec docker inspect $ids`;
+
+// The same listing, once `docker stop --time 0` ended the containers named after the label (ones
+// already ended or gone are fine): a restart's first look at its old group, in one round trip.
+const STOP_THEN_LIST_SCRIPT = `label=$1; shift
+docker stop --time 0 -- "$@" >/dev/null 2>&1
+${LIST_SCRIPT.replaceAll('"label=$1"', '"label=$label"')}`;
+
+// The last lines of one container (docker logs, stderr merged as the log reader takes it), then the
+// removal of the containers named after the tail: a restart's cause read and its old group removed
+// in one round trip. The removal's own words are not mixed into the log.
+const LOGS_THEN_REMOVE_SCRIPT = `c=$1; tail=$2; shift 2
+docker logs --timestamps --tail "$tail" -- "$c" 2>&1
+docker rm --force -- "$@" >/dev/null 2>&1
+exit 0`;
 
 // `docker logs --follow` runs until its container is removed, whoever stopped reading: over a
 // shared ssh connection, a mux client that dies does not end the remote command, the master only
@@ -158,7 +172,11 @@ export class DockerClient {
 
   /** Containers (running or not) that carry `label` (a key, or key=value). One round trip. */
   async containers(label: string): Promise<ContainerInfo[]> {
-    const r = await this.transport.exec(["sh", "-c", LIST_SCRIPT, "sh", label], { timeoutMs: 20_000 });
+    return this.listing(await this.transport.exec(["sh", "-c", LIST_SCRIPT, "sh", label], { timeoutMs: 20_000 }));
+  }
+
+  /** What LIST_SCRIPT printed, read. */
+  private listing(r: ExecResult): ContainerInfo[] {
     const lost = unreachable(this.transport, r);
     if (lost !== undefined) throw lost;
     if (r.code === PS_FAILED || (r.code !== 0 && r.stdout.trim() === "")) throw new RemoteError(this.node, `docker ps failed (exit ${r.code})`, outputTail(r));
@@ -177,6 +195,22 @@ export class DockerClient {
     }));
   }
 
+  /** `docker stop --time 0` of `names` (each waited for until it ended), then containers(label): one round trip. */
+  async stopThenList(label: string, names: readonly string[]): Promise<ContainerInfo[]> {
+    return this.listing(await this.transport.exec(["sh", "-c", STOP_THEN_LIST_SCRIPT, "sh", label, ...names], { timeoutMs: 40_000 }));
+  }
+
+  /**
+   * The last `tail` lines of `container`'s log, then `names` removed (killed if they run): one
+   * round trip. A node that stops answering is an UnreachableError.
+   */
+  async logsThenRemove(container: string, tail: number, names: readonly string[]): Promise<string[]> {
+    const r = await this.transport.exec(["sh", "-c", LOGS_THEN_REMOVE_SCRIPT, "sh", container, String(tail), ...names], { timeoutMs: 30_000 });
+    const lost = unreachable(this.transport, r);
+    if (lost !== undefined) throw lost;
+    return r.stdout.split("\n").filter((l) => l !== "");
+  }
+
   async run(argv: readonly string[]): Promise<string> {
     return (await this.ok(argv, "docker run")).trim();
   }
@@ -186,14 +220,28 @@ export class DockerClient {
    * node that stops answering midway is an UnreachableError (its containers may still be there).
    */
   async stopAndRemove(names: readonly string[], graceSeconds: number): Promise<void> {
+    // No grace: `docker rm --force` alone kills and removes, one round trip fewer (docker/cli
+    // docs/reference/commandline/container_rm.md: "--force: Force the removal of a running container (uses SIGKILL)").
+    if (graceSeconds > 0) await this.stop(names, graceSeconds);
+    await this.remove(names);
+  }
+
+  /**
+   * SIGTERM, up to `graceSeconds`, then SIGKILL, and waits until each has ended (moby
+   * daemon/stop.go containerStop); its record (FinishedAt, exit code, log) stays. Missing or
+   * already ended containers are fine.
+   */
+  async stop(names: readonly string[], graceSeconds: number): Promise<void> {
     if (names.length === 0) return;
-    for (const [argv, timeoutMs] of [
-      [["docker", "stop", "--time", String(graceSeconds), "--", ...names], (graceSeconds + 30) * 1000],
-      [["docker", "rm", "--force", "--", ...names], 30_000],
-    ] as const) {
-      const lost = unreachable(this.transport, await this.transport.exec(argv, { timeoutMs }));
-      if (lost !== undefined) throw lost;
-    }
+    const lost = unreachable(this.transport, await this.transport.exec(["docker", "stop", "--time", String(graceSeconds), "--", ...names], { timeoutMs: (graceSeconds + 30) * 1000 }));
+    if (lost !== undefined) throw lost;
+  }
+
+  /** Removes the containers (killing any still running); missing ones are fine. */
+  async remove(names: readonly string[]): Promise<void> {
+    if (names.length === 0) return;
+    const lost = unreachable(this.transport, await this.transport.exec(["docker", "rm", "--force", "--", ...names], { timeoutMs: 30_000 }));
+    if (lost !== undefined) throw lost;
   }
 
   /**

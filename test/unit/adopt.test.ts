@@ -1,10 +1,14 @@
 import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { hostname } from "node:os";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { hostname, tmpdir } from "node:os";
+import path from "node:path";
 import { test } from "node:test";
 import { adoptBoots, foundOf, orphansOf, timeLeft } from "../../src/deploy/adopt.js";
 import { BootRegistry } from "../../src/deploy/boots.js";
+import { thisMachine } from "../../src/deploy/claims.js";
 import { encodeLabels, LABELS } from "../../src/deploy/contract.js";
 import type { NodeListing } from "../../src/deploy/labels.js";
 import type { ClusterSession } from "../../src/deploy/session.js";
@@ -119,6 +123,14 @@ function fakeNode(node: string, containers: ContainerInfo[], log: readonly strin
   return {
     containers: async () => containers.filter((c) => !removed.includes(`${node}:${c.name}`)),
     stopAndRemove: async (names: readonly string[]) => void removed.push(...names.map((n) => `${node}:${n}`)),
+    stop: async () => undefined,
+    async stopThenList(this: DockerClient, label: string) {
+      return this.containers(label);
+    },
+    async logsThenRemove(this: DockerClient, _c: string, _tail: number, names: readonly string[]) {
+      await this.stopAndRemove(names, 0);
+      return [...log];
+    },
     logs: async function* (_c: string, o: { signal?: AbortSignal; follow?: boolean } = {}) {
       yield* log;
       if (ends || o.follow !== true) return;
@@ -335,4 +347,75 @@ test("watch: the rank whose container ended first is blamed even when its end is
   );
   assert.equal(error.message, "boot of d failed: container exited with status 1");
   assert.equal((error as Error & { node?: string }).node, "n2 (rank 1)");
+});
+
+test("adopt: an adopted boot takes its nodes' claims again (the dead daemon's own is taken over at once) and gives them back when it ends", async () => {
+  // The node's claim script runs for real, here, in a home of its own.
+  const home = mkdtempSync(path.join(tmpdir(), "launcher-adopt-claims-"));
+  const claimFile = path.join(home, ".cache", "launcher", "claims", "node");
+  const registry = new BootRegistry(Date.now);
+  try {
+    const plan = oneRank("http://127.0.0.1:9");
+    const { store } = leftBehind(plan, false);
+    const docker = fakeNode("n1", [info(0, "n1", true)], ["2026-01-01T00:00:02.000000000Z INFO loading"], false, []);
+    (docker as unknown as { transport: unknown }).transport = {
+      node: "n1",
+      exec: async (argv: readonly string[]) => {
+        const r = spawnSync(argv[0] as string, argv.slice(1), { encoding: "utf8", env: { ...process.env, HOME: home } });
+        return { code: r.status ?? 1, stdout: r.stdout, stderr: r.stderr };
+      },
+    };
+    // The daemon that died held the claim: same machine, a pid that no longer runs.
+    const dead = JSON.stringify({ id: "deadclaim", ...thisMachine(), pid: DEAD_PID, command: "launcher serve", deployment: "d", since: "2026-01-01T00:00:00Z", lease_seconds: 60 });
+    spawnSync("sh", ["-c", 'mkdir -p "$1" && printf "%s\n%s\n" deadclaim "$2" > "$1/node"', "sh", path.dirname(claimFile), dead]);
+    adoptBoots(deps(store, registry, session(docker)));
+    const entry = registry.find("d");
+    assert.ok(entry?.running);
+    await within(5_000, "the adopted boot's watch reports its node", async () => (entry.events.some((e) => e.type === "node") ? true : undefined));
+    const held = readFileSync(claimFile, "utf8");
+    assert.match(held, /adopted boot of d/, "the node is claimed by this daemon's adoption");
+    assert.doesNotMatch(held, /deadclaim/);
+    await entry.cancel("launcher down");
+    assert.equal(existsSync(claimFile), false, "given back when the boot ended");
+  } finally {
+    // Ended even when an assertion failed: its watch would go on for ever.
+    if (registry.find("d")?.running === true) await registry.find("d")?.cancel("test over");
+    rmSync(home, { recursive: true, force: true });
+  }
+});
+
+test("adopt: a restart's boot adopted from a daemon that died and then failed is handed to the supervisor's backoff, and tried again after it, though no poll ever saw it", async () => {
+  const plan = { ...(oneRank("http://127.0.0.1:9", "chat") as object), restart: { mode: "on-failure", max: 3 } } as unknown as Plan;
+  const { store } = leftBehind(plan, true);
+  const removed: string[] = [];
+  const log = ["2026-01-01T00:00:02.000000000Z (EngineCore_DP0 pid=1) ERROR 01-01 00:00:02 [core.py:1] RuntimeError: CUDA error: an illegal memory access was encountered"];
+  const s = session(fakeNode("n1", [info(0, "n1", false)], log, true, removed));
+  const registry = new BootRegistry(Date.now);
+  let clock = 1_000_000;
+  const sup = new Supervisor({
+    store,
+    session: async () => s,
+    boot: async () => assert.fail("no plan is kept here: the second try fails before it boots"),
+    boots: registry,
+    refresh: () => undefined,
+    log: () => undefined,
+    now: () => clock,
+    timing: { confirmMs: 2000, backoffMs: 10_000, maxBackoffMs: 60_000, resetAfterMs: 600_000 },
+  });
+  try {
+    const [entry] = adoptBoots({ ...deps(store, registry, s), restartAdopted: (p, attempt, failure, ended) => sup.adoptedRestart(p, attempt, failure, ended) });
+    assert.deepEqual(sup.describe(), { "c/d": "restarting (1 restart)" }, "the supervisor takes it as its restart under way");
+    assert.equal(sup.restarting()[0]?.lane, "chat", "the gateway says restarting meanwhile");
+    assert.equal((await entry?.ended)?.type, "error");
+    await sup.idle();
+    assert.deepEqual(sup.describe(), { "c/d": "backoff (1 restart)" }, "failed: its backoff, not forgotten");
+    assert.equal(sup.restarting()[0]?.attempt, 2);
+    clock += 10_000;
+    sup.tick();
+    await sup.idle();
+    const rows = store.restarts("d", 5);
+    assert.deepEqual(rows.map((r) => `${r.attempt} ${r.outcome}`), ["2 failed", "1 failed"], "tried again after the backoff");
+  } finally {
+    await sup.stop();
+  }
 });

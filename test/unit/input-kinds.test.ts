@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { test } from "node:test";
 import { parseCluster } from "../../src/cluster/parse.js";
 import { formatDiagnostic } from "../../src/config/diagnostic.js";
@@ -185,4 +188,41 @@ test("a string too long for the TOML parser is a diagnostic at its line, not a c
   const errors = recipeErrors(`${BASE}BIG = "${"x".repeat(200_000)}"\n`);
   assert.equal(errors.length, 1, errors.join("\n").slice(0, 500));
   assert.match(errors[0] ?? "", /^recipes\/bad\/recipe\.toml:18:1: error: a value on this line is too long to read \(200008 characters\)/);
+});
+
+test("a restart's one-round-trip scripts: stop (no grace) then list, and one container's log then the removal; names after --, run for real by sh with a stand-in docker", async () => {
+  const bin = mkdtempSync(path.join(tmpdir(), "launcher-docker-stand-in-"));
+  try {
+    // Records each docker command line; `ps` finds one container, `inspect` describes it, `logs` says a cause.
+    writeFileSync(
+      path.join(bin, "docker"),
+      `#!/bin/sh\necho "$*" >> "${bin}/calls"\ncase "$1" in\n  ps) echo id1 ;;\n  inspect) echo '[{"Id":"id1","Name":"/launcher-d-r0","Config":{"Labels":{}},"State":{"Status":"exited","Running":false,"ExitCode":137,"StartedAt":"s","FinishedAt":"f"}}]' ;;\n  logs) echo "2026-01-01T00:00:00Z RuntimeError: boom" ; echo "on stderr" >&2 ;;\n  rm) echo "removal's own words" ; exit 1 ;;\nesac\n`,
+      { mode: 0o755 },
+    );
+    const transport: Transport = {
+      node: "n1",
+      exec: async (argv): Promise<ExecResult> => {
+        const r = spawnSync(argv[0] as string, argv.slice(1), { encoding: "utf8", env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ""}` } });
+        return { code: r.status ?? 1, stdout: r.stdout, stderr: r.stderr };
+      },
+      stream: () => (async function* () {})(),
+      spawn: () => {
+        throw new Error("not used");
+      },
+    };
+    const docker = new DockerClient(transport);
+    const listed = await docker.stopThenList("launcher.deployment", ["-a", "b"]);
+    assert.deepEqual(listed.map((c) => `${c.name} ${c.state}`), ["launcher-d-r0 exited"]);
+    const lines = await docker.logsThenRemove("-c", 2000, ["-a", "b"]);
+    assert.deepEqual(lines, ["2026-01-01T00:00:00Z RuntimeError: boom", "on stderr"], "the log, stderr too, and nothing of the removal");
+    assert.deepEqual(readFileSync(path.join(bin, "calls"), "utf8").trim().split("\n"), [
+      "stop --time 0 -- -a b",
+      "ps --all --quiet --no-trunc --filter label=launcher.deployment",
+      "inspect id1",
+      "logs --timestamps --tail 2000 -- -c",
+      "rm --force -- -a b",
+    ]);
+  } finally {
+    rmSync(bin, { recursive: true, force: true });
+  }
 });

@@ -20,15 +20,30 @@ const labels = (rank: number, node: string) =>
 function fakeDocker(node: string, rank: number, log: readonly string[], removed: string[]): DockerClient {
   let gone = false;
   // The worker (rank 1) died; the head still runs.
-  const info: ContainerInfo = { id: `id${rank}`, name: `launcher-d-r${rank}`, labels: labels(rank, node), state: rank === 0 ? "running" : "exited", running: rank === 0, exitCode: rank === 0 ? 0 : 1, startedAt: "t", finishedAt: rank === 0 ? "0001-01-01T00:00:00Z" : "2026-01-01T00:00:01Z", image: "img" };
+  let info: ContainerInfo = { id: `id${rank}`, name: `launcher-d-r${rank}`, labels: labels(rank, node), state: rank === 0 ? "running" : "exited", running: rank === 0, exitCode: rank === 0 ? 0 : 1, startedAt: "t", finishedAt: rank === 0 ? "0001-01-01T00:00:00Z" : "2026-01-01T00:00:01Z", image: "img" };
   return {
     containers: async () => (gone ? [] : [info]),
+    // Stopped by the restart: it ends then, after the rank that died by itself.
+    stop: async () => {
+      if (info.running) info = { ...info, state: "exited", running: false, exitCode: 137, finishedAt: "2026-01-01T00:00:09Z" };
+    },
     stopAndRemove: async (names: readonly string[]) => {
       removed.push(...names.map((n) => `${node}:${n}`));
       gone = true;
     },
     logs: async function* () {
       yield* log;
+    },
+    // The one-round-trip forms, made of the parts above (as the scripts on a node do them).
+    async stopThenList(this: DockerClient, label: string, names: readonly string[]) {
+      await this.stop(names, 0);
+      return this.containers(label);
+    },
+    async logsThenRemove(this: DockerClient, container: string, tail: number, names: readonly string[]) {
+      const lines: string[] = [];
+      for await (const l of this.logs(container, { tail })) lines.push(l);
+      await this.stopAndRemove(names, 0);
+      return lines;
     },
   } as unknown as DockerClient;
 }
@@ -81,7 +96,9 @@ test("supervisor: a rank that died after ready: root cause read from its log, th
   const sup = new Supervisor({
     store,
     session: async (c) => (c === "c" ? session : undefined),
-    boot: async (p) => {
+    boot: async (p, _session, _signal, _emit, _detach, recreating) => {
+      // As up does: its first container starts once the old group is removed.
+      await recreating;
       booted.push(p);
       await new Promise<void>((resolve) => (finishBoot = resolve));
       return ready;
@@ -237,7 +254,10 @@ function supervisorOf(store: Store, session: ClusterSession, boots: BootRegistry
   return new Supervisor({
     store,
     session: async () => session,
-    boot: (_plan, _session, signal, emit) => boot(emit, signal),
+    boot: async (_plan, _session, signal, emit, _detach, recreating) => {
+      await recreating;
+      return boot(emit, signal);
+    },
     boots,
     refresh,
     log: () => undefined,
@@ -373,6 +393,96 @@ test("supervisor: a rank's die event restarts the group at once, naming the rank
   const [rec] = store.restarts("d", 10);
   assert.equal(`${rec?.node} ${rec?.rank}`, "n1 0");
   assert.equal(rec?.cause, "RuntimeError: CUDA error: an illegal memory access was encountered");
+  await sup.stop();
+  store.close();
+});
+
+test("supervisor: a restart stops the old group at once (no settle, no grace) and claims and checks the new one while the old is removed", async () => {
+  const store = new Store(":memory:");
+  const twoRanks = { ...plan, nodes: [...plan.nodes, { rank: 1, node: "n2", container: "launcher-d-r1", labels: {}, argv: ["docker", "run", "--label", "launcher.deployment=d", "--", "img"] }] } as unknown as Plan;
+  store.savePlan("c", "d", encodeSavedPlan(twoRanks), "t");
+  served(store);
+  const removed: string[] = [];
+  const stops: string[] = [];
+  const removals: (() => void)[] = [];
+  const gated = (node: string, rank: number, log: readonly string[]): DockerClient => {
+    const d = fakeDocker(node, rank, log, removed);
+    return Object.assign(Object.create(d) as DockerClient, {
+      stop: async (names: readonly string[], grace: number) => {
+        stops.push(`${node}:${names.join(",")} grace ${grace}`);
+        await d.stop(names, grace);
+      },
+      // The removal takes a while: the new group's boot is already under way meanwhile.
+      stopAndRemove: async (names: readonly string[], grace: number) => {
+        await new Promise<void>((resolve) => removals.push(resolve));
+        await d.stopAndRemove(names, grace);
+      },
+    });
+  };
+  const session = { cluster: {}, docker: new Map([["n1", gated("n1", 0, [])], ["n2", gated("n2", 1, ["2026-01-01T00:00:00.100000000Z RuntimeError: CUDA error: an illegal memory access was encountered"])]]) } as unknown as ClusterSession;
+  let bootCalledAt: number | undefined;
+  let removedWhenBootCalled: number | undefined;
+  let startedAfterRemoval = false;
+  const sup = new Supervisor({
+    store,
+    session: async () => session,
+    boot: async (_p, _s, _signal, _emit, _detach, recreating) => {
+      bootCalledAt = Date.now();
+      removedWhenBootCalled = removed.length;
+      await recreating;
+      startedAfterRemoval = removed.length === 2;
+      return ready;
+    },
+    boots: new BootRegistry(Date.now),
+    refresh: () => undefined,
+    log: () => undefined,
+    now: Date.now,
+    timing: { confirmMs: 2000, backoffMs: 60_000, maxBackoffMs: 60_000, resetAfterMs: 600_000 },
+  });
+  sup.observe([status({})], Date.now() - 1000);
+  const diedAt = Date.now();
+  sup.died("c", { deployment: "d", node: "n2", failure: { kind: "rank-exited", rank: 1, node: "n2", container: "launcher-d-r1", message: "rank 1 on n2 exited (exit 1)" } });
+  await within(5_000, "the new group's boot is called", async () => (bootCalledAt !== undefined ? true : undefined));
+  assert.equal(removedWhenBootCalled, 0, "the boot (claims, checks) runs alongside the old group's removal");
+  assert.ok((bootCalledAt ?? Infinity) - diedAt < 300, `no settle before the restart goes on (${(bootCalledAt ?? Infinity) - diedAt} ms)`);
+  assert.deepEqual(stops.sort(), ["n1:launcher-d-r0 grace 0", "n2:launcher-d-r1 grace 0"], "every rank stopped at once, without grace");
+  await within(5_000, "the removal is under way on both nodes", async () => (removals.length === 2 ? true : undefined));
+  assert.equal(startedAfterRemoval, false);
+  for (const go of removals) go();
+  await sup.idle();
+  assert.equal(startedAfterRemoval, true, "the first container waits for the removal");
+  const [rec] = store.restarts("d", 10);
+  // The worker died by itself before the head was stopped: it is the one named, with its cause.
+  assert.equal(`${rec?.node} ${rec?.rank} ${rec?.outcome}`, "n2 1 ready");
+  assert.equal(rec?.cause, "RuntimeError: CUDA error: an illegal memory access was encountered");
+  await sup.stop();
+  store.close();
+});
+
+test("supervisor: a group that failed with every rank running (an unhealthy head) is stopped whole, and the failure named is the one the polls saw, not the first rank stopped", async () => {
+  const store = new Store(":memory:");
+  store.savePlan("c", "d", encodeSavedPlan(plan), "t");
+  served(store);
+  const removed: string[] = [];
+  const running = (node: string, rank: number, stoppedAt: string): DockerClient => {
+    let info: ContainerInfo = { id: `id${rank}`, name: `launcher-d-r${rank}`, labels: labels(rank, node), state: "running", running: true, exitCode: 0, startedAt: "t", finishedAt: "0001-01-01T00:00:00Z", image: "img" };
+    return Object.assign(Object.create(fakeDocker(node, rank, [], removed)) as DockerClient, {
+      containers: async () => (removed.includes(`${node}:${info.name}`) ? [] : [info]),
+      stop: async () => void (info = { ...info, state: "exited", running: false, exitCode: 137, finishedAt: stoppedAt }),
+    });
+  };
+  // The worker happens to be stopped first.
+  const session = { cluster: {}, docker: new Map([["n1", running("n1", 0, "2026-01-01T00:00:02Z")], ["n2", running("n2", 1, "2026-01-01T00:00:01Z")]]) } as unknown as ClusterSession;
+  const sup = supervisorOf(store, session, new BootRegistry(Date.now), async () => ready);
+  // Every rank runs, the head no longer answers /health.
+  const unhealthy = status({ status: "degraded", phase: "-" });
+  let clock = Date.now();
+  sup.observe([status({})], clock);
+  sup.observe([unhealthy], (clock += 100));
+  sup.observe([unhealthy], (clock += 2500));
+  await sup.idle();
+  const [rec] = store.restarts("d", 10);
+  assert.equal(`${rec?.reason} ${rec?.node} ${rec?.rank}`, "unhealthy n1 0", "the head the polls saw, not the worker this restart happened to stop first");
   await sup.stop();
   store.close();
 });

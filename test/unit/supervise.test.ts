@@ -322,3 +322,27 @@ test("a failure confirmed by a poll names the rank whose container ended first a
   // 01.5Z is before 01.523456789Z, though not as text.
   assert.equal(r.state?.phase === "restarting" ? `${r.state.failure.node} ${r.state.failure.rank}` : "", "n1 0");
 });
+
+test("supervise: a restart adopted from a daemon that died owns the group until it ends; failed, it waits the backoff and is tried again, within N; from any phase", () => {
+  const policy: RestartPolicy = { mode: "on-failure", max: 3 };
+  const failure = { kind: "rank-exited" as const, rank: 1, node: "n2", message: "rank 1 on n2 exited (exit 1)" };
+  for (const from of [INITIAL, { phase: "ready", attempts: 0, streak: 0, since: 0 }, { phase: "backoff", attempts: 0, streak: 1, until: 99_999, failure }] as Supervised[]) {
+    const adopted = supervise(from, { kind: "adopted", at: 100, attempt: 2, failure }, policy, timing);
+    assert.equal(adopted.state?.phase, "restarting", from.phase);
+    assert.equal(adopted.state?.attempts, 2, "counted on from the attempt it was");
+    assert.deepEqual(adopted.actions, [], "nothing issued: its boot runs already");
+    // What the polls show meanwhile (its group booting, or gone once it was rolled back) is its doing.
+    assert.deepEqual(supervise(adopted.state as Supervised, { kind: "observed", at: 200, status: undefined, recordedReady: true }, policy, timing).state, adopted.state);
+    const failed = supervise(adopted.state as Supervised, { kind: "restart-ended", at: 300, ok: false, error: "boot failed" }, policy, timing);
+    assert.equal(failed.state?.phase, "backoff");
+    assert.equal(failed.state?.phase === "backoff" ? failed.state.until : 0, 300 + timing.backoffMs, "the first backoff, deterministically");
+    const again = supervise(failed.state as Supervised, { kind: "tick", at: 300 + timing.backoffMs }, policy, timing);
+    assert.deepEqual(again.actions, [{ kind: "restart", attempt: 3, failure }]);
+  }
+  // The last one the policy allows: failed, it gives up.
+  const last = supervise(INITIAL, { kind: "adopted", at: 0, attempt: 3, failure }, policy, timing);
+  assert.equal(supervise(last.state as Supervised, { kind: "restart-ended", at: 1, ok: false }, policy, timing).state?.phase, "gave-up");
+  // Served: ready; cancelled (launcher down): forgotten.
+  assert.equal(supervise(last.state as Supervised, { kind: "restart-ended", at: 1, ok: true }, policy, timing).state?.phase, "ready");
+  assert.equal(supervise(last.state as Supervised, { kind: "restart-ended", at: 1, ok: false, cancelled: true }, policy, timing).state, undefined);
+});
