@@ -376,7 +376,9 @@ test("supervisor: a guard trip after ready is a failure that restarts the group 
   const sup = new Supervisor({
     store,
     session: async () => session,
-    boot: async (p) => {
+    boot: async (p, _session, _signal, _emit, _detach, recreating) => {
+      // As up does: its first container starts once the old group is removed.
+      await recreating;
       boots.push(p.deployment);
       return { status: "ready", endpoint: p.endpoint, served_model: p.served_model, seconds: 1, boot: "b", deployment: p.deployment };
     },
