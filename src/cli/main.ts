@@ -27,6 +27,7 @@ import { registerExplain } from "./explain.js";
 import { registerCluster } from "./cluster.js";
 import { asksForJson, oneLineUsageErrors, type UsageError } from "./usage.js";
 import { registerCompletion } from "./completion.js";
+import { registerCompare } from "./compare.js";
 
 /** Set once commander has picked the command: whether it was given --json (errors then print JSON too). */
 let jsonRequested = false;
@@ -61,6 +62,7 @@ export function buildProgram(output: Pick<OutputConfiguration, "writeOut" | "wri
   registerServe(program, consoleOutput);
   registerLanes(program, consoleOutput);
   registerHistory(program, consoleOutput);
+  registerCompare(program, consoleOutput);
   registerDemo(program, consoleOutput);
   registerExport(program, consoleOutput);
   registerCompletion(program, consoleOutput);

@@ -109,6 +109,8 @@ export interface SideSummary {
   readonly series?: string;
   readonly runs: number;
   readonly workload?: BenchWorkload;
+  /** The eval run compared, and its question set. */
+  readonly eval_run?: { readonly id: string; readonly set: string };
 }
 
 export interface Comparison {
@@ -129,6 +131,7 @@ function summarize(e: Evidence): SideSummary {
     ...(subject === undefined ? {} : subject),
     ...(first === undefined ? {} : { series: first.series, workload: first.workload }),
     runs: e.bench.length,
+    ...(e.eval === undefined ? {} : { eval_run: { id: e.eval.id, set: e.eval.set.path } }),
   };
 }
 

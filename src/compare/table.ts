@@ -40,11 +40,13 @@ function servedRows(a: SideSummary, b: SideSummary): Row[] {
   const section = "served";
   const recipe = (s: SideSummary): string => (s.recipe === undefined ? "-" : `${s.recipe}${s.recipe_hash === undefined ? "" : ` (${s.recipe_hash})`}`);
   const series = (s: SideSummary): string => (s.series === undefined ? "-" : `${s.series} (${s.runs} run${s.runs === 1 ? "" : "s"})`);
+  const evalRun = (s: SideSummary): string => (s.eval_run === undefined ? "-" : `${s.eval_run.id} (${s.eval_run.set})`);
   return [
     { section, label: "recipe", a: recipe(a), b: recipe(b), verdict: "" },
     { section, label: "deployment", a: orDash(a.deployment), b: orDash(b.deployment), verdict: "" },
     { section, label: "engine", a: orDash(a.engine_version), b: orDash(b.engine_version), verdict: "" },
     { section, label: "bench series", a: series(a), b: series(b), verdict: "" },
+    { section, label: "eval run", a: evalRun(a), b: evalRun(b), verdict: "" },
   ];
 }
 
