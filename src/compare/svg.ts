@@ -49,7 +49,8 @@ export function plotSpec(c: Comparison): TopLevelSpec {
     $schema: "https://vega.github.io/schema/vega-lite/v6.json",
     title: { text: `${sideA} vs ${sideB}`, subtitle: "mean over runs; bars: ± 1 standard deviation" },
     hconcat: panels,
-    config: { legend: { orient: "bottom" } },
+    // A side is often a recipe's path: the legend shows it whole (Vega cuts labels at 160 px by default; 0 is no limit).
+    config: { legend: { orient: "bottom", labelLimit: 0 } },
   } as TopLevelSpec;
 }
 

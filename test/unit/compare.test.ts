@@ -119,6 +119,14 @@ test("the table and its markdown are golden", () => {
   assert.match(textTable(c), /158\/176 \(-9\)/);
 });
 
+test("the plot's legend names each side whole, however long (a recipe's path)", async () => {
+  const long = "/tmp/launcher-compare-it-Q2Innu/recipes/a-long-recipe-name";
+  const c = compare({ label: `${long}-a`, bench: series("a", fast, 2, 1) }, { label: `${long}-b`, bench: series("b", slow, 2, 2) });
+  const doc = new DOMParser().parseFromString(await plotSvg(c), "image/svg+xml");
+  const texts = Array.from(doc.getElementsByTagName("text")).map((t) => t.textContent ?? "");
+  assert.ok(texts.includes(`A: ${long}-a`) && texts.includes(`B: ${long}-b`), texts.join(" | "));
+});
+
 test("the plot is SVG with one series per side in every panel", async () => {
   const c = fixedComparison();
   const svg = await plotSvg(c);
