@@ -29,6 +29,7 @@ import { asksForJson, oneLineUsageErrors, type UsageError } from "./usage.js";
 import { registerCompletion } from "./completion.js";
 import { registerBench } from "./bench.js";
 import { registerEval } from "./eval.js";
+import { registerCompare } from "./compare.js";
 
 /** Set once commander has picked the command: whether it was given --json (errors then print JSON too). */
 let jsonRequested = false;
@@ -63,6 +64,7 @@ export function buildProgram(output: Pick<OutputConfiguration, "writeOut" | "wri
   registerServe(program, consoleOutput);
   registerLanes(program, consoleOutput);
   registerHistory(program, consoleOutput);
+  registerCompare(program, consoleOutput);
   registerDemo(program, consoleOutput);
   registerExport(program, consoleOutput);
   registerBench(program, consoleOutput);
