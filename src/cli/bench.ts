@@ -14,8 +14,8 @@ import type { Output } from "./output.js";
 import { clusterOption, jsonOption, outputOption, parseCount } from "./options.js";
 
 /** vllm bench serve's random dataset defaults (vllm/benchmarks/datasets: --random-input-len 1024, --random-output-len 128). */
-const DEFAULT_INPUT_LEN = 1024;
-const DEFAULT_OUTPUT_LEN = 128;
+export const DEFAULT_INPUT_LEN = 1024;
+export const DEFAULT_OUTPUT_LEN = 128;
 /** A prompts file is read whole: bounded like every file the user names, but larger than a config. */
 const MAX_PROMPTS_BYTES = 64 * 1024 * 1024;
 

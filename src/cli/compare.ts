@@ -5,14 +5,80 @@ import { compare } from "../compare/compare.js";
 import { resolveSides } from "../compare/resolve.js";
 import { plotSvg } from "../compare/svg.js";
 import { markdownTable, textTable } from "../compare/table.js";
-import { withStore } from "./load.js";
+import { loadCluster, openStore, withStore } from "./load.js";
 import type { Output } from "./output.js";
-import { jsonOption, outputOption } from "./options.js";
+import { clusterOption, jsonOption, outputOption, parseCount } from "./options.js";
+import { abInOneLane } from "../deploy/ab.js";
+import { benchPort } from "../deploy/bench.js";
+import { DEFAULT_EVAL, evalTarget } from "../deploy/eval.js";
+import { openSession } from "../deploy/session.js";
+import { parseConcurrencies } from "../bench/workload.js";
+import { DEFAULT_INPUT_LEN, DEFAULT_OUTPUT_LEN } from "./bench.js";
+import { loadSet } from "./eval.js";
+import { runUp } from "./up.js";
+import { withInterrupts } from "./interrupts.js";
+import type { Comparison } from "../compare/compare.js";
 
 interface CompareFlags {
   markdown?: boolean;
   plot?: string;
   json?: boolean;
+  run?: boolean;
+  lane?: string;
+  cluster?: string;
+  concurrency: string;
+  requests?: string;
+  runs: string;
+  outputLen?: string;
+  set?: string;
+}
+
+/** The table, markdown or JSON, and the plot: what `compare` prints, from stored runs or from --run. */
+async function show(c: Comparison, opts: CompareFlags, io: Output): Promise<void> {
+  if (opts.plot !== undefined) {
+    const file = opts.plot;
+    const svg = await plotSvg(c);
+    try {
+      writeFileSync(file, svg);
+    } catch (e) {
+      throw new UserError(`--plot ${file}: cannot write it (${(e as NodeJS.ErrnoException).code ?? String(e)})`, "name a file in a folder that exists and that you may write");
+    }
+  }
+  if (opts.json) io.json(c);
+  else io.out(opts.markdown ? markdownTable(c) : textTable(c));
+}
+
+/** compare --run: A then B in one lane, with bench's and eval's use cases as the ports; their runs are stored as theirs are. */
+async function runBoth(a: string, b: string, opts: CompareFlags, io: Output): Promise<Comparison> {
+  const lane = opts.lane;
+  if (lane === undefined) throw new UserError("compare --run needs --lane NAME: the lane A and then B are booted in", "e.g. launcher compare A B --run --lane ab");
+  const set = opts.set === undefined ? undefined : loadSet(opts.set, io);
+  const session = await openSession(loadCluster(opts.cluster));
+  const store = openStore();
+  // up's own boot view and result go to stderr: stdout is the comparison.
+  const aside: Output = { ...io, out: io.err, json: (v) => io.err(JSON.stringify(v)) };
+  try {
+    const sides = await withInterrupts((signal) =>
+      abInOneLane(a, b, lane, {
+        up: (recipe, l) => runUp(recipe, { lane: l, ...(opts.cluster === undefined ? {} : { cluster: opts.cluster }) }, aside),
+        bench: benchPort(session, store, {
+          concurrencies: parseConcurrencies(opts.concurrency),
+          ...(opts.requests === undefined ? {} : { requests: parseCount(opts.requests, "--requests", 1) }),
+          inputLen: DEFAULT_INPUT_LEN,
+          outputLen: opts.outputLen === undefined ? DEFAULT_OUTPUT_LEN : parseCount(opts.outputLen, "--output-len", 1),
+          depth: 0,
+          runs: parseCount(opts.runs, "--runs", 1),
+          requestTimeoutS: 600,
+          signal,
+        }),
+        ...(set === undefined ? {} : { eval: (t: string) => evalTarget(t, set, { ...DEFAULT_EVAL, requestOptions: {} }, { route: { kind: "direct", session }, store, now: () => new Date(), signal }) }),
+        say: (text) => io.err(text),
+      }),
+    );
+    return compare(...sides);
+  } finally {
+    store.close();
+  }
 }
 
 export function registerCompare(program: Command, io: Output): void {
@@ -23,22 +89,18 @@ export function registerCompare(program: Command, io: Output): void {
     .argument("<b>", "the other side, named the same ways")
     .option("--markdown", "print the table as markdown, for a recipe comment or an issue")
     .option("--plot <file.svg>", "also draw throughput and latency against concurrency for both sides, with spread, into this SVG file")
+    .option("--run", "A and B are recipes: boot A in --lane, bench and eval it, swap the lane to B, the same, then compare")
+    .option("--lane <name>", "with --run: the lane A and then B serve in (it ends serving B)")
+    .addOption(clusterOption())
+    .option("--concurrency <list>", "with --run: bench's concurrency levels (1,4,8)", "1")
+    .option("--requests <n>", "with --run: bench's requests per level")
+    .option("--runs <n>", "with --run: bench runs per side (2 or more gives Welch's interval)", "2")
+    .option("--output-len <n>", "with --run: tokens asked per bench answer")
+    .option("--set <file.jsonl>", "with --run: the eval set both sides answer (without it, answers are not compared)")
     .addOption(jsonOption("print the comparison as JSON")).addOption(outputOption())
-    .action((a: string, b: string, opts: CompareFlags) =>
-      withStore(async (store) => {
-        if (opts.markdown && opts.json) throw new UserError("--markdown and --json each print the whole comparison: pass one of them");
-        const c = compare(...resolveSides(store, a, b));
-        if (opts.plot !== undefined) {
-          const file = opts.plot;
-          const svg = await plotSvg(c);
-          try {
-            writeFileSync(file, svg);
-          } catch (e) {
-            throw new UserError(`--plot ${file}: cannot write it (${(e as NodeJS.ErrnoException).code ?? String(e)})`, "name a file in a folder that exists and that you may write");
-          }
-        }
-        if (opts.json) io.json(c);
-        else io.out(opts.markdown ? markdownTable(c) : textTable(c));
-      }),
-    );
+    .action(async (a: string, b: string, opts: CompareFlags) => {
+      if (opts.markdown && opts.json) throw new UserError("--markdown and --json each print the whole comparison: pass one of them");
+      const c = opts.run ? await runBoth(a, b, opts, io) : await withStore((store) => compare(...resolveSides(store, a, b)));
+      await show(c, opts, io);
+    });
 }

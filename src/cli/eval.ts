@@ -37,7 +37,7 @@ const SHOWN_WRONG = 10;
 /** Progress on stderr at most this often (and at the end). */
 const PROGRESS_EVERY_MS = 1000;
 
-function loadSet(file: string, io: Output): LoadedSet {
+export function loadSet(file: string, io: Output): LoadedSet {
   const text = readTextFile(file, "eval set", MAX_SET_BYTES);
   const parsed = parseEvalSet(file, text);
   if (hasErrors(parsed.diagnostics)) throw new UserError(`eval set ${file} has errors`, "fix the lines named above; each is one JSON object", parsed.diagnostics);
