@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { DOMParser } from "@xmldom/xmldom";
-import type { Comparison } from "../../src/compare/compare.js";
+import type { Comparison, Verdict } from "../../src/compare/compare.js";
 import { launcher, ok, practiceSuite, variant } from "./practice-cluster.js";
 
 // One host: the lane swap stops A on it and boots B there.
@@ -36,5 +36,18 @@ describe("launcher compare --run on the practice cluster", { concurrency: false 
     // The stored runs compare the same way afterwards, by deployment.
     const again = ok(await launcher(["compare", "deployment/ab-slow", "deployment/ab-fast"]), "compare stored");
     assert.match(again.stdout, /output tok\/s.*faster/);
+
+    // Two series of one deployment (the lane's B, identical in everything) are "within noise" on
+    // the figures its token rate sets: throughput and end-to-end latency at one stream.
+    const series = async (): Promise<string> => {
+      const b = ok(await launcher(["bench", `deployment/ab-fast`, "--concurrency", "1", "--requests", "4", "--runs", "3", "--output-len", "16", "--json"]), "bench");
+      return (JSON.parse(b.stdout) as { series: string }).series;
+    };
+    const [s1, s2] = [await series(), await series()];
+    const same = JSON.parse(ok(await launcher(["compare", `series/${s1}`, `series/${s2}`, "--json"]), "compare of two series").stdout) as Comparison;
+    const noise: Verdict = "within noise";
+    for (const metric of ["output_throughput", "mean_e2el_ms"]) {
+      assert.equal(same.bench.find((m) => m.metric === metric && m.concurrency === 1)?.verdict, noise, `${metric}: ${JSON.stringify(same.bench.filter((m) => m.metric === metric))}`);
+    }
   });
 });
