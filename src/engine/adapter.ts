@@ -142,6 +142,11 @@ export interface EngineAdapter {
   readonly exceptionPattern: RegExp;
   /** Exceptions that only say another process failed before: never named as the root cause. */
   readonly wrapperPatterns: readonly RegExp[];
+  /**
+   * Fatal lines that only say a peer process died: a node whose cause is one of these failed
+   * because another node did, so of two failed nodes the one with a cause of its own is explained.
+   */
+  readonly peerLossPatterns: readonly RegExp[];
   /** Lines that do not stop the engine but likely explain a later failure; their record's exception goes with them. */
   readonly warningPatterns: readonly RegExp[];
   /** The line that says the API is up. */

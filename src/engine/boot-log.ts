@@ -16,6 +16,8 @@ export interface BootState {
   readonly cause?: string;
   /** The lines that led up to the cause (its traceback), as shown, the cause last. */
   readonly causeLines?: readonly string[];
+  /** The cause only says a peer process died (the adapter's peerLossPatterns): another node failed first. */
+  readonly causeIsPeerLoss?: true;
   /** Lines that did not stop the engine but likely explain a later failure (with their exception). */
   readonly warnings?: readonly string[];
   /** Shown lines (no colour codes, the last drawing of a redrawn line). */
@@ -48,7 +50,7 @@ export function advanceBoot(adapter: EngineAdapter, state: BootState, raw: strin
   const line = adapter.readLine(raw);
   if (line.text.trim() === "") return state;
   const lastLines = [...state.lastLines.slice(-(KEEP_LINES - 1)), line.text];
-  let { phase, ready, fatal, cause, causeLines, warnings, pastInit, headless } = state;
+  let { phase, ready, fatal, cause, causeLines, causeIsPeerLoss, warnings, pastInit, headless } = state;
   const figures = { ...state.figures };
   for (const p of adapter.bootPhases) {
     const m = p.pattern.exec(line.body);
@@ -87,6 +89,7 @@ export function advanceBoot(adapter: EngineAdapter, state: BootState, raw: strin
       if (cause === undefined && !wrapper) {
         cause = line.body;
         causeLines = causeContext(lastLines, line);
+        if (adapter.peerLossPatterns.some((p) => p.test(line.body))) causeIsPeerLoss = true;
       }
     }
   }
@@ -98,6 +101,7 @@ export function advanceBoot(adapter: EngineAdapter, state: BootState, raw: strin
     ...(fatal === undefined ? {} : { fatal }),
     ...(cause === undefined ? {} : { cause }),
     ...(causeLines === undefined ? {} : { causeLines }),
+    ...(causeIsPeerLoss === true ? { causeIsPeerLoss: true as const } : {}),
     ...(warnings === undefined ? {} : { warnings }),
     ...(atRendezvous ? { atRendezvous: true as const } : {}),
     ...(pastInit === true ? { pastInit: true as const } : {}),

@@ -153,13 +153,18 @@ export function explainLog(adapter: EngineAdapter, text: string): Explanation {
 
 /**
  * The node to explain: of the failed ones the first to fail (by the log's times, else by the
- * order of the lines), since a lost peer makes the others fail after it; else the one furthest on.
+ * order of the lines), since a lost peer makes the others fail after it; a node whose cause only
+ * says a peer died comes after one with a cause of its own, whatever the order (two nodes' logs
+ * followed at once reach the file in no certain order, and the engine's times are whole seconds);
+ * else the one furthest on.
  */
 function pickNode(all: readonly [string, NodeLog][]): [string, NodeLog] | undefined {
   const failed = all.filter(([, n]) => failedOf(n.state));
   if (failed.length > 0) {
     const order = (n: NodeLog): number => n.causeAt?.order ?? Number.POSITIVE_INFINITY;
     return [...failed].sort(([, a], [, b]) => {
+      const lost = Number(a.state.causeIsPeerLoss === true) - Number(b.state.causeIsPeerLoss === true);
+      if (lost !== 0) return lost;
       // Times only when both causes have one (a line without a header has none); else the lines' order.
       const am = a.causeAt?.ms;
       const bm = b.causeAt?.ms;

@@ -262,3 +262,29 @@ test("CLI: --json prints exactly the issue's object, exit 1 on a failed boot; a 
   assert.equal(engine.code, 1);
   assert.match(engine.stderr, /--engine sglang is not an engine launcher knows\n {2}hint: engines: vllm/);
 });
+
+test("two nodes' logs in any order: the node with a cause of its own is explained, not the one that only lost its peer", () => {
+  // launcher logs --follow of both nodes: the head's "died unexpectedly" (vllm/v1/executor/
+  // multiproc_executor.py monitor_workers) may reach the file before the worker's own exception,
+  // and vLLM's header times are whole seconds.
+  const worker = header("Worker pid=77", "ERROR", "13:55:21", "gpu_worker.py:240");
+  const lines = [
+    `[n1] ${BOOT_START[0]}`,
+    `[n2] ${worker("WorkerProc failed to start.")}`,
+    `[n1] (EngineCore_DP0 pid=123) ERROR 12-02 13:55:21 [multiproc_executor.py:150] Worker proc VllmWorker-1 died unexpectedly, shutting down executor.`,
+    ...[
+      "Traceback (most recent call last):",
+      '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_worker.py", line 240, in init_device',
+      "ImportError: /usr/local/lib/python3.12/dist-packages/vllm/_C.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEi",
+    ].map((l) => `[n2] ${worker(l)}`),
+  ];
+  for (const order of [lines, [lines[0] as string, ...lines.slice(2), lines[1] as string]]) {
+    const e = explainLog(vllm, order.join("\n"));
+    assert.equal(e.node, "n2", order.join("\n"));
+    assert.match(e.cause ?? "", /ImportError: .*undefined symbol/);
+  }
+  // A node whose only failure is its lost peer is still explained when nothing else failed.
+  const alone = explainLog(vllm, lines.slice(0, 1).concat(lines[2] as string).join("\n"));
+  assert.equal(alone.node, "n1");
+  assert.match(alone.cause ?? "", /died unexpectedly/);
+});

@@ -4,7 +4,7 @@ import { vllmRankCommand, vllmStartsHeadFirst } from "./command.js";
 import { vllmFlags } from "./flags.js";
 import { vllmHint } from "./hints.js";
 import { vllmImage } from "./image.js";
-import { BOOT_PHASES, EXCEPTION, FATAL, readVllmLine, WARNINGS, WRAPPERS } from "./log-shapes.js";
+import { BOOT_PHASES, EXCEPTION, FATAL, PEER_LOSS, readVllmLine, WARNINGS, WRAPPERS } from "./log-shapes.js";
 
 // The header's time is vllm/logger.py's _DATE_FORMAT "%m-%d %H:%M:%S" (read in log-shapes.ts). It
 // has no year: it goes on a leap year's clock, and is only compared within one log.
@@ -44,6 +44,7 @@ export const vllm: EngineAdapter = {
   fatalPatterns: FATAL,
   exceptionPattern: EXCEPTION,
   wrapperPatterns: WRAPPERS,
+  peerLossPatterns: PEER_LOSS,
   warningPatterns: WARNINGS,
   readyPattern: /Application startup complete/,
   // The mp backend's rendezvous, as the practice engine prints it (docker-images/practice-engine/

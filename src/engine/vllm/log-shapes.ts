@@ -119,6 +119,17 @@ export const BOOT_PHASES: readonly BootPhase[] = [
   { phase: "serving", pattern: /Application startup complete/, sets: ["pastInit"] },
 ];
 
+/**
+ * Fatal lines that say another process died first: a node whose boot ends with one of these and no
+ * exception of its own failed because a peer did (explain names the peer's node when its log has it).
+ */
+export const PEER_LOSS: readonly RegExp[] = [
+  // vllm/v1/executor/multiproc_executor.py `monitor_workers`: "Worker proc %s died unexpectedly,
+  // shutting down executor."; the Ray executor's (vllm/v1/executor/ray_executor_v2.py) "RayWorkerProc
+  // rank=%s died unexpectedly, shutting down executor."
+  /Worker ?[Pp]roc .* died unexpectedly/,
+];
+
 export const FATAL: readonly RegExp[] = [
   ...WRAPPERS,
   // The GPU worker's start-up check (vllm/v1/worker/gpu_worker.py `init_device`; moved to
@@ -136,10 +147,7 @@ export const FATAL: readonly RegExp[] = [
   // Spark's unified memory, where the allocator does not see the pool run dry.
   /CUDA out of memory/,
   /CUDA error: out of memory/,
-  // vllm/v1/executor/multiproc_executor.py `monitor_workers`: "Worker proc %s died unexpectedly,
-  // shutting down executor."; the Ray executor's (vllm/v1/executor/ray_executor_v2.py) "RayWorkerProc
-  // rank=%s died unexpectedly, shutting down executor."
-  /Worker ?[Pp]roc .* died unexpectedly/,
+  ...PEER_LOSS,
   /ibv_modify_qp/,
   /NCCL error/,
   /CUDA-capable device\(s\) is\/are busy or unavailable/,

@@ -32,6 +32,7 @@ export const toy: EngineAdapter = {
   fatalPatterns: [/toy: gave up/],
   exceptionPattern: /^toy error: /,
   wrapperPatterns: [/^toy error: a peer failed/],
+  peerLossPatterns: [],
   warningPatterns: [/toy: could not load extra/],
   readyPattern: /toy: listening/,
   rendezvousPatterns: [/toy: waiting for peers/],
