@@ -290,8 +290,10 @@ describe("launcher serve on the practice cluster", { concurrency: false }, () =>
       first.stdout.on("data", (d: Buffer) => (out1 += d.toString()));
       first.stderr.on("data", (d: Buffer) => (err1 += d.toString()));
       const done1 = new Promise<Run>((resolve) => first.on("close", (code) => resolve({ code, stdout: out1, stderr: err1 })));
-      // The first holds its locks from before it touches a node until it is done.
-      await within(10_000, "the first up is under way", async () => (/launcher: (starting|putting)/.test(err1) ? true : undefined));
+      // The first holds its locks from before it touches a node until it is done. The bound is
+      // generous: on a loaded 2-core machine the image check and preflight (memory fit included)
+      // before "starting" took over 10 s.
+      await within(30_000, "the first up is under way", async () => (/launcher: (starting|putting)/.test(err1) ? true : undefined));
       const second = await launcher(b, 60_000);
       return [await done1, second];
     };
