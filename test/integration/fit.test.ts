@@ -33,7 +33,7 @@ describe("the memory fit before any container starts", { concurrency: false }, (
       const out = r.stdout + r.stderr;
       assert.match(out, /memory fit \(GiB\):/);
       for (const [i, node] of [[1, "n1"], [2, "n2"]] as const) {
-        assert.match(out, new RegExp(`${node}: need \\d+\\.\\d GiB = engine budget \\d+\\.\\d \\(--gpu-memory-utilization 0\\.05 x total`));
+        assert.match(out, new RegExp(`${node}: need \\d+\\.\\d GiB = engine budget \\d+\\.\\d \\(--gpu-memory-utilization 0\\.25 x total`));
         // The practice hosts' users are not root and have no sudo: up says so, and goes on.
         const root = onHost(i, ["id", "-u"]).trim() === "0";
         assert.match(out, root ? new RegExp(`${node}: page cache dropped \\(as root\\)`) : new RegExp(`warning: ${node}: page cache not dropped: the SSH user is not root`));

@@ -30,7 +30,8 @@ describe("launch on the practice cluster", { concurrency: false }, () => {
     assert.equal(r.code, 0, r.stderr);
     const result = JSON.parse(r.stdout) as { status: string; endpoint: string; served_model: string };
     assert.equal(result.status, "ready");
-    assert.match(r.stderr, /n2 +loading +model 84\.12 GiB/);
+    // Each node's line: phase, its memory as the guard samples it, then the figures found.
+    assert.match(r.stderr, /n2 +loading +mem [\d.]+\/[\d.]+ GiB +model 84\.12 GiB/);
     assert.match(r.stderr, /n1 +serving/);
     assert.ok((await chat(`${result.endpoint}/v1`, "practice")).length > 0);
     assert.deepEqual(launcherContainers(HOSTS), ["n1:launcher-practice-2x-r0:running", "n2:launcher-practice-2x-r1:running"]);
