@@ -38,7 +38,7 @@ const ms = (x: number): string => x.toFixed(1);
 
 /** One level as one line of the table. */
 export function levelLine(r: ServeResult): string {
-  const accept = r.spec_decode_acceptance_rate === undefined ? "-" : `${(r.spec_decode_acceptance_rate * 100).toFixed(1)}%`;
+  const accept = r.spec_decode_acceptance_rate === undefined ? "-" : `${r.spec_decode_acceptance_rate.toFixed(1)}%`;
   return [
     String(r.max_concurrency).padStart(4),
     `${r.completed}`.padStart(5),
@@ -113,7 +113,7 @@ export function registerBench(program: Command, io: Output): void {
               signal,
               onProgress: progress,
               onLevel: (run, r) => {
-                if (r.failed > 0) io.warn(`run ${run} concurrency ${r.max_concurrency}: ${r.failed} of ${r.completed + r.failed} requests failed: ${r.errors[0] ?? ""}`);
+                if (r.failed > 0) io.warn(`run ${run} concurrency ${r.max_concurrency}: ${r.failed} of ${r.completed + r.failed} requests failed: ${r.errors.find((e) => e !== "") ?? ""}`);
                 // Each level as it ends: what an interrupted run measured is shown too (it is not stored).
                 if (opts.json) return;
                 if (r.max_concurrency === concurrencies[0]) io.out(`run ${run}\n${LEVEL_HEADER}`);
