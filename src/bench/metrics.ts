@@ -4,9 +4,6 @@ import { sumGauge } from "../deploy/drain.js";
 import { mean, median, percentile, std } from "./stats.js";
 import type { RequestOutcome } from "./stream.js";
 
-/** How many failed requests' errors a result keeps (the count is always whole). */
-export const ERRORS_KEPT = 10;
-
 const STAT: Record<LatencyStat, (xs: readonly number[]) => number> = {
   mean,
   median,
@@ -14,6 +11,14 @@ const STAT: Record<LatencyStat, (xs: readonly number[]) => number> = {
   p90: (xs) => percentile(xs, 90),
   p99: (xs) => percentile(xs, 99),
 };
+
+/**
+ * One request's TPOT as vLLM's calculate_metrics computes it: (latency - ttft) / (output tokens -
+ * 1), only for a request of more than one output token (none otherwise). In the unit given.
+ */
+export function tpotOf(latency: number, ttft: number, outputTokens: number): number[] {
+  return outputTokens > 1 ? [(latency - ttft) / (outputTokens - 1)] : [];
+}
 
 /**
  * One concurrency level's result from its requests' outcomes, as vllm/benchmarks/serve.py
@@ -26,7 +31,7 @@ export function serveResult(outcomes: readonly RequestOutcome[], durationS: numb
   const done = outcomes.flatMap((o) => (o.ok ? [o] : []));
   const seconds: Record<LatencyMetric, number[]> = {
     ttft: done.map((o) => o.ttft_s),
-    tpot: done.flatMap((o) => (o.output_tokens > 1 ? [(o.latency_s - o.ttft_s) / (o.output_tokens - 1)] : [])),
+    tpot: done.flatMap((o) => tpotOf(o.latency_s, o.ttft_s, o.output_tokens)),
     itl: done.flatMap((o) => o.itl_s),
     e2el: done.map((o) => o.latency_s),
   };
@@ -47,12 +52,13 @@ export function serveResult(outcomes: readonly RequestOutcome[], durationS: numb
     request_throughput: done.length / durationS,
     output_throughput: totalOutput / durationS,
     total_token_throughput: (totalInput + totalOutput) / durationS,
-    // Per request in the order sent, a failed one as 0 (vLLM's RequestFuncOutput defaults).
+    // Per request in the order sent, a failed one as 0 with its error, a completed one with ""
+    // (vLLM's RequestFuncOutput defaults; serve.py's `errors`).
     ttfts: outcomes.map((o) => (o.ok ? o.ttft_s : 0)),
-    e2els: outcomes.map((o) => (o.ok ? o.latency_s : 0)),
+    latencies: outcomes.map((o) => (o.ok ? o.latency_s : 0)),
     input_lens: outcomes.map((o) => o.input_tokens),
     output_lens: outcomes.map((o) => (o.ok ? o.output_tokens : 0)),
-    errors: outcomes.flatMap((o) => (o.ok ? [] : [o.error])).slice(0, ERRORS_KEPT),
+    errors: outcomes.map((o) => (o.ok ? "" : o.error)),
     ...(specDecodeAcceptanceRate === undefined ? {} : { spec_decode_acceptance_rate: specDecodeAcceptanceRate }),
   };
 }
@@ -70,11 +76,12 @@ export function readSpecCounters(metricsText: string, names: SpecDecodeCounters)
 /**
  * Accepted / drafted tokens between two scrapes, as vLLM defines the acceptance rate
  * (vllm/v1/spec_decode/metrics.py: `rate(..._num_accepted_tokens_total) /
- * rate(..._num_draft_tokens_total)`): undefined when the engine does not expose the counters or
- * drafted nothing over the run.
+ * rate(..._num_draft_tokens_total)`), in percent as vllm/benchmarks/serve.py writes
+ * `spec_decode_acceptance_rate` (`acceptance_rate * 100`): undefined when the engine does not
+ * expose the counters or drafted nothing over the run.
  */
 export function acceptanceRate(before: { accepted?: number; drafted?: number }, after: { accepted?: number; drafted?: number }): number | undefined {
   if (before.accepted === undefined || before.drafted === undefined || after.accepted === undefined || after.drafted === undefined) return undefined;
   const drafted = after.drafted - before.drafted;
-  return drafted > 0 ? (after.accepted - before.accepted) / drafted : undefined;
+  return drafted > 0 ? ((after.accepted - before.accepted) / drafted) * 100 : undefined;
 }

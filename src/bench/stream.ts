@@ -2,10 +2,11 @@
  * One streamed chat completion, timed as `vllm bench serve` times it
  * (vllm/benchmarks/lib/endpoint_request_func.py): SSE messages are cut at blank lines as its
  * StreamedResponseHandler cuts them, and async_request_openai_chat_completions takes TTFT at the
- * first message with `choices`, one ITL per later message with `choices` (from the previous data
- * message's arrival), the latency at the last data message, and the output tokens from the
- * `usage` message (`stream_options.include_usage`). Pure: the caller gives each chunk's arrival
- * time, so tests give exact clocks.
+ * first message with `choices`, one ITL per later message with `choices` (from the previous such
+ * message's arrival), the latency at the last message with `choices` ("Only token chunks advance
+ * the request end; the trailing usage chunk carries no token", at vLLM 02cfb534), and the output
+ * tokens from the `usage` message (`stream_options.include_usage`). Pure: the caller gives each
+ * chunk's arrival time, so tests give exact clocks.
  */
 
 /** What one request gave: seconds from its start, tokens from the engine's `usage`. */
@@ -82,11 +83,11 @@ export class ChatStreamClock {
       const delta = choices[0]?.delta;
       const text = delta?.content ?? delta?.reasoning_content;
       if (typeof text === "string" && text !== "") this.textChunks++;
+      this.recent = at;
     } else if (data.usage) {
       this.outputTokens = count(data.usage.completion_tokens);
       this.promptTokens = count(data.usage.prompt_tokens);
     }
-    this.recent = at;
     return choices.length > 0;
   }
 

@@ -1,13 +1,10 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { error, type Diagnostic } from "../config/diagnostic.js";
+import type { Diagnostic } from "../config/diagnostic.js";
 import { UserError } from "../config/errors.js";
+import { messagesOf, PROMPT_FIELDS, readLine, type ChatMessage } from "../chat/jsonl.js";
 
-/** One chat message as the OpenAI API takes it. */
-export interface ChatMessage {
-  readonly role: string;
-  readonly content: string;
-}
+export type { ChatMessage };
 
 /** What one request sends. */
 export interface BenchPrompt {
@@ -57,41 +54,25 @@ export function syntheticPrompt(index: number, inputLen: number, depth: number):
 
 const countWords = (s: string): number => (s.match(/\S+/g) ?? []).length;
 
-const LineSchema = z
-  .object({
-    prompt: z.string().min(1).optional(),
-    messages: z.array(z.object({ role: z.enum(["system", "user", "assistant"]), content: z.string() }).strict()).min(1).optional(),
-    output_len: z.number().int().min(1).optional(),
-  })
-  .strict()
-  .refine((l) => (l.prompt === undefined) !== (l.messages === undefined), { message: "give exactly one of `prompt` or `messages`" });
+/** A message's words: its text, or its content parts' `text` (an image part counts none). */
+const wordsOf = (m: ChatMessage): number =>
+  typeof m.content === "string" ? countWords(m.content) : m.content.reduce<number>((a, p) => a + (typeof (p as { text?: unknown }).text === "string" ? countWords((p as { text: string }).text) : 0), 0);
 
-/** A `--prompts FILE.jsonl`: one JSON object a line, `{"prompt": "..."}` or `{"messages": [...]}`, with an optional `output_len`. */
+const PROMPT_KEYS = ["prompt", "messages", "output_len"] as const;
+const LineSchema = z.strictObject({ ...PROMPT_FIELDS, output_len: z.number().int().min(1).optional() });
+
+/** A `--prompts FILE.jsonl`: one JSON object a line, `{"prompt": "..."}` or `{"messages": [...]}`, with an optional `output_len` (read as eval reads its set). */
 export function parsePrompts(file: string, text: string): { prompts: BenchPrompt[]; sha256: string } {
   const prompts: BenchPrompt[] = [];
   const problems: Diagnostic[] = [];
-  text.split("\n").forEach((raw, i) => {
-    const line = raw.trim();
-    if (line === "") return;
-    const loc = { file, line: i + 1, col: 1 };
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch (e) {
-      problems.push(error(loc, `not JSON: ${(e as Error).message}`, 'one object a line, e.g. {"prompt": "Why is the sky blue?", "output_len": 128}'));
-      return;
-    }
-    const parsed = LineSchema.safeParse(value);
-    if (!parsed.success) {
-      for (const issue of parsed.error.issues) {
-        const at = issue.path.length === 0 ? "" : `${issue.path.join(".")}: `;
-        problems.push(error(loc, `${at}${issue.message}`, 'e.g. {"prompt": "Why is the sky blue?"} or {"messages": [{"role": "user", "content": "..."}]}'));
-      }
-      return;
-    }
-    const l = parsed.data;
-    const messages = l.messages ?? [{ role: "user", content: l.prompt as string }];
-    prompts.push({ messages, planned_input: messages.reduce((a, m) => a + countWords(m.content), 0), ...(l.output_len === undefined ? {} : { output_len: l.output_len }) });
+  text.split(/\r?\n/).forEach((raw, i) => {
+    if (raw.trim() === "") return;
+    const read = readLine(file, i + 1, raw, LineSchema, { keys: PROMPT_KEYS, example: '{"prompt": "Why is the sky blue?", "output_len": 128}' });
+    problems.push(...read.diagnostics);
+    const l = read.value;
+    if (l === undefined) return;
+    const messages = messagesOf(l);
+    prompts.push({ messages, planned_input: messages.reduce((a, m) => a + wordsOf(m), 0), ...(l.output_len === undefined ? {} : { output_len: l.output_len }) });
   });
   if (problems.length > 0) throw new UserError(`${file}: ${problems.length} problem(s) in the prompts file`, undefined, problems);
   if (prompts.length === 0) throw new UserError(`${file} holds no prompts`, 'one JSON object a line, e.g. {"prompt": "Why is the sky blue?"}');

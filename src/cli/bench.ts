@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { EXIT_USER, UserError } from "../config/errors.js";
 import { readTextFile } from "../config/read-file.js";
-import { collectKeys } from "../gateway/auth.js";
+import { apiKeyFileOption, gatewayOf } from "./gateway-key.js";
 import { parseConcurrencies, parsePrompts } from "../bench/workload.js";
 import type { LevelProgress } from "../bench/load.js";
 import { benchDeps, benchTarget } from "../deploy/bench.js";
@@ -29,6 +29,7 @@ interface BenchFlags {
   depth?: string;
   runs: string;
   gateway?: string;
+  apiKeyFile?: string;
   requestTimeout: string;
   cluster?: string;
   json?: boolean;
@@ -38,7 +39,7 @@ const ms = (x: number): string => x.toFixed(1);
 
 /** One level as one line of the table. */
 export function levelLine(r: ServeResult): string {
-  const accept = r.spec_decode_acceptance_rate === undefined ? "-" : `${(r.spec_decode_acceptance_rate * 100).toFixed(1)}%`;
+  const accept = r.spec_decode_acceptance_rate === undefined ? "-" : `${r.spec_decode_acceptance_rate.toFixed(1)}%`;
   return [
     String(r.max_concurrency).padStart(4),
     `${r.completed}`.padStart(5),
@@ -70,7 +71,8 @@ export function registerBench(program: Command, io: Output): void {
     .option("--prompts <file.jsonl>", 'prompts, one JSON object a line: {"prompt": "..."} or {"messages": [...]}, optional "output_len"')
     .option("--depth <n>", "words of earlier context before each prompt, as llama-benchy's --depth (default 0)")
     .option("--runs <n>", "repeat the whole series N times (spread for `launcher compare`)", "1")
-    .option("--gateway <url>", "go through `launcher serve` at this URL (its key from $LAUNCHER_API_KEY), not to the engine directly")
+    .option("--gateway <url>", "go through `launcher serve` at this URL, not to the engine directly")
+    .addOption(apiKeyFileOption())
     .option("--request-timeout <duration>", "a request still streaming after this long fails", "10m")
     .addOption(clusterOption())
     .addOption(jsonOption("print the runs as JSON, each level with the serving benchmark's result keys (mean_ttft_ms, p99_itl_ms, output_throughput, ...)")).addOption(outputOption())
@@ -84,7 +86,7 @@ export function registerBench(program: Command, io: Output): void {
       const durationMs = opts.duration === undefined ? undefined : parseDuration(opts.duration, "--duration");
       if (durationMs !== undefined && durationMs <= 0) throw new UserError(`--duration ${opts.duration} is no time`, "e.g. --duration 30s");
       const requests = opts.requests === undefined ? undefined : parseCount(opts.requests, "--requests", 1);
-      const gatewayKey = opts.gateway === undefined || process.env.LAUNCHER_API_KEY === undefined ? undefined : collectKeys({ flags: [], env: process.env.LAUNCHER_API_KEY })[0];
+      const gateway = gatewayOf(opts);
       const session = await openSession(loadCluster(opts.cluster));
       const store = openStore();
       let lastShown = 0;
@@ -108,12 +110,12 @@ export function registerBench(program: Command, io: Output): void {
               depth: count(opts.depth, "--depth", 0, 0),
               ...(prompts === undefined ? {} : { prompts }),
               runs: parseCount(opts.runs, "--runs", 1),
-              ...(opts.gateway === undefined ? {} : { gateway: { url: opts.gateway, ...(gatewayKey === undefined ? {} : { apiKey: gatewayKey }) } }),
+              ...(gateway === undefined ? {} : { gateway }),
               requestTimeoutS: parseDuration(opts.requestTimeout, "--request-timeout") / 1000,
               signal,
               onProgress: progress,
               onLevel: (run, r) => {
-                if (r.failed > 0) io.warn(`run ${run} concurrency ${r.max_concurrency}: ${r.failed} of ${r.completed + r.failed} requests failed: ${r.errors[0] ?? ""}`);
+                if (r.failed > 0) io.warn(`run ${run} concurrency ${r.max_concurrency}: ${r.failed} of ${r.completed + r.failed} requests failed: ${r.errors.find((e) => e !== "") ?? ""}`);
                 // Each level as it ends: what an interrupted run measured is shown too (it is not stored).
                 if (opts.json) return;
                 if (r.max_concurrency === concurrencies[0]) io.out(`run ${run}\n${LEVEL_HEADER}`);

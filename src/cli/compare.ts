@@ -73,7 +73,7 @@ async function runBoth(a: string, b: string, opts: CompareFlags, io: Output): Pr
         }),
         ...(set === undefined ? {} : { eval: (t: string) => evalTarget(t, set, { ...DEFAULT_EVAL, requestOptions: {} }, { route: { kind: "direct", session }, store, now: () => new Date(), signal }) }),
         say: (text) => io.err(text),
-      }),
+      }, signal),
     );
     return compare(...sides);
   } finally {

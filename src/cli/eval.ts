@@ -9,7 +9,7 @@ import { openSession } from "../deploy/session.js";
 import { parseEvalSet } from "../eval/set.js";
 import { REASONING_EFFORTS, requestOptions, type ReasoningEffort } from "../eval/request-options.js";
 import type { EvalRun } from "../evidence/records.js";
-import { parseKeyFile } from "../gateway/auth.js";
+import { apiKeyFileOption, gatewayOf } from "./gateway-key.js";
 import { parseDuration } from "./duration.js";
 import { withInterrupts } from "./interrupts.js";
 import { loadCluster, optionalClusterPath, withStore } from "./load.js";
@@ -51,19 +51,13 @@ function parseTemperature(text: string): number {
   return t;
 }
 
-/** The route to the target: a gateway (with the key of --api-key-file), else the cluster's heads directly. */
+/** The route to the target: a gateway (its key as gatewayOf reads it), else the cluster's heads directly. */
 async function routeOf(flags: EvalFlags): Promise<EvalRoute> {
-  if (flags.gateway === undefined) {
-    if (flags.apiKeyFile !== undefined) throw new UserError("--api-key-file is the gateway's key and needs --gateway", "the engine's own key is the one `up` recorded; it is used without a flag");
-    return { kind: "direct", session: await openSession(loadCluster(flags.cluster)) };
-  }
-  const url = flags.gateway;
-  if (!/^https?:\/\/[^/\s]+/.test(url)) throw new UserError(`--gateway ${JSON.stringify(url)} is not an http(s) URL`, "e.g. --gateway http://127.0.0.1:8080");
-  const key = flags.apiKeyFile === undefined ? undefined : parseKeyFile(readTextFile(flags.apiKeyFile, "API key file"))[0];
-  if (flags.apiKeyFile !== undefined && key === undefined) throw new UserError(`the API key file ${flags.apiKeyFile} holds no key`, "one key per line; # starts a comment");
+  const via = gatewayOf(flags);
+  if (via === undefined) return { kind: "direct", session: await openSession(loadCluster(flags.cluster)) };
   // A cluster file given or found tells what serves TARGET (the stored subject); none is fine here.
   const session = optionalClusterPath(flags.cluster) === undefined ? undefined : await openSession(loadCluster(flags.cluster));
-  return { kind: "gateway", url, ...(key === undefined ? {} : { apiKey: key }), ...(session === undefined ? {} : { session }) };
+  return { kind: "gateway", ...via, ...(session === undefined ? {} : { session }) };
 }
 
 /** `X/N answered, correct so far` on stderr, at most once a second and at the end. */
@@ -95,7 +89,7 @@ export function registerEval(program: Command, io: Output): void {
     .requiredOption("--set <file>", 'the questions, one JSON object a line: {"id","prompt"|"messages","expected","grader":"exact|contains|regex|choice"}')
     .addOption(clusterOption())
     .option("--gateway <url>", "ask through a launcher gateway at this URL for model TARGET, not the engine directly")
-    .option("--api-key-file <file>", "with --gateway: the file holding the gateway's API key")
+    .addOption(apiKeyFileOption())
     .option("--temperature <t>", "sampling temperature sent with every request", String(DEFAULT_EVAL.temperature))
     .option("--concurrency <n>", "requests in flight at once", String(DEFAULT_EVAL.concurrency))
     .option("--max-tokens <n>", "bound on each answer's length (default: the engine's)")

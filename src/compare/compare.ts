@@ -3,8 +3,9 @@
  * comparison out, with each difference called only where it exceeds the spread (stats.ts says
  * which test and why). Pure; the table, markdown, JSON and plot are all drawn from its result.
  */
-import type { BenchRun, BenchWorkload, BootFigures, EvalRun, ServeResult } from "../evidence/records.js";
-import { bootstrapInterval, mcnemarExact, mean, sd, welchInterval, type DifferenceInterval, type McNemar } from "./stats.js";
+import { completedIndexes, type BenchRun, type BenchWorkload, type BootFigures, type EvalRun, type ServeResult } from "../evidence/records.js";
+import { tpotOf } from "../bench/metrics.js";
+import { bonferroniConfidence, bootstrapInterval, CONFIDENCE, FAMILY_CORRECTION, mcnemarExact, mean, sd, welchInterval, type DifferenceInterval, type McNemar } from "./stats.js";
 
 /** What one side of a comparison brings: one bench series (its runs) and/or one eval run. */
 export interface Evidence {
@@ -36,28 +37,28 @@ interface MetricSpec {
   readonly perRequest?: (r: ServeResult) => number[];
 }
 
-const ms = (seconds: readonly number[]): number[] => seconds.map((s) => s * 1000);
+/**
+ * A per-request list's completed requests only, in ms: a failed request is kept as 0 s in the
+ * record (vLLM's defaults) and would otherwise count as the fastest request of all.
+ */
+const completedMs = (r: ServeResult, seconds: readonly number[]): number[] => completedIndexes(r).flatMap((i) => (seconds[i] === undefined ? [] : [(seconds[i] as number) * 1000]));
 
-/** TPOT per request as vLLM computes it: (e2el - ttft) / (output tokens - 1), for requests with more than one token. */
-function tpots(r: ServeResult): number[] {
-  const out: number[] = [];
-  r.e2els.forEach((e2el, i) => {
-    const ttft = r.ttfts[i];
-    const len = r.output_lens[i];
-    if (ttft !== undefined && len !== undefined && len > 1) out.push(((e2el - ttft) / (len - 1)) * 1000);
+/** TPOT per completed request, by vLLM's rule (bench's tpotOf), in ms. */
+const tpots = (r: ServeResult): number[] =>
+  completedIndexes(r).flatMap((i) => {
+    const [latency, ttft, len] = [r.latencies[i], r.ttfts[i], r.output_lens[i]];
+    return latency === undefined || ttft === undefined || len === undefined ? [] : tpotOf(latency * 1000, ttft * 1000, len);
   });
-  return out;
-}
 
 /** The rows compared per concurrency, in the table's order (vLLM's keys; a metric no run reports is left out). */
 export const COMPARED_METRICS: readonly MetricSpec[] = [
   { key: "output_throughput", label: "output tok/s", higherIsBetter: true, speed: true, digits: 1 },
   { key: "request_throughput", label: "requests/s", higherIsBetter: true, speed: true, digits: 2 },
-  { key: "mean_ttft_ms", label: "TTFT mean ms", higherIsBetter: false, speed: true, digits: 1, perRequest: (r) => ms(r.ttfts) },
+  { key: "mean_ttft_ms", label: "TTFT mean ms", higherIsBetter: false, speed: true, digits: 1, perRequest: (r) => completedMs(r, r.ttfts) },
   { key: "p99_ttft_ms", label: "TTFT p99 ms", higherIsBetter: false, speed: true, digits: 1 },
   { key: "mean_tpot_ms", label: "TPOT mean ms", higherIsBetter: false, speed: true, digits: 2, perRequest: tpots },
-  { key: "mean_e2el_ms", label: "E2E mean ms", higherIsBetter: false, speed: true, digits: 1, perRequest: (r) => ms(r.e2els) },
-  { key: "spec_decode_acceptance_rate", label: "spec-decode acceptance", higherIsBetter: true, speed: false, digits: 3 },
+  { key: "mean_e2el_ms", label: "E2E mean ms", higherIsBetter: false, speed: true, digits: 1, perRequest: (r) => completedMs(r, r.latencies) },
+  { key: "spec_decode_acceptance_rate", label: "spec-decode acceptance %", higherIsBetter: true, speed: false, digits: 1 },
 ];
 
 /** One side's value of a metric at one concurrency: over its runs. */
@@ -79,6 +80,8 @@ export interface MetricComparison {
   /** (b - a) / a, when a is not 0. */
   readonly change?: number;
   readonly interval?: DifferenceInterval;
+  /** Why the row has no interval (and so "no spread"). */
+  readonly no_interval?: string;
   readonly verdict: Verdict;
 }
 
@@ -141,13 +144,30 @@ const resultsAt = (runs: readonly BenchRun[], c: number): ServeResult[] =>
 
 const spreadOf = (values: readonly number[]): Spread => ({ mean: mean(values), sd: sd(values), runs: values.length, values });
 
-/** The interval a metric gets: Welch over runs when both sides have two, else the bootstrap over requests when both kept them. */
-function intervalFor(spec: MetricSpec, a: readonly ServeResult[], b: readonly ServeResult[], av: readonly number[], bv: readonly number[]): DifferenceInterval | undefined {
-  if (av.length >= 2 && bv.length >= 2) return welchInterval(av, bv);
-  if (spec.perRequest === undefined) return undefined;
+/** How a row's interval is had, decided before any is computed (the family's size sets each one's confidence). */
+type Plan = { readonly method: "welch" } | { readonly method: "bootstrap"; readonly a: number[]; readonly b: number[] } | { readonly method: "none"; readonly why: string };
+
+/**
+ * Welch over runs when both sides have two runs or more; the bootstrap over completed requests
+ * when both have one run and kept them; never a pool of one side's runs against the other's one
+ * run (that would put run-to-run spread on one side only).
+ */
+function planFor(spec: MetricSpec, a: readonly ServeResult[], b: readonly ServeResult[]): Plan {
+  if (a.length >= 2 && b.length >= 2) return { method: "welch" };
+  if (a.length !== b.length) return { method: "none", why: `one side has ${Math.min(a.length, b.length)} run, the other ${Math.max(a.length, b.length)}: bench the one-run side with --runs 2 or more` };
+  if (spec.perRequest === undefined) return { method: "none", why: "one run a side, run bench --runs 2 or more" };
   const ar = a.flatMap(spec.perRequest);
   const br = b.flatMap(spec.perRequest);
-  return ar.length >= 2 && br.length >= 2 ? bootstrapInterval(ar, br) : undefined;
+  if (ar.length < 2 || br.length < 2) return { method: "none", why: "fewer than two completed requests on a side" };
+  return { method: "bootstrap", a: ar, b: br };
+}
+
+function intervalOf(plan: Plan, av: readonly number[], bv: readonly number[], tests: number): DifferenceInterval | undefined {
+  const confidence = bonferroniConfidence(tests);
+  const correction = { method: FAMILY_CORRECTION, intervals: tests, family_confidence: CONFIDENCE } as const;
+  if (plan.method === "welch") return { ...welchInterval(av, bv, confidence), correction };
+  if (plan.method === "bootstrap") return { ...bootstrapInterval(plan.a, plan.b, confidence), correction };
+  return undefined;
 }
 
 function verdictOf(spec: Pick<MetricSpec, "higherIsBetter" | "speed">, interval: DifferenceInterval | undefined): Verdict {
@@ -160,7 +180,16 @@ function verdictOf(spec: Pick<MetricSpec, "higherIsBetter" | "speed">, interval:
   return better ? "better" : "worse";
 }
 
-function compareMetric(spec: MetricSpec, c: number, a: readonly ServeResult[], b: readonly ServeResult[]): MetricComparison | undefined {
+/** One row to compare: its values over runs and how its interval will be had. */
+interface PlannedRow {
+  readonly spec: MetricSpec;
+  readonly concurrency: number;
+  readonly av: number[];
+  readonly bv: number[];
+  readonly plan: Plan;
+}
+
+function planRow(spec: MetricSpec, c: number, a: readonly ServeResult[], b: readonly ServeResult[]): PlannedRow | undefined {
   const values = (rs: readonly ServeResult[]): number[] =>
     rs.flatMap((r) => {
       const v = r[spec.key];
@@ -169,11 +198,18 @@ function compareMetric(spec: MetricSpec, c: number, a: readonly ServeResult[], b
   const av = values(a);
   const bv = values(b);
   if (av.length === 0 || bv.length === 0) return undefined;
-  const interval = intervalFor(spec, a, b, av, bv);
+  // The runs that have this metric (a run without the spec-decode counters has none).
+  const withValue = (rs: readonly ServeResult[]): ServeResult[] => rs.filter((r) => typeof r[spec.key] === "number");
+  return { spec, concurrency: c, av, bv, plan: planFor(spec, withValue(a), withValue(b)) };
+}
+
+function compareRow(row: PlannedRow, tests: number): MetricComparison {
+  const { spec, av, bv } = row;
+  const interval = intervalOf(row.plan, av, bv, tests);
   const as = spreadOf(av);
   const bs = spreadOf(bv);
   return {
-    concurrency: c,
+    concurrency: row.concurrency,
     metric: spec.key,
     label: spec.label,
     digits: spec.digits,
@@ -181,6 +217,7 @@ function compareMetric(spec: MetricSpec, c: number, a: readonly ServeResult[], b
     b: bs,
     ...(as.mean === 0 ? {} : { change: (bs.mean - as.mean) / as.mean }),
     ...(interval === undefined ? {} : { interval }),
+    ...(row.plan.method === "none" ? { no_interval: row.plan.why } : {}),
     verdict: verdictOf(spec, interval),
   };
 }
@@ -222,17 +259,24 @@ export function compare(a: Evidence, b: Evidence): Comparison {
   if (wa !== undefined && wb !== undefined && describeWorkload(wa) !== describeWorkload(wb)) {
     warnings.push(`the two bench series sent different workloads (A ${describeWorkload(wa)}, B ${describeWorkload(wb)}): their speeds are not like for like`);
   }
-  const bench: MetricComparison[] = [];
+  const planned: PlannedRow[] = [];
   const requests: RequestCounts[] = [];
   for (const c of shared) {
     const ra = resultsAt(a.bench, c);
     const rb = resultsAt(b.bench, c);
     requests.push({ concurrency: c, a: counts(ra), b: counts(rb) });
+    if (ra.length !== rb.length && (ra.length < 2 || rb.length < 2)) {
+      warnings.push(`concurrency ${c}: A has ${ra.length} run(s), B ${rb.length}: one run is not pooled against several, so speed is not called there (bench the one-run side with --runs 2 or more)`);
+    }
     for (const spec of COMPARED_METRICS) {
-      const m = compareMetric(spec, c, ra, rb);
-      if (m !== undefined) bench.push(m);
+      const row = planRow(spec, c, ra, rb);
+      if (row !== undefined) planned.push(row);
     }
   }
+  // Every interval of the table is one of a family: Bonferroni over the rows that get one.
+  const tests = planned.filter((r) => r.plan.method !== "none").length;
+  const bench = planned.map((r) => compareRow(r, tests));
+  if (tests > 1) warnings.push(`the ${tests} bench intervals are Bonferroni-corrected (each at ${Number((bonferroniConfidence(tests) * 100).toFixed(1))}%), so that all of them together hold at ${CONFIDENCE * 100}%`);
   const ev = a.eval !== undefined && b.eval !== undefined ? compareEval(a.eval, b.eval, warnings) : undefined;
   if ((a.eval === undefined) !== (b.eval === undefined)) warnings.push(`only ${a.eval === undefined ? "B" : "A"} has an eval run: answers are not compared`);
   return { a: summarize(a), b: summarize(b), bench, requests, ...(ev === undefined ? {} : { eval: ev }), warnings };

@@ -4,7 +4,7 @@
  */
 import type { BootFigures } from "../evidence/records.js";
 import type { Comparison, MetricComparison, SideSummary, Spread } from "./compare.js";
-import { CONFIDENCE, type DifferenceInterval } from "./stats.js";
+import type { DifferenceInterval } from "./stats.js";
 
 export interface Row {
   /** The group the row belongs to; a new section starts a new block. */
@@ -18,7 +18,8 @@ export interface Row {
 
 const fixed = (x: number, digits: number): string => x.toFixed(digits);
 const signed = (x: number, digits: number): string => `${x >= 0 ? "+" : ""}${x.toFixed(digits)}`;
-const percent = `${Math.round(CONFIDENCE * 100)}%`;
+/** An interval's confidence as printed: 95%, 99.2% (a Bonferroni-corrected one), ... */
+const percentOf = (confidence: number): string => `${Number((confidence * 100).toFixed(1))}%`;
 
 function spread(s: Spread, digits: number): string {
   if (s.runs === 1) return `${fixed(s.mean, digits)} (1 run)`;
@@ -29,8 +30,8 @@ const METHOD_NAMES: Record<DifferenceInterval["method"], string> = { welch: "Wel
 
 function judged(m: MetricComparison): string {
   const change = m.change === undefined ? "" : ` ${signed(m.change * 100, 1)}%`;
-  if (m.interval === undefined) return `${m.verdict}: one run a side, run bench --runs 2 or more`;
-  const ci = `${METHOD_NAMES[m.interval.method]} ${percent} CI ${signed(m.interval.low, m.digits)}..${signed(m.interval.high, m.digits)}`;
+  if (m.interval === undefined) return `${m.verdict}: ${m.no_interval ?? "one run a side, run bench --runs 2 or more"}`;
+  const ci = `${METHOD_NAMES[m.interval.method]} ${percentOf(m.interval.confidence)} CI ${signed(m.interval.low, m.digits)}..${signed(m.interval.high, m.digits)}`;
   return `${m.verdict}${change} (${ci})`;
 }
 

@@ -8,6 +8,7 @@
  */
 import type { BenchRun, EvalRun } from "../evidence/records.js";
 import type { Evidence } from "../compare/compare.js";
+import { checkInterrupted } from "./abort.js";
 
 export interface AbPorts {
   /** Boots the recipe into the lane and returns once it serves there (the second call swaps the lane). */
@@ -20,13 +21,21 @@ export interface AbPorts {
   say(text: string): void;
 }
 
-/** One side: boot it in the lane, then measure it there. */
-async function side(recipe: string, lane: string, ports: AbPorts): Promise<Evidence> {
+/**
+ * One side: boot it in the lane, then measure it there. The signal is checked before every step:
+ * a port may end early and return normally when interrupted (a boot watched through the daemon
+ * only detaches), and what follows must then not start (above all not B's boot, which would swap
+ * the lane away from A).
+ */
+async function side(recipe: string, lane: string, ports: AbPorts, signal: AbortSignal): Promise<Evidence> {
+  checkInterrupted(signal, `compare --run stopped before ${recipe} was booted in lane ${lane}`);
   ports.say(`${recipe}: booting in lane ${lane}`);
   await ports.up(recipe, lane);
+  checkInterrupted(signal, `compare --run stopped after ${recipe}'s boot in lane ${lane}, before its bench`);
   ports.say(`${recipe}: bench through lane ${lane}`);
   const bench = await ports.bench(lane);
   if (ports.eval === undefined) return { label: recipe, bench };
+  checkInterrupted(signal, `compare --run stopped after ${recipe}'s bench, before its eval`);
   ports.say(`${recipe}: eval through lane ${lane}`);
   return { label: recipe, bench, eval: await ports.eval(lane) };
 }
@@ -34,10 +43,11 @@ async function side(recipe: string, lane: string, ports: AbPorts): Promise<Evide
 /**
  * A, then B, in one lane. A failure stops there and is thrown as it came (the up, bench or eval
  * use case's own error); the lane is left as that step left it (serving A when B's boot failed
- * beside it, per the lane swap's rules). The lane ends serving B.
+ * beside it, per the lane swap's rules). The lane ends serving B. Interrupted (`signal`), it throws
+ * the project's Interrupted before the next step and starts nothing more.
  */
-export async function abInOneLane(a: string, b: string, lane: string, ports: AbPorts): Promise<[Evidence, Evidence]> {
-  const first = await side(a, lane, ports);
-  const second = await side(b, lane, ports);
+export async function abInOneLane(a: string, b: string, lane: string, ports: AbPorts, signal: AbortSignal): Promise<[Evidence, Evidence]> {
+  const first = await side(a, lane, ports, signal);
+  const second = await side(b, lane, ports, signal);
   return [first, second];
 }

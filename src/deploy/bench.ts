@@ -1,3 +1,4 @@
+import { checkInterrupted } from "./abort.js";
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { UserError } from "../config/errors.js";
@@ -170,7 +171,13 @@ export async function httpScrape(url: string, headers: Readonly<Record<string, s
  * bench's own shell around this session and store.
  */
 export function benchPort(session: ClusterSession, store: BenchDeps["store"], workload: Omit<BenchOptions, "target">): (target: string) => Promise<BenchRun[]> {
-  return (target) => benchTarget({ ...workload, target }, benchDeps(session, store));
+  return async (target) => {
+    const runs = await benchTarget({ ...workload, target }, benchDeps(session, store));
+    // benchTarget ends early and returns what it finished when aborted (bench's own command
+    // prints that); as a step of compare --run, an interrupted bench is an interruption.
+    checkInterrupted(workload.signal, `bench of ${target} stopped after ${runs.length} whole run(s)`);
+    return runs;
+  };
 }
 
 /** The real shell around a session and a store. */

@@ -3,6 +3,9 @@ import { error, type Diagnostic, type Loc } from "../config/diagnostic.js";
 import { nearest } from "../config/suggest.js";
 import { GRADERS, type Grader } from "../evidence/records.js";
 import { badPattern, CHOICE_LETTER } from "./grade.js";
+import { columnOf, messagesOf, PROMPT_FIELDS, readLine, type ChatMessage, type IssueText } from "../chat/jsonl.js";
+
+export type { ChatMessage };
 
 /**
  * An eval set (`launcher eval --set FILE`): JSON Lines, one question per line, e.g.
@@ -12,19 +15,11 @@ import { badPattern, CHOICE_LETTER } from "./grade.js";
  * (compiler style, like `launcher validate`), and none is sent before the whole file is good.
  */
 
-/** A chat message as the OpenAI chat completions API takes it; content is text or content parts, passed on as given. */
-const MessageSchema = z.looseObject({
-  role: z.string().min(1),
-  content: z.union([z.string(), z.array(z.unknown())]),
-});
-export type ChatMessage = z.infer<typeof MessageSchema>;
-
 const ITEM_KEYS = ["id", "prompt", "messages", "expected", "grader"] as const;
 
 const ItemSchema = z.strictObject({
   id: z.union([z.string().min(1), z.number()]).optional(),
-  prompt: z.string().min(1).optional(),
-  messages: z.array(MessageSchema).min(1).optional(),
+  ...PROMPT_FIELDS,
   expected: z.string().min(1),
   grader: z.enum(GRADERS).optional(),
 });
@@ -44,62 +39,22 @@ export const DEFAULT_GRADER: Grader = "exact";
 
 export type ParsedSet = { readonly items: readonly EvalItem[]; readonly diagnostics: readonly Diagnostic[] };
 
-/** The column (1-based) where `key` is written on the line, else 1: a diagnostic points at the field. */
-function columnOf(text: string, key: string | undefined): number {
-  if (key === undefined) return 1;
-  const at = text.indexOf(`"${key}"`);
-  return at < 0 ? 1 : at + 1;
+/** eval's own field said better than zod says it: an unknown grader, with the nearest one. */
+function graderIssue(issue: z.core.$ZodIssue, raw: Record<string, unknown>): IssueText | undefined {
+  if (issue.code !== "invalid_value" || issue.path[0] !== "grader") return undefined;
+  const near = typeof raw.grader === "string" ? nearest(raw.grader, GRADERS) : undefined;
+  return { key: "grader", message: `unknown grader ${JSON.stringify(raw.grader)}`, hint: near === undefined ? `graders: ${GRADERS.join(", ")}` : `did you mean "${near}"? (graders: ${GRADERS.join(", ")})` };
 }
 
-/** V8's JSON.parse says "at position N" for most errors (0-based in the string); else the line start. */
-function jsonErrorColumn(message: string): number {
-  const m = /at position (\d+)/.exec(message);
-  return m?.[1] === undefined ? 1 : Number(m[1]) + 1;
-}
-
-function issueMessage(issue: z.core.$ZodIssue, raw: Record<string, unknown>): { key: string | undefined; message: string; hint?: string } {
-  const key = typeof issue.path[0] === "string" ? issue.path[0] : undefined;
-  const where = issue.path.map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`)).join("").replace(/^\./, "");
-  if (issue.code === "unrecognized_keys") {
-    const unknown = issue.keys[0] ?? "";
-    const near = nearest(unknown, ITEM_KEYS);
-    return { key: unknown, message: `unknown field \`${unknown}\``, hint: near === undefined ? `the fields are ${ITEM_KEYS.join(", ")}` : `did you mean \`${near}\`?` };
-  }
-  if (issue.code === "invalid_value" && key === "grader") {
-    const near = typeof raw.grader === "string" ? nearest(raw.grader, GRADERS) : undefined;
-    return { key, message: `unknown grader ${JSON.stringify(raw.grader)}`, hint: near === undefined ? `graders: ${GRADERS.join(", ")}` : `did you mean "${near}"? (graders: ${GRADERS.join(", ")})` };
-  }
-  if (issue.code === "invalid_type" && raw[key ?? ""] === undefined) return { key, message: `\`${where}\` is missing` };
-  return { key, message: `\`${where}\`: ${issue.message}` };
-}
+const EXAMPLE = '{"prompt": "...", "expected": "...", "grader": "exact"}';
 
 /** One line's item, or why not. `seen`: ids of earlier lines, for duplicates. */
 function parseLine(file: string, line: number, text: string, seen: Map<string, number>): { item?: EvalItem; diagnostics: Diagnostic[] } {
   const at = (col: number): Loc => ({ file, line, col });
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (e) {
-    return { diagnostics: [error(at(jsonErrorColumn((e as Error).message)), `not JSON: ${(e as Error).message}`, "each line of an eval set is one JSON object")] };
-  }
-  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
-    return { diagnostics: [error(at(1), "not a JSON object", 'each line is an object such as {"prompt": "...", "expected": "...", "grader": "exact"}')] };
-  }
-  const obj = raw as Record<string, unknown>;
-  const parsed = ItemSchema.safeParse(obj);
-  if (!parsed.success) {
-    return {
-      diagnostics: parsed.error.issues.map((issue) => {
-        const m = issueMessage(issue, obj);
-        return error(at(columnOf(text, m.key)), m.message, m.hint);
-      }),
-    };
-  }
-  const v = parsed.data;
+  const read = readLine(file, line, text, ItemSchema, { keys: ITEM_KEYS, example: EXAMPLE, special: graderIssue });
+  const v = read.value;
+  if (v === undefined) return { diagnostics: read.diagnostics };
   const diagnostics: Diagnostic[] = [];
-  if ((v.prompt === undefined) === (v.messages === undefined)) {
-    diagnostics.push(error(at(1), v.prompt === undefined ? "neither `prompt` nor `messages`" : "both `prompt` and `messages`", "give exactly one: `prompt` (one user message) or `messages` (a chat)"));
-  }
   const grader = v.grader ?? DEFAULT_GRADER;
   if (grader === "regex") {
     const problem = badPattern(v.expected);
@@ -113,7 +68,7 @@ function parseLine(file: string, line: number, text: string, seen: Map<string, n
   if (first !== undefined) diagnostics.push(error(at(columnOf(text, "id")), `id ${JSON.stringify(id)} is also the id of line ${first}`, "ids pair the items of two runs (compare): make each unique"));
   else seen.set(id, line);
   if (diagnostics.length > 0) return { diagnostics };
-  const messages: ChatMessage[] = v.messages ?? [{ role: "user", content: v.prompt ?? "" }];
+  const messages = messagesOf(v);
   return { item: { id, line, messages, expected: v.expected, grader }, diagnostics };
 }
 

@@ -38,16 +38,59 @@ export type ServeResult = Record<LatencyKey, number> & {
   readonly request_throughput: number;
   readonly output_throughput: number;
   readonly total_token_throughput: number;
-  /** Per request, as vLLM's `--save-detailed` keeps them: seconds, and tokens from `usage`. */
+  /**
+   * Per request, in the order sent, one entry each (vLLM's `--save-detailed` lists, aligned by
+   * index): `ttfts` and `latencies` in seconds (vLLM's RequestFuncOutput `ttft` and `latency`;
+   * serve.py keeps no per-request latency list, so `latencies` is named after that field), tokens
+   * from `usage`, and `errors` with "" for a request that completed, as serve.py writes
+   * `[output.error for output in outputs]`. A failed request's ttft and latency are 0 (vLLM's
+   * defaults): only entries whose error is "" are samples (see completedIndexes).
+   */
   readonly ttfts: readonly number[];
-  readonly e2els: readonly number[];
+  readonly latencies: readonly number[];
   readonly input_lens: readonly number[];
   readonly output_lens: readonly number[];
-  /** The first few failed requests' errors (vLLM's `errors`), so a failure is shown, not hidden. */
   readonly errors: readonly string[];
-  /** Speculative decoding's accepted / drafted tokens over the run, when the engine's metrics expose them. */
+  /**
+   * Speculative decoding's accepted / drafted tokens over the run, in PERCENT as vLLM's serve.py
+   * writes this key (`acceptance_rate * 100`; vllm tests/benchmarks expect 60.0 for 6 of 10),
+   * when the engine's metrics expose the counters.
+   */
   readonly spec_decode_acceptance_rate?: number;
 };
+
+/** The indexes of a result's requests that completed: the only ones whose per-request figures are samples. */
+export function completedIndexes(r: Pick<ServeResult, "errors">): number[] {
+  return r.errors.flatMap((e, i) => (e === "" ? [i] : []));
+}
+
+/**
+ * A stored bench run as the current shape, whatever shape it was written in. Runs written before
+ * the per-request `errors` were aligned kept `e2els` (now `latencies`), only the first failed
+ * requests' errors, and the acceptance rate as a fraction: there a failed request is known by its
+ * latency of 0 (no completed request takes 0 s), its error by order, and the rate is made a percent.
+ */
+export function benchRunFromStored(stored: unknown): BenchRun {
+  const run = stored as BenchRun;
+  return { ...run, results: run.results.map((r) => serveResultFromStored(r)) };
+}
+
+interface LegacyServeResult {
+  readonly e2els?: readonly number[];
+  readonly latencies?: readonly number[];
+  readonly errors: readonly string[];
+  readonly spec_decode_acceptance_rate?: number;
+}
+
+function serveResultFromStored(r: ServeResult): ServeResult {
+  const legacy = r as unknown as LegacyServeResult;
+  if (legacy.latencies !== undefined || legacy.e2els === undefined) return r;
+  const { e2els, ...rest } = r as ServeResult & { e2els: readonly number[] };
+  let failed = 0;
+  const errors = e2els.map((latency) => (latency === 0 ? (legacy.errors[failed++] ?? "failed (its error was not kept)") : ""));
+  const rate = legacy.spec_decode_acceptance_rate;
+  return { ...rest, latencies: e2els, errors, ...(rate === undefined ? {} : { spec_decode_acceptance_rate: rate * 100 }) };
+}
 
 /** What served a run: the target as named, and what launcher knew of it at the time. */
 export interface RunSubject {

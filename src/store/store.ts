@@ -3,7 +3,7 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import type { FabricFacts } from "../cluster/detect.js";
 import type { ImageFacts } from "../engine/image-contract.js";
-import type { BenchRun, EvalRun, EvidenceStore, RunQuery } from "../evidence/records.js";
+import { benchRunFromStored, type BenchRun, type EvalRun, type EvidenceStore, type RunQuery } from "../evidence/records.js";
 import type { Meminfo } from "../deploy/meminfo.js";
 import type { Culprit, MemorySample } from "../deploy/memory-watch.js";
 import { MIGRATIONS } from "./migrations.js";
@@ -573,7 +573,7 @@ export class Store implements EvidenceStore {
   }
 
   benchRuns(query: RunQuery): BenchRun[] {
-    return this.runs("bench_runs", query, query.series === undefined ? [] : [["series", query.series]]) as BenchRun[];
+    return this.runs("bench_runs", query, query.series === undefined ? [] : [["series", query.series]]).map(benchRunFromStored);
   }
 
   saveEvalRun(run: EvalRun): void {

@@ -40,7 +40,7 @@ describe("launcher bench on the practice cluster", { concurrency: false }, () =>
       assert.equal(x.failed, 0);
       assert.equal(x.total_output_tokens, 80, "the engine's usage counts");
       assert.equal(x.total_input_tokens, 64);
-      assert.ok(x.spec_decode_acceptance_rate !== undefined && Math.abs(x.spec_decode_acceptance_rate - 0.6) < 0.05, `acceptance ${x.spec_decode_acceptance_rate}`);
+      assert.ok(x.spec_decode_acceptance_rate !== undefined && Math.abs(x.spec_decode_acceptance_rate - 60) < 5, `acceptance ${x.spec_decode_acceptance_rate}`);
       // 25 tokens/s per stream: about 40 ms between tokens.
       assert.ok(x.mean_tpot_ms > 30 && x.mean_tpot_ms < 80, `tpot ${x.mean_tpot_ms}`);
     }

@@ -26,7 +26,7 @@ describe("launcher bench's flags, refused before any request", () => {
     assert.match(both.stderr, /--prompts gives the prompts: --input-len and --depth make synthetic ones/);
     const bad = run(["x", "--prompts", file, "--json"]);
     assert.equal(bad.code, 1);
-    assert.match(bad.stderr, /p\.jsonl:2:1: error: prompt: /);
+    assert.match(bad.stderr, /p\.jsonl:2:2: error: `prompt`: /);
     const answer = JSON.parse(bad.stdout) as { error: { diagnostics: { line: number }[] } };
     assert.deepEqual(answer.error.diagnostics.map((d) => d.line), [2]);
     for (const r of [conc, both, bad]) assert.doesNotMatch(r.stderr, /\n\s+at /);

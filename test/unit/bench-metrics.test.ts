@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { acceptanceRate, ERRORS_KEPT, readSpecCounters, serveResult } from "../../src/bench/metrics.js";
+import { acceptanceRate, readSpecCounters, serveResult } from "../../src/bench/metrics.js";
 import type { RequestOutcome } from "../../src/bench/stream.js";
 import { vllm } from "../../src/engine/vllm/adapter.js";
 import { LATENCY_METRICS, LATENCY_STATS, latencyKey } from "../../src/evidence/records.js";
@@ -26,7 +26,8 @@ describe("a level's result keyed and computed as vllm bench serve's", () => {
     assert.equal(r.max_concurrency, 4);
     assert.deepEqual(r.ttfts, [0.1, 0.2, 0], "per request, a failed one as 0");
     assert.deepEqual(r.output_lens, [5, 1, 0]);
-    assert.deepEqual(r.errors, ["HTTP 500: boom"], "a failure is shown");
+    assert.deepEqual(r.latencies, [0.5, 0.2, 0], "vLLM's RequestFuncOutput.latency per request");
+    assert.deepEqual(r.errors, ["", "", "HTTP 500: boom"], "one entry per request, \"\" for a success, as serve.py's `errors`");
     assert.equal(r.spec_decode_acceptance_rate, undefined);
   });
 
@@ -34,14 +35,14 @@ describe("a level's result keyed and computed as vllm bench serve's", () => {
     const r = serveResult([done(0.1, [0.1], 0.2, 2)], 1, 1, 0.5) as unknown as Record<string, unknown>;
     for (const m of LATENCY_METRICS) for (const s of LATENCY_STATS) assert.equal(typeof r[latencyKey(s, m)], "number", latencyKey(s, m));
     for (const k of ["mean_ttft_ms", "median_tpot_ms", "p99_itl_ms", "std_e2el_ms", "p90_ttft_ms", "request_throughput", "output_throughput", "total_token_throughput", "completed", "failed", "duration"]) assert.ok(k in r, k);
-    assert.equal(r.spec_decode_acceptance_rate, 0.5);
+    assert.equal(r.spec_decode_acceptance_rate, 0.5, "passed through as given (a percent)");
   });
 
-  test("all failed: zeros, the count and the first errors (never more than ERRORS_KEPT)", () => {
-    const r = serveResult(Array.from({ length: ERRORS_KEPT + 5 }, (_, i) => failed(`e${i}`)), 1, 1);
+  test("all failed: zeros, the count and every request's error", () => {
+    const r = serveResult(Array.from({ length: 15 }, (_, i) => failed(`e${i}`)), 1, 1);
     assert.equal(r.completed, 0);
-    assert.equal(r.failed, ERRORS_KEPT + 5);
-    assert.equal(r.errors.length, ERRORS_KEPT);
+    assert.equal(r.failed, 15);
+    assert.equal(r.errors.length, 15);
     assert.equal(r.mean_ttft_ms, 0);
     assert.equal(r.output_throughput, 0);
   });
@@ -61,7 +62,7 @@ describe("a level's result keyed and computed as vllm bench serve's", () => {
     const before = readSpecCounters(scrape(100, 60, 50), names);
     assert.deepEqual(before, { accepted: 60, drafted: 100 }, "the per-position and _created series are not summed in");
     const after = readSpecCounters(scrape(300, 210, 170), names);
-    assert.equal(acceptanceRate(before, after), 0.75);
+    assert.equal(acceptanceRate(before, after), 75, "a percent, as vllm/benchmarks/serve.py writes spec_decode_acceptance_rate");
     assert.equal(acceptanceRate(before, before), undefined, "nothing drafted over the run");
     assert.equal(acceptanceRate(readSpecCounters("vllm:num_requests_running 0", names), after), undefined, "no counters: no rate");
   });

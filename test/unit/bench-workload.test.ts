@@ -13,12 +13,13 @@ describe("bench workloads", () => {
   });
 
   test("a synthetic prompt has the input length in words, after --depth words of context, and differs per request", () => {
+    const text = (m: { content: unknown } | undefined): string => String(m?.content ?? "");
     const p = syntheticPrompt(3, 50, 0);
     assert.equal(p.messages.length, 1);
-    assert.equal(words(p.messages[0]?.content ?? ""), 50);
-    assert.notEqual(syntheticPrompt(4, 50, 0).messages[0]?.content.split(" ")[0], p.messages[0]?.content.split(" ")[0]);
+    assert.equal(words(text(p.messages[0])), 50);
+    assert.notEqual(text(syntheticPrompt(4, 50, 0).messages[0]).split(" ")[0], text(p.messages[0]).split(" ")[0]);
     const deep = syntheticPrompt(3, 50, 200);
-    assert.equal(words(deep.messages[0]?.content ?? ""), 200);
+    assert.equal(words(text(deep.messages[0])), 200);
     assert.equal(deep.messages.at(-1)?.content, p.messages[0]?.content);
     assert.equal(deep.planned_input, 251);
   });
@@ -43,5 +44,18 @@ describe("bench workloads", () => {
       assert.deepEqual([...new Set(lines)], ["p.jsonl:2", "p.jsonl:3", "p.jsonl:4", "p.jsonl:5"]);
     }
     assert.throws(() => parsePrompts("e.jsonl", "\n\n"), /holds no prompts/);
+  });
+
+  test("a bad line of a prompts file is named by line, column and field, as eval names a bad line of its set", () => {
+    const text = '{"prompt": "ok"}\n{"prompt": "x", "output_len": 0}\n{"promt": "x"}\n';
+    try {
+      parsePrompts("p.jsonl", text);
+      assert.fail("no error");
+    } catch (e) {
+      assert.ok(e instanceof UserError);
+      const said = e.diagnostics.map((d) => `${d.loc.line}:${d.loc.col} ${d.message} ${d.hint ?? ""}`);
+      assert.ok(said.some((s) => /^2:17 `output_len`: /.test(s)), said.join("\n"));
+      assert.ok(said.some((s) => /^3:2 unknown field `promt` did you mean `prompt`\?/.test(s)), said.join("\n"));
+    }
   });
 });

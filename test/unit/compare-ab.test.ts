@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { abInOneLane, type AbPorts } from "../../src/deploy/ab.js";
+import { Interrupted } from "../../src/deploy/abort.js";
 import { compare } from "../../src/compare/compare.js";
 import { textTable } from "../../src/compare/table.js";
 import { evalRun, series } from "./compare-fixture.js";
@@ -31,7 +32,7 @@ function fakePorts(failOn?: string): { ports: AbPorts; calls: string[]; lane: { 
 
 test("compare --run boots A in the lane, benches and evaluates it there, swaps the lane to B, the same, and ends with the lane serving B", async () => {
   const { ports, calls, lane } = fakePorts();
-  const [a, b] = await abInOneLane("a", "b", "chat", ports);
+  const [a, b] = await abInOneLane("a", "b", "chat", ports, new AbortController().signal);
   assert.deepEqual(calls, ["up a --lane chat", "bench chat (a)", "eval chat (a)", "up b --lane chat", "bench chat (b)", "eval chat (b)"]);
   assert.equal(lane.serving, "b");
   assert.deepEqual([a.label, b.label], ["a", "b"]);
@@ -44,7 +45,7 @@ test("compare --run boots A in the lane, benches and evaluates it there, swaps t
 test("without an eval set, compare --run benches both sides and asks for no answers", async () => {
   const { ports, calls } = fakePorts();
   const { eval: _dropped, ...benchOnly } = ports;
-  const [a, b] = await abInOneLane("a", "b", "chat", benchOnly);
+  const [a, b] = await abInOneLane("a", "b", "chat", benchOnly, new AbortController().signal);
   assert.deepEqual(calls, ["up a --lane chat", "bench chat (a)", "up b --lane chat", "bench chat (b)"]);
   assert.equal(a.eval, undefined);
   assert.equal(b.eval, undefined);
@@ -52,6 +53,43 @@ test("without an eval set, compare --run benches both sides and asks for no answ
 
 test("a failed boot of B stops the A/B with that boot's error: nothing is measured on a lane that does not serve B", async () => {
   const { ports, calls } = fakePorts("b");
-  await assert.rejects(abInOneLane("a", "b", "chat", ports), /boot of b failed/);
+  await assert.rejects(abInOneLane("a", "b", "chat", ports, new AbortController().signal), /boot of b failed/);
   assert.deepEqual(calls, ["up a --lane chat", "bench chat (a)", "eval chat (a)", "up b --lane chat"]);
+});
+
+test("Ctrl-C during A's bench: compare --run throws Interrupted and boots nothing of B (the bench port returns what it finished, as bench does)", async () => {
+  const controller = new AbortController();
+  const { ports, calls } = fakePorts();
+  const stopped: AbPorts = {
+    ...ports,
+    bench: async (target) => {
+      calls.push(`bench ${target}`);
+      controller.abort(new Interrupted("SIGINT"));
+      return [];
+    },
+  };
+  await assert.rejects(abInOneLane("a", "b", "chat", stopped, controller.signal), (e: unknown) => e instanceof Interrupted && e.signalName === "SIGINT");
+  assert.deepEqual(calls, ["up a --lane chat", "bench chat"], "no eval of A, no up of B");
+});
+
+test("Ctrl-C while A boots through the daemon (the watch only detaches and returns): neither A's bench nor B's boot starts", async () => {
+  const controller = new AbortController();
+  const { ports, calls } = fakePorts();
+  const detached: AbPorts = {
+    ...ports,
+    up: async (recipe, name) => {
+      calls.push(`up ${recipe} --lane ${name}`);
+      controller.abort(new Interrupted("SIGINT"));
+    },
+  };
+  await assert.rejects(abInOneLane("a", "b", "chat", detached, controller.signal), Interrupted);
+  assert.deepEqual(calls, ["up a --lane chat"]);
+});
+
+test("an already interrupted compare --run starts nothing", async () => {
+  const controller = new AbortController();
+  controller.abort(new Interrupted("SIGTERM"));
+  const { ports, calls } = fakePorts();
+  await assert.rejects(abInOneLane("a", "b", "chat", ports, controller.signal), Interrupted);
+  assert.deepEqual(calls, []);
 });

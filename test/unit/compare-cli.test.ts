@@ -41,7 +41,7 @@ test("compare A B reads the stored runs of two deployments and calls the faster 
   const r = run(["deployment/slow", "fast"]);
   assert.equal(r.status, 0, r.stderr);
   const line = r.stdout.split("\n").find((l) => l.trim().startsWith("output tok/s"));
-  assert.match(line ?? "", /faster \+\d+\.\d% \(Welch 95% CI/);
+  assert.match(line ?? "", /faster \+\d+\.\d% \(Welch \d+(\.\d)?% CI/);
   assert.match(r.stdout, /score\s+30\/40\s+31\/40 \(\+1\)\s+within noise/);
 });
 

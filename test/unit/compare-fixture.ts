@@ -52,10 +52,10 @@ function result(c: Config, concurrency: number, next: () => number): ServeResult
     output_throughput: (REQUESTS * OUTPUT_LEN) / duration,
     total_token_throughput: (REQUESTS * (OUTPUT_LEN + 128)) / duration,
     ttfts,
-    e2els,
+    latencies: e2els,
     input_lens: ttfts.map(() => 128),
     output_lens: ttfts.map(() => OUTPUT_LEN),
-    errors: [],
+    errors: ttfts.map(() => ""),
   };
 }
 

@@ -17,10 +17,10 @@ function result(concurrency: number): ServeResult {
     output_throughput: 40,
     total_token_throughput: 60,
     ttfts: [0.1, 0.1, 0.2, 0.2],
-    e2els: [1, 1, 1, 1],
+    latencies: [1, 1, 1, 1],
     input_lens: [10, 10, 10, 10],
     output_lens: [20, 20, 20, 20],
-    errors: [],
+    errors: ["", "", "", ""],
   };
 }
 
@@ -60,5 +60,21 @@ test("eval runs keep every item's answer and grade", () => {
   store.saveEvalRun(run);
   assert.deepEqual(store.evalRuns({ target: "lane-a" }), [run]);
   assert.deepEqual(store.evalRuns({ recipe: "other" }), []);
+  store.close();
+});
+
+test("a bench run stored before the per-request errors were aligned reads in the current shape: e2els as latencies, a 0 s request as failed, the rate as a percent", () => {
+  const store = new Store(":memory:");
+  const { latencies, errors: _aligned, ...rest } = result(1);
+  const old = { ...rest, ttfts: [0.1, 0, 0.2, 0], e2els: [1, 0, 1.5, 0], output_lens: [20, 0, 20, 0], completed: 2, failed: 2, errors: ["HTTP 503: busy"], spec_decode_acceptance_rate: 0.6 };
+  void latencies;
+  const run = { ...bench("old", "s-old", 1, "2026-12-03T09:00:00Z"), results: [old] } as unknown as BenchRun;
+  store.saveBenchRun(run);
+  const [read] = store.benchRuns({ id: "old" });
+  const r = read?.results[0];
+  assert.deepEqual(r?.latencies, [1, 0, 1.5, 0]);
+  assert.deepEqual(r?.errors, ["", "HTTP 503: busy", "", "failed (its error was not kept)"]);
+  assert.equal(r?.spec_decode_acceptance_rate, 60);
+  assert.equal("e2els" in (r ?? {}), false);
   store.close();
 });
