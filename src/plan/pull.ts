@@ -83,7 +83,8 @@ export const READ_TOKEN = 'IFS= read -r HF_TOKEN || true; export HF_TOKEN; exec 
  * never pulls the image (`--pull never`: a missing image fails the create with "No such image",
  * exit 125, docker/cli cli/command/container/create.go; the error then says how to send it), and
  * gets HF_TOKEN on its stdin (READ_TOKEN): `--interactive` attaches the docker client's stdin, the
- * node script's, which is the SSH session's, and closes the container's at its end (StdinOnce).
+ * node script's, which is the SSH session's, and closes the container's at its end (`-i` sets
+ * StdinOnce, "close stdin at client disconnect": docker/cli cli/command/container/opts.go).
  * HF_HOME and HF_HUB_CACHE are where huggingface_hub puts its cache (constants.py);
  * HF_HUB_OFFLINE=0 overrides an image that sets offline mode.
  */
