@@ -31,13 +31,13 @@ export interface PullResult {
   readonly sync: SyncResult;
 }
 
-// $1 the node's HF_HOME, then `docker run`'s words. The token arrives as stdin's first line, so it
-// is in no argv here or on this machine; `--user` keeps the cache the SSH user's (the engine's
-// containers read it as root either way). stderr joins stdout: the downloader's progress.
+// $1 the node's HF_HOME, then `docker run`'s words. The token arrives as stdin's first line, and
+// `docker run --interactive` passes this stdin on to the container, where READ_TOKEN (plan/pull.ts)
+// reads it: so it is in no argv here, on the node or in the container, and not in the container's
+// config either. `--user` keeps the cache the SSH user's (the engine's containers read it as root
+// either way). stderr joins stdout: the downloader's progress.
 const PULL_SCRIPT = `home="$1"; shift
-mkdir -p "$home/hub" || exit 3
-IFS= read -r HF_TOKEN || true
-export HF_TOKEN
+mkdir -p "$home/hub" </dev/null || exit 3
 exec docker run --user "$(id -u):$(id -g)" "$@" 2>&1`;
 
 /** Lines of the downloader's output; tqdm redraws with \r, so both end a line. */
@@ -128,7 +128,7 @@ export async function pullModel(recipe: Recipe, session: ClusterSession, nodes: 
       }
       throw new RemoteError(target.name, `downloading ${recipe.model} with ${downloader} in ${image} failed (exit ${r.code})`, tail, "check HF_ENDPOINT, and HF_TOKEN (or --token-file) for a gated or private model");
     }
-    if (used === undefined) throw new UserError(`image ${image} has no huggingface_hub download command (${DOWNLOADERS.join(", ")})`, "pick an image that has huggingface_hub with --image (a vLLM image has it)");
+    if (used === undefined) throw new UserError(`image ${image} has no huggingface_hub download command (${DOWNLOADERS.join(", ")}) or no sh to start it`, "pick an image that has huggingface_hub with --image (the recipe's engine image usually has it)");
     const after = (await weightsReport(recipe, session, [target], signal))[0];
     if (after?.present !== true) throw new RemoteError(target.name, `the download ended but the snapshot is not complete in ${loc.hub}`, after?.reason);
     download = { node: target.name, image, downloader: used, revision: after.revision as string, seconds: (Date.now() - started) / 1000 };

@@ -64,26 +64,40 @@ function endpointProblem(endpoint: string): void {
 }
 
 /**
+ * The container's entrypoint (`sh -c READ_TOKEN DOWNLOADER download ...`): HF_TOKEN is the first
+ * line of the container's stdin, exported, and the downloader exec'd with the rest of the words as
+ * "$@" ("$0" is the downloader). huggingface_hub reads the token from the HF_TOKEN environment
+ * variable (src/huggingface_hub/utils/_auth.py get_token; an empty one counts as none), so the
+ * token lives only in that process's environment, which only root or the same uid can read. It is
+ * never in `--env`: `--env HF_TOKEN` without a value is filled in by the docker client
+ * (moby/moby opts/env.go ValidateEnv: os.LookupEnv) and then kept in the container's Config.Env,
+ * which anyone in the node's docker group reads with `docker inspect` for the whole download.
+ * A downloader the image lacks makes `exec` exit 127, as Docker does for a missing entrypoint.
+ */
+export const READ_TOKEN = 'IFS= read -r HF_TOKEN || true; export HF_TOKEN; exec "$0" "$@"';
+
+/**
  * The words after `docker run --user UID:GID` (the node's own ids, added on the node so that the
  * cache stays the SSH user's). The container sees the node's HF_HOME at CONTAINER_HF_HOME, uses
  * the host's network (the engine's view of the network; also where a bridge has no route out),
  * never pulls the image (`--pull never`: a missing image fails the create with "No such image",
  * exit 125, docker/cli cli/command/container/create.go; the error then says how to send it), and
- * gets HF_TOKEN by name only: `--env NAME` without a value takes it from the docker client's own
- * environment (moby/moby opts/env.go ValidateEnv: os.LookupEnv), which the node's script fills
- * from stdin, so the token is in no argv. HF_HOME and HF_HUB_CACHE are where huggingface_hub puts
- * its cache (constants.py); HF_HUB_OFFLINE=0 overrides an image that sets offline mode.
+ * gets HF_TOKEN on its stdin (READ_TOKEN): `--interactive` attaches the docker client's stdin, the
+ * node script's, which is the SSH session's, and closes the container's at its end (`-i` sets
+ * StdinOnce, "close stdin at client disconnect": docker/cli cli/command/container/opts.go).
+ * HF_HOME and HF_HUB_CACHE are where huggingface_hub puts its cache (constants.py);
+ * HF_HUB_OFFLINE=0 overrides an image that sets offline mode.
  */
 export function downloadRunArgs(spec: DownloadSpec): string[] {
   checkDownload(spec);
   return [
-    "--rm", "--name", spec.name, "--network", "host", "--pull", "never",
+    "--rm", "--interactive", "--name", spec.name, "--network", "host", "--pull", "never",
     "--volume", `${spec.hfHome}:${CONTAINER_HF_HOME}`,
     "--env", `HF_HOME=${CONTAINER_HF_HOME}`, "--env", `HF_HUB_CACHE=${CONTAINER_HF_HOME}/hub`, "--env", "HF_HUB_OFFLINE=0",
-    "--env", "HF_TOKEN",
     ...(spec.endpoint === undefined ? [] : ["--env", `HF_ENDPOINT=${spec.endpoint}`]),
-    "--entrypoint", spec.downloader,
+    "--entrypoint", "sh",
     "--", spec.image,
+    "-c", READ_TOKEN, spec.downloader,
     "download", spec.model, ...(spec.revision === undefined ? [] : ["--revision", spec.revision]),
   ];
 }

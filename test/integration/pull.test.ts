@@ -58,6 +58,16 @@ function tokenInPs(): boolean {
   return r.stdout.includes(TOKEN);
 }
 
+/**
+ * `docker inspect` of the download containers running on n1: what anyone in the node's docker group
+ * reads (Config.Env, Args, ...). Undefined while none runs; a container gone between `ps` and
+ * `inspect` throws, which within() counts as "not yet".
+ */
+function inspectDownloads(): string | undefined {
+  const names = onHost(1, ["docker", "ps", "--filter", "name=launcher-pull-", "--format", "{{.Names}}"]).trim();
+  return names === "" ? undefined : onHost(1, ["docker", "inspect", "--", ...names.split("\n")]);
+}
+
 describe("models pull on the practice cluster", { concurrency: false }, () => {
   before(() => {
     const root = path.join(dir, "hub");
@@ -115,7 +125,7 @@ describe("models pull on the practice cluster", { concurrency: false }, () => {
     assert.deepEqual(again.sync.nodes.map((n) => n.action), ["had", "had"]);
   });
 
-  test("pull: interrupted half way, resumed where it stopped (finished files kept, the partial one by Range); token from a file, in no argv", async (t) => {
+  test("pull: interrupted half way, resumed where it stopped (finished files kept, the partial one by Range); token from a file, in no argv and not in docker inspect", async (t) => {
     const recipe = variant(dir, "pull-big", "practice-2x", `model = "practice/pull-big"\n`);
     const big = `${CACHE}/models--practice--pull-big/blobs/${sums.get("practice/pull-big/model-00002-of-00002.safetensors") ?? "?"}.incomplete`;
     const partial = (): number => Number(onHost(1, ["sh", "-c", 'stat -c %s "$HOME/$1" 2>/dev/null || echo 0', "sh", big]).trim());
@@ -125,7 +135,16 @@ describe("models pull on the practice cluster", { concurrency: false }, () => {
     first.stdout.on("data", (d: Buffer) => (output += d.toString()));
     first.stderr.on("data", (d: Buffer) => (output += d.toString()));
     const exited = new Promise<number | null>((resolve) => first.on("close", resolve));
+    // A failed assertion below must not leave the download running (SIGTERM: launcher removes its container).
+    t.after(() => void (first.exitCode === null && first.signalCode === null && first.kill("SIGTERM")));
     let seenInPs = false;
+    // The Hub stand-in is throttled, so the download container runs for seconds: long enough to read.
+    const inspected = (await within(60_000, "the download container running on n1", async () => {
+      seenInPs ||= tokenInPs();
+      return inspectDownloads();
+    })).value;
+    assert.match(inspected, /"HF_HUB_CACHE=\/launcher-hf\/hub"/, "the container's config was read");
+    assert.ok(!inspected.includes(TOKEN), "the token is not in `docker inspect` of the download container");
     await within(60_000, "part of the second shard on n1", async () => {
       seenInPs ||= tokenInPs();
       return partial() > 4 << 20 ? true : undefined;

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { test } from "node:test";
 import { PassThrough } from "node:stream";
 import type { ClusterNode } from "../../src/cluster/cluster.js";
@@ -6,7 +7,7 @@ import { RemoteError, UserError } from "../../src/config/errors.js";
 import type { TransferProgress } from "../../src/deploy/progress.js";
 import { pullModel } from "../../src/deploy/pull.js";
 import type { ClusterSession } from "../../src/deploy/session.js";
-import { CONTAINER_HF_HOME, downloadRunArgs, hfHomeOfHub, type DownloadSpec } from "../../src/plan/pull.js";
+import { COMMAND_NOT_FOUND, CONTAINER_HF_HOME, READ_TOKEN, downloadRunArgs, hfHomeOfHub, type DownloadSpec } from "../../src/plan/pull.js";
 import { fileRecipeSource } from "../../src/recipe/fs-source.js";
 import type { Recipe } from "../../src/recipe/recipe.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";
@@ -15,21 +16,43 @@ import type { Transport } from "../../src/remote/transport.js";
 
 const spec: DownloadSpec = { image: "vllm/vllm-openai:v0.11.0", hfHome: "/mnt/nas/ai/huggingface", model: "deepseek-ai/DeepSeek-V4-Flash-Vision-Exp", name: "launcher-pull-0a1b2c3d", downloader: "hf" };
 
-test("pull: docker run mounts the node's HF_HOME, names HF_TOKEN without its value, never pulls, and puts the image after --", () => {
+test("pull: docker run mounts the node's HF_HOME, keeps HF_TOKEN out of the container's config, never pulls, and puts the image after --", () => {
   const args = downloadRunArgs({ ...spec, revision: "5e1f0c4a9b8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f", endpoint: "http://10.231.0.12:8088" });
   assert.deepEqual(args, [
-    "--rm", "--name", "launcher-pull-0a1b2c3d", "--network", "host", "--pull", "never",
+    "--rm", "--interactive", "--name", "launcher-pull-0a1b2c3d", "--network", "host", "--pull", "never",
     "--volume", `/mnt/nas/ai/huggingface:${CONTAINER_HF_HOME}`,
     "--env", `HF_HOME=${CONTAINER_HF_HOME}`, "--env", `HF_HUB_CACHE=${CONTAINER_HF_HOME}/hub`, "--env", "HF_HUB_OFFLINE=0",
-    "--env", "HF_TOKEN",
     "--env", "HF_ENDPOINT=http://10.231.0.12:8088",
-    "--entrypoint", "hf", "--", "vllm/vllm-openai:v0.11.0",
+    "--entrypoint", "sh", "--", "vllm/vllm-openai:v0.11.0",
+    "-c", READ_TOKEN, "hf",
     "download", "deepseek-ai/DeepSeek-V4-Flash-Vision-Exp", "--revision", "5e1f0c4a9b8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f",
   ]);
   // Without a pin or an endpoint: the Hub's main, huggingface.co.
   const plain = downloadRunArgs({ ...spec, downloader: "huggingface-cli" });
-  assert.deepEqual(plain.slice(plain.indexOf("--entrypoint")), ["--entrypoint", "huggingface-cli", "--", spec.image, "download", spec.model]);
+  assert.deepEqual(plain.slice(plain.indexOf("--entrypoint")), ["--entrypoint", "sh", "--", spec.image, "-c", READ_TOKEN, "huggingface-cli", "download", spec.model]);
   assert.ok(!plain.some((a) => a.startsWith("HF_ENDPOINT")));
+});
+
+test("pull: HF_TOKEN is never an --env of the download container (docker would keep its value in Config.Env, which `docker inspect` shows)", () => {
+  for (const args of [downloadRunArgs(spec), downloadRunArgs({ ...spec, endpoint: "http://10.231.0.12:8088", revision: "main" })]) {
+    const envs = args.flatMap((a, i) => (a === "--env" || a === "-e" ? [args[i + 1] ?? ""] : a.startsWith("--env=") ? [a.slice(6)] : []));
+    assert.ok(envs.length > 0 && !envs.some((e) => e === "HF_TOKEN" || e.startsWith("HF_TOKEN=")), `no HF_TOKEN among ${envs.join(" ")}`);
+    assert.ok(!args.includes("--env-file"));
+    // The token comes in on the container's stdin instead.
+    assert.ok(args.includes("--interactive"));
+  }
+});
+
+test("pull: the container's entrypoint takes the token from stdin's first line into HF_TOKEN and runs the downloader with the words as they are", () => {
+  // The downloader here prints HF_TOKEN, its words, and what is left on stdin.
+  const downloader = 'printf "%s|" "$HF_TOKEN" "$@"; cat';
+  const r = spawnSync("sh", ["-c", READ_TOKEN, "sh", "-c", downloader, "hf", "download", "a b/c", "--revision", "$HOME"], { input: `${SECRET}\nrest\n`, encoding: "utf8" });
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout, `${SECRET}|download|a b/c|--revision|$HOME|rest\n`);
+  // A downloader the image lacks: 127, which makes pull try the next one.
+  const missing = spawnSync("sh", ["-c", READ_TOKEN, "launcher-no-such-downloader", "download", "x/y"], { input: `${SECRET}\n`, encoding: "utf8" });
+  assert.equal(missing.status, COMMAND_NOT_FOUND);
+  assert.ok(!`${missing.stdout}${missing.stderr}`.includes(SECRET));
 });
 
 test("pull: values that would be read as flags or leak a secret are user errors", () => {
