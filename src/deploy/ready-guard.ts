@@ -3,7 +3,7 @@ import type { StateStore } from "../store/store.js";
 import type { DeploymentStatus, StatusPhase } from "./contract.js";
 import { fitFromKept } from "./fit.js";
 import { startGuard, type Guard } from "./guard.js";
-import { memoryFloorGiB, type MemorySample, type Trip } from "./memory-watch.js";
+import { nodeFloorGiB, type MemorySample, type Trip } from "./memory-watch.js";
 import { dockerOf, type ClusterSession } from "./session.js";
 
 /**
@@ -160,7 +160,7 @@ export class ReadyGuards {
       nodes: [...containers].map(([node, names]) => ({
         node,
         docker: dockerOf(session, node),
-        floorGiB: memoryFloorGiB(session.cluster, session.cluster.nodes.find((c) => c.name === node)),
+        floorGiB: nodeFloorGiB(session.cluster, node),
         containers: names,
       })),
       // Read at the trip: `up` keeps the plan once it saw the deployment ready, which may be after this poll.

@@ -105,6 +105,25 @@ test("memory_floor: per node, else for all, else the Spark default; it must be a
   assert.match(bad, /memory_floor/);
 });
 
+test("memory_floor: MiB written for GiB is refused at its file:line in GiB; at preflight a floor not below the node's MemTotal is a user error naming node, floor and total", async () => {
+  const { MAX_MEMORY_FLOOR_GIB } = await import("../../src/cluster/schema.js");
+  const { floorProblem, nodeFloorGiB } = await import("../../src/deploy/memory-watch.js");
+  const text = `memory_floor = 4\n[[nodes]]\nname = "n1"\nhost = "h1"\nmemory_floor = 4096\n`;
+  const diags = parseCluster("c.toml", text).diagnostics.map(formatDiagnostic);
+  assert.equal(diags.length, 1, diags.join("\n"));
+  assert.match(diags[0] ?? "", /^c\.toml:5:\d+: error: nodes\[0\]\.memory_floor is in GiB and must be at most 64 GiB/);
+  const top = parseCluster("c.toml", `memory_floor = 8192\n[[nodes]]\nname = "n1"\nhost = "h1"\n`).diagnostics.map(formatDiagnostic);
+  assert.match(top.join("\n"), /^c\.toml:1:\d+: error: memory_floor is in GiB/);
+  assert.equal(parseCluster("c.toml", `memory_floor = ${MAX_MEMORY_FLOOR_GIB}\n[[nodes]]\nname = "n1"\nhost = "h1"\n`).diagnostics.length, 0, "the bound itself is allowed");
+  // Within the bound but not below this node's total (a small machine): refused before any container starts.
+  const c = parseCluster("c.toml", `[[nodes]]\nname = "n1"\nhost = "h1"\nmemory_floor = 32\n[[nodes]]\nname = "n2"\nhost = "h2"\n`).cluster;
+  assert.ok(c !== undefined);
+  assert.equal(nodeFloorGiB(c, "n1"), 32);
+  assert.equal(floorProblem("n1", nodeFloorGiB(c, "n1"), 31.2 * GIB), "n1: memory_floor 32 GiB is not below the node's total memory (MemTotal 31.2 GiB): the memory guard would kill the deployment at its first sample; set memory_floor (in GiB) well below 31.2 in the cluster file");
+  assert.match(floorProblem("n1", 32, 32 * GIB) ?? "", /not below/, "equal to the total is refused too");
+  assert.equal(floorProblem("n2", nodeFloorGiB(c, "n2"), 119.7 * GIB), undefined);
+});
+
 /** A node whose sampler lines the test writes, and whose commands (docker kill) it records. */
 function fakeNode(node: string) {
   const lines: string[] = [];
