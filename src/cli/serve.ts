@@ -31,7 +31,7 @@ import { adoptBoots } from "../deploy/adopt.js";
 import { homedir } from "node:os";
 import type { Cluster } from "../cluster/cluster.js";
 import { storeDir } from "../store/store.js";
-import { keepUploadedCluster, keptUploadedClusters, uploadedClustersDir } from "../daemon/uploaded-clusters.js";
+import { FORGET_UPLOADED_AFTER_MS, forgetUploadedCluster, idleUploaded, keepUploadedCluster, keptUploadedClusters, keptUploadedText, uploadedClustersDir, uploadVerdict } from "../daemon/uploaded-clusters.js";
 
 interface ServeFlags {
   listen: string;
@@ -207,17 +207,51 @@ export function registerServe(program: Command, io: Output): void {
       // Set once supervision runs: how the container events of a cluster added later are followed.
       let followDeaths: ((cluster: string, session: Promise<ClusterSession>) => void) | undefined;
       // A cluster a remote client's `up` brought (its file uploaded): kept, then discovered (routed),
-      // supervised and its restarts booted as this daemon's own clusters are. One of a name already
-      // watched is left as it is.
+      // supervised and its restarts booted as this daemon's own clusters are. A changed file of a
+      // name already uploaded replaces it (refused while a boot on it runs: uploadVerdict); one of
+      // the daemon's own clusters is left as it is.
+      const own = new Set(files.map((f, i) => clusters[i]?.name ?? f));
+      // Uploaded clusters watched now -> when last seen with a deployment or a boot (idleUploaded).
+      const uploadedBusy = new Map(watched.filter((w) => !own.has(w.cluster.name)).map((w) => [w.cluster.name, Date.now()]));
+      const verdict = (cluster: Cluster, file: { readonly text: string }, bootRunning: boolean) =>
+        uploadVerdict(cluster.name, {
+          own: own.has(cluster.name),
+          keptText: uploadedBusy.has(cluster.name) ? keptUploadedText(uploadedDir, cluster.name) : undefined,
+          text: file.text,
+          bootRunning,
+        });
+      const bootOn = (name: string): boolean => registry.list().some((b) => b.running && b.identity.cluster === name);
       const watchUploaded = (cluster: Cluster, file: { readonly file: string; readonly text: string }): void => {
-        if (sessions.has(cluster.name)) return;
+        // Its boot was accepted (refuse said yes): that boot is the one running on it now.
+        const v = verdict(cluster, file, false);
+        if (v.kind === "own" || v.kind === "same" || v.kind === "refuse") {
+          uploadedBusy.set(cluster.name, Date.now());
+          return;
+        }
         const kept = keepUploadedCluster(uploadedDir, cluster.name, file);
         const session = openSession(cluster);
         sessions.set(cluster.name, session);
-        discovery.add(watchSource(cluster.name, kept));
+        uploadedBusy.set(cluster.name, Date.now());
+        if (v.kind === "replace") discovery.replace(watchSource(cluster.name, kept));
+        else discovery.add(watchSource(cluster.name, kept));
         followDeaths?.(cluster.name, session);
-        log(`watching cluster ${cluster.name} (uploaded by a client, kept as ${kept}): what runs there is routed and supervised`);
+        log(v.kind === "replace"
+          ? `cluster ${cluster.name} was uploaded again with other content: watching the new one (kept as ${kept}) in place of the old`
+          : `watching cluster ${cluster.name} (uploaded by a client, kept as ${kept}): what runs there is routed and supervised`);
       };
+      // An uploaded cluster with nothing deployed on it and no boot for a while is forgotten: no more
+      // SSH to hosts a client once named, and not watched again at the next start.
+      const forgetIdle = (deployments: readonly { readonly cluster: string }[]): void => {
+        const busy = new Set([...deployments.map((d) => d.cluster), ...registry.list().filter((b) => b.running).map((b) => b.identity.cluster)]);
+        for (const name of idleUploaded(uploadedBusy, busy, Date.now())) {
+          uploadedBusy.delete(name);
+          discovery.remove(name);
+          sessions.delete(name);
+          forgetUploadedCluster(uploadedDir, name);
+          log(`forgetting the uploaded cluster ${name}: nothing deployed on it for ${FORGET_UPLOADED_AFTER_MS / 60_000} min (a client's up on it brings it back)`);
+        }
+      };
+      discovery.subscribe((snap) => forgetIdle(snap.deployments));
 
       // Rebuilt only when the labels or the store changed; the store is checked on every request
       // because a lane switch must take effect before its old deployment is stopped.
@@ -260,7 +294,7 @@ export function registerServe(program: Command, io: Output): void {
         ? controlApi({
             ...(admin.length === 0 ? {} : { checkAdmin: keyChecker(admin) }),
             registry,
-            submit: bootSubmitter(registry, store, files[0] as string, (line) => io.err(`launcher serve: ${line}`), (cluster, file) => watchUploaded(cluster, file)),
+            submit: bootSubmitter(registry, store, files[0] as string, (line) => io.err(`launcher serve: ${line}`), { refuse: (cluster, file) => { const v = verdict(cluster, file, bootOn(cluster.name)); return v.kind === "refuse" ? v.message : undefined; }, accepted: watchUploaded }),
             maxBodyBytes: 1024 * 1024,
           })
         : undefined;
