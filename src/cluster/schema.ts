@@ -4,11 +4,13 @@ import { z } from "zod";
 export const DEFAULT_MEMORY_FLOOR_GIB = 4;
 
 /**
- * The highest floor a cluster file may set: half a Spark's memory. Above it, the floor is more
- * likely MiB written for GiB (4096) than a wish: the guard would kill every boot at its first
- * sample and blame the deployment. The node's real total is checked at preflight (memory-watch.ts floorProblem).
+ * The highest floor a cluster file may set: more than any single node launcher targets has (a
+ * Spark shows 119.7 GiB), so a floor above it is MiB written for GiB (4096), not a wish: the guard
+ * would kill every boot at its first sample and blame the deployment. Not lower: the rig's guard
+ * test sets a floor just under what the machine it runs on has free. Each node's real total is
+ * checked at preflight (memory-watch.ts floorProblem), which catches a smaller mistake (512 MiB as 512).
  */
-export const MAX_MEMORY_FLOOR_GIB = 64;
+export const MAX_MEMORY_FLOOR_GIB = 512;
 
 const memoryFloor = z
   .number()
