@@ -107,7 +107,7 @@ const SUPERVISE_EVERY_MS = 100;
  * Feeds the supervisor each new discovery snapshot as it arrives, and each rank death the nodes'
  * Docker reports (src/deploy/deaths.ts) as it happens; returns how to stop.
  */
-function superviseFrom(discovery: Discovery, supervisor: Supervisor, sessions: ReadonlyMap<string, Promise<ClusterSession>>, log: (line: string) => void): { stop: () => void; follow: (cluster: string, session: Promise<ClusterSession>) => void } {
+function superviseFrom(discovery: Discovery, supervisor: Supervisor, sessions: ReadonlyMap<string, Promise<ClusterSession>>, log: (line: string) => void): { stop: () => void; follow: (cluster: string, session: Promise<ClusterSession>) => void; unfollow: (cluster: string) => void } {
   const observe = (s: Snapshot): void => {
     if (s.at !== undefined) supervisor.observe(s.deployments, s.at.getTime());
   };
@@ -116,14 +116,26 @@ function superviseFrom(discovery: Discovery, supervisor: Supervisor, sessions: R
   const unsubscribe = discovery.subscribe(observe);
   const timer = setInterval(() => supervisor.tick(), SUPERVISE_EVERY_MS);
   const deaths = new AbortController();
-  const follow = (cluster: string, session: Promise<ClusterSession>): void =>
+  // One follower per cluster: an uploaded cluster replaced or forgotten stops its old one.
+  const following = new Map<string, AbortController>();
+  const unfollow = (cluster: string): void => {
+    following.get(cluster)?.abort();
+    following.delete(cluster);
+  };
+  const follow = (cluster: string, session: Promise<ClusterSession>): void => {
+    unfollow(cluster);
+    const mine = new AbortController();
+    following.set(cluster, mine);
+    const signal = AbortSignal.any([deaths.signal, mine.signal]);
     void session.then(
-      (opened) => watchDeaths(opened, (d) => supervisor.died(cluster, d), (line) => log(`supervise: ${line}`), deaths.signal),
+      (opened) => watchDeaths(opened, (d) => supervisor.died(cluster, d), (line) => log(`supervise: ${line}`), signal),
       (e: unknown) => log(`supervise: cannot follow the container events of ${cluster} (${(e as Error).message}); deaths are seen by the polls only`),
     );
+  };
   for (const [cluster, session] of sessions) follow(cluster, session);
   return {
     follow,
+    unfollow,
     stop: () => {
       unsubscribe();
       clearInterval(timer);
@@ -206,6 +218,7 @@ export function registerServe(program: Command, io: Output): void {
       const supervisor = supervisorFor(sessions, store, discovery, registry, log, parseDuration(flags.restartBackoff, "--restart-backoff"));
       // Set once supervision runs: how the container events of a cluster added later are followed.
       let followDeaths: ((cluster: string, session: Promise<ClusterSession>) => void) | undefined;
+      let unfollowDeaths: ((cluster: string) => void) | undefined;
       // A cluster a remote client's `up` brought (its file uploaded): kept, then discovered (routed),
       // supervised and its restarts booted as this daemon's own clusters are. A changed file of a
       // name already uploaded replaces it (refused while a boot on it runs: uploadVerdict); one of
@@ -247,6 +260,7 @@ export function registerServe(program: Command, io: Output): void {
           uploadedBusy.delete(name);
           discovery.remove(name);
           sessions.delete(name);
+          unfollowDeaths?.(name);
           forgetUploadedCluster(uploadedDir, name);
           log(`forgetting the uploaded cluster ${name}: nothing deployed on it for ${FORGET_UPLOADED_AFTER_MS / 60_000} min (a client's up on it brings it back)`);
         }
@@ -347,6 +361,7 @@ export function registerServe(program: Command, io: Output): void {
       await discovery.ready(30_000);
       const supervising = superviseFrom(discovery, supervisor, sessions, log);
       followDeaths = supervising.follow;
+      unfollowDeaths = supervising.unfollow;
       const addr = gateway.server.address();
       const port = typeof addr === "object" && addr !== null ? addr.port : listen.port;
       const shown = listen.host.includes(":") ? `[${listen.host}]` : listen.host;
