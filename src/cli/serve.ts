@@ -31,7 +31,7 @@ import { adoptBoots } from "../deploy/adopt.js";
 import { homedir } from "node:os";
 import type { Cluster } from "../cluster/cluster.js";
 import { storeDir } from "../store/store.js";
-import { keepUploadedCluster, keptUploadedClusters, uploadedClustersDir } from "../daemon/uploaded-clusters.js";
+import { FORGET_UPLOADED_AFTER_MS, forgetUploadedCluster, idleUploaded, keepUploadedCluster, keptUploadedClusters, keptUploadedText, uploadedClustersDir, uploadVerdict } from "../daemon/uploaded-clusters.js";
 
 interface ServeFlags {
   listen: string;
@@ -107,7 +107,7 @@ const SUPERVISE_EVERY_MS = 100;
  * Feeds the supervisor each new discovery snapshot as it arrives, and each rank death the nodes'
  * Docker reports (src/deploy/deaths.ts) as it happens; returns how to stop.
  */
-function superviseFrom(discovery: Discovery, supervisor: Supervisor, sessions: ReadonlyMap<string, Promise<ClusterSession>>, log: (line: string) => void): { stop: () => void; follow: (cluster: string, session: Promise<ClusterSession>) => void } {
+function superviseFrom(discovery: Discovery, supervisor: Supervisor, sessions: ReadonlyMap<string, Promise<ClusterSession>>, log: (line: string) => void): { stop: () => void; follow: (cluster: string, session: Promise<ClusterSession>) => void; unfollow: (cluster: string) => void } {
   const observe = (s: Snapshot): void => {
     if (s.at !== undefined) supervisor.observe(s.deployments, s.at.getTime());
   };
@@ -116,14 +116,26 @@ function superviseFrom(discovery: Discovery, supervisor: Supervisor, sessions: R
   const unsubscribe = discovery.subscribe(observe);
   const timer = setInterval(() => supervisor.tick(), SUPERVISE_EVERY_MS);
   const deaths = new AbortController();
-  const follow = (cluster: string, session: Promise<ClusterSession>): void =>
+  // One follower per cluster: an uploaded cluster replaced or forgotten stops its old one.
+  const following = new Map<string, AbortController>();
+  const unfollow = (cluster: string): void => {
+    following.get(cluster)?.abort();
+    following.delete(cluster);
+  };
+  const follow = (cluster: string, session: Promise<ClusterSession>): void => {
+    unfollow(cluster);
+    const mine = new AbortController();
+    following.set(cluster, mine);
+    const signal = AbortSignal.any([deaths.signal, mine.signal]);
     void session.then(
-      (opened) => watchDeaths(opened, (d) => supervisor.died(cluster, d), (line) => log(`supervise: ${line}`), deaths.signal),
+      (opened) => watchDeaths(opened, (d) => supervisor.died(cluster, d), (line) => log(`supervise: ${line}`), signal),
       (e: unknown) => log(`supervise: cannot follow the container events of ${cluster} (${(e as Error).message}); deaths are seen by the polls only`),
     );
+  };
   for (const [cluster, session] of sessions) follow(cluster, session);
   return {
     follow,
+    unfollow,
     stop: () => {
       unsubscribe();
       clearInterval(timer);
@@ -206,18 +218,54 @@ export function registerServe(program: Command, io: Output): void {
       const supervisor = supervisorFor(sessions, store, discovery, registry, log, parseDuration(flags.restartBackoff, "--restart-backoff"));
       // Set once supervision runs: how the container events of a cluster added later are followed.
       let followDeaths: ((cluster: string, session: Promise<ClusterSession>) => void) | undefined;
+      let unfollowDeaths: ((cluster: string) => void) | undefined;
       // A cluster a remote client's `up` brought (its file uploaded): kept, then discovered (routed),
-      // supervised and its restarts booted as this daemon's own clusters are. One of a name already
-      // watched is left as it is.
+      // supervised and its restarts booted as this daemon's own clusters are. A changed file of a
+      // name already uploaded replaces it (refused while a boot on it runs: uploadVerdict); one of
+      // the daemon's own clusters is left as it is.
+      const own = new Set(files.map((f, i) => clusters[i]?.name ?? f));
+      // Uploaded clusters watched now -> when last seen with a deployment or a boot (idleUploaded).
+      const uploadedBusy = new Map(watched.filter((w) => !own.has(w.cluster.name)).map((w) => [w.cluster.name, Date.now()]));
+      const verdict = (cluster: Cluster, file: { readonly text: string }, bootRunning: boolean) =>
+        uploadVerdict(cluster.name, {
+          own: own.has(cluster.name),
+          keptText: uploadedBusy.has(cluster.name) ? keptUploadedText(uploadedDir, cluster.name) : undefined,
+          text: file.text,
+          bootRunning,
+        });
+      const bootOn = (name: string): boolean => registry.list().some((b) => b.running && b.identity.cluster === name);
       const watchUploaded = (cluster: Cluster, file: { readonly file: string; readonly text: string }): void => {
-        if (sessions.has(cluster.name)) return;
+        // Its boot was accepted (refuse said yes): that boot is the one running on it now.
+        const v = verdict(cluster, file, false);
+        if (v.kind === "own" || v.kind === "same" || v.kind === "refuse") {
+          uploadedBusy.set(cluster.name, Date.now());
+          return;
+        }
         const kept = keepUploadedCluster(uploadedDir, cluster.name, file);
         const session = openSession(cluster);
         sessions.set(cluster.name, session);
-        discovery.add(watchSource(cluster.name, kept));
+        uploadedBusy.set(cluster.name, Date.now());
+        if (v.kind === "replace") discovery.replace(watchSource(cluster.name, kept));
+        else discovery.add(watchSource(cluster.name, kept));
         followDeaths?.(cluster.name, session);
-        log(`watching cluster ${cluster.name} (uploaded by a client, kept as ${kept}): what runs there is routed and supervised`);
+        log(v.kind === "replace"
+          ? `cluster ${cluster.name} was uploaded again with other content: watching the new one (kept as ${kept}) in place of the old`
+          : `watching cluster ${cluster.name} (uploaded by a client, kept as ${kept}): what runs there is routed and supervised`);
       };
+      // An uploaded cluster with nothing deployed on it and no boot for a while is forgotten: no more
+      // SSH to hosts a client once named, and not watched again at the next start.
+      const forgetIdle = (deployments: readonly { readonly cluster: string }[]): void => {
+        const busy = new Set([...deployments.map((d) => d.cluster), ...registry.list().filter((b) => b.running).map((b) => b.identity.cluster)]);
+        for (const name of idleUploaded(uploadedBusy, busy, Date.now())) {
+          uploadedBusy.delete(name);
+          discovery.remove(name);
+          sessions.delete(name);
+          unfollowDeaths?.(name);
+          forgetUploadedCluster(uploadedDir, name);
+          log(`forgetting the uploaded cluster ${name}: nothing deployed on it for ${FORGET_UPLOADED_AFTER_MS / 60_000} min (a client's up on it brings it back)`);
+        }
+      };
+      discovery.subscribe((snap) => forgetIdle(snap.deployments));
 
       // Rebuilt only when the labels or the store changed; the store is checked on every request
       // because a lane switch must take effect before its old deployment is stopped.
@@ -260,7 +308,7 @@ export function registerServe(program: Command, io: Output): void {
         ? controlApi({
             ...(admin.length === 0 ? {} : { checkAdmin: keyChecker(admin) }),
             registry,
-            submit: bootSubmitter(registry, store, files[0] as string, (line) => io.err(`launcher serve: ${line}`), (cluster, file) => watchUploaded(cluster, file)),
+            submit: bootSubmitter(registry, store, files[0] as string, (line) => io.err(`launcher serve: ${line}`), { refuse: (cluster, file) => { const v = verdict(cluster, file, bootOn(cluster.name)); return v.kind === "refuse" ? v.message : undefined; }, accepted: watchUploaded }),
             maxBodyBytes: 1024 * 1024,
           })
         : undefined;
@@ -313,6 +361,7 @@ export function registerServe(program: Command, io: Output): void {
       await discovery.ready(30_000);
       const supervising = superviseFrom(discovery, supervisor, sessions, log);
       followDeaths = supervising.follow;
+      unfollowDeaths = supervising.unfollow;
       const addr = gateway.server.address();
       const port = typeof addr === "object" && addr !== null ? addr.port : listen.port;
       const shown = listen.host.includes(":") ? `[${listen.host}]` : listen.host;

@@ -1,5 +1,22 @@
 import { z } from "zod";
 
+/** A Spark shows about 119.7 GiB; below 4 GiB available, a loader's next burst can wedge it. */
+export const DEFAULT_MEMORY_FLOOR_GIB = 4;
+
+/**
+ * The highest floor a cluster file may set: more than any single node launcher targets has (a
+ * Spark shows 119.7 GiB), so a floor above it is MiB written for GiB (4096), not a wish: the guard
+ * would kill every boot at its first sample and blame the deployment. Not lower: the rig's guard
+ * test sets a floor just under what the machine it runs on has free. Each node's real total is
+ * checked at preflight (memory-watch.ts floorProblem), which catches a smaller mistake (512 MiB as 512).
+ */
+export const MAX_MEMORY_FLOOR_GIB = 512;
+
+const memoryFloor = z
+  .number()
+  .positive()
+  .max(MAX_MEMORY_FLOOR_GIB, { error: `is in GiB and must be at most ${MAX_MEMORY_FLOOR_GIB} GiB (a Spark has about 119.7 GiB): a number of MiB written here reads as GiB` });
+
 const nodeSchema = z.strictObject({
   name: z.string().meta({ description: "Node name, used in container names and messages." }),
   host: z.string().meta({ description: "SSH destination (a host name, an address, or an alias from the SSH config)." }),
@@ -12,7 +29,7 @@ const nodeSchema = z.strictObject({
   gid_index: z.number().int().min(0).optional().meta({ description: "RoCE v2 GID index of this node (NCCL_IB_GID_INDEX); differs between nodes." }),
   gpus: z.number().int().min(1).optional().meta({ description: "GPUs on the node.", default: 1 }),
   address: z.string().optional().meta({ description: "Address for HTTP to the node (the API on the head); default: the SSH config's HostName, else host." }),
-  memory_floor: z.number().positive().optional().meta({ description: "GiB of available memory (MemAvailable) below which the memory guard kills the deployment on every node; default: the cluster's memory_floor." }),
+  memory_floor: memoryFloor.optional().meta({ description: "GiB of available memory (MemAvailable) below which the memory guard kills the deployment on every node; default: the cluster's memory_floor." }),
 });
 
 export const DEFAULT_RUN_ARGS = [
@@ -22,9 +39,6 @@ export const DEFAULT_RUN_ARGS = [
   "--ulimit", "memlock=-1",
   "--ulimit", "nofile=1048576:1048576",
 ] as const;
-
-/** A Spark shows about 119.7 GiB; below 4 GiB available, a loader's next burst can wedge it. */
-export const DEFAULT_MEMORY_FLOOR_GIB = 4;
 
 export const clusterFileSchema = z
   .strictObject({
@@ -49,9 +63,7 @@ export const clusterFileSchema = z
         extra_args: z.array(z.string()).optional().meta({ description: "docker run flags added after run_args.", default: [] }),
       })
       .optional(),
-    memory_floor: z
-      .number()
-      .positive()
+    memory_floor: memoryFloor
       .optional()
       .meta({ description: "GiB of available memory (MemAvailable) below which the memory guard kills a booting deployment's containers on every node, for every node without its own.", default: DEFAULT_MEMORY_FLOOR_GIB }),
     nodes: z.array(nodeSchema).min(1).meta({ description: "The nodes in rank order: the first is the head (rank 0)." }),

@@ -73,7 +73,8 @@ export function schemaDiagnostics(
         out.push(error(doc.locate(path), `${where} must be at least ${String(issue.minimum)}`));
         break;
       case "too_big":
-        out.push(error(doc.locate(path), `${where} must be at most ${String(issue.maximum)}`));
+        // A schema's own words (its unit, the likely mistake) replace zod's "Too big: ...".
+        out.push(error(doc.locate(path), issue.message.startsWith("Too big") ? `${where} must be at most ${String(issue.maximum)}` : `${where} ${issue.message}`));
         break;
       default:
         out.push(error(doc.locate(path), issue.message.startsWith("Invalid input") ? `${where} is not valid here` : `${where}: ${issue.message}`));

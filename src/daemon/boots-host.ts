@@ -1,4 +1,5 @@
 import type { Output } from "../cli/output.js";
+import { UserError } from "../config/errors.js";
 import { identityOf, prepareUp, upHost, type PreparedUp } from "../cli/up.js";
 import type { BootEntry, BootRegistry } from "../deploy/boots.js";
 import { decodeError, encodeError, type UpEvent } from "../deploy/up-events.js";
@@ -29,8 +30,15 @@ export function bootSubmitter(
   store: StateStore,
   defaultCluster: string,
   log: (line: string) => void,
-  /** A boot accepted on a cluster file the client sent: the daemon watches that cluster from now on (routes and supervises what runs there). */
-  uploaded?: (cluster: Cluster, file: { readonly file: string; readonly text: string }) => void,
+  /**
+   * A cluster file the client sent: `refuse` says why a boot on it cannot be taken (undefined: it
+   * can), before it starts; `accepted`: the daemon watches that cluster from now on (routes and
+   * supervises what runs there, the new file replacing an older one of that name).
+   */
+  uploaded?: {
+    readonly refuse: (cluster: Cluster, file: { readonly file: string; readonly text: string }) => string | undefined;
+    readonly accepted: (cluster: Cluster, file: { readonly file: string; readonly text: string }) => void;
+  },
 ): (s: UpSubmission) => BootEntry | readonly UpEvent[] {
   return (s) => {
     const early: UpEvent[] = [];
@@ -45,6 +53,8 @@ export function bootSubmitter(
       return refused(e);
     }
     const accepted = identityOf(prepared);
+    const refusal = s.cluster_file === undefined ? undefined : uploaded?.refuse(prepared.cluster, s.cluster_file);
+    if (refusal !== undefined) return refused(new UserError(refusal));
     let entry: BootEntry;
     try {
       entry = registry.start(identityOf(prepared), (emit, signal, detach) => {
@@ -56,7 +66,7 @@ export function bootSubmitter(
       return refused(e);
     }
     log(`boot of ${accepted.deployment} (${s.ref}) accepted`);
-    if (s.cluster_file !== undefined) uploaded?.(prepared.cluster, s.cluster_file);
+    if (s.cluster_file !== undefined) uploaded?.accepted(prepared.cluster, s.cluster_file);
     void entry.ended.then((e) => log(`boot of ${accepted.deployment}: ${e.type === "result" ? e.outcome.status : `failed: ${e.type === "error" ? decodeError(e.error).message : "?"}`}`));
     return entry;
   };

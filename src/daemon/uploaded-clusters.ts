@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
 /*
@@ -17,9 +17,61 @@ import path from "node:path";
 /** The folder of uploaded cluster files under the daemon's state folder. */
 export const uploadedClustersDir = (stateDir: string): string => path.join(stateDir, "uploaded-clusters");
 
+const folderOf = (dir: string, name: string): string => path.join(dir, createHash("sha256").update(name).digest("hex").slice(0, 16));
+
+/** How long an uploaded cluster with nothing deployed on it (and no boot) is still watched before it is forgotten. */
+export const FORGET_UPLOADED_AFTER_MS = 10 * 60_000;
+
+/** What the daemon does with a cluster file a client's `up` sent. */
+export type UploadVerdict =
+  | { readonly kind: "new" | "same" | "replace" | "own" }
+  | { readonly kind: "refuse"; readonly message: string };
+
+/**
+ * One of the daemon's own clusters (--cluster) is never replaced by a client's file; a kept one
+ * whose text changed (a node added, an address fixed) replaces the watched one, unless a boot on
+ * it runs: that boot's supervision and rollback act on the old node list, so it is refused.
+ */
+export function uploadVerdict(name: string, o: { readonly own: boolean; readonly keptText: string | undefined; readonly text: string; readonly bootRunning: boolean }): UploadVerdict {
+  if (o.own) return { kind: "own" };
+  if (o.keptText === undefined) return { kind: "new" };
+  if (o.keptText === o.text) return { kind: "same" };
+  if (!o.bootRunning) return { kind: "replace" };
+  return { kind: "refuse", message: `cluster ${name} changed since this daemon last received it, and a boot on it runs: wait for it to end (launcher attach / launcher status), or launcher down it, then up again` };
+}
+
+/** The text kept for cluster `name` (undefined: none kept). */
+export function keptUploadedText(dir: string, name: string): string | undefined {
+  try {
+    const folder = folderOf(dir, name);
+    const [file] = readdirSync(folder).filter((n) => n.endsWith(".toml"));
+    return file === undefined ? undefined : readFileSync(path.join(folder, file), "utf8");
+  } catch {
+    return undefined;
+  }
+}
+
+/** Drops the kept file of cluster `name`: a daemon started again no longer watches it. */
+export function forgetUploadedCluster(dir: string, name: string): void {
+  rmSync(folderOf(dir, name), { recursive: true, force: true });
+}
+
+/**
+ * The uploaded clusters to forget now: those with no deployment seen and no boot running for
+ * FORGET_UPLOADED_AFTER_MS. `busySince` (name -> last time seen busy, or when first watched) is updated.
+ */
+export function idleUploaded(busySince: Map<string, number>, busy: ReadonlySet<string>, now: number): string[] {
+  const idle: string[] = [];
+  for (const [name, at] of busySince) {
+    if (busy.has(name)) busySince.set(name, now);
+    else if (now - at >= FORGET_UPLOADED_AFTER_MS) idle.push(name);
+  }
+  return idle;
+}
+
 /** Writes the client's cluster file (mode 600: it names hosts and users) for the cluster `name`; returns where. */
 export function keepUploadedCluster(dir: string, name: string, file: { readonly file: string; readonly text: string }): string {
-  const folder = path.join(dir, createHash("sha256").update(name).digest("hex").slice(0, 16));
+  const folder = folderOf(dir, name);
   mkdirSync(folder, { recursive: true, mode: 0o700 });
   const kept = path.join(folder, path.basename(file.file) || "cluster.toml");
   // One file per cluster: an earlier upload of it under another file name goes.

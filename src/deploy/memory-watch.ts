@@ -18,6 +18,20 @@ export const KIB_PER_GIB = 1024 * 1024;
 export const memoryFloorGiB = (cluster: { readonly memory_floor?: number }, node: { readonly memory_floor?: number } | undefined): number =>
   node?.memory_floor ?? cluster.memory_floor ?? DEFAULT_MEMORY_FLOOR_GIB;
 
+/**
+ * A floor at or above the node's total memory trips at the first sample whatever runs: a user
+ * error, named with node, floor and total, before any container starts (preflight). Undefined: fine.
+ */
+export function floorProblem(node: string, floorGiB: number, totalKiB: number): string | undefined {
+  const totalGiB = totalKiB / KIB_PER_GIB;
+  if (floorGiB < totalGiB) return undefined;
+  return `${node}: memory_floor ${floorGiB} GiB is not below the node's total memory (MemTotal ${totalGiB.toFixed(1)} GiB): the memory guard would kill the deployment at its first sample; set memory_floor (in GiB) well below ${totalGiB.toFixed(1)} in the cluster file`;
+}
+
+/** The floor of the node named `node` in `cluster`. */
+export const nodeFloorGiB = (cluster: { readonly memory_floor?: number; readonly nodes: readonly { readonly name: string; readonly memory_floor?: number }[] }, node: string): number =>
+  memoryFloorGiB(cluster, cluster.nodes.find((c) => c.name === node));
+
 /** Samples per second is 1 / this: several a second, so that a loader's burst is seen in time. */
 export const SAMPLE_INTERVAL_SECONDS = 0.2;
 

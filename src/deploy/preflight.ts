@@ -15,6 +15,7 @@ import { clusterStatus, type DeploymentStatus } from "./status.js";
 import { checkImage, type ImageCheck } from "./image-check.js";
 import { fitDeployment, fitProblems, fitText, type FitReport } from "./fit.js";
 import { parseMeminfo, type Meminfo } from "./meminfo.js";
+import { floorProblem, nodeFloorGiB } from "./memory-watch.js";
 
 // Read-only mounts are data that must exist; the others are caches, created on first boot.
 const MOUNT_SCRIPT = `missing=""
@@ -91,6 +92,8 @@ async function checkNodes(plan: Plan, session: ClusterSession, replacing: Readon
       ]);
       const read = parseMeminfo(mem.stdout);
       if (read.ok) meminfo.set(spec.node, read.meminfo);
+      const floor = read.ok ? floorProblem(spec.node, nodeFloorGiB(session.cluster, spec.node), read.meminfo.totalKiB) : undefined;
+      if (floor !== undefined) problems.push(floor);
       imageIds.set(spec.node, id);
       if (mounts.code !== 0) problems.push(`${spec.node}: mount paths missing on the node:${mounts.stdout.trim() ? ` ${mounts.stdout.trim()}` : ` ${mounts.stderr.trim()}`}`);
       for (const c of containers) {

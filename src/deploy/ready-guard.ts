@@ -3,7 +3,7 @@ import type { StateStore } from "../store/store.js";
 import type { DeploymentStatus, StatusPhase } from "./contract.js";
 import { fitFromKept } from "./fit.js";
 import { startGuard, type Guard } from "./guard.js";
-import { memoryFloorGiB, type MemorySample, type Trip } from "./memory-watch.js";
+import { nodeFloorGiB, type MemorySample, type Trip } from "./memory-watch.js";
 import { dockerOf, type ClusterSession } from "./session.js";
 
 /**
@@ -22,6 +22,16 @@ export const WATCHED_WRITE_MS = 2000;
 
 /** A sample older than this in the store is no longer watched (the daemon stopped, or the guard): `status` shows none. */
 export const WATCHED_FRESH_MS = 5 * WATCHED_WRITE_MS;
+
+/**
+ * After a node's sampler stream ended (SSH dropped, sshd restarted) or the guard could not start,
+ * how long until the next discovery snapshot starts it again: the n-th try in a row waits the n-th
+ * figure, the last one from then on. Bounded, so a node that stays away costs one SSH attempt per
+ * 10 s, and one that comes back is watched again within 10 s.
+ */
+export const WATCH_RETRY_MS: readonly number[] = [1000, 2000, 5000, 10_000];
+
+const retryDelay = (tries: number): number => WATCH_RETRY_MS[Math.min(tries, WATCH_RETRY_MS.length - 1)] ?? 10_000;
 
 /** A deployment as the daemon's discovery reports it (src/deploy/supervisor.ts Seen). */
 export type Watched = DeploymentStatus & { readonly cluster: string };
@@ -42,6 +52,12 @@ interface Running {
   readonly group: string;
   readonly stop: AbortController;
   guard?: Guard;
+  /** Starts of this guard in a row that lost a node: the backoff's step (back to 0 once every node is watched again). */
+  tries: number;
+  /** Set once a node was lost: from then on the next snapshot starts the guard again. */
+  retryAt?: number;
+  /** The nodes said to be not watched (and why), until a sample of theirs says they are watched again. */
+  readonly unwatched: Map<string, string>;
 }
 
 const keyOf = (d: { readonly cluster: string; readonly deployment: string }): string => `${d.cluster}/${d.deployment}`;
@@ -69,7 +85,13 @@ export class ReadyGuards {
       if (!whole(d)) continue;
       const group = groupOf(d);
       const current = this.running.get(k);
-      if (current?.group === group) continue;
+      if (current?.group === group) {
+        // A node was lost while the group still serves: its guard starts again once the backoff is over.
+        if (current.retryAt === undefined || this.deps.now() < current.retryAt || current.guard?.tripped() !== undefined) continue;
+        current.stop.abort();
+        this.start(k, d, group, { tries: current.tries + 1, unwatched: current.unwatched });
+        continue;
+      }
       current?.stop.abort();
       this.start(k, d, group);
     }
@@ -96,19 +118,40 @@ export class ReadyGuards {
     this.running.delete(k);
   }
 
-  private start(k: string, d: Watched, group: string): void {
+  private start(k: string, d: Watched, group: string, prior?: Pick<Running, "tries" | "unwatched">): void {
     const stop = new AbortController();
-    this.running.set(k, { group, stop });
-    void this.watch(d, stop.signal).then((guard) => {
-      const running = this.running.get(k);
-      if (guard !== undefined && running?.stop === stop) running.guard = guard;
+    const running: Running = { group, stop, tries: prior?.tries ?? 0, unwatched: prior?.unwatched ?? new Map() };
+    this.running.set(k, running);
+    void this.watch(d, running).then((guard) => {
+      if (guard !== undefined && this.running.get(k) === running) running.guard = guard;
     }).catch((e: unknown) => {
-      // Kept as it is: not tried again (and said again) on every poll until the group changes.
-      this.deps.log(`memory guard: ${d.deployment}: not watched (${(e as Error).message})`);
+      this.lost(k, running, d, [...new Set(d.ranks.map((r) => r.node))], (e as Error).message);
     });
   }
 
-  private async watch(d: Watched, signal: AbortSignal): Promise<Guard | undefined> {
+  /**
+   * Nodes of a serving group whose sampler ended or never started: said once per node (not on
+   * every failed try), and the guard is started again after the backoff (observe).
+   */
+  private lost(k: string, running: Running, d: Watched, nodes: readonly string[], why: string): void {
+    if (this.running.get(k) !== running || running.stop.signal.aborted) return;
+    running.retryAt ??= this.deps.now() + retryDelay(running.tries);
+    for (const node of nodes) {
+      if (!running.unwatched.has(node)) this.deps.log(`memory guard: ${d.deployment}: ${node} is not watched (${why}); trying again in ${Math.ceil(retryDelay(running.tries) / 1000)} s`);
+      running.unwatched.set(node, why);
+    }
+  }
+
+  /** A node's sample arrived: if it was said to be not watched, it is watched again. */
+  private back(running: Running, d: Watched, node: string): void {
+    if (!running.unwatched.delete(node)) return;
+    this.deps.log(`memory guard: ${d.deployment}: ${node} is watched again`);
+    if (running.unwatched.size === 0) running.tries = 0;
+  }
+
+  private async watch(d: Watched, running: Running): Promise<Guard | undefined> {
+    const signal = running.stop.signal;
+    const k = keyOf(d);
     const session = await this.deps.session(d.cluster);
     if (session === undefined || signal.aborted) return undefined;
     const containers = new Map<string, string[]>();
@@ -117,15 +160,18 @@ export class ReadyGuards {
       nodes: [...containers].map(([node, names]) => ({
         node,
         docker: dockerOf(session, node),
-        floorGiB: memoryFloorGiB(session.cluster, session.cluster.nodes.find((c) => c.name === node)),
+        floorGiB: nodeFloorGiB(session.cluster, node),
         containers: names,
       })),
       // Read at the trip: `up` keeps the plan once it saw the deployment ready, which may be after this poll.
       fit: (node) => this.keptFit(d, [...containers.keys()]).get(node) ?? [],
       phaseOf: () => SERVING,
       signal,
-      onSample: (node, sample) => this.sampled(d, node, sample),
-      onLost: (node, why) => this.deps.log(`memory guard: ${d.deployment}: ${node} is not watched (${why})`),
+      onSample: (node, sample) => {
+        this.back(running, d, node);
+        this.sampled(d, node, sample);
+      },
+      onLost: (node, why) => this.lost(k, running, d, [node], why),
       onTrip: (trip) => this.tripped(d, signal, trip),
       ...(this.deps.interval === undefined ? {} : { interval: this.deps.interval }),
     });

@@ -17,7 +17,7 @@ import { DEPLOYMENT_LABEL, LABELS } from "./contract.js";
 import { ensureImage } from "./images.js";
 import { fitText, type FitReport } from "./fit.js";
 import { startGuard } from "./guard.js";
-import { memoryFloorGiB, type Trip } from "./memory-watch.js";
+import { nodeFloorGiB, type Trip } from "./memory-watch.js";
 import { clusterRoutes } from "../transfer/route.js";
 
 export interface UpOptions {
@@ -293,7 +293,7 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
     nodes: plan.nodes.map((n) => ({
       node: n.node,
       docker: dockerOf(session, n.node),
-      floorGiB: memoryFloorGiB(session.cluster, session.cluster.nodes.find((c) => c.name === n.node)),
+      floorGiB: nodeFloorGiB(session.cluster, n.node),
       containers: [n.container],
     })),
     ...(fit === undefined ? {} : { fit: (node: string) => fit.nodes.find((f) => f.node === node)?.lines ?? [] }),

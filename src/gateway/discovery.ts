@@ -79,6 +79,27 @@ export class Discovery {
     if (this.started && !this.stopped) this.watch(source, 0);
   }
 
+  /**
+   * Stops watching a cluster (an uploaded one replaced or forgotten): its watcher is stopped and
+   * not restarted, and its deployments leave the snapshot now.
+   */
+  remove(cluster: string): void {
+    const i = this.sources.findIndex((s) => s.cluster === cluster);
+    if (i >= 0) this.sources.splice(i, 1);
+    const child = this.children.get(cluster);
+    this.children.delete(cluster);
+    child?.kill("SIGTERM");
+    this.heard.delete(cluster);
+    this.staleClusters.delete(cluster);
+    if (this.polls.delete(cluster)) this.publish();
+  }
+
+  /** The cluster's watcher started anew from `source` (its file was replaced). */
+  replace(source: WatchSource): void {
+    this.remove(source.cluster);
+    this.add(source);
+  }
+
   snapshot(): Snapshot {
     return this.current;
   }
@@ -175,6 +196,8 @@ export class Discovery {
     child.stdout.on("data", () => this.lastOutput.set(source.cluster, Date.now()));
     let healthy = false;
     createInterface({ input: child.stdout }).on("line", (line) => {
+      // A watcher removed (its cluster replaced or forgotten) may still print while it ends.
+      if (this.children.get(source.cluster) !== child) return;
       try {
         this.update(source.cluster, decodeStatusLine(line));
         healthy = true;
@@ -187,6 +210,7 @@ export class Discovery {
     const onEnd = (code: number | null): void => {
       if (ended || this.stopped) return;
       ended = true;
+      if (this.children.get(source.cluster) !== child) return;
       // Bounded back-off: 1 s, 2 s, ... 30 s between restarts of a watcher that keeps failing;
       // one that worked for a while starts anew.
       const wait = healthy ? 1000 : Math.min(30_000, 1000 * 2 ** Math.min(restarts, 5));
@@ -206,11 +230,15 @@ export class Discovery {
   private update(cluster: string, poll: Poll): void {
     this.polls.set(cluster, poll);
     this.heard.set(cluster, Date.now());
+    this.publish();
+  }
+
+  private publish(): void {
     const all = [...this.polls];
     const next: Snapshot = {
       deployments: all.flatMap(([c, p]) => p.deployments.map((d) => ({ ...d, cluster: c }))),
       unreachable: all.flatMap(([c, p]) => p.unreachable.map((n) => `${c}/${n}`)),
-      at: new Date(Math.min(...all.map(([, p]) => Date.parse(p.at)))),
+      ...(all.length === 0 ? {} : { at: new Date(Math.min(...all.map(([, p]) => Date.parse(p.at)))) }),
     };
     this.report(this.current, next);
     this.current = next;

@@ -105,10 +105,31 @@ test("memory_floor: per node, else for all, else the Spark default; it must be a
   assert.match(bad, /memory_floor/);
 });
 
+test("memory_floor: MiB written for GiB is refused at its file:line in GiB; at preflight a floor not below the node's MemTotal is a user error naming node, floor and total", async () => {
+  const { MAX_MEMORY_FLOOR_GIB } = await import("../../src/cluster/schema.js");
+  const { floorProblem, nodeFloorGiB } = await import("../../src/deploy/memory-watch.js");
+  const text = `memory_floor = 4\n[[nodes]]\nname = "n1"\nhost = "h1"\nmemory_floor = 4096\n`;
+  const diags = parseCluster("c.toml", text).diagnostics.map(formatDiagnostic);
+  assert.equal(diags.length, 1, diags.join("\n"));
+  assert.match(diags[0] ?? "", /^c\.toml:5:\d+: error: nodes\[0\]\.memory_floor is in GiB and must be at most 512 GiB/);
+  const top = parseCluster("c.toml", `memory_floor = 8192\n[[nodes]]\nname = "n1"\nhost = "h1"\n`).diagnostics.map(formatDiagnostic);
+  assert.match(top.join("\n"), /^c\.toml:1:\d+: error: memory_floor is in GiB/);
+  assert.equal(parseCluster("c.toml", `memory_floor = ${MAX_MEMORY_FLOOR_GIB}\n[[nodes]]\nname = "n1"\nhost = "h1"\n`).diagnostics.length, 0, "the bound itself is allowed");
+  // Within the bound but not below this node's total (a small machine): refused before any container starts.
+  const c = parseCluster("c.toml", `[[nodes]]\nname = "n1"\nhost = "h1"\nmemory_floor = 32\n[[nodes]]\nname = "n2"\nhost = "h2"\n`).cluster;
+  assert.ok(c !== undefined);
+  assert.equal(nodeFloorGiB(c, "n1"), 32);
+  assert.equal(floorProblem("n1", nodeFloorGiB(c, "n1"), 31.2 * GIB), "n1: memory_floor 32 GiB is not below the node's total memory (MemTotal 31.2 GiB): the memory guard would kill the deployment at its first sample; set memory_floor (in GiB) well below 31.2 in the cluster file");
+  assert.match(floorProblem("n1", 32, 32 * GIB) ?? "", /not below/, "equal to the total is refused too");
+  assert.equal(floorProblem("n2", nodeFloorGiB(c, "n2"), 119.7 * GIB), undefined);
+});
+
 /** A node whose sampler lines the test writes, and whose commands (docker kill) it records. */
 function fakeNode(node: string) {
   const lines: string[] = [];
   let wake: (() => void) | undefined;
+  // Set by end(): the open sampler stream ends as a dropped SSH session does (the next one opened runs).
+  let ended = false;
   const commands: string[][] = [];
   const transport: Transport = {
     node,
@@ -119,7 +140,8 @@ function fakeNode(node: string) {
     stream: (argv, options) => ({
       async *[Symbol.asyncIterator]() {
         commands.push([...argv]);
-        while (options?.signal?.aborted !== true) {
+        ended = false;
+        while (options?.signal?.aborted !== true && !ended) {
           if (lines.length === 0) await new Promise<void>((r) => ((wake = r), options?.signal?.addEventListener("abort", () => r(), { once: true })));
           while (lines.length > 0) yield lines.shift() as string;
         }
@@ -145,6 +167,10 @@ function fakeNode(node: string) {
     commands,
     say: (s: MemorySample) => {
       lines.push(`mem ${s.totalKiB} ${s.availableKiB}`);
+      wake?.();
+    },
+    end: () => {
+      ended = true;
       wake?.();
     },
   };
@@ -176,8 +202,8 @@ test("the guard: one stream per node; the first crossing kills the deployment's 
     await new Promise((r) => setImmediate(r));
     const reported = guard?.tripped();
     assert.ok(reported !== undefined, "the trip is known from the crossing sample on, before its report");
-    // The crossed node's next sample, after the kill: the memory came back.
-    await new Promise((r) => setTimeout(r, 20));
+    // The crossed node's next sample, after the kill (onKilled: the guard waits for it from then on): the memory came back.
+    await within(5000, "the kills are done", async () => (kills.length > 0 ? true : undefined));
     nodes[1]?.say(sample(90));
     const trip = await tripped;
     assert.equal(await reported, trip);
@@ -307,29 +333,32 @@ test("after ready the daemon's guard watches each serving deployment until it is
   const logs: string[] = [];
   const guards = new ReadyGuards({ session: async () => session, store, log: (l) => logs.push(l), now: () => clock, onTrip: (c, d, t) => trips.push([c, d, t]) });
   const sampler = (n: (typeof nodes)[number]) => n.commands.filter((c) => c.includes(SAMPLER_SCRIPT)).length;
-  const settle = () => new Promise((r) => setTimeout(r, 10));
+  const watchedLines = () => [...store.watchedMemory("c")].map(([n, w]) => `${n} ${w.deployment} ${describeSample(w.sample)}`);
   try {
-    // A boot in progress is up's guard's to watch.
+    // A boot in progress is up's guard's to watch: nothing is started for it (observe starts a guard synchronously, its streams follow).
     guards.observe([seenServing(["n1", "n2"], "booting")]);
-    await settle();
-    assert.deepEqual(nodes.map(sampler), [0, 0]);
+    assert.deepEqual(guards.watching(), []);
     guards.observe([seenServing(["n1", "n2"])]);
     guards.observe([seenServing(["n1", "n2"])]);
-    await settle();
-    assert.deepEqual(nodes.map(sampler), [1, 1], "one sampler stream per node, not one per snapshot");
     assert.deepEqual(guards.watching(), ["c/d"]);
+    await within(5000, "a sampler stream on each node", async () => (nodes.every((n) => sampler(n) > 0) ? true : undefined));
     // up keeps the plan once it saw the deployment ready: after the daemon's poll may have seen it serving.
     keepPlan();
     for (const n of nodes) n.say(sample(20));
-    await settle();
     // Written for status: each node's last sample, with the deployment it is watched for.
-    assert.deepEqual([...store.watchedMemory("c")].map(([n, w]) => `${n} ${w.deployment} ${describeSample(w.sample)}`), ["n1 d mem 20.0/119.7 GiB", "n2 d mem 20.0/119.7 GiB"]);
+    await within(5000, "both nodes' samples are written", async () => (watchedLines().length === 2 ? true : undefined));
+    assert.deepEqual(watchedLines(), ["n1 d mem 20.0/119.7 GiB", "n2 d mem 20.0/119.7 GiB"]);
+    // Both streams have carried a sample by now, so a second stream per snapshot would have opened too.
+    assert.deepEqual(nodes.map(sampler), [1, 1], "one sampler stream per node, not one per snapshot");
     // n2's own floor (6 GiB) is crossed: every node's containers are killed at once.
     nodes[1]?.say(sample(5));
-    await settle();
-    assert.equal(guards.tripping("c", "d"), true, "the supervisor hears no rank's death while the trip is reported");
-    nodes[1]?.say(sample(30));
-    await within(2000, "the trip is reported", async () => (trips.length > 0 ? true : undefined));
+    await within(5000, "the guard trips", async () => (guards.tripping("c", "d") ? true : undefined));
+    // The sample after the kill counts once the kills are done: sent again on each poll until the report comes.
+    await within(5000, "the trip is reported", async () => {
+      if (trips.length > 0) return true;
+      nodes[1]?.say(sample(30));
+      return undefined;
+    });
     const [cluster, deployment, trip] = trips[0] ?? ["", "", undefined];
     assert.deepEqual([cluster, deployment, trip?.node, trip?.phase, trip?.culprit], ["c", "d", "n2", SERVING, "deployment"]);
     for (const n of nodes) assert.deepEqual(n.commands.filter((c) => c[1] === "kill"), [["docker", "kill", "--", `launcher-d-r${n.name === "n1" ? 0 : 1}`]], n.name);
@@ -346,10 +375,79 @@ test("after ready the daemon's guard watches each serving deployment until it is
     // Booted again (a restart): a new group, watched anew; gone (down): not watched.
     clock += 60_000;
     guards.observe([{ ...seenServing(["n1", "n2"]), ranks: seenServing(["n1", "n2"]).ranks.map((r) => ({ ...r, started_at: "2026-01-01T01:00:00Z" })) }]);
-    await settle();
-    assert.deepEqual(nodes.map(sampler), [2, 2]);
+    await within(5000, "a new sampler stream on each node", async () => (nodes.every((n) => sampler(n) === 2) ? true : undefined));
     guards.observe([]);
     assert.deepEqual(guards.watching(), []);
+  } finally {
+    guards.stop();
+    store.close();
+  }
+});
+
+test("after ready a node whose sampler stream ends (SSH dropped) is said to be not watched, watched again after a bounded backoff, and said so", async () => {
+  const { ReadyGuards, WATCH_RETRY_MS } = await import("../../src/deploy/ready-guard.js");
+  const { Store } = await import("../../src/store/store.js");
+  const nodes = ["n1", "n2"].map((n) => ({ name: n, ...fakeNode(n) }));
+  const session = { cluster: { name: "c", nodes: [] }, docker: new Map(nodes.map((n) => [n.name, n.docker])) } as unknown as import("../../src/deploy/session.js").ClusterSession;
+  const store = new Store(":memory:");
+  let clock = 10_000;
+  const logs: string[] = [];
+  // The first session attempt fails (sshd restarting), as a failed watch: tried again too.
+  let sessionFails = 0;
+  const guards = new ReadyGuards({
+    session: async () => {
+      if (sessionFails > 0) {
+        sessionFails--;
+        throw new Error("ssh: connect to host n1 port 22: Connection refused");
+      }
+      return session;
+    },
+    store,
+    log: (l) => logs.push(l),
+    now: () => clock,
+    onTrip: () => assert.fail("no trip"),
+  });
+  const sampler = (n: (typeof nodes)[number]) => n.commands.filter((c) => c.includes(SAMPLER_SCRIPT)).length;
+  const said = (what: string) => logs.filter((l) => l.includes(what)).length;
+  const [n1, n2] = nodes as [(typeof nodes)[number], (typeof nodes)[number]];
+  try {
+    guards.observe([seenServing(["n1", "n2"])]);
+    await within(5000, "a sampler stream on each node", async () => (nodes.every((n) => sampler(n) === 1) ? true : undefined));
+    n1.end();
+    await within(5000, "n1's loss is said", async () => (said("n1 is not watched (its sampler") === 1 ? true : undefined));
+    // Within the backoff a snapshot starts nothing: one try per backoff, not one per poll.
+    guards.observe([seenServing(["n1", "n2"])]);
+    assert.deepEqual(nodes.map(sampler), [1, 1]);
+    // Later, while it still serves: started again (the other node's stream too, as one guard).
+    clock += WATCH_RETRY_MS[0] ?? 0;
+    sessionFails = 1;
+    guards.observe([seenServing(["n1", "n2"])]);
+    // That try fails: n1 was said already; n2 is said now. Not a stream more.
+    await within(5000, "the failed start is said for n2", async () => (said("n2 is not watched (ssh: connect") === 1 ? true : undefined));
+    assert.equal(said("n1 is not watched"), 1, "a node is said to be not watched once, not on every try");
+    assert.deepEqual(nodes.map(sampler), [1, 1]);
+    guards.observe([seenServing(["n1", "n2"])]);
+    assert.deepEqual(nodes.map(sampler), [1, 1], "the next try waits the next, longer step");
+    clock += WATCH_RETRY_MS[1] ?? 0;
+    guards.observe([seenServing(["n1", "n2"])]);
+    await within(5000, "a new sampler stream on each node", async () => (nodes.every((n) => sampler(n) === 2) ? true : undefined));
+    n1.say(sample(50));
+    n2.say(sample(50));
+    await within(5000, "both are said to be watched again", async () => (said("n1 is watched again") === 1 && said("n2 is watched again") === 1 ? true : undefined));
+    assert.deepEqual(guards.watching(), ["c/d"]);
+    // Dropped again much later: watched again after the first (short) step, the backoff began anew.
+    n2.end();
+    await within(5000, "n2's second loss is said", async () => (said("n2 is not watched (its sampler") === 1 ? true : undefined));
+    clock += WATCH_RETRY_MS[0] ?? 0;
+    guards.observe([seenServing(["n1", "n2"])]);
+    await within(5000, "a third sampler stream on each node", async () => (nodes.every((n) => sampler(n) === 3) ? true : undefined));
+    // Gone (down): not watched, and no try after it.
+    n1.end();
+    guards.observe([]);
+    clock += 60_000;
+    guards.observe([]);
+    assert.deepEqual(guards.watching(), []);
+    assert.deepEqual(nodes.map(sampler), [3, 3]);
   } finally {
     guards.stop();
     store.close();
