@@ -8,6 +8,7 @@ import { transferProgress, type TransferProgress } from "./progress.js";
 import { execChecked, spawnLocal, type RawProcess } from "../remote/transport.js";
 import { runChain } from "../transfer/chain.js";
 import { checkSpace, parseProbe, planRoutes, PROBE_SCRIPT, type NodeProbe, type NodeRoute, type TransferPath } from "../transfer/route.js";
+import { together } from "../transfer/together.js";
 import { abortable, checkInterrupted } from "./abort.js";
 
 /**
@@ -233,15 +234,15 @@ export async function pushImage(image: string, source: DockerClient, targets: re
     checkSpace(probes, new Map(need.map((t) => [t.node, 2 * size])), `image ${image} (${(size / 1048576).toFixed(0)} MiB, unpacked once to a temporary folder, then stored)`);
     const plan = planRoutes(source.node, sourceProbe, probes, routes, direct.relay ?? (direct.routes === undefined ? "node to node was not asked for" : undefined));
     const byName = (names: readonly string[]): DockerClient[] => need.filter((t) => names.includes(t.node));
-    const relayed = (list: readonly { node: string; why: string }[]): Promise<void> => {
+    const relayed = (list: readonly { node: string; why: string }[], branch = signal): Promise<void> => {
       for (const r of list) {
         how.set(r.node, { path: "relay", why: r.why });
         // Said when it is news: not for --relay, nor where node to node was never possible.
         if (direct.routes !== undefined && direct.relay === undefined) progress.note?.(`  ${r.node.padEnd(10)} through this machine: ${r.why}`);
       }
-      return relayImage(image, source, byName(list.map((r) => r.node)), bytes, progress, signal);
+      return relayImage(image, source, byName(list.map((r) => r.node)), bytes, progress, branch);
     };
-    const chain = async (): Promise<readonly { node: string; why: string }[]> => {
+    const chain = async (branch: AbortSignal): Promise<readonly { node: string; why: string }[]> => {
       if (plan.direct.length === 0) return [];
       const out = await runChain(
         { node: source.node, transport: source.transport, command: ["docker", "save", "--", image] },
@@ -251,16 +252,22 @@ export async function pushImage(image: string, source: DockerClient, targets: re
           const h = how.get(node);
           progress.node(node, n, done, h?.from === undefined ? undefined : `from ${h.from} over ${h.path}`);
         },
-        signal,
+        branch,
       );
-      if (signal !== undefined) checkInterrupted(signal, `the push of ${image} was stopped; no container was started`);
+      checkInterrupted(branch, `the push of ${image} was stopped; no container was started`);
       for (const d of out.delivered) how.set(d.node, { path: d.path, from: d.from });
       if (out.failed.length > 0) throw new RemoteError(out.failed.map((f) => f.node).join(", "), `sending ${image} node to node failed`, out.failed.map((f) => `${f.node}: ${f.why}`).join("\n"), "run the push again; --relay sends it through this machine instead");
       return out.unreached;
     };
     // As planned: each node from the one before it (the outcome says where each really came from).
     for (const [i, r] of plan.direct.entries()) how.set(r.node, { path: r.path, from: plan.direct[i - 1]?.node ?? source.node });
-    const [unreached] = await Promise.all([chain(), relayed(plan.relay)]);
+    let unreached: readonly { node: string; why: string }[] = [];
+    await together(signal, [
+      async (branch) => {
+        unreached = await chain(branch);
+      },
+      (branch) => relayed(plan.relay, branch),
+    ]);
     await relayed(unreached);
   }
   const after = await imageReport(image, targets);
