@@ -8,6 +8,7 @@ import { transferProgress, type TransferProgress } from "./progress.js";
 import { execChecked, spawnLocal, type RawProcess } from "../remote/transport.js";
 import { runChain } from "../transfer/chain.js";
 import { checkSpace, parseProbe, planRoutes, PROBE_SCRIPT, type NodeProbe, type NodeRoute, type TransferPath } from "../transfer/route.js";
+import { together } from "../transfer/together.js";
 import { abortable, checkInterrupted } from "./abort.js";
 
 /**
@@ -135,12 +136,45 @@ export interface DirectOptions {
  * The relay: one `docker save` on the source, its bytes through this machine to every target's
  * `docker load` at once (the slowest sets the pace). `bytes` gets what each node was sent.
  */
-async function relayImage(image: string, source: DockerClient, need: readonly DockerClient[], bytes: Map<string, number>, progress: TransferProgress, signal?: AbortSignal): Promise<void> {
+/**
+ * `docker load` that applies nothing but the image with ID $1: it tags every image the archive's
+ * manifest names (moby/moby image/tarexport/load.go: one "Loaded image: NAME" line per RepoTag, or
+ * "Loaded image ID: ID" when there is none), so an archive from anyone else could retag another
+ * image on the node (ubuntu:22.04, another recipe's engine). Any name it set to another ID is
+ * taken off again and the load fails, naming it. The hops' HMAC already keeps strangers out; this
+ * keeps a wrong archive from leaving a wrong name behind, whoever sent it.
+ */
+const LOAD_ONLY_SCRIPT = `want=$1
+out=$(docker load --quiet) || { printf '%s\n' "$out" >&2; exit 1; }
+printf '%s\n' "$out" >&2
+bad= n=0
+while IFS= read -r line; do
+  case $line in
+    "Loaded image ID: "*) id=\${line#"Loaded image ID: "}; t= ;;
+    "Loaded image: "*) t=\${line#"Loaded image: "}; id=$(docker image inspect --format '{{.Id}}' -- "$t" 2>/dev/null) ;;
+    *) continue ;;
+  esac
+  n=$((n + 1))
+  if [ "$id" != "$want" ]; then
+    bad="$bad \${t:-$id}"
+    [ -n "$t" ] && docker image rm --no-prune -- "$t" >/dev/null 2>&1
+  fi
+done <<LOADED
+$out
+LOADED
+[ -z "$bad" ] && [ "$n" -gt 0 ] && exit 0
+echo "the archive loaded other images than $want:\${bad:- none}; their names were removed again" >&2
+exit 1`;
+
+/** The argv that loads an archive on a node and keeps only the image with ID `id` (LOAD_ONLY_SCRIPT). */
+export const loadOnly = (id: string): string[] => ["sh", "-c", LOAD_ONLY_SCRIPT, "sh", id];
+
+async function relayImage(image: string, id: string, source: DockerClient, need: readonly DockerClient[], bytes: Map<string, number>, progress: TransferProgress, signal?: AbortSignal): Promise<void> {
   if (need.length === 0) return;
   for (const t of need) bytes.set(t.node, 0);
   const save = source.transport.spawn(["docker", "save", "--", image]);
   save.stdin.end();
-  const loads = need.map((t) => ({ node: t.node, p: t.transport.spawn(["docker", "load", "--quiet"]), dead: false, waiting: false }));
+  const loads = need.map((t) => ({ node: t.node, p: t.transport.spawn(loadOnly(id)), dead: false, waiting: false }));
   // The save goes at the pace of the slowest live load; a load that ends early stops holding it back.
   const maybeResume = (): void => {
     if (loads.every((l) => l.dead || !l.waiting)) save.stdout.resume();
@@ -233,34 +267,40 @@ export async function pushImage(image: string, source: DockerClient, targets: re
     checkSpace(probes, new Map(need.map((t) => [t.node, 2 * size])), `image ${image} (${(size / 1048576).toFixed(0)} MiB, unpacked once to a temporary folder, then stored)`);
     const plan = planRoutes(source.node, sourceProbe, probes, routes, direct.relay ?? (direct.routes === undefined ? "node to node was not asked for" : undefined));
     const byName = (names: readonly string[]): DockerClient[] => need.filter((t) => names.includes(t.node));
-    const relayed = (list: readonly { node: string; why: string }[]): Promise<void> => {
+    const relayed = (list: readonly { node: string; why: string }[], branch = signal): Promise<void> => {
       for (const r of list) {
         how.set(r.node, { path: "relay", why: r.why });
         // Said when it is news: not for --relay, nor where node to node was never possible.
         if (direct.routes !== undefined && direct.relay === undefined) progress.note?.(`  ${r.node.padEnd(10)} through this machine: ${r.why}`);
       }
-      return relayImage(image, source, byName(list.map((r) => r.node)), bytes, progress, signal);
+      return relayImage(image, id, source, byName(list.map((r) => r.node)), bytes, progress, branch);
     };
-    const chain = async (): Promise<readonly { node: string; why: string }[]> => {
+    const chain = async (branch: AbortSignal): Promise<readonly { node: string; why: string }[]> => {
       if (plan.direct.length === 0) return [];
       const out = await runChain(
         { node: source.node, transport: source.transport, command: ["docker", "save", "--", image] },
-        plan.direct.map((r) => ({ ...r, transport: (need.find((t) => t.node === r.node) as DockerClient).transport, sink: ["docker", "load", "--quiet"], skip: 0 })),
+        plan.direct.map((r) => ({ ...r, transport: (need.find((t) => t.node === r.node) as DockerClient).transport, sink: loadOnly(id), skip: 0 })),
         (node, n, done) => {
           bytes.set(node, n);
           const h = how.get(node);
           progress.node(node, n, done, h?.from === undefined ? undefined : `from ${h.from} over ${h.path}`);
         },
-        signal,
+        branch,
       );
-      if (signal !== undefined) checkInterrupted(signal, `the push of ${image} was stopped; no container was started`);
+      checkInterrupted(branch, `the push of ${image} was stopped; no container was started`);
       for (const d of out.delivered) how.set(d.node, { path: d.path, from: d.from });
       if (out.failed.length > 0) throw new RemoteError(out.failed.map((f) => f.node).join(", "), `sending ${image} node to node failed`, out.failed.map((f) => `${f.node}: ${f.why}`).join("\n"), "run the push again; --relay sends it through this machine instead");
       return out.unreached;
     };
     // As planned: each node from the one before it (the outcome says where each really came from).
     for (const [i, r] of plan.direct.entries()) how.set(r.node, { path: r.path, from: plan.direct[i - 1]?.node ?? source.node });
-    const [unreached] = await Promise.all([chain(), relayed(plan.relay)]);
+    let unreached: readonly { node: string; why: string }[] = [];
+    await together(signal, [
+      async (branch) => {
+        unreached = await chain(branch);
+      },
+      (branch) => relayed(plan.relay, branch),
+    ]);
     await relayed(unreached);
   }
   const after = await imageReport(image, targets);

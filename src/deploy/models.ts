@@ -8,6 +8,7 @@ import { joinPipe } from "./images.js";
 import type { TransferProgress } from "./progress.js";
 import { runChain } from "../transfer/chain.js";
 import { checkSpace, clusterRoutes, parseProbe, planRoutes, PROBE_SCRIPT, type NodeProbe, type TransferPath } from "../transfer/route.js";
+import { together } from "../transfer/together.js";
 import type { ClusterSession } from "./session.js";
 
 export interface NodeWeights {
@@ -243,9 +244,9 @@ export async function syncWeights(recipe: Recipe, session: ClusterSession, nodes
     for (const n of needing) (totals.get(n) as { resumed: number }).resumed += job.offsets.get(n) ?? 0;
     const show = (node: string, bytes: number, detail: string): void => progress.node(node, (totals.get(node)?.bytes ?? 0) + bytes, false, `${job.label}  ${detail}`);
     const direct = plan.direct.filter((r) => needing.includes(r.node) && !relayWhy.has(r.node));
-    const relayOne = async (node: string): Promise<void> => {
+    const relayOne = async (node: string, branch: AbortSignal): Promise<void> => {
       let n = 0;
-      await copyFrom(source, docker(node), job.from, `${job.to(repoOf.get(node) as string)}.launcher-partial`, job.offsets.get(node) ?? 0, signal, (c) => {
+      await copyFrom(source, docker(node), job.from, `${job.to(repoOf.get(node) as string)}.launcher-partial`, job.offsets.get(node) ?? 0, branch, (c) => {
         n += c;
         show(node, n, "through this machine");
       });
@@ -253,16 +254,16 @@ export async function syncWeights(recipe: Recipe, session: ClusterSession, nodes
       t.bytes += n;
       t.path = "relay";
     };
-    const chain = async (): Promise<void> => {
+    const chain = async (branch: AbortSignal): Promise<void> => {
       if (direct.length === 0) return;
       const from = Math.min(...direct.map((r) => job.offsets.get(r.node) ?? 0));
       const out = await runChain(
         { node: source.node, transport: source.transport, command: ["tail", "-c", `+${from + 1}`, "--", job.from] },
         direct.map((r) => ({ ...r, transport: docker(r.node).transport, sink: APPEND(`${job.to(repoOf.get(r.node) as string)}.launcher-partial`), skip: (job.offsets.get(r.node) ?? 0) - from })),
         (node, bytes) => show(node, Math.max(0, bytes - ((job.offsets.get(node) ?? 0) - from)), `over ${routes.get(node)?.path ?? "?"}`),
-        signal,
+        branch,
       );
-      if (signal.aborted) throw interrupted();
+      if (branch.aborted) throw interrupted();
       if (out.failed.length > 0) throw new RemoteError(out.failed.map((f) => f.node).join(", "), `sending ${job.label} node to node failed`, out.failed.map((f) => `${f.node}: ${f.why}`).join("\n"), "run the sync again: it resumes; --relay sends through this machine instead");
       for (const d of out.delivered) {
         const t = totals.get(d.node) as { bytes: number; from?: string; path?: TransferPath };
@@ -271,9 +272,9 @@ export async function syncWeights(recipe: Recipe, session: ClusterSession, nodes
         t.path = d.path;
       }
       for (const u of out.unreached) sayRelay(u.node, u.why);
-      await Promise.all(out.unreached.map((u) => relayOne(u.node)));
+      await together(branch, out.unreached.map((u) => (b: AbortSignal) => relayOne(u.node, b)));
     };
-    await Promise.all([chain(), ...needing.filter((n) => relayWhy.has(n) && !direct.some((r) => r.node === n)).map(relayOne)]);
+    await together(signal, [chain, ...needing.filter((n) => relayWhy.has(n) && !direct.some((r) => r.node === n)).map((n) => (b: AbortSignal) => relayOne(n, b))]);
     await Promise.all(
       needing.map(async (n) => {
         await ok(docker(n), ["sh", "-c", FINISH_SCRIPT, "sh", job.to(repoOf.get(n) as string), String(job.size), job.sha256 ?? ""], `checking ${job.label}`);

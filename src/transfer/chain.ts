@@ -20,11 +20,11 @@ class Hop {
   constructor(
     readonly node: string,
     private readonly proc: RawProcess,
-    secret: string,
+    secret: string | undefined,
     onEvent: (e: HopEvent) => void,
   ) {
-    // The secret goes in on stdin, the session's own channel: never in argv, env or a log.
-    proc.stdin.write(control.secret(secret));
+    // A receiver's secret goes in on stdin, the session's own channel: never in argv, env or a log.
+    if (secret !== undefined) proc.stdin.write(control.secret(secret));
     const lines = createInterface({ input: proc.stdout });
     lines.on("line", (l) => {
       const e = decodeHopLine(l);
@@ -128,14 +128,18 @@ export interface ChainOutcome {
  * machine. `progress` gets each receiver's bytes as it reports them.
  */
 export async function runChain(source: ChainSource, receivers: readonly ChainReceiver[], progress: (node: string, bytes: number, done: boolean) => void, signal?: AbortSignal): Promise<ChainOutcome> {
-  const secret = randomBytes(32).toString("hex");
   const unreached: { node: string; why: string }[] = [];
-  const start = (node: string, transport: Transport, argv: string[], shown: boolean): Hop =>
+  const start = (node: string, transport: Transport, argv: string[], secret: string | undefined): Hop =>
     new Hop(node, transport.spawn(argv), secret, (e) => {
-      if (shown && (e.kind === "bytes" || e.kind === "done")) progress(node, e.bytes, e.kind === "done");
+      if (secret !== undefined && (e.kind === "bytes" || e.kind === "done")) progress(node, e.bytes, e.kind === "done");
     });
-  const hops = receivers.map((r) => ({ r, hop: start(r.node, r.transport, hopArgv("recv", r.listen, r.skip, r.sink), true) }));
-  const sender = start(source.node, source.transport, hopArgv("send", "", 0, source.command), false);
+  // One secret per receiver, told only to it and to the hop that connects to it: a node that
+  // learns one (it is on that node's stdin) can open no other receiver of the chain.
+  const hops = receivers.map((r) => {
+    const secret = randomBytes(32).toString("hex");
+    return { r, secret, hop: start(r.node, r.transport, hopArgv("recv", r.listen, r.skip, r.sink), secret) };
+  });
+  const sender = start(source.node, source.transport, hopArgv("send", "", 0, source.command), undefined);
   const all = [sender, ...hops.map((h) => h.hop)];
   const stop = (): void => {
     for (const h of all) h.kill();
@@ -146,7 +150,7 @@ export async function runChain(source: ChainSource, receivers: readonly ChainRec
     const ports = await Promise.all(hops.map(({ hop }) => hop.wait(0, (e) => (e.kind === "port" || e.kind === "error" ? e : undefined))));
     const joined: { r: ChainReceiver; hop: Hop; from: string }[] = [];
     let current = sender;
-    for (const [i, { r, hop }] of hops.entries()) {
+    for (const [i, { r, secret, hop }] of hops.entries()) {
       const p = ports[i];
       if (p?.kind !== "port") {
         unreached.push({ node: r.node, why: `${r.node} could not listen: ${hop.silence()}` });
@@ -154,7 +158,7 @@ export async function runChain(source: ChainSource, receivers: readonly ChainRec
         continue;
       }
       const mark = current.events.length;
-      current.send(control.next(r.connect, p.port));
+      current.send(control.next(r.connect, p.port, secret));
       const answer = await current.wait(mark, (e) => (e.kind === "connected" || e.kind === "unreachable" || e.kind === "error" ? e : undefined));
       if (answer?.kind === "connected") {
         joined.push({ r, hop, from: current.node });

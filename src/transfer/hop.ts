@@ -9,23 +9,31 @@
  *
  * The node's side, as it runs (fd 3: launcher's control lines in, from the SSH session's stdin;
  * fd 4: the report lines out, the session's stdout):
- *   1. the secret, the first control line (never in argv, the environment or a log);
+ *   1. recv: its own one-time secret, the first control line (never in argv, the environment, a
+ *      log or the network: each receiver has its own, so one hop's secret opens no other);
  *   2. recv: listen on the address given (port 0: the kernel picks a free one), report `port N`,
- *      then accept connections until one sends the secret as its first line (any other is closed
- *      and the hop listens on), answer it `ok`, report `accepted PEER`;
- *   3. control lines `next HOST PORT` (connect, send the secret, wait for `ok`; report `connected`
- *      or `unreachable HOST:PORT WHY` and wait for another line) or `last`;
+ *      then accept connections until one proves it knows the secret (AUTH below; any other is
+ *      closed within 2 s and the hop listens on), report `accepted PEER` and stop listening: one
+ *      sender, once;
+ *   3. control lines `next HOST PORT SECRET` (connect, AUTH with the next receiver's secret:
+ *      report `connected`, or `unreachable HOST:PORT WHY` and wait for another line) or `last`;
  *   4. pump: every chunk read (recv: from the socket; send: from stdin, what the payload command
  *      writes) is written to the next hop, then (recv) to stdout, the payload's sink, after the
  *      first SKIP bytes (a node that already holds part of a file takes only the rest). A next hop
  *      that fails is reported (`forward-failed`) and dropped: this node still takes its own copy.
  *      `bytes N` once a second, `done N` at the end.
+ * AUTH, both ways, so neither the secret nor anything replayable crosses the network: the receiver
+ * sends `challenge NR`, the sender answers `proof NS HMAC(secret, "send NR NS")`, and only then does
+ * the receiver answer `proof HMAC(secret, "recv NR NS")`, which the sender checks before any byte of
+ * payload: a stale listener or another process on the port gets nothing. HMAC-SHA-256 (RFC 2104)
+ * over coreutils' sha256sum: perl-base, the perl every node has, ships no Digest::SHA (Debian puts
+ * it in libperl5.36), while coreutils is Essential too.
  * The end of the control input (launcher gone or interrupted) ends the hop at any step (exit 3):
  * a sink cut short takes nothing (a truncated `docker load` tags no image; a partial blob stays
  * partial and is checked before it is used).
  */
 export const HOP_PERL = String.raw`
-use strict; use warnings; use IO::Socket::INET; use IO::Select;
+use strict; use warnings; use IO::Socket::INET; use IO::Select; use POSIX ();
 $SIG{PIPE} = 'IGNORE';
 my ($role, $listen, $skip) = @ARGV;
 open(my $ctl, '<&=', 3) or die "no control input\n";
@@ -50,15 +58,38 @@ sub same {
   my ($a, $b) = @_; return 0 unless length($a) == length($b);
   my $d = 0; $d |= ord(substr($a, $_, 1)) ^ ord(substr($b, $_, 1)) for 0 .. length($a) - 1; return $d == 0;
 }
+sub nonce {
+  open(my $u, '<', '/dev/urandom') or die "no /dev/urandom: $!\n";
+  (sysread($u, my $b, 16) // 0) == 16 or die "short read from /dev/urandom\n"; close $u; return unpack('H*', $b);
+}
+sub sha256 {
+  pipe(my $r, my $w) or die "pipe: $!\n";
+  my $pid = open(my $to, '|-') // die "fork: $!\n";
+  if (!$pid) { open(STDOUT, '>&', $w) or POSIX::_exit(1); exec('sha256sum') or POSIX::_exit(1); }
+  close $w; binmode $to; print $to $_[0]; close $to; my $h = <$r> // ''; close $r;
+  $h =~ /^([0-9a-f]{64})/ or die "sha256sum gave no digest\n"; return pack('H*', $1);
+}
+sub hmac {
+  my ($k, $m) = @_; $k = sha256($k) if length($k) > 64; $k .= "\0" x (64 - length $k);
+  return unpack('H*', sha256(($k ^ ("\x5c" x 64)) . sha256(($k ^ ("\x36" x 64)) . $m)));
+}
 sub write_all {
   my ($fh, $data) = @_; my $off = 0;
   while ($off < length $data) { my $w = syswrite($fh, $data, length($data) - $off, $off); return 0 unless defined $w; $off += $w; }
   return 1;
 }
-my $secret = line($ctl, 60);
-unless (defined $secret && length($secret) >= 32) { report("error", "no secret on the control input"); exit 2; }
 my $in;
 if ($role eq 'recv') {
+  my $secret = line($ctl, 60);
+  unless (defined $secret && length($secret) >= 32) { report("error", "no secret on the control input"); exit 2; }
+  # The sender proves itself first (2 s for its line: a port scanner holds the hop up no longer).
+  my $admit = sub {
+    my ($c) = @_; my $nr = nonce(); write_all($c, "challenge $nr\n") or return 0;
+    my $l = line($c, 2); return 0 unless defined $l;
+    my ($ns, $proof) = $l =~ /^proof ([0-9a-f]{32}) ([0-9a-f]{64})$/ or return 0;
+    return 0 unless same($proof, hmac($secret, "send $nr $ns"));
+    return write_all($c, "proof " . hmac($secret, "recv $nr $ns") . "\n");
+  };
   my $srv = IO::Socket::INET->new(LocalAddr => $listen, LocalPort => 0, Listen => 8, ReuseAddr => 1, Proto => 'tcp')
     or do { report("error", "cannot listen on $listen: $@"); exit 2; };
   report("port", $srv->sockport);
@@ -68,8 +99,7 @@ if ($role eq 'recv') {
     for my $h ($sel->can_read($left)) {
       if ($h == $ctl) { my $n = sysread($ctl, my $c, 1); exit 3 unless $n; $buf{$ctl} = ($buf{$ctl} // '') . $c; next; }
       my $c = $srv->accept or next;
-      my $got = line($c, 5);
-      if (defined $got && same($got, $secret)) { write_all($c, "ok\n"); $in = $c; report("accepted", $c->peerhost); last; }
+      if ($admit->($c)) { $in = $c; report("accepted", $c->peerhost); last; }
       close $c;
     }
   }
@@ -79,12 +109,15 @@ my $next;
 while (!$next) {
   my $cmd = line($ctl, 3600); exit 3 unless defined $cmd;
   last if $cmd eq 'last';
-  my ($host, $port) = $cmd =~ /^next (\S+) (\d+)$/ or do { report("error", "bad control line"); exit 2; };
+  my ($host, $port, $key) = $cmd =~ /^next (\S+) (\d+) ([0-9a-f]{64})$/ or do { report("error", "bad control line"); exit 2; };
   my $s = IO::Socket::INET->new(PeerAddr => $host, PeerPort => $port, Proto => 'tcp', Timeout => 5);
   if (!$s) { report("unreachable", "$host:$port", $@ || $!); next; }
-  write_all($s, "$secret\n"); my $ok = line($s, 5);
-  if (defined $ok && $ok eq 'ok') { $next = $s; report("connected", "$host:$port"); }
-  else { close $s; report("unreachable", "$host:$port", "no answer to the secret"); }
+  # 10 s: the receiver may be turning away another connection first (2 s each).
+  my ($nr) = (line($s, 10) // '') =~ /^challenge ([0-9a-f]{32})$/;
+  my $ns = nonce();
+  my $ok = defined $nr && write_all($s, "proof $ns " . hmac($key, "send $nr $ns") . "\n") ? line($s, 5) : undef;
+  if (defined $ok && same($ok, "proof " . hmac($key, "recv $nr $ns"))) { $next = $s; report("connected", "$host:$port"); }
+  else { close $s; report("unreachable", "$host:$port", "it did not prove it knows its secret"); }
 }
 binmode $in; binmode STDOUT;
 my $sel = IO::Select->new($in, $ctl);
@@ -164,6 +197,7 @@ export function decodeHopLine(line: string): HopEvent | undefined {
 /** The control lines launcher sends a hop. */
 export const control = {
   secret: (secret: string): string => `${secret}\n`,
-  next: (host: string, port: number): string => `next ${host} ${port}\n`,
+  /** `secret`: the next receiver's own, for AUTH (the line goes over launcher's SSH session only). */
+  next: (host: string, port: number, secret: string): string => `next ${host} ${port} ${secret}\n`,
   last: (): string => "last\n",
 };

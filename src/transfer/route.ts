@@ -39,7 +39,7 @@ export const RELAY_ASKED = "--relay was given";
 /** What one SSH round trip found on a node before any byte moves. */
 export interface NodeProbe {
   readonly node: string;
-  /** perl with IO::Socket::INET and bash: what a hop needs. */
+  /** perl with IO::Socket::INET, bash and sha256sum (the hops' HMAC): what a hop needs. */
   readonly tools: boolean;
   /** The path whose filesystem was measured. */
   readonly path: string;
@@ -49,7 +49,7 @@ export interface NodeProbe {
 
 // $1: "docker" (Docker's root folder, where `docker load` unpacks and stores) or "path", $2 the path.
 export const PROBE_SCRIPT = `p=$2; [ "$1" = docker ] && p=$(docker info --format '{{.DockerRootDir}}' 2>/dev/null)
-if command -v bash >/dev/null && perl -MIO::Socket::INET -MIO::Select -e1 2>/dev/null; then echo "tools yes"; else echo "tools no"; fi
+if command -v bash >/dev/null && command -v sha256sum >/dev/null && perl -MIO::Socket::INET -MIO::Select -e1 2>/dev/null; then echo "tools yes"; else echo "tools no"; fi
 echo "path $p"
 d=$p; while [ -n "$d" ] && [ ! -e "$d" ] && [ "$d" != / ]; do d=$(dirname "$d"); done
 [ -n "$d" ] && df -Pk -- "$d" 2>/dev/null | awk 'NR==2 {printf "free %.0f\\n", $4 * 1024}'
@@ -87,8 +87,8 @@ export function checkSpace(probes: readonly NodeProbe[], need: ReadonlyMap<strin
 /** Why a destination cannot take the payload straight from another node, or undefined when it can. */
 export function directBlocker(source: NodeProbe | undefined, dest: NodeProbe, route: NodeRoute | undefined, sourceName: string): string | undefined {
   if (source === undefined) return `the source ${sourceName} is this machine`;
-  if (!source.tools) return `${sourceName} lacks perl (IO::Socket::INET) or bash to send`;
-  if (!dest.tools) return `${dest.node} lacks perl (IO::Socket::INET) or bash to receive`;
+  if (!source.tools) return `${sourceName} lacks perl (IO::Socket::INET), bash or sha256sum to send`;
+  if (!dest.tools) return `${dest.node} lacks perl (IO::Socket::INET), bash or sha256sum to receive`;
   if (route === undefined) return `${dest.node} has neither a fabric_ip nor a known address`;
   return undefined;
 }

@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
+import { execFileSync } from "node:child_process";
+import { createHash, createHmac } from "node:crypto";
+import { createServer, type AddressInfo } from "node:net";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -9,7 +11,7 @@ import { UserError } from "../../src/config/errors.js";
 import { localTransport } from "../../src/remote/local.js";
 import type { Transport } from "../../src/remote/transport.js";
 import { runChain } from "../../src/transfer/chain.js";
-import { decodeHopLine } from "../../src/transfer/hop.js";
+import { decodeHopLine, HOP_PERL } from "../../src/transfer/hop.js";
 import { checkSpace, clusterRoutes, nodeRoute, parseProbe, planRoutes, type NodeProbe } from "../../src/transfer/route.js";
 
 const node = (name: string, extra: Partial<ClusterNode> = {}): ClusterNode => ({ name, rank: 0, host: name, hca: [], gpus: 1, ...extra });
@@ -28,10 +30,10 @@ describe("routes", () => {
     const plan = planRoutes("n1", probe("n1"), [probe("n2"), probe("n3", false), probe("n4"), probe("n5")], routes, undefined);
     assert.deepEqual(plan.direct.map((r) => r.node), ["n2", "n4"]);
     assert.deepEqual(plan.relay, [
-      { node: "n3", why: "n3 lacks perl (IO::Socket::INET) or bash to receive" },
+      { node: "n3", why: "n3 lacks perl (IO::Socket::INET), bash or sha256sum to receive" },
       { node: "n5", why: "n5 has neither a fabric_ip nor a known address" },
     ]);
-    assert.deepEqual(planRoutes("n1", probe("n1", false), [probe("n2")], routes, undefined).relay, [{ node: "n2", why: "n1 lacks perl (IO::Socket::INET) or bash to send" }]);
+    assert.deepEqual(planRoutes("n1", probe("n1", false), [probe("n2")], routes, undefined).relay, [{ node: "n2", why: "n1 lacks perl (IO::Socket::INET), bash or sha256sum to send" }]);
     assert.deepEqual(planRoutes("local", undefined, [probe("n2")], routes, undefined).relay, [{ node: "n2", why: "the source local is this machine" }]);
     assert.deepEqual(planRoutes("n1", probe("n1"), [probe("n2")], routes, "--relay was given").relay, [{ node: "n2", why: "--relay was given" }]);
   });
@@ -116,5 +118,66 @@ describe("the chain, with hops run on this machine", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("the chain's authentication", () => {
+  test("each receiver has its own secret, a listener that cannot prove it knows it gets no payload and never sees a secret, and the chain goes on past it", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "launcher-chain-auth-"));
+    // Another process on the port the hop was told: it answers like a receiver, with a made-up proof.
+    const heard: Buffer[] = [];
+    const rogue = createServer((c) => {
+      c.write(`challenge ${"1".repeat(32)}\n`);
+      c.on("data", (d: Buffer) => {
+        heard.push(d);
+        c.write(`ok\nproof ${"0".repeat(64)}\n`);
+      });
+      c.on("error", () => undefined);
+    });
+    await new Promise<void>((resolve) => rogue.listen(0, "127.0.0.1", resolve));
+    try {
+      const port = (rogue.address() as AddressInfo).port;
+      const payload = path.join(dir, "payload");
+      writeFileSync(payload, Buffer.alloc(1 << 20, 7));
+      const stdins = new Map<string, string>();
+      const spy = (name: string, argv?: string[]): Transport => {
+        const t = localTransport(name);
+        return {
+          ...t,
+          spawn: (a) => {
+            const p = t.spawn(argv ?? a);
+            const write = p.stdin.write.bind(p.stdin);
+            p.stdin.write = ((chunk: string) => {
+              stdins.set(name, (stdins.get(name) ?? "") + String(chunk));
+              return write(chunk);
+            }) as typeof p.stdin.write;
+            return p;
+          },
+        };
+      };
+      const receiver = (name: string, transport: Transport) => ({ node: name, transport, listen: "127.0.0.1", connect: "127.0.0.1", path: "fabric" as const, sink: ["sh", "-c", 'cat >> "$1"', "sh", path.join(dir, name)], skip: 0 });
+      // "x" says it listens on the rogue's port (its hop only reports that and waits for its input's end).
+      const fake = spy("x", ["sh", "-c", 'echo "port $1"; cat >/dev/null', "sh", String(port)]);
+      const out = await runChain({ node: "src", transport: spy("src"), command: ["cat", "--", payload] }, [receiver("x", fake), receiver("a", spy("a")), receiver("b", spy("b"))], () => undefined);
+      assert.deepEqual(out.unreached.map((u) => u.node), ["x"]);
+      assert.match(out.unreached[0]?.why ?? "", /did not prove it knows its secret/);
+      assert.deepEqual(out.delivered.map((d) => [d.node, d.from]), [["a", "src"], ["b", "a"]]);
+      const secrets = ["x", "a", "b"].map((n) => /^([0-9a-f]{64})\n/.exec(stdins.get(n) ?? "")?.[1]);
+      assert.ok(secrets.every((s) => s !== undefined) && new Set(secrets).size === 3, "one secret per receiver, first on its own stdin");
+      const said = Buffer.concat(heard).toString("latin1");
+      assert.ok(said.length < 200, `the rogue got no payload (${said.length} bytes)`);
+      assert.ok(secrets.every((s) => !said.includes(s as string)), "no secret crossed the network");
+      assert.match(said, /^proof [0-9a-f]{32} [0-9a-f]{64}\n$/);
+    } finally {
+      rogue.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("the hop's HMAC is RFC 2104 HMAC-SHA-256", () => {
+    const perl = HOP_PERL.slice(HOP_PERL.indexOf("sub nonce"), HOP_PERL.indexOf("sub write_all"));
+    const key = "k".repeat(64);
+    const got = execFileSync("perl", ["-e", `use strict; use POSIX (); ${perl} print hmac($ARGV[0], $ARGV[1]);`, key, "send ab cd"], { encoding: "utf8" });
+    assert.equal(got, createHmac("sha256", key).update("send ab cd").digest("hex"));
   });
 });
