@@ -5,7 +5,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { spawn } = require('node:child_process');
 const http = require('node:http');
-const net = require('node:net');
+const { freePort } = require('./free-port.js');
 const path = require('node:path');
 const { answerFor, answerTokens } = require('../lib/answers.js');
 const { hash } = require('../lib/http.js');
@@ -44,16 +44,6 @@ test('chat_template_kwargs thinking: a <think> block before the answer; tokens j
   assert.equal(answerTokens(t).join(''), t);
 });
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function post(port, body) {
   return new Promise((resolve, reject) => {

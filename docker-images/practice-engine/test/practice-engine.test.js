@@ -6,23 +6,13 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { spawn } = require('node:child_process');
-const net = require('node:net');
+const { freePort } = require('./free-port.js');
 const http = require('node:http');
 const path = require('node:path');
 
 const SERVE = path.join(__dirname, '..', 'serve');
 const procs = new Set();
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function run(args, env = {}) {
   const proc = spawn(process.execPath, [SERVE, ...args], {
