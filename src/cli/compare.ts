@@ -94,7 +94,9 @@ export function registerCompare(program: Command, io: Output): void {
     .addOption(clusterOption())
     .option("--concurrency <list>", "with --run: bench's concurrency levels (1,4,8)", "1")
     .option("--requests <n>", "with --run: bench's requests per level")
-    .option("--runs <n>", "with --run: bench runs per side (2 or more gives Welch's interval)", "2")
+    // Three, not two: with two runs a side Welch's interval has about one degree of freedom and,
+    // at the table's Bonferroni-corrected level, is too wide to call even a fourfold difference.
+    .option("--runs <n>", "with --run: bench runs per side (2 or more gives Welch's interval; 3 or more to call a difference)", "3")
     .option("--output-len <n>", "with --run: tokens asked per bench answer")
     .option("--set <file.jsonl>", "with --run: the eval set both sides answer (without it, answers are not compared)")
     .addOption(jsonOption("print the comparison as JSON")).addOption(outputOption())
