@@ -1,4 +1,4 @@
-import { BOOT_PHASES } from "../../src/deploy/contract.js";
+import { BOOT_PHASES, type DeploymentStatus } from "../../src/deploy/contract.js";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -52,8 +52,60 @@ async function streams(endpoint: string): Promise<{ open: number; started: numbe
 }
 
 
+type Deployment = Pick<DeploymentStatus, "deployment" | "lane" | "served_model" | "status" | "endpoint" | "ranks">;
+
+async function deployments(): Promise<Deployment[]> {
+  return (JSON.parse(ok(await launcher(["status", "--json"]), "status").stdout) as { deployments: Deployment[] }).deployments;
+}
+
+const nodesOf = (d: Deployment): string[] => [...new Set(d.ranks.map((r) => r.node))];
+
+/**
+ * Lane `lane` serves: what it serves already when `want` allows it, else `recipe` booted on
+ * `nodes` (anything else on those nodes removed first). So each test sets up what it needs and
+ * runs alone (`--test-name-pattern`), and after another test it reuses a lane already right
+ * instead of booting again. `only`: nothing else may run on the cluster.
+ */
+async function laneServes(lane: string, recipe: string, nodes: readonly string[], want: { exact?: boolean; only?: boolean } = {}): Promise<Deployment> {
+  const name = path.basename(recipe);
+  const fits = (d: Deployment): boolean =>
+    d.lane === lane && d.status === "serving" && (want.exact !== true || (d.deployment === name && nodesOf(d).join(",") === nodes.join(",")));
+  let all = await deployments();
+  let current = all.find(fits);
+  const unwanted = all.filter((d) => d !== current && (want.only === true || nodesOf(d).some((n) => nodes.includes(n)) || (d.lane === lane && current === undefined)));
+  for (const d of unwanted) ok(await launcher(["down", `deployment/${d.deployment}`, "--grace", "1"]), `down ${d.deployment}`);
+  if (current === undefined) {
+    ok(await launcher(["up", recipe, "--lane", lane, "--nodes", nodes.join(","), "--json"], 120_000), `up ${name} in lane ${lane}`);
+    all = await deployments();
+    current = all.find(fits);
+  }
+  assert.ok(current, `lane ${lane} serves ${name}`);
+  const served = current;
+  await within(5000, `lane ${lane} routable`, async () => ((await client.models.list()).data.some((m) => m.id === lane && (m as unknown as { deployment: string; status: string }).deployment === served.deployment && (m as unknown as { status: string }).status === "serving") ? true : undefined));
+  return served;
+}
+
+/** The launcher containers on `nodes` ("n1:launcher-x-r0:running"). */
+const containersOn = (nodes: readonly string[]): string[] => launcherContainers(HOSTS).filter((c) => nodes.some((n) => c.startsWith(`${n}:`)));
+
+/** One Prometheus sample of the gateway's /metrics; 0 when the series is not there yet. */
+async function metric(series: string): Promise<number> {
+  const text = await (await fetch(`${gw.url}/metrics`)).text();
+  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
+  return line === undefined ? 0 : Number(line.slice(series.length + 1));
+}
+
+// The recipes the tests boot, each its own name (a deployment is named after its recipe).
+const B = variant(dir, "practice-b", "practice-2x", `args = ["--served-model-name", "practice-b"]\n`);
+const C = variant(dir, "practice-c", "practice-2x", `args = ["--served-model-name", "practice-c"]\n[env]\nPRACTICE_PHASE_DELAY_MS = "400"\n`);
+const OOM = variant(dir, "practice-oom", "practice-2x", `[env]\nPRACTICE_FAULT = "oom"\n`);
+const SLOW_BOOT = variant(dir, "slow-boot", "practice-2x", `[env]\nPRACTICE_PHASE_DELAY_MS = "1500"\n`);
+const N12 = ["n1", "n2"];
+const N34 = ["n3", "n4"];
+
 describe("launcher serve on the practice cluster", { concurrency: false }, () => {
   test("a deployment started by `launcher up` in another process is routable within 5 s", async () => {
+    ok(await launcher(["down", "--all", "--grace", "1"]), "an empty cluster");
     const up = ok(await launcher(["up", "practice-2x", "--lane", "main", "--json"]), "up");
     assert.equal((JSON.parse(up.stdout) as { mode: string }).mode, "first");
     const seen = await within(5000, "main routable through the gateway", async () => {
@@ -71,6 +123,7 @@ describe("launcher serve on the practice cluster", { concurrency: false }, () =>
   });
 
   test("the official openai client: chat, streaming, completions, embeddings, models", async () => {
+    await laneServes("main", "practice-2x", N12, { exact: true, only: true });
     const chat = await client.chat.completions.create({ model: "main", max_tokens: 6, messages: [{ role: "user", content: "hello" }] });
     assert.equal(chat.model, "practice", "a lane alias reaches the engine as its served name");
     assert.equal(chat.usage?.completion_tokens, 6);
@@ -96,14 +149,18 @@ describe("launcher serve on the practice cluster", { concurrency: false }, () =>
   });
 
   test("unknown model: 404 listing the models it knows", async () => {
+    await laneServes("main", "practice-2x", N12, { exact: true, only: true });
+    const before = await metric('launcher_gateway_errors_total{model="(unknown)",lane="",kind="unknown_model"}');
     const e = await apiError(() => chatModel("no-such-model"));
     assert.equal(e.status, 404);
     assert.equal(e.code, "model_not_found");
     assert.match(e.message, /the model `no-such-model` does not exist; known models: main, practice/);
+    assert.equal(await metric('launcher_gateway_errors_total{model="(unknown)",lane="",kind="unknown_model"}'), before + 1, "counted in /metrics");
   });
 
   test("a booting model: 503 with its phase and Retry-After; ready: 200; a node gone: 503 naming it, within 5 s", async () => {
     const slow = variant(dir, "slow", "practice-2x", `args = ["--served-model-name", "practice-slow"]\n[env]\nPRACTICE_PHASE_DELAY_MS = "1500"\n`);
+    for (const d of (await deployments()).filter((x) => nodesOf(x).some((n) => N34.includes(n)))) ok(await launcher(["down", `deployment/${d.deployment}`, "--grace", "1"]), "free n3, n4");
     const boot = launcher(["up", slow, "--nodes", "n3,n4"], 120_000);
     const booting = await within(30_000, "practice-slow answers 503 booting", async () => {
       const e = await apiError(() => chatModel("practice-slow")).catch(() => undefined);
@@ -130,6 +187,7 @@ describe("launcher serve on the practice cluster", { concurrency: false }, () =>
     const script = "let n=0;require('http').createServer((q,s)=>{if(q.url==='/health'){s.end();return}n++;console.log('request',n);s.socket.destroy()}).listen(8999)";
     const labels = ["deployment=ghost", "recipe=ghost", "recipe-hash=0", "served-model=ghost", "rank=0", "nnodes=1", "node=n4", `endpoint=http://${host(4)}:8999`].flatMap((l) => ["--label", `launcher.${l}`]);
     onHost(4, ["docker", "run", "--detach", "--name", "ghost", "--network", "host", ...labels, "--entrypoint", "/usr/local/bin/vllm", "practice-engine:local", "-e", script]);
+    const before = await metric('launcher_gateway_errors_total{model="ghost",lane="",kind="upstream"}');
     try {
       await within(5000, "ghost discovered", async () => ((await client.models.list()).data.some((m) => m.id === "ghost" && (m as unknown as { status: string }).status === "serving") ? true : undefined));
       const e = await apiError(() => chatModel("ghost"));
@@ -137,13 +195,16 @@ describe("launcher serve on the practice cluster", { concurrency: false }, () =>
       assert.equal(e.code, "upstream_failed");
       assert.match(e.message, /deployment ghost \(http:\/\/10\.231\.0\.14:8999\) did not answer/);
       assert.equal(onHost(4, ["docker", "logs", "ghost"]).trim(), "request 1", "the gateway sent the request once");
+      assert.equal(await metric('launcher_gateway_errors_total{model="ghost",lane="",kind="upstream"}'), before + 1, "counted in /metrics");
     } finally {
       onHost(4, ["docker", "rm", "--force", "ghost"]);
     }
   });
 
   test("a client that aborts a stream stops the engine's stream", async () => {
-    const endpoint = `http://${host(1)}:8000`;
+    const main = await laneServes("main", "practice-2x", N12);
+    const endpoint = main.endpoint;
+    const abortedBefore = await metric('launcher_gateway_errors_total{model="main",lane="main",kind="client_abort"}');
     const before = await streams(endpoint);
     const stream = await client.chat.completions.create({ model: "main", max_tokens: 3000, stream: true, messages: [{ role: "user", content: "a long answer" }] });
     let got = 0;
@@ -155,30 +216,42 @@ describe("launcher serve on the practice cluster", { concurrency: false }, () =>
       return s.open === 0 && s.aborted > before.aborted ? s : undefined;
     });
     assert.equal(after.value.aborted, before.aborted + 1);
+    await within(5000, "the abort counted in /metrics", async () => ((await metric('launcher_gateway_errors_total{model="main",lane="main",kind="client_abort"}')) === abortedBefore + 1 ? true : undefined));
   });
 
   test("/health and /metrics in Prometheus text: requests, errors, time to first token, tokens per second, in flight", async () => {
-    const health = await within(5000, "the gateway's /health counts one deployment", async () => {
+    await laneServes("main", "practice-2x", N12);
+    const count = (await deployments()).length;
+    const health = await within(5000, `the gateway's /health counts ${count} deployment(s)`, async () => {
       const h = (await (await fetch(`${gw.url}/health`)).json()) as { status: string; deployments: number };
-      return h.deployments === 1 ? h : undefined;
+      return h.deployments === count ? h : undefined;
     });
     assert.equal(health.value.status, "ok");
     const res = await fetch(`${gw.url}/metrics`);
     assert.match(res.headers.get("content-type") ?? "", /text\/plain/);
-    const text = await res.text();
-    const value = (re: RegExp): number => Number(re.exec(text)?.[1] ?? "NaN");
-    assert.ok(value(/^launcher_gateway_requests_total\{model="main",lane="main",code="200"\} (\d+)$/m) >= 4, text);
-    assert.ok(value(/^launcher_gateway_requests_total\{model="practice",lane="main",code="200"\} (\d+)$/m) >= 1);
-    assert.ok(value(/^launcher_gateway_errors_total\{model="\(unknown\)",lane="",kind="unknown_model"\} (\d+)$/m) >= 1);
-    assert.ok(value(/^launcher_gateway_errors_total\{model="ghost",lane="",kind="upstream"\} (\d+)$/m) >= 1);
-    assert.ok(value(/^launcher_gateway_errors_total\{model="main",lane="main",kind="client_abort"\} (\d+)$/m) >= 1);
-    assert.ok(value(/^launcher_gateway_time_to_first_token_seconds_count\{model="practice",lane="main"\} (\d+)$/m) >= 1);
-    assert.ok(value(/^launcher_gateway_tokens_per_second_count\{model="main",lane="main"\} (\d+)$/m) >= 1);
-    assert.equal(value(/^launcher_gateway_in_flight_requests\{model="main",lane="main"\} (\d+)$/m), 0);
-    assert.ok(value(/^launcher_gateway_output_tokens_total\{model="main",lane="main"\} (\d+)$/m) >= 10);
+    const series = {
+      mainOk: 'launcher_gateway_requests_total{model="main",lane="main",code="200"}',
+      practiceOk: 'launcher_gateway_requests_total{model="practice",lane="main",code="200"}',
+      ttft: 'launcher_gateway_time_to_first_token_seconds_count{model="practice",lane="main"}',
+      rate: 'launcher_gateway_tokens_per_second_count{model="main",lane="main"}',
+      tokens: 'launcher_gateway_output_tokens_total{model="main",lane="main"}',
+    };
+    const before = Object.fromEntries(await Promise.all(Object.entries(series).map(async ([k, v]) => [k, await metric(v)] as const)));
+    // A whole answer through the lane's name, and a stream through the served model's.
+    await client.chat.completions.create({ model: "main", max_tokens: 5, messages: [{ role: "user", content: "hi" }] });
+    const stream = await client.chat.completions.create({ model: "practice", max_tokens: 4, stream: true, messages: [{ role: "user", content: "hi" }] });
+    for await (const _ of stream);
+    const delta = async (k: keyof typeof series): Promise<number> => (await metric(series[k])) - (before[k] ?? 0);
+    assert.equal(await delta("mainOk"), 1);
+    assert.equal(await delta("practiceOk"), 1);
+    assert.equal(await delta("ttft"), 1, "time to first token of the stream");
+    assert.equal(await delta("rate"), 1, "tokens per second of the whole answer");
+    assert.equal(await delta("tokens"), 5);
+    assert.equal(await metric('launcher_gateway_in_flight_requests{model="main",lane="main"}'), 0);
   });
 
   test("API keys: refused without or with a wrong key, accepted with one; never logged; no key on a public address is refused", async () => {
+    const main = await laneServes("main", "practice-2x", N12);
     const keyFile = path.join(dir, "keys");
     writeFileSync(keyFile, `# gateway keys\n${KEY}\n`);
     const secured = await startGateway(["--api-key-file", keyFile]);
@@ -189,7 +262,7 @@ describe("launcher serve on the practice cluster", { concurrency: false }, () =>
         assert.equal(e.code, "invalid_api_key");
       }
       const r = await openai(secured.url, KEY).chat.completions.create({ model: "main", max_tokens: 2, messages: [{ role: "user", content: "hi" }] });
-      assert.equal(r.model, "practice");
+      assert.equal(r.model, main.served_model);
       assert.equal((await fetch(`${secured.url}/health`)).status, 200, "/health needs no key");
       assert.equal((await fetch(`${secured.url}/metrics`)).status, 401);
       assert.match(secured.log(), /1 API key/);
@@ -212,7 +285,7 @@ describe("launcher serve on the practice cluster", { concurrency: false }, () =>
   });
 
   test("lane swap to free nodes while a client keeps streaming: no request fails, the new model answers", async () => {
-    const b = variant(dir, "practice-b", "practice-2x", `args = ["--served-model-name", "practice-b"]\n`);
+    await laneServes("main", "practice-2x", N12, { exact: true, only: true });
     let swapping = true;
     const failures: string[] = [];
     const models: string[] = [];
@@ -239,7 +312,7 @@ describe("launcher serve on the practice cluster", { concurrency: false }, () =>
     };
     const loops = [loop(), loop()];
     await new Promise((r) => setTimeout(r, 500));
-    const up = await launcher(["up", b, "--lane", "main", "--json"], 120_000);
+    const up = await launcher(["up", B, "--lane", "main", "--json"], 120_000);
     swapping = false;
     await Promise.all(loops);
     ok(up, "swap up");
@@ -252,8 +325,8 @@ describe("launcher serve on the practice cluster", { concurrency: false }, () =>
   });
 
   test("lane swap onto its own nodes: 503 switching during the swap, then the new model answers", async () => {
-    const c = variant(dir, "practice-c", "practice-2x", `args = ["--served-model-name", "practice-c"]\n[env]\nPRACTICE_PHASE_DELAY_MS = "400"\n`);
-    const up = launcher(["up", c, "--lane", "main", "--nodes", "n3,n4", "--json"], 120_000);
+    await laneServes("main", B, N34, { exact: true, only: true });
+    const up = launcher(["up", C, "--lane", "main", "--nodes", "n3,n4", "--json"], 120_000);
     const seen: string[] = [];
     const answered = await within(60_000, "practice-c answers in lane main", async () => {
       try {
@@ -274,12 +347,13 @@ describe("launcher serve on the practice cluster", { concurrency: false }, () =>
   });
 
   test("a failed boot of the new recipe leaves the lane on the old one", async () => {
-    const bad = variant(dir, "practice-oom", "practice-2x", `[env]\nPRACTICE_FAULT = "oom"\n`);
-    const r = await launcher(["up", bad, "--lane", "main"], 120_000);
+    const main = await laneServes("main", C, N34);
+    const running = launcherContainers(HOSTS);
+    const r = await launcher(["up", OOM, "--lane", "main"], 120_000);
     assert.equal(r.code, 1);
     assert.match(r.stderr, /boot of practice-oom failed/);
-    assert.equal(await chatModel("main"), "practice-c");
-    assert.deepEqual(launcherContainers(HOSTS), ["n3:launcher-practice-c-r0:running", "n4:launcher-practice-c-r1:running"]);
+    assert.equal(await chatModel("main"), main.served_model);
+    assert.deepEqual(launcherContainers(HOSTS), running, "what ran before runs still, and nothing else");
   });
 
   test("two ups aimed at one lane, or at the same nodes, at once: one proceeds, the other is busy at once", async () => {
@@ -297,14 +371,17 @@ describe("launcher serve on the practice cluster", { concurrency: false }, () =>
       const second = await launcher(b, 60_000);
       return [await done1, second];
     };
+    for (const d of (await deployments()).filter((x) => x.lane === "side" || ["x1", "x2"].includes(x.deployment) || nodesOf(x).some((n) => N12.includes(n)))) ok(await launcher(["down", `deployment/${d.deployment}`, "--grace", "1"]), "free n1, n2");
     // The first boots slowly (about 8 s), so the second surely comes while it is under way.
-    const slow = variant(dir, "slow-boot", "practice-2x", `[env]\nPRACTICE_PHASE_DELAY_MS = "1500"\n`);
+    const slow = SLOW_BOOT;
     const [one, two] = await race(["up", slow, "--lane", "side"], ["up", "practice-2x", "--lane", "side"]);
     ok(one, "first up");
     assert.equal(two.code, 1);
     assert.match(two.stderr, /busy: lane side is in use by `launcher up \S+slow-boot --lane side` \(pid \d+/);
-    assert.deepEqual(launcherContainers(HOSTS).filter((c) => !c.includes("practice-c")), ["n1:launcher-slow-boot-r0:running", "n2:launcher-slow-boot-r1:running"], "nothing runs twice");
+    assert.deepEqual(containersOn(N12), ["n1:launcher-slow-boot-r0:running", "n2:launcher-slow-boot-r1:running"], "nothing runs twice");
     ok(await launcher(["down", "side"]), "down side");
+    const lanes = JSON.parse(ok(await launcher(["lanes", "--json"]), "lanes").stdout) as { lanes: { lane: string; state: string }[] };
+    assert.equal(lanes.lanes.find((l) => l.lane === "side")?.state, "empty", "down emptied it");
 
     const [a, b] = await race(["up", slow, "--name", "x1", "--nodes", "n1,n2"], ["up", "practice-2x", "--name", "x2", "--nodes", "n2,n1"]);
     ok(a, "x1");
@@ -314,36 +391,40 @@ describe("launcher serve on the practice cluster", { concurrency: false }, () =>
   });
 
   test("lanes and history: what each lane serves, its swaps, and every boot's phases", async () => {
+    // Its own lane, from an empty cluster: a first boot, a swap onto its own nodes, a failed swap.
+    ok(await launcher(["down", "--all", "--grace", "1"]), "an empty cluster");
+    ok(await launcher(["up", "practice-2x", "--lane", "hist", "--nodes", "n1,n2"], 120_000), "first");
+    ok(await launcher(["up", C, "--lane", "hist", "--nodes", "n1,n2"], 120_000), "overlap");
+    assert.equal((await launcher(["up", OOM, "--lane", "hist", "--nodes", "n3,n4"], 120_000)).code, 1, "the failed swap");
     const lanes = JSON.parse(ok(await launcher(["lanes", "--json"]), "lanes").stdout) as {
       lanes: { lane: string; state: string; deployment?: string; running?: { deployment: string; status: string }[]; swaps: { mode: string; outcome: string; to_deployment: string }[] }[];
     };
-    const main = lanes.lanes.find((l) => l.lane === "main");
-    assert.equal(main?.state, "serving");
-    assert.equal(main?.deployment, "practice-c");
-    assert.deepEqual(main?.running?.map((d) => [d.deployment, d.status]), [["practice-c", "serving"]]);
-    assert.deepEqual(main?.swaps.map((s) => [s.to_deployment, s.mode, s.outcome]), [
+    const hist = lanes.lanes.find((l) => l.lane === "hist");
+    assert.equal(hist?.state, "serving");
+    assert.equal(hist?.deployment, "practice-c");
+    assert.deepEqual(hist?.running?.map((d) => [d.deployment, d.status]), [["practice-c", "serving"]]);
+    assert.deepEqual(hist?.swaps.map((s) => [s.to_deployment, s.mode, s.outcome]), [
       ["practice-oom", "disjoint", "failed"],
       ["practice-c", "overlap", "ok"],
-      ["practice-b", "disjoint", "ok"],
       ["practice-2x", "first", "ok"],
     ]);
-    assert.equal(lanes.lanes.find((l) => l.lane === "side")?.state, "empty", "down emptied it");
 
-    const hist = JSON.parse(ok(await launcher(["history", "--json"]), "history").stdout) as { boots: { recipe: string; outcome: string; seconds: number; failed_node?: string; head_phases: { phase: string; seconds: number }[] }[] };
-    const oom = hist.boots.find((b) => b.recipe === "practice-oom");
+    const history = JSON.parse(ok(await launcher(["history", "--json"]), "history").stdout) as { boots: { recipe: string; outcome: string; seconds: number; failed_node?: string; head_phases: { phase: string; seconds: number }[] }[] };
+    const oom = history.boots.find((b) => b.recipe === "practice-oom");
     assert.equal(oom?.outcome, "failed");
     assert.ok(oom?.failed_node?.startsWith("n"));
-    const c = hist.boots.find((b) => b.recipe === "practice-c");
+    const c = history.boots.find((b) => b.recipe === "practice-c");
     assert.equal(c?.outcome, "ready");
     assert.deepEqual(c?.head_phases.map((p) => p.phase), ["starting", "loading", "kv-cache", "graph-capture", "warmup"]);
     // PRACTICE_PHASE_DELAY_MS=400 between phases: the recorded times show it.
     assert.ok((c?.head_phases.find((p) => p.phase === "loading")?.seconds ?? 0) >= 0.35, JSON.stringify(c?.head_phases));
     const text = ok(await launcher(["history", "practice-c"]), "history text").stdout;
-    assert.match(text, /practice-c \([0-9a-f]{12}\)  ready after [\d.]+ s  on n3, n4  lane main/);
+    assert.match(text, /practice-c \([0-9a-f]{12}\)  ready after [\d.]+ s  on n1, n2  lane hist/);
     assert.match(text, /starting [\d.]+ s -> loading [\d.]+ s \(model 84\.12 GiB in [\d.]+ s\) -> kv-cache/);
   });
 
   test("a lane left 'switching' by an up that died is ignored; one whose up still runs answers 503", async () => {
+    const main = await laneServes("main", "practice-2x", N12);
     const store = new Store(path.join(STATE_HOME, "launcher", "launcher.db"));
     const before = store.lane("main");
     assert.ok(before);
@@ -351,29 +432,32 @@ describe("launcher serve on the practice cluster", { concurrency: false }, () =>
     try {
       // As a killed up leaves it: marked switching, no live holder of the lane's lock.
       store.setLane({ ...before, state: "switching", switching_to: "never-started" });
-      await within(5000, "the stale switch is ignored", async () => ((await chatModel("main").catch(() => undefined)) === "practice-c" ? true : undefined));
+      await within(5000, "the stale switch is ignored", async () => ((await chatModel("main").catch(() => undefined)) === main.served_model ? true : undefined));
       assert.equal(store.acquire(["lane:main"], me, new Date().toISOString(), () => true).ok, true);
       store.setLane({ ...before, state: "switching", switching_to: "on-its-way", since: new Date().toISOString() });
       const e = await within(5000, "a live switch answers 503", async () => {
         const err = await apiError(() => chatModel("main")).catch(() => undefined);
         return err?.code === "lane_switching" ? err : undefined;
       });
-      assert.match(e.value.message, /lane main is switching from practice-c to on-its-way/);
+      assert.match(e.value.message, new RegExp(`lane main is switching from ${main.deployment} to on-its-way`));
     } finally {
       store.release(["lane:main"], me);
       store.setLane(before);
       store.close();
     }
-    assert.equal(await chatModel("main"), "practice-c");
+    assert.equal(await chatModel("main"), main.served_model);
   });
 
   test("a deployment that dies turns to 503 within 5 s", async () => {
-    onHost(3, ["docker", "kill", "launcher-practice-c-r0"]);
+    const main = await laneServes("main", "practice-2x", N12);
+    const head = main.ranks.find((r) => r.rank === 0);
+    assert.ok(head);
+    onHost(Number(head.node.slice(1)), ["docker", "kill", head.container]);
     const e = await within(5000, "main answers 503", async () => {
       const err = await apiError(() => chatModel("main")).catch(() => undefined);
       return err?.status === 503 ? err : undefined;
     });
     // Whichever rank the poll saw go first: the head, or the worker that lost it.
-    assert.match(e.value.message, /model main \(deployment practice-c\) is not serving: missing rank [01] on n[34]/);
+    assert.match(e.value.message, new RegExp(`model main \\(deployment ${main.deployment}\\) is not serving: missing rank [01] on n\\d`));
   });
 });
