@@ -110,6 +110,9 @@ export interface ChainReceiver extends NodeRoute {
   readonly skip: number;
 }
 
+/** The steps of a chain, in order, for timing them (bench/chain-loopback.ts). */
+export type ChainStep = "listening" | "connected" | "done";
+
 export interface ChainOutcome {
   /** Nodes that took the whole stream straight from another node, and from which. */
   readonly delivered: readonly { node: string; from: string; path: NodeRoute["path"]; bytes: number }[];
@@ -127,7 +130,13 @@ export interface ChainOutcome {
  * each node passes on every chunk while it takes its own copy. Only report lines cross this
  * machine. `progress` gets each receiver's bytes as it reports them.
  */
-export async function runChain(source: ChainSource, receivers: readonly ChainReceiver[], progress: (node: string, bytes: number, done: boolean) => void, signal?: AbortSignal): Promise<ChainOutcome> {
+export async function runChain(
+  source: ChainSource,
+  receivers: readonly ChainReceiver[],
+  progress: (node: string, bytes: number, done: boolean) => void,
+  signal?: AbortSignal,
+  step: (name: ChainStep) => void = () => undefined,
+): Promise<ChainOutcome> {
   const secret = randomBytes(32).toString("hex");
   const unreached: { node: string; why: string }[] = [];
   const start = (node: string, transport: Transport, argv: string[], shown: boolean): Hop =>
@@ -144,6 +153,7 @@ export async function runChain(source: ChainSource, receivers: readonly ChainRec
   if (signal?.aborted) stop();
   try {
     const ports = await Promise.all(hops.map(({ hop }) => hop.wait(0, (e) => (e.kind === "port" || e.kind === "error" ? e : undefined))));
+    step("listening");
     const joined: { r: ChainReceiver; hop: Hop; from: string }[] = [];
     let current = sender;
     for (const [i, { r, hop }] of hops.entries()) {
@@ -182,8 +192,10 @@ export async function runChain(source: ChainSource, receivers: readonly ChainRec
       await Promise.all(all.map((h) => h.done));
       return { delivered: [], unreached, failed: [], sent: 0 };
     }
+    step("connected");
     current.send(control.last());
     const [sent, ...ends] = await Promise.all([sender.done, ...joined.map((j) => j.hop.done)]);
+    step("done");
     for (const h of all) h.close();
     const total = sender.doneBytes();
     const delivered: ChainOutcome["delivered"][number][] = [];
