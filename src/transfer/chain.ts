@@ -154,6 +154,18 @@ export async function runChain(
   try {
     const ports = await Promise.all(hops.map(({ hop }) => hop.wait(0, (e) => (e.kind === "port" || e.kind === "error" ? e : undefined))));
     step("listening");
+    // Every hop is told at once where the next one listens (a receiving hop reads that line only
+    // once its own sender got in): the chain links itself in one round trip from here, not one per
+    // node. Where a link fails, the walk below tells the hop before it the next address instead.
+    const told = new Map<Hop, { by: Hop; mark: number }>();
+    let before: Hop = sender;
+    for (const [i, { r, hop }] of hops.entries()) {
+      const p = ports[i];
+      if (p?.kind !== "port") continue;
+      told.set(hop, { by: before, mark: before.events.length });
+      before.send(control.next(r.connect, p.port));
+      before = hop;
+    }
     const joined: { r: ChainReceiver; hop: Hop; from: string }[] = [];
     let current = sender;
     for (const [i, { r, hop }] of hops.entries()) {
@@ -163,8 +175,11 @@ export async function runChain(
         hop.close();
         continue;
       }
-      const mark = current.events.length;
-      current.send(control.next(r.connect, p.port));
+      let mark = told.get(hop)?.by === current ? (told.get(hop)?.mark as number) : undefined;
+      if (mark === undefined) {
+        mark = current.events.length;
+        current.send(control.next(r.connect, p.port));
+      }
       const answer = await current.wait(mark, (e) => (e.kind === "connected" || e.kind === "unreachable" || e.kind === "error" ? e : undefined));
       if (answer?.kind === "connected") {
         joined.push({ r, hop, from: current.node });
