@@ -4,7 +4,7 @@ import { blobSha256, parseSnapshotListing, weightsLocation, type SnapshotFile } 
 import type { Recipe } from "../recipe/recipe.js";
 import type { DockerClient } from "../remote/docker.js";
 import { execChecked } from "../remote/transport.js";
-import { joinPipe } from "./images.js";
+import { handled, joinPipe } from "./images.js";
 import { inPool } from "./pool.js";
 import type { TransferProgress } from "./progress.js";
 import { runChain } from "../transfer/chain.js";
@@ -184,12 +184,10 @@ export async function syncWeights(recipe: Recipe, session: ClusterSession, nodes
   // while the folders are made and the blobs read (one round trip fewer before the bytes).
   const routes = clusterRoutes(session.cluster.nodes);
   const probe = (node: string, path: string): Promise<NodeProbe> => ok(docker(node), ["sh", "-c", PROBE_SCRIPT, "sh", "path", path], "checking the node before the sync").then((out) => parseProbe(node, out));
-  const probing = Promise.all([
+  const probing = handled(Promise.all([
     options.relay === undefined && targets.length > 0 ? probe(source.node, sourceRepo) : Promise.resolve(undefined),
     Promise.all(targets.map((t) => probe(t.node, t.path))),
-  ]);
-  // Awaited below; a failure while the folders are made must not leave it unhandled.
-  probing.catch(() => undefined);
+  ]));
   // Each target's partial and complete blobs: what it still needs, and from which byte.
   const states = await Promise.all(
     targets.map(async (t) => {
