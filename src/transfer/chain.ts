@@ -159,8 +159,9 @@ export async function runChain(
     const ports = await Promise.all(hops.map(({ hop }) => hop.wait(0, (e) => (e.kind === "port" || e.kind === "error" ? e : undefined))));
     step("listening");
     // Every hop is told at once where the next one listens (a receiving hop reads that line only
-    // once its own sender got in): the chain links itself in one round trip from here, not one per
-    // node. Where a link fails, the walk below tells the hop before it the next address instead.
+    // once its own sender got in), and the last one that it is the end: the chain links itself and
+    // starts pumping in one round trip from here, not one per node. Where a link fails, the walk
+    // below tells the hop before it the next address instead (or that it is now the end).
     const told = new Map<Hop, { by: Hop; mark: number }>();
     let before: Hop = sender;
     for (const [i, { r, secret, hop }] of hops.entries()) {
@@ -170,6 +171,8 @@ export async function runChain(
       before.send(control.next(r.connect, p.port, secret));
       before = hop;
     }
+    const end = before === sender ? undefined : before;
+    end?.send(control.last());
     const joined: { r: ChainReceiver; hop: Hop; from: string }[] = [];
     let current = sender;
     for (const [i, { r, secret, hop }] of hops.entries()) {
@@ -212,7 +215,7 @@ export async function runChain(
       return { delivered: [], unreached, failed: [], sent: 0 };
     }
     step("connected");
-    current.send(control.last());
+    if (current !== end) current.send(control.last());
     const [sent, ...ends] = await Promise.all([sender.done, ...joined.map((j) => j.hop.done)]);
     step("done");
     for (const h of all) h.close();

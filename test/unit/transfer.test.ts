@@ -120,10 +120,10 @@ describe("the chain, with hops run on this machine", () => {
     }
   });
 
-  test("the chain links itself in one round trip from launcher, not one per node: every hop is told its next address at once", async () => {
+  test("the chain links itself and starts in one round trip from launcher, not one per node: every hop is told its next address (the last: that it is the end) at once", async () => {
     const dir = mkdtempSync(path.join(tmpdir(), "launcher-chain-"));
     // Each control line reaches its hop DELAY ms after it is sent, as over a slow SSH link.
-    const DELAY = 300;
+    const DELAY = 600;
     const slow = (name: string): Transport => {
       const t = localTransport(name);
       return {
@@ -154,6 +154,10 @@ describe("the chain, with hops run on this machine", () => {
       const linking = (at.get("connected") ?? NaN) - (at.get("listening") ?? NaN);
       // One after another it takes 3 x DELAY at least; at once, DELAY and the hops' own connects.
       assert.ok(linking < 2 * DELAY, `linking 3 hops took ${linking.toFixed(0)} ms`);
+      // The last hop was told it is the end with the rest: it pumps once linked, not a round trip
+      // later (which takes 2 x DELAY at least).
+      const toDone = (at.get("done") ?? NaN) - (at.get("listening") ?? NaN);
+      assert.ok(toDone < 1.8 * DELAY, `from listening to done took ${toDone.toFixed(0)} ms`);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
