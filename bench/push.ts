@@ -1,19 +1,23 @@
 // Relay vs node to node, side by side in one run: a ~300 MB image (`launcher images push`) and a
 // ~300 MB model (`launcher models sync`) from practice host n1 to 3 others, each way in turn
 // (`--relay`: through this machine, as before; default: node to node over the fabric). For each:
-// wall time, bytes through this machine (the root side of the hosts' management veths, both
-// ways), and each node's rate as the progress reported it. Also: a push when every node already
-// has the image.
-// Run as root: npx tsx bench/push.ts [--mib 300] [--rounds 1]
+// wall time, where it went (until the first progress line, until the last node's `done`, until the
+// CLI ended: a rough split of the checks before the bytes, the bytes, and what follows them),
+// bytes through this machine (the root side of the hosts' management veths, both ways), and each
+// node's rate as the progress reported it. Also: a push when every node already has the image.
+// `--baseline DIR`: a checkout of another commit (with node_modules); its CLI is built and run
+// the same way, in the same rounds, and printed above this one's: before and after in one session.
+// Run as root: npx tsx bench/push.ts [--mib 300] [--rounds 1] [--baseline DIR]
 // Targets: node to node <= 0.5 x the relay's time; bytes through this machine < 1% of the payload.
 import { readFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
-import { launcher, onHost, rigDown, rigUp, seedModel, variant } from "../test/integration/practice-cluster.js";
+import { CLUSTER, rigDown, rigUp, seedModel, onHost, STATE_HOME, variant } from "../test/integration/practice-cluster.js";
 
-const { values } = parseArgs({ options: { mib: { type: "string", default: "300" }, rounds: { type: "string", default: "1" } } });
+const { values } = parseArgs({ options: { mib: { type: "string", default: "300" }, rounds: { type: "string", default: "1" }, baseline: { type: "string" } } });
 const MIB = Number(values.mib);
 const ROUNDS = Number(values.rounds);
 const IMAGE = "bench-fat:local";
@@ -21,8 +25,20 @@ const HOSTS = 4;
 const TARGETS = [2, 3, 4];
 const REPO = "models--practice--bench-moe";
 
+// Benchmarks time the built CLI, as `npx launcher` runs it.
+const build = (cwd: string): void => {
+  const r = spawnSync("npm", ["run", "build"], { cwd, encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`npm run build in ${cwd} failed:\n${r.stdout}${r.stderr}`);
+};
+const CLIS: { name: string; main: string }[] = [];
+if (values.baseline !== undefined) {
+  build(values.baseline);
+  CLIS.push({ name: `baseline ${spawnSync("git", ["-C", values.baseline, "rev-parse", "--short", "HEAD"], { encoding: "utf8" }).stdout.trim()}`, main: path.join(values.baseline, "dist/cli/main.js") });
+}
+build(".");
+CLIS.push({ name: `this ${spawnSync("git", ["rev-parse", "--short", "HEAD"], { encoding: "utf8" }).stdout.trim()}`, main: path.resolve("dist/cli/main.js") });
+// rigUp runs this worktree's built CLI too.
 process.env.LAUNCHER_USE_DIST = "1";
-spawnSync("npm", ["run", "build"], { stdio: "ignore" });
 const dir = mkdtempSync(path.join(tmpdir(), "launcher-bench-push-"));
 const env = { LAUNCHER_DOCKER_IMAGES: path.join(dir, "docker-images") };
 
@@ -32,46 +48,87 @@ function managementBytes(): number {
   return sum;
 }
 
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  /** Each stderr line with the seconds since the start when it came. */
+  lines: { at: number; line: string }[];
+  seconds: number;
+}
+
+/** One run of a built CLI as a user would (the practice cluster, its own state), each stderr line timed. */
+function run(main: string, args: string[], timeoutMs = 900_000): Promise<Run> {
+  return new Promise((resolve) => {
+    const start = performance.now();
+    const child = spawn(process.execPath, [main, ...args], { env: { ...process.env, LAUNCHER_CLUSTER: CLUSTER, XDG_STATE_HOME: STATE_HOME, NODE_OPTIONS: "", CI: "true", ...env } });
+    let stdout = "";
+    const lines: Run["lines"] = [];
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+    createInterface({ input: child.stderr }).on("line", (line) => lines.push({ at: (performance.now() - start) / 1000, line }));
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr: lines.map((l) => l.line).join("\n"), lines, seconds: (performance.now() - start) / 1000 });
+    });
+  });
+}
+
 interface Measure {
   seconds: number;
+  /** Seconds until the first progress line, and until the last node said done. */
+  firstBytes: number;
+  lastDone: number;
   through: number;
   payload: number;
   rates: Map<string, string>;
   paths: Map<string, string>;
 }
 
+const PROGRESS = /^ +(n\d+) +[\d.]+ MiB +([\d.]+ MiB\/s)( +done)?/;
+
 /** One run of the CLI, timed, with the bytes through this machine and each node's last progress line. */
-async function measure(args: string[]): Promise<Measure> {
+async function measure(main: string, args: string[]): Promise<Measure> {
   const before = managementBytes();
-  const start = performance.now();
-  const r = await launcher(args, 900_000);
-  const seconds = (performance.now() - start) / 1000;
+  const r = await run(main, args);
   if (r.code !== 0) throw new Error(`launcher ${args.join(" ")} failed:\n${r.stderr}`);
   const through = managementBytes() - before;
   const nodes = (JSON.parse(r.stdout) as { nodes: { node: string; bytes: number; path?: string; from?: string }[] }).nodes;
   const rates = new Map<string, string>();
-  for (const m of r.stderr.matchAll(/^ +(n\d+) +[\d.]+ MiB +([\d.]+ MiB\/s) +done/gm)) rates.set(m[1] as string, m[2] as string);
+  let firstBytes = NaN;
+  let lastDone = NaN;
+  for (const { at, line } of r.lines) {
+    const m = PROGRESS.exec(line);
+    if (m === null) continue;
+    if (Number.isNaN(firstBytes)) firstBytes = at;
+    if (m[3] !== undefined) {
+      rates.set(m[1] as string, m[2] as string);
+      lastDone = at;
+    }
+  }
   const paths = new Map(nodes.filter((n) => n.path !== undefined).map((n) => [n.node, n.path === "relay" ? "relay" : `${n.from ?? "?"}->${n.node} ${n.path}`]));
-  return { seconds, through, payload: Math.max(...nodes.map((n) => n.bytes)), rates, paths };
+  return { seconds: r.seconds, firstBytes, lastDone, through, payload: Math.max(...nodes.map((n) => n.bytes)), rates, paths };
 }
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 const mb = (b: number): string => `${(b / 1048576).toFixed(1)} MiB`;
 
-function print(what: string, relay: Measure[], direct: Measure[]): void {
+function print(cli: string, what: string, relay: Measure[], direct: Measure[]): void {
   const row = (name: string, ms: Measure[]): void => {
     const m = ms[ms.length - 1] as Measure;
     const t = median(ms.map((x) => x.seconds));
     const rates = TARGETS.map((i) => `n${i} ${m.rates.get(`n${i}`) ?? "?"}`).join(", ");
-    console.log(`  ${name.padEnd(13)} ${t.toFixed(2).padStart(7)} s   through this machine ${mb(m.through).padStart(11)} (${((100 * m.through) / m.payload).toFixed(2)}% of ${mb(m.payload)})   rates: ${rates}`);
+    const split = `first progress ${median(ms.map((x) => x.firstBytes)).toFixed(2)} s, last done ${median(ms.map((x) => x.lastDone)).toFixed(2)} s`;
+    console.log(`  ${name.padEnd(13)} ${t.toFixed(2).padStart(7)} s   (${split})   through this machine ${mb(m.through).padStart(11)} (${((100 * m.through) / m.payload).toFixed(2)}% of ${mb(m.payload)})   rates: ${rates}`);
   };
-  console.log(`\n${what}, from n1 to ${TARGETS.length} practice hosts (all on this machine's cores), median of ${ROUNDS}:`);
+  console.log(`\n[${cli}] ${what}, from n1 to ${TARGETS.length} practice hosts (all on this machine's cores), median of ${relay.length}:`);
   row("relay", relay);
   row("node to node", direct);
   const ratio = median(direct.map((x) => x.seconds)) / median(relay.map((x) => x.seconds));
   console.log(`  ratio node to node / relay: ${ratio.toFixed(2)} x   (target <= 0.5); paths: ${[...(direct[direct.length - 1] as Measure).paths.values()].join(", ")}`);
 }
 
+const main0 = (CLIS[CLIS.length - 1] as { main: string }).main;
 try {
   await rigUp(HOSTS);
   const folder = path.join(dir, "docker-images", "bench-fat");
@@ -80,7 +137,7 @@ try {
   // Random bytes: nothing on the way can compress them away.
   spawnSync("sh", ["-c", 'head -c "$1" /dev/urandom > "$2"', "sh", String(MIB << 20), path.join(folder, "fat.bin")]);
   const recipe = variant(dir, "bench-fat", "practice-2x", `docker_image = "${IMAGE}"\ndocker_image_dir = "bench-fat"\nmodel = "practice/bench-moe"\n`);
-  const built = await launcher(["images", "build", recipe], 600_000, env);
+  const built = await run(main0, ["images", "build", recipe], 600_000);
   if (built.code !== 0) throw new Error(`build failed:\n${built.stderr}`);
   seedModel(1, MIB << 20, REPO);
 
@@ -90,30 +147,33 @@ try {
   const dropModel = (): void => {
     for (const i of TARGETS) onHost(i, ["rm", "-rf", `/home/lnchu${i}/.cache/practice/huggingface/hub/${REPO}`]);
   };
-  const img = { relay: [] as Measure[], direct: [] as Measure[] };
-  const mod = { relay: [] as Measure[], direct: [] as Measure[] };
+  const results = CLIS.map((cli) => ({ cli, img: { relay: [] as Measure[], direct: [] as Measure[] }, mod: { relay: [] as Measure[], direct: [] as Measure[] } }));
+  // Each round runs every CLI in turn, so that a slow moment of this machine falls on both.
   for (let round = 0; round < ROUNDS; round++) {
-    dropImage();
-    img.relay.push(await measure(["images", "push", recipe, "--relay", "--json"]));
-    dropImage();
-    img.direct.push(await measure(["images", "push", recipe, "--json"]));
-    dropModel();
-    mod.relay.push(await measure(["models", "sync", recipe, "--relay", "--json"]));
-    dropModel();
-    mod.direct.push(await measure(["models", "sync", recipe, "--json"]));
+    for (const { cli, img, mod } of results) {
+      dropImage();
+      img.relay.push(await measure(cli.main, ["images", "push", recipe, "--relay", "--json"]));
+      dropImage();
+      img.direct.push(await measure(cli.main, ["images", "push", recipe, "--json"]));
+      dropModel();
+      mod.relay.push(await measure(cli.main, ["models", "sync", recipe, "--relay", "--json"]));
+      dropModel();
+      mod.direct.push(await measure(cli.main, ["models", "sync", recipe, "--json"]));
+    }
   }
   const noop: number[] = [];
   for (let i = 0; i < 3; i++) {
-    const start = performance.now();
-    const r = await launcher(["images", "push", recipe, "--json"]);
+    const r = await run(main0, ["images", "push", recipe, "--json"]);
     if (r.code !== 0) throw new Error(`push failed:\n${r.stderr}`);
-    noop.push((performance.now() - start) / 1000);
+    noop.push(r.seconds);
   }
-  print(`image ${IMAGE} (${MIB} MiB of random bytes over practice-engine)`, img.relay, img.direct);
-  print(`model ${REPO} (${MIB} MiB blob)`, mod.relay, mod.direct);
+  for (const { cli, img, mod } of results) {
+    print(cli.name, `image ${IMAGE} (${MIB} MiB of random bytes over practice-engine)`, img.relay, img.direct);
+    print(cli.name, `model ${REPO} (${MIB} MiB blob)`, mod.relay, mod.direct);
+  }
   console.log(`\nimages push when every node has it: ${median(noop).toFixed(2)} s (the CLI's own start is part of it)`);
 } finally {
-  await launcher(["down", "--all", "--grace", "1"]);
+  await run(main0, ["down", "--all", "--grace", "1"], 120_000);
   rigDown();
   rmSync(dir, { recursive: true, force: true });
 }

@@ -1,9 +1,7 @@
 import { writeFileSync } from "node:fs";
 import type { Command } from "commander";
 import { UserError } from "../config/errors.js";
-import { compare } from "../compare/compare.js";
 import { resolveSides } from "../compare/resolve.js";
-import { plotSvg } from "../compare/svg.js";
 import { markdownTable, textTable } from "../compare/table.js";
 import { loadCluster, openStore, withStore } from "./load.js";
 import type { Output } from "./output.js";
@@ -37,6 +35,7 @@ interface CompareFlags {
 async function show(c: Comparison, opts: CompareFlags, io: Output): Promise<void> {
   if (opts.plot !== undefined) {
     const file = opts.plot;
+    const { plotSvg } = await import("../compare/svg.js");
     const svg = await plotSvg(c);
     try {
       writeFileSync(file, svg);
@@ -49,7 +48,7 @@ async function show(c: Comparison, opts: CompareFlags, io: Output): Promise<void
 }
 
 /** compare --run: A then B in one lane, with bench's and eval's use cases as the ports; their runs are stored as theirs are. */
-async function runBoth(a: string, b: string, opts: CompareFlags, io: Output): Promise<Comparison> {
+async function runBoth(a: string, b: string, opts: CompareFlags, io: Output): ReturnType<typeof abInOneLane> {
   const lane = opts.lane;
   if (lane === undefined) throw new UserError("compare --run needs --lane NAME: the lane A and then B are booted in", "e.g. launcher compare A B --run --lane ab");
   const set = opts.set === undefined ? undefined : loadSet(opts.set, io);
@@ -58,7 +57,7 @@ async function runBoth(a: string, b: string, opts: CompareFlags, io: Output): Pr
   // up's own boot view and result go to stderr: stdout is the comparison.
   const aside: Output = { ...io, out: io.err, json: (v) => io.err(JSON.stringify(v)) };
   try {
-    const sides = await withInterrupts((signal) =>
+    return await withInterrupts((signal) =>
       abInOneLane(a, b, lane, {
         up: (recipe, l) => runUp(recipe, { lane: l, ...(opts.cluster === undefined ? {} : { cluster: opts.cluster }) }, aside),
         bench: benchPort(session, store, {
@@ -75,7 +74,6 @@ async function runBoth(a: string, b: string, opts: CompareFlags, io: Output): Pr
         say: (text) => io.err(text),
       }, signal),
     );
-    return compare(...sides);
   } finally {
     store.close();
   }
@@ -102,7 +100,10 @@ export function registerCompare(program: Command, io: Output): void {
     .addOption(jsonOption("print the comparison as JSON")).addOption(outputOption())
     .action(async (a: string, b: string, opts: CompareFlags) => {
       if (opts.markdown && opts.json) throw new UserError("--markdown and --json each print the whole comparison: pass one of them");
-      const c = opts.run ? await runBoth(a, b, opts, io) : await withStore((store) => compare(...resolveSides(store, a, b)));
+      // compare's statistics and plot libraries (@stdlib, vega: most of what the CLI would read at
+      // its start) are loaded when compare runs, not by every command (test/unit/cli-start.test.ts).
+      const { compare } = await import("../compare/compare.js");
+      const c = compare(...(opts.run ? await runBoth(a, b, opts, io) : await withStore((store) => resolveSides(store, a, b))));
       await show(c, opts, io);
     });
 }

@@ -6,6 +6,7 @@ import { grade } from "../eval/grade.js";
 import type { ChatMessage, EvalItem } from "../eval/set.js";
 import { servingTarget, type ServingTarget, type TargetFacts } from "./serving-target.js";
 import type { ClusterSession } from "./session.js";
+import { inPool } from "./pool.js";
 
 /** A set as read: its items, and the file it came from with its SHA-256 (two runs of one set are known alike). */
 export interface LoadedSet {
@@ -110,24 +111,6 @@ function failure(e: unknown, timeoutMs: number): string {
   if (err.name === "TimeoutError") return `no answer within ${timeoutMs / 1000} s`;
   const cause = (err as { cause?: Error }).cause;
   return oneLine(cause?.message === undefined ? err.message : `${err.message}: ${cause.message}`);
-}
-
-/**
- * Runs `items` with at most `concurrency` requests in flight, results in the items' order. Stops
- * taking new items once `signal` aborts.
- */
-async function inPool<T, R>(items: readonly T[], concurrency: number, signal: AbortSignal | undefined, run: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array<R>(items.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      signal?.throwIfAborted();
-      const i = next++;
-      results[i] = await run(items[i] as T);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, items.length)) }, worker));
-  return results;
 }
 
 /**

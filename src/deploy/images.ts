@@ -232,6 +232,12 @@ async function relayImage(image: string, id: string, source: DockerClient, need:
 
 const RELAY_DETAIL = "through this machine";
 
+/** `p`, marked as handled: started early, awaited (and its failure thrown) only if it is needed. */
+export function handled<T>(p: Promise<T>): Promise<T> {
+  p.catch(() => undefined);
+  return p;
+}
+
 /** What one SSH round trip finds on each node: the hop's tools and the free space where `docker load` writes. */
 const probeDocker = (d: DockerClient): Promise<NodeProbe> => execChecked(d.transport, ["sh", "-c", PROBE_SCRIPT, "sh", "docker", ""], "checking the node before the push", 30_000).then((out) => parseProbe(d.node, out));
 
@@ -246,22 +252,24 @@ const probeDocker = (d: DockerClient): Promise<NodeProbe> => execChecked(d.trans
  */
 export async function pushImage(image: string, source: DockerClient, targets: readonly DockerClient[], progress: TransferProgress, signal?: AbortSignal, direct: DirectOptions = {}): Promise<PushResult> {
   const started = Date.now();
-  const id = await source.imageId(image);
+  const routes = direct.routes ?? new Map<string, NodeRoute>();
+  // The checks before the bytes (hop tools, free space, the image's size) are asked together with
+  // which nodes lack the image: one round trip before the bytes, not two. A node that has it was
+  // asked for nothing it needs; a failed probe counts only for a node that is sent the image.
+  const early = {
+    source: handled(routes.has(source.node) ? probeDocker(source) : Promise.resolve(undefined)),
+    probes: new Map(targets.map((t) => [t.node, handled(probeDocker(t))])),
+    size: handled(execChecked(source.transport, ["docker", "image", "inspect", "--format", "{{.Size}}", "--", image], "reading the image's size", 20_000).then((s) => Number(s.trim()))),
+  };
+  const [id, before] = await Promise.all([source.imageId(image), imageReport(image, targets)]);
   if (id === undefined) throw new UserError(`image ${image} is not on ${source.node}, so it cannot be sent from there`, "build it first (launcher images build RECIPE), or name another source with --from");
-  const before = await imageReport(image, targets);
   const unreachable = before.filter((b) => b.error !== undefined);
   if (unreachable.length > 0) throw new RemoteError(unreachable.map((u) => u.node).join(", "), "cannot push: the node does not answer", unreachable.map((u) => `${u.node}: ${u.error ?? ""}`).join("\n"));
   const need = targets.filter((t) => before.find((b) => b.node === t.node)?.id !== id);
   const bytes = new Map<string, number>();
   const how = new Map<string, { path: TransferPath; from?: string; why?: string }>();
   if (need.length > 0) {
-    const routes = direct.routes ?? new Map<string, NodeRoute>();
-    const fromNode = routes.has(source.node);
-    const [sourceProbe, probes, size] = await Promise.all([
-      fromNode ? probeDocker(source) : Promise.resolve(undefined),
-      Promise.all(need.map(probeDocker)),
-      execChecked(source.transport, ["docker", "image", "inspect", "--format", "{{.Size}}", "--", image], "reading the image's size", 20_000).then((s) => Number(s.trim())),
-    ]);
+    const [sourceProbe, probes, size] = await Promise.all([early.source, Promise.all(need.map((t) => early.probes.get(t.node) as Promise<NodeProbe>)), early.size]);
     // `docker load` unpacks the whole archive in its temporary folder (under Docker's root) before
     // it stores the layers (moby/moby image/tarexport/load.go, untar into os.MkdirTemp): twice the size.
     checkSpace(probes, new Map(need.map((t) => [t.node, 2 * size])), `image ${image} (${(size / 1048576).toFixed(0)} MiB, unpacked once to a temporary folder, then stored)`);

@@ -4,7 +4,8 @@ import { blobSha256, parseSnapshotListing, weightsLocation, type SnapshotFile } 
 import type { Recipe } from "../recipe/recipe.js";
 import type { DockerClient } from "../remote/docker.js";
 import { execChecked } from "../remote/transport.js";
-import { joinPipe } from "./images.js";
+import { handled, joinPipe } from "./images.js";
+import { inPool } from "./pool.js";
 import type { TransferProgress } from "./progress.js";
 import { runChain } from "../transfer/chain.js";
 import { checkSpace, clusterRoutes, parseProbe, planRoutes, PROBE_SCRIPT, type NodeProbe, type TransferPath } from "../transfer/route.js";
@@ -130,6 +131,9 @@ async function copyFrom(source: DockerClient, target: DockerClient, from: string
   }
 }
 
+/** How many files of a snapshot move at the same time. */
+const FILES_AT_ONCE = 4;
+
 const APPEND = (to: string): string[] => ["sh", "-c", 'cat >> "$1"', "sh", to];
 const interrupted = (): UserError => new UserError("interrupted: the partial copy stays and a new `launcher models sync` resumes it");
 
@@ -177,6 +181,14 @@ export async function syncWeights(recipe: Recipe, session: ClusterSession, nodes
   const targets = report.filter((r) => !r.present);
   const docker = (node: string): DockerClient => session.docker.get(node) as DockerClient;
   const repoOf = new Map(targets.map((t) => [t.node, t.path]));
+  // Before any byte moves: every target has room for what it lacks, and the hop's tools. Asked
+  // while the folders are made and the blobs read (one round trip fewer before the bytes).
+  const routes = clusterRoutes(session.cluster.nodes);
+  const probe = (node: string, path: string): Promise<NodeProbe> => ok(docker(node), ["sh", "-c", PROBE_SCRIPT, "sh", "path", path], "checking the node before the sync").then((out) => parseProbe(node, out));
+  const probing = handled(Promise.all([
+    options.relay === undefined && targets.length > 0 ? probe(source.node, sourceRepo) : Promise.resolve(undefined),
+    Promise.all(targets.map((t) => probe(t.node, t.path))),
+  ]));
   // Each target's partial and complete blobs: what it still needs, and from which byte.
   const states = await Promise.all(
     targets.map(async (t) => {
@@ -220,29 +232,40 @@ export async function syncWeights(recipe: Recipe, session: ClusterSession, nodes
     })),
   ];
 
-  // Before any byte moves: every target has room for what it lacks, and the hop's tools.
-  const routes = clusterRoutes(session.cluster.nodes);
-  const probe = (node: string, path: string): Promise<NodeProbe> => ok(docker(node), ["sh", "-c", PROBE_SCRIPT, "sh", "path", path], "checking the node before the sync").then((out) => parseProbe(node, out));
-  const [sourceProbe, probes] = await Promise.all([
-    options.relay === undefined && targets.length > 0 ? probe(source.node, sourceRepo) : Promise.resolve(undefined),
-    Promise.all(targets.map((t) => probe(t.node, t.path))),
-  ]);
+  const [sourceProbe, probes] = await probing;
   const need = new Map(targets.map((t) => [t.node, jobs.reduce((sum, j) => sum + (j.offsets.has(t.node) ? j.size - (j.offsets.get(t.node) ?? 0) : 0), 0)]));
   checkSpace(probes, need, `model ${recipe.model}`);
   const plan = planRoutes(source.node, sourceProbe, probes, routes, options.relay);
   const relayWhy = new Map(plan.relay.map((r) => [r.node, r.why]));
   const sayRelay = (node: string, why: string): void => {
+    // Files go several at once: the first to find a node unreachable says why, once.
+    if (relayWhy.has(node)) return;
     relayWhy.set(node, why);
     if (options.relay === undefined) progress.note?.(`  ${node.padEnd(10)} through this machine: ${why}`);
   };
   for (const r of plan.relay) sayRelay(r.node, r.why);
 
   const totals = new Map(targets.map((t) => [t.node, { bytes: 0, resumed: 0, blobs: 0, from: undefined as string | undefined, path: undefined as TransferPath | undefined }]));
-  for (const job of jobs) {
+  // Bytes of the files still on their way, per node: the progress line is what is done plus these.
+  const moving = new Map<string, Map<FileJob, number>>(targets.map((t) => [t.node, new Map()]));
+  const landed = (node: string, job: FileJob, bytes: number): void => {
+    (totals.get(node) as { bytes: number }).bytes += bytes;
+    moving.get(node)?.delete(job);
+  };
+  // Several files at once: a file's own costs (starting its hops, linking the chain, checking the
+  // file at the end: round trips, not bytes) overlap another's bytes, and small files (config,
+  // tokenizer) no longer wait one after another. An interrupt stops each file's own transfer
+  // (runChain, copyFrom) and is thrown once they all ended, as the first failure.
+  await inPool(jobs, FILES_AT_ONCE, undefined, async (job) => {
+    if (signal.aborted) throw interrupted();
     const needing = [...job.offsets.keys()];
-    if (needing.length === 0) continue;
+    if (needing.length === 0) return;
     for (const n of needing) (totals.get(n) as { resumed: number }).resumed += job.offsets.get(n) ?? 0;
-    const show = (node: string, bytes: number, detail: string): void => progress.node(node, (totals.get(node)?.bytes ?? 0) + bytes, false, `${job.label}  ${detail}`);
+    const show = (node: string, bytes: number, detail: string): void => {
+      const m = moving.get(node) as Map<FileJob, number>;
+      m.set(job, bytes);
+      progress.node(node, (totals.get(node)?.bytes ?? 0) + [...m.values()].reduce((a, b) => a + b, 0), false, `${job.label}  ${detail}`);
+    };
     const direct = plan.direct.filter((r) => needing.includes(r.node) && !relayWhy.has(r.node));
     const relayOne = async (node: string, branch: AbortSignal): Promise<void> => {
       let n = 0;
@@ -250,9 +273,8 @@ export async function syncWeights(recipe: Recipe, session: ClusterSession, nodes
         n += c;
         show(node, n, "through this machine");
       });
-      const t = totals.get(node) as { bytes: number; path?: TransferPath };
-      t.bytes += n;
-      t.path = "relay";
+      landed(node, job, n);
+      (totals.get(node) as { path?: TransferPath }).path = "relay";
     };
     const chain = async (branch: AbortSignal): Promise<void> => {
       if (direct.length === 0) return;
@@ -266,8 +288,8 @@ export async function syncWeights(recipe: Recipe, session: ClusterSession, nodes
       if (branch.aborted) throw interrupted();
       if (out.failed.length > 0) throw new RemoteError(out.failed.map((f) => f.node).join(", "), `sending ${job.label} node to node failed`, out.failed.map((f) => `${f.node}: ${f.why}`).join("\n"), "run the sync again: it resumes; --relay sends through this machine instead");
       for (const d of out.delivered) {
-        const t = totals.get(d.node) as { bytes: number; from?: string; path?: TransferPath };
-        t.bytes += d.bytes - ((job.offsets.get(d.node) ?? 0) - from);
+        landed(d.node, job, d.bytes - ((job.offsets.get(d.node) ?? 0) - from));
+        const t = totals.get(d.node) as { from?: string; path?: TransferPath };
         t.from = d.from;
         t.path = d.path;
       }
@@ -281,7 +303,7 @@ export async function syncWeights(recipe: Recipe, session: ClusterSession, nodes
         if (job.blob) (totals.get(n) as { blobs: number }).blobs++;
       }),
     );
-  }
+  });
   const links = files.filter((x) => x.link !== undefined).flatMap((x) => [x.path, x.link as string]);
   await Promise.all(
     targets.map(async (t) => {

@@ -110,6 +110,9 @@ export interface ChainReceiver extends NodeRoute {
   readonly skip: number;
 }
 
+/** The steps of a chain, in order, for timing them (bench/chain-loopback.ts). */
+export type ChainStep = "listening" | "connected" | "done";
+
 export interface ChainOutcome {
   /** Nodes that took the whole stream straight from another node, and from which. */
   readonly delivered: readonly { node: string; from: string; path: NodeRoute["path"]; bytes: number }[];
@@ -127,7 +130,13 @@ export interface ChainOutcome {
  * each node passes on every chunk while it takes its own copy. Only report lines cross this
  * machine. `progress` gets each receiver's bytes as it reports them.
  */
-export async function runChain(source: ChainSource, receivers: readonly ChainReceiver[], progress: (node: string, bytes: number, done: boolean) => void, signal?: AbortSignal): Promise<ChainOutcome> {
+export async function runChain(
+  source: ChainSource,
+  receivers: readonly ChainReceiver[],
+  progress: (node: string, bytes: number, done: boolean) => void,
+  signal?: AbortSignal,
+  step: (name: ChainStep) => void = () => undefined,
+): Promise<ChainOutcome> {
   const unreached: { node: string; why: string }[] = [];
   const start = (node: string, transport: Transport, argv: string[], secret: string | undefined): Hop =>
     new Hop(node, transport.spawn(argv), secret, (e) => {
@@ -148,6 +157,22 @@ export async function runChain(source: ChainSource, receivers: readonly ChainRec
   if (signal?.aborted) stop();
   try {
     const ports = await Promise.all(hops.map(({ hop }) => hop.wait(0, (e) => (e.kind === "port" || e.kind === "error" ? e : undefined))));
+    step("listening");
+    // Every hop is told at once where the next one listens (a receiving hop reads that line only
+    // once its own sender got in), and the last one that it is the end: the chain links itself and
+    // starts pumping in one round trip from here, not one per node. Where a link fails, the walk
+    // below tells the hop before it the next address instead (or that it is now the end).
+    const told = new Map<Hop, { by: Hop; mark: number }>();
+    let before: Hop = sender;
+    for (const [i, { r, secret, hop }] of hops.entries()) {
+      const p = ports[i];
+      if (p?.kind !== "port") continue;
+      told.set(hop, { by: before, mark: before.events.length });
+      before.send(control.next(r.connect, p.port, secret));
+      before = hop;
+    }
+    const end = before === sender ? undefined : before;
+    end?.send(control.last());
     const joined: { r: ChainReceiver; hop: Hop; from: string }[] = [];
     let current = sender;
     for (const [i, { r, secret, hop }] of hops.entries()) {
@@ -157,8 +182,11 @@ export async function runChain(source: ChainSource, receivers: readonly ChainRec
         hop.close();
         continue;
       }
-      const mark = current.events.length;
-      current.send(control.next(r.connect, p.port, secret));
+      let mark = told.get(hop)?.by === current ? (told.get(hop)?.mark as number) : undefined;
+      if (mark === undefined) {
+        mark = current.events.length;
+        current.send(control.next(r.connect, p.port, secret));
+      }
       const answer = await current.wait(mark, (e) => (e.kind === "connected" || e.kind === "unreachable" || e.kind === "error" ? e : undefined));
       if (answer?.kind === "connected") {
         joined.push({ r, hop, from: current.node });
@@ -186,8 +214,10 @@ export async function runChain(source: ChainSource, receivers: readonly ChainRec
       await Promise.all(all.map((h) => h.done));
       return { delivered: [], unreached, failed: [], sent: 0 };
     }
-    current.send(control.last());
+    step("connected");
+    if (current !== end) current.send(control.last());
     const [sent, ...ends] = await Promise.all([sender.done, ...joined.map((j) => j.hop.done)]);
+    step("done");
     for (const h of all) h.close();
     const total = sender.doneBytes();
     const delivered: ChainOutcome["delivered"][number][] = [];

@@ -74,10 +74,15 @@ sub hmac {
   return unpack('H*', sha256(($k ^ ("\x5c" x 64)) . sha256(($k ^ ("\x36" x 64)) . $m)));
 }
 sub write_all {
-  my ($fh, $data) = @_; my $off = 0;
-  while ($off < length $data) { my $w = syswrite($fh, $data, length($data) - $off, $off); return 0 unless defined $w; $off += $w; }
+  my ($fh, $off) = ($_[0], $_[2] // 0);
+  while ($off < length $_[1]) { my $w = syswrite($fh, $_[1], length($_[1]) - $off, $off); return 0 unless defined $w; $off += $w; }
   return 1;
 }
+# A pipe holds 64 KiB by default: each 1 MiB chunk would take 16 wake-ups of the process at its
+# other end, and a sink that pauses (docker load storing a layer) would hold up the forwarding at
+# once. 1 MiB (Linux's pipe-max-size for everyone) absorbs that. F_SETPIPE_SZ is 1031 (Linux
+# fcntl(2)); on a kernel or a file that refuses it the pipe just stays as it was.
+sub big_pipe { fcntl($_[0], 1031, 1 << 20); }
 my $in;
 if ($role eq 'recv') {
   my $secret = line($ctl, 60);
@@ -120,19 +125,20 @@ while (!$next) {
   else { close $s; report("unreachable", "$host:$port", "it did not prove it knows its secret"); }
 }
 binmode $in; binmode STDOUT;
+big_pipe($role eq 'recv' ? \*STDOUT : $in);
 my $sel = IO::Select->new($in, $ctl);
-my ($total, $shown) = (0, time);
+my ($total, $shown, $data) = (0, time, '');
 PUMP: while (1) {
   for my $h ($sel->can_read(1)) {
     if ($h == $ctl) { my $n = sysread($ctl, my $c, 4096); exit 3 unless $n; next; }
-    my $n = sysread($in, my $data, 1 << 20);
+    # One buffer for the whole stream, written from where it is: no copy of a chunk per chunk.
+    my $n = sysread($in, $data, 1 << 20);
     if (!defined $n) { report("error", "reading the payload: $!"); exit 6; }
     last PUMP if $n == 0;
     if ($next && !write_all($next, $data)) { report("forward-failed", "$!"); close $next; undef $next; }
     if ($role eq 'recv') {
-      my $w = $data;
-      if ($skip > 0) { my $k = $skip < length($w) ? $skip : length($w); $w = substr($w, $k); $skip -= $k; }
-      if (length($w) && !write_all(\*STDOUT, $w)) { report("error", "writing the payload: $!"); exit 5; }
+      my $k = $skip < $n ? $skip : $n; $skip -= $k;
+      if ($k < $n && !write_all(\*STDOUT, $data, $k)) { report("error", "writing the payload: $!"); exit 5; }
     }
     $total += $n;
   }

@@ -119,6 +119,49 @@ describe("the chain, with hops run on this machine", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  test("the chain links itself and starts in one round trip from launcher, not one per node: every hop is told its next address (the last: that it is the end) at once", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "launcher-chain-"));
+    // Each control line reaches its hop DELAY ms after it is sent, as over a slow SSH link.
+    const DELAY = 600;
+    const slow = (name: string): Transport => {
+      const t = localTransport(name);
+      return {
+        ...t,
+        spawn: (argv) => {
+          const p = t.spawn(argv);
+          const write = p.stdin.write.bind(p.stdin);
+          const end = p.stdin.end.bind(p.stdin);
+          p.stdin.write = ((chunk: string) => {
+            setTimeout(() => write(chunk), DELAY);
+            return true;
+          }) as typeof p.stdin.write;
+          p.stdin.end = (() => {
+            setTimeout(() => end(), DELAY);
+            return p.stdin;
+          }) as typeof p.stdin.end;
+          return p;
+        },
+      };
+    };
+    try {
+      const payload = path.join(dir, "payload");
+      writeFileSync(payload, Buffer.alloc(1 << 16, 7));
+      const at = new Map<string, number>();
+      const receivers = ["a", "b", "c"].map((name) => ({ node: name, transport: slow(name), listen: "127.0.0.1", connect: "127.0.0.1", path: "fabric" as const, sink: ["sh", "-c", 'cat > "$1"', "sh", path.join(dir, name)], skip: 0 }));
+      const out = await runChain({ node: "src", transport: slow("src"), command: ["cat", "--", payload] }, receivers, () => undefined, undefined, (step) => at.set(step, performance.now()));
+      assert.deepEqual(out.delivered.map((d) => [d.node, d.from]), [["a", "src"], ["b", "a"], ["c", "b"]]);
+      const linking = (at.get("connected") ?? NaN) - (at.get("listening") ?? NaN);
+      // One after another it takes 3 x DELAY at least; at once, DELAY and the hops' own connects.
+      assert.ok(linking < 2 * DELAY, `linking 3 hops took ${linking.toFixed(0)} ms`);
+      // The last hop was told it is the end with the rest: it pumps once linked, not a round trip
+      // later (which takes 2 x DELAY at least).
+      const toDone = (at.get("done") ?? NaN) - (at.get("listening") ?? NaN);
+      assert.ok(toDone < 1.8 * DELAY, `from listening to done took ${toDone.toFixed(0)} ms`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe("the chain's authentication", () => {
