@@ -69,7 +69,9 @@ async function askHub(transport: Transport, url: string, token: string, signal: 
 }
 
 /**
- * Before the download: the node that downloads has room for what the model still needs there.
+ * Before the download: the node that downloads has room for what the model still needs there
+ * (huggingface_hub itself only warns, per file, once it is downloading: file_download.py
+ * _check_disk_space; a full disk then fails half way, many GB in).
  * The Hub's file sizes at the revision (as the node sees the Hub), less the blobs its cache has
  * whole and the bytes of a partial blob the downloader resumes; stale per-process partials of a
  * killed huggingface_hub are removed first (CLEAN_SCRIPT), since nothing will ever resume them.

@@ -86,7 +86,8 @@ async function runDownload(docker: DockerClient, hfHome: string, args: readonly 
  * Face cache, downloaded there in a container of an image that has huggingface_hub, then synced
  * to the other nodes with `models sync`. Where a node already has the snapshot nothing is
  * downloaded; where the nodes share the cache (a NAS mount), the others see the download and the
- * sync copies nothing. An interrupted download resumes as the image's huggingface_hub does: the
+ * sync copies nothing. Before the download container starts, checkPullSpace makes sure the node has
+ * room for what its cache lacks (the sync checks the other nodes before it copies). An interrupted download resumes as the image's huggingface_hub does: the
  * finished files are kept, and the partial one is resumed from BLOB.incomplete with a Range request
  * (file_download.py _download_to_tmp_and_move at f7c9b7dfd5e5) or, since huggingface_hub PR #4228,
  * started again from a per-process BLOB.<8 hex>.incomplete (which a killed download leaves behind).

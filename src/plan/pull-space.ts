@@ -37,6 +37,19 @@ const MODEL_INFO = z.object({
   ),
 });
 
+/** The answer's text: a proxy's or a server's HTML error page is no JSON, as much "not a model info" as a wrong shape. */
+const MODEL_INFO_TEXT = z
+  .string()
+  .transform((text, ctx) => {
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      ctx.addIssue({ code: "custom", message: "not JSON" });
+      return z.NEVER;
+    }
+  })
+  .pipe(MODEL_INFO);
+
 /** The query of the model-info request (with blobs: each file's size and blob id). */
 export const MODEL_INFO_QUERY = "blobs=true";
 
@@ -46,13 +59,7 @@ export const modelInfoUrl = (endpoint: string, repo: string, revision: string): 
 
 /** The commit and files of the Hub's answer; undefined when it is not a model info with file sizes. */
 export function parseModelInfo(body: string): { commit: string; files: HubFile[] } | undefined {
-  let json: unknown;
-  try {
-    json = JSON.parse(body);
-  } catch {
-    return undefined;
-  }
-  const info = MODEL_INFO.safeParse(json);
+  const info = MODEL_INFO_TEXT.safeParse(body);
   if (!info.success) return undefined;
   return {
     commit: info.data.sha,
