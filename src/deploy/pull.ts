@@ -8,6 +8,7 @@ import type { Recipe } from "../recipe/recipe.js";
 import type { DockerClient } from "../remote/docker.js";
 import { syncWeights, weightsReport, type SyncResult } from "./models.js";
 import type { TransferProgress } from "./progress.js";
+import { checkPullSpace } from "./pull-space.js";
 import type { ClusterSession } from "./session.js";
 
 export interface PullOptions {
@@ -85,7 +86,8 @@ async function runDownload(docker: DockerClient, hfHome: string, args: readonly 
  * Face cache, downloaded there in a container of an image that has huggingface_hub, then synced
  * to the other nodes with `models sync`. Where a node already has the snapshot nothing is
  * downloaded; where the nodes share the cache (a NAS mount), the others see the download and the
- * sync copies nothing. An interrupted download resumes as the image's huggingface_hub does: the
+ * sync copies nothing. Before the download container starts, checkPullSpace makes sure the node has
+ * room for what its cache lacks (the sync checks the other nodes before it copies). An interrupted download resumes as the image's huggingface_hub does: the
  * finished files are kept, and the partial one is resumed from BLOB.incomplete with a Range request
  * (file_download.py _download_to_tmp_and_move at f7c9b7dfd5e5) or, since huggingface_hub PR #4228,
  * started again from a per-process BLOB.<8 hex>.incomplete (which a killed download leaves behind).
@@ -110,6 +112,9 @@ export async function pullModel(recipe: Recipe, session: ClusterSession, nodes: 
     const token = options.token ?? "";
     const secrets = token === "" ? [] : [token];
     const note = options.note ?? (() => undefined);
+    // Before any container runs the download: room on the node for what the model still needs.
+    const space = await checkPullSpace(docker.transport, loc, { ...endpointSpec, token, model: recipe.model }, signal);
+    if (space.cleaned.files > 0) note(`${target.name}: removed ${space.cleaned.files} partial file(s) (${(space.cleaned.bytes / 1048576).toFixed(1)} MiB) that a killed huggingface_hub left and never resumes`);
     const started = Date.now();
     let used: Downloader | undefined;
     for (const downloader of DOWNLOADERS) {

@@ -73,14 +73,14 @@ const size = (b: number): string => (b >= 1 << 30 ? `${(b / 1073741824).toFixed(
 
 /**
  * Every destination with less free space than it needs, as one error naming each node and path;
- * `need` says why that much (the caller knows what is written where).
+ * `need` says why that much (the caller knows what is written where), `hint` what to do.
  */
-export function checkSpace(probes: readonly NodeProbe[], need: ReadonlyMap<string, number>, what: string): void {
+export function checkSpace(probes: readonly NodeProbe[], need: ReadonlyMap<string, number>, what: string, hint = "free space there (docker image prune, old model snapshots) or leave the node out with --nodes; nothing was sent"): void {
   const short = probes.filter((p) => p.free !== undefined && (need.get(p.node) ?? 0) > p.free);
   if (short.length === 0) return;
   throw new UserError(
     `not enough free space for ${what}:\n${short.map((p) => `  - ${p.node}: ${p.path} has ${size(p.free ?? 0)} free, needs ${size(need.get(p.node) ?? 0)}`).join("\n")}`,
-    "free space there (docker image prune, old model snapshots) or leave the node out with --nodes; nothing was sent",
+    hint,
   );
 }
 

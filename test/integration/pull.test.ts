@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { launcher, launcherProcess, ok, onHost, PRACTICE_REVISION, practiceSuite, variant, within } from "./practice-cluster.js";
@@ -11,6 +12,20 @@ import { launcher, launcherProcess, ok, onHost, PRACTICE_REVISION, practiceSuite
 // bodies sent at HUB_RATE so that a download can be interrupted half way. The download runs in the
 // practice engine image, whose `hf` is a stand-in for huggingface_hub's (bin/hf).
 const HOSTS = 2;
+// The last test's small cache: a 16 MiB tmpfs, mounted BEFORE the rig is up. sshd runs in a mount
+// namespace of its own (rig.sh starts it with `ip netns exec`, which unshares one: iproute2
+// lib/namespace.c netns_switch), a copy of the mounts there are when it starts; this machine's
+// mounts are private (no shared propagation), so one made later reaches dockerd (root namespace)
+// but not the SSH sessions. Mounted first, both see the same tmpfs.
+const small = mkdtempSync(path.join(tmpdir(), "launcher-pull-small-"));
+before(() => {
+  const m = spawnSync("mount", ["-t", "tmpfs", "-o", "size=16m,mode=0777", "launcher-pull-small", small], { encoding: "utf8" });
+  assert.equal(m.status, 0, m.stderr);
+});
+after(() => {
+  spawnSync("umount", [small]);
+  rmSync(small, { recursive: true, force: true });
+});
 const dir = practiceSuite(HOSTS, "launcher-pull-");
 const HUB = "launcher-test-hub";
 const ENDPOINT = "http://10.231.0.12:8088";
@@ -100,8 +115,9 @@ describe("models pull on the practice cluster", { concurrency: false }, () => {
     const recipe = variant(dir, "pull-moe", "practice-2x", `model = "practice/pull-moe"\n`);
     const denied = await launcher(["models", "pull", recipe], 120_000, { HF_ENDPOINT: ENDPOINT, HF_TOKEN: "" });
     assert.equal(denied.code, 1, denied.stderr);
-    assert.match(denied.stderr, /n1: downloading practice\/pull-moe with hf in practice-engine:local failed \(exit 1\)/);
-    assert.match(denied.stderr, /HTTP 401 GatedRepo/);
+    // The node asks the Hub for the files' sizes before anything runs: a gated repo says so there.
+    assert.match(denied.stderr, /n1: the Hub answered HTTP 401 to http:\/\/10\.231\.0\.12:8088\/api\/models\/practice\/pull-moe\/revision\/main\?blobs=true/);
+    assert.match(denied.stderr, /Access to this model is restricted/);
     assert.doesNotMatch(denied.stderr, /at .*\.ts:\d+/, "no stack trace");
 
     const began = Date.now();
@@ -179,5 +195,47 @@ describe("models pull on the practice cluster", { concurrency: false }, () => {
     assert.deepEqual(result.sync.nodes.map((n) => [n.node, n.action, n.bytes]), [["n1", "had", 0], ["n2", "had", 0]]);
     assert.equal(fileGets("practice/pull-moe", "model.safetensors").length, before + 1, "one download");
     assert.equal(snapshotSums(2, `${nas}/hub`, "practice/pull-moe"), expectedSums("practice/pull-moe"), "n2 reads it from the NAS");
+  });
+
+  test("pull: a node whose cache lacks room is an error naming node and path before any container runs; a resumed partial counts, and a killed huggingface_hub's stale partial is removed", async (t) => {
+    // HF_HOME on the 16 MiB tmpfs `small` (n2 sees it too, like a NAS). The model is 12 MiB + 2 KiB.
+    t.after(() => void spawnSync("sh", ["-c", 'rm -rf -- "$1"/* "$1"/.[!.]*', "sh", small]));
+    const recipe = variant(dir, "pull-small", "practice-2x", `model = "practice/pull-moe"\n[[extra_mounts]]\nhost = "${small}"\ncontainer = "/root/.cache/huggingface"\nenv = "HF_HOME"\n`);
+    const repo = `${small}/hub/models--practice--pull-moe`;
+    const blob = `${repo}/blobs/${sums.get("practice/pull-moe/model.safetensors") ?? "?"}`;
+    mkdirSync(`${repo}/blobs`, { recursive: true });
+    const shareAll = (): void => void spawnSync("chmod", ["-R", "a+rwX", small]);
+    const env = { HF_ENDPOINT: ENDPOINT, HF_TOKEN: TOKEN };
+    const creates = (since: string): string =>
+      onHost(1, ["docker", "events", "--since", since, "--until", (Date.now() / 1000 + 1).toFixed(3), "--filter", "type=container", "--filter", "event=create", "--format", "{{.Actor.Attributes.name}}"]).trim();
+    const resolves = (): number => hubLog().filter((q) => q.path.startsWith("/practice/pull-moe/resolve/")).length;
+
+    // 10 MiB of something else: 6 MiB free, 12 MiB needed.
+    writeFileSync(`${small}/other-model.bin`, randomBytes(10 << 20));
+    shareAll();
+    const since = (Date.now() / 1000).toFixed(3);
+    const resolvesBefore = resolves();
+    const full = await launcher(["models", "pull", recipe], 120_000, env);
+    assert.equal(full.code, 1, full.stderr);
+    assert.match(full.stderr, new RegExp(`not enough free space for practice/pull-moe at ${PRACTICE_REVISION.slice(0, 12)}`));
+    assert.ok(full.stderr.includes(`n1: ${repo} has `), full.stderr);
+    assert.match(full.stderr, / MiB free, needs 12\.0 MiB/);
+    assert.match(full.stderr, /hint: .*--node.*nothing was downloaded/);
+    assert.equal(creates(since), "", "no container was created on n1");
+    assert.equal(resolves(), resolvesBefore, "no file was asked of the Hub");
+    assert.ok(!`${full.stdout}${full.stderr}`.includes(TOKEN));
+
+    // Instead: the first 6 MiB of the model as the partial blob the downloader resumes, and 8 MiB a
+    // killed huggingface_hub >= 1.33 left (ETAG.<8 hex>.incomplete, never resumed). 2 MiB free: only
+    // with that litter removed (10 MiB free) and the partial counted (6 MiB needed) does it fit.
+    rmSync(`${small}/other-model.bin`);
+    writeFileSync(`${blob}.incomplete`, readFileSync(path.join(dir, "hub", "practice/pull-moe/model.safetensors")).subarray(0, 6 << 20));
+    writeFileSync(`${blob}.0123abcd.incomplete`, randomBytes(8 << 20));
+    shareAll();
+    const r = ok(await launcher(["models", "pull", recipe], 240_000, env), "pull into the small cache");
+    assert.match(r.stderr, /n1: removed 1 partial file\(s\) \(8\.0 MiB\) that a killed huggingface_hub left and never resumes/);
+    assert.deepEqual(fileGets("practice/pull-moe", "model.safetensors").filter((g) => g.range !== null).map((g) => [g.range, g.status]), [[`bytes=${6 << 20}-`, 206]], "the partial blob was resumed");
+    assert.equal(snapshotSums(1, `${small}/hub`, "practice/pull-moe"), expectedSums("practice/pull-moe"));
+    assert.equal(spawnSync("test", ["-e", `${blob}.0123abcd.incomplete`]).status, 1, "the stale partial is gone");
   });
 });

@@ -6,9 +6,12 @@
 //
 //   GET  /api/models/NS/NAME[/revision/REV]   repo_info: {id, sha, siblings[{rfilename}]}
 //        (hf_api.py model_info: f"{endpoint}/api/models/{repo_id}/revision/{quote(revision)}";
-//        snapshot_download takes .sha, and older versions the file list from .siblings)
+//        snapshot_download takes .sha, and older versions the file list from .siblings);
+//        with ?blobs=true siblings[{rfilename, size, blobId, lfs?: {size, sha256, pointerSize}}]
+//        (model_info(files_metadata=True): what `launcher models pull` sizes the download by)
 //   GET  /api/models/NS/NAME/tree/REV          list_repo_tree (recursive), as snapshot_download of
-//        huggingface_hub 1.x lists the files: [{type, oid, size, path, lfs?}]
+//        huggingface_hub 1.x lists the files: [{type, oid, size, path, lfs?}] (size: the file's,
+//        for an LFS file too, as hf_api.py RepoFile.size)
 //   HEAD /NS/NAME/resolve/REV/PATH              get_hf_file_metadata (file_download.py): reads
 //        X-Repo-Commit, X-Linked-Etag or ETag (the blob's name in the cache), X-Linked-Size or
 //        Content-Length (the expected size)
@@ -89,7 +92,12 @@ function info(req, res, id, rev) {
   if (files === undefined) return fail(res, 404, "RepoNotFound", "Repository Not Found");
   if (!revisionOk(rev)) return fail(res, 404, "RevisionNotFound", `Invalid rev id: ${rev}`);
   res.writeHead(200, { "Content-Type": "application/json" });
-  res.end(JSON.stringify({ _id: id, id, modelId: id, sha: opt.commit, private: false, gated: token ? "manual" : false, siblings: files.map((f) => ({ rfilename: f.path })) }));
+  // With blobs=true (huggingface_hub's model_info(files_metadata=True) sends blobs=True, httpx
+  // blobs=true) each sibling also carries its size, git blob id and, for an LFS file, lfs {size,
+  // sha256, pointerSize}, as the Hub answers (hf_api.py ModelInfo reads exactly these keys).
+  const blobs = /^true$/i.test(new URL(req.url ?? "/", "http://hub").searchParams.get("blobs") ?? "");
+  const sibling = (f) => (blobs ? { rfilename: f.path, size: f.size, blobId: f.gitSha1, ...(f.lfs ? { lfs: { size: f.size, sha256: f.sha256, pointerSize: 134 } } : {}) } : { rfilename: f.path });
+  res.end(JSON.stringify({ _id: id, id, modelId: id, sha: opt.commit, private: false, gated: token ? "manual" : false, siblings: files.map(sibling) }));
   return { status: 200, bytes: 0 };
 }
 
@@ -98,7 +106,7 @@ function tree(req, res, id, rev) {
   if (files === undefined) return fail(res, 404, "RepoNotFound", "Repository Not Found");
   if (!revisionOk(rev)) return fail(res, 404, "RevisionNotFound", `Invalid rev id: ${rev}`);
   res.writeHead(200, { "Content-Type": "application/json" });
-  res.end(JSON.stringify(files.map((f) => ({ type: "file", oid: f.gitSha1, size: f.lfs ? 134 : f.size, path: f.path, ...(f.lfs ? { lfs: { oid: f.sha256, size: f.size, pointerSize: 134 } } : {}) }))));
+  res.end(JSON.stringify(files.map((f) => ({ type: "file", oid: f.gitSha1, size: f.size, path: f.path, ...(f.lfs ? { lfs: { oid: f.sha256, size: f.size, pointerSize: 134 } } : {}) }))));
   return { status: 200, bytes: 0 };
 }
 

@@ -85,15 +85,39 @@ interface FakeRun {
   started?: () => void;
 }
 
-function fakeNode(runs: FakeRun[]) {
-  const calls = { exec: [] as string[][], spawn: [] as string[][], stdin: [] as string[] };
+/** What the fake node's cache and disk hold before the pull. */
+interface FakeDisk {
+  /** `NAME SIZE` lines of its blobs folder. */
+  blobs?: string;
+  free?: number;
+  /** Stale partials whose lock a live download holds: the clean script keeps them. */
+  locked?: string[];
+}
+
+/** The Hub's model info with blobs: a 70-byte config and a 64 MiB LFS shard. */
+const SHARD_SHA = "b".repeat(64);
+const HUB_INFO = JSON.stringify({
+  sha: "5e1f0c4a9b8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f",
+  siblings: [
+    { rfilename: "config.json", size: 70, blobId: "0123456789abcdef0123456789abcdef01234567" },
+    { rfilename: "model.safetensors", size: 64 << 20, blobId: "1".repeat(40), lfs: { size: 64 << 20, sha256: SHARD_SHA, pointerSize: 134 } },
+  ],
+});
+
+function fakeNode(runs: FakeRun[], disk: FakeDisk = {}) {
+  const calls = { exec: [] as string[][], spawn: [] as string[][], stdin: [] as string[], execStdin: [] as string[] };
   let downloaded = false;
   const transport: Transport = {
     node: "n1",
-    async exec(argv) {
+    async exec(argv, options) {
       calls.exec.push([...argv]);
+      calls.execStdin.push(options?.stdin ?? "");
       const script = argv[2] ?? "";
       if (script.includes("missing no folder")) return { code: 0, stdout: downloaded ? `ok ${REV} 2\n` : "missing no folder\n", stderr: "" };
+      if (script.includes("curl")) return { code: 0, stdout: `${HUB_INFO}\n200`, stderr: "" };
+      if (script.includes("-printf")) return { code: 0, stdout: disk.blobs ?? "", stderr: "" };
+      if (script.includes("flock")) return { code: 0, stdout: argv.slice(6).filter((n) => !(disk.locked ?? []).includes(n)).map((n) => `removed ${n}\n`).join(""), stderr: "" };
+      if (script.includes("df -Pk")) return { code: 0, stdout: `tools yes\npath ${argv[5] ?? ""}\nfree ${disk.free ?? 2 ** 40}\n`, stderr: "" };
       return { code: 0, stdout: "", stderr: "" };
     },
     async *stream() {
@@ -159,4 +183,37 @@ test("pull: interrupted, the download's container is removed and the partial dow
   const name = calls.spawn[0]?.[calls.spawn[0].indexOf("--name") + 1];
   assert.match(name ?? "", /^launcher-pull-[0-9a-f]{8}$/);
   assert.deepEqual(calls.exec.at(-1), ["docker", "rm", "--force", "--", name]);
+});
+
+test("pull: a node without room for the model is an error naming node, path, free and needed before any container runs; the Hub is asked by the node with the token only as a header on stdin", async () => {
+  const { session, calls } = fakeNode([{ code: 0, output: "" }], { free: 10 << 20 });
+  await assert.rejects(
+    pullModel(practice(), session, [NODE], { token: SECRET, endpoint: "http://10.0.0.1:8088" }, quiet, new AbortController().signal),
+    (e: unknown) =>
+      e instanceof UserError &&
+      e.message.includes("n1: /home/ai/.cache/practice/huggingface/hub/models--practice--tiny-moe has 10.0 MiB free, needs 64.0 MiB") &&
+      /--node/.test(e.hint ?? "") &&
+      /nothing was downloaded/.test(e.hint ?? ""),
+  );
+  assert.deepEqual(calls.spawn, [], "no download container was started");
+  const ask = calls.exec.findIndex((argv) => (argv[2] ?? "").includes("curl"));
+  assert.ok(ask >= 0, "the node asked the Hub");
+  assert.equal(calls.exec[ask]?.at(-1), "http://10.0.0.1:8088/api/models/practice/tiny-moe/revision/main?blobs=true");
+  assert.equal(calls.execStdin[ask], `Authorization: Bearer ${SECRET}\n`);
+  for (const argv of calls.exec) assert.ok(!argv.join(" ").includes(SECRET), `no token in ${argv.join(" ")}`);
+});
+
+test("pull: the bytes of a partial blob the downloader resumes count as there, and stale partials of a killed huggingface_hub are removed unless a live download holds their lock", async () => {
+  const notes: string[] = [];
+  const blobs = `${SHARD_SHA}.incomplete ${60 << 20}\n${SHARD_SHA}.0123abcd.incomplete ${30 << 20}\n${SHARD_SHA}.89abcdef.incomplete ${1 << 20}\n`;
+  // 64 MiB + 70 bytes to get, 60 MiB of it there: 5 MiB free is enough.
+  const { session, calls } = fakeNode([{ code: 0, output: "" }], { free: 5 << 20, blobs, locked: [`${SHARD_SHA}.89abcdef.incomplete`] });
+  const result = await pullModel(practice(), session, [NODE], { note: (l) => notes.push(l) }, quiet, new AbortController().signal);
+  assert.equal(result.download?.node, "n1");
+  const clean = calls.exec.find((argv) => (argv[2] ?? "").includes("flock"));
+  assert.deepEqual(clean?.slice(4), ["/home/ai/.cache/practice/huggingface/hub", "models--practice--tiny-moe", `${SHARD_SHA}.0123abcd.incomplete`, `${SHARD_SHA}.89abcdef.incomplete`], "only the per-process partials, never the resumed one");
+  assert.ok(notes.includes("n1: removed 1 partial file(s) (30.0 MiB) that a killed huggingface_hub left and never resumes"), notes.join("\n"));
+  // The same cache with 3 MiB free: 4 MiB is still needed.
+  const short = fakeNode([{ code: 0, output: "" }], { free: 3 << 20, blobs });
+  await assert.rejects(pullModel(practice(), short.session, [NODE], {}, quiet, new AbortController().signal), (e: unknown) => e instanceof UserError && /has 3\.0 MiB free, needs 4\.0 MiB/.test(e.message));
 });
