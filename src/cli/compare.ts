@@ -1,9 +1,7 @@
 import { writeFileSync } from "node:fs";
 import type { Command } from "commander";
 import { UserError } from "../config/errors.js";
-import { compare } from "../compare/compare.js";
 import { resolveSides } from "../compare/resolve.js";
-import { plotSvg } from "../compare/svg.js";
 import { markdownTable, textTable } from "../compare/table.js";
 import { loadCluster, openStore, withStore } from "./load.js";
 import type { Output } from "./output.js";
@@ -37,6 +35,7 @@ interface CompareFlags {
 async function show(c: Comparison, opts: CompareFlags, io: Output): Promise<void> {
   if (opts.plot !== undefined) {
     const file = opts.plot;
+    const { plotSvg } = await import("../compare/svg.js");
     const svg = await plotSvg(c);
     try {
       writeFileSync(file, svg);
@@ -75,6 +74,7 @@ async function runBoth(a: string, b: string, opts: CompareFlags, io: Output): Pr
         say: (text) => io.err(text),
       }, signal),
     );
+    const { compare } = await import("../compare/compare.js");
     return compare(...sides);
   } finally {
     store.close();
@@ -102,6 +102,9 @@ export function registerCompare(program: Command, io: Output): void {
     .addOption(jsonOption("print the comparison as JSON")).addOption(outputOption())
     .action(async (a: string, b: string, opts: CompareFlags) => {
       if (opts.markdown && opts.json) throw new UserError("--markdown and --json each print the whole comparison: pass one of them");
+      // vega (the plot) and @stdlib (the statistics) are loaded by this command only: imported with
+      // the CLI, they made every command's process, `launcher serve` too, some 40 MiB larger.
+      const { compare } = await import("../compare/compare.js");
       const c = opts.run ? await runBoth(a, b, opts, io) : await withStore((store) => compare(...resolveSides(store, a, b)));
       await show(c, opts, io);
     });
