@@ -231,6 +231,39 @@ function cpuMs(pids: readonly number[]): number {
   return ticks * 10;
 }
 
+/** The machine's CPU time so far, busy and total, in clock ticks (/proc/stat's first line; idle and iowait are not busy). */
+function machineTicks(): { busy: number; total: number } {
+  const fields = (readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "").trim().split(/\s+/).slice(1).map(Number);
+  const total = fields.reduce((a, b) => a + b, 0);
+  return { busy: total - (fields[3] ?? 0) - (fields[4] ?? 0), total };
+}
+
+/** A process and every process under it (the gateway's discovery watchers and their ssh). */
+function withDescendants(pid: number): number[] {
+  const children = spawnSync("pgrep", ["-P", String(pid)], { encoding: "utf8" }).stdout.trim().split("\n").filter(Boolean).map(Number);
+  return [pid, ...children.flatMap(withDescendants)];
+}
+
+/**
+ * What runs while no request does, over `ms`: the machine's cores busy (%), and each group's CPU
+ * (% of one core). On the rig the nodes are namespaces of this machine: a daemon's polls and
+ * samplers cost their dockerd and sshd here too, on the cores the requests then queue for.
+ */
+async function quietSpell(ms: number, groups: Record<string, () => number[]>): Promise<string> {
+  const pids = Object.fromEntries(Object.entries(groups).map(([k, f]) => [k, f()]));
+  const m0 = machineTicks();
+  const c0 = Object.fromEntries(Object.entries(pids).map(([k, p]) => [k, cpuMs(p)]));
+  await new Promise((r) => setTimeout(r, ms));
+  const m1 = machineTicks();
+  const cores = Number(spawnSync("nproc", { encoding: "utf8" }).stdout.trim());
+  const parts = Object.entries(pids).map(([k, p]) => {
+    // A process that ended meanwhile (an ssh of a poll) is not counted: the figure is a floor.
+    const alive = p.filter((x) => existsSync(`/proc/${x}`));
+    return `${k} ${((100 * (cpuMs(alive) - (c0[k] ?? 0))) / ms).toFixed(1)} %`;
+  });
+  return `machine ${((100 * (m1.busy - m0.busy)) / (m1.total - m0.total)).toFixed(1)} % of ${cores} cores busy; ${parts.join(", ") || "-"} (of one core)`;
+}
+
 function rssMiB(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
   return Number(m?.[1] ?? 0) / 1024;
@@ -246,6 +279,8 @@ try {
     const up = await launcher(["up", recipe, "--nodes", node]);
     if (up.code !== 0) throw new Error(`up failed:\n${up.stderr}`);
   }
+  // The machine before any gateway runs: the engines up and idle, the rig's namespaces.
+  console.log(`quiet, before any gateway (10 s): ${await quietSpell(10_000, {})}`);
   // The default poll interval (2 s), as a user runs it.
   const startOne = async (name: GatewayUnderTest["name"], nodeOptions: string, main?: string): Promise<void> => {
     const daemon = await startGateway(["--poll", "2s"], { NODE_OPTIONS: nodeOptions }, main);
@@ -264,6 +299,9 @@ try {
     if (ng !== undefined) return `http://127.0.0.1:${ng.ports[t === FAST ? "fast" : "paced"]}`;
     return gatewayOf(n)?.daemon.url ?? t.engine;
   };
+  // The same with the gateway(s) up and no request: what a daemon does on its own (discovery's
+  // polls, the memory guard's samplers, supervision) and what that costs the nodes' side.
+  console.log(`quiet, gateway(s) up (10 s): ${await quietSpell(10_000, Object.fromEntries(gateways.flatMap((g) => [[g.name, () => [g.pid]], [`${g.name}'s children`, () => withDescendants(g.pid).slice(1)]])))}`);
   // Warm every path (connections, JIT) before measuring.
   for (const n of names) for (const t of [FAST, PACED]) await load(base(n, t), 8, 1, t.model);
 
