@@ -109,12 +109,20 @@ http {
   return child;
 }
 
-/** The process listening on a loopback port (ss(8)): the gateway this bench started, not another `launcher serve` on the machine. */
+/** A process's parent (/proc/PID/stat field 4). */
+const parentOf = (pid: number): number => Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ")[1]);
+
+/**
+ * The process listening on a loopback port (ss(8)) that this bench started: not another `launcher
+ * serve` on the machine, nor a child the gateway was forking at that instant (between fork and
+ * exec a child holds its parent's sockets too: a run here measured an ssh of 7.6 MiB that way).
+ */
 function listenerPid(port: string): number {
   const out = spawnSync("ss", ["-ltnpH", `sport = :${port}`], { encoding: "utf8" }).stdout;
-  const pid = Number(/pid=(\d+)/.exec(out)?.[1]);
-  if (!Number.isInteger(pid)) throw new Error(`no process listens on port ${port}`);
-  return pid;
+  const pids = [...out.matchAll(/pid=(\d+)/g)].map((m) => Number(m[1]));
+  const mine = pids.find((p) => existsSync(`/proc/${p}`) && parentOf(p) === process.pid);
+  if (mine === undefined) throw new Error(`no process of this bench listens on port ${port} (${out.trim() || "none"})`);
+  return mine;
 }
 
 /** The machine's 1-minute load average: everything else that ran on these cores meanwhile. */
@@ -231,11 +239,26 @@ function cpuMs(pids: readonly number[]): number {
   return ticks * 10;
 }
 
-/** The machine's CPU time so far, busy and total, in clock ticks (/proc/stat's first line; idle and iowait are not busy). */
-function machineTicks(): { busy: number; total: number } {
-  const fields = (readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "").trim().split(/\s+/).slice(1).map(Number);
-  const total = fields.reduce((a, b) => a + b, 0);
-  return { busy: total - (fields[3] ?? 0) - (fields[4] ?? 0), total };
+/**
+ * The machine's CPU time so far in clock ticks (/proc/stat's first line, proc(5)): busy (user,
+ * nice, system, irq, softirq), steal (time the hypervisor gave this VM's CPUs to others: on a
+ * shared host every latency here waits for it too) and the total.
+ */
+function machineTicks(): { busy: number; steal: number; total: number } {
+  const f = (readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "").trim().split(/\s+/).slice(1).map(Number);
+  const at = (i: number): number => f[i] ?? 0;
+  // guest and guest_nice (8, 9) are counted in user and nice already.
+  return { busy: at(0) + at(1) + at(2) + at(5) + at(6), steal: at(7), total: at(0) + at(1) + at(2) + at(3) + at(4) + at(5) + at(6) + at(7) };
+}
+
+let ticksBefore: ReturnType<typeof machineTicks> | undefined;
+/** The machine's cores busy and stolen since the previous call (the phase just run). */
+function cpuSince(): string {
+  const now = machineTicks();
+  const before = ticksBefore ?? now;
+  ticksBefore = now;
+  const share = (k: "busy" | "steal"): string => ((100 * (now[k] - before[k])) / Math.max(1, now.total - before.total)).toFixed(0);
+  return `cores ${share("busy")} % busy, ${share("steal")} % stolen`;
 }
 
 /** A process and every process under it (the gateway's discovery watchers and their ssh). */
@@ -261,7 +284,8 @@ async function quietSpell(ms: number, groups: Record<string, () => number[]>): P
     const alive = p.filter((x) => existsSync(`/proc/${x}`));
     return `${k} ${((100 * (cpuMs(alive) - (c0[k] ?? 0))) / ms).toFixed(1)} %`;
   });
-  return `machine ${((100 * (m1.busy - m0.busy)) / (m1.total - m0.total)).toFixed(1)} % of ${cores} cores busy; ${parts.join(", ") || "-"} (of one core)`;
+  const share = (k: "busy" | "steal"): string => ((100 * (m1[k] - m0[k])) / (m1.total - m0.total)).toFixed(1);
+  return `machine ${share("busy")} % of ${cores} cores busy, ${share("steal")} % stolen by the hypervisor; ${parts.join(", ") || "-"} (of one core)`;
 }
 
 function rssMiB(pid: number): number {
@@ -347,8 +371,9 @@ try {
     });
   const sum = (runs: RunStats[], f: (r: RunStats) => number): number => runs.reduce((a, r) => a + f(r), 0);
 
+  cpuSince();
   const throughput = await measure(FAST, 4);
-  console.log(`\n1. throughput: ${STREAMS} concurrent streams x 4 requests, ${CHUNKS} chunks each, engine at full speed, ${ROUNDS} rounds (load average after: ${loadAverage()})`);
+  console.log(`\n1. throughput: ${STREAMS} concurrent streams x 4 requests, ${CHUNKS} chunks each, engine at full speed, ${ROUNDS} rounds (load average after: ${loadAverage()}; ${cpuSince()})`);
   console.log("path        req/s   chunk gap p50     p99   failures");
   const rps = new Map<Name, number>();
   for (const n of names) {
@@ -364,8 +389,9 @@ try {
   console.log(`the proxy's own CPU per request (${CHUNKS} chunks): ${cpuLine()}`);
   for (const line of loopLines()) console.log(line);
 
+  cpuSince();
   const latency = await measure(PACED, 1);
-  console.log(`\n2. latency: ${STREAMS} concurrent streams of ${CHUNKS} chunks at ${RATE} tokens/s each (a chunk every ${(1000 / RATE).toFixed(0)} ms), ${ROUNDS} rounds (load average after: ${loadAverage()})`);
+  console.log(`\n2. latency: ${STREAMS} concurrent streams of ${CHUNKS} chunks at ${RATE} tokens/s each (a chunk every ${(1000 / RATE).toFixed(0)} ms), ${ROUNDS} rounds (load average after: ${loadAverage()}; ${cpuSince()})`);
   console.log("path        chunk gap p50     p99      first chunk p50     p99   failures");
   const p99 = new Map<Name, number>();
   const firstP99 = new Map<Name, number>();
