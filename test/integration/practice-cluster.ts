@@ -76,8 +76,8 @@ export function launcher(args: string[], timeoutMs = 120_000, env: NodeJS.Proces
  * another machine would: in its own UTS namespace under that name (unshare(1) without --fork
  * execs, so the pid is the CLI's), so a claim it leaves is not one this machine can check by pid.
  */
-export function launcherProcess(args: string[], env: NodeJS.ProcessEnv = {}, hostname?: string) {
-  const argv = [process.execPath, ...cliArgs(), ...args];
+export function launcherProcess(args: string[], env: NodeJS.ProcessEnv = {}, hostname?: string, main?: string) {
+  const argv = [process.execPath, ...(main === undefined ? cliArgs() : [main]), ...args];
   const [command, ...rest] = hostname === undefined ? argv : ["unshare", "--uts", "sh", "-c", 'hostname "$1" && shift && exec "$@"', "sh", hostname, ...argv];
   return spawn(command as string, rest, { env: { ...cliEnv(), ...env } });
 }
@@ -90,9 +90,12 @@ export interface Daemon {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts `launcher serve` on a free loopback port and waits until it listens. */
-export function startGateway(args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<Daemon> {
-  const child = launcherProcess(["serve", "--listen", "127.0.0.1:0", "--poll", "1s", ...args], env);
+/**
+ * Starts `launcher serve` on a free loopback port and waits until it listens. `main`: another
+ * build's dist/cli/main.js (a bench comparing two builds side by side); default this tree's.
+ */
+export function startGateway(args: string[] = [], env: NodeJS.ProcessEnv = {}, main?: string): Promise<Daemon> {
+  const child = launcherProcess(["serve", "--listen", "127.0.0.1:0", "--poll", "1s", ...args], env, undefined, main);
   let stderr = "";
   const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
   return new Promise((resolve, reject) => {
