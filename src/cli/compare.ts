@@ -101,7 +101,7 @@ export function registerCompare(program: Command, io: Output): void {
     .action(async (a: string, b: string, opts: CompareFlags) => {
       if (opts.markdown && opts.json) throw new UserError("--markdown and --json each print the whole comparison: pass one of them");
       // compare's statistics and plot libraries (@stdlib, vega: most of what the CLI would read at
-      // its start) are loaded when compare runs, not by every command (test/unit/cli-start.test.ts).
+      // its start) are loaded when compare runs, not by every command (test/unit/cli-footprint.test.ts).
       const { compare } = await import("../compare/compare.js");
       const c = compare(...(opts.run ? await runBoth(a, b, opts, io) : await withStore((store) => resolveSides(store, a, b))));
       await show(c, opts, io);
