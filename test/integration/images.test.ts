@@ -164,6 +164,8 @@ describe("images, weights and the fabric on the practice cluster", { concurrency
       assert.deepEqual(launcherContainers(HOSTS), []);
     } finally {
       mtu(9000);
+      // Only if the fabric check broke and up booted: practice-2x must not hold n1,n3 for later tests.
+      await launcher(["down", "deployment/practice-2x", "--grace", "1"]);
     }
   });
 
@@ -180,6 +182,7 @@ describe("images, weights and the fabric on the practice cluster", { concurrency
       assert.deepEqual(launcherContainers(HOSTS), []);
     } finally {
       onHost(3, ["sh", "-c", 'mv "$HOME/$1.away" "$HOME/$1"', "sh", repo]);
+      await launcher(["down", "deployment/practice-2x", "--grace", "1"]);
     }
   });
 
