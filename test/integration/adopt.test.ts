@@ -3,7 +3,7 @@ import path from "node:path";
 import { describe, test } from "node:test";
 import { BOOT_PHASES } from "../../src/deploy/contract.js";
 import { Store, type BootInProgress, type BootRecord } from "../../src/store/store.js";
-import { launcher, launcherContainers, ok, onHost, practiceSuite, STATE_HOME, startGateway, variant, within, type Daemon } from "./practice-cluster.js";
+import { launcher, launcherContainers, ok, onHost, practiceSuite, STATE_HOME, startGateway, supervisorPhase, variant, within, type Daemon } from "./practice-cluster.js";
 
 // Two practice hosts: a boot of two ranks, so that "nothing left" means on every node. Each boot is
 // slowed down (each phase waits) so that the daemon can be killed while it is in progress.
@@ -66,7 +66,7 @@ describe("a daemon started again adopts the boots in progress of the one that di
       // Supervised under its --restart by the daemon that adopted it (its plan kept for a restart).
       await within(10_000, "the adopted deployment supervised as ready", async () => {
         const health = (await (await fetch(`${daemon.url}/health`)).json()) as { supervision?: Record<string, string> };
-        return Object.entries(health.supervision ?? {}).some(([k, v]) => k.endsWith("/adopt-ok") && v.startsWith("ready")) ? true : undefined;
+        return Object.entries(health.supervision ?? {}).some(([k, v]) => k.endsWith("/adopt-ok") && supervisorPhase(v) === "ready") ? true : undefined;
       });
     } finally {
       await first?.stop("SIGKILL");

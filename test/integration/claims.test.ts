@@ -106,6 +106,9 @@ describe("node claims on the practice cluster", { concurrency: false }, () => {
     } finally {
       killed.kill("SIGKILL");
       await downAll();
+      // down does not touch claims: if a check above failed, the dead holder's claims would make the
+      // next test's up busy until the lease ran out.
+      for (const i of [1, 2]) onHost(i, ["sh", "-c", 'rm -f "$HOME/.cache/launcher/claims/node"']);
     }
   });
 

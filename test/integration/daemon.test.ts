@@ -29,8 +29,9 @@ describe("launcher serve --control: boots that outlive their client", { concurre
     const recipe = slow("hup");
     // No --daemon and no LAUNCHER_DAEMON: the CLI finds the daemon of this machine by itself.
     const daemon = await startGateway(["--control"]);
+    let client: ReturnType<typeof launcherProcess> | undefined;
     try {
-      const client = launcherProcess(["up", recipe, "--lane", "hup-lane", "--timeout", "2m"]);
+      client = launcherProcess(["up", recipe, "--lane", "hup-lane", "--timeout", "2m"]);
       const run = exited(client);
       await within(60_000, "the boot's container runs", async () => (containersOf("hup").length > 0 ? true : undefined));
       client.kill("SIGHUP");
@@ -47,6 +48,8 @@ describe("launcher serve --control: boots that outlive their client", { concurre
       assert.deepEqual([json.status, json.deployment], ["ready", "hup"]);
       assert.deepEqual(containersOf("hup"), ["n1:launcher-hup-r0:running"]);
     } finally {
+      // If the boot never started, the client is still running it: it must not outlive the test.
+      client?.kill("SIGKILL");
       await daemon.stop();
       await launcher(["down", "deployment/hup", "--grace", "1"], 60_000, { LAUNCHER_DAEMON: "none" });
     }
@@ -76,6 +79,9 @@ describe("launcher serve --control: boots that outlive their client", { concurre
       assert.match(all.stderr, /launcher: cancelled the boot of gone-too in the daemon at /);
       assert.deepEqual(containersOf("gone-too"), []);
     } finally {
+      // A stopped daemon leaves its boots running (adopt.test.ts): cancel them while it is up, so
+      // gone/gone-too do not hold the only host when an assertion above failed.
+      await launcher(["down", "--all", "--grace", "1"], 60_000, { LAUNCHER_DAEMON: daemon.url });
       await daemon.stop();
     }
   });

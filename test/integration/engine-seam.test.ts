@@ -24,14 +24,19 @@ async function listed(deployment: string): Promise<Listed | undefined> {
 describe("the engine seam on the practice cluster", { concurrency: false }, () => {
   test("up labels every container with the recipe's engine, and status names it", async () => {
     const recipe = solo("seam-solo");
-    ok(await launcher(["up", recipe]), "up");
-    const label = onHost(1, ["docker", "inspect", "--format", `{{index .Config.Labels "${LABELS.engine}"}}`, "--", "launcher-seam-solo-r0"]).trim();
-    assert.equal(label, DEFAULT_ENGINE);
-    const d = await listed("seam-solo");
-    assert.equal(d?.engine, DEFAULT_ENGINE);
-    assert.equal(d?.status, "serving");
-    ok(await launcher(["down", "deployment/seam-solo", "--grace", "1"]), "down");
-    assert.deepEqual(launcherContainers(HOSTS), []);
+    try {
+      ok(await launcher(["up", recipe]), "up");
+      const label = onHost(1, ["docker", "inspect", "--format", `{{index .Config.Labels "${LABELS.engine}"}}`, "--", "launcher-seam-solo-r0"]).trim();
+      assert.equal(label, DEFAULT_ENGINE);
+      const d = await listed("seam-solo");
+      assert.equal(d?.engine, DEFAULT_ENGINE);
+      assert.equal(d?.status, "serving");
+      ok(await launcher(["down", "deployment/seam-solo", "--grace", "1"]), "down");
+      assert.deepEqual(launcherContainers(HOSTS), []);
+    } finally {
+      // The only host: seam-solo left running would refuse the next test's up ("n1 held by seam-solo").
+      await launcher(["down", "deployment/seam-solo", "--grace", "1"]);
+    }
   });
 
   test("a container an older launcher started (no engine label) is read through the default engine's adapter: serving, and down removes it", async () => {
@@ -46,10 +51,10 @@ describe("the engine seam on the practice cluster", { concurrency: false }, () =
     const argv = (plan.nodes[0]?.argv ?? []).map((a) => (a.startsWith(`${LABELS.endpoint}=`) ? `${LABELS.endpoint}=${endpoint}` : a));
     const at = argv.indexOf(`${LABELS.engine}=${DEFAULT_ENGINE}`);
     assert.ok(at > 0 && argv[at - 1] === "--label", "the plan carries the engine label");
-    // The same container as an older launcher made it: every label but the engine's.
-    onHost(1, [...argv.slice(0, at - 1), ...argv.slice(at + 1)]);
     let last: Listed | undefined;
     try {
+      // The same container as an older launcher made it: every label but the engine's.
+      onHost(1, [...argv.slice(0, at - 1), ...argv.slice(at + 1)]);
       // Its log is read through the default engine's adapter while it boots, its /health once it serves.
       await within(60_000, "the hand-started container serving", async () => ((last = await listed("seam-old"))?.status === "serving" ? true : undefined)).catch((e: unknown) => {
         const logs = onHost(1, ["sh", "-c", "docker ps -a --filter label=launcher.deployment; docker logs --tail 20 launcher-seam-old-r0 2>&1"]);

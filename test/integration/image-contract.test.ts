@@ -19,19 +19,24 @@ function derived(tag: string, dockerfileTail: string, recipeExtra = ""): string 
 describe("the engine image contract", { concurrency: false }, () => {
   test("an image whose ENTRYPOINT is not vllm serve, or whose vLLM predates --nnodes, is refused before any container starts", async () => {
     const oldEntry = derived("practice-oldentry:local", 'ENTRYPOINT ["python3", "-m", "vllm.entrypoints.openai.api_server"]');
-    const r = await launcher(["up", oldEntry, "--nodes", "n1", "--timeout", "2m"], 180_000);
-    assert.equal(r.code, 1, r.stderr);
-    assert.match(r.stderr, /preflight failed for .*; no container was started/);
-    assert.match(r.stderr, /image practice-oldentry:local \(vLLM 0\.12\.0\) has ENTRYPOINT \["python3","-m","vllm\.entrypoints\.openai\.api_server"\], not vllm serve/);
-    assert.match(r.stderr, /set entrypoint = \["vllm", "serve"\] in the recipe/);
-    assert.deepEqual(launcherContainers(HOSTS), []);
-
     const oldVllm = derived("practice-oldvllm:local", "ENV PRACTICE_VLLM_VERSION=0.10.2");
-    const old = await launcher(["up", oldVllm, "--nodes", "n1", "--timeout", "2m"], 180_000);
-    assert.equal(old.code, 1, old.stderr);
-    assert.match(old.stderr, /image practice-oldvllm:local has vLLM 0\.10\.2, older than 0\.11\.1, the first whose vllm serve takes --nnodes/);
-    assert.doesNotMatch(old.stderr, /at .*\.ts:\d+/, "no stack trace");
-    assert.deepEqual(launcherContainers(HOSTS), []);
+    try {
+      const r = await launcher(["up", oldEntry, "--nodes", "n1", "--timeout", "2m"], 180_000);
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(r.stderr, /preflight failed for .*; no container was started/);
+      assert.match(r.stderr, /image practice-oldentry:local \(vLLM 0\.12\.0\) has ENTRYPOINT \["python3","-m","vllm\.entrypoints\.openai\.api_server"\], not vllm serve/);
+      assert.match(r.stderr, /set entrypoint = \["vllm", "serve"\] in the recipe/);
+      assert.deepEqual(launcherContainers(HOSTS), []);
+
+      const old = await launcher(["up", oldVllm, "--nodes", "n1", "--timeout", "2m"], 180_000);
+      assert.equal(old.code, 1, old.stderr);
+      assert.match(old.stderr, /image practice-oldvllm:local has vLLM 0\.10\.2, older than 0\.11\.1, the first whose vllm serve takes --nnodes/);
+      assert.doesNotMatch(old.stderr, /at .*\.ts:\d+/, "no stack trace");
+      assert.deepEqual(launcherContainers(HOSTS), []);
+    } finally {
+      // Only if a refusal broke: what booted must not hold n1 for the next test.
+      for (const recipe of [oldEntry, oldVllm]) await launcher(["down", `deployment/${path.basename(recipe)}`, "--grace", "1"]);
+    }
   });
 
   test("a recipe entrypoint of vllm serve makes such an image fit; the boot's history holds the vLLM version", async () => {
@@ -59,10 +64,14 @@ describe("the engine image contract", { concurrency: false }, () => {
     assert.match(plan.stderr, /run `launcher doctor --cluster \S+cluster-nofabric\.toml` to detect it/);
     assert.doesNotMatch(plan.stderr, /node n1/);
 
-    const up = await launcher(["up", "practice-2x", "--cluster", file, "--timeout", "1m"], 120_000);
-    assert.equal(up.code, 1, up.stderr);
-    assert.match(up.stderr, /cannot start practice-2x: node n2 has no fabric IP or fabric interface/);
-    assert.match(up.stderr, /launcher doctor/);
-    assert.deepEqual(launcherContainers(HOSTS), []);
+    try {
+      const up = await launcher(["up", "practice-2x", "--cluster", file, "--timeout", "1m"], 120_000);
+      assert.equal(up.code, 1, up.stderr);
+      assert.match(up.stderr, /cannot start practice-2x: node n2 has no fabric IP or fabric interface/);
+      assert.match(up.stderr, /launcher doctor/);
+      assert.deepEqual(launcherContainers(HOSTS), []);
+    } finally {
+      await launcher(["down", "deployment/practice-2x", "--grace", "1"]);
+    }
   });
 });

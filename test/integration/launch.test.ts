@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { launcher, launcherContainers, launcherProcess, onHost, variant, practiceSuite } from "./practice-cluster.js";
+import { launcher, launcherContainers, launcherProcess, ok, onHost, variant, practiceSuite, within } from "./practice-cluster.js";
 
 const HOSTS = 4;
 const dir = practiceSuite(HOSTS, "launcher-it-");
@@ -24,6 +24,28 @@ async function statusOf(deployment: string): Promise<{ status: string; missing: 
   return deployments.find((d) => d.deployment === deployment);
 }
 
+/** practice-2x serving on n1,n2: reused when it already serves (the earlier test's), else (re)booted, so each test can run alone. */
+async function serving2x(): Promise<void> {
+  const s = await statusOf("practice-2x");
+  if (s?.status === "serving") return;
+  if (s !== undefined) ok(await launcher(["down", "deployment/practice-2x", "--grace", "1"]), "down the stale practice-2x");
+  ok(await launcher(["up", "practice-2x"]), "up practice-2x");
+}
+
+/** practice-2x with its rank 1 (n2) exited: reused when it is already so, else made from a serving one. */
+async function rank1Exited(): Promise<void> {
+  const exited = (s: Awaited<ReturnType<typeof statusOf>>): boolean => s?.ranks.find((r) => r.node === "n2")?.state === "exited";
+  if (exited(await statusOf("practice-2x"))) return;
+  await serving2x();
+  onHost(2, ["docker", "kill", "launcher-practice-2x-r1"]);
+  await within(10_000, "rank 1 of practice-2x exited", async () => (exited(await statusOf("practice-2x")) ? true : undefined));
+}
+
+/** Stops what a test started, whether it passed or not (a cleanup failure must not hide the test's own). */
+async function downQuietly(target: string): Promise<void> {
+  await launcher(["down", target, "--grace", "1"]);
+}
+
 describe("launch on the practice cluster", { concurrency: false }, () => {
   test("2 nodes: up, answer a chat request, up again is a no-op", async () => {
     const r = await launcher(["up", "practice-2x", "--json"]);
@@ -44,25 +66,35 @@ describe("launch on the practice cluster", { concurrency: false }, () => {
   });
 
   test("up is refused when the nodes are held by another deployment", async () => {
-    const r = await launcher(["up", "practice-2x", "--name", "intruder"]);
-    assert.equal(r.code, 1);
-    assert.match(r.stderr, /n1, n2 held by deployment practice-2x: stop it first \(launcher down practice-2x\)/);
-    assert.match(r.stderr, /no container was started/);
-    assert.deepEqual(launcherContainers(HOSTS), ["n1:launcher-practice-2x-r0:running", "n2:launcher-practice-2x-r1:running"]);
+    await serving2x();
+    try {
+      const r = await launcher(["up", "practice-2x", "--name", "intruder"]);
+      assert.equal(r.code, 1);
+      assert.match(r.stderr, /n1, n2 held by deployment practice-2x: stop it first \(launcher down practice-2x\)/);
+      assert.match(r.stderr, /no container was started/);
+      assert.deepEqual(launcherContainers(HOSTS), ["n1:launcher-practice-2x-r0:running", "n2:launcher-practice-2x-r1:running"]);
+    } finally {
+      // Only if the refusal broke: an intruder that booted must not hold the nodes for later tests.
+      await downQuietly("deployment/intruder");
+    }
   });
 
   test("a worker killed after ready turns status to degraded; logs are node-prefixed", async () => {
+    await serving2x();
     const logs = await launcher(["logs", "practice-2x", "--tail", "50"]);
     assert.equal(logs.code, 0, logs.stderr);
     assert.match(logs.stdout, /^\[n1\] .*Application startup complete/m);
     assert.match(logs.stdout, /^\[n2\] .*Headless mode: worker rank 1 ready/m);
     onHost(2, ["docker", "kill", "launcher-practice-2x-r1"]);
-    const status = await statusOf("practice-2x");
-    assert.equal(status?.status, "degraded");
-    assert.match(status?.missing.join() ?? "", /rank 1 on n2 \(exited/);
+    const status = (await within(10_000, "practice-2x degraded", async () => {
+      const s = await statusOf("practice-2x");
+      return s?.status === "degraded" ? s : undefined;
+    })).value;
+    assert.match(status.missing.join(), /rank 1 on n2 \(exited/);
   });
 
   test("down works from a machine with no local state, stops every rank, and is repeatable", async () => {
+    await rank1Exited();
     const r = await launcher(["down", "practice-2x"]);
     assert.equal(r.code, 0, r.stderr);
     // The head exits too once its peer is gone, as a collective that lost a rank does.
@@ -75,14 +107,19 @@ describe("launch on the practice cluster", { concurrency: false }, () => {
   });
 
   test("4 nodes: up, status, down", async () => {
-    const r = await launcher(["up", "practice-4x"]);
-    assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /practice-4x is ready in [\d.]+ s: http:\/\/10\.231\.0\.11:8000\/v1 \(model "practice"\)/);
-    assert.equal(launcherContainers(HOSTS).filter((c) => c.endsWith(":running")).length, 4);
-    const status = await statusOf("practice-4x");
-    assert.deepEqual(status?.ranks.map((x) => x.node), ["n1", "n2", "n3", "n4"]);
-    assert.equal((await launcher(["down", "--all"])).code, 0);
-    assert.deepEqual(launcherContainers(HOSTS), []);
+    try {
+      const r = await launcher(["up", "practice-4x"]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /practice-4x is ready in [\d.]+ s: http:\/\/10\.231\.0\.11:8000\/v1 \(model "practice"\)/);
+      assert.equal(launcherContainers(HOSTS).filter((c) => c.endsWith(":running")).length, 4);
+      const status = await statusOf("practice-4x");
+      assert.deepEqual(status?.ranks.map((x) => x.node), ["n1", "n2", "n3", "n4"]);
+      assert.equal((await launcher(["down", "--all"])).code, 0);
+      assert.deepEqual(launcherContainers(HOSTS), []);
+    } finally {
+      // practice-4x holds every node: left running, it would fail every later test.
+      await downQuietly("deployment/practice-4x");
+    }
   });
 
   const faults: [string, string, RegExp, RegExp][] = [
@@ -95,36 +132,45 @@ describe("launch on the practice cluster", { concurrency: false }, () => {
   for (const [fault, flag, where, cause] of faults) {
     test(`fault ${fault}: the boot fails, names the node and the cause, and nothing is left`, async () => {
       const recipe = variant(dir, `fault-${fault}`, "practice-2x", `[env]\nPRACTICE_FAULT = "${fault}"\n`);
-      const r = await launcher(["up", recipe, ...(flag ? [flag] : [])]);
-      assert.equal(r.code, 1, r.stderr);
-      assert.match(r.stderr, where);
-      assert.match(r.stderr, cause);
-      assert.match(r.stderr, /rolled back: removed 2 containers/);
-      assert.doesNotMatch(r.stderr, /\n\s+at .*\.ts:\d+/);
-      assert.deepEqual(launcherContainers(HOSTS), []);
+      try {
+        const r = await launcher(["up", recipe, ...(flag ? [flag] : [])]);
+        assert.equal(r.code, 1, r.stderr);
+        assert.match(r.stderr, where);
+        assert.match(r.stderr, cause);
+        assert.match(r.stderr, /rolled back: removed 2 containers/);
+        assert.doesNotMatch(r.stderr, /\n\s+at .*\.ts:\d+/);
+        assert.deepEqual(launcherContainers(HOSTS), []);
+      } finally {
+        await downQuietly(`deployment/fault-${fault}`);
+      }
     });
   }
 
   test("crash after ready: the deployment is no longer serving and down cleans it", async () => {
     const recipe = variant(dir, "crash", "practice-2x", `[env]\nPRACTICE_FAULT = "crash_after_ready"\nPRACTICE_CRASH_AFTER_MS = "2500"\n`);
-    const r = await launcher(["up", recipe]);
-    assert.equal(r.code, 0, r.stderr);
-    let status: string | undefined;
-    for (let i = 0; i < 20 && status !== "degraded"; i++) {
-      await new Promise((res) => setTimeout(res, 500));
-      status = (await statusOf("crash"))?.status;
+    try {
+      const r = await launcher(["up", recipe]);
+      assert.equal(r.code, 0, r.stderr);
+      // The engine crashes 2.5 s after ready; 10 s bounds the wait for status to see it.
+      await within(10_000, "crash degraded", async () => ((await statusOf("crash"))?.status === "degraded" ? true : undefined));
+      assert.equal((await launcher(["down", "crash"])).code, 0);
+      assert.deepEqual(launcherContainers(HOSTS), []);
+    } finally {
+      // Its exited containers are still listed by `docker ps -a`: left, they fail the next test's "nothing left".
+      await downQuietly("deployment/crash");
     }
-    assert.equal(status, "degraded");
-    assert.equal((await launcher(["down", "crash"])).code, 0);
-    assert.deepEqual(launcherContainers(HOSTS), []);
   });
 
   test("a missing image fails preflight on every node that lacks it, before anything starts", async () => {
     const recipe = variant(dir, "no-image", "practice-2x", `docker_image = "not-built:local"\n`);
-    const r = await launcher(["up", recipe]);
-    assert.equal(r.code, 1);
-    assert.match(r.stderr, /image not-built:local is missing on n1, n2/);
-    assert.deepEqual(launcherContainers(HOSTS), []);
+    try {
+      const r = await launcher(["up", recipe]);
+      assert.equal(r.code, 1);
+      assert.match(r.stderr, /image not-built:local is missing on n1, n2/);
+      assert.deepEqual(launcherContainers(HOSTS), []);
+    } finally {
+      await downQuietly("deployment/no-image");
+    }
   });
 
   test("Ctrl-C during the boot removes everything", async () => {
@@ -132,21 +178,30 @@ describe("launch on the practice cluster", { concurrency: false }, () => {
     const child = launcherProcess(["up", recipe]);
     let stderr = "";
     const closed = new Promise<number | null>((resolve) => child.on("close", resolve));
-    await new Promise<void>((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error(`never reached loading: ${stderr}`)), 30_000);
-      child.stderr.on("data", (d: Buffer) => {
-        stderr += d.toString();
-        if (/n1 +loading/.test(stderr)) {
-          clearTimeout(t);
-          resolve();
-        }
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const t = setTimeout(() => reject(new Error(`never reached loading: ${stderr}`)), 30_000);
+        child.stderr.on("data", (d: Buffer) => {
+          stderr += d.toString();
+          if (/n1 +loading/.test(stderr)) {
+            clearTimeout(t);
+            resolve();
+          }
+        });
       });
-    });
-    child.kill("SIGINT");
-    const code = await closed;
-    assert.equal(code, 130, stderr);
-    assert.match(stderr, /interrupted/);
-    assert.match(stderr, /rolled back: removed 2 containers/);
-    assert.deepEqual(launcherContainers(HOSTS), []);
+      child.kill("SIGINT");
+      const code = await closed;
+      assert.equal(code, 130, stderr);
+      assert.match(stderr, /interrupted/);
+      assert.match(stderr, /rolled back: removed 2 containers/);
+      assert.deepEqual(launcherContainers(HOSTS), []);
+    } finally {
+      // If loading never came, the up would boot on past the test: stop it first, then what it started.
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill("SIGKILL");
+        await closed;
+      }
+      await downQuietly("deployment/slow");
+    }
   });
 });

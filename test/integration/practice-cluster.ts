@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { after, before } from "node:test";
 import path from "node:path";
 import { shellJoin } from "../../src/config/shell-words.js";
+import { SUPERVISOR_PHASES, type SupervisorPhase } from "../../src/deploy/supervise.js";
 
 /** The practice cluster (test/rig/): real hosts in network namespaces, each with sshd and dockerd. */
 export const RIG_DIR = process.env.LAUNCHER_TEST_RIG_DIR ?? "/tmp/launcher-test-rig";
@@ -186,6 +187,15 @@ export function practiceSuite(hosts: number, tmpPrefix: string): string {
     rmSync(dir, { recursive: true, force: true });
   }, { timeout: 300_000 });
   return dir;
+}
+
+/**
+ * The phase of a daemon's /health `supervision` value ("<phase>[ (N restarts)]", src/deploy/supervisor.ts),
+ * matched whole against the contract's list: a prefix test would let "ready-x" pass for "ready".
+ */
+export function supervisorPhase(value: string | undefined): SupervisorPhase | undefined {
+  const word = value?.split(" ")[0];
+  return SUPERVISOR_PHASES.find((p) => p === word);
 }
 
 /** The run, once it is known to have exited 0 (else the test fails with what it printed). */

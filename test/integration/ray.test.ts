@@ -38,12 +38,17 @@ describe("Ray backend on the practice cluster", { concurrency: false }, () => {
 
   test("a worker that never joins fails the boot within the bound, naming it; vllm serve never starts; everything rolled back", async () => {
     const recipe = rayRecipe("ray-nojoin", "", 'LAUNCHER_RAY_JOIN_SECONDS = "4"\nPRACTICE_RAY_NO_JOIN = "1"\n');
-    const r = await launcher(["up", recipe, "--name", "ray-nojoin"], 180_000);
-    assert.equal(r.code, 1, r.stderr);
-    assert.match(r.stderr, /boot of ray-nojoin failed/);
-    assert.match(r.stderr, /launcher: Ray nodes not joined after 4 s: n2 \(\d+\.\d+\.\d+\.\d+\)/);
-    assert.doesNotMatch(r.stderr, /Application startup complete/);
-    assert.deepEqual(launcherContainers(HOSTS), []);
+    try {
+      const r = await launcher(["up", recipe, "--name", "ray-nojoin"], 180_000);
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(r.stderr, /boot of ray-nojoin failed/);
+      assert.match(r.stderr, /launcher: Ray nodes not joined after 4 s: n2 \(\d+\.\d+\.\d+\.\d+\)/);
+      assert.doesNotMatch(r.stderr, /Application startup complete/);
+      assert.deepEqual(launcherContainers(HOSTS), []);
+    } finally {
+      // Only if the boot wrongly succeeded: ray-nojoin must not hold the nodes for the next test.
+      await launcher(["down", "deployment/ray-nojoin", "--grace", "1"]);
+    }
   });
 
   test("an image without ray is refused by preflight, naming the image and ray[cgraph], before any container starts", async () => {

@@ -107,7 +107,7 @@ describe("node to node transfers on the practice cluster", { concurrency: false 
     }
   });
 
-  test("models sync node to node, interrupted and resumed from the bytes already there", async () => {
+  test("models sync node to node, interrupted and resumed from the bytes already there", async (t) => {
     const repo = "models--practice--p2p-resume";
     seedModel(1, 96 << 20, repo);
     const recipe = variant(dir, "p2p-resume", "practice-2x", `model = "practice/p2p-resume"\n`);
@@ -118,6 +118,8 @@ describe("node to node transfers on the practice cluster", { concurrency: false 
     try {
       const first = launcherProcess(["models", "sync", recipe, "--nodes", "n1,n2"]);
       const exited = new Promise<number | null>((resolve) => first.on("close", resolve));
+      // A failed wait below must not leave the sync running past the test (as pull.test.ts does).
+      t.after(() => void (first.exitCode === null && first.signalCode === null && first.kill("SIGKILL")));
       await within(60_000, "part of the big blob on n2", async () => (partial() > 4 << 20 ? true : undefined));
       first.kill("SIGTERM");
       assert.equal(await exited, 143);

@@ -103,8 +103,12 @@ test("control API: submit streams the boot; a client that goes away leaves it ru
     assert.equal(registry.find("d")?.running, true);
     // attach: from the start, to the end.
     const attached: string[] = [];
-    const following = followBoot(target, "d", (e) => attached.push(e.type), new AbortController().signal);
-    setTimeout(release, 50);
+    // Released once attach has replayed the boot's note: the result then reaches it live, so this
+    // shows attach following a boot still running (a timer could fire before attach connected).
+    const following = followBoot(target, "d", (e) => {
+      attached.push(e.type);
+      if (e.type === "note") release();
+    }, new AbortController().signal);
     await following;
     assert.deepEqual(attached, ["accepted", "note", "result"]);
     // A refusal before the start is its events, the error last.
