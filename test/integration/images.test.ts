@@ -222,6 +222,7 @@ describe("images, weights and the fabric on the practice cluster", { concurrency
     // Cut n3's management link on this machine's side: SSH to it (and the shared connection) goes silent.
     const link = (state: "up" | "down") => spawnSync("ip", ["link", "set", "lnchm3", state], { encoding: "utf8" });
     assert.equal(link("down").status, 0);
+    let upCode: number | null | undefined;
     try {
       const r = await launcher(["doctor", "--json"], 120_000);
       assert.equal(r.code, 1);
@@ -229,13 +230,16 @@ describe("images, weights and the fabric on the practice cluster", { concurrency
       assert.deepEqual(report.nodes.map((n) => [n.node, n.ssh]), [["n1", true], ["n2", true], ["n3", false]]);
       assert.ok(report.findings.some((f) => f.kind === "ssh" && f.node === "n3" && /SSH unreachable/.test(f.message)));
       const up = await launcher(["up", "practice-2x", "--nodes", "n1,n3"], 120_000);
+      upCode = up.code;
       assert.equal(up.code, 1);
       assert.match(up.stderr, /n3 \(lnch-n3\): SSH unreachable/);
       assert.match(up.stderr, /no container was started/);
       assert.equal(onHost(1, ["docker", "ps", "-aq", "--filter", "label=launcher.deployment"]).trim(), "", "nothing started on n1");
     } finally {
       link("up");
+      await within(30_000, "n3 answers again", async () => ((await launcher(["status", "--json"])).code === 0 ? true : undefined));
+      // An up that wrongly got through leaves nothing for the next test either.
+      if (upCode === 0) await launcher(["down", "deployment/practice-2x", "--grace", "1"]);
     }
-    await within(30_000, "n3 answers again", async () => ((await launcher(["status", "--json"])).code === 0 ? true : undefined));
   });
 });
