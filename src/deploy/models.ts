@@ -1,5 +1,6 @@
 import type { ClusterNode } from "../cluster/cluster.js";
 import { RemoteError, UserError } from "../config/errors.js";
+import { RESUMED_PARTIAL } from "../plan/pull-space.js";
 import { blobSha256, parseSnapshotListing, weightsLocation, type SnapshotFile } from "../plan/weights.js";
 import type { Recipe } from "../recipe/recipe.js";
 import type { DockerClient } from "../remote/docker.js";
@@ -43,15 +44,19 @@ find . \\( -type l -o -type f \\) | while IFS= read -r f; do
   if [ -L "$f" ]; then echo "L $(stat -L -c %s "$f") $(readlink "$f") $f"; else echo "F $(stat -c %s "$f") - $f"; fi
 done`;
 
+// The suffix of a blob sync is writing, one home with the download's (pull-space.ts: the free-space
+// arithmetic reads both). A constant, not a value: it is written into the scripts' text.
+const PARTIAL = RESUMED_PARTIAL.sync;
+
 // $1 the blobs folder, then blob names: `NAME COMPLETE_SIZE PARTIAL_SIZE` (-1: absent).
 const BLOB_STATE_SCRIPT = `b="$1"; shift
 for n in "$@"; do
-  c=$(stat -c %s "$b/$n" 2>/dev/null || echo -1); p=$(stat -c %s "$b/$n.launcher-partial" 2>/dev/null || echo -1)
+  c=$(stat -c %s "$b/$n" 2>/dev/null || echo -1); p=$(stat -c %s "$b/$n${PARTIAL}" 2>/dev/null || echo -1)
   echo "$n $c $p"
 done`;
 
-// $1 the file, $2 the expected size, $3 the sha256 or "": moves FILE.launcher-partial into place.
-const FINISH_SCRIPT = `f="$1"; p="$1.launcher-partial"
+// $1 the file, $2 the expected size, $3 the sha256 or "": moves FILE + PARTIAL into place.
+const FINISH_SCRIPT = `f="$1"; p="$1${PARTIAL}"
 s=$(stat -c %s "$p") || exit 4
 [ "$s" -eq "$2" ] || { echo "size $s, expected $2"; exit 5; }
 if [ -n "$3" ]; then h=$(sha256sum "$p" | cut -d' ' -f1); [ "$h" = "$3" ] || { rm -f "$p"; echo "sha256 $h, expected $3"; exit 6; }; fi
@@ -203,11 +208,11 @@ export async function syncWeights(recipe: Recipe, session: ClusterSession, nodes
         const blob = blobs.get(name as string);
         if (blob === undefined || Number(complete) === blob.size) continue;
         const have = Number(partial);
-        if (have > blob.size) await ok(target, ["rm", "-f", `${t.path}/blobs/${name}.launcher-partial`], "removing an oversized partial blob");
+        if (have > blob.size) await ok(target, ["rm", "-f", `${t.path}/blobs/${name}${PARTIAL}`], "removing an oversized partial blob");
         offsets.set(name as string, have > 0 && have <= blob.size ? have : 0);
       }
       await Promise.all(
-        files.filter((x) => x.link === undefined).map((f) => ok(target, ["sh", "-c", 'mkdir -p "$(dirname "$1")" && rm -f "$1.launcher-partial"', "sh", `${t.path}/snapshots/${revision}/${f.path}`], "preparing a plain file")),
+        files.filter((x) => x.link === undefined).map((f) => ok(target, ["sh", "-c", `mkdir -p "$(dirname "$1")" && rm -f "$1${PARTIAL}"`, "sh", `${t.path}/snapshots/${revision}/${f.path}`], "preparing a plain file")),
       );
       return { node: t.node, offsets };
     }),
@@ -269,7 +274,7 @@ export async function syncWeights(recipe: Recipe, session: ClusterSession, nodes
     const direct = plan.direct.filter((r) => needing.includes(r.node) && !relayWhy.has(r.node));
     const relayOne = async (node: string, branch: AbortSignal): Promise<void> => {
       let n = 0;
-      await copyFrom(source, docker(node), job.from, `${job.to(repoOf.get(node) as string)}.launcher-partial`, job.offsets.get(node) ?? 0, branch, (c) => {
+      await copyFrom(source, docker(node), job.from, `${job.to(repoOf.get(node) as string)}${PARTIAL}`, job.offsets.get(node) ?? 0, branch, (c) => {
         n += c;
         show(node, n, "through this machine");
       });
@@ -281,7 +286,7 @@ export async function syncWeights(recipe: Recipe, session: ClusterSession, nodes
       const from = Math.min(...direct.map((r) => job.offsets.get(r.node) ?? 0));
       const out = await runChain(
         { node: source.node, transport: source.transport, command: ["tail", "-c", `+${from + 1}`, "--", job.from] },
-        direct.map((r) => ({ ...r, transport: docker(r.node).transport, sink: APPEND(`${job.to(repoOf.get(r.node) as string)}.launcher-partial`), skip: (job.offsets.get(r.node) ?? 0) - from })),
+        direct.map((r) => ({ ...r, transport: docker(r.node).transport, sink: APPEND(`${job.to(repoOf.get(r.node) as string)}${PARTIAL}`), skip: (job.offsets.get(r.node) ?? 0) - from })),
         (node, bytes) => show(node, Math.max(0, bytes - ((job.offsets.get(node) ?? 0) - from)), `over ${routes.get(node)?.path ?? "?"}`),
         branch,
       );
