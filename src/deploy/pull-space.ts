@@ -4,6 +4,7 @@ import { modelInfoUrl, parseBlobListing, parseModelInfo, RESUMED_PARTIAL, STALE_
 import type { Transport } from "../remote/transport.js";
 import { execChecked } from "../remote/transport.js";
 import { checkSpace, parseProbe, PROBE_SCRIPT } from "../transfer/route.js";
+import { mib } from "./progress.js";
 
 /** Where huggingface_hub's Hub is when HF_ENDPOINT is not set (constants.py ENDPOINT). */
 const HUB = "https://huggingface.co";
@@ -45,8 +46,6 @@ export interface PullSpace extends StillNeeded {
   /** Stale partial files removed, and their bytes. */
   readonly cleaned: { readonly files: number; readonly bytes: number };
 }
-
-const size = (b: number): string => `${(b / 1048576).toFixed(1)} MiB`;
 
 /** The model's files at the revision, as the node sees the Hub. */
 async function askHub(transport: Transport, url: string, token: string, signal: AbortSignal): Promise<{ commit: string; files: HubFile[] }> {
@@ -98,7 +97,7 @@ export async function checkPullSpace(transport: Transport, where: { readonly hub
   checkSpace(
     [probe],
     new Map([[transport.node, need.bytes]]),
-    `${hub.model} at ${info.commit.slice(0, 12)} (${need.blobs} files still to download${need.resumed > 0 ? `, ${size(need.resumed)} of them already there` : ""})`,
+    `${hub.model} at ${info.commit.slice(0, 12)} (${need.blobs} files still to download${need.resumed > 0 ? `, ${mib(need.resumed)} of them already there` : ""})`,
     `free space there (hf cache prune; old snapshots in ${where.hub}), point the recipe's HF_HOME mount at a larger disk, or download on another node with --node; nothing was downloaded`,
   );
   return { ...need, commit: info.commit, ...(probe.free === undefined ? {} : { free: probe.free }), cleaned };

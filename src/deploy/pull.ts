@@ -7,7 +7,7 @@ import { weightsLocation } from "../plan/weights.js";
 import type { Recipe } from "../recipe/recipe.js";
 import type { DockerClient } from "../remote/docker.js";
 import { syncWeights, weightsReport, type SyncResult } from "./models.js";
-import type { TransferProgress } from "./progress.js";
+import { mib, type TransferProgress } from "./progress.js";
 import { checkPullSpace } from "./pull-space.js";
 import type { ClusterSession } from "./session.js";
 
@@ -114,7 +114,7 @@ export async function pullModel(recipe: Recipe, session: ClusterSession, nodes: 
     const note = options.note ?? (() => undefined);
     // Before any container runs the download: room on the node for what the model still needs.
     const space = await checkPullSpace(docker.transport, loc, { ...endpointSpec, token, model: recipe.model }, signal);
-    if (space.cleaned.files > 0) note(`${target.name}: removed ${space.cleaned.files} partial file(s) (${(space.cleaned.bytes / 1048576).toFixed(1)} MiB) that a killed huggingface_hub left and never resumes`);
+    if (space.cleaned.files > 0) note(`${target.name}: removed ${space.cleaned.files} partial file(s) (${mib(space.cleaned.bytes)}) that a killed huggingface_hub left and never resumes`);
     const started = Date.now();
     let used: Downloader | undefined;
     for (const downloader of DOWNLOADERS) {
