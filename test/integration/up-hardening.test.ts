@@ -38,11 +38,18 @@ async function lastBoot(): Promise<{ outcome: string; deployment?: string; recip
 }
 
 /** Traffic from this machine to host i, shaped (the push's bytes); undone in finally. */
+/** Shapes host i's links on this machine's side: management (lnchm) and fabric (lnchf), since an image goes node to node over the fabric. */
 function shape(i: number, qdisc: string[]): () => void {
-  const dev = `lnchm${i}`;
-  const r = spawnSync("tc", ["qdisc", "replace", "dev", dev, "root", ...qdisc], { encoding: "utf8" });
-  assert.equal(r.status, 0, r.stderr);
-  return () => void spawnSync("tc", ["qdisc", "del", "dev", dev, "root"], { encoding: "utf8" });
+  const devs = [`lnchm${i}`, `lnchf${i}`];
+  const undo = (): void => {
+    for (const dev of devs) spawnSync("tc", ["qdisc", "del", "dev", dev, "root"], { encoding: "utf8" });
+  };
+  for (const dev of devs) {
+    const r = spawnSync("tc", ["qdisc", "replace", "dev", dev, "root", ...qdisc], { encoding: "utf8" });
+    if (r.status !== 0) undo();
+    assert.equal(r.status, 0, r.stderr);
+  }
+  return undo;
 }
 
 describe("up hardening on the practice cluster", { concurrency: false }, () => {
