@@ -24,8 +24,8 @@ export async function removeListed(
   match: (c: Labelled) => boolean,
   graceSeconds: number,
   strays = false,
-  /** One container's last log lines, read in the same round trip as its node's removal (no grace then): a restart's root cause. */
-  lastWords?: { readonly node: string; readonly container: string; readonly tail: number; readonly heard: (lines: readonly string[]) => void },
+  /** Up to one container per node whose last log lines are read in the same round trip as its node's removal (no grace then): a restart's blame and root cause. */
+  lastWords?: { readonly containers: ReadonlyMap<string, string>; readonly tail: number; readonly heard: (node: string, lines: readonly string[]) => void },
 ): Promise<NodeOutcome[]> {
   return Promise.all(
     listing.map(async (l): Promise<NodeOutcome> => {
@@ -37,7 +37,8 @@ export async function removeListed(
       ];
       try {
         const names = removed.map((r) => r.container);
-        if (lastWords?.node === l.node) lastWords.heard(await l.docker.logsThenRemove(lastWords.container, lastWords.tail, names));
+        const reading = lastWords?.containers.get(l.node);
+        if (lastWords !== undefined && reading !== undefined) lastWords.heard(l.node, await l.docker.logsThenRemove(reading, lastWords.tail, names));
         else await l.docker.stopAndRemove(names, graceSeconds);
         return { node: l.node, kind: "removed", removed };
       } catch (e) {

@@ -1,3 +1,4 @@
+import { timeMs } from "../engine/boot-log.js";
 import { decodeRestartPolicy, type DeploymentStatus, type RestartPolicy } from "./contract.js";
 
 /**
@@ -96,13 +97,11 @@ export interface Decision {
 
 export const INITIAL: Supervised = { phase: "watching", attempts: 0 };
 
-/**
- * Orders containers' ends as Docker records them (RFC 3339 with nanoseconds, trailing zeros cut:
- * "…:10.5Z" is before "…:10.123456789Z" as text): fractions padded first; unknown ends last.
- */
+/** Orders containers' ends as Docker records them (timeMs: nanoseconds kept); unknown ends last. */
 export function byEnd(a: string | undefined, b: string | undefined): number {
-  const norm = (t: string | undefined): string => (t === undefined ? "\uffff" : t.replace(/(\.\d+)?Z$/, (_, f: string | undefined) => `${(f ?? ".").padEnd(10, "0")}Z`));
-  return norm(a).localeCompare(norm(b));
+  const ms = (t: string | undefined): number => (t === undefined ? Number.POSITIVE_INFINITY : (timeMs(t) ?? Number.POSITIVE_INFINITY));
+  const d = ms(a) - ms(b);
+  return Number.isNaN(d) ? 0 : d;
 }
 
 /** A rank whose container is no longer running (a poll's rank state, or docker's `die` event). */

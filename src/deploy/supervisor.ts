@@ -1,11 +1,12 @@
 import { setTimeout as delay } from "node:timers/promises";
-import { explainLog } from "../engine/explain.js";
+import { readBoot, timeMs, type BootState } from "../engine/boot-log.js";
 import { adapterOf } from "../engine/registry.js";
 import { decodeSavedPlan } from "../plan/saved.js";
 import type { Plan } from "../plan/plan.js";
 import type { StateStore } from "../store/store.js";
 import { encodeRestartPolicy, LABELS, type DeploymentStatus, type RestartPolicy } from "./contract.js";
 import { checkInterrupted, Detached } from "./abort.js";
+import { culprit } from "./blame.js";
 import { stampLabel } from "./boot.js";
 import type { BootRegistry } from "./boots.js";
 import type { RankDeath } from "./deaths.js";
@@ -16,7 +17,7 @@ import { formatRemoval, removeContainers, removeListed, unreachableOf } from "./
 import { listNodes, type Labelled } from "./labels.js";
 import { deploymentKey, holdOrBusy, laneKey } from "./locks.js";
 import type { ClusterSession } from "./session.js";
-import { answersRestarting, byEnd, INITIAL, isRestarting, policyOf, rankExited, retryAfterSeconds, supervise, type Failure, type SuperviseAction, type SuperviseEvent, type Supervised, type SuperviseTiming } from "./supervise.js";
+import { answersRestarting, INITIAL, isRestarting, policyOf, rankExited, retryAfterSeconds, supervise, type Failure, type SuperviseAction, type SuperviseEvent, type Supervised, type SuperviseTiming } from "./supervise.js";
 
 /** A deployment as the daemon's discovery reports it: its status and the cluster it runs on. */
 export type Seen = DeploymentStatus & { readonly cluster: string };
@@ -101,11 +102,6 @@ const seenOf = (plan: Plan, restarts: number): Seen => ({
   ranks: [],
 });
 
-/** The rank of a group whose container ended first (by its end as Docker recorded it); undefined while all run. */
-function firstEnded(group: readonly Labelled[]): Failure | undefined {
-  const ended = group.filter((c) => !c.c.running).sort((a, b) => byEnd(a.c.finishedAt, b.c.finishedAt) || a.labels.rank - b.labels.rank)[0];
-  return ended === undefined ? undefined : rankExited(ended.labels.rank, ended.node, ended.c.name, ended.c.state, ended.c.exitCode);
-}
 /** Stop signal for a dying rank's container before the group is recreated: it is dead weight. */
 const REMOVE_GRACE_SECONDS = 3;
 /** How much of a dead rank's log is read for its root cause. */
@@ -441,10 +437,30 @@ export class Supervisor {
     // Only a death is attributed by the ends: a group that failed with every rank running (an
     // unhealthy head, a lost node) was just stopped whole here, in no meaningful order; nor is a
     // group its memory guard killed at once (its trip is the cause).
-    const first = failure.kind !== "memory-guard" && (failure.kind === "rank-exited" || plan === undefined) ? firstEnded(group) : undefined;
-    if (first !== undefined && (first.rank !== failure.rank || first.node !== failure.node)) say(`${first.message} first`);
-    const named = first ?? failure;
-    const record = (cause: string | undefined): void => {
+    const attributed = failure.kind !== "memory-guard" && (failure.kind === "rank-exited" || plan === undefined);
+    const ended = attributed ? group.filter((c) => !c.c.running) : [];
+    // The logs read for the blame and the cause: every ended rank's (a rank whose log only says it
+    // lost a peer is not the one that failed, however early it ended), else the failure's own rank's.
+    const engine = adapterOf(entry.seen.engine);
+    const reading = new Map<string, string>(
+      ended.length > 0 ? ended.map((c) => [c.node, c.c.name]) : failure.node === undefined || failure.container === undefined ? [] : [[failure.node, failure.container]],
+    );
+    const heard = new Map<string, BootState>();
+    const hear = (node: string, lines: readonly string[]): void => {
+      const container = reading.get(node);
+      if (engine !== undefined && container !== undefined) heard.set(container, readBoot(engine, lines));
+    };
+    const blame = (): Failure => {
+      const at = (c: Labelled): number | undefined => timeMs(c.c.finishedAt);
+      const first = culprit(ended, (c) => ({ peerLoss: heard.get(c.c.name)?.causeIsPeerLoss === true, ...(at(c) === undefined ? {} : { atMs: at(c) as number }), order: c.labels.rank }));
+      if (first === undefined) return failure;
+      const named = rankExited(first.labels.rank, first.node, first.c.name, first.c.state, first.c.exitCode);
+      if (named.rank !== failure.rank || named.node !== failure.node) say(`${named.message} first`);
+      return named;
+    };
+    const record = (): void => {
+      const named = blame();
+      const cause = named.container === undefined ? undefined : heard.get(named.container)?.cause;
       tried.record = this.deps.store.beginRestart({
         cluster,
         deployment,
@@ -459,38 +475,32 @@ export class Supervisor {
       });
       if (cause !== undefined) say(`cause: ${cause}`);
     };
-    if (plan === undefined) return record(await this.rootCause(session, entry.seen, named));
+    if (plan === undefined) {
+      await this.readLogs(session, reading, hear);
+      return record();
+    }
     checkInterrupted(stop, `before the old group of ${deployment} was removed`);
-    // The dead rank's log is read in the round trip that removes its node's containers.
-    let cause: string | undefined;
-    const engine = adapterOf(entry.seen.engine);
-    const lastWords =
-      named.node === undefined || named.container === undefined || engine === undefined
-        ? undefined
-        : { node: named.node, container: named.container, tail: CAUSE_TAIL_LINES, heard: (lines: readonly string[]) => void (cause = explainLog(engine, lines.join("\n")).cause ?? undefined) };
-    const removed = await removeListed(listing, (c) => c.labels.deployment === deployment, 0, false, lastWords);
-    record(cause);
+    // The logs are read in the round trip that removes their nodes' containers.
+    const removed = await removeListed(listing, (c) => c.labels.deployment === deployment, 0, false, { containers: reading, tail: CAUSE_TAIL_LINES, heard: hear });
+    record();
     for (const line of formatRemoval(removed, `launcher down deployment/${deployment}`, "summary")) say(line);
     if (unreachableOf(removed).length > 0) throw new Error(`cannot recreate ${deployment} while ${unreachableOf(removed).map((u) => u.node).join(", ")} does not answer`);
   }
 
-  /**
-   * The first real exception in the dead rank's log, read through the same parser as `up` and
-   * `launcher explain`; undefined when there is no log to read (a node that does not answer) or
-   * it names none.
-   */
-  private async rootCause(session: ClusterSession, d: Seen, failure: Failure): Promise<string | undefined> {
-    const container = failure.container;
-    const docker = failure.node === undefined ? undefined : session.docker.get(failure.node);
-    const engine = adapterOf(d.engine);
-    if (container === undefined || docker === undefined || engine === undefined) return undefined;
-    try {
-      const lines: string[] = [];
-      for await (const line of docker.logs(container, { tail: CAUSE_TAIL_LINES })) lines.push(line);
-      return explainLog(engine, lines.join("\n")).cause ?? undefined;
-    } catch {
-      // Its node stopped answering meanwhile: the restart goes on without the cause.
-      return undefined;
-    }
+  /** The last lines of one container per node, as `docker logs` gives them; a node that does not answer gives none. */
+  private async readLogs(session: ClusterSession, containers: ReadonlyMap<string, string>, heard: (node: string, lines: readonly string[]) => void): Promise<void> {
+    await Promise.all(
+      [...containers].map(async ([node, container]) => {
+        const docker = session.docker.get(node);
+        if (docker === undefined) return;
+        try {
+          const lines: string[] = [];
+          for await (const line of docker.logs(container, { tail: CAUSE_TAIL_LINES })) lines.push(line);
+          heard(node, lines);
+        } catch {
+          // Its node stopped answering meanwhile: the restart goes on without its log.
+        }
+      }),
+    );
   }
 }

@@ -1,13 +1,13 @@
 import { setTimeout as delay } from "node:timers/promises";
 import { RemoteError } from "../config/errors.js";
-import { advanceBoot, INITIAL_BOOT, splitTimestamp, type BootState } from "../engine/boot-log.js";
+import { advanceBoot, INITIAL_BOOT, splitTimestamp, timeMs, type BootState } from "../engine/boot-log.js";
 import { failureHint, warningNote } from "../engine/explain.js";
 import { adapterOf } from "../engine/registry.js";
 import type { NodeSpec, Plan } from "../plan/plan.js";
 import { dropCaches, preflight, sameNameOnCluster } from "./preflight.js";
 import { checkInterrupted, Detached, interruption } from "./abort.js";
 import { createdBy, newBootId, stampBoot } from "./boot.js";
-import { rankBehind } from "./blame.js";
+import { culprit, rankBehind } from "./blame.js";
 import type { Progress } from "./progress.js";
 import { redactText } from "../config/redact.js";
 import { checkReady } from "./readiness.js";
@@ -199,8 +199,14 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
   // Nodes whose log said the engine failed: their watchers read on until the settle, because the
   // root cause may come after the fatal line (below).
   const fatalNodes = new Set<string>();
+  // The one to blame (src/engine/blame.ts): a node whose log only says it lost a peer comes after
+  // one with a cause of its own; then the first to fail, by its log line's time.
   const earliest = (): Failure | undefined => {
-    const first = [...failures].sort((a, b) => (a.time ?? "\uffff").localeCompare(b.time ?? "\uffff"))[0];
+    const first = culprit(failures, (f, order = failures.indexOf(f), at = f.time === undefined ? undefined : timeMs(f.time)) => ({
+      peerLoss: states.get(f.node)?.causeIsPeerLoss === true,
+      ...(at === undefined ? {} : { atMs: at }),
+      order,
+    }));
     const state = first !== undefined && fatalNodes.has(first.node) ? states.get(first.node) : undefined;
     return first === undefined || state === undefined ? first : { ...first, ...seen(state) };
   };

@@ -40,6 +40,19 @@ const MAX_WARNINGS = 5;
 // `docker logs --timestamps` prefixes every line with an RFC 3339 time.
 const TIMESTAMP = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z) (.*)$/;
 
+/**
+ * An RFC 3339 time as Docker writes it (nanoseconds; `inspect`'s FinishedAt cuts trailing zeros)
+ * in milliseconds since the epoch, keeping the fraction Date.parse drops past the millisecond (to
+ * about a microsecond: a double's precision at today's epoch);
+ * undefined when it is not one (Docker's zero time "0001-01-01T00:00:00Z" is one, far back).
+ */
+export function timeMs(t: string): number | undefined {
+  const m = /^(.*T\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)$/.exec(t);
+  if (m === null) return undefined;
+  const whole = Date.parse(`${m[1] as string}${m[3] as string}`);
+  return Number.isNaN(whole) ? undefined : whole + Number(`0${m[2] ?? ""}`) * 1000;
+}
+
 export function splitTimestamp(line: string): { time?: string; text: string } {
   const m = TIMESTAMP.exec(line);
   return m ? { time: m[1] as string, text: m[2] as string } : { text: line };
@@ -125,4 +138,9 @@ export function describeFigures(f: Readonly<Record<string, string>>): string {
   if (f.max_concurrency) parts.push(`${f.max_concurrency}x concurrency`);
   if (f.graph_seconds) parts.push(`graphs ${f.graph_seconds} s`);
   return parts.join(", ");
+}
+
+/** One rank's whole log (lines as `docker logs` gives them, with or without its times) read through advanceBoot. */
+export function readBoot(adapter: EngineAdapter, lines: readonly string[]): BootState {
+  return lines.reduce((state, line) => advanceBoot(adapter, state, splitTimestamp(line).text), INITIAL_BOOT);
 }

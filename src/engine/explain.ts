@@ -1,3 +1,4 @@
+import { culprit } from "../deploy/blame.js";
 import { BOOT_PHASES, type BootPhase } from "../deploy/contract.js";
 import type { EngineAdapter } from "./adapter.js";
 import { advanceBoot, INITIAL_BOOT, splitTimestamp, type BootState } from "./boot-log.js";
@@ -152,25 +153,19 @@ export function explainLog(adapter: EngineAdapter, text: string): Explanation {
 }
 
 /**
- * The node to explain: of the failed ones the first to fail (by the log's times, else by the
- * order of the lines), since a lost peer makes the others fail after it; a node whose cause only
- * says a peer died comes after one with a cause of its own, whatever the order (two nodes' logs
- * followed at once reach the file in no certain order, and the engine's times are whole seconds);
- * else the one furthest on.
+ * The node to explain: of the failed ones the one to blame (./blame.ts: a node whose cause only
+ * says a peer died comes last; then the first to fail, by the log's times when both have one, else
+ * by the order of the lines: two nodes' logs followed at once reach the file in no certain order,
+ * and the engine's own times are whole seconds); else the one furthest on.
  */
 function pickNode(all: readonly [string, NodeLog][]): [string, NodeLog] | undefined {
   const failed = all.filter(([, n]) => failedOf(n.state));
   if (failed.length > 0) {
-    const order = (n: NodeLog): number => n.causeAt?.order ?? Number.POSITIVE_INFINITY;
-    return [...failed].sort(([, a], [, b]) => {
-      const lost = Number(a.state.causeIsPeerLoss === true) - Number(b.state.causeIsPeerLoss === true);
-      if (lost !== 0) return lost;
-      // Times only when both causes have one (a line without a header has none); else the lines' order.
-      const am = a.causeAt?.ms;
-      const bm = b.causeAt?.ms;
-      if (am !== undefined && bm !== undefined && am !== bm) return am - bm;
-      return order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0;
-    })[0];
+    return culprit(failed, ([, n]) => ({
+      peerLoss: n.state.causeIsPeerLoss === true,
+      ...(n.causeAt?.ms === undefined ? {} : { atMs: n.causeAt.ms }),
+      order: n.causeAt?.order ?? Number.POSITIVE_INFINITY,
+    }));
   }
   const rank = (n: NodeLog): number => (n.state.ready ? BOOT_PHASES.length : BOOT_PHASES.indexOf(n.state.phase));
   return [...all].sort(([, a], [, b]) => rank(b) - rank(a))[0];

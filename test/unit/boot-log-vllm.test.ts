@@ -101,6 +101,15 @@ test("a log with only wrappers names no wrapper as its cause", () => {
   assert.equal(rpc.cause, undefined);
   const ray = feed(["(EngineCore_DP0 pid=1) ERROR 05-19 12:00:00 [ray_executor_v2.py:464] RayWorkerProc rank=[3] died unexpectedly, shutting down executor."]);
   assert.match(ray.fatal ?? "", /^RayWorkerProc rank=\[3\] died unexpectedly/);
+  // A headless worker whose head died: torch's c10d warning (vllm-project/vllm#32136) is its failure, and only a lost peer.
+  const worker = feed([
+    "[rank1]:[W111 00:54:10.905768298 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=99, addr=[::ffff:172.16.21.245]:38760, remote=[::ffff:172.16.11.34]:42643): Failed to recv, got 0 bytes. Connection was likely closed. Did the remote server shutdown or crash?",
+    "Exception raised from recvBytes at /pytorch/torch/csrc/distributed/c10d/Utils.hpp:682 (most recent call first):",
+  ]);
+  assert.match(worker.fatal ?? "", /Connection was likely closed/);
+  assert.match(worker.cause ?? "", /Connection was likely closed/);
+  assert.equal(worker.causeIsPeerLoss, true);
+  assert.equal(ray.causeIsPeerLoss, true);
 });
 
 test("every figure variant: init in s with compilation and in seconds, --kv-cache-memory, negative KV memory", () => {

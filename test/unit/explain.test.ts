@@ -283,6 +283,17 @@ test("two nodes' logs in any order: the node with a cause of its own is explaine
     assert.equal(e.node, "n2", order.join("\n"));
     assert.match(e.cause ?? "", /ImportError: .*undefined symbol/);
   }
+  // A headless worker that lost its head (torch's c10d warning) before the head's own error reached the file.
+  const head = header("EngineCore_DP0 pid=123", "ERROR", "13:55:22", "core.py:795");
+  const crash = [
+    `[n1] ${BOOT_START[0]}`,
+    "[n2] [rank1]:[W1202 13:55:21.905768298 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=99, addr=[::ffff:10.0.0.2]:38760, remote=[::ffff:10.0.0.1]:29501): Failed to recv, got 0 bytes. Connection was likely closed. Did the remote server shutdown or crash?",
+    `[n1] ${head("EngineCore encountered a fatal error.")}`,
+    `[n1] ${head("RuntimeError: CUDA error: an illegal memory access was encountered")}`,
+  ];
+  const crashed = explainLog(vllm, crash.join("\n"));
+  assert.equal(crashed.node, "n1", crash.join("\n"));
+  assert.match(crashed.cause ?? "", /CUDA error: an illegal memory access/);
   // A node whose only failure is its lost peer is still explained when nothing else failed.
   const alone = explainLog(vllm, lines.slice(0, 1).concat(lines[2] as string).join("\n"));
   assert.equal(alone.node, "n1");

@@ -397,6 +397,41 @@ test("supervisor: a rank's die event restarts the group at once, naming the rank
   store.close();
 });
 
+test("supervisor: a worker that only lost its head ended first: the head, with its own cause, is named, both logs read in the removal's round trip", async () => {
+  const store = new Store(":memory:");
+  store.savePlan("c", "d", encodeSavedPlan(plan), "t");
+  served(store);
+  const removed: string[] = [];
+  const read: string[] = [];
+  const ended = (rank: number, node: string, at: string, log: readonly string[]): DockerClient => {
+    const d = fakeDocker(node, rank, log, removed);
+    const listed = async (): Promise<ContainerInfo[]> => (removed.some((r) => r.startsWith(`${node}:`)) ? [] : [{ id: `id${rank}`, name: `launcher-d-r${rank}`, labels: labels(rank, node), state: "exited", running: false, exitCode: 1, startedAt: "t", finishedAt: at, image: "img" }]);
+    return Object.assign(Object.create(d) as DockerClient, {
+      containers: listed,
+      logs: async function* (container: string) {
+        read.push(`${node}:${container}`);
+        yield* log;
+      },
+    });
+  };
+  // The worker's c10d warning (torch's TCPStore client, vllm-project/vllm#32136) and its end came
+  // 40 ms before the head's, whose own exception is the cause.
+  const workerLog = ["2026-01-01T00:00:01.400000000Z [rank1]:[W101 00:00:01.400000000 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=99, addr=[::ffff:10.0.0.2]:38760, remote=[::ffff:10.0.0.1]:29501): Failed to recv, got 0 bytes. Connection was likely closed. Did the remote server shutdown or crash?"];
+  const headLog = ["2026-01-01T00:00:01.000000000Z RuntimeError: CUDA error: an illegal memory access was encountered"];
+  const session = { cluster: {}, docker: new Map([["n1", ended(0, "n1", "2026-01-01T00:00:01.54Z", headLog)], ["n2", ended(1, "n2", "2026-01-01T00:00:01.5Z", workerLog)]]) } as unknown as ClusterSession;
+  const sup = supervisorOf(store, session, new BootRegistry(Date.now), async () => ready);
+  sup.observe([status({})], Date.now() - 1000);
+  sup.died("c", { deployment: "d", node: "n2", failure: { kind: "rank-exited", rank: 1, node: "n2", container: "launcher-d-r1", message: "rank 1 on n2 exited (exit 1)" } });
+  await sup.idle();
+  const [rec] = store.restarts("d", 10);
+  assert.equal(`${rec?.node} ${rec?.rank}`, "n1 0", "the head, not the worker that only lost it");
+  assert.equal(rec?.cause, "RuntimeError: CUDA error: an illegal memory access was encountered");
+  assert.deepEqual(read.sort(), ["n1:launcher-d-r0", "n2:launcher-d-r1"], "both ended ranks' logs read");
+  assert.deepEqual(removed.sort(), ["n1:launcher-d-r0", "n2:launcher-d-r1"]);
+  await sup.stop();
+  store.close();
+});
+
 test("supervisor: a restart stops the old group at once (no settle, no grace) and claims and checks the new one while the old is removed", async () => {
   const store = new Store(":memory:");
   const twoRanks = { ...plan, nodes: [...plan.nodes, { rank: 1, node: "n2", container: "launcher-d-r1", labels: {}, argv: ["docker", "run", "--label", "launcher.deployment=d", "--", "img"] }] } as unknown as Plan;

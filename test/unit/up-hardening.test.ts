@@ -2,14 +2,14 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { parseCluster } from "../../src/cluster/parse.js";
-import { advanceBoot, INITIAL_BOOT, type BootState } from "../../src/engine/boot-log.js";
+import { advanceBoot, INITIAL_BOOT, timeMs, type BootState } from "../../src/engine/boot-log.js";
 import { vllm } from "../../src/engine/vllm/adapter.js";
 import { planDeployment, type Plan } from "../../src/plan/plan.js";
 import { fileRecipeSource } from "../../src/recipe/fs-source.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";
 import type { ContainerInfo } from "../../src/remote/docker.js";
 import { abortable, Interrupted } from "../../src/deploy/abort.js";
-import { rankBehind } from "../../src/deploy/blame.js";
+import { culprit, rankBehind } from "../../src/deploy/blame.js";
 import { createdBy, newBootId, stampBoot } from "../../src/deploy/boot.js";
 import { judgeExisting } from "../../src/deploy/existing.js";
 import { LABELS } from "../../src/deploy/contract.js";
@@ -154,4 +154,26 @@ test("abortable: the work's value, or the interruption at once when the signal a
   c.abort(new Interrupted("SIGINT"));
   await assert.rejects(p, (e: unknown) => e instanceof Interrupted && e.message === "interrupted (SIGINT): during preflight");
   await assert.rejects(abortable(Promise.resolve(1), c.signal, "later"), Interrupted, "already aborted: no new step");
+});
+
+test("blame: a rank whose cause only says it lost a peer comes after any other, however early it failed; then the earliest; then the order", () => {
+  const name = (all: { n: string; peerLoss: boolean; atMs?: number; order: number }[]): string | undefined => culprit(all, (x) => x)?.n;
+  // The worker lost its head and said so first; the head's own CUDA error came later.
+  assert.equal(name([{ n: "worker", peerLoss: true, atMs: 1, order: 0 }, { n: "head", peerLoss: false, atMs: 2, order: 1 }]), "head");
+  // A rank killed without a word (the OOM killer) is what its peers lost: it is not demoted.
+  assert.equal(name([{ n: "head", peerLoss: true, atMs: 2, order: 0 }, { n: "silent", peerLoss: false, atMs: 1, order: 1 }]), "silent");
+  // Two causes of their own: the earlier; without times on both, the order.
+  assert.equal(name([{ n: "b", peerLoss: false, atMs: 5, order: 0 }, { n: "a", peerLoss: false, atMs: 3, order: 1 }]), "a");
+  assert.equal(name([{ n: "b", peerLoss: false, atMs: 5, order: 1 }, { n: "a", peerLoss: false, order: 0 }]), "a");
+  // Only lost peers: still one to blame, the earliest.
+  assert.equal(name([{ n: "late", peerLoss: true, atMs: 9, order: 0 }, { n: "early", peerLoss: true, atMs: 4, order: 1 }]), "early");
+  assert.equal(name([]), undefined);
+});
+
+test("timeMs: Docker's times with their nanoseconds (inspect cuts trailing zeros), zones, and what is not one", () => {
+  assert.ok((timeMs("2026-01-01T00:00:01.5Z") as number) < (timeMs("2026-01-01T00:00:01.523456789Z") as number));
+  assert.ok((timeMs("2026-01-01T00:00:01.523456789Z") as number) < (timeMs("2026-01-01T00:00:01.523458Z") as number));
+  assert.equal(timeMs("2026-01-01T01:00:00+01:00"), timeMs("2026-01-01T00:00:00Z"));
+  assert.equal(timeMs("0001-01-01T00:00:00Z"), Date.parse("0001-01-01T00:00:00Z"));
+  assert.equal(timeMs("yesterday"), undefined);
 });

@@ -202,16 +202,23 @@ function crashAfterReady(proc) {
   );
 }
 
-function lostMaster(addr, port) {
-  log.traceback(
-    [
-      ['/usr/local/bin/vllm', 10, '<module>', 'sys.exit(main())'],
-      [`${PY}/vllm/entrypoints/cli/main.py`, 54, 'main', 'args.dispatch_function(args)'],
-      [`${PY}/vllm/entrypoints/cli/serve.py`, 48, 'cmd', 'run_headless(args)'],
-      [`${PY}/vllm/v1/executor/multiproc_executor.py`, 612, 'worker_busy_loop', 'raise RuntimeError('],
-    ],
-    `RuntimeError: lost connection to master at ${addr}:${port}`,
+/**
+ * A headless worker whose head died: what current vLLM prints there is torch's, not vLLM's. The
+ * worker's TCPStore client (the store lives in the head's process) fails in recvBytes
+ * (torch/csrc/distributed/c10d/Utils.hpp) and TCPStore.cpp logs it as a c10d warning with a C++
+ * backtrace (vllm-project/vllm#32136 quotes it from a headless node; DGX Spark workers print the
+ * same). The real worker may go on printing it without exiting (#32136); this one exits 1 after
+ * the first, which launcher does not rely on either way (the head's end decides).
+ */
+function lostMaster(rank, local, addr, port) {
+  const t = new Date();
+  const when = `${t.getMonth() + 1}${String(t.getDate()).padStart(2, '0')} ${t.toTimeString().slice(0, 8)}.${String(t.getMilliseconds()).padStart(3, '0')}000000`;
+  log.err(
+    `[rank${rank}]:[W${when} TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=99, addr=[::ffff:${local.address.replace(/^::ffff:/, '')}]:${local.port}, remote=[::ffff:${addr}]:${port}): Failed to recv, got 0 bytes. Connection was likely closed. Did the remote server shutdown or crash?`,
   );
+  log.err('Exception raised from recvBytes at /pytorch/torch/csrc/distributed/c10d/Utils.hpp:682 (most recent call first):');
+  log.err('frame #0: c10::Error::Error(c10::SourceLocation, std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >) + 0x80 (0xffff8c2a0b80 in /usr/local/lib/python3.12/dist-packages/torch/lib/libc10.so)');
+  log.err('frame #1: <unknown function> + 0x5ffc5d1 (0xffff6f2f5d1 in /usr/local/lib/python3.12/dist-packages/torch/lib/libtorch_cpu.so)');
 }
 
 /** A generic start-up failure (env checks, rendezvous, bind errors). */

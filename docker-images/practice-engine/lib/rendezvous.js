@@ -196,6 +196,8 @@ function startWorker(opts) {
   let hbTimer = null;
   let retryTimer = null;
   let lastError = 'none';
+  // This end of the connection, taken while it is open (a closed socket no longer says it).
+  let local = { address: '', port: 0 };
   let resolveReady;
   const ready = new Promise((r) => (resolveReady = r));
 
@@ -207,7 +209,7 @@ function startWorker(opts) {
   const lost = (why) => {
     if (closing) return;
     closing = true;
-    opts.onLost(why);
+    opts.onLost(why, local);
   };
 
   function attempt() {
@@ -228,6 +230,7 @@ function startWorker(opts) {
       connected = true;
       clearTimeout(attemptTimer);
       sock = s;
+      local = { address: s.localAddress ?? '', port: s.localPort ?? 0 };
       s.setKeepAlive(true, 1000);
       lastSeen = Date.now();
       if (opts.log) opts.log(`connected to master at ${addr}:${port}, waiting for all workers`);

@@ -364,7 +364,9 @@ test('2-rank rendezvous; killing the head takes the worker down', async () => {
   await w.waitFor(/Headless mode: worker rank 1 ready/);
   head.proc.kill('SIGKILL');
   assert.equal((await w.exit()).code, 1);
-  assert.match(w.err, /RuntimeError: lost connection to master at 127\.0\.0\.1:\d+\n$/);
+  // torch's c10d warning, as a headless worker of current vLLM prints it when the head dies.
+  assert.match(w.err, /^\[rank1\]:\[W\d+ [\d:.]+ TCPStore\.cpp:125\] \[c10d\] recvValue failed on SocketImpl\(fd=\d+, addr=\[::ffff:127\.0\.0\.1\]:\d+, remote=\[::ffff:127\.0\.0\.1\]:\d+\): Failed to recv, got 0 bytes\. Connection was likely closed\. Did the remote server shutdown or crash\?$/m);
+  assert.match(w.err, /^Exception raised from recvBytes at .*Utils\.hpp:\d+ \(most recent call first\):$/m);
 });
 
 test('fault engine_core_init on a headless worker: its start line, its worker record, then the uncaught wrapper', async () => {

@@ -128,6 +128,13 @@ export const PEER_LOSS: readonly RegExp[] = [
   // shutting down executor."; the Ray executor's (vllm/v1/executor/ray_executor_v2.py) "RayWorkerProc
   // rank=%s died unexpectedly, shutting down executor."
   /Worker ?[Pp]roc .* died unexpectedly/,
+  // A rank that lost the process holding torch's TCPStore (the head): torch's recvBytes
+  // (torch/csrc/distributed/c10d/Utils.hpp) "Failed to recv, got 0 bytes. Connection was likely
+  // closed. Did the remote server shutdown or crash?", logged by TCPStore.cpp's "[c10d] recvValue
+  // failed on SocketImpl(...)" and ProcessGroupNCCL's "Failed to check the \"should dump\" flag on
+  // TCPStore"; what a headless worker prints when the head dies (vllm-project/vllm#32136, and a
+  // Spark worker's log quoted in a public DGX Spark write-up), often again and again without exiting.
+  /Connection was likely closed\. Did the remote server shutdown or crash\?/,
 ];
 
 export const FATAL: readonly RegExp[] = [
