@@ -9,6 +9,7 @@ import { UserError } from "../../src/config/errors.js";
 import { isAlive } from "../../src/deploy/locks.js";
 import { localTransport } from "../../src/remote/local.js";
 import type { Transport } from "../../src/remote/transport.js";
+import { within } from "../integration/practice-cluster.js";
 
 const dir = mkdtempSync(path.join(tmpdir(), "launcher-claims-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -144,15 +145,12 @@ test("a live holder keeps its claim by renewing; one that lost it is told", asyn
   const start = Date.now();
   utimesSync(claimFile("r1"), new Date(start - 5000), new Date(start - 5000));
   // The renewal every quarter lease makes the claim young again.
-  for (let i = 0; i < 40; i++) {
-    if (Date.now() - statSync(claimFile("r1")).mtimeMs < 2000) break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await within(4000, "the claim renewed", async () => (Date.now() - statSync(claimFile("r1")).mtimeMs < 2000 ? true : undefined));
   const again = await outcome(claimNodes(ns, options("other")));
   assert.equal(again.ok, false, "renewed, so still held");
   // Another launcher replaced it (this one froze past its lease): the next renewal says so.
   writeFileSync(claimFile("r1"), `someone-else\n${encodeClaim(record)}\n`);
-  for (let i = 0; i < 40 && lost === ""; i++) await new Promise((r) => setTimeout(r, 100));
+  await within(4000, "the holder told it lost its claim", async () => (lost === "" ? undefined : true));
   assert.match(lost, /^r1: this launcher's claim on the node was taken over/);
   await held.release();
   assert.match(readFileSync(claimFile("r1"), "utf8"), /^someone-else\n/, "releasing never removes another's claim");

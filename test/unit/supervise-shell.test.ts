@@ -266,10 +266,7 @@ function supervisorOf(store: Store, session: ClusterSession, boots: BootRegistry
   });
 }
 
-const until = async (what: string, check: () => boolean): Promise<void> => {
-  for (let i = 0; i < 200 && !check(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
-  assert.ok(check(), what);
-};
+const until = async (what: string, check: () => boolean): Promise<void> => void (await within(2000, what, async () => (check() ? true : undefined)));
 
 test("supervisor: a restart is a boot of the daemon's registry: attach follows it from its start (the failure, the removal, the boot's progress) to up's result", async () => {
   const store = new Store(":memory:");
