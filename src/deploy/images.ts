@@ -7,7 +7,8 @@ import type { DockerClient } from "../remote/docker.js";
 import { transferProgress, type TransferProgress } from "./progress.js";
 import { execChecked, spawnLocal, type RawProcess } from "../remote/transport.js";
 import { runChain } from "../transfer/chain.js";
-import { checkSpace, parseProbe, planRoutes, PROBE_SCRIPT, type NodeProbe, type NodeRoute, type TransferPath } from "../transfer/route.js";
+import { layerSkip, leftOut, saveWithout, storedChains } from "../transfer/layers.js";
+import { checkSpace, diffIdsOf, parseProbe, planRoutes, PROBE_SCRIPT, type NodeProbe, type NodeRoute, type TransferPath } from "../transfer/route.js";
 import { together } from "../transfer/together.js";
 import { abortable, checkInterrupted } from "./abort.js";
 
@@ -110,6 +111,9 @@ export interface PushResult {
   readonly id: string;
   readonly source: string;
   readonly nodes: readonly PushedNode[];
+  /** Layer files left out of the archive (every node sent it stored them already), as the filter on the source counted them. */
+  readonly layers_not_sent?: number;
+  readonly bytes_not_sent?: number;
   readonly seconds: number;
 }
 
@@ -169,10 +173,11 @@ exit 1`;
 /** The argv that loads an archive on a node and keeps only the image with ID `id` (LOAD_ONLY_SCRIPT). */
 export const loadOnly = (id: string): string[] => ["sh", "-c", LOAD_ONLY_SCRIPT, "sh", id];
 
-async function relayImage(image: string, id: string, source: DockerClient, need: readonly DockerClient[], bytes: Map<string, number>, progress: TransferProgress, signal?: AbortSignal): Promise<void> {
-  if (need.length === 0) return;
+/** Returns what the source's save command wrote to stderr (the layer filter's count). */
+async function relayImage(image: string, id: string, command: readonly string[], source: DockerClient, need: readonly DockerClient[], bytes: Map<string, number>, progress: TransferProgress, signal?: AbortSignal): Promise<string> {
+  if (need.length === 0) return "";
   for (const t of need) bytes.set(t.node, 0);
-  const save = source.transport.spawn(["docker", "save", "--", image]);
+  const save = source.transport.spawn(command);
   save.stdin.end();
   const loads = need.map((t) => ({ node: t.node, p: t.transport.spawn(loadOnly(id)), dead: false, waiting: false }));
   // The save goes at the pace of the slowest live load; a load that ends early stops holding it back.
@@ -228,6 +233,7 @@ async function relayImage(image: string, id: string, source: DockerClient, need:
   for (const { node } of results) progress.node(node, bytes.get(node) ?? 0, true, RELAY_DETAIL);
   const failed = results.filter((x) => x.r.code !== 0);
   if (failed.length > 0) throw new RemoteError(failed.map((f) => f.node).join(", "), `docker load of ${image} failed`, failed.map((f) => `${f.node}: ${f.r.stderr.trim()}`).join("\n"));
+  return saved.stderr;
 }
 
 const RELAY_DETAIL = "through this machine";
@@ -257,9 +263,15 @@ export async function pushImage(image: string, source: DockerClient, targets: re
   // which nodes lack the image: one round trip before the bytes, not two. A node that has it was
   // asked for nothing it needs; a failed probe counts only for a node that is sent the image.
   const early = {
-    source: handled(routes.has(source.node) ? probeDocker(source) : Promise.resolve(undefined)),
+    // The source's tools too: its save goes through the layer filter only where perl runs.
+    source: handled(probeDocker(source)),
     probes: new Map(targets.map((t) => [t.node, handled(probeDocker(t))])),
-    size: handled(execChecked(source.transport, ["docker", "image", "inspect", "--format", "{{.Size}}", "--", image], "reading the image's size", 20_000).then((s) => Number(s.trim()))),
+    image: handled(
+      execChecked(source.transport, ["docker", "image", "inspect", "--format", "{{.Size}} {{json .RootFS.Layers}}", "--", image], "reading the image's size and layers", 20_000).then((out) => {
+        const [size = "", ...layers] = out.trim().split(" ");
+        return { size: Number(size), layers: diffIdsOf(layers.join(" ")) ?? [] };
+      }),
+    ),
   };
   const [id, before] = await Promise.all([source.imageId(image), imageReport(image, targets)]);
   if (id === undefined) throw new UserError(`image ${image} is not on ${source.node}, so it cannot be sent from there`, "build it first (launcher images build RECIPE), or name another source with --from");
@@ -268,12 +280,25 @@ export async function pushImage(image: string, source: DockerClient, targets: re
   const need = targets.filter((t) => before.find((b) => b.node === t.node)?.id !== id);
   const bytes = new Map<string, number>();
   const how = new Map<string, { path: TransferPath; from?: string; why?: string }>();
+  let notSent: { readonly files: number; readonly bytes: number } | undefined;
   if (need.length > 0) {
-    const [sourceProbe, probes, size] = await Promise.all([early.source, Promise.all(need.map((t) => early.probes.get(t.node) as Promise<NodeProbe>)), early.size]);
+    const [sourceProbe, probes, { size, layers }] = await Promise.all([early.source, Promise.all(need.map((t) => early.probes.get(t.node) as Promise<NodeProbe>)), early.image]);
     // `docker load` unpacks the whole archive in its temporary folder (under Docker's root) before
     // it stores the layers (moby/moby image/tarexport/load.go, untar into os.MkdirTemp): twice the size.
     checkSpace(probes, new Map(need.map((t) => [t.node, 2 * size])), `image ${image} (${(size / 1048576).toFixed(0)} MiB, unpacked once to a temporary folder, then stored)`);
-    const plan = planRoutes(source.node, sourceProbe, probes, routes, direct.relay ?? (direct.routes === undefined ? "node to node was not asked for" : undefined));
+    const plan = planRoutes(source.node, routes.has(source.node) ? sourceProbe : undefined, probes, routes, direct.relay ?? (direct.routes === undefined ? "node to node was not asked for" : undefined));
+    // The layers every node sent the image already stores stay where they are (src/transfer/layers.ts),
+    // on either path: each gets the same archive.
+    const skip = sourceProbe.tools ? layerSkip(layers, probes.map((p) => storedChains(p.images ?? []))) : undefined;
+    const save = skip === undefined ? ["docker", "save", "--", image] : saveWithout(image, skip.names);
+    // Said from what the filter counted, not from the plan: a Docker whose archive names its layers
+    // otherwise (an image store kept by containerd) gets them all, and is not told otherwise.
+    const heard = (stderr: string): void => {
+      const out = leftOut(stderr);
+      if (out === undefined || notSent !== undefined) return;
+      notSent = out;
+      progress.note?.(`  left out ${out.files} of the image's ${layers.length} layers (${(out.bytes / 1048576).toFixed(1)} MiB): every node stores them already`);
+    };
     const byName = (names: readonly string[]): DockerClient[] => need.filter((t) => names.includes(t.node));
     const relayed = (list: readonly { node: string; why: string }[], branch = signal): Promise<void> => {
       for (const r of list) {
@@ -281,12 +306,12 @@ export async function pushImage(image: string, source: DockerClient, targets: re
         // Said when it is news: not for --relay, nor where node to node was never possible.
         if (direct.routes !== undefined && direct.relay === undefined) progress.note?.(`  ${r.node.padEnd(10)} through this machine: ${r.why}`);
       }
-      return relayImage(image, id, source, byName(list.map((r) => r.node)), bytes, progress, branch);
+      return relayImage(image, id, save, source, byName(list.map((r) => r.node)), bytes, progress, branch).then(heard);
     };
     const chain = async (branch: AbortSignal): Promise<readonly { node: string; why: string }[]> => {
       if (plan.direct.length === 0) return [];
       const out = await runChain(
-        { node: source.node, transport: source.transport, command: ["docker", "save", "--", image] },
+        { node: source.node, transport: source.transport, command: save },
         plan.direct.map((r) => ({ ...r, transport: (need.find((t) => t.node === r.node) as DockerClient).transport, sink: loadOnly(id), skip: 0 })),
         (node, n, done) => {
           bytes.set(node, n);
@@ -296,6 +321,7 @@ export async function pushImage(image: string, source: DockerClient, targets: re
         branch,
       );
       checkInterrupted(branch, `the push of ${image} was stopped; no container was started`);
+      heard(out.sourceSaid);
       for (const d of out.delivered) how.set(d.node, { path: d.path, from: d.from });
       if (out.failed.length > 0) throw new RemoteError(out.failed.map((f) => f.node).join(", "), `sending ${image} node to node failed`, out.failed.map((f) => `${f.node}: ${f.why}`).join("\n"), "run the push again; --relay sends it through this machine instead");
       return out.unreached;
@@ -332,6 +358,7 @@ export async function pushImage(image: string, source: DockerClient, targets: re
         ...(h === undefined || !sent ? {} : { path: h.path, ...(h.from === undefined ? {} : { from: h.from }), ...(h.why === undefined ? {} : { why: h.why }) }),
       };
     }),
+    ...(notSent === undefined ? {} : { layers_not_sent: notSent.files, bytes_not_sent: notSent.bytes }),
     seconds: (Date.now() - started) / 1000,
   };
 }

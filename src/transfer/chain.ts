@@ -121,6 +121,8 @@ export interface ChainOutcome {
   /** Nodes that joined the chain but did not take it whole, with why. */
   readonly failed: readonly { node: string; why: string }[];
   readonly sent: number;
+  /** What the source's payload command wrote to stderr (empty when it did not start). */
+  readonly sourceSaid: string;
 }
 
 /**
@@ -212,7 +214,7 @@ export async function runChain(
     if (joined.length === 0) {
       sender.close();
       await Promise.all(all.map((h) => h.done));
-      return { delivered: [], unreached, failed: [], sent: 0 };
+      return { delivered: [], unreached, failed: [], sent: 0, sourceSaid: "" };
     }
     step("connected");
     if (current !== end) current.send(control.last());
@@ -231,7 +233,7 @@ export async function runChain(
         failed.push({ node: j.r.node, why });
       }
     }
-    return { delivered, unreached, failed, sent: total ?? 0 };
+    return { delivered, unreached, failed, sent: total ?? 0, sourceSaid: sent?.stderr ?? "" };
   } finally {
     signal?.removeEventListener("abort", stop);
     if (signal?.aborted) await Promise.all(all.map((h) => h.done));

@@ -45,6 +45,8 @@ export interface NodeProbe {
   readonly path: string;
   /** Free bytes there; undefined when df could not say. */
   readonly free?: number;
+  /** With "docker": each image's RootFS.Layers (diff IDs), what src/transfer/layers.ts needs to know which layers the node stores. */
+  readonly images?: readonly (readonly string[])[];
 }
 
 // $1: "docker" (Docker's root folder, where `docker load` unpacks and stores) or "path", $2 the path.
@@ -53,20 +55,36 @@ if command -v bash >/dev/null && command -v sha256sum >/dev/null && perl -MIO::S
 echo "path $p"
 d=$p; while [ -n "$d" ] && [ ! -e "$d" ] && [ "$d" != / ]; do d=$(dirname "$d"); done
 [ -n "$d" ] && df -Pk -- "$d" 2>/dev/null | awk 'NR==2 {printf "free %.0f\\n", $4 * 1024}'
+if [ "$1" = docker ]; then ids=$(docker image ls --all --quiet --no-trunc 2>/dev/null | sort -u); [ -z "$ids" ] || docker image inspect --format 'layers {{json .RootFS.Layers}}' $ids 2>/dev/null; fi
 exit 0`;
 
 export function parseProbe(node: string, out: string): NodeProbe {
   let tools = false;
   let path = "";
   let free: number | undefined;
+  const images: string[][] = [];
   for (const line of out.split("\n")) {
     const [word, ...rest] = line.trim().split(" ");
     const value = rest.join(" ");
     if (word === "tools") tools = value === "yes";
     if (word === "path") path = value;
     if (word === "free" && /^\d+$/.test(value)) free = Number(value);
+    if (word === "layers") {
+      const layers = diffIdsOf(value);
+      if (layers !== undefined) images.push(layers);
+    }
   }
-  return { node, tools, path, ...(free === undefined ? {} : { free }) };
+  return { node, tools, path, ...(free === undefined ? {} : { free }), ...(images.length === 0 ? {} : { images }) };
+}
+
+/** RootFS.Layers as `docker image inspect --format '{{json .RootFS.Layers}}'` prints it: a list of strings, else undefined. */
+export function diffIdsOf(json: string): string[] | undefined {
+  try {
+    const v: unknown = JSON.parse(json);
+    return Array.isArray(v) && v.every((x): x is string => typeof x === "string") ? v : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 const size = (b: number): string => (b >= 1 << 30 ? `${(b / 1073741824).toFixed(2)} GiB` : `${(b / 1048576).toFixed(1)} MiB`);

@@ -25,7 +25,8 @@ function managementBytes(): number {
 const idOn = (i: number, image: string): string => onHost(i, ["sh", "-c", 'docker image inspect --format "{{.Id}}" "$1" 2>/dev/null || true', "sh", image]).trim();
 const snapshotSums = (i: number, repo: string): string => onHost(i, ["sh", "-c", 'cd "$HOME/$1/snapshots/$2" && sha256sum -- * | sort', "sh", `${HUB}/${repo}`, PRACTICE_REVISION]);
 
-interface Pushed { nodes: { node: string; action: string; bytes: number; path?: string; from?: string; why?: string }[] }
+interface Pushed { nodes: { node: string; action: string; bytes: number; path?: string; from?: string; why?: string }[]; layers_not_sent?: number }
+const layerCount = (i: number, image: string): number => Number(onHost(i, ["docker", "image", "inspect", "--format", "{{len .RootFS.Layers}}", "--", image]).trim());
 interface Synced { nodes: { node: string; action: string; bytes: number; resumed_bytes: number; path?: string; from?: string; why?: string }[] }
 
 /** A recipe whose image is practice-engine plus `mib` MiB of random bytes (nothing can compress them away). */
@@ -47,11 +48,34 @@ describe("node to node transfers on the practice cluster", { concurrency: false 
     const result = JSON.parse(r.stdout) as Pushed;
     assert.deepEqual(result.nodes.map((n) => [n.node, n.action, n.path, n.from]), [["n2", "sent", "fabric", "n1"], ["n3", "sent", "fabric", "n2"], ["n4", "sent", "fabric", "n3"]]);
     const payload = result.nodes[0]?.bytes ?? 0;
-    assert.ok(payload > 96 << 20, `the whole archive went: ${payload}`);
+    // practice-engine's layers are on every node (pushed when the rig came up): only the new one goes.
+    assert.equal(result.layers_not_sent, layerCount(1, "practice-engine:local"), r.stderr);
+    assert.ok(payload > 96 << 20 && payload < 97 << 20, `the new layer and no other went: ${payload}`);
+    assert.match(r.stderr, /left out \d+ of the image's \d+ layers \([\d.]+ MiB\): every node stores them already/);
     t.diagnostic(`image: ${through} bytes through this machine for ${payload} bytes to each of 3 nodes`);
     assert.ok(through < payload / 100, `${through} bytes crossed this machine's management links for a ${payload}-byte image`);
     for (const i of TARGETS) assert.equal(idOn(i, "p2p-fat:local"), idOn(1, "p2p-fat:local"), `n${i}`);
     assert.match(r.stderr, /n4 +[\d.]+ MiB +[\d.]+ MiB\/s +done +from n3 over fabric/, "progress per node: bytes, rate and path");
+  });
+
+  test("images push --relay leaves out the layers every node stores too; a node that lacks them makes the archive whole", async () => {
+    const recipe = fatImage("p2p-thin", 8);
+    ok(await launcher(["images", "build", recipe], 240_000, env), "build");
+    const relayed = JSON.parse(ok(await launcher(["images", "push", recipe, "--relay", "--json", "--nodes", "n1,n2"], 240_000), "push --relay").stdout) as Pushed;
+    assert.equal(relayed.layers_not_sent, layerCount(1, "practice-engine:local"));
+    const sent = relayed.nodes.find((n) => n.node === "n2")?.bytes ?? 0;
+    assert.ok(sent > 8 << 20 && sent < 9 << 20, `only the new layer went: ${sent}`);
+    assert.equal(idOn(2, "p2p-thin:local"), idOn(1, "p2p-thin:local"));
+    // n3 loses every image (and so every layer): nothing is common to n3 and n4, the whole archive goes.
+    onHost(3, ["sh", "-c", "docker image rm --force $(docker image ls --all --quiet) >/dev/null 2>&1; docker image prune --all --force >/dev/null; true"]);
+    try {
+      const whole = JSON.parse(ok(await launcher(["images", "push", recipe, "--json", "--nodes", "n1,n3,n4"], 240_000), "push").stdout) as Pushed;
+      assert.equal(whole.layers_not_sent, undefined);
+      for (const i of [3, 4]) assert.equal(idOn(i, "p2p-thin:local"), idOn(1, "p2p-thin:local"), `n${i}`);
+      assert.ok((whole.nodes.find((n) => n.node === "n3")?.bytes ?? 0) > 20 << 20, "the base went too");
+    } finally {
+      ok(await launcher(["images", "push", "practice-2x", "--nodes", "n1,n3"], 240_000), "practice-engine back on n3");
+    }
   });
 
   test("models sync to 3 hosts: a chain over the fabric, under 1% through this machine, every blob's SHA-256 checked", async (t) => {

@@ -52,6 +52,8 @@ describe("routes", () => {
   test("the probe's output", () => {
     assert.deepEqual(parseProbe("n2", "tools yes\npath /var/lib/docker\nfree 123456\n"), { node: "n2", tools: true, path: "/var/lib/docker", free: 123456 });
     assert.deepEqual(parseProbe("n2", "tools no\npath /x\n"), { node: "n2", tools: false, path: "/x" });
+    // Each image's layers (docker mode), a scratch image's null and a garbled line left out.
+    assert.deepEqual(parseProbe("n2", 'tools yes\npath /d\nlayers ["sha256:aa","sha256:bb"]\nlayers null\nlayers [oops\nlayers ["sha256:aa"]\n').images, [["sha256:aa", "sha256:bb"], ["sha256:aa"]]);
   });
 
   test("a hop's report lines decode; anything else is not an event", () => {
