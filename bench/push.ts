@@ -83,6 +83,8 @@ interface Measure {
   payload: number;
   rates: Map<string, string>;
   paths: Map<string, string>;
+  /** Bytes of layers every target stored, left out of the archive (images push's bytes_not_sent). */
+  leftOut: number;
 }
 
 const PROGRESS = /^ +(n\d+) +[\d.]+ MiB +([\d.]+ MiB\/s)( +done)?/;
@@ -93,7 +95,8 @@ async function measure(main: string, args: string[]): Promise<Measure> {
   const r = await run(main, args);
   if (r.code !== 0) throw new Error(`launcher ${args.join(" ")} failed:\n${r.stderr}`);
   const through = managementBytes() - before;
-  const nodes = (JSON.parse(r.stdout) as { nodes: { node: string; bytes: number; path?: string; from?: string }[] }).nodes;
+  const out = JSON.parse(r.stdout) as { nodes: { node: string; bytes: number; path?: string; from?: string }[]; bytes_not_sent?: number };
+  const nodes = out.nodes;
   const rates = new Map<string, string>();
   let firstBytes = NaN;
   let lastDone = NaN;
@@ -107,7 +110,7 @@ async function measure(main: string, args: string[]): Promise<Measure> {
     }
   }
   const paths = new Map(nodes.filter((n) => n.path !== undefined).map((n) => [n.node, n.path === "relay" ? "relay" : `${n.from ?? "?"}->${n.node} ${n.path}`]));
-  return { seconds: r.seconds, firstBytes, lastDone, through, payload: Math.max(...nodes.map((n) => n.bytes)), rates, paths };
+  return { seconds: r.seconds, firstBytes, lastDone, through, payload: Math.max(...nodes.map((n) => n.bytes)), rates, paths, leftOut: out.bytes_not_sent ?? 0 };
 }
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
@@ -119,7 +122,8 @@ function print(cli: string, what: string, relay: Measure[], direct: Measure[]): 
     const t = median(ms.map((x) => x.seconds));
     const rates = TARGETS.map((i) => `n${i} ${m.rates.get(`n${i}`) ?? "?"}`).join(", ");
     const split = `first progress ${median(ms.map((x) => x.firstBytes)).toFixed(2)} s, last done ${median(ms.map((x) => x.lastDone)).toFixed(2)} s`;
-    console.log(`  ${name.padEnd(13)} ${t.toFixed(2).padStart(7)} s   (${split})   through this machine ${mb(m.through).padStart(11)} (${((100 * m.through) / m.payload).toFixed(2)}% of ${mb(m.payload)})   rates: ${rates}`);
+    const left = m.leftOut > 0 ? `   left out (every target stores it) ${mb(m.leftOut)}` : "";
+    console.log(`  ${name.padEnd(13)} ${t.toFixed(2).padStart(7)} s   (${split})   through this machine ${mb(m.through).padStart(11)} (${((100 * m.through) / m.payload).toFixed(2)}% of ${mb(m.payload)})${left}   rates: ${rates}`);
   };
   console.log(`\n[${cli}] ${what}, from n1 to ${TARGETS.length} practice hosts (all on this machine's cores), median of ${relay.length}:`);
   row("relay", relay);
