@@ -13,23 +13,25 @@ export interface RankBoot {
  *
  * A lost peer makes the other ranks fail too, moments later: the head logs "Worker proc ... died
  * unexpectedly", a headless worker torch's "Connection was likely closed. Did the remote server
- * shutdown or crash?" (the adapter's peerLossPatterns). So a rank whose cause only says a peer died
- * comes after any rank with a cause of its own (or none: a rank killed without a word, such as by
- * the kernel's OOM killer, is what its peers lost), whatever the order of their ends, because two
- * nodes' ends reach launcher in no certain order and their clocks differ; then the earliest, by
- * time when both have one, else by `order` (the order the failures were seen, or the rank).
+ * shutdown or crash?" (the adapter's peerLossPatterns). So a rank whose log names a cause of its own
+ * (an exception, a fatal line that is not a lost peer) comes before every other, whatever the order
+ * of their ends: two nodes' ends reach launcher in no certain order, and their clocks differ. The
+ * rest (a rank that only lost a peer, one that died without a word, such as to the kernel's OOM
+ * killer, one whose log was not read, one launcher stopped itself) go by time, the earliest first,
+ * when both have one, else by `order` (the order the failures were seen, or the rank): a silent
+ * death comes before the peers that lost it, and a rank launcher stopped after the others ended.
  */
 export interface Suspect {
-  /** Its cause only says a peer process died. */
-  readonly peerLoss: boolean;
+  /** Its log names a cause that is not only a lost peer. */
+  readonly ownCause: boolean;
   /** When it failed (ms since the epoch), where known. */
   readonly atMs?: number;
   readonly order: number;
 }
 
 export function blameOrder(a: Suspect, b: Suspect): number {
-  const lost = Number(a.peerLoss) - Number(b.peerLoss);
-  if (lost !== 0) return lost;
+  const own = Number(b.ownCause) - Number(a.ownCause);
+  if (own !== 0) return own;
   if (a.atMs !== undefined && b.atMs !== undefined && a.atMs !== b.atMs) return a.atMs - b.atMs;
   return a.order < b.order ? -1 : a.order > b.order ? 1 : 0;
 }
@@ -38,6 +40,9 @@ export function blameOrder(a: Suspect, b: Suspect): number {
 export function culprit<T>(all: readonly T[], view: (t: T) => Suspect): T | undefined {
   return [...all].sort((a, b) => blameOrder(view(a), view(b)))[0];
 }
+
+/** A rank's log names a cause of its own: one that is not only a lost peer. */
+export const ownCause = (s: BootState | undefined): boolean => s?.cause !== undefined && s.causeIsPeerLoss !== true;
 
 /** How far a rank got: its phase's place in the engine's boot, then whether it reached the rendezvous. */
 function progress(adapter: EngineAdapter, s: BootState): [number, number] {

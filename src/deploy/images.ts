@@ -146,7 +146,9 @@ export interface DirectOptions {
  * "Loaded image ID: ID" when there is none), so an archive from anyone else could retag another
  * image on the node (ubuntu:22.04, another recipe's engine). Any name it set to another ID is
  * taken off again and the load fails, naming it. The hops' HMAC already keeps strangers out; this
- * keeps a wrong archive from leaving a wrong name behind, whoever sent it.
+ * keeps a wrong archive from leaving a wrong name behind, whoever sent it. A store kept by
+ * containerd loads an image whose layers it cannot unpack and only says "Error unpacking image"
+ * (moby daemon/containerd/image_exporter.go): that fails the load too, its names taken off.
  */
 const LOAD_ONLY_SCRIPT = `want=$1
 out=$(docker load --quiet) || { printf '%s\n' "$out" >&2; exit 1; }
@@ -166,6 +168,11 @@ while IFS= read -r line; do
 done <<LOADED
 $out
 LOADED
+case $out in *"Error unpacking image"*)
+  printf '%s\n' "$out" | sed -n 's/^Loaded image: //p' | while IFS= read -r t; do docker image rm --no-prune -- "$t" >/dev/null 2>&1; done
+  echo "docker load could not unpack the image (its store lacks a layer the archive left out?); its names were removed again" >&2
+  exit 1 ;;
+esac
 [ -z "$bad" ] && [ "$n" -gt 0 ] && exit 0
 echo "the archive loaded other images than $want:\${bad:- none}; their names were removed again" >&2
 exit 1`;
@@ -245,7 +252,22 @@ export function handled<T>(p: Promise<T>): Promise<T> {
 }
 
 /** What one SSH round trip finds on each node: the hop's tools and the free space where `docker load` writes. */
-const probeDocker = (d: DockerClient): Promise<NodeProbe> => execChecked(d.transport, ["sh", "-c", PROBE_SCRIPT, "sh", "docker", ""], "checking the node before the push", 30_000).then((out) => parseProbe(d.node, out));
+const probeDocker = (d: DockerClient, layers: boolean): Promise<NodeProbe> =>
+  execChecked(d.transport, ["sh", "-c", PROBE_SCRIPT, "sh", "docker", "", layers ? "layers" : ""], "checking the node before the push", 30_000).then((out) => parseProbe(d.node, out));
+
+/**
+ * The image's size, its layers (diff IDs) and each layer's size where `docker history` gives them
+ * one to one (its rows are the config's history, oldest last; a row that made no layer shows 0):
+ * what the free-space check needs once some layers stay behind.
+ */
+const IMAGE_FACTS_SCRIPT = `docker image inspect --format '{{.Size}} {{json .RootFS.Layers}}' -- "$1" && docker history --no-trunc --human=false --format 'size {{.Size}}' -- "$1"`;
+function parseImageFacts(out: string): { size: number; layers: string[]; layerSizes?: number[] } {
+  const [first = "", ...rest] = out.trim().split("\n");
+  const [size = "", ...json] = first.trim().split(" ");
+  const layers = diffIdsOf(json.join(" ")) ?? [];
+  const sizes = rest.flatMap((l) => /^size (\d+)$/.exec(l.trim())?.[1] ?? []).map(Number).reverse().filter((n) => n > 0);
+  return { size: Number(size), layers, ...(sizes.length === layers.length ? { layerSizes: sizes } : {}) };
+}
 
 /**
  * Sends `image` from `source` to every target that lacks it or holds another ID, then checks every
@@ -263,15 +285,11 @@ export async function pushImage(image: string, source: DockerClient, targets: re
   // which nodes lack the image: one round trip before the bytes, not two. A node that has it was
   // asked for nothing it needs; a failed probe counts only for a node that is sent the image.
   const early = {
-    // The source's tools too: its save goes through the layer filter only where perl runs.
-    source: handled(probeDocker(source)),
-    probes: new Map(targets.map((t) => [t.node, handled(probeDocker(t))])),
-    image: handled(
-      execChecked(source.transport, ["docker", "image", "inspect", "--format", "{{.Size}} {{json .RootFS.Layers}}", "--", image], "reading the image's size and layers", 20_000).then((out) => {
-        const [size = "", ...layers] = out.trim().split(" ");
-        return { size: Number(size), layers: diffIdsOf(layers.join(" ")) ?? [] };
-      }),
-    ),
+    // The source's too, also for the relay: its save goes through the layer filter only where perl
+    // runs. A chain cannot go without it; the relay just sends every layer then.
+    source: handled(routes.has(source.node) ? probeDocker(source, false) : probeDocker(source, false).catch(() => undefined)),
+    probes: new Map(targets.map((t) => [t.node, handled(probeDocker(t, true))])),
+    image: handled(execChecked(source.transport, ["sh", "-c", IMAGE_FACTS_SCRIPT, "sh", image], "reading the image's size and layers", 20_000).then(parseImageFacts)),
   };
   const [id, before] = await Promise.all([source.imageId(image), imageReport(image, targets)]);
   if (id === undefined) throw new UserError(`image ${image} is not on ${source.node}, so it cannot be sent from there`, "build it first (launcher images build RECIPE), or name another source with --from");
@@ -282,14 +300,22 @@ export async function pushImage(image: string, source: DockerClient, targets: re
   const how = new Map<string, { path: TransferPath; from?: string; why?: string }>();
   let notSent: { readonly files: number; readonly bytes: number } | undefined;
   if (need.length > 0) {
-    const [sourceProbe, probes, { size, layers }] = await Promise.all([early.source, Promise.all(need.map((t) => early.probes.get(t.node) as Promise<NodeProbe>)), early.image]);
-    // `docker load` unpacks the whole archive in its temporary folder (under Docker's root) before
-    // it stores the layers (moby/moby image/tarexport/load.go, untar into os.MkdirTemp): twice the size.
-    checkSpace(probes, new Map(need.map((t) => [t.node, 2 * size])), `image ${image} (${(size / 1048576).toFixed(0)} MiB, unpacked once to a temporary folder, then stored)`);
-    const plan = planRoutes(source.node, routes.has(source.node) ? sourceProbe : undefined, probes, routes, direct.relay ?? (direct.routes === undefined ? "node to node was not asked for" : undefined));
+    const [sourceProbe, probes, { size, layers, layerSizes }] = await Promise.all([early.source, Promise.all(need.map((t) => early.probes.get(t.node) as Promise<NodeProbe>)), early.image]);
     // The layers every node sent the image already stores stay where they are (src/transfer/layers.ts),
-    // on either path: each gets the same archive.
-    const skip = sourceProbe.tools ? layerSkip(layers, probes.map((p) => storedChains(p.images ?? []))) : undefined;
+    // on either path: each gets the same archive. A node whose images containerd keeps is counted as
+    // storing none: its load takes an archive with layers missing and only warns when it cannot
+    // unpack them (moby daemon/containerd/image_exporter.go).
+    const skip = sourceProbe?.tools === true ? layerSkip(layers, probes.map((p) => storedChains(p.store === "containerd" ? [] : (p.images ?? []))), sourceProbe.epochOffset) : undefined;
+    // `docker load` unpacks the whole archive in its temporary folder (under Docker's root) before
+    // it stores the layers (moby/moby image/tarexport/load.go, untar into os.MkdirTemp): twice what is sent.
+    const stays = skip === undefined || layerSizes === undefined ? 0 : skip.dropped.reduce((sum, i) => sum + (layerSizes[i] ?? 0), 0);
+    const sent = size - stays;
+    checkSpace(
+      probes,
+      new Map(need.map((t) => [t.node, 2 * sent])),
+      `image ${image} (${(sent / 1048576).toFixed(0)} MiB${stays > 0 ? ` to send of ${(size / 1048576).toFixed(0)} MiB: the rest is stored there already` : ""}, unpacked once to a temporary folder, then stored)`,
+    );
+    const plan = planRoutes(source.node, routes.has(source.node) ? sourceProbe : undefined, probes, routes, direct.relay ?? (direct.routes === undefined ? "node to node was not asked for" : undefined));
     const save = skip === undefined ? ["docker", "save", "--", image] : saveWithout(image, skip.names);
     // Said from what the filter counted, not from the plan: a Docker whose archive names its layers
     // otherwise (an image store kept by containerd) gets them all, and is not told otherwise.
@@ -329,13 +355,20 @@ export async function pushImage(image: string, source: DockerClient, targets: re
     // As planned: each node from the one before it (the outcome says where each really came from).
     for (const [i, r] of plan.direct.entries()) how.set(r.node, { path: r.path, from: plan.direct[i - 1]?.node ?? source.node });
     let unreached: readonly { node: string; why: string }[] = [];
-    await together(signal, [
-      async (branch) => {
-        unreached = await chain(branch);
-      },
-      (branch) => relayed(plan.relay, branch),
-    ]);
-    await relayed(unreached);
+    try {
+      await together(signal, [
+        async (branch) => {
+          unreached = await chain(branch);
+        },
+        (branch) => relayed(plan.relay, branch),
+      ]);
+      await relayed(unreached);
+    } catch (e) {
+      // A layer the probe saw may be gone by the load (an image prune meanwhile): the next push's
+      // probe no longer sees it, and sends it.
+      if (skip === undefined || !(e instanceof RemoteError)) throw e;
+      throw new RemoteError(e.node, e.message, e.detail, `${e.hint === undefined ? "" : `${e.hint}; `}the archive left out ${skip.layers} layers every node stored: if one was removed meanwhile (docker image prune), running the push again sends it`);
+    }
   }
   const after = await imageReport(image, targets);
   const wrong = after.filter((a) => a.id !== id);

@@ -6,7 +6,7 @@ import type { Plan } from "../plan/plan.js";
 import type { StateStore } from "../store/store.js";
 import { encodeRestartPolicy, LABELS, type DeploymentStatus, type RestartPolicy } from "./contract.js";
 import { checkInterrupted, Detached } from "./abort.js";
-import { culprit } from "./blame.js";
+import { culprit, ownCause } from "./blame.js";
 import { stampLabel } from "./boot.js";
 import type { BootRegistry } from "./boots.js";
 import type { RankDeath } from "./deaths.js";
@@ -450,12 +450,16 @@ export class Supervisor {
       const container = reading.get(node);
       if (engine !== undefined && container !== undefined) heard.set(container, readBoot(engine, lines));
     };
+    // Every rank was stopped just above, so all have ended: one this restart stopped has no cause
+    // and ended last, and goes after the ranks that died by themselves (./blame.ts).
     const blame = (): Failure => {
-      const at = (c: Labelled): number | undefined => timeMs(c.c.finishedAt);
-      const first = culprit(ended, (c) => ({ peerLoss: heard.get(c.c.name)?.causeIsPeerLoss === true, ...(at(c) === undefined ? {} : { atMs: at(c) as number }), order: c.labels.rank }));
+      const at = (c: Labelled): number => timeMs(c.c.finishedAt) ?? Number.POSITIVE_INFINITY;
+      const first = culprit(ended, (c) => ({ ownCause: ownCause(heard.get(c.c.name)), atMs: at(c), order: c.labels.rank }));
       if (first === undefined) return failure;
       const named = rankExited(first.labels.rank, first.node, first.c.name, first.c.state, first.c.exitCode);
-      if (named.rank !== failure.rank || named.node !== failure.node) say(`${named.message} first`);
+      const before = ended.filter((c) => at(c) < at(first));
+      if (before.length > 0) say(`${named.message}: blamed for its own cause (${before.map((c) => `rank ${c.labels.rank}`).join(", ")} ended before it, only losing a peer)`);
+      else if (named.rank !== failure.rank || named.node !== failure.node) say(`${named.message} first`);
       return named;
     };
     const record = (): void => {

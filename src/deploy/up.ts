@@ -7,7 +7,7 @@ import type { NodeSpec, Plan } from "../plan/plan.js";
 import { dropCaches, preflight, sameNameOnCluster } from "./preflight.js";
 import { checkInterrupted, Detached, interruption } from "./abort.js";
 import { createdBy, newBootId, stampBoot } from "./boot.js";
-import { culprit, rankBehind } from "./blame.js";
+import { culprit, ownCause, rankBehind } from "./blame.js";
 import type { Progress } from "./progress.js";
 import { redactText } from "../config/redact.js";
 import { checkReady } from "./readiness.js";
@@ -199,11 +199,11 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
   // Nodes whose log said the engine failed: their watchers read on until the settle, because the
   // root cause may come after the fatal line (below).
   const fatalNodes = new Set<string>();
-  // The one to blame (src/engine/blame.ts): a node whose log only says it lost a peer comes after
-  // one with a cause of its own; then the first to fail, by its log line's time.
+  // The one to blame (./blame.ts): a node whose log names a cause of its own first; then the
+  // first to fail, by its log line's time (launcher's own failures, with no time, in the order seen).
   const earliest = (): Failure | undefined => {
     const first = culprit(failures, (f, order = failures.indexOf(f), at = f.time === undefined ? undefined : timeMs(f.time)) => ({
-      peerLoss: states.get(f.node)?.causeIsPeerLoss === true,
+      ownCause: ownCause(states.get(f.node)),
       ...(at === undefined ? {} : { atMs: at }),
       order,
     }));

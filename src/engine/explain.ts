@@ -1,4 +1,4 @@
-import { culprit } from "../deploy/blame.js";
+import { culprit, ownCause } from "../deploy/blame.js";
 import { BOOT_PHASES, type BootPhase } from "../deploy/contract.js";
 import type { EngineAdapter } from "./adapter.js";
 import { advanceBoot, INITIAL_BOOT, splitTimestamp, type BootState } from "./boot-log.js";
@@ -153,16 +153,17 @@ export function explainLog(adapter: EngineAdapter, text: string): Explanation {
 }
 
 /**
- * The node to explain: of the failed ones the one to blame (./blame.ts: a node whose cause only
- * says a peer died comes last; then the first to fail, by the log's times when both have one, else
- * by the order of the lines: two nodes' logs followed at once reach the file in no certain order,
- * and the engine's own times are whole seconds); else the one furthest on.
+ * The node to explain: of the failed ones the one to blame (src/deploy/blame.ts): a node with a
+ * cause of its own before one that only says a peer died; then the first to fail, by the log's
+ * times when both have one, else by the order of the lines (two nodes' logs followed at once reach
+ * the file in no certain order, and the engine's own times are whole seconds); else the one
+ * furthest on.
  */
 function pickNode(all: readonly [string, NodeLog][]): [string, NodeLog] | undefined {
   const failed = all.filter(([, n]) => failedOf(n.state));
   if (failed.length > 0) {
     return culprit(failed, ([, n]) => ({
-      peerLoss: n.state.causeIsPeerLoss === true,
+      ownCause: ownCause(n.state),
       ...(n.causeAt?.ms === undefined ? {} : { atMs: n.causeAt.ms }),
       order: n.causeAt?.order ?? Number.POSITIVE_INFINITY,
     }));

@@ -51,13 +51,25 @@ export function storedChains(images: readonly (readonly string[])[]): Set<string
 const LEGACY_CONTAINER_CONFIG =
   '{"Hostname":"","Domainname":"","User":"","AttachStdin":false,"AttachStdout":false,"AttachStderr":false,"Tty":false,"OpenStdin":false,"StdinOnce":false,"Env":null,"Cmd":null,"Image":"","Volumes":null,"WorkingDir":"","Entrypoint":null,"OnBuild":null,"Labels":null}';
 
-/** The v1 IDs (hex) Docker before 25 gives the image's layers in a save, but for the last. */
-export function legacyLayerIds(diffIds: readonly string[]): string[] {
+/**
+ * The time `time.Unix(0, 0)` marshals to in Go: the epoch in dockerd's local time, RFC 3339 ("Z"
+ * for UTC, else the offset), so the v1 IDs of a Docker before 25 depend on its node's time zone.
+ */
+function epochIn(offset: string): string {
+  const m = /^([+-])(\d\d):(\d\d)$/.exec(offset);
+  const minutes = m === null ? 0 : (m[1] === "-" ? -1 : 1) * (Number(m[2]) * 60 + Number(m[3]));
+  if (minutes === 0) return "1970-01-01T00:00:00Z";
+  return `${new Date(minutes * 60_000).toISOString().slice(0, 19)}${offset}`;
+}
+
+/** The v1 IDs (hex) Docker before 25 gives the image's layers in a save, but for the last; `epochOffset` the source's (`date -d @0 +%:z`). */
+export function legacyLayerIds(diffIds: readonly string[], epochOffset = "+00:00"): string[] {
   const chains = chainIds(diffIds);
+  const created = epochIn(epochOffset);
   const ids: string[] = [];
   for (const chain of chains.slice(0, -1)) {
     const parent = ids.length === 0 ? "" : `,"parent":"sha256:${ids[ids.length - 1] as string}"`;
-    ids.push(sha256(`{"container_config":${LEGACY_CONTAINER_CONFIG},"created":"1970-01-01T00:00:00Z","layer_id":"${chain}"${parent}}`));
+    ids.push(sha256(`{"container_config":${LEGACY_CONTAINER_CONFIG},"created":"${created}","layer_id":"${chain}"${parent}}`));
   }
   return ids;
 }
@@ -67,24 +79,31 @@ export interface LayerSkip {
   readonly layers: number;
   /** The archive entries (layer files, in either form) to leave out. */
   readonly names: readonly string[];
+  /** The layers (by position) whose files go in neither form: what the targets surely do not unpack. */
+  readonly dropped: readonly number[];
 }
 
 /**
  * What to leave out of the archive sent to `targets` (each the chain IDs it stores): the longest
  * run of the image's first layers that every target has (a store holds a layer's parents too).
- * Undefined when nothing can be left out, or the diff IDs do not read as digests.
+ * A diff ID that comes again among the layers still sent stays in both forms: one file in the OCI
+ * form, and the first copy in the legacy form, which the later ones are symlinks to (moby
+ * save.go saveLayer before 25: `os.Symlink` to the diff ID's first path). Undefined when nothing
+ * can be left out, or the diff IDs do not read as digests.
  */
-export function layerSkip(diffIds: readonly string[], targets: readonly ReadonlySet<string>[]): LayerSkip | undefined {
+export function layerSkip(diffIds: readonly string[], targets: readonly ReadonlySet<string>[], epochOffset?: string): LayerSkip | undefined {
   if (targets.length === 0 || diffIds.length === 0 || !diffIds.every((d) => DIGEST.test(d))) return undefined;
   const chains = chainIds(diffIds);
   let layers = 0;
   while (layers < chains.length && targets.every((t) => t.has(chains[layers] as string))) layers++;
   if (layers === 0) return undefined;
   const kept = new Set(diffIds.slice(layers));
-  // A diff ID that comes again among the layers still sent is one file in the OCI form: keep it.
-  const oci = diffIds.slice(0, layers).filter((d) => !kept.has(d)).map((d) => `blobs/sha256/${d.slice("sha256:".length)}`);
-  const legacy = legacyLayerIds(diffIds).slice(0, layers).map((id) => `${id}/layer.tar`);
-  return { layers, names: [...new Set([...oci, ...legacy])] };
+  const goes = (i: number): boolean => !kept.has(diffIds[i] as string);
+  const positions = [...Array(layers).keys()].filter(goes);
+  const legacy = legacyLayerIds(diffIds, epochOffset);
+  const oci = positions.map((i) => `blobs/sha256/${(diffIds[i] as string).slice("sha256:".length)}`);
+  const old = positions.filter((i) => i < legacy.length).map((i) => `${legacy[i] as string}/layer.tar`);
+  return { layers, names: [...new Set([...oci, ...old])], dropped: positions.filter((i) => i < legacy.length) };
 }
 
 /** An entry name `layerSkip` gives: what the archive filter on a node takes as an argument. */

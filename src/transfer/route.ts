@@ -45,17 +45,27 @@ export interface NodeProbe {
   readonly path: string;
   /** Free bytes there; undefined when df could not say. */
   readonly free?: number;
-  /** With "docker": each image's RootFS.Layers (diff IDs), what src/transfer/layers.ts needs to know which layers the node stores. */
+  /** With "docker" and "layers": each image's RootFS.Layers (diff IDs), what src/transfer/layers.ts needs to know which layers the node stores. */
   readonly images?: readonly (readonly string[])[];
+  /** With "docker": whose store keeps the images: Docker's own (graph drivers) or containerd's (its snapshotters). */
+  readonly store?: "docker" | "containerd";
+  /** With "docker": the UTC offset of local time at the epoch (`date -d @0 +%:z`), which a Docker before 25 writes into its archive (src/transfer/layers.ts). */
+  readonly epochOffset?: string;
 }
 
-// $1: "docker" (Docker's root folder, where `docker load` unpacks and stores) or "path", $2 the path.
+// $1: "docker" (Docker's root folder, where `docker load` unpacks and stores) or "path", $2 the
+// path; $3 "layers": also every image's layers (docker). With docker, also its image store (a
+// DriverStatus naming containerd's snapshotter, moby daemon/info.go) and local time's offset at the epoch.
 export const PROBE_SCRIPT = `p=$2; [ "$1" = docker ] && p=$(docker info --format '{{.DockerRootDir}}' 2>/dev/null)
 if command -v bash >/dev/null && command -v sha256sum >/dev/null && perl -MIO::Socket::INET -MIO::Select -e1 2>/dev/null; then echo "tools yes"; else echo "tools no"; fi
 echo "path $p"
 d=$p; while [ -n "$d" ] && [ ! -e "$d" ] && [ "$d" != / ]; do d=$(dirname "$d"); done
 [ -n "$d" ] && df -Pk -- "$d" 2>/dev/null | awk 'NR==2 {printf "free %.0f\\n", $4 * 1024}'
-if [ "$1" = docker ]; then ids=$(docker image ls --all --quiet --no-trunc 2>/dev/null | sort -u); [ -z "$ids" ] || docker image inspect --format 'layers {{json .RootFS.Layers}}' $ids 2>/dev/null; fi
+if [ "$1" = docker ]; then
+  case $(docker info --format '{{json .DriverStatus}}' 2>/dev/null) in *io.containerd.snapshotter*) echo "store containerd" ;; *) echo "store docker" ;; esac
+  echo "epoch $(date -d @0 +%:z 2>/dev/null)"
+fi
+if [ "$1" = docker ] && [ "$3" = layers ]; then ids=$(docker image ls --all --quiet --no-trunc 2>/dev/null | sort -u); [ -z "$ids" ] || docker image inspect --format 'layers {{json .RootFS.Layers}}' $ids 2>/dev/null; fi
 exit 0`;
 
 export function parseProbe(node: string, out: string): NodeProbe {
@@ -63,18 +73,22 @@ export function parseProbe(node: string, out: string): NodeProbe {
   let path = "";
   let free: number | undefined;
   const images: string[][] = [];
+  let store: NodeProbe["store"];
+  let epochOffset: string | undefined;
   for (const line of out.split("\n")) {
     const [word, ...rest] = line.trim().split(" ");
     const value = rest.join(" ");
     if (word === "tools") tools = value === "yes";
     if (word === "path") path = value;
     if (word === "free" && /^\d+$/.test(value)) free = Number(value);
+    if (word === "store" && (value === "docker" || value === "containerd")) store = value;
+    if (word === "epoch" && /^[+-]\d\d:\d\d$/.test(value)) epochOffset = value;
     if (word === "layers") {
       const layers = diffIdsOf(value);
       if (layers !== undefined) images.push(layers);
     }
   }
-  return { node, tools, path, ...(free === undefined ? {} : { free }), ...(images.length === 0 ? {} : { images }) };
+  return { node, tools, path, ...(free === undefined ? {} : { free }), ...(images.length === 0 ? {} : { images }), ...(store === undefined ? {} : { store }), ...(epochOffset === undefined ? {} : { epochOffset }) };
 }
 
 /** RootFS.Layers as `docker image inspect --format '{{json .RootFS.Layers}}'` prints it: a list of strings, else undefined. */

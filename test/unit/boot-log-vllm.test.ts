@@ -110,6 +110,10 @@ test("a log with only wrappers names no wrapper as its cause", () => {
   assert.match(worker.cause ?? "", /Connection was likely closed/);
   assert.equal(worker.causeIsPeerLoss, true);
   assert.equal(ray.causeIsPeerLoss, true);
+  for (const other of [
+    "[rank1]:[W601 10:00:00.000000000 TCPStore.cpp:106] [c10d] sendBytes failed on SocketImpl(fd=60, addr=[::ffff:10.0.0.2]:38760, remote=[::ffff:10.0.0.1]:29501): Broken pipe",
+    "[W601 10:00:00.000000000 TCPStore.cpp:122] [c10d] failed to recv, got 0 bytes",
+  ]) assert.equal(feed([other]).causeIsPeerLoss, true, other);
 });
 
 test("every figure variant: init in s with compilation and in seconds, --kv-cache-memory, negative KV memory", () => {

@@ -54,3 +54,10 @@ test("an archive of another image only fails too", () => {
   assert.equal(run("Loaded image: engine:1", { "engine:1": OTHER }).code, 1);
   assert.equal(run("", {}).code, 1);
 });
+
+test("a store kept by containerd that could not unpack the image (it only says so): the load fails and the image's name is taken off", () => {
+  const r = run("Error unpacking image engine:1: failed to extract layer: content digest sha256:cc: not found\nLoaded image: engine:1", { "engine:1": WANT });
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /could not unpack the image/);
+  assert.equal(r.removed.trim(), "image rm --no-prune -- engine:1");
+});

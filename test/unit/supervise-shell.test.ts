@@ -55,6 +55,15 @@ const plan = {
   start_order: ["n1"],
 } as unknown as Plan;
 
+/** A store that kept a two-rank plan of `d` and saw it serve. */
+function twoRankStore(): Store {
+  const store = new Store(":memory:");
+  const twoRanks = { ...plan, nodes: [...plan.nodes, { rank: 1, node: "n2", container: "launcher-d-r1", labels: {}, argv: ["docker", "run", "--label", "launcher.deployment=d", "--", "img"] }] } as unknown as Plan;
+  store.savePlan("c", "d", encodeSavedPlan(twoRanks), "t");
+  served(store);
+  return store;
+}
+
 const ready: UpOutcome = { status: "ready", deployment: "d", endpoint: "http://n1:8000", served_model: "m", seconds: 1 };
 
 /** The store as `up` leaves it once the deployment served. */
@@ -429,11 +438,33 @@ test("supervisor: a worker that only lost its head ended first: the head, with i
   store.close();
 });
 
+test("supervisor: the head ended by itself saying only that a process of its own died; the worker this restart stopped (no cause, ended last) is not blamed", async () => {
+  const store = twoRankStore();
+  const removed: string[] = [];
+  // The head exited on its own at 00:00:01; the worker ran until the restart stopped it (00:00:09, exit 137).
+  const node = (name: string, rank: number, log: readonly string[], running: boolean): DockerClient => {
+    let info: ContainerInfo = { id: `id${rank}`, name: `launcher-d-r${rank}`, labels: labels(rank, name), state: running ? "running" : "exited", running, exitCode: running ? 0 : 1, startedAt: "t", finishedAt: running ? "0001-01-01T00:00:00Z" : "2026-01-01T00:00:01Z", image: "img" };
+    return Object.assign(Object.create(fakeDocker(name, rank, log, removed)) as DockerClient, {
+      containers: async () => (removed.some((r) => r.startsWith(`${name}:`)) ? [] : [info]),
+      stop: async () => void (info.running && (info = { ...info, state: "exited", running: false, exitCode: 137, finishedAt: "2026-01-01T00:00:09Z" })),
+    });
+  };
+  // The kernel killed the head's own VllmWorker-0: its EngineCore says so with the peer-loss line.
+  const headLog = ["2026-01-01T00:00:00.900000000Z (EngineCore_DP0 pid=1) ERROR 01-01 00:00:00 [multiproc_executor.py:150] Worker proc VllmWorker-0 died unexpectedly, shutting down executor."];
+  const workerLog = ["2026-01-01T00:00:00.100000000Z (APIServer pid=1) INFO 01-01 00:00:00 [api_server.py:1] Headless mode: worker rank 1 ready"];
+  const session = { cluster: {}, docker: new Map([["n1", node("n1", 0, headLog, false)], ["n2", node("n2", 1, workerLog, true)]]) } as unknown as ClusterSession;
+  const sup = supervisorOf(store, session, new BootRegistry(Date.now), async () => ready);
+  sup.observe([status({})], Date.now() - 1000);
+  sup.died("c", { deployment: "d", node: "n1", failure: { kind: "rank-exited", rank: 0, node: "n1", container: "launcher-d-r0", message: "rank 0 on n1 exited (exit 1)" } });
+  await sup.idle();
+  const [rec] = store.restarts("d", 10);
+  assert.equal(`${rec?.node} ${rec?.rank}`, "n1 0", "the head ended first on its own");
+  await sup.stop();
+  store.close();
+});
+
 test("supervisor: a restart stops the old group at once (no settle, no grace) and claims and checks the new one while the old is removed", async () => {
-  const store = new Store(":memory:");
-  const twoRanks = { ...plan, nodes: [...plan.nodes, { rank: 1, node: "n2", container: "launcher-d-r1", labels: {}, argv: ["docker", "run", "--label", "launcher.deployment=d", "--", "img"] }] } as unknown as Plan;
-  store.savePlan("c", "d", encodeSavedPlan(twoRanks), "t");
-  served(store);
+  const store = twoRankStore();
   const removed: string[] = [];
   const stops: string[] = [];
   const removals: (() => void)[] = [];

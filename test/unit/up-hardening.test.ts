@@ -156,17 +156,17 @@ test("abortable: the work's value, or the interruption at once when the signal a
   await assert.rejects(abortable(Promise.resolve(1), c.signal, "later"), Interrupted, "already aborted: no new step");
 });
 
-test("blame: a rank whose cause only says it lost a peer comes after any other, however early it failed; then the earliest; then the order", () => {
-  const name = (all: { n: string; peerLoss: boolean; atMs?: number; order: number }[]): string | undefined => culprit(all, (x) => x)?.n;
+test("blame: a rank whose log names a cause of its own first, however late it failed; the rest (lost a peer, silent, stopped) by time, then order", () => {
+  const name = (all: { n: string; ownCause: boolean; atMs?: number; order: number }[]): string | undefined => culprit(all, (x) => x)?.n;
   // The worker lost its head and said so first; the head's own CUDA error came later.
-  assert.equal(name([{ n: "worker", peerLoss: true, atMs: 1, order: 0 }, { n: "head", peerLoss: false, atMs: 2, order: 1 }]), "head");
-  // A rank killed without a word (the OOM killer) is what its peers lost: it is not demoted.
-  assert.equal(name([{ n: "head", peerLoss: true, atMs: 2, order: 0 }, { n: "silent", peerLoss: false, atMs: 1, order: 1 }]), "silent");
+  assert.equal(name([{ n: "worker", ownCause: false, atMs: 1, order: 0 }, { n: "head", ownCause: true, atMs: 2, order: 1 }]), "head");
+  // A rank killed without a word (the OOM killer) is what its peers lost: the earliest of the rest.
+  assert.equal(name([{ n: "head", ownCause: false, atMs: 2, order: 0 }, { n: "silent", ownCause: false, atMs: 1, order: 1 }]), "silent");
+  // A rank launcher stopped (no cause, ended last) does not beat one that only lost a peer before it.
+  assert.equal(name([{ n: "stopped", ownCause: false, atMs: 9, order: 1 }, { n: "lost", ownCause: false, atMs: 1, order: 0 }]), "lost");
   // Two causes of their own: the earlier; without times on both, the order.
-  assert.equal(name([{ n: "b", peerLoss: false, atMs: 5, order: 0 }, { n: "a", peerLoss: false, atMs: 3, order: 1 }]), "a");
-  assert.equal(name([{ n: "b", peerLoss: false, atMs: 5, order: 1 }, { n: "a", peerLoss: false, order: 0 }]), "a");
-  // Only lost peers: still one to blame, the earliest.
-  assert.equal(name([{ n: "late", peerLoss: true, atMs: 9, order: 0 }, { n: "early", peerLoss: true, atMs: 4, order: 1 }]), "early");
+  assert.equal(name([{ n: "b", ownCause: true, atMs: 5, order: 0 }, { n: "a", ownCause: true, atMs: 3, order: 1 }]), "a");
+  assert.equal(name([{ n: "b", ownCause: true, atMs: 5, order: 1 }, { n: "a", ownCause: true, order: 0 }]), "a");
   assert.equal(name([]), undefined);
 });
 

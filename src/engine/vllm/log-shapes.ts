@@ -135,6 +135,10 @@ export const PEER_LOSS: readonly RegExp[] = [
   // TCPStore"; what a headless worker prints when the head dies (vllm-project/vllm#32136, and a
   // Spark worker's log quoted in a public DGX Spark write-up), often again and again without exiting.
   /Connection was likely closed\. Did the remote server shutdown or crash\?/,
+  // The same losses in other words: older torch's "failed to recv, got 0 bytes", and the c10d
+  // socket's send or receive failing with "Broken pipe" / "Connection reset by peer".
+  /failed to recv, got 0 bytes/i,
+  /\[c10d\] (?:recvValue|recvBytes|sendBytes)\w* failed on SocketImpl\(.*\): (?:Broken pipe|Connection reset by peer)/,
 ];
 
 export const FATAL: readonly RegExp[] = [
