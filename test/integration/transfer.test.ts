@@ -3,6 +3,7 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
+import { legacyLayerIds } from "../../src/transfer/layers.js";
 import { launcher, launcherProcess, ok, onHost, PRACTICE_REVISION, practiceSuite, RIG_DIR, seedModel, variant, within } from "./practice-cluster.js";
 
 // Node to node: images and weights go from n1 to n2..n4 over the fabric, not through this machine.
@@ -76,6 +77,18 @@ describe("node to node transfers on the practice cluster", { concurrency: false 
     } finally {
       ok(await launcher(["images", "push", "practice-2x", "--nodes", "n1,n3"], 240_000), "practice-engine back on n3");
     }
+  });
+
+  test("the layer file names launcher leaves out are the ones this Docker's save writes (src/transfer/layers.ts)", () => {
+    const diffIds = JSON.parse(onHost(1, ["docker", "image", "inspect", "--format", "{{json .RootFS.Layers}}", "--", "practice-engine:local"])) as string[];
+    const epoch = onHost(1, ["date", "-d", "@0", "+%:z"]).trim();
+    const entries = new Set(onHost(1, ["sh", "-c", 'docker save -- "$1" | tar -t', "sh", "practice-engine:local"]).split("\n").filter((l) => l !== ""));
+    const legacy = legacyLayerIds(diffIds, epoch).map((id) => `${id}/layer.tar`);
+    const oci = diffIds.map((d) => `blobs/sha256/${d.slice("sha256:".length)}`);
+    // Docker before 25 writes the legacy form, later ones the OCI form: one of them, whole.
+    const form = legacy.every((n) => entries.has(n)) ? "legacy" : oci.every((n) => entries.has(n)) ? "oci" : "neither";
+    assert.notEqual(form, "neither", `none of ${[...legacy, ...oci].join(", ")} in ${[...entries].join(", ")}`);
+    assert.ok(diffIds.length > 1, "practice-engine has layers before its last");
   });
 
   test("models sync to 3 hosts: a chain over the fabric, under 1% through this machine, every blob's SHA-256 checked", async (t) => {
