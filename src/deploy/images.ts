@@ -7,8 +7,8 @@ import type { DockerClient } from "../remote/docker.js";
 import { transferProgress, type TransferProgress } from "./progress.js";
 import { execChecked, spawnLocal, type RawProcess } from "../remote/transport.js";
 import { runChain } from "../transfer/chain.js";
-import { layerSkip, leftOut, saveWithout, storedChains } from "../transfer/layers.js";
-import { checkSpace, diffIdsOf, parseProbe, planRoutes, PROBE_SCRIPT, type NodeProbe, type NodeRoute, type TransferPath } from "../transfer/route.js";
+import { diffIdsOf, layerSkip, leftOut, saveWithout, storedChains } from "../transfer/layers.js";
+import { checkSpace, parseProbe, planRoutes, PROBE_SCRIPT, type NodeProbe, type NodeRoute, type TransferPath } from "../transfer/route.js";
 import { together } from "../transfer/together.js";
 import { abortable, checkInterrupted } from "./abort.js";
 

@@ -202,11 +202,10 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
   // The one to blame (./blame.ts): a node whose log names a cause of its own first; then the
   // first to fail, by its log line's time (launcher's own failures, with no time, in the order seen).
   const earliest = (): Failure | undefined => {
-    const first = culprit(failures, (f, order = failures.indexOf(f), at = f.time === undefined ? undefined : timeMs(f.time)) => ({
-      ownCause: ownCause(states.get(f.node)),
-      ...(at === undefined ? {} : { atMs: at }),
-      order,
-    }));
+    const first = culprit(failures, (f) => {
+      const at = f.time === undefined ? undefined : timeMs(f.time);
+      return { ownCause: ownCause(states.get(f.node)), ...(at === undefined ? {} : { atMs: at }), order: failures.indexOf(f) };
+    });
     const state = first !== undefined && fatalNodes.has(first.node) ? states.get(first.node) : undefined;
     return first === undefined || state === undefined ? first : { ...first, ...seen(state) };
   };

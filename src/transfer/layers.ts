@@ -38,6 +38,16 @@ export function chainIds(diffIds: readonly string[]): string[] {
   return out;
 }
 
+/** RootFS.Layers as `docker image inspect --format '{{json .RootFS.Layers}}'` prints it: a list of strings, else undefined. */
+export function diffIdsOf(json: string): string[] | undefined {
+  try {
+    const v: unknown = JSON.parse(json);
+    return Array.isArray(v) && v.every((x): x is string => typeof x === "string") ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Every chain ID a node stores, from the RootFS.Layers of each of its images. */
 export function storedChains(images: readonly (readonly string[])[]): Set<string> {
   return new Set(images.flatMap((layers) => chainIds(layers)));

@@ -1,5 +1,6 @@
 import type { ClusterNode } from "../cluster/cluster.js";
 import { UserError } from "../config/errors.js";
+import { diffIdsOf } from "./layers.js";
 
 /** How payload reached a node: straight from another node over one of its networks, or relayed by this machine. */
 export type TransferPath = "fabric" | "management" | "relay";
@@ -89,16 +90,6 @@ export function parseProbe(node: string, out: string): NodeProbe {
     }
   }
   return { node, tools, path, ...(free === undefined ? {} : { free }), ...(images.length === 0 ? {} : { images }), ...(store === undefined ? {} : { store }), ...(epochOffset === undefined ? {} : { epochOffset }) };
-}
-
-/** RootFS.Layers as `docker image inspect --format '{{json .RootFS.Layers}}'` prints it: a list of strings, else undefined. */
-export function diffIdsOf(json: string): string[] | undefined {
-  try {
-    const v: unknown = JSON.parse(json);
-    return Array.isArray(v) && v.every((x): x is string => typeof x === "string") ? v : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 const size = (b: number): string => (b >= 1 << 30 ? `${(b / 1073741824).toFixed(2)} GiB` : `${(b / 1048576).toFixed(1)} MiB`);

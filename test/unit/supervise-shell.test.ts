@@ -275,6 +275,16 @@ function supervisorOf(store: Store, session: ClusterSession, boots: BootRegistry
   });
 }
 
+/** A daemon that saw `d` serve hears rank `rank` on `node` die; the restart it recorded, once it is idle. */
+async function restartOnDeath(store: Store, session: ClusterSession, rank: number, node: string): Promise<ReturnType<Store["restarts"]>[number] | undefined> {
+  const sup = supervisorOf(store, session, new BootRegistry(Date.now), async () => ready);
+  sup.observe([status({})], Date.now() - 1000);
+  sup.died("c", { deployment: "d", node, failure: { kind: "rank-exited", rank, node, container: `launcher-d-r${rank}`, message: `rank ${rank} on ${node} exited (exit 1)` } });
+  await sup.idle();
+  await sup.stop();
+  return store.restarts("d", 10)[0];
+}
+
 const until = async (what: string, check: () => boolean): Promise<void> => void (await within(2000, what, async () => (check() ? true : undefined)));
 
 test("supervisor: a restart is a boot of the daemon's registry: attach follows it from its start (the failure, the removal, the boot's progress) to up's result", async () => {
@@ -425,16 +435,11 @@ test("supervisor: a worker that only lost its head ended first: the head, with i
   const workerLog = ["2026-01-01T00:00:01.400000000Z [rank1]:[W101 00:00:01.400000000 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=99, addr=[::ffff:10.0.0.2]:38760, remote=[::ffff:10.0.0.1]:29501): Failed to recv, got 0 bytes. Connection was likely closed. Did the remote server shutdown or crash?"];
   const headLog = ["2026-01-01T00:00:01.000000000Z RuntimeError: CUDA error: an illegal memory access was encountered"];
   const session = { cluster: {}, docker: new Map([["n1", ended(0, "n1", "2026-01-01T00:00:01.54Z", headLog)], ["n2", ended(1, "n2", "2026-01-01T00:00:01.5Z", workerLog)]]) } as unknown as ClusterSession;
-  const sup = supervisorOf(store, session, new BootRegistry(Date.now), async () => ready);
-  sup.observe([status({})], Date.now() - 1000);
-  sup.died("c", { deployment: "d", node: "n2", failure: { kind: "rank-exited", rank: 1, node: "n2", container: "launcher-d-r1", message: "rank 1 on n2 exited (exit 1)" } });
-  await sup.idle();
-  const [rec] = store.restarts("d", 10);
+  const rec = await restartOnDeath(store, session, 1, "n2");
   assert.equal(`${rec?.node} ${rec?.rank}`, "n1 0", "the head, not the worker that only lost it");
   assert.equal(rec?.cause, "RuntimeError: CUDA error: an illegal memory access was encountered");
   assert.deepEqual(read.sort(), ["n1:launcher-d-r0", "n2:launcher-d-r1"], "both ended ranks' logs read");
   assert.deepEqual(removed.sort(), ["n1:launcher-d-r0", "n2:launcher-d-r1"]);
-  await sup.stop();
   store.close();
 });
 
@@ -453,13 +458,8 @@ test("supervisor: the head ended by itself saying only that a process of its own
   const headLog = ["2026-01-01T00:00:00.900000000Z (EngineCore_DP0 pid=1) ERROR 01-01 00:00:00 [multiproc_executor.py:150] Worker proc VllmWorker-0 died unexpectedly, shutting down executor."];
   const workerLog = ["2026-01-01T00:00:00.100000000Z (APIServer pid=1) INFO 01-01 00:00:00 [api_server.py:1] Headless mode: worker rank 1 ready"];
   const session = { cluster: {}, docker: new Map([["n1", node("n1", 0, headLog, false)], ["n2", node("n2", 1, workerLog, true)]]) } as unknown as ClusterSession;
-  const sup = supervisorOf(store, session, new BootRegistry(Date.now), async () => ready);
-  sup.observe([status({})], Date.now() - 1000);
-  sup.died("c", { deployment: "d", node: "n1", failure: { kind: "rank-exited", rank: 0, node: "n1", container: "launcher-d-r0", message: "rank 0 on n1 exited (exit 1)" } });
-  await sup.idle();
-  const [rec] = store.restarts("d", 10);
+  const rec = await restartOnDeath(store, session, 0, "n1");
   assert.equal(`${rec?.node} ${rec?.rank}`, "n1 0", "the head ended first on its own");
-  await sup.stop();
   store.close();
 });
 
