@@ -7,15 +7,21 @@
 // node's rate as the progress reported it. Also: a push when every node already has the image.
 // `--baseline DIR`: a checkout of another commit (with node_modules); its CLI is built and run
 // the same way, in the same rounds, and printed above this one's: before and after in one session.
+// Also, for the image: Docker's own share of a push with no transfer at all (`docker save` of the
+// same archive to a file on n1, then the 3 targets' `docker load` of that file at once), which no
+// path can go below on this machine: the floor, beside the two.
 // Run as root: npx tsx bench/push.ts [--mib 300] [--rounds 1] [--baseline DIR]
 // Targets: node to node <= 0.5 x the relay's time; bytes through this machine < 1% of the payload.
-import { readFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, readFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { spawn, spawnSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
-import { CLUSTER, rigDown, rigUp, seedModel, onHost, STATE_HOME, variant } from "../test/integration/practice-cluster.js";
+import { CLUSTER, rigDown, rigUp, seedModel, onHost, STATE_HOME, variant, RIG_DIR } from "../test/integration/practice-cluster.js";
+import { shellJoin } from "../src/config/shell-words.js";
+import { diffIdsOf, layerSkip, saveWithout, storedChains } from "../src/transfer/layers.js";
+import { parseProbe, PROBE_SCRIPT } from "../src/transfer/route.js";
 
 const { values } = parseArgs({ options: { mib: { type: "string", default: "300" }, rounds: { type: "string", default: "1" }, baseline: { type: "string" } } });
 const MIB = Number(values.mib);
@@ -91,6 +97,9 @@ const PROGRESS = /^ +(n\d+) +[\d.]+ MiB +([\d.]+ MiB\/s)( +done)?/;
 
 /** One run of the CLI, timed, with the bytes through this machine and each node's last progress line. */
 async function measure(main: string, args: string[]): Promise<Measure> {
+  // The run before left gigabytes of dirty pages (3 loads or 3 copies); their writeback must not
+  // fall into this run's time, whichever path it measures.
+  spawnSync("sync");
   const before = managementBytes();
   const r = await run(main, args);
   if (r.code !== 0) throw new Error(`launcher ${args.join(" ")} failed:\n${r.stderr}`);
@@ -113,10 +122,56 @@ async function measure(main: string, args: string[]): Promise<Measure> {
   return { seconds: r.seconds, firstBytes, lastDone, through, payload: Math.max(...nodes.map((n) => n.bytes)), rates, paths, leftOut: out.bytes_not_sent ?? 0 };
 }
 
+/** A command on practice host n<i> over the rig's SSH config, as a promise (onHost is synchronous: these run at once). */
+function onHostAsync(i: number, argv: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("ssh", ["-F", path.join(RIG_DIR, "ssh_config"), `lnch-n${i}`, "--", shellJoin(argv)]);
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (err += d.toString()));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 600_000);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      if (code === 0) resolve(out);
+      else reject(new Error(`ssh lnch-n${i} ${argv.slice(0, 3).join(" ")}: exit ${code}: ${err}`));
+    });
+  });
+}
+
+interface Floor {
+  /** Seconds until `docker save` (through the layer filter, as the push runs it) wrote its first byte, and until its last. */
+  firstByte: number;
+  save: number;
+  /** Seconds for the 3 targets' `docker load` of the saved file, all at once. */
+  loads: number;
+}
+
+/**
+ * Docker's own work in an image push, with no transfer: the archive the push would send (the same
+ * layers left out, src/transfer/layers.ts) saved to a file on n1, then loaded from that file by
+ * every target at once. A push cannot store anything before the save's first byte, and its loads
+ * cannot go faster than from a local file with every byte there: firstByte + loads is a floor for
+ * any path on this machine (the CLI's own checks come on top).
+ */
+async function dockerAlone(file: string): Promise<Floor> {
+  const probe = (i: number, layers: boolean) => parseProbe(`n${i}`, onHost(i, ["sh", "-c", PROBE_SCRIPT, "sh", "docker", "", layers ? "layers" : ""]));
+  const layers = diffIdsOf(onHost(1, ["docker", "image", "inspect", "--format", "{{json .RootFS.Layers}}", "--", IMAGE]).trim()) ?? [];
+  const skip = layerSkip(layers, TARGETS.map((i) => storedChains(probe(i, true).images ?? [])), probe(1, false).epochOffset);
+  const save = skip === undefined ? ["docker", "save", "--", IMAGE] : saveWithout(IMAGE, skip.names);
+  // dd takes exactly one byte off the pipe (head -c would read a whole buffer and drop the rest).
+  // The braces run in a subshell of the pipeline: it prints its own time.
+  const timed = 'f=$1; shift; set -o pipefail; umask 022; s=$(date +%s%N); "$@" | { dd bs=1 count=1 of="$f" status=none; a=$(date +%s%N); cat >> "$f"; echo "$((a - s))"; }; b=$(date +%s%N); echo "$((b - s))"';
+  const [first = "", all = ""] = (await onHostAsync(1, ["bash", "-c", timed, "bash", file, ...save])).trim().split("\n");
+  const start = performance.now();
+  await Promise.all(TARGETS.map((i) => onHostAsync(i, ["docker", "load", "--quiet", "--input", file])));
+  return { firstByte: Number(first) / 1e9, save: Number(all) / 1e9, loads: (performance.now() - start) / 1000 };
+}
+
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 const mb = (b: number): string => `${(b / 1048576).toFixed(1)} MiB`;
 
-function print(cli: string, what: string, relay: Measure[], direct: Measure[]): void {
+function print(cli: string, what: string, relay: Measure[], direct: Measure[], floor?: Floor[]): void {
   const row = (name: string, ms: Measure[]): void => {
     const m = ms[ms.length - 1] as Measure;
     const t = median(ms.map((x) => x.seconds));
@@ -130,6 +185,14 @@ function print(cli: string, what: string, relay: Measure[], direct: Measure[]): 
   row("node to node", direct);
   const ratio = median(direct.map((x) => x.seconds)) / median(relay.map((x) => x.seconds));
   console.log(`  ratio node to node / relay: ${ratio.toFixed(2)} x   (target <= 0.5); paths: ${[...(direct[direct.length - 1] as Measure).paths.values()].join(", ")}`);
+  if (floor === undefined || floor.length === 0) return;
+  const first = median(floor.map((f) => f.firstByte));
+  const loads = median(floor.map((f) => f.loads));
+  const least = median(floor.map((f) => f.firstByte + f.loads));
+  console.log(
+    `  docker alone  ${least.toFixed(2).padStart(7)} s   (no transfer: docker save's first byte ${first.toFixed(2)} s (all of it ${median(floor.map((f) => f.save)).toFixed(2)} s), then ${TARGETS.length} docker loads at once from a local file ${loads.toFixed(2)} s)` +
+      `   = ${(least / median(relay.map((x) => x.seconds))).toFixed(2)} x the relay: no path can be faster here`,
+  );
 }
 
 const main0 = (CLIS[CLIS.length - 1] as { main: string }).main;
@@ -152,6 +215,10 @@ try {
     for (const i of TARGETS) onHost(i, ["rm", "-rf", `/home/lnchu${i}/.cache/practice/huggingface/hub/${REPO}`]);
   };
   const results = CLIS.map((cli) => ({ cli, img: { relay: [] as Measure[], direct: [] as Measure[] }, mod: { relay: [] as Measure[], direct: [] as Measure[] } }));
+  const floors: Floor[] = [];
+  // Every host's user writes and reads it: the hosts share this machine's files.
+  const shared = mkdtempSync(path.join(tmpdir(), "launcher-bench-floor-"));
+  chmodSync(shared, 0o1777);
   // Each round runs every CLI in turn, so that a slow moment of this machine falls on both.
   for (let round = 0; round < ROUNDS; round++) {
     for (const { cli, img, mod } of results) {
@@ -164,7 +231,12 @@ try {
       dropModel();
       mod.direct.push(await measure(cli.main, ["models", "sync", recipe, "--json"]));
     }
+    dropImage();
+    spawnSync("sync");
+    floors.push(await dockerAlone(path.join(shared, `round${round}.tar`)));
+    rmSync(path.join(shared, `round${round}.tar`), { force: true });
   }
+  rmSync(shared, { recursive: true, force: true });
   const noop: number[] = [];
   for (let i = 0; i < 3; i++) {
     const r = await run(main0, ["images", "push", recipe, "--json"]);
@@ -172,7 +244,7 @@ try {
     noop.push(r.seconds);
   }
   for (const { cli, img, mod } of results) {
-    print(cli.name, `image ${IMAGE} (${MIB} MiB of random bytes over practice-engine)`, img.relay, img.direct);
+    print(cli.name, `image ${IMAGE} (${MIB} MiB of random bytes over practice-engine)`, img.relay, img.direct, floors);
     print(cli.name, `model ${REPO} (${MIB} MiB blob)`, mod.relay, mod.direct);
   }
   console.log(`\nimages push when every node has it: ${median(noop).toFixed(2)} s (the CLI's own start is part of it)`);

@@ -56,11 +56,23 @@ for n in "$@"; do
 done`;
 
 // $1 the file, $2 the expected size, $3 the sha256 or "": moves FILE + PARTIAL into place.
+// The digest comes from openssl where the node has it, else from coreutils: Debian's and Ubuntu's
+// sha256sum is built without OpenSSL and uses no SHA instructions (here: 2.4 s of CPU for 300 MiB,
+// against 0.3 s for \`openssl dgst\`), and every node checks every blob it took, 3 at once on a
+// 4-node cluster, hundreds of GB for the seeds' models. The file goes in on stdin: no path on
+// either tool's command line. A digest that is not 64 hex digits (openssl missing or failing)
+// falls back to sha256sum.
 const FINISH_SCRIPT = `f="$1"; p="$1${PARTIAL}"
 s=$(stat -c %s "$p") || exit 4
 [ "$s" -eq "$2" ] || { echo "size $s, expected $2"; exit 5; }
-if [ -n "$3" ]; then h=$(sha256sum "$p" | cut -d' ' -f1); [ "$h" = "$3" ] || { rm -f "$p"; echo "sha256 $h, expected $3"; exit 6; }; fi
+if [ -n "$3" ]; then
+  h=$(openssl dgst -sha256 -r < "$p" 2>/dev/null) && h=\${h%% *} && [ \${#h} -eq 64 ] || h=$(sha256sum < "$p" | cut -d' ' -f1)
+  [ "$h" = "$3" ] || { rm -f "$p"; echo "sha256 $h, expected $3"; exit 6; }
+fi
 mv -f "$p" "$f"`;
+
+/** The argv that checks a file's partial copy (its size, its SHA-256 when known) and moves it into place (FINISH_SCRIPT). */
+export const finishFile = (file: string, size: number, sha256?: string): string[] => ["sh", "-c", FINISH_SCRIPT, "sh", file, String(size), sha256 ?? ""];
 
 // $1 the snapshot folder, then PATH LINK pairs.
 const LINK_SCRIPT = `s="$1"; shift
@@ -304,7 +316,7 @@ export async function syncWeights(recipe: Recipe, session: ClusterSession, nodes
     await together(signal, [chain, ...needing.filter((n) => relayWhy.has(n) && !direct.some((r) => r.node === n)).map((n) => (b: AbortSignal) => relayOne(n, b))]);
     await Promise.all(
       needing.map(async (n) => {
-        await ok(docker(n), ["sh", "-c", FINISH_SCRIPT, "sh", job.to(repoOf.get(n) as string), String(job.size), job.sha256 ?? ""], `checking ${job.label}`);
+        await ok(docker(n), finishFile(job.to(repoOf.get(n) as string), job.size, job.sha256), `checking ${job.label}`);
         if (job.blob) (totals.get(n) as { blobs: number }).blobs++;
       }),
     );
