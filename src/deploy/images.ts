@@ -7,7 +7,7 @@ import type { DockerClient } from "../remote/docker.js";
 import { transferProgress, type TransferProgress } from "./progress.js";
 import { execChecked, spawnLocal, type RawProcess } from "../remote/transport.js";
 import { runChain } from "../transfer/chain.js";
-import { diffIdsOf, layerSkip, leftOut, saveWithout, storedChains } from "../transfer/layers.js";
+import { diffIdsOf, leftOut, pushSkip, saveWithout } from "../transfer/layers.js";
 import { checkSpace, parseProbe, planRoutes, PROBE_SCRIPT, type NodeProbe, type NodeRoute, type TransferPath } from "../transfer/route.js";
 import { together } from "../transfer/together.js";
 import { abortable, checkInterrupted } from "./abort.js";
@@ -302,10 +302,8 @@ export async function pushImage(image: string, source: DockerClient, targets: re
   if (need.length > 0) {
     const [sourceProbe, probes, { size, layers, layerSizes }] = await Promise.all([early.source, Promise.all(need.map((t) => early.probes.get(t.node) as Promise<NodeProbe>)), early.image]);
     // The layers every node sent the image already stores stay where they are (src/transfer/layers.ts),
-    // on either path: each gets the same archive. A node whose images containerd keeps is counted as
-    // storing none: its load takes an archive with layers missing and only warns when it cannot
-    // unpack them (moby daemon/containerd/image_exporter.go).
-    const skip = sourceProbe?.tools === true ? layerSkip(layers, probes.map((p) => storedChains(p.store === "containerd" ? [] : (p.images ?? []))), sourceProbe.epochOffset) : undefined;
+    // on either path: each gets the same archive.
+    const skip = pushSkip(layers, sourceProbe, probes);
     // `docker load` unpacks the whole archive in its temporary folder (under Docker's root) before
     // it stores the layers (moby/moby image/tarexport/load.go, untar into os.MkdirTemp): twice what is sent.
     const stays = skip === undefined || layerSizes === undefined ? 0 : skip.dropped.reduce((sum, i) => sum + (layerSizes[i] ?? 0), 0);

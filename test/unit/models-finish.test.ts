@@ -8,34 +8,38 @@ import { after, test } from "node:test";
 import { finishFile } from "../../src/deploy/models.js";
 import { RESUMED_PARTIAL } from "../../src/plan/pull-space.js";
 
-// The end of every synced file, run for real on this machine (sh, stat, openssl, sha256sum): the
-// digest is openssl's where it runs, coreutils' otherwise, and either way a wrong byte is refused.
+// The end of every synced file, run for real on this machine (sh, stat, openssl, sha256sum;
+// scripts/install-deps installs openssl): openssl's digest is taken when it matches, coreutils'
+// decides everything else, and either way a wrong byte is refused.
 const dir = mkdtempSync(path.join(tmpdir(), "launcher-finish-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
 const bytes = randomBytes(256 * 1024);
 const sha = createHash("sha256").update(bytes).digest("hex");
+const flipped = (at: number): Buffer => {
+  const b = Buffer.from(bytes);
+  b[at] = (b[at] as number) ^ 1;
+  return b;
+};
+const which = (tool: string): string => spawnSync("sh", ["-c", 'command -v "$1"', "sh", tool], { encoding: "utf8" }).stdout.trim();
 let n = 0;
 
 /** Writes `content` as a partial copy and runs finishFile on it, with `PATH` when given. */
 function finish(content: Buffer, size: number, digest: string | undefined, PATH?: string): { code: number | null; out: string; file: string } {
-  const file = path.join(dir, `blob${n++}`);
+  const file = path.join(dir, `blob ${n++}`);
   writeFileSync(`${file}${RESUMED_PARTIAL.sync}`, content);
   const [cmd, ...args] = finishFile(file, size, digest);
   const r = spawnSync(cmd as string, args, { encoding: "utf8", env: { ...process.env, ...(PATH === undefined ? {} : { PATH }) } });
   return { code: r.status, out: r.stdout + r.stderr, file };
 }
 
-/** A PATH with the script's tools but no openssl; `openssl` given: a stand-in of that text instead. */
-function toolsWithout(name: string, openssl?: string): string {
+/** A PATH with the script's own tools, and `stand` (name to script text) in place of some: an absent openssl unless given. */
+function tools(name: string, stand: Record<string, string> = {}): string {
   const bin = path.join(dir, name);
   mkdirSync(bin);
-  for (const tool of ["sh", "stat", "sha256sum", "cut", "mv", "rm"]) {
-    const where = spawnSync("sh", ["-c", 'command -v "$1"', "sh", tool], { encoding: "utf8" }).stdout.trim();
-    symlinkSync(where, path.join(bin, tool));
-  }
-  if (openssl !== undefined) {
-    writeFileSync(path.join(bin, "openssl"), openssl);
-    chmodSync(path.join(bin, "openssl"), 0o755);
+  for (const tool of ["sh", "stat", "sha256sum", "cut", "mv", "rm"]) if (stand[tool] === undefined) symlinkSync(which(tool), path.join(bin, tool));
+  for (const [tool, text] of Object.entries(stand)) {
+    writeFileSync(path.join(bin, tool), text);
+    chmodSync(path.join(bin, tool), 0o755);
   }
   return bin;
 }
@@ -48,8 +52,7 @@ test("the right bytes: moved into place", () => {
 });
 
 test("one byte wrong: refused, naming both digests, and the partial copy removed", () => {
-  const bad = Buffer.from(bytes);
-  bad[1000] = (bad[1000] as number) ^ 1;
+  const bad = flipped(1000);
   const r = finish(bad, bytes.length, sha);
   assert.equal(r.code, 6);
   assert.match(r.out, new RegExp(`^sha256 ${createHash("sha256").update(bad).digest("hex")}, expected ${sha}$`, "m"));
@@ -64,25 +67,37 @@ test("a short copy: refused by its size, and kept to resume", () => {
   assert.equal(existsSync(`${r.file}${RESUMED_PARTIAL.sync}`), true);
 });
 
-test("a node without openssl, or whose openssl prints no digest: coreutils decides, as strictly", () => {
-  for (const [name, openssl] of [["no-openssl", undefined], ["odd-openssl", "#!/bin/sh\necho 'dgst: unknown option'\n"]] as const) {
-    const PATH = toolsWithout(name, openssl);
+test("where openssl runs, it hashes the file (on stdin) and coreutils is not asked", () => {
+  const openssl = which("openssl");
+  assert.ok(openssl !== "", "openssl is on this machine (scripts/install-deps)");
+  const log = path.join(dir, "openssl.log");
+  const PATH = tools("real-openssl", {
+    openssl: `#!/bin/sh\necho "$@" >> '${log}'\nexec '${openssl}' "$@"\n`,
+    sha256sum: "#!/bin/sh\nexit 1\n",
+  });
+  const r = finish(bytes, bytes.length, sha, PATH);
+  assert.equal(r.code, 0, r.out);
+  assert.deepEqual(readFileSync(r.file), bytes);
+  assert.equal(readFileSync(log, "utf8"), "dgst -sha256 -r\n");
+});
+
+test("an openssl that answers otherwise never decides: coreutils does, both ways", () => {
+  const cases = {
+    absent: {},
+    // Another output format, an error on stdout, another digest (a wrong build): none is a match.
+    "other format": { openssl: `#!/bin/sh\ncat >/dev/null; echo "SHA2-256(stdin)= ${sha}"\n` },
+    "an error": { openssl: "#!/bin/sh\necho 'dgst: unknown option'\n" },
+    "another digest": { openssl: `#!/bin/sh\ncat >/dev/null; echo '${"0".repeat(64)} *stdin'\n` },
+  };
+  for (const [name, stand] of Object.entries(cases)) {
+    const PATH = tools(name, stand);
     const good = finish(bytes, bytes.length, sha, PATH);
     assert.equal(good.code, 0, `${name}: ${good.out}`);
     assert.deepEqual(readFileSync(good.file), bytes);
-    const bad = Buffer.from(bytes);
-    bad[0] = (bad[0] as number) ^ 1;
-    const r = finish(bad, bytes.length, sha, PATH);
+    const r = finish(flipped(0), bytes.length, sha, PATH);
     assert.equal(r.code, 6, `${name}: ${r.out}`);
     assert.equal(existsSync(r.file), false);
   }
-});
-
-test("where openssl gives a digest, that digest decides (a stand-in that answers another refuses the file)", () => {
-  const PATH = toolsWithout("lying-openssl", `#!/bin/sh\necho '${"0".repeat(64)} *stdin'\n`);
-  const r = finish(bytes, bytes.length, sha, PATH);
-  assert.equal(r.code, 6, r.out);
-  assert.match(r.out, new RegExp(`^sha256 ${"0".repeat(64)}, expected ${sha}$`, "m"));
 });
 
 test("a file of unknown digest (not a blob): its size alone decides", () => {
