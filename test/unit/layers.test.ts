@@ -5,7 +5,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
-import { chainIds, layerSkip, leftOut, legacyLayerIds, saveWithout, storedChains, TAR_FILTER_PERL } from "../../src/transfer/layers.js";
+import { chainIds, layerSkip, leftOut, legacyLayerIds, pushSkip, saveWithout, storedChains, TAR_FILTER_PERL } from "../../src/transfer/layers.js";
+import type { NodeProbe } from "../../src/transfer/route.js";
 
 const digest = (s: string): string => `sha256:${createHash("sha256").update(s).digest("hex")}`;
 const [a, b, c, d] = ["base", "cuda", "torch", "app"].map(digest) as [string, string, string, string];
@@ -46,6 +47,21 @@ test("layer skip: the first layers every target stores, in both archive forms; n
   // A Docker before 25 on a node whose local time is not UTC writes the epoch with its offset.
   assert.notDeepEqual(legacyLayerIds(image, "+01:00"), legacyLayerIds(image));
   assert.deepEqual(legacyLayerIds(image, "+00:00"), legacyLayerIds(image));
+});
+
+test("a push's skip: only where the source runs the filter, and a target whose images containerd keeps stores none of them", () => {
+  const probe = (node: string, extra: Partial<NodeProbe>): NodeProbe => ({ node, tools: true, path: "/var/lib/docker", store: "docker", ...extra });
+  const source = probe("n1", { epochOffset: "+00:00" });
+  const n2 = probe("n2", { images: [[a, b]] });
+  assert.equal(pushSkip([a, b, c], source, [n2])?.layers, 2);
+  // The same layers listed by a store containerd keeps: its archive must carry them all.
+  assert.equal(pushSkip([a, b, c], source, [n2, probe("n3", { images: [[a, b]], store: "containerd" })]), undefined);
+  // No perl on the source: no filter, the whole archive.
+  assert.equal(pushSkip([a, b, c], { ...source, tools: false }, [n2]), undefined);
+  assert.equal(pushSkip([a, b, c], undefined, [n2]), undefined);
+  // The source's epoch offset goes into the legacy names.
+  assert.deepEqual(pushSkip([a, b, c], { ...source, epochOffset: "+02:00" }, [n2])?.names, layerSkip([a, b, c], [storedChains([[a, b]])], "+02:00")?.names);
+  assert.notDeepEqual(pushSkip([a, b, c], { ...source, epochOffset: "+02:00" }, [n2])?.names, pushSkip([a, b, c], source, [n2])?.names);
 });
 
 test("saveWithout: only layer entries reach the command line, as arguments after the program", () => {
