@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { fabricEnv } from "../cluster/fabric-env.js";
+import { adapterOrDefault } from "../engine/registry.js";
 import { detectAndRecord } from "../deploy/doctor.js";
 import { openSession } from "../deploy/session.js";
 import { loadCluster, withStore } from "./load.js";
@@ -26,7 +26,9 @@ export function registerDoctor(program: Command, io: Output): void {
       // What plan and up use where the cluster file is silent.
       const session = await openSession(loadCluster(opts.cluster));
       const { report, session: detected } = await withStore((store) => detectAndRecord(session, store, new Date().toISOString(), { hfCache: opts.hfCache }));
-      const env = Object.fromEntries(detected.cluster.nodes.map((n) => [n.name, fabricEnv(n, "mp")]));
+      // What a recipe that sets nothing gets on each node: the default engine's env, its default backend (src/recipe/schema.ts).
+      const engine = adapterOrDefault(undefined);
+      const env = Object.fromEntries(detected.cluster.nodes.map((n) => [n.name, engine.nodeEnv({ distributed_backend: "mp" }, n)]));
       const errors = report.findings.filter((f) => f.severity === "error");
       if (errors.length > 0) process.exitCode = 1;
       if (opts.json) {

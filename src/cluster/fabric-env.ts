@@ -1,8 +1,10 @@
 import type { ClusterNode } from "./cluster.js";
 
 /*
- * The fabric env launcher sets on each node: only variables that a component in the serving path
- * really reads, each with where it is read. Set per node from that node's own values.
+ * The fabric env launcher sets on each node for the communication libraries every engine's ranks
+ * use: only variables that a component in the serving path really reads, each with where it is
+ * read. Set per node from that node's own values. An engine's own address variables are its
+ * adapter's (src/engine/vllm/node-env.ts).
  *
  * - NCCL_SOCKET_IFNAME: NCCL's bootstrap and socket transport interface (NCCL user guide, env.rst
  *   "NCCL_SOCKET_IFNAME": a list of interface-name prefixes).
@@ -18,10 +20,6 @@ import type { ClusterNode } from "./cluster.js";
  *   tuning-apps/networking/ib-and-roce: `UCX_NET_DEVICES=mlx5_0:1`) and a plain netdev name only
  *   for its TCP transport: set to the fabric netdev it would confine UCX to TCP, so it gets the
  *   HCAs' ports, and only when the node has HCAs.
- * - VLLM_HOST_IP: vLLM's own address for the node, "If you are using multi-node inference, you
- *   should set this differently on each node" (vllm/envs.py, VLLM_HOST_IP; read by get_ip()).
- * - RAY_NODE_IP_ADDRESS / RAY_OVERRIDE_NODE_IP_ADDRESS: the Ray backend's node address (the ray
- *   part of issue 10 owns their check; `ray start --node-ip-address` is passed as well).
  * - Four ports up: NCCL_IB_MERGE_NICS=0 (NCCL_PARAM(IbMergeNics, "IB_MERGE_NICS", 1), net_ib.cc:
  *   each port reaches a different neighbour, so they must not merge into one virtual NIC),
  *   NCCL_IB_SUBNET_AWARE_ROUTING=1 (NCCL_PARAM(IbSubnetAwareRouting, ...) in
@@ -38,16 +36,13 @@ const FOUR_PORT_ENV: Readonly<Record<string, string>> = { NCCL_IB_SUBNET_AWARE_R
 
 const IFACE_ENV_KEYS = ["NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"] as const;
 
-/** Every env key launcher sets from the cluster file; recipes must leave them alone. */
+/** Every env key fabricEnv sets from the cluster file; recipes must leave them alone. */
 export const FABRIC_ENV_KEYS: readonly string[] = [
   ...IFACE_ENV_KEYS,
   "UCX_NET_DEVICES",
   "NCCL_IB_HCA",
   "NCCL_IB_DISABLE",
   "NCCL_IB_GID_INDEX",
-  "VLLM_HOST_IP",
-  "RAY_NODE_IP_ADDRESS",
-  "RAY_OVERRIDE_NODE_IP_ADDRESS",
   ...Object.keys(FOUR_PORT_ENV),
 ];
 
@@ -59,7 +54,7 @@ export const FABRIC_ENV_KEYS: readonly string[] = [
 const ucxDevice = (hca: string): string => (hca.includes(":") ? hca : `${hca}:1`);
 
 /** The fabric env of one node, from that node's own values only: a worker never gets the head's. */
-export function fabricEnv(node: ClusterNode, backend: "mp" | "ray"): Record<string, string> {
+export function fabricEnv(node: ClusterNode): Record<string, string> {
   const env: Record<string, string> = {};
   if (node.fabric_iface !== undefined) {
     for (const key of IFACE_ENV_KEYS) {
@@ -73,13 +68,6 @@ export function fabricEnv(node: ClusterNode, backend: "mp" | "ray"): Record<stri
   }
   if (node.gid_index !== undefined) env.NCCL_IB_GID_INDEX = String(node.gid_index);
   if ((node.ports_up ?? 0) >= 4) Object.assign(env, FOUR_PORT_ENV);
-  if (node.fabric_ip !== undefined) {
-    env.VLLM_HOST_IP = node.fabric_ip;
-    if (backend === "ray") {
-      env.RAY_NODE_IP_ADDRESS = node.fabric_ip;
-      env.RAY_OVERRIDE_NODE_IP_ADDRESS = node.fabric_ip;
-    }
-  }
   return env;
 }
 

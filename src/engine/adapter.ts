@@ -107,9 +107,10 @@ export interface EngineAdapter {
   /**
    * The env one node's container gets from that node's own fabric facts (never another node's):
    * what the engine and its communication libraries read to find the fabric. Its keys are in
-   * `managedEnv`, so that no recipe sets them.
+   * `managedEnv`, so that no recipe sets them. Of the recipe only its backend: doctor shows the
+   * env of a recipe that sets nothing.
    */
-  readonly nodeEnv: (recipe: EngineRecipe, node: ClusterNode) => Record<string, string>;
+  readonly nodeEnv: (recipe: Pick<EngineRecipe, "distributed_backend">, node: ClusterNode) => Record<string, string>;
   /** Start order: true when the head must run before the workers start, false for workers first. */
   readonly startsHeadFirst: (recipe: EngineRecipe) => boolean;
   /** What the engine requires of its image (entrypoint, version), checked in preflight. */

@@ -3,6 +3,8 @@ import { test } from "node:test";
 import type { Cluster, ClusterNode } from "../../src/cluster/cluster.js";
 import { mergeDetected, type FabricFacts } from "../../src/cluster/detect.js";
 import { fabricEnv, fabricGaps, FABRIC_ENV_KEYS } from "../../src/cluster/fabric-env.js";
+import { ENGINES } from "../../src/engine/registry.js";
+import { VLLM_NODE_ENV_KEYS } from "../../src/engine/vllm/node-env.js";
 import { parseCluster } from "../../src/cluster/parse.js";
 import { UserError } from "../../src/config/errors.js";
 import { detectedNote, planFromFlags } from "../../src/cli/plan.js";
@@ -31,19 +33,29 @@ function capture(): Output & { errors: string[] } {
   return { errors, out: () => undefined, err: (t) => errors.push(t), warn: (t) => errors.push(`warning: ${t}`), json: () => undefined, diagnostics: () => undefined };
 }
 
-test("fabric env: only what NCCL, Gloo, UCX and vLLM read; nothing for TensorPipe, MPI or a script", () => {
-  const env = fabricEnv(spark("s1"), "mp");
-  assert.deepEqual(Object.keys(env).sort(), ["GLOO_SOCKET_IFNAME", "NCCL_IB_DISABLE", "NCCL_IB_GID_INDEX", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "UCX_NET_DEVICES", "VLLM_HOST_IP"]);
+test("fabric env: only what NCCL, Gloo and UCX read; nothing for TensorPipe, MPI or a script; no engine's own address", () => {
+  const env = fabricEnv(spark("s1"));
+  assert.deepEqual(Object.keys(env).sort(), ["GLOO_SOCKET_IFNAME", "NCCL_IB_DISABLE", "NCCL_IB_GID_INDEX", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "UCX_NET_DEVICES"]);
   for (const unread of ["TP_SOCKET_IFNAME", "MN_IF_NAME", "OMPI_MCA_btl_tcp_if_include"]) {
     assert.equal(env[unread], undefined, unread);
-    assert.ok(!FABRIC_ENV_KEYS.includes(unread), `${unread} is no longer launcher's: a recipe may set it`);
+    assert.ok(!VLLM_NODE_ENV_KEYS.includes(unread), `${unread} is no longer launcher's: a recipe may set it`);
   }
 });
 
+test("vLLM's node env: the fabric env, its own address VLLM_HOST_IP, and Ray's address only with the Ray backend; every key managed", () => {
+  const mp = ENGINES.vllm.nodeEnv({ distributed_backend: "mp" }, spark("s1"));
+  assert.deepEqual(mp, { ...fabricEnv(spark("s1")), VLLM_HOST_IP: "192.168.177.11" });
+  const ray = ENGINES.vllm.nodeEnv({ distributed_backend: "ray" }, spark("s1"));
+  assert.deepEqual(ray, { ...mp, RAY_NODE_IP_ADDRESS: "192.168.177.11", RAY_OVERRIDE_NODE_IP_ADDRESS: "192.168.177.11" });
+  const { fabric_ip: _ip, ...noIp } = spark("s1");
+  assert.equal(ENGINES.vllm.nodeEnv({ distributed_backend: "ray" }, noIp).VLLM_HOST_IP, undefined);
+  for (const key of [...FABRIC_ENV_KEYS, ...Object.keys(ray)]) assert.ok(ENGINES.vllm.managedEnv.includes(key), key);
+});
+
 test("UCX_NET_DEVICES names the RDMA device ports, never the netdev (a netdev confines UCX to TCP)", () => {
-  assert.equal(fabricEnv(spark("s1", { hca: ["rocep1s0f0", "roceP2p1s0f1"] }), "mp").UCX_NET_DEVICES, "rocep1s0f0:1,roceP2p1s0f1:1");
-  assert.equal(fabricEnv(spark("s1", { hca: ["mlx5_0:2"] }), "mp").UCX_NET_DEVICES, "mlx5_0:2", "a port given in the cluster file stays");
-  const noRdma = fabricEnv(spark("s1", { hca: [] }), "mp");
+  assert.equal(fabricEnv(spark("s1", { hca: ["rocep1s0f0", "roceP2p1s0f1"] })).UCX_NET_DEVICES, "rocep1s0f0:1,roceP2p1s0f1:1");
+  assert.equal(fabricEnv(spark("s1", { hca: ["mlx5_0:2"] })).UCX_NET_DEVICES, "mlx5_0:2", "a port given in the cluster file stays");
+  const noRdma = fabricEnv(spark("s1", { hca: [] }));
   assert.equal(noRdma.UCX_NET_DEVICES, undefined, "without HCAs UCX keeps its own choice");
   assert.equal(noRdma.NCCL_SOCKET_IFNAME, "enp1s0f1np1");
 });

@@ -44,12 +44,12 @@ test("four ports up, an IPv6 GID first: index 4, and the four-port NCCL settings
   assert.equal(f.fabric_iface, "enp1s0f1np1", "the interface holding the cluster file's fabric IP");
   assert.equal(f.ports_up, 4);
   assert.deepEqual(findings, []);
-  const env = fabricEnv({ ...bare("s2"), ...f, hca: f.hca, ports_up: f.ports_up }, "mp");
+  const env = fabricEnv({ ...bare("s2"), ...f, hca: f.hca, ports_up: f.ports_up });
   assert.equal(env.NCCL_IB_GID_INDEX, "4");
   assert.equal(env.NCCL_IB_SUBNET_AWARE_ROUTING, "1");
   assert.equal(env.NCCL_IB_MERGE_NICS, "0");
   assert.equal(env.NCCL_NET_PLUGIN, "none");
-  assert.equal(fabricEnv({ ...bare("s1"), ports_up: 2 }, "mp").NCCL_NET_PLUGIN, undefined);
+  assert.equal(fabricEnv({ ...bare("s1"), ports_up: 2 }).NCCL_NET_PLUGIN, undefined);
 });
 
 test("the dump script run over a tree reads the same as the folder itself", () => {

@@ -4,7 +4,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { test } from "node:test";
-import { FABRIC_ENV_KEYS } from "../../src/cluster/fabric-env.js";
+import { VLLM_NODE_ENV_KEYS } from "../../src/engine/vllm/node-env.js";
 import { parseCluster } from "../../src/cluster/parse.js";
 import { advanceBoot, INITIAL_BOOT } from "../../src/engine/boot-log.js";
 import { vllm } from "../../src/engine/vllm/adapter.js";
@@ -70,7 +70,7 @@ test("Ray head: keeps every per-node fabric key out of vLLM's env carry-over, st
     // vLLM reads the list from VLLM_CONFIG_ROOT, by default ~/.config/vllm (vllm/ray/ray_env.py, vllm/envs.py).
     const listed = JSON.parse(readFileSync(path.join(home, ".config/vllm", RAY_NON_CARRY_OVER_FILE), "utf8")) as string[];
     for (const key of ["NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "UCX_NET_DEVICES", "NCCL_IB_GID_INDEX", "VLLM_HOST_IP"]) assert.ok(listed.includes(key), key);
-    assert.deepEqual([...listed].sort(), [...FABRIC_ENV_KEYS].sort());
+    assert.deepEqual([...listed].sort(), [...VLLM_NODE_ENV_KEYS].sort());
     assert.deepEqual(r.calls, [
       "ray [start] [--head] [--node-ip-address=10.9.0.1] [--port=6379]",
       "python3 [-c] [import sys, time, ray] [300] [s1=10.9.0.1,s2=10.9.0.2]",
@@ -102,13 +102,13 @@ test("Ray head: an exclusion list already in the image that lacks launcher's key
   const home = mkdtempSync(path.join(tmpdir(), "ray-head-"));
   try {
     mkdirSync(path.join(home, ".config/vllm"), { recursive: true });
-    const keep = FABRIC_ENV_KEYS.filter((k) => k !== "NCCL_IB_HCA");
+    const keep = VLLM_NODE_ENV_KEYS.filter((k) => k !== "NCCL_IB_HCA");
     writeFileSync(path.join(home, ".config/vllm", RAY_NON_CARRY_OVER_FILE), `${JSON.stringify(["MY_VAR", ...keep], null, 2)}\n`);
     const r = runHead(head, {}, home);
     assert.equal(r.code, 1);
     assert.deepEqual(r.calls, [], "Ray is not started");
     assert.match(r.stderr, /ray_non_carry_over_env_vars\.json exists without NCCL_IB_HCA: vLLM would copy the head's values/);
-    writeFileSync(path.join(home, ".config/vllm", RAY_NON_CARRY_OVER_FILE), JSON.stringify(["MY_VAR", ...FABRIC_ENV_KEYS]));
+    writeFileSync(path.join(home, ".config/vllm", RAY_NON_CARRY_OVER_FILE), JSON.stringify(["MY_VAR", ...VLLM_NODE_ENV_KEYS]));
     assert.equal(runHead(head, {}, home).code, 0, "a list that has them all is used as it is");
   } finally {
     rmSync(home, { recursive: true, force: true });

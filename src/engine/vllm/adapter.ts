@@ -1,9 +1,9 @@
-import { FABRIC_ENV_KEYS, fabricEnv } from "../../cluster/fabric-env.js";
 import type { EngineAdapter, LineTime, LogLine } from "../adapter.js";
 import { vllmRankCommand, vllmStartsHeadFirst } from "./command.js";
 import { vllmFlags } from "./flags.js";
 import { vllmHint } from "./hints.js";
 import { vllmImage } from "./image.js";
+import { VLLM_NODE_ENV_KEYS, vllmNodeEnv } from "./node-env.js";
 import { BOOT_PHASES, EXCEPTION, FATAL, PEER_LOSS, readVllmLine, WARNINGS, WRAPPERS } from "./log-shapes.js";
 
 // The header's time is vllm/logger.py's _DATE_FORMAT "%m-%d %H:%M:%S" (read in log-shapes.ts). It
@@ -18,7 +18,7 @@ export const vllm: EngineAdapter = {
   name: "vllm",
   rankCommand: vllmRankCommand,
   startsHeadFirst: vllmStartsHeadFirst,
-  nodeEnv: (recipe, node) => fabricEnv(node, recipe.distributed_backend === "ray" ? "ray" : "mp"),
+  nodeEnv: vllmNodeEnv,
   // Entrypoint and version the image must have: ./image.ts, with vLLM's Dockerfile.
   image: vllmImage,
   // vllm/entrypoints/serve/instrumentator/health.py: GET /health is 200 once the engine serves,
@@ -37,7 +37,7 @@ export const vllm: EngineAdapter = {
   // docstring defines the acceptance rate as rate(accepted) / rate(draft).
   specDecodeMetrics: { accepted: "vllm:spec_decode_num_accepted_tokens_total", drafted: "vllm:spec_decode_num_draft_tokens_total" },
   flags: vllmFlags,
-  managedEnv: FABRIC_ENV_KEYS,
+  managedEnv: VLLM_NODE_ENV_KEYS,
   // Every line shape below: src/engine/vllm/log-shapes.ts, each with its place in vLLM's source.
   bootPhases: BOOT_PHASES,
   readLine: readVllmLine,

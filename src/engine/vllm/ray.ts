@@ -1,4 +1,4 @@
-import { FABRIC_ENV_KEYS } from "../../cluster/fabric-env.js";
+import { VLLM_NODE_ENV_KEYS } from "./node-env.js";
 import { shellQuote } from "../../config/shell-words.js";
 import type { EngineRecipe as Recipe, RankCommand, RankContext } from "../adapter.js";
 import type { ImageProbe, ImageUse } from "../image-contract.js";
@@ -36,7 +36,7 @@ export const RAY_NODE_ENV: Readonly<Record<string, string>> = { RAY_memory_monit
  * under today's prefixes, since a user can add prefixes (GLOO_ ...) with an env var.
  */
 export const RAY_NON_CARRY_OVER_FILE = "ray_non_carry_over_env_vars.json";
-export const rayNonCarryOverKeys = (): string[] => [...FABRIC_ENV_KEYS].sort();
+export const rayNonCarryOverKeys = (): string[] => [...VLLM_NODE_ENV_KEYS].sort();
 
 /** The line the head prints when the wait ends with nodes missing (the boot watcher's fatal line). */
 export const RAY_NOT_JOINED = "launcher: Ray nodes not joined after";
