@@ -59,9 +59,10 @@ done`;
 // The digest comes from openssl where the node has it and it agrees: Debian's and Ubuntu's
 // sha256sum is built without OpenSSL (here, on an idle machine: 0.68 s of CPU for 300 MiB, against
 // 0.23 s for openssl dgst, which uses the CPU's SHA instructions), and every node checks every blob
-// it took, 3 at once on a 4-node cluster, hundreds of GB for the seeds' models. Only a match is taken from openssl: any
-// other answer (no openssl, another output format, an error) is decided by coreutils, so a file is
-// never removed on openssl's word alone. The file goes in on stdin: no path on either command line.
+// it took, 3 at once on a 4-node cluster, hundreds of GB for the seeds' models. Only a match is
+// taken from openssl: any other answer (no openssl, another output format, an error) is decided by
+// coreutils, so a file is never removed on openssl's word alone. The file goes in on stdin: no
+// path on either command line.
 const FINISH_SCRIPT = `f="$1"; p="$1${PARTIAL}"
 s=$(stat -c %s "$p") || exit 4
 [ "$s" -eq "$2" ] || { echo "size $s, expected $2"; exit 5; }
