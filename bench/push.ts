@@ -20,6 +20,7 @@ import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import { CLUSTER, rigDown, rigUp, seedModel, onHost, STATE_HOME, variant, RIG_DIR } from "../test/integration/practice-cluster.js";
 import { shellJoin } from "../src/config/shell-words.js";
+import { runLocal } from "../src/remote/transport.js";
 import { diffIdsOf, pushSkip, saveWithout } from "../src/transfer/layers.js";
 import { parseProbe, PROBE_SCRIPT } from "../src/transfer/route.js";
 
@@ -125,20 +126,10 @@ async function measure(main: string, args: string[]): Promise<Measure> {
 }
 
 /** A command on practice host n<i> over the rig's SSH config, as a promise (onHost is synchronous: these run at once). */
-function onHostAsync(i: number, argv: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn("ssh", ["-F", path.join(RIG_DIR, "ssh_config"), `lnch-n${i}`, "--", shellJoin(argv)]);
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (err += d.toString()));
-    const timer = setTimeout(() => child.kill("SIGKILL"), 600_000);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      if (code === 0) resolve(out);
-      else reject(new Error(`ssh lnch-n${i} ${argv.slice(0, 3).join(" ")}: exit ${code}: ${err}`));
-    });
-  });
+async function onHostAsync(i: number, argv: string[]): Promise<string> {
+  const r = await runLocal("ssh", ["-F", path.join(RIG_DIR, "ssh_config"), `lnch-n${i}`, "--", shellJoin(argv)], { timeoutMs: 600_000 });
+  if (r.code !== 0) throw new Error(`ssh lnch-n${i} ${argv.slice(0, 3).join(" ")}: exit ${r.code}: ${r.stderr}`);
+  return r.stdout;
 }
 
 interface Floor {
