@@ -8,8 +8,8 @@
 // `--baseline DIR`: a checkout of another commit (with node_modules); its CLI is built and run
 // the same way, in the same rounds, and printed above this one's: before and after in one session.
 // Also, for the image: Docker's own share of a push with no transfer at all (`docker save` of the
-// same archive to a file on n1, then the 3 targets' `docker load` of that file at once), which no
-// path can go below on this machine: the floor, beside the two.
+// same archive to a file on n1, then the 3 targets' `docker load` of that file at once): a
+// measurement of where the time goes, not a proof of a floor (a run below it is flagged), beside the two.
 // Run as root: npx tsx bench/push.ts [--mib 300] [--rounds 1] [--baseline DIR]
 // Targets: node to node <= 0.5 x the relay's time; bytes through this machine < 1% of the payload.
 import { chmodSync, readFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -18,9 +18,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
-import { CLUSTER, rigDown, rigUp, seedModel, onHost, STATE_HOME, variant, RIG_DIR } from "../test/integration/practice-cluster.js";
-import { shellJoin } from "../src/config/shell-words.js";
-import { runLocal } from "../src/remote/transport.js";
+import { CLUSTER, rigDown, rigUp, seedModel, onHost, onHostAsync, STATE_HOME, variant } from "../test/integration/practice-cluster.js";
 import { diffIdsOf, pushSkip, saveWithout } from "../src/transfer/layers.js";
 import { parseProbe, PROBE_SCRIPT } from "../src/transfer/route.js";
 
@@ -123,13 +121,6 @@ async function measure(main: string, args: string[]): Promise<Measure> {
   }
   const paths = new Map(nodes.filter((n) => n.path !== undefined).map((n) => [n.node, n.path === "relay" ? "relay" : `${n.from ?? "?"}->${n.node} ${n.path}`]));
   return { seconds: r.seconds, firstBytes, lastDone, through, payload: Math.max(...nodes.map((n) => n.bytes)), rates, paths, leftOut: out.bytes_not_sent ?? 0 };
-}
-
-/** A command on practice host n<i> over the rig's SSH config, as a promise (onHost is synchronous: these run at once). */
-async function onHostAsync(i: number, argv: string[]): Promise<string> {
-  const r = await runLocal("ssh", ["-F", path.join(RIG_DIR, "ssh_config"), `lnch-n${i}`, "--", shellJoin(argv)], { timeoutMs: 600_000 });
-  if (r.code !== 0) throw new Error(`ssh lnch-n${i} ${argv.slice(0, 3).join(" ")}: exit ${r.code}: ${r.stderr}`);
-  return r.stdout;
 }
 
 interface Floor {

@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { after, before } from "node:test";
 import path from "node:path";
 import { shellJoin } from "../../src/config/shell-words.js";
+import { runLocal } from "../../src/remote/transport.js";
 import { SUPERVISOR_PHASES, type SupervisorPhase } from "../../src/deploy/supervise.js";
 
 /** The practice cluster (test/rig/): real hosts in network namespaces, each with sshd and dockerd. */
@@ -152,6 +153,13 @@ export async function within<T>(ms: number, what: string, check: () => Promise<T
 export function onHost(i: number, argv: string[]): string {
   const r = spawnSync("ssh", ["-F", path.join(RIG_DIR, "ssh_config"), `lnch-n${i}`, "--", shellJoin(argv)], { encoding: "utf8", timeout: 30_000 });
   if (r.status !== 0) throw new Error(`ssh lnch-n${i} ${argv.join(" ")}: ${r.stderr}`);
+  return r.stdout;
+}
+
+/** onHost as a promise, for commands on several hosts at once (a bench timing them side by side). */
+export async function onHostAsync(i: number, argv: string[], timeoutMs = 600_000): Promise<string> {
+  const r = await runLocal("ssh", ["-F", path.join(RIG_DIR, "ssh_config"), `lnch-n${i}`, "--", shellJoin(argv)], { timeoutMs });
+  if (r.code !== 0) throw new Error(`ssh lnch-n${i} ${argv.slice(0, 3).join(" ")}: exit ${r.code}: ${r.stderr}`);
   return r.stdout;
 }
 
