@@ -29,8 +29,10 @@ try {
       sink: ["sh", "-c", "cat > /dev/null"],
       skip: 0,
     }));
-    const out = await runChain({ node: "src", transport: localTransport("src"), command: ["cat", "--", payload] }, receivers, () => undefined, undefined, (step) => {
-      if (!at.has(step)) at.set(step, performance.now() - start);
+    const out = await runChain({ node: "src", transport: localTransport("src"), command: ["cat", "--", payload] }, receivers, () => undefined, {
+      step: (step) => {
+        if (!at.has(step)) at.set(step, performance.now() - start);
+      },
     });
     const total = (performance.now() - start) / 1000;
     if (out.delivered.length !== receivers.length) throw new Error(`not delivered: ${JSON.stringify(out)}`);

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { UserError } from "../config/errors.js";
-import { buildImage, imageFolders, imageReport, pushImage, pushSource, shortId } from "../deploy/images.js";
+import { buildImage, imageFolders, imageReport, pushImage, pushSource, shortId, type NodeImage } from "../deploy/images.js";
 import { describePath, mib, transferProgress } from "../deploy/progress.js";
 import { clusterRoutes, RELAY_ASKED } from "../transfer/route.js";
 import { dockerOf, openSession, type ClusterSession } from "../deploy/session.js";
@@ -40,16 +40,17 @@ export async function runImagesPush(ref: string, flags: ImageFlags & { from?: st
   const { recipe, session } = await recipeOnCluster(ref, flags.cluster, io);
   const image = recipe.docker_image;
   let source: DockerClient;
+  let known: NodeImage[] | undefined;
   if (flags.from === "local") source = new DockerClient(localTransport());
   else if (flags.from !== undefined) source = dockerOf(session, (namedNodes(session, flags.from)[0] as ClusterNode).name);
   else {
-    const report = await imageReport(image, [...session.docker.values()]);
-    const from = pushSource(report);
+    known = await imageReport(image, [...session.docker.values()]);
+    const from = pushSource(known);
     if (from === undefined) throw new UserError(`image ${image} is on no node`, `build it first: launcher images build ${ref}`);
     source = dockerOf(session, from);
   }
   const targets = namedNodes(session, flags.nodes).filter((n) => n.name !== source.node).map((n) => dockerOf(session, n.name));
-  const direct = { routes: clusterRoutes(session.cluster.nodes), ...(flags.relay === true ? { relay: RELAY_ASKED } : {}) };
+  const direct = { routes: clusterRoutes(session.cluster.nodes), ...(flags.relay === true ? { relay: RELAY_ASKED } : {}), ...(known === undefined ? {} : { known }) };
   const result = await pushImage(image, source, targets, transferProgress((line) => io.err(line), Date.now), undefined, direct);
   if (flags.json) {
     io.json(result);

@@ -6,8 +6,8 @@ import { buildOrder, fromImages, type ImageFolder } from "../plan/image-build.js
 import type { DockerClient } from "../remote/docker.js";
 import { transferProgress, type TransferProgress } from "./progress.js";
 import { execChecked, spawnLocal, type RawProcess } from "../remote/transport.js";
-import { runChain } from "../transfer/chain.js";
-import { diffIdsOf, leftOut, pushSkip, saveWithout } from "../transfer/layers.js";
+import { runChain, startSource, type StartedSource } from "../transfer/chain.js";
+import { diffIdsOf, leftOut, pushSkip, saveWithout, TAR_FILTER_PERL } from "../transfer/layers.js";
 import { checkSpace, parseProbe, planRoutes, PROBE_SCRIPT, type NodeProbe, type NodeRoute, type TransferPath } from "../transfer/route.js";
 import { together } from "../transfer/together.js";
 import { abortable, checkInterrupted } from "./abort.js";
@@ -134,6 +134,11 @@ export interface PushedNode {
 export interface DirectOptions {
   readonly routes?: ReadonlyMap<string, NodeRoute>;
   readonly relay?: string;
+}
+
+export interface PushOptions extends DirectOptions {
+  /** The image's ID on the source and on every target, as imageReport found it just before: not asked again. */
+  readonly known?: readonly NodeImage[];
 }
 
 /**
@@ -278,9 +283,23 @@ function parseImageFacts(out: string): { size: number; layers: string[]; layerSi
  * content does not match the config's diff ID (moby/moby image/tarexport/load.go, "invalid diffID
  * for layer"): the same ID is the same image, bit for bit, whatever carried it.
  */
-export async function pushImage(image: string, source: DockerClient, targets: readonly DockerClient[], progress: TransferProgress, signal?: AbortSignal, direct: DirectOptions = {}): Promise<PushResult> {
+export async function pushImage(image: string, source: DockerClient, targets: readonly DockerClient[], progress: TransferProgress, signal?: AbortSignal, direct: PushOptions = {}): Promise<PushResult> {
   const started = Date.now();
   const routes = direct.routes ?? new Map<string, NodeRoute>();
+  const knownId = direct.known?.find((r) => r.node === source.node)?.id;
+  const knownBefore = targets.flatMap((t) => direct.known?.filter((r) => r.node === t.node && r.error === undefined) ?? []);
+  const known = knownId !== undefined && knownBefore.length === targets.length ? { id: knownId, before: knownBefore } : undefined;
+  const lacking = (id: string, before: readonly NodeImage[]): DockerClient[] => targets.filter((t) => before.find((b) => b.node === t.node)?.id !== id);
+  // Node to node where it may be, the source's hop starts first, as soon as some node is known to
+  // lack the image: Docker writes its whole export (every layer, to a temporary folder) before
+  // `docker save` gives the first byte (moby image/tarexport/save.go: saveLayer for each layer,
+  // then archive.Tar of the folder), and that runs while the checks below do. The layers to leave
+  // out are told to its filter once known. A start that is not used (a check fails, every node goes
+  // through the relay) is stopped; Docker then ends the export it began on its own (it writes no
+  // byte anywhere but its own folder).
+  const startEarly = (need: readonly DockerClient[]): StartedSource | undefined =>
+    need.length > 0 && direct.relay === undefined && routes.has(source.node) && need.some((t) => routes.has(t.node)) ? startSource({ node: source.node, transport: source.transport, command: ["docker", "save", "--", image], filter: TAR_FILTER_PERL }) : undefined;
+  let sender = known === undefined ? undefined : startEarly(lacking(known.id, known.before));
   // The checks before the bytes (hop tools, free space, the image's size) are asked together with
   // which nodes lack the image: one round trip before the bytes, not two. A node that has it was
   // asked for nothing it needs; a failed probe counts only for a node that is sent the image.
@@ -291,82 +310,97 @@ export async function pushImage(image: string, source: DockerClient, targets: re
     probes: new Map(targets.map((t) => [t.node, handled(probeDocker(t, true))])),
     image: handled(execChecked(source.transport, ["sh", "-c", IMAGE_FACTS_SCRIPT, "sh", image], "reading the image's size and layers", 20_000).then(parseImageFacts)),
   };
-  const [id, before] = await Promise.all([source.imageId(image), imageReport(image, targets)]);
-  if (id === undefined) throw new UserError(`image ${image} is not on ${source.node}, so it cannot be sent from there`, "build it first (launcher images build RECIPE), or name another source with --from");
-  const unreachable = before.filter((b) => b.error !== undefined);
-  if (unreachable.length > 0) throw new RemoteError(unreachable.map((u) => u.node).join(", "), "cannot push: the node does not answer", unreachable.map((u) => `${u.node}: ${u.error ?? ""}`).join("\n"));
-  const need = targets.filter((t) => before.find((b) => b.node === t.node)?.id !== id);
+  const ask = async (): Promise<{ id: string; before: readonly NodeImage[] }> => {
+    const [id, before] = known === undefined ? await Promise.all([source.imageId(image), imageReport(image, targets)]) : [known.id, known.before];
+    if (id === undefined) throw new UserError(`image ${image} is not on ${source.node}, so it cannot be sent from there`, "build it first (launcher images build RECIPE), or name another source with --from");
+    const unreachable = before.filter((b) => b.error !== undefined);
+    if (unreachable.length > 0) throw new RemoteError(unreachable.map((u) => u.node).join(", "), "cannot push: the node does not answer", unreachable.map((u) => `${u.node}: ${u.error ?? ""}`).join("\n"));
+    return { id, before };
+  };
+  const { id, before } = await ask().catch((e: unknown) => {
+    sender?.stop();
+    throw e;
+  });
+  const need = lacking(id, before);
+  sender ??= startEarly(need);
   const bytes = new Map<string, number>();
   const how = new Map<string, { path: TransferPath; from?: string; why?: string }>();
   let notSent: { readonly files: number; readonly bytes: number } | undefined;
-  if (need.length > 0) {
-    const [sourceProbe, probes, { size, layers, layerSizes }] = await Promise.all([early.source, Promise.all(need.map((t) => early.probes.get(t.node) as Promise<NodeProbe>)), early.image]);
-    // The layers every node sent the image already stores stay where they are (src/transfer/layers.ts),
-    // on either path: each gets the same archive.
-    const skip = pushSkip(layers, sourceProbe, probes);
-    // `docker load` unpacks the whole archive in its temporary folder (under Docker's root) before
-    // it stores the layers (moby/moby image/tarexport/load.go, untar into os.MkdirTemp): twice what is sent.
-    const stays = skip === undefined || layerSizes === undefined ? 0 : skip.dropped.reduce((sum, i) => sum + (layerSizes[i] ?? 0), 0);
-    const sent = size - stays;
-    checkSpace(
-      probes,
-      new Map(need.map((t) => [t.node, 2 * sent])),
-      `image ${image} (${(sent / 1048576).toFixed(0)} MiB${stays > 0 ? ` to send of ${(size / 1048576).toFixed(0)} MiB: the rest is stored there already` : ""}, unpacked once to a temporary folder, then stored)`,
-    );
-    const plan = planRoutes(source.node, routes.has(source.node) ? sourceProbe : undefined, probes, routes, direct.relay ?? (direct.routes === undefined ? "node to node was not asked for" : undefined));
-    const save = skip === undefined ? ["docker", "save", "--", image] : saveWithout(image, skip.names);
-    // Said from what the filter counted, not from the plan: a Docker whose archive names its layers
-    // otherwise (an image store kept by containerd) gets them all, and is not told otherwise.
-    const heard = (stderr: string): void => {
-      const out = leftOut(stderr);
-      if (out === undefined || notSent !== undefined) return;
-      notSent = out;
-      progress.note?.(`  left out ${out.files} of the image's ${layers.length} layers (${(out.bytes / 1048576).toFixed(1)} MiB): every node stores them already`);
-    };
-    const byName = (names: readonly string[]): DockerClient[] => need.filter((t) => names.includes(t.node));
-    const relayed = (list: readonly { node: string; why: string }[], branch = signal): Promise<void> => {
-      for (const r of list) {
-        how.set(r.node, { path: "relay", why: r.why });
-        // Said when it is news: not for --relay, nor where node to node was never possible.
-        if (direct.routes !== undefined && direct.relay === undefined) progress.note?.(`  ${r.node.padEnd(10)} through this machine: ${r.why}`);
-      }
-      return relayImage(image, id, save, source, byName(list.map((r) => r.node)), bytes, progress, branch).then(heard);
-    };
-    const chain = async (branch: AbortSignal): Promise<readonly { node: string; why: string }[]> => {
-      if (plan.direct.length === 0) return [];
-      const out = await runChain(
-        { node: source.node, transport: source.transport, command: save },
-        plan.direct.map((r) => ({ ...r, transport: (need.find((t) => t.node === r.node) as DockerClient).transport, sink: loadOnly(id), skip: 0 })),
-        (node, n, done) => {
-          bytes.set(node, n);
-          const h = how.get(node);
-          progress.node(node, n, done, h?.from === undefined ? undefined : `from ${h.from} over ${h.path}`);
-        },
-        branch,
+  try {
+    if (need.length > 0) {
+      const [sourceProbe, probes, { size, layers, layerSizes }] = await Promise.all([early.source, Promise.all(need.map((t) => early.probes.get(t.node) as Promise<NodeProbe>)), early.image]);
+      // The layers every node sent the image already stores stay where they are (src/transfer/layers.ts),
+      // on either path: each gets the same archive.
+      const skip = pushSkip(layers, sourceProbe, probes);
+      // `docker load` unpacks the whole archive in its temporary folder (under Docker's root) before
+      // it stores the layers (moby/moby image/tarexport/load.go, untar into os.MkdirTemp): twice what is sent.
+      const stays = skip === undefined || layerSizes === undefined ? 0 : skip.dropped.reduce((sum, i) => sum + (layerSizes[i] ?? 0), 0);
+      const sent = size - stays;
+      checkSpace(
+        probes,
+        new Map(need.map((t) => [t.node, 2 * sent])),
+        `image ${image} (${(sent / 1048576).toFixed(0)} MiB${stays > 0 ? ` to send of ${(size / 1048576).toFixed(0)} MiB: the rest is stored there already` : ""}, unpacked once to a temporary folder, then stored)`,
       );
-      checkInterrupted(branch, `the push of ${image} was stopped; no container was started`);
-      heard(out.sourceSaid);
-      for (const d of out.delivered) how.set(d.node, { path: d.path, from: d.from });
-      if (out.failed.length > 0) throw new RemoteError(out.failed.map((f) => f.node).join(", "), `sending ${image} node to node failed`, out.failed.map((f) => `${f.node}: ${f.why}`).join("\n"), "run the push again; --relay sends it through this machine instead");
-      return out.unreached;
-    };
-    // As planned: each node from the one before it (the outcome says where each really came from).
-    for (const [i, r] of plan.direct.entries()) how.set(r.node, { path: r.path, from: plan.direct[i - 1]?.node ?? source.node });
-    let unreached: readonly { node: string; why: string }[] = [];
-    try {
-      await together(signal, [
-        async (branch) => {
-          unreached = await chain(branch);
-        },
-        (branch) => relayed(plan.relay, branch),
-      ]);
-      await relayed(unreached);
-    } catch (e) {
-      // A layer the probe saw may be gone by the load (an image prune meanwhile): the next push's
-      // probe no longer sees it, and sends it.
-      if (skip === undefined || !(e instanceof RemoteError)) throw e;
-      throw new RemoteError(e.node, e.message, e.detail, `${e.hint === undefined ? "" : `${e.hint}; `}the archive left out ${skip.layers} layers every node stored: if one was removed meanwhile (docker image prune), running the push again sends it`);
+      const plan = planRoutes(source.node, routes.has(source.node) ? sourceProbe : undefined, probes, routes, direct.relay ?? (direct.routes === undefined ? "node to node was not asked for" : undefined));
+      const save = skip === undefined ? ["docker", "save", "--", image] : saveWithout(image, skip.names);
+      // Said from what the filter counted, not from the plan: a Docker whose archive names its layers
+      // otherwise (an image store kept by containerd) gets them all, and is not told otherwise.
+      const heard = (stderr: string): void => {
+        const out = leftOut(stderr);
+        if (out === undefined || notSent !== undefined) return;
+        notSent = out;
+        progress.note?.(`  left out ${out.files} of the image's ${layers.length} layers (${(out.bytes / 1048576).toFixed(1)} MiB): every node stores them already`);
+      };
+      const byName = (names: readonly string[]): DockerClient[] => need.filter((t) => names.includes(t.node));
+      const relayed = (list: readonly { node: string; why: string }[], branch = signal): Promise<void> => {
+        for (const r of list) {
+          how.set(r.node, { path: "relay", why: r.why });
+          // Said when it is news: not for --relay, nor where node to node was never possible.
+          if (direct.routes !== undefined && direct.relay === undefined) progress.note?.(`  ${r.node.padEnd(10)} through this machine: ${r.why}`);
+        }
+        return relayImage(image, id, save, source, byName(list.map((r) => r.node)), bytes, progress, branch).then(heard);
+      };
+      const chain = async (branch: AbortSignal): Promise<readonly { node: string; why: string }[]> => {
+        if (plan.direct.length === 0) return [];
+        // runChain owns the started hop from here: it ends it whatever happens.
+        const started = sender;
+        sender = undefined;
+        const out = await runChain(
+          started ?? { node: source.node, transport: source.transport, command: ["docker", "save", "--", image], filter: TAR_FILTER_PERL },
+          plan.direct.map((r) => ({ ...r, transport: (need.find((t) => t.node === r.node) as DockerClient).transport, sink: loadOnly(id), skip: 0 })),
+          (node, n, done) => {
+            bytes.set(node, n);
+            const h = how.get(node);
+            progress.node(node, n, done, h?.from === undefined ? undefined : `from ${h.from} over ${h.path}`);
+          },
+          { signal: branch, filterArgs: skip?.names ?? [] },
+        );
+        checkInterrupted(branch, `the push of ${image} was stopped; no container was started`);
+        heard(out.sourceSaid);
+        for (const d of out.delivered) how.set(d.node, { path: d.path, from: d.from });
+        if (out.failed.length > 0) throw new RemoteError(out.failed.map((f) => f.node).join(", "), `sending ${image} node to node failed`, out.failed.map((f) => `${f.node}: ${f.why}`).join("\n"), "run the push again; --relay sends it through this machine instead");
+        return out.unreached;
+      };
+      // As planned: each node from the one before it (the outcome says where each really came from).
+      for (const [i, r] of plan.direct.entries()) how.set(r.node, { path: r.path, from: plan.direct[i - 1]?.node ?? source.node });
+      let unreached: readonly { node: string; why: string }[] = [];
+      try {
+        await together(signal, [
+          async (branch) => {
+            unreached = await chain(branch);
+          },
+          (branch) => relayed(plan.relay, branch),
+        ]);
+        await relayed(unreached);
+      } catch (e) {
+        // A layer the probe saw may be gone by the load (an image prune meanwhile): the next push's
+        // probe no longer sees it, and sends it.
+        if (skip === undefined || !(e instanceof RemoteError)) throw e;
+        throw new RemoteError(e.node, e.message, e.detail, `${e.hint === undefined ? "" : `${e.hint}; `}the archive left out ${skip.layers} layers every node stored: if one was removed meanwhile (docker image prune), running the push again sends it`);
+      }
     }
+  } finally {
+    sender?.stop();
   }
   const after = await imageReport(image, targets);
   const wrong = after.filter((a) => a.id !== id);
@@ -409,5 +443,5 @@ export async function ensureImage(image: string, nodes: readonly DockerClient[],
   if (source === undefined) return undefined;
   const lacking = report.filter((r) => r.id !== report.find((x) => x.node === from)?.id).map((r) => r.node);
   note(`image ${image}: sending it from ${source.node} to ${lacking.join(", ")} (--no-push refuses instead) ...`);
-  return pushImage(image, source, nodes.filter((n) => n !== source), transferProgress(note, Date.now), signal, routes === undefined ? {} : { routes });
+  return pushImage(image, source, nodes.filter((n) => n !== source), transferProgress(note, Date.now), signal, { known: report, ...(routes === undefined ? {} : { routes }) });
 }

@@ -302,7 +302,7 @@ export async function syncWeights(recipe: Recipe, session: ClusterSession, nodes
         { node: source.node, transport: source.transport, command: ["tail", "-c", `+${from + 1}`, "--", job.from] },
         direct.map((r) => ({ ...r, transport: docker(r.node).transport, sink: APPEND(`${job.to(repoOf.get(r.node) as string)}${PARTIAL}`), skip: (job.offsets.get(r.node) ?? 0) - from })),
         (node, bytes) => show(node, Math.max(0, bytes - ((job.offsets.get(node) ?? 0) - from)), `over ${routes.get(node)?.path ?? "?"}`),
-        branch,
+        { signal: branch },
       );
       if (branch.aborted) throw interrupted();
       if (out.failed.length > 0) throw new RemoteError(out.failed.map((f) => f.node).join(", "), `sending ${job.label} node to node failed`, out.failed.map((f) => `${f.node}: ${f.why}`).join("\n"), "run the sync again: it resumes; --relay sends through this machine instead");

@@ -9,8 +9,8 @@ const tail = (s: string): string => s.trim().split("\n").slice(-4).join(" / ");
 /** How long a hop may take to answer a step of the set-up (listening, connecting to the next). */
 const STEP_MS = 30_000;
 
-/** One hop as launcher sees it: its SSH session, the events it reported, and its end. */
-class Hop {
+/** One hop as launcher sees it: its SSH session, the events it reported, and its end (exported as a type: StartedSource holds one). */
+export class Hop {
   readonly events: HopEvent[] = [];
   private waiters: (() => void)[] = [];
   ended = false;
@@ -100,6 +100,39 @@ export interface ChainSource {
   readonly transport: Transport;
   /** What writes the payload on the source (docker save, tail -c of a blob). */
   readonly command: readonly string[];
+  /** A perl program the payload goes through on the source, with the chain's `filterArgs` (hop.ts, FILTER). */
+  readonly filter?: string;
+}
+
+/** A source whose sending hop already runs: its command writes while the chain is still being planned. */
+export interface StartedSource {
+  readonly node: string;
+  readonly hop: Hop;
+  /** Ends it unused: its control input closed, its SSH session gone (a command still running on the node ends on its broken pipe). */
+  stop(): void;
+}
+
+const sendingHop = (source: ChainSource): Hop => new Hop(source.node, source.transport.spawn(hopArgv("send", "", 0, source.command, source.filter ?? "")), undefined, () => undefined);
+
+/** Starts the source's hop now: its command (docker save) starts writing before runChain is called. */
+export function startSource(source: ChainSource): StartedSource {
+  const hop = sendingHop(source);
+  return {
+    node: source.node,
+    hop,
+    stop: () => {
+      hop.close();
+      hop.kill();
+    },
+  };
+}
+
+export interface ChainOptions {
+  readonly signal?: AbortSignal;
+  /** Called at each step, for timing them (bench/chain-loopback.ts). */
+  readonly step?: (name: ChainStep) => void;
+  /** The arguments of the source's filter, told to its hop before the chain is linked; none: no filter runs. */
+  readonly filterArgs?: readonly string[];
 }
 
 export interface ChainReceiver extends NodeRoute {
@@ -133,12 +166,19 @@ export interface ChainOutcome {
  * machine. `progress` gets each receiver's bytes as it reports them.
  */
 export async function runChain(
-  source: ChainSource,
+  source: ChainSource | StartedSource,
   receivers: readonly ChainReceiver[],
   progress: (node: string, bytes: number, done: boolean) => void,
-  signal?: AbortSignal,
-  step: (name: ChainStep) => void = () => undefined,
+  options: ChainOptions = {},
 ): Promise<ChainOutcome> {
+  const { signal, step = () => undefined, filterArgs = [] } = options;
+  let argLines: string[];
+  try {
+    argLines = filterArgs.map(control.arg);
+  } catch (e) {
+    if ("hop" in source) source.stop();
+    throw e;
+  }
   const unreached: { node: string; why: string }[] = [];
   const start = (node: string, transport: Transport, argv: string[], secret: string | undefined): Hop =>
     new Hop(node, transport.spawn(argv), secret, (e) => {
@@ -150,7 +190,8 @@ export async function runChain(
     const secret = randomBytes(32).toString("hex");
     return { r, secret, hop: start(r.node, r.transport, hopArgv("recv", r.listen, r.skip, r.sink), secret) };
   });
-  const sender = start(source.node, source.transport, hopArgv("send", "", 0, source.command), undefined);
+  const sender = "hop" in source ? source.hop : sendingHop(source);
+  for (const line of argLines) sender.send(line);
   const all = [sender, ...hops.map((h) => h.hop)];
   const stop = (): void => {
     for (const h of all) h.kill();
@@ -212,7 +253,10 @@ export async function runChain(
       }
     }
     if (joined.length === 0) {
+      // Killed, not just told to end: its command (docker save) may still be writing Docker's
+      // export, and waiting for that to end on a broken pipe would hold the relay up for as long.
       sender.close();
+      sender.kill();
       await Promise.all(all.map((h) => h.done));
       return { delivered: [], unreached, failed: [], sent: 0, sourceSaid: "" };
     }

@@ -17,6 +17,8 @@
  *      sender, once;
  *   3. control lines `next HOST PORT SECRET` (connect, AUTH with the next receiver's secret:
  *      report `connected`, or `unreachable HOST:PORT WHY` and wait for another line) or `last`;
+ *      before them, to a sender given a filter program: `arg WORD` lines, the filter's arguments
+ *      (see FILTER below);
  *   4. pump: every chunk read (recv: from the socket; send: from stdin, what the payload command
  *      writes) is written to the next hop, then (recv) to stdout, the payload's sink, after the
  *      first SKIP bytes (a node that already holds part of a file takes only the rest). A next hop
@@ -28,6 +30,12 @@
  * payload: a stale listener or another process on the port gets nothing. HMAC-SHA-256 (RFC 2104)
  * over coreutils' sha256sum: perl-base, the perl every node has, ships no Digest::SHA (Debian puts
  * it in libperl5.36), while coreutils is Essential too.
+ * FILTER (send): a perl program the payload goes through on its way to the wire, started with the
+ * `arg` words once the chain is linked. It is why a source can start writing before launcher knows
+ * what to leave out: the image push starts `docker save` (whose Docker writes its whole export to
+ * a temporary folder before the first byte, moby image/tarexport/save.go) while the nodes are still
+ * being asked which layers they store, and says which to leave out later. A filter that fails fails
+ * the hop (no `done`). Without arguments the filter is not started (the tar filter would pass all).
  * The end of the control input (launcher gone or interrupted) ends the hop at any step (exit 3):
  * a sink cut short takes nothing (a truncated `docker load` tags no image; a partial blob stays
  * partial and is checked before it is used).
@@ -35,7 +43,7 @@
 export const HOP_PERL = String.raw`
 use strict; use warnings; use IO::Socket::INET; use IO::Select; use POSIX ();
 $SIG{PIPE} = 'IGNORE';
-my ($role, $listen, $skip) = @ARGV;
+my ($role, $listen, $skip, $filter) = @ARGV;
 open(my $ctl, '<&=', 3) or die "no control input\n";
 open(my $rep, '>&=', 4) or die "no report output\n";
 select((select($rep), $| = 1)[0]);
@@ -110,9 +118,10 @@ if ($role eq 'recv') {
   }
   close $srv;
 } else { $in = \*STDIN; }
-my $next;
+my ($next, @args);
 while (!$next) {
   my $cmd = line($ctl, 3600); exit 3 unless defined $cmd;
+  if ($role eq 'send' && $filter ne '' && $cmd =~ /^arg (\S+)$/) { push @args, $1; next; }
   last if $cmd eq 'last';
   my ($host, $port, $key) = $cmd =~ /^next (\S+) (\d+) ([0-9a-f]{64})$/ or do { report("error", "bad control line"); exit 2; };
   my $s = IO::Socket::INET->new(PeerAddr => $host, PeerPort => $port, Proto => 'tcp', Timeout => 5);
@@ -123,6 +132,14 @@ while (!$next) {
   my $ok = defined $nr && write_all($s, "proof $ns " . hmac($key, "send $nr $ns") . "\n") ? line($s, 5) : undef;
   if (defined $ok && same($ok, "proof " . hmac($key, "recv $nr $ns"))) { $next = $s; report("connected", "$host:$port"); }
   else { close $s; report("unreachable", "$host:$port", "it did not prove it knows its secret"); }
+}
+my $fpid;
+if (@args) {
+  # The filter reads what the payload command writes (this hop's stdin) and writes to a pipe this
+  # hop reads; it gets neither the control input nor the report output.
+  $fpid = open(my $f, '-|') // do { report("error", "cannot start the filter: $!"); exit 2; };
+  if (!$fpid) { POSIX::close(3); POSIX::close(4); exec('perl', '-e', $filter, '--', @args) or POSIX::_exit(127); }
+  $in = $f;
 }
 binmode $in; binmode STDOUT;
 big_pipe($role eq 'recv' ? \*STDOUT : $in);
@@ -144,6 +161,8 @@ PUMP: while (1) {
   }
   if (time > $shown) { report("bytes", $total); $shown = time; }
 }
+# Before the next hop sees the end: a filter that failed has cut the payload short.
+if ($fpid && !close($in)) { report("error", "the filter failed (exit " . ($? >> 8) . ")"); exit 6; }
 if ($next) { shutdown($next, 1); my $x; 1 while sysread($next, $x, 4096); close $next; }
 close STDOUT;
 report("done", $total);
@@ -153,19 +172,20 @@ report("done", $total);
  * The node's shell around the hop: fd 3 and 4 as above, the payload command in a pipeline with
  * pipefail (its failure is the hop's), its own output to stderr (the session's stdout carries
  * only report lines). $1 the perl program, $2 send|recv, $3 listen address (recv), $4 bytes to
- * skip (recv), then the payload command: what writes the payload (send) or takes it (recv).
+ * skip (recv), $5 the filter program (send; may be empty), then the payload command: what writes
+ * the payload (send) or takes it (recv).
  */
-const HOP_SCRIPT = `hop=$1 role=$2 listen=$3 skip=$4; shift 4
+const HOP_SCRIPT = `hop=$1 role=$2 listen=$3 skip=$4 filter=$5; shift 5
 exec 3<&0 4>&1 </dev/null
 set -o pipefail
-if [ "$role" = send ]; then "$@" 3<&- 4>&- | perl -e "$hop" send "" 0
-else perl -e "$hop" recv "$listen" "$skip" | "$@" 3<&- 4>&- >&2; fi`;
+if [ "$role" = send ]; then "$@" 3<&- 4>&- | perl -e "$hop" send "" 0 "$filter"
+else perl -e "$hop" recv "$listen" "$skip" "" | "$@" 3<&- 4>&- >&2; fi`;
 
 export type HopRole = "send" | "recv";
 
-/** The argv that runs one hop on a node (bash: pipefail, and a Spark has it). */
-export function hopArgv(role: HopRole, listen: string, skip: number, command: readonly string[]): string[] {
-  return ["bash", "-c", HOP_SCRIPT, "bash", HOP_PERL, role, listen, String(skip), ...command];
+/** The argv that runs one hop on a node (bash: pipefail, and a Spark has it). `filter`: see FILTER above (send only). */
+export function hopArgv(role: HopRole, listen: string, skip: number, command: readonly string[], filter = ""): string[] {
+  return ["bash", "-c", HOP_SCRIPT, "bash", HOP_PERL, role, listen, String(skip), filter, ...command];
 }
 
 /** What a hop reports, one line each. */
@@ -206,4 +226,9 @@ export const control = {
   /** `secret`: the next receiver's own, for AUTH (the line goes over launcher's SSH session only). */
   next: (host: string, port: number, secret: string): string => `next ${host} ${port} ${secret}\n`,
   last: (): string => "last\n",
+  /** One argument of the sender's filter: a word of printable ASCII (HOP_PERL reads lines of at most 512 bytes). */
+  arg: (word: string): string => {
+    if (!/^[\x21-\x7e]{1,400}$/.test(word)) throw new Error(`not a filter argument a hop takes: ${JSON.stringify(word)}`);
+    return `arg ${word}\n`;
+  },
 };

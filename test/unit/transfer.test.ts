@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { createHash, createHmac } from "node:crypto";
 import { createServer, type AddressInfo } from "node:net";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
@@ -10,7 +10,8 @@ import type { ClusterNode } from "../../src/cluster/cluster.js";
 import { UserError } from "../../src/config/errors.js";
 import { localTransport } from "../../src/remote/local.js";
 import type { Transport } from "../../src/remote/transport.js";
-import { runChain } from "../../src/transfer/chain.js";
+import { runChain, startSource } from "../../src/transfer/chain.js";
+import { TAR_FILTER_PERL } from "../../src/transfer/layers.js";
 import { decodeHopLine, HOP_PERL } from "../../src/transfer/hop.js";
 import { checkSpace, clusterRoutes, nodeRoute, parseProbe, planRoutes, type NodeProbe } from "../../src/transfer/route.js";
 
@@ -151,7 +152,7 @@ describe("the chain, with hops run on this machine", () => {
       writeFileSync(payload, Buffer.alloc(1 << 16, 7));
       const at = new Map<string, number>();
       const receivers = ["a", "b", "c"].map((name) => ({ node: name, transport: slow(name), listen: "127.0.0.1", connect: "127.0.0.1", path: "fabric" as const, sink: ["sh", "-c", 'cat > "$1"', "sh", path.join(dir, name)], skip: 0 }));
-      const out = await runChain({ node: "src", transport: slow("src"), command: ["cat", "--", payload] }, receivers, () => undefined, undefined, (step) => at.set(step, performance.now()));
+      const out = await runChain({ node: "src", transport: slow("src"), command: ["cat", "--", payload] }, receivers, () => undefined, { step: (step) => at.set(step, performance.now()) });
       assert.deepEqual(out.delivered.map((d) => [d.node, d.from]), [["a", "src"], ["b", "a"], ["c", "b"]]);
       const linking = (at.get("connected") ?? NaN) - (at.get("listening") ?? NaN);
       // One after another it takes 3 x DELAY at least; at once, DELAY and the hops' own connects.
@@ -160,6 +161,63 @@ describe("the chain, with hops run on this machine", () => {
       // later (which takes 2 x DELAY at least).
       const toDone = (at.get("done") ?? NaN) - (at.get("listening") ?? NaN);
       assert.ok(toDone < 1.8 * DELAY, `from listening to done took ${toDone.toFixed(0)} ms`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("a source started before the chain, and its filter", () => {
+  const receiver = (dir: string, name: string) => ({ node: name, transport: localTransport(name), listen: "127.0.0.1", connect: "127.0.0.1", path: "fabric" as const, sink: ["sh", "-c", 'cat > "$1"', "sh", path.join(dir, name)], skip: 0 });
+
+  test("its command writes before the chain exists; the entries named later (as control lines, not argv) are left out on the source, every other byte comes through", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "launcher-chain-filter-"));
+    try {
+      writeFileSync(path.join(dir, "keep.bin"), Buffer.alloc(300_000, 1));
+      writeFileSync(path.join(dir, "drop.bin"), Buffer.alloc(700_000, 2));
+      execFileSync("tar", ["-C", dir, "-cf", path.join(dir, "in.tar"), "keep.bin", "drop.bin"]);
+      const argvs: string[][] = [];
+      const spying: Transport = { ...localTransport("src"), spawn: (argv) => (argvs.push([...argv]), localTransport("src").spawn(argv)) };
+      // The source's command marks when it ran: before runChain is called, as an image push starts docker save.
+      const started = startSource({ node: "src", transport: spying, command: ["sh", "-c", 'touch "$1/ran"; cat -- "$1/in.tar"', "sh", dir], filter: TAR_FILTER_PERL });
+      const ran = path.join(dir, "ran");
+      for (let i = 0; i < 200 && !existsSync(ran); i++) await new Promise((r) => setTimeout(r, 25));
+      assert.ok(existsSync(ran), "the command ran before the chain was asked for");
+      const out = await runChain(started, [receiver(dir, "a"), receiver(dir, "b")], () => undefined, { filterArgs: ["drop.bin"] });
+      assert.deepEqual(out.delivered.map((d) => [d.node, d.from]), [["a", "src"], ["b", "a"]]);
+      for (const n of ["a", "b"]) assert.deepEqual(execFileSync("tar", ["-tf", path.join(dir, n)], { encoding: "utf8" }).trim().split("\n"), ["keep.bin"]);
+      assert.equal(execFileSync("tar", ["-xOf", path.join(dir, "b"), "keep.bin"]).length, 300_000);
+      assert.match(out.sourceSaid, /^left out 1 layer files \(700000 bytes\)/m, "the filter's own count, on the source's stderr");
+      assert.ok(argvs.every((a) => !a.includes("drop.bin")), "the names went in as control lines");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("a filter that fails fails the source: no node counts as delivered", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "launcher-chain-filter-"));
+    try {
+      writeFileSync(path.join(dir, "payload"), Buffer.alloc(1 << 20, 3));
+      const out = await runChain({ node: "src", transport: localTransport("src"), command: ["cat", "--", path.join(dir, "payload")], filter: 'read(STDIN, my $b, 4096); print $b; die "broken archive\\n";' }, [receiver(dir, "a")], () => undefined, { filterArgs: ["x"] });
+      assert.deepEqual(out.delivered, []);
+      assert.deepEqual(out.failed.map((f) => f.node), ["a"]);
+      assert.match(out.failed[0]?.why ?? "", /the source src failed: the filter failed \(exit \d+\)/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("without arguments no filter runs; a sender without a filter refuses arguments", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "launcher-chain-filter-"));
+    try {
+      writeFileSync(path.join(dir, "payload"), Buffer.alloc(1 << 16, 4));
+      const failing = { node: "src", transport: localTransport("src"), command: ["cat", "--", path.join(dir, "payload")], filter: "exit 1;" };
+      const whole = await runChain(failing, [receiver(dir, "a")], () => undefined);
+      assert.deepEqual(whole.delivered.map((d) => [d.node, d.bytes]), [["a", 1 << 16]]);
+      const refused = await runChain({ ...failing, filter: "" }, [receiver(dir, "b")], () => undefined, { filterArgs: ["x"] });
+      assert.deepEqual(refused.delivered, []);
+      assert.match(refused.unreached[0]?.why ?? "", /bad control line/);
+      await assert.rejects(runChain(failing, [receiver(dir, "c")], () => undefined, { filterArgs: ["two words"] }), /not a filter argument/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
