@@ -7,7 +7,7 @@ import type { DockerClient } from "../remote/docker.js";
 import { transferProgress, type TransferProgress } from "./progress.js";
 import { execChecked, spawnLocal, type RawProcess } from "../remote/transport.js";
 import { runChain, startSource, type StartedSource } from "../transfer/chain.js";
-import { diffIdsOf, leftOut, pushSkip, saveWithout, TAR_FILTER_PERL } from "../transfer/layers.js";
+import { diffIdsOf, layerEntries, leftOut, pushSkip, saveWithout, TAR_FILTER_PERL } from "../transfer/layers.js";
 import { checkSpace, parseProbe, planRoutes, PROBE_SCRIPT, type NodeProbe, type NodeRoute, type TransferPath } from "../transfer/route.js";
 import { together } from "../transfer/together.js";
 import { abortable, checkInterrupted } from "./abort.js";
@@ -291,12 +291,14 @@ export async function pushImage(image: string, source: DockerClient, targets: re
   const known = knownId !== undefined && knownBefore.length === targets.length ? { id: knownId, before: knownBefore } : undefined;
   const lacking = (id: string, before: readonly NodeImage[]): DockerClient[] => targets.filter((t) => before.find((b) => b.node === t.node)?.id !== id);
   // Node to node where it may be, the source's hop starts first, as soon as some node is known to
-  // lack the image: Docker writes its whole export (every layer, to a temporary folder) before
-  // `docker save` gives the first byte (moby image/tarexport/save.go: saveLayer for each layer,
-  // then archive.Tar of the folder), and that runs while the checks below do. The layers to leave
-  // out are told to its filter once known. A start that is not used (a check fails, every node goes
-  // through the relay) is stopped; Docker then ends the export it began on its own (it writes no
-  // byte anywhere but its own folder).
+  // lack the image: Docker's own image store writes its whole export (every layer, to a temporary
+  // folder under its root) before `docker save` gives the first byte (moby image/tarexport/save.go:
+  // saveLayer for each layer, then archive.Tar of the folder), and that now runs while the checks
+  // below do (a store kept by containerd streams as it goes: there the early start gains little).
+  // The layers to leave out are told to its filter once known. The price, when the push does not
+  // go ahead (a check refuses it) or goes all through the relay: the start is stopped, but Docker's
+  // save takes no cancellation, so the source still writes that copy of the image in its Docker
+  // root, and removes it, before the save ends on its closed pipe.
   const startEarly = (need: readonly DockerClient[]): StartedSource | undefined =>
     need.length > 0 && direct.relay === undefined && routes.has(source.node) && need.some((t) => routes.has(t.node)) ? startSource({ node: source.node, transport: source.transport, command: ["docker", "save", "--", image], filter: TAR_FILTER_PERL }) : undefined;
   let sender = known === undefined ? undefined : startEarly(lacking(known.id, known.before));
@@ -342,6 +344,12 @@ export async function pushImage(image: string, source: DockerClient, targets: re
         `image ${image} (${(sent / 1048576).toFixed(0)} MiB${stays > 0 ? ` to send of ${(size / 1048576).toFixed(0)} MiB: the rest is stored there already` : ""}, unpacked once to a temporary folder, then stored)`,
       );
       const plan = planRoutes(source.node, routes.has(source.node) ? sourceProbe : undefined, probes, routes, direct.relay ?? (direct.routes === undefined ? "node to node was not asked for" : undefined));
+      if (plan.direct.length === 0) {
+        // Every node goes through the relay, whose own save starts now: the early one would hold its
+        // export (a whole copy of the image in Docker's root) until the relay ended.
+        sender?.stop();
+        sender = undefined;
+      }
       const save = skip === undefined ? ["docker", "save", "--", image] : saveWithout(image, skip.names);
       // Said from what the filter counted, not from the plan: a Docker whose archive names its layers
       // otherwise (an image store kept by containerd) gets them all, and is not told otherwise.
@@ -362,18 +370,20 @@ export async function pushImage(image: string, source: DockerClient, targets: re
       };
       const chain = async (branch: AbortSignal): Promise<readonly { node: string; why: string }[]> => {
         if (plan.direct.length === 0) return [];
+        const receivers = plan.direct.map((r) => ({ ...r, transport: (need.find((t) => t.node === r.node) as DockerClient).transport, sink: loadOnly(id), skip: 0 }));
+        const filterArgs = skip === undefined ? [] : layerEntries(skip.names);
         // runChain owns the started hop from here: it ends it whatever happens.
         const started = sender;
         sender = undefined;
         const out = await runChain(
           started ?? { node: source.node, transport: source.transport, command: ["docker", "save", "--", image], filter: TAR_FILTER_PERL },
-          plan.direct.map((r) => ({ ...r, transport: (need.find((t) => t.node === r.node) as DockerClient).transport, sink: loadOnly(id), skip: 0 })),
+          receivers,
           (node, n, done) => {
             bytes.set(node, n);
             const h = how.get(node);
             progress.node(node, n, done, h?.from === undefined ? undefined : `from ${h.from} over ${h.path}`);
           },
-          { signal: branch, filterArgs: skip?.names ?? [] },
+          { signal: branch, filterArgs },
         );
         checkInterrupted(branch, `the push of ${image} was stopped; no container was started`);
         heard(out.sourceSaid);

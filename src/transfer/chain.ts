@@ -186,11 +186,26 @@ export async function runChain(
     });
   // One secret per receiver, told only to it and to the hop that connects to it: a node that
   // learns one (it is on that node's stdin) can open no other receiver of the chain.
-  const hops = receivers.map((r) => {
-    const secret = randomBytes(32).toString("hex");
-    return { r, secret, hop: start(r.node, r.transport, hopArgv("recv", r.listen, r.skip, r.sink), secret) };
-  });
-  const sender = "hop" in source ? source.hop : sendingHop(source);
+  // Whatever fails while the hops start (a command too long for a node, a spawn refused) ends those
+  // already started, the given source's too: none is left holding an SSH session open.
+  const begun: Hop[] = "hop" in source ? [source.hop] : [];
+  let hops: { r: ChainReceiver; secret: string; hop: Hop }[];
+  let sender: Hop;
+  try {
+    hops = receivers.map((r) => {
+      const secret = randomBytes(32).toString("hex");
+      const hop = start(r.node, r.transport, hopArgv("recv", r.listen, r.skip, r.sink), secret);
+      begun.push(hop);
+      return { r, secret, hop };
+    });
+    sender = "hop" in source ? source.hop : sendingHop(source);
+  } catch (e) {
+    for (const h of begun) {
+      h.close();
+      h.kill();
+    }
+    throw e;
+  }
   for (const line of argLines) sender.send(line);
   const all = [sender, ...hops.map((h) => h.hop)];
   const stop = (): void => {
@@ -273,7 +288,8 @@ export async function runChain(
       const got = j.hop.doneBytes();
       if (end.code === 0 && got !== undefined && total !== undefined && got === total && sent?.code === 0) delivered.push({ node: j.r.node, from: j.from, path: j.r.path, bytes: got });
       else {
-        const why = j.hop.error() ?? (end.code !== 0 ? j.hop.silence() : sent?.code !== 0 ? `the source ${source.node} failed: ${sender.silence()}` : `took ${got ?? 0} of ${total ?? "?"} bytes`);
+        // The source first: when it failed (its command, its filter), each receiver's own error is only the consequence.
+        const why = sent?.code !== 0 ? `the source ${source.node} failed: ${sender.silence()}` : (j.hop.error() ?? (end.code !== 0 ? j.hop.silence() : `took ${got ?? 0} of ${total ?? "?"} bytes`));
         failed.push({ node: j.r.node, why });
       }
     }

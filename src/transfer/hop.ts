@@ -23,6 +23,8 @@
  *      writes) is written to the next hop, then (recv) to stdout, the payload's sink, after the
  *      first SKIP bytes (a node that already holds part of a file takes only the rest). A next hop
  *      that fails is reported (`forward-failed`) and dropped: this node still takes its own copy.
+ *      A hop that fails itself resets the connection to the next (see `cut`): a stream cut short
+ *      never ends as if it were whole further down the chain.
  *      `bytes N` once a second, `done N` at the end.
  * AUTH, both ways, so neither the secret nor anything replayable crosses the network: the receiver
  * sends `challenge NR`, the sender answers `proof NS HMAC(secret, "send NR NS")`, and only then does
@@ -32,10 +34,11 @@
  * it in libperl5.36), while coreutils is Essential too.
  * FILTER (send): a perl program the payload goes through on its way to the wire, started with the
  * `arg` words once the chain is linked. It is why a source can start writing before launcher knows
- * what to leave out: the image push starts `docker save` (whose Docker writes its whole export to
- * a temporary folder before the first byte, moby image/tarexport/save.go) while the nodes are still
+ * what to leave out: the image push starts `docker save` (Docker's own image store writes its whole
+ * export to a temporary folder before the first byte, moby image/tarexport/save.go) while the nodes are still
  * being asked which layers they store, and says which to leave out later. A filter that fails fails
- * the hop (no `done`). Without arguments the filter is not started (the tar filter would pass all).
+ * the hop (no `done`) and resets the connection to the next one, which fails too. Without
+ * arguments the filter is not started (the tar filter would pass all).
  * The end of the control input (launcher gone or interrupted) ends the hop at any step (exit 3):
  * a sink cut short takes nothing (a truncated `docker load` tags no image; a partial blob stays
  * partial and is checked before it is used).
@@ -118,7 +121,17 @@ if ($role eq 'recv') {
   }
   close $srv;
 } else { $in = \*STDIN; }
-my ($next, @args);
+my ($next, @args, $fpid);
+# Ends the hop on a failure once it may be linked: the next hop gets a reset (SO_LINGER 0), not an
+# end of stream, so that it fails too instead of taking what came as the whole (and passes the
+# reset on); a filter is stopped too (perl would wait for it at exit, and it waits on the payload).
+sub cut {
+  my ($code, @why) = @_;
+  report("error", @why) if @why;
+  if ($next) { setsockopt($next, Socket::SOL_SOCKET(), Socket::SO_LINGER(), pack('ii', 1, 0)); close $next; }
+  kill('TERM', $fpid) if $fpid;
+  exit $code;
+}
 while (!$next) {
   my $cmd = line($ctl, 3600); exit 3 unless defined $cmd;
   if ($role eq 'send' && $filter ne '' && $cmd =~ /^arg (\S+)$/) { push @args, $1; next; }
@@ -133,7 +146,6 @@ while (!$next) {
   if (defined $ok && same($ok, "proof " . hmac($key, "recv $nr $ns"))) { $next = $s; report("connected", "$host:$port"); }
   else { close $s; report("unreachable", "$host:$port", "it did not prove it knows its secret"); }
 }
-my $fpid;
 if (@args) {
   # The filter reads what the payload command writes (this hop's stdin) and writes to a pipe this
   # hop reads; it gets neither the control input nor the report output.
@@ -147,22 +159,25 @@ my $sel = IO::Select->new($in, $ctl);
 my ($total, $shown, $data) = (0, time, '');
 PUMP: while (1) {
   for my $h ($sel->can_read(1)) {
-    if ($h == $ctl) { my $n = sysread($ctl, my $c, 4096); exit 3 unless $n; next; }
+    if ($h == $ctl) { my $n = sysread($ctl, my $c, 4096); cut(3) unless $n; next; }
     # One buffer for the whole stream, written from where it is: no copy of a chunk per chunk.
     my $n = sysread($in, $data, 1 << 20);
-    if (!defined $n) { report("error", "reading the payload: $!"); exit 6; }
+    cut(6, "reading the payload: $!") unless defined $n;
     last PUMP if $n == 0;
     if ($next && !write_all($next, $data)) { report("forward-failed", "$!"); close $next; undef $next; }
     if ($role eq 'recv') {
       my $k = $skip < $n ? $skip : $n; $skip -= $k;
-      if ($k < $n && !write_all(\*STDOUT, $data, $k)) { report("error", "writing the payload: $!"); exit 5; }
+      cut(5, "writing the payload: $!") if $k < $n && !write_all(\*STDOUT, $data, $k);
     }
     $total += $n;
   }
   if (time > $shown) { report("bytes", $total); $shown = time; }
 }
-# Before the next hop sees the end: a filter that failed has cut the payload short.
-if ($fpid && !close($in)) { report("error", "the filter failed (exit " . ($? >> 8) . ")"); exit 6; }
+# A filter that failed has cut the payload short.
+if ($fpid) {
+  my $ok = close($in); my $st = $?; undef $fpid;
+  cut(6, "the filter failed (" . (($st & 127) ? "signal " . ($st & 127) : "exit " . ($st >> 8)) . ")") unless $ok;
+}
 if ($next) { shutdown($next, 1); my $x; 1 while sysread($next, $x, 4096); close $next; }
 close STDOUT;
 report("done", $total);

@@ -209,7 +209,12 @@ export function leftOut(stderr: string): { readonly files: number; readonly byte
  * pipefail so that a failed save fails the command.
  */
 export function saveWithout(image: string, names: readonly string[]): string[] {
+  return ["bash", "-c", 'f=$1 img=$2; shift 2; set -o pipefail; docker save -- "$img" | perl -e "$f" -- "$@"', "bash", TAR_FILTER_PERL, image, ...layerEntries(names)];
+}
+
+/** `names`, each checked to be an entry layerSkip gives: what TAR_FILTER_PERL takes, on the command line or through a hop. */
+export function layerEntries(names: readonly string[]): readonly string[] {
   const bad = names.find((n) => !SKIPPABLE_ENTRY.test(n));
   if (bad !== undefined) throw new Error(`not a layer entry of docker save: ${bad}`);
-  return ["bash", "-c", 'f=$1 img=$2; shift 2; set -o pipefail; docker save -- "$img" | perl -e "$f" -- "$@"', "bash", TAR_FILTER_PERL, image, ...names];
+  return names;
 }

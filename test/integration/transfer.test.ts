@@ -123,30 +123,35 @@ describe("node to node transfers on the practice cluster", { concurrency: false 
   });
 
   test("a destination without room for the image: an error naming node and path before any byte moves; the source's save, started early, leaves nothing running", async () => {
-    onHost(4, ["sh", "-c", 'docker image rm "$1" >/dev/null 2>&1 || true', "sh", "practice-engine:local"]);
+    // An image of its own, with an 8 MiB layer no host stores (16 MiB needed: it is unpacked once, then stored).
+    const recipe = fatImage("p2p-room", 8);
+    ok(await launcher(["images", "build", recipe], 240_000, env), "build");
     const root = onHost(4, ["docker", "info", "--format", "{{.DockerRootDir}}"]).trim();
     // A 4 MiB filesystem over Docker's root as n4's sshd (and so launcher's probe) sees it; dockerd
     // runs in the machine's own mount namespace and keeps its real folder.
     const inHost = (...argv: string[]) => spawnSync("nsenter", [`--mount=/proc/${readFileSync(path.join(RIG_DIR, "hosts", "n4", "sshd.pid"), "utf8").trim()}/ns/mnt`, "--", ...argv], { encoding: "utf8" });
     const mounted = inHost("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", root);
     assert.equal(mounted.status, 0, mounted.stderr);
+    const since = (Date.now() / 1000).toFixed(3);
     try {
-      const r = await launcher(["images", "push", "practice-2x", "--nodes", "n4"], 120_000);
+      const r = await launcher(["images", "push", recipe, "--nodes", "n4"], 120_000);
       assert.equal(r.code, 1, r.stderr);
       assert.ok(r.stderr.includes(`n4: ${root} has 4.0 MiB free, needs`), r.stderr);
       assert.doesNotMatch(r.stderr, /at .*\.ts:\d+/, "no stack trace");
     } finally {
       inHost("umount", root);
     }
-    assert.equal(idOn(4, "practice-engine:local"), "", "nothing was loaded on n4");
-    // The source's hop (and its docker save) began before the check said no: it is gone once
-    // Docker's export, which runs to its end, meets the closed pipe; so is Docker's export folder.
+    assert.equal(idOn(4, "p2p-room:local"), "", "nothing was loaded on n4");
+    // The source's hop (and its docker save) began before the check said no (Docker logs the save
+    // once its export is written: moby image/tarexport/save.go, events.ActionSave): it is gone once
+    // that export, which runs to its end, meets the closed pipe; so is Docker's export folder.
+    const saved = (): string => onHost(1, ["docker", "events", "--since", since, "--until", (Date.now() / 1000).toFixed(3), "--filter", "type=image", "--filter", "event=save", "--format", "{{.Action}}"]).trim();
     const running = (): string => spawnSync("pgrep", ["-a", "-u", "lnchu1", "-f", "docker save|hop=\\$1"], { encoding: "utf8" }).stdout.trim();
     const exports = (): string[] => readdirSync(path.join(RIG_DIR, "hosts", "n1", "docker-data", "tmp")).filter((f) => f.startsWith("docker-export-"));
-    await within(60_000, "n1's save and hop to end", async () => (running() === "" && exports().length === 0 ? true : undefined));
+    await within(60_000, "n1's save to start and end, and its hop with it", async () => (saved() !== "" && running() === "" && exports().length === 0 ? true : undefined));
     // Then the push goes through, from a clean start.
-    ok(await launcher(["images", "push", "practice-2x", "--nodes", "n4"], 240_000), "push");
-    assert.equal(idOn(4, "practice-engine:local"), idOn(1, "practice-engine:local"));
+    ok(await launcher(["images", "push", recipe, "--nodes", "n4"], 240_000), "push");
+    assert.equal(idOn(4, "p2p-room:local"), idOn(1, "p2p-room:local"));
   });
 
   test("a destination without room for the weights: an error naming the node and path before any byte moves", async () => {

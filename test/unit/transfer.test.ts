@@ -194,14 +194,21 @@ describe("a source started before the chain, and its filter", () => {
     }
   });
 
-  test("a filter that fails fails the source: no node counts as delivered", async () => {
+  test("a filter that fails fails the source, and the receivers with it (a reset, not an end of stream): no node counts as delivered, and the source is blamed", async () => {
     const dir = mkdtempSync(path.join(tmpdir(), "launcher-chain-filter-"));
     try {
       writeFileSync(path.join(dir, "payload"), Buffer.alloc(1 << 20, 3));
-      const out = await runChain({ node: "src", transport: localTransport("src"), command: ["cat", "--", path.join(dir, "payload")], filter: 'read(STDIN, my $b, 4096); print $b; die "broken archive\\n";' }, [receiver(dir, "a")], () => undefined, { filterArgs: ["x"] });
+      const ended: string[] = [];
+      const out = await runChain(
+        { node: "src", transport: localTransport("src"), command: ["cat", "--", path.join(dir, "payload")], filter: 'read(STDIN, my $b, 4096); print $b; die "broken archive\\n";' },
+        [receiver(dir, "a"), receiver(dir, "b")],
+        (n, _bytes, done) => void (done && ended.push(n)),
+        { filterArgs: ["x"] },
+      );
       assert.deepEqual(out.delivered, []);
-      assert.deepEqual(out.failed.map((f) => f.node), ["a"]);
-      assert.match(out.failed[0]?.why ?? "", /the source src failed: the filter failed \(exit \d+\)/);
+      assert.deepEqual(out.failed.map((f) => f.node), ["a", "b"]);
+      assert.match(out.failed[0]?.why ?? "", /^the source src failed: the filter failed \(exit \d+\)$/);
+      assert.deepEqual(ended, [], "no receiver took the cut stream as whole");
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
