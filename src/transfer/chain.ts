@@ -79,6 +79,12 @@ export class Hop {
     this.proc.kill();
   }
 
+  /** Ends it now, wherever it is: its control input closed and its SSH session gone (a command still running on the node ends on its broken pipe). */
+  end(): void {
+    this.close();
+    this.kill();
+  }
+
   error(): string | undefined {
     const e = this.events.find((x) => x.kind === "error");
     return e?.kind === "error" ? e.message : undefined;
@@ -120,10 +126,7 @@ export function startSource(source: ChainSource): StartedSource {
   return {
     node: source.node,
     hop,
-    stop: () => {
-      hop.close();
-      hop.kill();
-    },
+    stop: () => hop.end(),
   };
 }
 
@@ -200,10 +203,7 @@ export async function runChain(
     });
     sender = "hop" in source ? source.hop : sendingHop(source);
   } catch (e) {
-    for (const h of begun) {
-      h.close();
-      h.kill();
-    }
+    for (const h of begun) h.end();
     throw e;
   }
   for (const line of argLines) sender.send(line);
@@ -270,8 +270,7 @@ export async function runChain(
     if (joined.length === 0) {
       // Killed, not just told to end: its command (docker save) may still be writing Docker's
       // export, and waiting for that to end on a broken pipe would hold the relay up for as long.
-      sender.close();
-      sender.kill();
+      sender.end();
       await Promise.all(all.map((h) => h.done));
       return { delivered: [], unreached, failed: [], sent: 0, sourceSaid: "" };
     }
