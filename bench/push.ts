@@ -7,8 +7,8 @@
 // node's rate as the progress reported it. Also: a push when every node already has the image.
 // `--baseline DIR`: a checkout of another commit (with node_modules); its CLI is built and run
 // the same way, in the same rounds, and printed above this one's: before and after in one session.
-// Also, for the image: Docker's own share of a push with no transfer at all (`docker save` of the
-// same archive to a file on n1, then the 3 targets' `docker load` of that file at once): a
+// Also, for the image: Docker's own share of a push with no transfer at all (the save, as the push runs it, of the
+// same archive to a file on n1, then the 3 targets' loads of that file at once, the way the push loads): a
 // measurement of where the time goes, not a proof of a floor (a run below it is flagged), beside the two.
 // Run as root: npx tsx bench/push.ts [--mib 300] [--rounds 1] [--baseline DIR]
 // Targets: node to node <= 0.5 x the relay's time; bytes through this machine < 1% of the payload.
@@ -19,6 +19,7 @@ import path from "node:path";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import { CLUSTER, rigDown, rigUp, seedModel, onHost, onHostAsync, STATE_HOME, variant } from "../test/integration/practice-cluster.js";
+import { dockerSave, withDockerApi } from "../src/transfer/docker-api.js";
 import { diffIdsOf, pushSkip, saveWithout } from "../src/transfer/layers.js";
 import { parseProbe, PROBE_SCRIPT } from "../src/transfer/route.js";
 
@@ -143,15 +144,16 @@ async function dockerAlone(file: string): Promise<Floor> {
   const probe = (i: number, layers: boolean) => parseProbe(`n${i}`, onHost(i, ["sh", "-c", PROBE_SCRIPT, "sh", "docker", "", layers ? "layers" : ""]));
   const layers = diffIdsOf(onHost(1, ["docker", "image", "inspect", "--format", "{{json .RootFS.Layers}}", "--", IMAGE]).trim()) ?? [];
   const skip = pushSkip(layers, probe(1, false), TARGETS.map((i) => probe(i, true)));
-  const save = skip === undefined ? ["docker", "save", "--", IMAGE] : saveWithout(IMAGE, skip.names);
+  const save = skip === undefined ? dockerSave(IMAGE) : saveWithout(IMAGE, skip.names);
   // dd takes exactly one byte off the pipe (head -c would read a whole buffer and drop the rest).
   // The braces run in a subshell of the pipeline: it prints its own time. The file is flushed
   // after the clock stops, so that its writeback does not fall into the loads' time.
   const timed = 'f=$1; shift; set -o pipefail; umask 022; s=$(date +%s%N); "$@" | { dd bs=1 count=1 of="$f" status=none; a=$(date +%s%N); cat >> "$f"; echo "$((a - s))"; } || exit 1; b=$(date +%s%N); echo "$((b - s))"; sync';
   const [first, all] = (await onHostAsync(1, ["bash", "-c", timed, "bash", file, ...save])).trim().split("\n").map(Number);
   // The hosts share this machine's clock: the loads run from the first start to the last end.
-  const loadTimed = 's=$(date +%s%N); docker load --quiet --input "$1" >/dev/null || exit 1; echo "$s $(date +%s%N)"';
-  const spans = (await Promise.all(TARGETS.map((i) => onHostAsync(i, ["sh", "-c", loadTimed, "sh", file])))).map((o) => o.trim().split(" ").map(Number));
+  // Loaded the way the push loads (docker_api: straight to the daemon's socket), so that no CLI's copying counts as Docker's.
+  const loadTimed = 's=$(date +%s%N); docker_api load < "$1" >/dev/null || exit 1; echo "$s $(date +%s%N)"';
+  const spans = (await Promise.all(TARGETS.map((i) => onHostAsync(i, withDockerApi("sh", loadTimed, [file]))))).map((o) => o.trim().split(" ").map(Number));
   const loads = (Math.max(...spans.map((x) => x[1] ?? NaN)) - Math.min(...spans.map((x) => x[0] ?? NaN))) / 1e9;
   if (![first, all, loads].every((x) => x !== undefined && Number.isFinite(x) && x > 0)) throw new Error(`docker alone: no timing read (${first}, ${all}, ${loads})`);
   return { firstByte: (first as number) / 1e9, save: (all as number) / 1e9, loads };

@@ -7,6 +7,7 @@ import type { DockerClient } from "../remote/docker.js";
 import { transferProgress, type TransferProgress } from "./progress.js";
 import { execChecked, spawnLocal, type RawProcess } from "../remote/transport.js";
 import { runChain, startSource, type StartedSource } from "../transfer/chain.js";
+import { dockerSave, withDockerApi } from "../transfer/docker-api.js";
 import { diffIdsOf, layerEntries, leftOut, pushSkip, saveWithout, TAR_FILTER_PERL } from "../transfer/layers.js";
 import { checkSpace, parseProbe, planRoutes, PROBE_SCRIPT, type NodeProbe, type NodeRoute, type TransferPath } from "../transfer/route.js";
 import { together } from "../transfer/together.js";
@@ -156,7 +157,7 @@ export interface PushOptions extends DirectOptions {
  * (moby daemon/containerd/image_exporter.go): that fails the load too, its names taken off.
  */
 const LOAD_ONLY_SCRIPT = `want=$1
-out=$(docker load --quiet) || { printf '%s\n' "$out" >&2; exit 1; }
+out=$(docker_api load) || { printf '%s\n' "$out" >&2; exit 1; }
 printf '%s\n' "$out" >&2
 bad= n=0
 while IFS= read -r line; do
@@ -182,8 +183,8 @@ esac
 echo "the archive loaded other images than $want:\${bad:- none}; their names were removed again" >&2
 exit 1`;
 
-/** The argv that loads an archive on a node and keeps only the image with ID `id` (LOAD_ONLY_SCRIPT). */
-export const loadOnly = (id: string): string[] => ["sh", "-c", LOAD_ONLY_SCRIPT, "sh", id];
+/** The argv that loads an archive on a node (straight to Docker's socket where it may be: docker-api.ts) and keeps only the image with ID `id` (LOAD_ONLY_SCRIPT). */
+export const loadOnly = (id: string): string[] => withDockerApi("sh", LOAD_ONLY_SCRIPT, [id]);
 
 /** Returns what the source's save command wrote to stderr (the layer filter's count). */
 async function relayImage(image: string, id: string, command: readonly string[], source: DockerClient, need: readonly DockerClient[], bytes: Map<string, number>, progress: TransferProgress, signal?: AbortSignal): Promise<string> {
@@ -300,7 +301,7 @@ export async function pushImage(image: string, source: DockerClient, targets: re
   // save takes no cancellation, so the source still writes that copy of the image in its Docker
   // root, and removes it, before the save ends on its closed pipe.
   const startEarly = (need: readonly DockerClient[]): StartedSource | undefined =>
-    need.length > 0 && direct.relay === undefined && routes.has(source.node) && need.some((t) => routes.has(t.node)) ? startSource({ node: source.node, transport: source.transport, command: ["docker", "save", "--", image], filter: TAR_FILTER_PERL }) : undefined;
+    need.length > 0 && direct.relay === undefined && routes.has(source.node) && need.some((t) => routes.has(t.node)) ? startSource({ node: source.node, transport: source.transport, command: dockerSave(image), filter: TAR_FILTER_PERL }) : undefined;
   let sender = known === undefined ? undefined : startEarly(lacking(known.id, known.before));
   // The checks before the bytes (hop tools, free space, the image's size) are asked together with
   // which nodes lack the image: one round trip before the bytes, not two. A node that has it was
@@ -350,7 +351,7 @@ export async function pushImage(image: string, source: DockerClient, targets: re
         sender?.stop();
         sender = undefined;
       }
-      const save = skip === undefined ? ["docker", "save", "--", image] : saveWithout(image, skip.names);
+      const save = skip === undefined ? dockerSave(image) : saveWithout(image, skip.names);
       // Said from what the filter counted, not from the plan: a Docker whose archive names its layers
       // otherwise (an image store kept by containerd) gets them all, and is not told otherwise.
       const heard = (stderr: string): void => {
@@ -376,7 +377,7 @@ export async function pushImage(image: string, source: DockerClient, targets: re
         const started = sender;
         sender = undefined;
         const out = await runChain(
-          started ?? { node: source.node, transport: source.transport, command: ["docker", "save", "--", image], filter: TAR_FILTER_PERL },
+          started ?? { node: source.node, transport: source.transport, command: dockerSave(image), filter: TAR_FILTER_PERL },
           receivers,
           (node, n, done) => {
             bytes.set(node, n);

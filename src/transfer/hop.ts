@@ -1,3 +1,10 @@
+/** `write_all(FH, DATA[, FROM])`: every byte of DATA from offset FROM, or 0 on a write error (shared by the node-side perl programs). */
+export const WRITE_ALL_PERL = String.raw`sub write_all {
+  my ($fh, $off) = ($_[0], $_[2] // 0);
+  while ($off < length $_[1]) { my $w = syswrite($fh, $_[1], length($_[1]) - $off, $off); return 0 unless defined $w; $off += $w; }
+  return 1;
+}`;
+
 /**
  * One hop of a node-to-node transfer: the program each node runs, and the one typed home of the
  * lines it reports (port, accepted, connected, unreachable, bytes, done, ...).
@@ -84,11 +91,7 @@ sub hmac {
   my ($k, $m) = @_; $k = sha256($k) if length($k) > 64; $k .= "\0" x (64 - length $k);
   return unpack('H*', sha256(($k ^ ("\x5c" x 64)) . sha256(($k ^ ("\x36" x 64)) . $m)));
 }
-sub write_all {
-  my ($fh, $off) = ($_[0], $_[2] // 0);
-  while ($off < length $_[1]) { my $w = syswrite($fh, $_[1], length($_[1]) - $off, $off); return 0 unless defined $w; $off += $w; }
-  return 1;
-}
+${WRITE_ALL_PERL}
 # A pipe holds 64 KiB by default: each 1 MiB chunk would take 16 wake-ups of the process at its
 # other end, and a sink that pauses (docker load storing a layer) would hold up the forwarding at
 # once. 1 MiB (Linux's pipe-max-size for everyone) absorbs that. F_SETPIPE_SZ is 1031 (Linux

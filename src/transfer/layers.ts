@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { withDockerApi } from "./docker-api.js";
 import type { NodeProbe } from "./route.js";
 
 /**
@@ -209,7 +210,7 @@ export function leftOut(stderr: string): { readonly files: number; readonly byte
  * pipefail so that a failed save fails the command.
  */
 export function saveWithout(image: string, names: readonly string[]): string[] {
-  return ["bash", "-c", 'f=$1 img=$2; shift 2; set -o pipefail; docker save -- "$img" | perl -e "$f" -- "$@"', "bash", TAR_FILTER_PERL, image, ...layerEntries(names)];
+  return withDockerApi("bash", 'f=$1 img=$2; shift 2; set -o pipefail; docker_api save "$img" | perl -e "$f" -- "$@"', [TAR_FILTER_PERL, image, ...layerEntries(names)]);
 }
 
 /** `names`, each checked to be an entry layerSkip gives: what TAR_FILTER_PERL takes, on the command line or through a hop. */

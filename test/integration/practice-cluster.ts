@@ -149,10 +149,16 @@ export async function within<T>(ms: number, what: string, check: () => Promise<T
   throw new Error(`${what}: not within ${ms} ms${last === undefined ? "" : ` (last error: ${String(last)})`}`);
 }
 
-/** Runs a command on practice host `n<i>` over the rig's SSH config (a plain login, as an operator would). */
+/** Runs a command on practice host `n<i>` over the rig's SSH config (a plain login, as an operator would): its exit status and output, whatever they are. */
+export function onHostRun(i: number, argv: string[], input = "", timeoutMs = 30_000): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync("ssh", ["-F", path.join(RIG_DIR, "ssh_config"), `lnch-n${i}`, "--", shellJoin(argv)], { encoding: "utf8", input, timeout: timeoutMs });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** onHostRun for a command that must succeed: its stdout. */
 export function onHost(i: number, argv: string[]): string {
-  const r = spawnSync("ssh", ["-F", path.join(RIG_DIR, "ssh_config"), `lnch-n${i}`, "--", shellJoin(argv)], { encoding: "utf8", timeout: 30_000 });
-  if (r.status !== 0) throw new Error(`ssh lnch-n${i} ${argv.join(" ")}: ${r.stderr}`);
+  const r = onHostRun(i, argv);
+  if (r.code !== 0) throw new Error(`ssh lnch-n${i} ${argv.join(" ")}: ${r.stderr}`);
   return r.stdout;
 }
 

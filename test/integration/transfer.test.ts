@@ -1,10 +1,12 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
+import { withDockerApi } from "../../src/transfer/docker-api.js";
 import { legacyLayerIds } from "../../src/transfer/layers.js";
-import { launcher, launcherProcess, ok, onHost, PRACTICE_REVISION, practiceSuite, RIG_DIR, seedModel, variant, within } from "./practice-cluster.js";
+import { launcher, launcherProcess, ok, onHost, onHostRun, PRACTICE_REVISION, practiceSuite, RIG_DIR, seedModel, variant, within } from "./practice-cluster.js";
 
 // Node to node: images and weights go from n1 to n2..n4 over the fabric, not through this machine.
 const HOSTS = 4;
@@ -82,7 +84,8 @@ describe("node to node transfers on the practice cluster", { concurrency: false 
   test("the layer file names launcher leaves out are the ones this Docker's save writes (src/transfer/layers.ts)", () => {
     const diffIds = JSON.parse(onHost(1, ["docker", "image", "inspect", "--format", "{{json .RootFS.Layers}}", "--", "practice-engine:local"])) as string[];
     const epoch = onHost(1, ["date", "-d", "@0", "+%:z"]).trim();
-    const entries = new Set(onHost(1, ["sh", "-c", 'docker save -- "$1" | tar -t', "sh", "practice-engine:local"]).split("\n").filter((l) => l !== ""));
+    // Saved the way the push saves (docker-api.ts).
+    const entries = new Set(onHost(1, withDockerApi("sh", 'docker_api save "$1" | tar -t', ["practice-engine:local"])).split("\n").filter((l) => l !== ""));
     const legacy = legacyLayerIds(diffIds, epoch).map((id) => `${id}/layer.tar`);
     const oci = diffIds.map((d) => `blobs/sha256/${d.slice("sha256:".length)}`);
     // Docker before 25 writes the legacy form, later ones the OCI form: one of them, whole.
@@ -122,6 +125,55 @@ describe("node to node transfers on the practice cluster", { concurrency: false 
     }
   });
 
+  test("an image's archive goes straight from and to each node's Docker socket, with no docker CLI in the byte path, and fails in the daemon's own words", () => {
+    const work = mkdtempSync(path.join(tmpdir(), "launcher-docker-api-"));
+    try {
+      // Every host's user reads and writes there (the hosts share this machine's files).
+      chmodSync(work, 0o1777);
+      // A docker that refuses to save or load: whatever still works went to the daemon's socket.
+      const bin = path.join(work, "bin");
+      mkdirSync(bin, { mode: 0o755 });
+      const real = onHost(1, ["sh", "-c", "command -v docker"]).trim();
+      writeFileSync(path.join(bin, "docker"), `#!/bin/sh\ncase $1 in save|load) echo "the docker CLI was asked to $1" >&2; exit 99 ;; esac\nexec ${real} "$@"\n`, { mode: 0o755 });
+      const file = path.join(work, "engine.tar");
+      const run = (i: number, script: string, args: string[], input = "") => onHostRun(i, withDockerApi("sh", `PATH=$1:$PATH; shift; umask 022; ${script}`, [bin, ...args]), input, 120_000);
+      const saved = run(1, 'docker_api save "$1" > "$2"', ["practice-engine:local", file]);
+      assert.equal(saved.code, 0, saved.stderr);
+      assert.ok(spawnSync("tar", ["-tf", file], { encoding: "utf8" }).stdout.split("\n").includes("manifest.json"), "an archive as docker save writes it");
+      // Loaded on n2 (which has it: the load still reads it all and says so, as `docker load --quiet` does).
+      const loaded = run(2, 'docker_api load < "$1"', [file]);
+      assert.equal(loaded.code, 0, loaded.stderr);
+      assert.equal(loaded.stdout, "Loaded image: practice-engine:local\n");
+      // The daemon's refusals, word for word as the CLI prints them.
+      const cli = (i: number, argv: string[], input = "") => onHostRun(i, argv, input).stderr.trim();
+      const missing = run(1, 'docker_api save "$1"', ["nope:missing"]);
+      assert.equal(missing.code, 1);
+      assert.equal(missing.stderr.trim(), cli(1, ["docker", "save", "--", "nope:missing"]));
+      const garbage = run(2, "docker_api load", [], "not an archive\n");
+      assert.equal(garbage.code, 1);
+      assert.equal(garbage.stderr.trim(), cli(2, ["docker", "load", "--quiet"], "not an archive\n"));
+      // A daemon that runs out of room while it unpacks stops reading: the load fails with its words.
+      // (dockerd runs in this machine's mount namespace: the tmpfs covers its temporary folder.)
+      const tmp = path.join(onHost(2, ["docker", "info", "--format", "{{.DockerRootDir}}"]).trim(), "tmp");
+      assert.equal(spawnSync("mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", tmp]).status, 0);
+      try {
+        const full = run(2, 'docker_api load < "$1"', [file]);
+        assert.equal(full.code, 1, full.stdout);
+        assert.match(full.stderr, /no space left on device/);
+        assert.equal(full.stdout, "", "nothing said to be loaded");
+      } finally {
+        // Left mounted, it would fail every later push to n2 far from here.
+        assert.equal(spawnSync("umount", [tmp]).status, 0, `umount ${tmp}`);
+      }
+      // Where the CLI talks to anything but a local socket, the CLI does the work (here: refuses it).
+      const tcp = run(2, 'DOCKER_HOST=tcp://127.0.0.1:9; export DOCKER_HOST; docker_api load < "$1"', [file]);
+      assert.equal(tcp.code, 99);
+      assert.match(tcp.stderr, /the docker CLI was asked to load/);
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  });
+
   test("a destination without room for the image: an error naming node and path before any byte moves; the source's save, started early, leaves nothing running", async () => {
     // An image of its own, with an 8 MiB layer no host stores (16 MiB needed: it is unpacked once, then stored).
     const recipe = fatImage("p2p-room", 8);
@@ -146,7 +198,7 @@ describe("node to node transfers on the practice cluster", { concurrency: false 
     // once its export is written: moby image/tarexport/save.go, events.ActionSave): it is gone once
     // that export, which runs to its end, meets the closed pipe; so is Docker's export folder.
     const saved = (): string => onHost(1, ["docker", "events", "--since", since, "--until", (Date.now() / 1000).toFixed(3), "--filter", "type=image", "--filter", "event=save", "--format", "{{.Action}}"]).trim();
-    const running = (): string => spawnSync("pgrep", ["-a", "-u", "lnchu1", "-f", "docker save|hop=\\$1"], { encoding: "utf8" }).stdout.trim();
+    const running = (): string => spawnSync("pgrep", ["-a", "-u", "lnchu1", "-f", "docker save|hop=\\$1|docker_api"], { encoding: "utf8" }).stdout.trim();
     const exports = (): string[] => readdirSync(path.join(RIG_DIR, "hosts", "n1", "docker-data", "tmp")).filter((f) => f.startsWith("docker-export-"));
     await within(60_000, "n1's save to start and end, and its hop with it", async () => (saved() !== "" && running() === "" && exports().length === 0 ? true : undefined));
     // Then the push goes through, from a clean start.
