@@ -7,8 +7,8 @@ import { WRITE_ALL_PERL } from "./hop.js";
  * Why: on the way node to node every byte of an image already passes a hop (perl); the CLI added a
  * process that copies it once more, into and out of its own HTTP client. Measured on the practice
  * cluster (4 hosts on one machine's 2 cores, 300 MiB image, 3 targets; bench/push.ts), the CLIs
- * took 2.6 s of CPU of a push's 18 s, and without them a push went from 11.4 to 8.9 s node to node
- * and from 18.1 to 14.1 s relayed. On a Spark the cores are many, but so are the bytes (a vLLM
+ * took 2.6 s of CPU of a push's 18 s, and without them a push went from 9.8-11.4 s to 8.8-8.9 s
+ * node to node and from 14.8-18.1 s to 14.1-14.2 s relayed (two runs). On a Spark the cores are many, but so are the bytes (a vLLM
  * image is 20-30 GB).
  *
  * Where the CLI would talk to the daemon is asked of the CLI itself (`docker context inspect`:
