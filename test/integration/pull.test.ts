@@ -171,6 +171,9 @@ describe("models pull on the practice cluster", { concurrency: false }, () => {
     assert.equal(onHost(1, ["docker", "ps", "-a", "--filter", "name=launcher-pull-", "--format", "{{.Names}}"]).trim(), "", "the download's container is gone");
     const kept = partial();
     assert.ok(kept > 4 << 20 && kept < 64 << 20, `a partial blob of ${kept} bytes stays`);
+    // The Hub logs a request when its answer ends: the cut one must end there too, not hang.
+    const cut = (await within(30_000, "the Hub's log of the interrupted request", async () => fileGets("practice/pull-big", "model-00002-of-00002.safetensors")[0])).value;
+    assert.deepEqual([cut.range, cut.status], [null, 200], "the first request asked for the whole shard");
 
     const began = Date.now();
     const r = ok(await launcher(args, 240_000, { HF_ENDPOINT: ENDPOINT, HF_TOKEN: "" }), "resumed pull");

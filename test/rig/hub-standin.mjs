@@ -134,16 +134,20 @@ async function resolve(req, res, id, rev, file) {
   let bytes = 0;
   const began = Date.now();
   const stream = createReadStream(f.full, { start, highWaterMark: 64 * 1024 });
+  // A client that goes away never drains. Its close is listened for once, before the first write:
+  // a listener added at each wait missed a close that came while the next chunk was read, and
+  // that request then waited forever and was never logged (CI, stop 22).
+  let gone = false;
+  const closed = new Promise((r) => res.once("close", () => r((gone = true))));
   try {
     for await (const chunk of stream) {
-      // A client that goes away never drains: its close ends the wait too.
-      if (!res.write(chunk)) await new Promise((r) => (res.once("drain", r), res.once("close", r)));
+      if (gone || res.destroyed) break;
+      if (!res.write(chunk)) await Promise.race([new Promise((r) => res.once("drain", r)), closed]);
       bytes += chunk.length;
       if (rate > 0) {
         const ahead = (bytes / rate) * 1000 - (Date.now() - began);
-        if (ahead > 0) await new Promise((r) => setTimeout(r, ahead));
+        if (ahead > 0) await Promise.race([new Promise((r) => setTimeout(r, ahead)), closed]);
       }
-      if (res.destroyed) break;
     }
   } finally {
     stream.destroy();
