@@ -125,7 +125,7 @@ async function measure(main: string, args: string[]): Promise<Measure> {
 }
 
 interface Floor {
-  /** Seconds until `docker save` (through the layer filter, as the push runs it) wrote its first byte, and until its last. */
+  /** Seconds until the source's save (Docker's API and the layer filter, as the push runs it) wrote its first byte, and until its last. */
   firstByte: number;
   save: number;
   /** Seconds for the 3 targets' `docker load` of the saved file, all at once. */
@@ -182,7 +182,7 @@ function print(cli: string, what: string, relay: Measure[], direct: Measure[], f
   const least = median(floor.map((f) => Math.max(f.save, f.firstByte + f.loads)));
   const below = median(direct.map((x) => x.seconds)) < least ? "; node to node went below it, so it is no floor here" : "";
   console.log(
-    `  docker alone  ${least.toFixed(2).padStart(7)} s   (no transfer: docker save's first byte ${first.toFixed(2)} s (all of it ${median(floor.map((f) => f.save)).toFixed(2)} s), then ${TARGETS.length} docker loads at once from a local file ${loads.toFixed(2)} s)` +
+    `  docker alone  ${least.toFixed(2).padStart(7)} s   (no transfer: the save's first byte ${first.toFixed(2)} s (all of it ${median(floor.map((f) => f.save)).toFixed(2)} s), then ${TARGETS.length} loads at once from a local file ${loads.toFixed(2)} s)` +
       `   = ${(least / median(relay.map((x) => x.seconds))).toFixed(2)} x the relay: Docker's own share of either path${below}`,
   );
 }

@@ -300,8 +300,10 @@ export async function pushImage(image: string, source: DockerClient, targets: re
   // go ahead (a check refuses it) or goes all through the relay: the start is stopped, but Docker's
   // save takes no cancellation, so the source still writes that copy of the image in its Docker
   // root, and removes it, before the save ends on its closed pipe.
+  // The source's whole save, the one command every way of sending starts from (early, relayed, chained).
+  const wholeSave = dockerSave(image);
   const startEarly = (need: readonly DockerClient[]): StartedSource | undefined =>
-    need.length > 0 && direct.relay === undefined && routes.has(source.node) && need.some((t) => routes.has(t.node)) ? startSource({ node: source.node, transport: source.transport, command: dockerSave(image), filter: TAR_FILTER_PERL }) : undefined;
+    need.length > 0 && direct.relay === undefined && routes.has(source.node) && need.some((t) => routes.has(t.node)) ? startSource({ node: source.node, transport: source.transport, command: wholeSave, filter: TAR_FILTER_PERL }) : undefined;
   let sender = known === undefined ? undefined : startEarly(lacking(known.id, known.before));
   // The checks before the bytes (hop tools, free space, the image's size) are asked together with
   // which nodes lack the image: one round trip before the bytes, not two. A node that has it was
@@ -351,7 +353,7 @@ export async function pushImage(image: string, source: DockerClient, targets: re
         sender?.stop();
         sender = undefined;
       }
-      const save = skip === undefined ? dockerSave(image) : saveWithout(image, skip.names);
+      const save = skip === undefined ? wholeSave : saveWithout(image, skip.names);
       // Said from what the filter counted, not from the plan: a Docker whose archive names its layers
       // otherwise (an image store kept by containerd) gets them all, and is not told otherwise.
       const heard = (stderr: string): void => {
@@ -377,7 +379,7 @@ export async function pushImage(image: string, source: DockerClient, targets: re
         const started = sender;
         sender = undefined;
         const out = await runChain(
-          started ?? { node: source.node, transport: source.transport, command: dockerSave(image), filter: TAR_FILTER_PERL },
+          started ?? { node: source.node, transport: source.transport, command: wholeSave, filter: TAR_FILTER_PERL },
           receivers,
           (node, n, done) => {
             bytes.set(node, n);

@@ -1,4 +1,4 @@
-import { WRITE_ALL_PERL } from "./hop.js";
+import { WRITE_ALL_PERL } from "./perl-snippets.js";
 
 /**
  * `docker save` and `docker load` on a node without the docker CLI in the byte path: a perl

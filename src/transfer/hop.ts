@@ -1,9 +1,4 @@
-/** `write_all(FH, DATA[, FROM])`: every byte of DATA from offset FROM, or 0 on a write error (shared by the node-side perl programs). */
-export const WRITE_ALL_PERL = String.raw`sub write_all {
-  my ($fh, $off) = ($_[0], $_[2] // 0);
-  while ($off < length $_[1]) { my $w = syswrite($fh, $_[1], length($_[1]) - $off, $off); return 0 unless defined $w; $off += $w; }
-  return 1;
-}`;
+import { WRITE_ALL_PERL } from "./perl-snippets.js";
 
 /**
  * One hop of a node-to-node transfer: the program each node runs, and the one typed home of the
