@@ -114,6 +114,12 @@ const CAUSE_TAIL_LINES = 2000;
  */
 export class Supervisor {
   private readonly entries = new Map<string, Entry>();
+  /**
+   * When each deployment was forgotten, until a snapshot read after that arrives. A poll whose
+   * labels were read before the drop (a cancelled restart's group, still there then) must not
+   * adopt it again: its containers were removed since.
+   */
+  private readonly droppedAt = new Map<string, number>();
   private readonly running = new Set<Promise<void>>();
   private readonly stopping = new AbortController();
   /** Bumped whenever what restarting() returns may have changed: the gateway rebuilds its routes. */
@@ -126,10 +132,13 @@ export class Supervisor {
     if (this.stopping.signal.aborted) return;
     this.deps.memory?.observe(deployments);
     const now = new Map(deployments.map((d) => [key(d.cluster, d.deployment), d]));
+    for (const [k, t] of this.droppedAt) if (at > t) this.droppedAt.delete(k);
     for (const d of deployments) {
       const policy = policyOf(d);
       const k = key(d.cluster, d.deployment);
       const entry = this.entries.get(k);
+      // Read no later than it was forgotten: what this snapshot shows of it is gone or going.
+      if (entry === undefined && this.droppedAt.has(k)) continue;
       if (policy === undefined) {
         // Not (or no longer) supervised: a later `up` without --restart replaced it.
         if (entry !== undefined && !isRestarting(entry.state)) this.drop(k);
@@ -249,6 +258,7 @@ export class Supervisor {
     const e = this.entries.get(k);
     if (e !== undefined) clearTimeout(e.timer);
     this.entries.delete(k);
+    this.droppedAt.set(k, this.deps.now());
     this.version++;
   }
 

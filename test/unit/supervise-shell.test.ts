@@ -340,6 +340,8 @@ test("supervisor: `launcher down NAME` cancelling a restart's boot rolls it back
   sup.observe([dead], Date.now() + 1);
   sup.observe([dead], Date.now() + 2);
   await until("the restart's boot runs", () => booting);
+  // A poll that read the restart's new group (labelled --restart) just before the cancel.
+  const readBefore = Date.now() - 1;
   const final = await boots.find("d")?.cancel("launcher down d");
   assert.equal(final?.type, "error");
   await sup.idle();
@@ -348,6 +350,13 @@ test("supervisor: `launcher down NAME` cancelling a restart's boot rolls it back
   assert.equal(store.deploymentServed("c", "d"), false, "stopped: a daemon started later does not boot it again");
   assert.deepEqual(sup.describe(), {}, "forgotten");
   assert.deepEqual(sup.restarting(), []);
+  // That poll's snapshot arrives after the cancel: what it shows was removed since, so it is not adopted again.
+  sup.observe([status({ status: "booting", phase: "loading" })], readBefore);
+  assert.deepEqual(sup.describe(), {}, "a snapshot read before the cancel does not bring it back");
+  // A later `up --restart` of the same name, read after the cancel, is supervised as any.
+  await new Promise((r) => setTimeout(r, 2));
+  sup.observe([status({})], Date.now());
+  assert.deepEqual(Object.keys(sup.describe()), ["c/d"], "a deployment read after the cancel is supervised again");
   await sup.stop();
   store.close();
 });
