@@ -97,10 +97,10 @@ test('--api-key or VLLM_API_KEY: /v1 answers 401 without the key, /health and /m
 test('boots, serves the OpenAI API, stops on SIGTERM', async () => {
   const port = await freePort();
   const e = run(['my/model', '--port', String(port), '--host', '127.0.0.1', '--served-model-name', 'm', '--max-model-len', '524288',
-    '--tensor-parallel-size', '4', '--speculative-config', '{"method":"mtp","n":1}', '--enforce-eager']);
+    '--tensor-parallel-size', '4', '--speculative-config', '{"method":"mtp","n":1}', '--enforce-eager'], { PRACTICE_LOAD_DELAY_MS: '2000' });
   await e.waitFor(/Using max model len 524288/);
-  await assert.rejects(req(port, 'GET', '/health')); // not listening yet
-  await e.waitFor(READY);
+  await assert.rejects(req(port, 'GET', '/health')); // not listening yet (the load below lasts 2 s)
+  await e.waitFor(READY, 15000);
   assert.match(e.out, /^\(APIServer pid=\d+\) INFO \d\d-\d\d \d\d:\d\d:\d\d \[practice\.py:1\] practice-engine: a stand-in for vLLM \(not vLLM\)/);
   assert.match(e.out, /non-default args: \{'model': 'my\/model', 'port': \d+, 'host': '127.0.0.1', 'served_model_name': \['m'\], 'max_model_len': 524288, 'tensor_parallel_size': 4, 'speculative_config': \{'method': 'mtp', 'n': 1\}, 'enforce_eager': True\}/);
   assert.match(e.out, /Maximum concurrency for 524,288 tokens per request: 2\.38x/);
@@ -393,9 +393,11 @@ test('fault worker_exit (3 ranks): last worker exits, everybody fails', async ()
 test('rendezvous timeout counts the workers that joined', async () => {
   const mport = await freePort();
   const common = ['m', '--nnodes', '3', '--master-addr', '127.0.0.1', '--master-port', String(mport)];
-  const env = { PRACTICE_RENDEZVOUS_TIMEOUT_S: '1' };
-  const w = run([...common, '--node-rank', '1', '--headless'], env);
-  const head = run([...common, '--node-rank', '0'], env);
+  // The worker waits long and is running (retrying every 200 ms) before the head starts its 1 s:
+  // with one short timeout for both, a worker started late on a busy machine gave up first.
+  const w = run([...common, '--node-rank', '1', '--headless'], { PRACTICE_RENDEZVOUS_TIMEOUT_S: '30' });
+  await w.waitFor(/a stand-in for vLLM/);
+  const head = run([...common, '--node-rank', '0'], { PRACTICE_RENDEZVOUS_TIMEOUT_S: '1' });
   assert.equal((await head.exit()).code, 1);
   assert.match(head.err, /RuntimeError: rendezvous timed out after 1 s: 1 of 2 workers joined\n$/);
   assert.equal((await w.exit()).code, 1);
@@ -428,7 +430,8 @@ const rssMib = (pid) => {
 
 test('PRACTICE_LOAD_ALLOC_MIB: the loader takes memory step by step while loading and holds it; more than 2 GiB is refused', async () => {
   const port = await freePort();
-  const r = run(['m', '--port', String(port)], { PRACTICE_LOAD_ALLOC_MIB: '256', PRACTICE_LOAD_ALLOC_STEP_MIB: '32', PRACTICE_LOAD_DELAY_MS: '1600' });
+  // 300 ms between the phases: the baseline is read before the first step, even when this process is scheduled late.
+  const r = run(['m', '--port', String(port)], { PRACTICE_LOAD_ALLOC_MIB: '256', PRACTICE_LOAD_ALLOC_STEP_MIB: '32', PRACTICE_LOAD_DELAY_MS: '1600', PRACTICE_PHASE_DELAY_MS: '300' });
   await r.waitFor(/Using max model len/);
   const base = rssMib(r.proc.pid);
   const seen = new Set();
@@ -437,7 +440,7 @@ test('PRACTICE_LOAD_ALLOC_MIB: the loader takes memory step by step while loadin
     seen.add(Math.round((rssMib(r.proc.pid) - base) / 32));
     await new Promise((res) => setTimeout(res, 50));
   }
-  await r.waitFor(READY);
+  await r.waitFor(READY, 15000);
   const grown = rssMib(r.proc.pid) - base;
   assert.ok(grown >= 240 && grown < 400, `holds about 256 MiB after loading (grew ${grown.toFixed(0)} MiB)`);
   assert.ok([...seen].filter((s) => s > 0 && s < 8).length >= 3, `several steps in between, not one jump (${[...seen].sort((a, b) => a - b).join(',')} x 32 MiB)`);
