@@ -198,14 +198,22 @@ describe("images, weights and the fabric on the practice cluster", { concurrency
     const partial = () => Number(onHost(3, ["sh", "-c", 'stat -c %s "$HOME/$1"/blobs/*.launcher-partial 2>/dev/null | sort -n | tail -1 || true', "sh", ".cache/practice/huggingface/hub/models--practice--big-moe"]).trim() || "0");
 
     // Through this machine (--relay): node to node over the practice fabric, 160 MiB is over before
-    // the test could interrupt it (transfer.test.ts interrupts that path on a slowed link).
-    const first = launcherProcess(["models", "sync", big, "--nodes", "n1,n3", "--relay"]);
-    const exited = new Promise<number | null>((resolve) => first.on("close", resolve));
-    // A failed wait below must not leave the sync running into the next test (as pull.test.ts does).
-    t.after(() => void (first.exitCode === null && first.signalCode === null && first.kill("SIGKILL")));
-    await within(30_000, "part of the big blob on n3", async () => (partial() > 4 << 20 ? true : undefined));
-    first.kill("SIGTERM");
-    assert.equal(await exited, 143);
+    // the test could interrupt it (transfer.test.ts interrupts that path on a slowed link). The
+    // relay's link to n3 is slowed too (~40 Mbit/s), so that the copy cannot end between a look at
+    // n3 and the interrupt on a busy machine.
+    const tc = (...args: string[]) => spawnSync("tc", ["qdisc", ...args], { encoding: "utf8" });
+    assert.equal(tc("add", "dev", "lnchm3", "root", "tbf", "rate", "40mbit", "burst", "64kb", "latency", "400ms").status, 0);
+    try {
+      const first = launcherProcess(["models", "sync", big, "--nodes", "n1,n3", "--relay"]);
+      const exited = new Promise<number | null>((resolve) => first.on("close", resolve));
+      // A failed wait below must not leave the sync running into the next test (as pull.test.ts does).
+      t.after(() => void (first.exitCode === null && first.signalCode === null && first.kill("SIGKILL")));
+      await within(60_000, "part of the big blob on n3", async () => (partial() > 4 << 20 ? true : undefined));
+      first.kill("SIGTERM");
+      assert.equal(await exited, 143);
+    } finally {
+      tc("del", "dev", "lnchm3", "root");
+    }
     const kept = partial();
     assert.ok(kept > 4 << 20 && kept < 160 << 20, `a partial blob of ${kept} bytes stays`);
 

@@ -196,6 +196,8 @@ describe("models pull on the practice cluster", { concurrency: false }, () => {
     const result = JSON.parse(r.stdout) as { download?: { node: string }; sync: { nodes: { node: string; action: string; bytes: number }[] } };
     assert.equal(result.download?.node, "n1");
     assert.deepEqual(result.sync.nodes.map((n) => [n.node, n.action, n.bytes]), [["n1", "had", 0], ["n2", "had", 0]]);
+    // The Hub logs a request after its answer's last byte: waited for, then counted.
+    await within(30_000, "the Hub's log of the download", async () => (fileGets("practice/pull-moe", "model.safetensors").length > before ? true : undefined));
     assert.equal(fileGets("practice/pull-moe", "model.safetensors").length, before + 1, "one download");
     assert.equal(snapshotSums(2, `${nas}/hub`, "practice/pull-moe"), expectedSums("practice/pull-moe"), "n2 reads it from the NAS");
   });
@@ -237,7 +239,9 @@ describe("models pull on the practice cluster", { concurrency: false }, () => {
     shareAll();
     const r = ok(await launcher(["models", "pull", recipe], 240_000, env), "pull into the small cache");
     assert.match(r.stderr, /n1: removed 1 partial file\(s\) \(8\.0 MiB\) that a killed huggingface_hub left and never resumes/);
-    assert.deepEqual(fileGets("practice/pull-moe", "model.safetensors").filter((g) => g.range !== null).map((g) => [g.range, g.status]), [[`bytes=${6 << 20}-`, 206]], "the partial blob was resumed");
+    const ranged = async (): Promise<HubRequest[]> => fileGets("practice/pull-moe", "model.safetensors").filter((g) => g.range !== null);
+    await within(30_000, "the Hub's log of the resumed download", async () => ((await ranged()).length > 0 ? true : undefined));
+    assert.deepEqual((await ranged()).map((g) => [g.range, g.status]), [[`bytes=${6 << 20}-`, 206]], "the partial blob was resumed");
     assert.equal(snapshotSums(1, `${small}/hub`, "practice/pull-moe"), expectedSums("practice/pull-moe"));
     assert.equal(spawnSync("test", ["-e", `${blob}.0123abcd.incomplete`]).status, 1, "the stale partial is gone");
   });

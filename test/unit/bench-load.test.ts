@@ -146,7 +146,8 @@ describe("benchTarget against the practice engine's API", () => {
       assert.ok(at4(fastRuns) > 2 * at4(slowRuns), `400 tok/s ${at4(fastRuns)} vs 50 tok/s ${at4(slowRuns)}`);
       // At 25 tokens/s per stream, TPOT is about 40 ms and 4 streams make at most 100 tokens/s.
       const slow4 = slowRuns[0]?.results[1];
-      assert.ok(slow4 && slow4.mean_tpot_ms > 35 && slow4.mean_tpot_ms < 60, `tpot ${slow4?.mean_tpot_ms}`);
+      // Above 25 ms, not 35: the engine keeps absolute due times, so a stall before the first token is caught up after it and lowers the mean.
+      assert.ok(slow4 && slow4.mean_tpot_ms > 25 && slow4.mean_tpot_ms < 60, `tpot ${slow4?.mean_tpot_ms}`);
       assert.ok(slow4 && slow4.output_throughput > 50 && slow4.output_throughput <= 100, `throughput ${slow4?.output_throughput}`);
     } finally {
       slow.close();
