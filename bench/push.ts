@@ -125,10 +125,10 @@ async function measure(main: string, args: string[]): Promise<Measure> {
 }
 
 interface Floor {
-  /** Seconds until the source's save (Docker's API and the layer filter, as the push runs it) wrote its first byte, and until its last. */
+  /** Seconds until the source's save (Docker's API, and the layer filter when layers are left out, as the push's relay runs it) wrote its first byte, and until its last. */
   firstByte: number;
   save: number;
-  /** Seconds for the 3 targets' `docker load` of the saved file, all at once. */
+  /** Seconds for the 3 targets' loads of the saved file (docker_api, as the push loads), all at once. */
   loads: number;
 }
 

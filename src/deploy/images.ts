@@ -300,7 +300,8 @@ export async function pushImage(image: string, source: DockerClient, targets: re
   // go ahead (a check refuses it) or goes all through the relay: the start is stopped, but Docker's
   // save takes no cancellation, so the source still writes that copy of the image in its Docker
   // root, and removes it, before the save ends on its closed pipe.
-  // The source's whole save, the one command every way of sending starts from (early, relayed, chained).
+  // The source's whole save: the early start and the chain's fallback run it through the layer
+  // filter; the relay runs it when no layer is left out (else saveWithout).
   const wholeSave = dockerSave(image);
   const startEarly = (need: readonly DockerClient[]): StartedSource | undefined =>
     need.length > 0 && direct.relay === undefined && routes.has(source.node) && need.some((t) => routes.has(t.node)) ? startSource({ node: source.node, transport: source.transport, command: wholeSave, filter: TAR_FILTER_PERL }) : undefined;

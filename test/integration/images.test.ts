@@ -3,7 +3,7 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { CLUSTER, launcher, launcherContainers, launcherProcess, onHost, PRACTICE_REVISION, RIG_DIR, seedModel, variant, within, type Run, ok, practiceSuite } from "./practice-cluster.js";
+import { CLUSTER, launcher, launcherContainers, launcherProcess, onHost, PRACTICE_REVISION, RIG_DIR, seedModel, slowLinks, variant, within, ok, practiceSuite } from "./practice-cluster.js";
 
 // Images on a 3-host practice cluster: FROM chains, pushes that skip what is there, up's preflight.
 const HOSTS = 3;
@@ -201,8 +201,7 @@ describe("images, weights and the fabric on the practice cluster", { concurrency
     // the test could interrupt it (transfer.test.ts interrupts that path on a slowed link). The
     // relay's link to n3 is slowed too (~40 Mbit/s), so that the copy cannot end between a look at
     // n3 and the interrupt on a busy machine.
-    const tc = (...args: string[]) => spawnSync("tc", ["qdisc", ...args], { encoding: "utf8" });
-    assert.equal(tc("add", "dev", "lnchm3", "root", "tbf", "rate", "40mbit", "burst", "64kb", "latency", "400ms").status, 0);
+    const unshape = slowLinks(3, ["m"], ["tbf", "rate", "40mbit", "burst", "64kb", "latency", "400ms"]);
     try {
       const first = launcherProcess(["models", "sync", big, "--nodes", "n1,n3", "--relay"]);
       const exited = new Promise<number | null>((resolve) => first.on("close", resolve));
@@ -212,7 +211,7 @@ describe("images, weights and the fabric on the practice cluster", { concurrency
       first.kill("SIGTERM");
       assert.equal(await exited, 143);
     } finally {
-      tc("del", "dev", "lnchm3", "root");
+      unshape();
     }
     const kept = partial();
     assert.ok(kept > 4 << 20 && kept < 160 << 20, `a partial blob of ${kept} bytes stays`);

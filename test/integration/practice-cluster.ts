@@ -132,6 +132,24 @@ export function startGateway(args: string[] = [], env: NodeJS.ProcessEnv = {}, m
   });
 }
 
+/**
+ * Slows this machine's side of host i's links (`m`: management, which SSH and the relay use;
+ * `f`: the fabric, which node-to-node transfers use) with the tc qdisc given; returns the undo.
+ * `replace`, not `add`: a qdisc left by a run killed before its undo would make `add` fail.
+ */
+export function slowLinks(i: number, links: readonly ("m" | "f")[], qdisc: readonly string[]): () => void {
+  const devs = links.map((l) => `lnch${l}${i}`);
+  const undo = (): void => {
+    for (const dev of devs) spawnSync("tc", ["qdisc", "del", "dev", dev, "root"], { encoding: "utf8" });
+  };
+  for (const dev of devs) {
+    const r = spawnSync("tc", ["qdisc", "replace", "dev", dev, "root", ...qdisc], { encoding: "utf8" });
+    if (r.status !== 0) undo();
+    assert.equal(r.status, 0, `tc qdisc replace dev ${dev}: ${r.stderr}`);
+  }
+  return undo;
+}
+
 /** Polls `check` every 100 ms until it returns a value, or fails after `ms`. */
 export async function within<T>(ms: number, what: string, check: () => Promise<T | undefined>): Promise<{ value: T; ms: number }> {
   const start = Date.now();

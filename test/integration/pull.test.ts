@@ -239,9 +239,9 @@ describe("models pull on the practice cluster", { concurrency: false }, () => {
     shareAll();
     const r = ok(await launcher(["models", "pull", recipe], 240_000, env), "pull into the small cache");
     assert.match(r.stderr, /n1: removed 1 partial file\(s\) \(8\.0 MiB\) that a killed huggingface_hub left and never resumes/);
-    const ranged = async (): Promise<HubRequest[]> => fileGets("practice/pull-moe", "model.safetensors").filter((g) => g.range !== null);
-    await within(30_000, "the Hub's log of the resumed download", async () => ((await ranged()).length > 0 ? true : undefined));
-    assert.deepEqual((await ranged()).map((g) => [g.range, g.status]), [[`bytes=${6 << 20}-`, 206]], "the partial blob was resumed");
+    const ranged = (): HubRequest[] => fileGets("practice/pull-moe", "model.safetensors").filter((g) => g.range !== null);
+    await within(30_000, "the Hub's log of the resumed download", async () => (ranged().length > 0 ? true : undefined));
+    assert.deepEqual(ranged().map((g) => [g.range, g.status]), [[`bytes=${6 << 20}-`, 206]], "the partial blob was resumed");
     assert.equal(snapshotSums(1, `${small}/hub`, "practice/pull-moe"), expectedSums("practice/pull-moe"));
     assert.equal(spawnSync("test", ["-e", `${blob}.0123abcd.incomplete`]).status, 1, "the stale partial is gone");
   });

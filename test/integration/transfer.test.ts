@@ -6,7 +6,7 @@ import path from "node:path";
 import { describe, test } from "node:test";
 import { withDockerApi } from "../../src/transfer/docker-api.js";
 import { legacyLayerIds } from "../../src/transfer/layers.js";
-import { launcher, launcherProcess, ok, onHost, onHostRun, PRACTICE_REVISION, practiceSuite, RIG_DIR, seedModel, variant, within } from "./practice-cluster.js";
+import { launcher, launcherProcess, ok, onHost, onHostRun, PRACTICE_REVISION, practiceSuite, RIG_DIR, seedModel, slowLinks, variant, within } from "./practice-cluster.js";
 
 // Node to node: images and weights go from n1 to n2..n4 over the fabric, not through this machine.
 const HOSTS = 4;
@@ -234,8 +234,7 @@ describe("node to node transfers on the practice cluster", { concurrency: false 
     const recipe = variant(dir, "p2p-resume", "practice-2x", `model = "practice/p2p-resume"\n`);
     const partial = () => Number(onHost(2, ["sh", "-c", 'stat -c %s "$HOME/$1"/blobs/*.launcher-partial 2>/dev/null | sort -n | tail -1 || true', "sh", `${HUB}/${repo}`]).trim() || "0");
     // The fabric to n2 slowed to ~40 Mbit/s, so there is a transfer in flight to interrupt.
-    const tc = (...args: string[]) => spawnSync("tc", ["qdisc", ...args], { encoding: "utf8" });
-    assert.equal(tc("add", "dev", "lnchf2", "root", "tbf", "rate", "40mbit", "burst", "64kb", "latency", "400ms").status, 0);
+    const unshape = slowLinks(2, ["f"], ["tbf", "rate", "40mbit", "burst", "64kb", "latency", "400ms"]);
     try {
       const first = launcherProcess(["models", "sync", recipe, "--nodes", "n1,n2"]);
       const exited = new Promise<number | null>((resolve) => first.on("close", resolve));
@@ -245,7 +244,7 @@ describe("node to node transfers on the practice cluster", { concurrency: false 
       first.kill("SIGTERM");
       assert.equal(await exited, 143);
     } finally {
-      tc("del", "dev", "lnchf2", "root");
+      unshape();
     }
     const kept = partial();
     assert.ok(kept > 4 << 20 && kept < 96 << 20, `a partial blob of ${kept} bytes stays`);

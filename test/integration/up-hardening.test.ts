@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
 import { describe, test } from "node:test";
-import { launcher, launcherContainers, launcherProcess, onHost, variant, within, practiceSuite } from "./practice-cluster.js";
+import { launcher, launcherContainers, launcherProcess, onHost, slowLinks, variant, within, practiceSuite } from "./practice-cluster.js";
 
 // `up` hardening (issue 9): a name unique across the cluster, a rollback that removes only its
 // own boot's containers, a signal heard at any step, "already running" only when it is so, and a
@@ -35,21 +34,6 @@ async function lastBoot(): Promise<{ outcome: string; deployment?: string; recip
   const { boots } = JSON.parse(r.stdout) as { boots: { outcome: string; recipe: string }[] };
   assert.ok(boots[0], r.stdout);
   return boots[0];
-}
-
-/** Traffic from this machine to host i, shaped (the push's bytes); undone in finally. */
-/** Shapes host i's links on this machine's side: management (lnchm) and fabric (lnchf), since an image goes node to node over the fabric. */
-function shape(i: number, qdisc: string[]): () => void {
-  const devs = [`lnchm${i}`, `lnchf${i}`];
-  const undo = (): void => {
-    for (const dev of devs) spawnSync("tc", ["qdisc", "del", "dev", dev, "root"], { encoding: "utf8" });
-  };
-  for (const dev of devs) {
-    const r = spawnSync("tc", ["qdisc", "replace", "dev", dev, "root", ...qdisc], { encoding: "utf8" });
-    if (r.status !== 0) undo();
-    assert.equal(r.status, 0, r.stderr);
-  }
-  return undo;
 }
 
 describe("up hardening on the practice cluster", { concurrency: false }, () => {
@@ -89,7 +73,8 @@ describe("up hardening on the practice cluster", { concurrency: false }, () => {
   test("Ctrl-C while the image is pushed: the push stops, nothing starts, history says interrupted", async () => {
     onHost(3, ["docker", "image", "rm", "--force", "practice-engine:local"]);
     // Slow enough that the push is still going when the signal comes.
-    const unshape = shape(3, ["tbf", "rate", "16mbit", "burst", "64kb", "latency", "500ms"]);
+    // Both links: an image goes node to node over the fabric.
+    const unshape = slowLinks(3, ["m", "f"], ["tbf", "rate", "16mbit", "burst", "64kb", "latency", "500ms"]);
     try {
       const boot = await upUntil(["practice-2x", "--nodes", "n3,n4", "--name", "pushed"], /image practice-engine:local: sending it from n4 to n3[^]*\n +n3 +[\d.]+ MiB/);
       boot.child.kill("SIGINT");

@@ -354,8 +354,8 @@ test("supervisor: `launcher down NAME` cancelling a restart's boot rolls it back
   sup.observe([status({ status: "booting", phase: "loading" })], readBefore);
   assert.deepEqual(sup.describe(), {}, "a snapshot read before the cancel does not bring it back");
   // A later `up --restart` of the same name, read after the cancel, is supervised as any.
-  await new Promise((r) => setTimeout(r, 2));
-  sup.observe([status({})], Date.now());
+  // Read 1 ms past now: strictly after the drop, which came before now (no waiting for the clock).
+  sup.observe([status({})], Date.now() + 1);
   assert.deepEqual(Object.keys(sup.describe()), ["c/d"], "a deployment read after the cancel is supervised again");
   await sup.stop();
   store.close();

@@ -393,7 +393,7 @@ test('fault worker_exit (3 ranks): last worker exits, everybody fails', async ()
 test('rendezvous timeout counts the workers that joined', async () => {
   const mport = await freePort();
   const common = ['m', '--nnodes', '3', '--master-addr', '127.0.0.1', '--master-port', String(mport)];
-  // The worker waits long and is running (retrying every 200 ms) before the head starts its 1 s:
+  // The worker waits long and has started (it retries every 200 ms once it dials) before the head starts its 1 s:
   // with one short timeout for both, a worker started late on a busy machine gave up first.
   const w = run([...common, '--node-rank', '1', '--headless'], { PRACTICE_RENDEZVOUS_TIMEOUT_S: '30' });
   await w.waitFor(/a stand-in for vLLM/);
