@@ -16,7 +16,8 @@ import { readTextFile } from "../config/read-file.js";
 import { openStateStore } from "../store/open.js";
 import { storeDir, type StateStore } from "../store/store.js";
 import { consoleOutput, type Output } from "./output.js";
-import { chooseCluster, configDirs, type ClusterChoice, type ConfigDirs } from "../cluster/locate.js";
+import { chooseCluster, configDirs, type ClusterChoice, type ConfigDirs, type SkippedFile } from "../cluster/locate.js";
+import { FOUND_FILE_RULE, foundFileTrust } from "../config/private-dir.js";
 
 /** The package's own folder, for its bundled recipes and schemas. */
 export const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -80,15 +81,26 @@ export function defaultClusterName(dirs: ConfigDirs = userConfigDirs()): string 
   return readTextFile(dirs.defaultFile, "default cluster name").trim() || undefined;
 }
 
+/** The warning for a file of the current folder that was passed over: said once per process, however often the cluster is looked up. */
+export const skippedFileWarning = (s: SkippedFile): string => `./${s.file} is not read: it ${s.problem}; ${FOUND_FILE_RULE}`;
+const warned = new Set<string>();
+
 /**
  * Which cluster file a command reads (src/cluster/locate.ts has the order): `--cluster PATH|NAME`,
- * $LAUNCHER_CLUSTER (empty counts as unset), ./cluster.toml, then the default cluster.
+ * $LAUNCHER_CLUSTER (empty counts as unset), ./cluster.toml, then the default cluster. A file of
+ * the current folder that fails the trust check is passed over with a warning on `warn`.
  */
-export function findCluster(option: string | undefined): ClusterChoice {
+export function findCluster(option: string | undefined, warn: (line: string) => void = consoleOutput.warn): ClusterChoice {
   const dirs = userConfigDirs();
   const env = process.env.LAUNCHER_CLUSTER || undefined;
   const defaultName = defaultClusterName(dirs);
-  return chooseCluster({ dirs, ...(option === undefined ? {} : { option }), ...(env === undefined ? {} : { env }), ...(defaultName === undefined ? {} : { defaultName }), exists: existsSync });
+  const choice = chooseCluster({ dirs, ...(option === undefined ? {} : { option }), ...(env === undefined ? {} : { env }), ...(defaultName === undefined ? {} : { defaultName }), exists: existsSync, trust: foundFileTrust });
+  for (const s of choice.skipped ?? []) {
+    const line = skippedFileWarning(s);
+    if (!warned.has(line)) warn(line);
+    warned.add(line);
+  }
+  return choice;
 }
 
 export function clusterPath(option: string | undefined): string {

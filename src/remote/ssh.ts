@@ -1,24 +1,25 @@
-import { mkdirSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import type { ClusterNode, SshSettings } from "../cluster/cluster.js";
 import { UserError } from "../config/errors.js";
+import { privateRuntimeDir } from "../config/private-dir.js";
 import { MAX_REMOTE_COMMAND_BYTES, remoteCommand, remoteCommandBytes } from "../config/shell-words.js";
 import { runLocal, spawnLocal, streamLocal, type ExecOptions, type ExecResult, type Transport } from "./transport.js";
 
-// Short, per-user: unix socket paths are limited to ~108 bytes.
-const CONTROL_DIR = path.join(tmpdir(), `launcher-ssh-${process.getuid?.() ?? "u"}`);
+/**
+ * The folder of ssh's control sockets: this user's alone (src/config/private-dir.ts), because
+ * whoever can reach a master's socket runs commands over its connection, and a client that finds
+ * a socket there hands it every command, its stdin (tokens, secrets) and its answers.
+ */
+export const controlDir = (): string => privateRuntimeDir("ssh", "ssh's connection-sharing folder");
 
 /** ssh options for one node: connection reuse, strict host keys, and the cluster file's settings. */
-export function sshArgs(node: ClusterNode, ssh: SshSettings): string[] {
-  mkdirSync(CONTROL_DIR, { recursive: true, mode: 0o700 });
+export function sshArgs(node: ClusterNode, ssh: SshSettings, dir: string = controlDir()): string[] {
   return [
     ...(ssh.config === undefined ? [] : ["-F", ssh.config]),
     ...(ssh.known_hosts === undefined ? [] : ["-o", `UserKnownHostsFile=${ssh.known_hosts}`]),
     ...(ssh.identity === undefined ? [] : ["-i", ssh.identity, "-o", "IdentitiesOnly=yes"]),
     "-o", "BatchMode=yes",
     "-o", "ControlMaster=auto",
-    "-o", `ControlPath=${CONTROL_DIR}/%C`,
+    "-o", `ControlPath=${dir}/%C`,
     "-o", "ControlPersist=60",
     "-o", "ConnectTimeout=10",
     "-o", "ServerAliveInterval=5",

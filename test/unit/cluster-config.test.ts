@@ -12,7 +12,7 @@ import { UserError } from "../../src/config/errors.js";
 import { clusterPath, optionalClusterPath } from "../../src/cli/load.js";
 
 const dirs = configDirs({ XDG_CONFIG_HOME: "/cfg" }, "/home/u");
-const lookup = (files: string[], rest: Partial<ClusterLookup> = {}): ClusterLookup => ({ dirs, exists: (f) => files.includes(f), ...rest });
+const lookup = (files: string[], rest: Partial<ClusterLookup> = {}): ClusterLookup => ({ dirs, exists: (f) => files.includes(f), trust: () => undefined, ...rest });
 
 describe("where a command finds its cluster file", () => {
   test("the config folder follows XDG, ignoring a relative $XDG_CONFIG_HOME", () => {
