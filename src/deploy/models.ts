@@ -1,15 +1,17 @@
 import type { ClusterNode } from "../cluster/cluster.js";
 import { RemoteError, UserError } from "../config/errors.js";
 import { RESUMED_PARTIAL } from "../plan/pull-space.js";
-import { blobSha256, parseSnapshotListing, weightsLocation, type SnapshotFile } from "../plan/weights.js";
+import { hfHomeOfHub } from "../plan/pull.js";
+import { blobSha256, parseInspection, revisionProblem, snapshotTotals, weightsLocation, type SnapshotFile } from "../plan/weights.js";
 import type { Recipe } from "../recipe/recipe.js";
 import type { DockerClient } from "../remote/docker.js";
-import { execChecked } from "../remote/transport.js";
+import { execChecked, outputTail, unreachable } from "../remote/transport.js";
 import { handled, joinPipe } from "./images.js";
 import { inPool } from "./pool.js";
 import type { TransferProgress } from "./progress.js";
 import { runChain } from "../transfer/chain.js";
 import { checkSpace, clusterRoutes, parseProbe, planRoutes, PROBE_SCRIPT, type NodeProbe, type TransferPath } from "../transfer/route.js";
+import { cacheArgv, CACHE_PERL, UNSAFE_EXIT } from "../transfer/hf-cache.js";
 import { together } from "../transfer/together.js";
 import type { ClusterSession } from "./session.js";
 
@@ -26,36 +28,13 @@ export interface NodeWeights {
   readonly reason?: string;
 }
 
-// $1 the repo folder, $2 the pinned revision ("" for refs/main).
-const CHECK_SCRIPT = `d="$1"; rev="$2"
-[ -d "$d" ] || { echo "missing no folder"; exit 0; }
-if [ -z "$rev" ]; then rev=$(cat "$d/refs/main" 2>/dev/null); [ -n "$rev" ] || { echo "missing no refs/main"; exit 0; }
-elif [ -f "$d/refs/$rev" ]; then rev=$(cat "$d/refs/$rev"); fi
-[ -d "$d/snapshots/$rev" ] || { echo "missing no snapshot $rev"; exit 0; }
-broken=$(find -L "$d/snapshots/$rev" -type l | wc -l)
-files=$(find -L "$d/snapshots/$rev" -type f | wc -l)
-[ "$broken" -eq 0 ] || { echo "missing $broken files of snapshot $rev point to absent blobs"; exit 0; }
-bytes=$(du -sLb "$d/snapshots/$rev" 2>/dev/null | cut -f1)
-echo "ok $rev $files $bytes"`;
-
-// $1 the snapshot folder: every file as `L SIZE LINK PATH` or `F SIZE - PATH`.
-const LIST_SCRIPT = `cd "$1" || exit 3
-find . \\( -type l -o -type f \\) | while IFS= read -r f; do
-  if [ -L "$f" ]; then echo "L $(stat -L -c %s "$f") $(readlink "$f") $f"; else echo "F $(stat -c %s "$f") - $f"; fi
-done`;
-
 // The suffix of a blob sync is writing, one home with the download's (pull-space.ts: the free-space
 // arithmetic reads both). A constant, not a value: it is written into the scripts' text.
 const PARTIAL = RESUMED_PARTIAL.sync;
 
-// $1 the blobs folder, then blob names: `NAME COMPLETE_SIZE PARTIAL_SIZE` (-1: absent).
-const BLOB_STATE_SCRIPT = `b="$1"; shift
-for n in "$@"; do
-  c=$(stat -c %s "$b/$n" 2>/dev/null || echo -1); p=$(stat -c %s "$b/$n${PARTIAL}" 2>/dev/null || echo -1)
-  echo "$n $c $p"
-done`;
-
-// $1 the file, $2 the expected size, $3 the sha256 or "": moves FILE + PARTIAL into place.
+// $1 CACHE_PERL, $2 the cache's root, $3 the file under it, $4 the expected size, $5 its sha256:
+// checks the partial copy's path as every write is checked (hf-cache.ts), then its size and
+// digest, and moves it into place (rename(2) replaces a link there, never follows it).
 // The digest comes from openssl where the node has it and it agrees: Debian's and Ubuntu's
 // sha256sum is built without OpenSSL (here, on an idle machine: 0.68 s of CPU for 300 MiB, against
 // 0.23 s for openssl dgst, which uses the CPU's SHA instructions), and every node checks every blob
@@ -63,42 +42,76 @@ done`;
 // taken from openssl: any other answer (no openssl, another output format, an error) is decided by
 // coreutils, so a file is never removed on openssl's word alone. The file goes in on stdin: no
 // path on either command line.
-const FINISH_SCRIPT = `f="$1"; p="$1${PARTIAL}"
+const FINISH_SCRIPT = `perl -e "$1" -- check "$2" "$3" "$3${PARTIAL}" || exit ${UNSAFE_EXIT}
+f="$2/$3"; p="$2/$3${PARTIAL}"
 s=$(stat -c %s "$p") || exit 4
-[ "$s" -eq "$2" ] || { echo "size $s, expected $2"; exit 5; }
-if [ -n "$3" ]; then
-  h=$(openssl dgst -sha256 -r < "$p" 2>/dev/null) && h=\${h%% *}
-  [ "$h" = "$3" ] || h=$(sha256sum < "$p" | cut -d' ' -f1)
-  [ "$h" = "$3" ] || { rm -f "$p"; echo "sha256 $h, expected $3"; exit 6; }
-fi
+[ "$s" -eq "$4" ] || { echo "size $s, expected $4"; exit 5; }
+h=$(openssl dgst -sha256 -r < "$p" 2>/dev/null) && h=\${h%% *}
+[ "$h" = "$5" ] || h=$(sha256sum < "$p" | cut -d' ' -f1)
+[ "$h" = "$5" ] || { rm -f "$p"; echo "sha256 $h, expected $5"; exit 6; }
 mv -f "$p" "$f"`;
 
-/** The argv that checks a file's partial copy (its size, its SHA-256 when known) and moves it into place (FINISH_SCRIPT). */
-export const finishFile = (file: string, size: number, sha256?: string): string[] => ["sh", "-c", FINISH_SCRIPT, "sh", file, String(size), sha256 ?? ""];
+/** The argv that checks the partial copy of ROOT/REL (its path, size and SHA-256) and moves it into place (FINISH_SCRIPT). */
+export const finishFile = (root: string, rel: string, size: number, sha256: string): string[] => ["sh", "-c", FINISH_SCRIPT, "sh", CACHE_PERL, root, rel, String(size), sha256];
 
-// $1 the snapshot folder, then PATH LINK pairs.
-const LINK_SCRIPT = `s="$1"; shift
-while [ $# -gt 1 ]; do mkdir -p "$s/$(dirname "$1")" && ln -sfn "$2" "$s/$1" || exit 7; shift 2; done`;
+/** Where a node keeps the recipe's model: the cache's root (trusted), the repo under it, and the pinned revision ("" for refs/main). */
+interface Located {
+  readonly root: string;
+  /** hub/models--ORG--NAME, under root. */
+  readonly repo: string;
+  /** root/repo, as messages name it. */
+  readonly path: string;
+  readonly pin: string;
+}
 
-function located(recipe: Recipe, node: ClusterNode): { hub: string; repo: string; revision?: string } {
+function located(recipe: Recipe, node: ClusterNode): Located {
   const loc = weightsLocation(recipe, node);
   if (loc === undefined) throw new UserError(`node ${node.name}: the HF cache path uses ~ but the node's user is unknown`, `set user (or home) for ${node.name} in the cluster file`);
-  return loc;
+  const pin = loc.revision ?? "";
+  const problem = pin === "" ? undefined : revisionProblem(pin);
+  if (problem !== undefined) throw new UserError(`${recipe.file}: the revision in args, ${JSON.stringify(pin)}: ${problem}`, "pin a 40-hex commit or a branch or tag name such as main");
+  const root = hfHomeOfHub(loc.hub);
+  return { root, repo: `hub/${loc.repo}`, path: `${loc.hub}/${loc.repo}`, pin };
 }
+
+const CACHE_HINT = "something other than huggingface_hub changed this cache (a container that mounts it read-write?): remove the repo folder there and run the sync again";
+
+/** One CACHE_PERL operation on a node: its stdout; a refusal names the node and what was refused. */
+async function cacheOp(docker: DockerClient, argv: readonly string[], what: string, options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<string> {
+  const r = await docker.transport.exec(argv, { timeoutMs: options.timeoutMs ?? 120_000, ...(options.signal === undefined ? {} : { signal: options.signal }) });
+  if (r.code === UNSAFE_EXIT) throw new RemoteError(docker.node, `${what}: refused, the cache there is not as huggingface_hub leaves it`, r.stderr.trim().split("\n").slice(-4).join("\n"), CACHE_HINT);
+  if (r.code !== 0) throw unreachable(docker.transport, r) ?? new RemoteError(docker.node, `${what} failed (exit ${r.code})`, outputTail(r));
+  return r.stdout;
+}
+
+/** A node's view of the repo: the report, and (when present) the snapshot's files and the ref that named it. */
+interface Inspected {
+  readonly weights: NodeWeights;
+  readonly loc: Located;
+  readonly files: readonly SnapshotFile[];
+  readonly ref?: { readonly name: string; readonly commit: string };
+}
+
+async function inspectNode(recipe: Recipe, docker: DockerClient, node: ClusterNode, signal?: AbortSignal): Promise<Inspected> {
+  const loc = located(recipe, node);
+  const out = await cacheOp(docker, cacheArgv("inspect", loc.root, loc.repo, loc.pin), `checking the weights in ${loc.path}`, { timeoutMs: 60_000, ...(signal === undefined ? {} : { signal }) });
+  const seen = parseInspection(node.name, loc.path, loc.pin, out);
+  const base = { node: node.name, path: loc.path };
+  if (seen.kind === "missing") return { weights: { ...base, present: false, reason: seen.reason }, loc, files: [] };
+  const totals = snapshotTotals(seen.files);
+  const weights: NodeWeights =
+    totals.broken > 0
+      ? { ...base, present: false, reason: `${totals.broken} files of snapshot ${seen.revision} point to absent blobs` }
+      : { ...base, present: true, revision: seen.revision, files: totals.files, bytes: totals.bytes };
+  return { weights, loc, files: seen.files, ...(seen.ref === undefined ? {} : { ref: seen.ref }) };
+}
+
+const inspectAll = (recipe: Recipe, session: ClusterSession, nodes: readonly ClusterNode[], signal?: AbortSignal): Promise<Inspected[]> =>
+  Promise.all(nodes.map((node) => inspectNode(recipe, session.docker.get(node.name) as DockerClient, node, signal)));
 
 /** `signal` ends the checks still running (a cache on a hung network filesystem must not hold up a Ctrl-C). */
 export async function weightsReport(recipe: Recipe, session: ClusterSession, nodes: readonly ClusterNode[], signal?: AbortSignal): Promise<NodeWeights[]> {
-  return Promise.all(
-    nodes.map(async (node): Promise<NodeWeights> => {
-      const loc = located(recipe, node);
-      const path = `${loc.hub}/${loc.repo}`;
-      const r = await (session.docker.get(node.name) as DockerClient).transport.exec(["sh", "-c", CHECK_SCRIPT, "sh", path, loc.revision ?? ""], { timeoutMs: 60_000, ...(signal === undefined ? {} : { signal }) });
-      if (r.code !== 0) throw new RemoteError(node.name, `checking the weights in ${path} failed (exit ${r.code})`, r.stderr);
-      const [word, ...rest] = r.stdout.trim().split(" ");
-      if (word === "ok") return { node: node.name, path, present: true, revision: rest[0] as string, files: Number(rest[1]), ...(/^\d+$/.test(rest[2] ?? "") ? { bytes: Number(rest[2]) } : {}) };
-      return { node: node.name, path, present: false, reason: rest.join(" ") };
-    }),
-  );
+  return (await inspectAll(recipe, session, nodes, signal)).map((i) => i.weights);
 }
 
 export interface SyncResult {
@@ -127,11 +140,18 @@ export interface SyncOptions {
 
 const ok = (docker: DockerClient, argv: readonly string[], what: string): Promise<string> => execChecked(docker.transport, argv, what, 120_000);
 
-/** Streams one file's bytes from `offset` on: source `tail -c` into the target's partial file, through this machine. */
-async function copyFrom(source: DockerClient, target: DockerClient, from: string, to: string, offset: number, signal: AbortSignal, onBytes: (n: number) => void): Promise<void> {
-  const read = source.transport.spawn(["tail", "-c", `+${offset + 1}`, from]);
+/** Where a file of the snapshot is on one node: the cache's root and the path under it. */
+interface Place {
+  readonly root: string;
+  readonly rel: string;
+}
+const placeArgs = (p: Place): [string, string] => [p.root, p.rel];
+
+/** Streams one file's bytes from `offset` on: the source's `read` into the target's partial file (`append`), through this machine. */
+async function copyFrom(source: DockerClient, target: DockerClient, from: Place, to: Place, offset: number, signal: AbortSignal, onBytes: (n: number) => void): Promise<void> {
+  const read = source.transport.spawn(cacheArgv("read", from.root, from.rel, String(offset)));
   read.stdin.end();
-  const write = target.transport.spawn(APPEND(to));
+  const write = target.transport.spawn(cacheArgv("append", to.root, to.rel));
   write.stdout.resume();
   const abort = (): void => {
     read.kill();
@@ -143,8 +163,8 @@ async function copyFrom(source: DockerClient, target: DockerClient, from: string
   try {
     const [r, w] = await Promise.all([read.done, write.done]);
     if (signal.aborted) throw interrupted();
-    if (r.code !== 0) throw new RemoteError(source.node, `reading ${from} failed (exit ${r.code})`, r.stderr);
-    if (w.code !== 0) throw new RemoteError(target.node, `writing ${to} failed (exit ${w.code})`, w.stderr);
+    if (r.code !== 0) throw new RemoteError(source.node, `reading ${from.root}/${from.rel} failed (exit ${r.code})`, r.stderr, r.code === UNSAFE_EXIT ? CACHE_HINT : undefined);
+    if (w.code !== 0) throw new RemoteError(target.node, `writing ${to.root}/${to.rel} failed (exit ${w.code})`, w.stderr, w.code === UNSAFE_EXIT ? CACHE_HINT : undefined);
   } finally {
     signal.removeEventListener("abort", abort);
   }
@@ -153,20 +173,52 @@ async function copyFrom(source: DockerClient, target: DockerClient, from: string
 /** How many files of a snapshot move at the same time. */
 const FILES_AT_ONCE = 4;
 
-const APPEND = (to: string): string[] => ["sh", "-c", 'cat >> "$1"', "sh", to];
 const interrupted = (): UserError => new UserError("interrupted: the partial copy stays and a new `launcher models sync` resumes it");
 
 /** One file of the snapshot to bring to the nodes that lack it: a blob, or a plain file of the snapshot folder. */
 interface FileJob {
   readonly label: string;
-  readonly from: string;
+  /** Its path in the repo folder (blobs/NAME, snapshots/REV/PATH), the same on every node. */
+  readonly rel: string;
   readonly size: number;
-  readonly sha256?: string;
-  /** Its final path on a node, given the node's repo folder. */
-  readonly to: (repo: string) => string;
+  /** Its SHA-256: the blob's name for an LFS file, else what the source computed. */
+  readonly sha256: string;
   /** Bytes each node that needs it already holds (its partial file). */
   readonly offsets: ReadonlyMap<string, number>;
   readonly blob: boolean;
+}
+
+/**
+ * The SHA-256 of each file whose name is not one (git-stored blobs, named by their git SHA-1, and
+ * plain files), computed on the source, so that every node checks every file it took.
+ */
+async function sourceDigests(source: DockerClient, loc: Located, rels: readonly string[]): Promise<Map<string, string>> {
+  if (rels.length === 0) return new Map();
+  const out = (await cacheOp(source, cacheArgv("hash", loc.root, ...rels.map((r) => `${loc.repo}/${r}`)), "hashing the small files of the snapshot")).split("\n").filter(Boolean);
+  if (out.length !== rels.length || !out.every((h) => /^[0-9a-f]{64}$/.test(h))) throw new RemoteError(source.node, "hashing the small files of the snapshot gave no digest for each", out.slice(0, 4).join("\n"));
+  return new Map(rels.map((r, i) => [r, out[i] as string]));
+}
+
+/**
+ * On one target, before any byte comes: the repo's folders (and those the snapshot's plain files
+ * go in), no stale partial plain file, and how much of each blob it holds. Every path is checked
+ * on the node (CACHE_PERL): a link planted in its cache refuses the node here.
+ */
+async function prepareTarget(docker: DockerClient, loc: Located, revision: string, files: readonly SnapshotFile[], blobs: ReadonlyMap<string, { size: number }>): Promise<Map<string, number>> {
+  const snap = `${loc.repo}/snapshots/${revision}`;
+  const plain = files.filter((f) => f.blob === undefined);
+  const dirs = new Set([`${loc.repo}/blobs`, `${loc.repo}/refs`, snap, ...plain.flatMap((f) => (f.path.includes("/") ? [`${snap}/${f.path.slice(0, f.path.lastIndexOf("/"))}`] : []))]);
+  await cacheOp(docker, cacheArgv("prepare", loc.root, ...dirs, "--", ...plain.map((f) => `${snap}/${f.path}${PARTIAL}`)), `making the cache folders in ${loc.path}`);
+  const state = (await cacheOp(docker, cacheArgv("state", loc.root, `${loc.repo}/blobs`, PARTIAL, ...blobs.keys()), "reading the blobs there")).split("\n").filter(Boolean).map((l) => l.split(" "));
+  const offsets = new Map<string, number>();
+  for (const [name, complete, partial] of state) {
+    const blob = blobs.get(name as string);
+    if (blob === undefined || Number(complete) === blob.size) continue;
+    const have = Number(partial);
+    if (have > blob.size) await cacheOp(docker, cacheArgv("prepare", loc.root, "--", `${loc.repo}/blobs/${name}${PARTIAL}`), "removing an oversized partial blob");
+    offsets.set(name as string, have > 0 && have <= blob.size ? have : 0);
+  }
+  return offsets;
 }
 
 /**
@@ -174,85 +226,69 @@ interface FileJob {
  * that has it to every node that lacks it. Node to node by default: for each file, a chain from
  * the source through every node that needs it (runChain), each writing what it lacks while it
  * passes every byte on; a node the chain cannot serve gets the relay through this machine, and
- * why is said (options.relay: all of them). A blob is written to NAME.launcher-partial and moved
- * into place once its size (and SHA-256, where its name is one) checks out, so an interrupted sync
- * resumes from the bytes already there, whichever way they came.
+ * why is said (options.relay: all of them). A file is written to NAME.launcher-partial and moved
+ * into place once its size and SHA-256 check out, so an interrupted sync resumes from the bytes
+ * already there, whichever way they came. Every node's cache is untrusted (recipes mount it into
+ * containers): names, links and revisions from the source are checked (parseInspection) before
+ * they become paths, and every read and write goes through CACHE_PERL, which follows no link.
  */
 export async function syncWeights(recipe: Recipe, session: ClusterSession, nodes: readonly ClusterNode[], progress: TransferProgress, signal: AbortSignal, options: SyncOptions = {}): Promise<SyncResult> {
-  const report = await weightsReport(recipe, session, nodes);
-  const sourceReport = report.find((r) => r.present);
-  if (sourceReport === undefined) {
+  const inspected = await inspectAll(recipe, session, nodes);
+  const report = inspected.map((i) => i.weights);
+  const had = inspected.find((i) => i.weights.present);
+  if (had === undefined) {
     throw new UserError(`model ${recipe.model} is on no node:\n${report.map((r) => `  - ${r.node}: ${r.reason ?? "?"} (${r.path})`).join("\n")}`, "download it on one node first (huggingface-cli download), then sync");
   }
-  const revision = sourceReport.revision as string;
-  const source = session.docker.get(sourceReport.node) as DockerClient;
-  const sourceLoc = located(recipe, nodes.find((n) => n.name === sourceReport.node) as ClusterNode);
-  const sourceRepo = `${sourceLoc.hub}/${sourceLoc.repo}`;
-  const files: SnapshotFile[] = parseSnapshotListing(await ok(source, ["sh", "-c", LIST_SCRIPT, "sh", `${sourceRepo}/snapshots/${revision}`], "listing the snapshot"));
-  const blobs = new Map<string, { size: number; sha256?: string }>();
-  for (const f of files) {
-    if (f.link === undefined) continue;
-    const name = f.link.split("/").pop() as string;
-    const sha = blobSha256(f.link);
-    blobs.set(name, { size: f.size, ...(sha === undefined ? {} : { sha256: sha }) });
-  }
+  const revision = had.weights.revision as string;
+  const source = session.docker.get(had.weights.node) as DockerClient;
+  const sourceLoc = had.loc;
+  const snap = `snapshots/${revision}`;
+  const blobs = new Map<string, { size: number }>();
+  for (const f of had.files) if (f.blob !== undefined) blobs.set(f.blob, { size: f.size });
 
-  const targets = report.filter((r) => !r.present);
+  const targets = inspected.filter((i) => !i.weights.present);
   const docker = (node: string): DockerClient => session.docker.get(node) as DockerClient;
-  const repoOf = new Map(targets.map((t) => [t.node, t.path]));
+  const locOf = new Map(targets.map((t) => [t.weights.node, t.loc]));
   // Before any byte moves: every target has room for what it lacks, and the hop's tools. Asked
   // while the folders are made and the blobs read (one round trip fewer before the bytes).
   const routes = clusterRoutes(session.cluster.nodes);
   const probe = (node: string, path: string): Promise<NodeProbe> => ok(docker(node), ["sh", "-c", PROBE_SCRIPT, "sh", "path", path], "checking the node before the sync").then((out) => parseProbe(node, out));
   const probing = handled(Promise.all([
-    options.relay === undefined && targets.length > 0 ? probe(source.node, sourceRepo) : Promise.resolve(undefined),
-    Promise.all(targets.map((t) => probe(t.node, t.path))),
+    options.relay === undefined && targets.length > 0 ? probe(source.node, sourceLoc.path) : Promise.resolve(undefined),
+    Promise.all(targets.map((t) => probe(t.weights.node, t.loc.path))),
   ]));
-  // Each target's partial and complete blobs: what it still needs, and from which byte.
-  const states = await Promise.all(
-    targets.map(async (t) => {
-      const target = docker(t.node);
-      await ok(target, ["mkdir", "-p", `${t.path}/blobs`, `${t.path}/refs`, `${t.path}/snapshots/${revision}`], "making the cache folders");
-      const state = (await ok(target, ["sh", "-c", BLOB_STATE_SCRIPT, "sh", `${t.path}/blobs`, ...blobs.keys()], "reading the blobs there"))
-        .split("\n")
-        .filter(Boolean)
-        .map((l) => l.split(" "));
-      const offsets = new Map<string, number>();
-      for (const [name, complete, partial] of state) {
-        const blob = blobs.get(name as string);
-        if (blob === undefined || Number(complete) === blob.size) continue;
-        const have = Number(partial);
-        if (have > blob.size) await ok(target, ["rm", "-f", `${t.path}/blobs/${name}${PARTIAL}`], "removing an oversized partial blob");
-        offsets.set(name as string, have > 0 && have <= blob.size ? have : 0);
-      }
-      await Promise.all(
-        files.filter((x) => x.link === undefined).map((f) => ok(target, ["sh", "-c", `mkdir -p "$(dirname "$1")" && rm -f "$1${PARTIAL}"`, "sh", `${t.path}/snapshots/${revision}/${f.path}`], "preparing a plain file")),
-      );
-      return { node: t.node, offsets };
-    }),
-  );
+  const unnamed = targets.length === 0 ? [] : [...[...blobs.keys()].filter((b) => blobSha256(b) === undefined).map((b) => `blobs/${b}`), ...had.files.filter((f) => f.blob === undefined).map((f) => `${snap}/${f.path}`)];
+  const [digests, states] = await Promise.all([
+    sourceDigests(source, sourceLoc, unnamed),
+    Promise.all(targets.map(async (t) => ({ node: t.weights.node, offsets: await prepareTarget(docker(t.weights.node), t.loc, revision, had.files, blobs) }))),
+  ]);
   const jobs: FileJob[] = [
     ...[...blobs].map(([name, b]): FileJob => ({
       label: name.slice(0, 16),
-      from: `${sourceRepo}/blobs/${name}`,
+      rel: `blobs/${name}`,
       size: b.size,
-      ...(b.sha256 === undefined ? {} : { sha256: b.sha256 }),
-      to: (repo) => `${repo}/blobs/${name}`,
+      sha256: blobSha256(name) ?? (digests.get(`blobs/${name}`) as string),
       offsets: new Map(states.flatMap((s) => (s.offsets.has(name) ? [[s.node, s.offsets.get(name) as number] as const] : []))),
       blob: true,
     })),
-    ...files.filter((x) => x.link === undefined).map((f): FileJob => ({
+    ...had.files.filter((x) => x.blob === undefined).map((f): FileJob => ({
       label: f.path,
-      from: `${sourceRepo}/snapshots/${revision}/${f.path}`,
+      rel: `${snap}/${f.path}`,
       size: f.size,
-      to: (repo) => `${repo}/snapshots/${revision}/${f.path}`,
-      offsets: new Map(targets.map((t) => [t.node, 0])),
+      sha256: digests.get(`${snap}/${f.path}`) as string,
+      offsets: new Map(targets.map((t) => [t.weights.node, 0])),
       blob: false,
     })),
   ];
+  const fromPlace = (job: FileJob): Place => ({ root: sourceLoc.root, rel: `${sourceLoc.repo}/${job.rel}` });
+  const toPlace = (node: string, job: FileJob, suffix = ""): Place => {
+    const loc = locOf.get(node) as Located;
+    return { root: loc.root, rel: `${loc.repo}/${job.rel}${suffix}` };
+  };
 
   const [sourceProbe, probes] = await probing;
-  const need = new Map(targets.map((t) => [t.node, jobs.reduce((sum, j) => sum + (j.offsets.has(t.node) ? j.size - (j.offsets.get(t.node) ?? 0) : 0), 0)]));
+  const targetNodes = targets.map((t) => t.weights.node);
+  const need = new Map(targetNodes.map((n) => [n, jobs.reduce((sum, j) => sum + (j.offsets.has(n) ? j.size - (j.offsets.get(n) ?? 0) : 0), 0)]));
   checkSpace(probes, need, `model ${recipe.model}`);
   const plan = planRoutes(source.node, sourceProbe, probes, routes, options.relay);
   const relayWhy = new Map(plan.relay.map((r) => [r.node, r.why]));
@@ -264,9 +300,9 @@ export async function syncWeights(recipe: Recipe, session: ClusterSession, nodes
   };
   for (const r of plan.relay) sayRelay(r.node, r.why);
 
-  const totals = new Map(targets.map((t) => [t.node, { bytes: 0, resumed: 0, blobs: 0, from: undefined as string | undefined, path: undefined as TransferPath | undefined }]));
+  const totals = new Map(targetNodes.map((n) => [n, { bytes: 0, resumed: 0, blobs: 0, from: undefined as string | undefined, path: undefined as TransferPath | undefined }]));
   // Bytes of the files still on their way, per node: the progress line is what is done plus these.
-  const moving = new Map<string, Map<FileJob, number>>(targets.map((t) => [t.node, new Map()]));
+  const moving = new Map<string, Map<FileJob, number>>(targetNodes.map((n) => [n, new Map()]));
   const landed = (node: string, job: FileJob, bytes: number): void => {
     (totals.get(node) as { bytes: number }).bytes += bytes;
     moving.get(node)?.delete(job);
@@ -288,7 +324,7 @@ export async function syncWeights(recipe: Recipe, session: ClusterSession, nodes
     const direct = plan.direct.filter((r) => needing.includes(r.node) && !relayWhy.has(r.node));
     const relayOne = async (node: string, branch: AbortSignal): Promise<void> => {
       let n = 0;
-      await copyFrom(source, docker(node), job.from, `${job.to(repoOf.get(node) as string)}${PARTIAL}`, job.offsets.get(node) ?? 0, branch, (c) => {
+      await copyFrom(source, docker(node), fromPlace(job), toPlace(node, job, PARTIAL), job.offsets.get(node) ?? 0, branch, (c) => {
         n += c;
         show(node, n, "through this machine");
       });
@@ -299,8 +335,8 @@ export async function syncWeights(recipe: Recipe, session: ClusterSession, nodes
       if (direct.length === 0) return;
       const from = Math.min(...direct.map((r) => job.offsets.get(r.node) ?? 0));
       const out = await runChain(
-        { node: source.node, transport: source.transport, command: ["tail", "-c", `+${from + 1}`, "--", job.from] },
-        direct.map((r) => ({ ...r, transport: docker(r.node).transport, sink: APPEND(`${job.to(repoOf.get(r.node) as string)}${PARTIAL}`), skip: (job.offsets.get(r.node) ?? 0) - from })),
+        { node: source.node, transport: source.transport, command: cacheArgv("read", sourceLoc.root, fromPlace(job).rel, String(from)) },
+        direct.map((r) => ({ ...r, transport: docker(r.node).transport, sink: cacheArgv("append", ...placeArgs(toPlace(r.node, job, PARTIAL))), skip: (job.offsets.get(r.node) ?? 0) - from })),
         (node, bytes) => show(node, Math.max(0, bytes - ((job.offsets.get(node) ?? 0) - from)), `over ${routes.get(node)?.path ?? "?"}`),
         { signal: branch },
       );
@@ -318,25 +354,28 @@ export async function syncWeights(recipe: Recipe, session: ClusterSession, nodes
     await together(signal, [chain, ...needing.filter((n) => relayWhy.has(n) && !direct.some((r) => r.node === n)).map((n) => (b: AbortSignal) => relayOne(n, b))]);
     await Promise.all(
       needing.map(async (n) => {
-        await ok(docker(n), finishFile(job.to(repoOf.get(n) as string), job.size, job.sha256), `checking ${job.label}`);
+        const at = toPlace(n, job);
+        await cacheOp(docker(n), finishFile(at.root, at.rel, job.size, job.sha256), `checking ${job.label}`);
         if (job.blob) (totals.get(n) as { blobs: number }).blobs++;
       }),
     );
   });
-  const links = files.filter((x) => x.link !== undefined).flatMap((x) => [x.path, x.link as string]);
+  // Links exactly as parseInspection accepted them: each into blobs/ of this repo.
+  const links = had.files.flatMap((x) => (x.link === undefined ? [] : [x.path, x.link]));
+  const ref = had.ref;
   await Promise.all(
     targets.map(async (t) => {
-      const target = docker(t.node);
-      await ok(target, ["sh", "-c", LINK_SCRIPT, "sh", `${t.path}/snapshots/${revision}`, ...links], "linking the snapshot");
-      if (sourceLoc.revision === undefined) await ok(target, ["sh", "-c", 'printf %s "$2" > "$1"', "sh", `${t.path}/refs/main`, revision], "writing refs/main");
-      progress.node(t.node, totals.get(t.node)?.bytes ?? 0, true);
+      const target = docker(t.weights.node);
+      await cacheOp(target, cacheArgv("link", t.loc.root, `${t.loc.repo}/${snap}`, ...links), "linking the snapshot");
+      if (ref !== undefined) await cacheOp(target, cacheArgv("ref", t.loc.root, `${t.loc.repo}/refs/${ref.name}`, ref.commit), `writing refs/${ref.name}`);
+      progress.node(t.weights.node, totals.get(t.weights.node)?.bytes ?? 0, true);
     }),
   );
   const after = await weightsReport(recipe, session, nodes);
   const still = after.filter((a) => !a.present);
   if (still.length > 0) throw new RemoteError(still.map((s) => s.node).join(", "), "after the sync the snapshot is still incomplete", still.map((s) => `${s.node}: ${s.reason ?? "?"}`).join("\n"));
   return {
-    source: sourceReport.node,
+    source: had.weights.node,
     revision,
     nodes: report.map((r): SyncedNode => {
       const t = totals.get(r.node);

@@ -1,5 +1,6 @@
 import { UserError } from "../config/errors.js";
 import { IMAGE, kindProblem } from "../config/kinds.js";
+import { revisionProblem } from "./weights.js";
 
 /**
  * The download commands a huggingface_hub image offers, tried in this order: `hf` (huggingface_hub
@@ -23,8 +24,6 @@ export const CONTAINER_HF_HOME = "/launcher-hf";
  * character, so never with a dash that a CLI would read as a flag.
  */
 const REPO_ID = /^(?:\w(?:[\w.-]*\w)?\/)?\w(?:[\w.-]{0,94}\w)?$/;
-/** A branch, tag or commit: no leading dash (it would be read as a flag), no spaces, no `..`. */
-const REVISION = /^[\w.][\w./-]*$/;
 
 export interface DownloadSpec {
   readonly image: string;
@@ -45,7 +44,8 @@ export function checkDownload(spec: Pick<DownloadSpec, "image" | "model" | "revi
   const image = kindProblem(IMAGE, "image", spec.image);
   if (image !== undefined) throw new UserError(image.message, image.hint);
   if (!REPO_ID.test(spec.model)) throw new UserError(`model "${spec.model}" is not a Hugging Face repo id`, "write NAMESPACE/NAME, e.g. Qwen/Qwen3-0.6B, in the recipe's model");
-  if (spec.revision !== undefined && (!REVISION.test(spec.revision) || spec.revision.includes(".."))) {
+  // One rule with the cache's (plan/weights.ts): the revision is also a path there, snapshots/REV.
+  if (spec.revision !== undefined && revisionProblem(spec.revision) !== undefined) {
     throw new UserError(`revision "${spec.revision}" is not a branch, tag or commit`, "pin a revision such as main or a 40-hex commit in the recipe's args");
   }
   if (spec.endpoint !== undefined) endpointProblem(spec.endpoint);

@@ -1,4 +1,5 @@
 import type { ClusterNode } from "../cluster/cluster.js";
+import { RemoteError } from "../config/errors.js";
 import { adapterOf } from "../engine/registry.js";
 import { findAnyFlag, flagsOfWords } from "../recipe/args.js";
 import type { Recipe } from "../recipe/recipe.js";
@@ -31,28 +32,137 @@ export function weightsLocation(recipe: Recipe, node: ClusterNode): WeightsLocat
   };
 }
 
-/** One file of a snapshot as the source lists it: a link to a blob (the usual case) or a plain file. */
-export interface SnapshotFile {
-  readonly path: string;
-  readonly size: number;
-  /** The symlink's target as written (../../blobs/HASH); undefined for a plain file. */
-  readonly link?: string;
+/**
+ * A revision, as a recipe pins it and as refs/* hold it: a commit (40 hex, huggingface_hub
+ * file_download.py REGEX_COMMIT_HASH) or a plain branch or tag name: parts of letters, digits,
+ * `_`, `.` and `-` between single `/`, none starting with `.` or `-`, no `..`. It becomes a path
+ * (snapshots/REV) and a command-line word, so nothing else passes.
+ */
+const REVISION = /^(?:[0-9a-f]{40}|[A-Za-z0-9_][A-Za-z0-9_.-]*(?:\/[A-Za-z0-9_][A-Za-z0-9_.-]*)*)$/;
+
+/** Why `value` is no revision, or undefined when it is one. */
+export function revisionProblem(value: string): string | undefined {
+  if (value === "") return "it is empty";
+  if (value.length > 200) return "it is over 200 characters";
+  if (!REVISION.test(value) || value.includes("..")) return "it is neither a 40-hex commit nor a plain branch or tag name";
+  return undefined;
 }
 
-/** `L SIZE LINK PATH` / `F SIZE - PATH` lines, as LIST_SNAPSHOT prints them. */
-export function parseSnapshotListing(text: string): SnapshotFile[] {
-  const out: SnapshotFile[] = [];
-  for (const line of text.split("\n")) {
-    const m = /^([LF]) (\d+) (\S+) (.+)$/.exec(line);
-    if (!m) continue;
-    const path = (m[4] as string).replace(/^\.\//, "");
-    out.push(m[1] === "L" ? { path, size: Number(m[2]), link: m[3] as string } : { path, size: Number(m[2]) });
-  }
-  return out;
+/** The checks a name from a node's listing must pass, in order: the first that fails says why. */
+const NAME_RULES: readonly (readonly [(p: string) => boolean, string])[] = [
+  [(p) => p === "", "an empty name"],
+  [(p) => p.length > 1024, "a name over 1024 characters"],
+  [(p) => /[\x00-\x1f\x7f]/.test(p), "a control character (a newline?) in the name"],
+  [(p) => p.startsWith("/"), "an absolute path"],
+  [(p) => p.split("/").some((s) => s === "" || s === "." || s === ".."), "a `.`, `..` or empty part, which would leave the snapshot"],
+];
+
+/** Why a file name a node listed under snapshots/REV/ is refused, or undefined. */
+export const namePathProblem = (path: string): string | undefined => NAME_RULES.find(([bad]) => bad(path))?.[1];
+
+/**
+ * A blob's name: its ETag, which is the file's SHA-256 for an LFS file and its git blob SHA-1 for
+ * one stored in git (huggingface_hub file_download.py, hf_hub_url's notes, at 003956d3e85b).
+ */
+const BLOB_NAME = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+
+/**
+ * The blob a snapshot file at `path` links to, or why the link is refused. huggingface_hub links
+ * each file to its blob by the relative path from the link's folder (os.path.relpath, as
+ * are_symlinks_supported says _create_symlink does): `../` once per folder of `path`, twice more
+ * for snapshots/REV, then blobs/NAME. Anything else could point outside the repo.
+ */
+export function linkedBlob(path: string, link: string): { blob: string } | { problem: string } {
+  const ups = "../".repeat(path.split("/").length + 1);
+  const name = link.startsWith(`${ups}blobs/`) ? link.slice(ups.length + "blobs/".length) : undefined;
+  if (name === undefined || !BLOB_NAME.test(name)) return { problem: `it links to ${shown(link)}, not to a blob of this repo (${ups}blobs/HASH)` };
+  return { blob: name };
 }
 
 /** A blob's name is its SHA-256 when it is 64 hex digits (LFS files), which lets a copy be checked. */
-export const blobSha256 = (link: string): string | undefined => {
-  const name = link.split("/").pop() ?? "";
-  return /^[0-9a-f]{64}$/.test(name) ? name : undefined;
+export const blobSha256 = (name: string): string | undefined => (/^[0-9a-f]{64}$/.test(name) ? name : undefined);
+
+/** Text from a node, quoted and bounded for a message. */
+const shown = (s: string): string => JSON.stringify(s.length > 120 ? `${s.slice(0, 120)}...` : s);
+
+/** One file of a snapshot as a node holds it: a link to a blob (the usual case) or a plain file. */
+export interface SnapshotFile {
+  readonly path: string;
+  /** The blob's size for a link (-1: the blob is absent), the file's for a plain file. */
+  readonly size: number;
+  /** The blob a link points to (its name under blobs/); undefined for a plain file. */
+  readonly blob?: string;
+  /** The link as written (../../blobs/NAME). */
+  readonly link?: string;
+}
+
+/** What a node holds of a repo: why it lacks the snapshot, or the snapshot's files. */
+export type Inspection =
+  | { readonly kind: "missing"; readonly reason: string }
+  | { readonly kind: "snapshot"; readonly revision: string; readonly files: readonly SnapshotFile[]; readonly ref?: { readonly name: string; readonly commit: string } };
+
+const utf8 = (hex: string): string | undefined => {
+  if (!/^(?:[0-9a-f]{2})*$/.test(hex)) return undefined;
+  const bytes = Buffer.from(hex, "hex");
+  const text = bytes.toString("utf8");
+  return Buffer.from(text, "utf8").equals(bytes) ? text : undefined;
 };
+
+/**
+ * The lines CACHE_PERL's `inspect` prints (src/transfer/hf-cache.ts) as an Inspection, every name
+ * and link checked; anything a node could use to send sync outside the repo is a RemoteError naming
+ * the node and the file (a ref file's content is never shown: it may be anything). `repoPath` is
+ * the repo folder as messages name it, `pin` the recipe's revision ("" for refs/main).
+ */
+export function parseInspection(node: string, repoPath: string, pin: string, text: string): Inspection {
+  const refused = (file: string, why: string): RemoteError =>
+    new RemoteError(node, `${repoPath}/${file}: ${why}; launcher reads nothing further of this cache`, undefined, "something other than huggingface_hub wrote this cache (a container that mounts it read-write?): remove the repo folder there and download the model again");
+  const lines = text.split("\n");
+  let revision = pin;
+  let ref: { name: string; commit: string } | undefined;
+  const files: SnapshotFile[] = [];
+  for (const line of lines) {
+    const [word, a = "", b = "", c = ""] = line.split(" ");
+    if (word === "missing") return { kind: "missing", reason: `${line.slice(8)}${line === "missing no snapshot" ? ` ${revision}` : ""}` };
+    if (word === "ref") {
+      const name = utf8(a) ?? "?";
+      const value = (utf8(b) ?? "\0").replace(/\n$/, "");
+      const problem = revisionProblem(value);
+      if (problem !== undefined) throw refused(`refs/${name}`, `${problem} (${Buffer.from(b, "hex").length} bytes)`);
+      revision = value;
+      ref = { name, commit: value };
+    } else if (word === "L" || word === "F" || word === "O") {
+      const decoded = utf8(b);
+      const path = decoded ?? "";
+      const where = `snapshots/${revision}`;
+      const pathProblem = decoded === undefined ? "a name that is not UTF-8" : namePathProblem(path);
+      if (pathProblem !== undefined) throw refused(where, `lists ${shown(path)}: ${pathProblem}`);
+      if (word === "O") throw refused(`${where}/${path}`, "neither a file nor a link");
+      const size = Number(a);
+      if (word === "F") files.push({ path, size });
+      else {
+        const link = utf8(c) ?? "";
+        const linked = linkedBlob(path, link);
+        if ("problem" in linked) throw refused(`${where}/${path}`, linked.problem);
+        files.push({ path, size, blob: linked.blob, link });
+      }
+    } else if (word === "end") {
+      if (revisionProblem(revision) !== undefined) throw refused("refs", `no snapshot for revision ${shown(revision)}`);
+      return { kind: "snapshot", revision, files, ...(ref === undefined ? {} : { ref }) };
+    }
+  }
+  throw new RemoteError(node, `the listing of ${repoPath} was cut short`, undefined, "run it again");
+}
+
+/** A snapshot's count, its bytes (each blob once, as on disk) and its links to absent blobs. */
+export function snapshotTotals(files: readonly SnapshotFile[]): { files: number; bytes: number; broken: number } {
+  const blobs = new Map<string, number>();
+  let bytes = 0;
+  for (const f of files) {
+    if (f.blob === undefined) bytes += f.size;
+    else if (f.size >= 0) blobs.set(f.blob, f.size);
+  }
+  for (const s of blobs.values()) bytes += s;
+  const broken = files.filter((f) => f.size < 0).length;
+  return { files: files.length - broken, bytes, broken };
+}

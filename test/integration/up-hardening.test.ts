@@ -1,4 +1,8 @@
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { describe, test } from "node:test";
 import { launcher, launcherContainers, launcherProcess, onHost, slowLinks, variant, within, practiceSuite } from "./practice-cluster.js";
 
@@ -14,8 +18,8 @@ async function downAll(): Promise<void> {
 }
 
 /** Starts `up` and resolves once its stderr matches `ready`; the caller signals it. */
-async function upUntil(args: string[], ready: RegExp) {
-  const child = launcherProcess(["up", ...args]);
+async function upUntil(args: string[], ready: RegExp, env: NodeJS.ProcessEnv = {}) {
+  const child = launcherProcess(["up", ...args], env);
   let stderr = "";
   child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
   const closed = new Promise<number | null>((resolve) => child.on("close", resolve));
@@ -93,12 +97,15 @@ describe("up hardening on the practice cluster", { concurrency: false }, () => {
   });
 
   test("Ctrl-C during preflight: nothing starts, exit 130 at once, history says interrupted", async () => {
-    // n2's refs/main becomes a FIFO: preflight's weights check (HF_HUB_OFFLINE=1) blocks there, as
-    // on a hung network filesystem, so preflight lasts until the signal comes.
-    const refs = "~/.cache/practice/huggingface/hub/models--practice--tiny-moe/refs";
-    onHost(2, ["sh", "-c", `cd ${refs} && mv main main.saved && mkfifo main`]);
+    // A node that stops answering in the middle of the preflight, as on a hung network filesystem:
+    // this machine's ssh is wrapped so that the weights check of n2 (the cache's `inspect`, which
+    // only the preflight runs) never returns, so the preflight lasts until the signal comes. A
+    // FIFO at refs/main no longer serves: the cache check refuses anything but a regular file.
+    const shim = mkdtempSync(path.join(tmpdir(), "launcher-ssh-shim-"));
+    const real = execFileSync("sh", ["-c", "command -v ssh"], { encoding: "utf8" }).trim();
+    writeFileSync(path.join(shim, "ssh"), `#!/bin/sh\ncase "$*" in *lnch-n2*" inspect "*) exec sleep 120 ;; esac\nexec ${real} "$@"\n`, { mode: 0o755 });
     try {
-      const boot = await upUntil(["practice-2x", "--name", "preflown"], /preflight of preflown on n1, n2/);
+      const boot = await upUntil(["practice-2x", "--name", "preflown"], /preflight of preflown on n1, n2/, { PATH: `${shim}:${process.env.PATH ?? ""}` });
       const signalled = Date.now();
       boot.child.kill("SIGINT");
       assert.equal(await boot.closed, 130, boot.stderr());
@@ -107,8 +114,7 @@ describe("up hardening on the practice cluster", { concurrency: false }, () => {
       assert.deepEqual(launcherContainers(HOSTS), []);
       assert.equal((await lastBoot()).outcome, "interrupted");
     } finally {
-      // Release a reader still blocked on the FIFO, then put refs/main back.
-      onHost(2, ["sh", "-c", `cd ${refs} && { timeout 2 sh -c 'echo > main' || true; } && rm -f main && mv main.saved main`]);
+      rmSync(shim, { recursive: true, force: true });
       await downAll();
     }
   });

@@ -7,6 +7,7 @@ import path from "node:path";
 import { after, test } from "node:test";
 import { finishFile } from "../../src/deploy/models.js";
 import { RESUMED_PARTIAL } from "../../src/plan/pull-space.js";
+import { UNSAFE_EXIT } from "../../src/transfer/hf-cache.js";
 
 // The end of every synced file, run for real on this machine (sh, stat, openssl, sha256sum;
 // scripts/install-deps installs openssl): openssl's digest is taken when it matches, coreutils'
@@ -24,10 +25,11 @@ const which = (tool: string): string => spawnSync("sh", ["-c", 'command -v "$1"'
 let n = 0;
 
 /** Writes `content` as a partial copy and runs finishFile on it, with `PATH` when given. */
-function finish(content: Buffer, size: number, digest: string | undefined, PATH?: string): { code: number | null; out: string; file: string } {
-  const file = path.join(dir, `blob ${n++}`);
+function finish(content: Buffer, size: number, digest: string, PATH?: string): { code: number | null; out: string; file: string } {
+  const name = `blob ${n++}`;
+  const file = path.join(dir, name);
   writeFileSync(`${file}${RESUMED_PARTIAL.sync}`, content);
-  const [cmd, ...args] = finishFile(file, size, digest);
+  const [cmd, ...args] = finishFile(dir, name, size, digest);
   const r = spawnSync(cmd as string, args, { encoding: "utf8", env: { ...process.env, ...(PATH === undefined ? {} : { PATH }) } });
   return { code: r.status, out: r.stdout + r.stderr, file };
 }
@@ -36,7 +38,7 @@ function finish(content: Buffer, size: number, digest: string | undefined, PATH?
 function tools(name: string, stand: Record<string, string> = {}): string {
   const bin = path.join(dir, name);
   mkdirSync(bin);
-  for (const tool of ["sh", "stat", "sha256sum", "cut", "mv", "rm"]) if (stand[tool] === undefined) symlinkSync(which(tool), path.join(bin, tool));
+  for (const tool of ["sh", "perl", "stat", "sha256sum", "cut", "mv", "rm"]) if (stand[tool] === undefined) symlinkSync(which(tool), path.join(bin, tool));
   for (const [tool, text] of Object.entries(stand)) {
     writeFileSync(path.join(bin, tool), text);
     chmodSync(path.join(bin, tool), 0o755);
@@ -100,7 +102,22 @@ test("an openssl that answers otherwise never decides: coreutils does, both ways
   }
 });
 
-test("a file of unknown digest (not a blob): its size alone decides", () => {
-  const r = finish(Buffer.from("{}\n"), 3, undefined);
-  assert.equal(r.code, 0, r.out);
+test("a small file too: its SHA-256 (computed on the source) decides, not its size alone", () => {
+  const text = Buffer.from("{}\n");
+  assert.equal(finish(text, 3, createHash("sha256").update(text).digest("hex")).code, 0);
+  const r = finish(Buffer.from("[]\n"), 3, createHash("sha256").update(text).digest("hex"));
+  assert.equal(r.code, 6, r.out);
+});
+
+test("a partial copy planted as a link (to a file outside) is refused before it is read or moved, and the file it points to stays", () => {
+  const outside = path.join(dir, "authorized_keys");
+  writeFileSync(outside, "ssh-ed25519 AAAA me\n");
+  const name = `blob ${n++}`;
+  symlinkSync(outside, path.join(dir, `${name}${RESUMED_PARTIAL.sync}`));
+  const [cmd, ...args] = finishFile(dir, name, 20, sha);
+  const r = spawnSync(cmd as string, args, { encoding: "utf8" });
+  assert.equal(r.status, UNSAFE_EXIT, r.stdout + r.stderr);
+  assert.match(r.stderr, /is a symbolic link/);
+  assert.equal(existsSync(path.join(dir, name)), false);
+  assert.equal(readFileSync(outside, "utf8"), "ssh-ed25519 AAAA me\n");
 });

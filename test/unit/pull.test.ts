@@ -113,7 +113,7 @@ function fakeNode(runs: FakeRun[], disk: FakeDisk = {}) {
       calls.exec.push([...argv]);
       calls.execStdin.push(options?.stdin ?? "");
       const script = argv[2] ?? "";
-      if (script.includes("missing no folder")) return { code: 0, stdout: downloaded ? `ok ${REV} 2\n` : "missing no folder\n", stderr: "" };
+      if (argv[4] === "inspect") return { code: 0, stdout: downloaded ? INSPECTED : "missing no folder\n", stderr: "" };
       if (script.includes("curl")) return { code: 0, stdout: `${HUB_INFO}\n200`, stderr: "" };
       if (script.includes("-printf")) return { code: 0, stdout: disk.blobs ?? "", stderr: "" };
       if (script.includes("flock")) return { code: 0, stdout: argv.slice(6).filter((n) => !(disk.locked ?? []).includes(n)).map((n) => `removed ${n}\n`).join(""), stderr: "" };
@@ -148,6 +148,9 @@ function fakeNode(runs: FakeRun[], disk: FakeDisk = {}) {
 }
 
 const REV = "5e1f0c4a9b8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f";
+const hex = (s: string): string => Buffer.from(s).toString("hex");
+/** What CACHE_PERL's inspect prints for the downloaded snapshot (src/transfer/hf-cache.ts). */
+const INSPECTED = `ref ${hex("main")} ${hex(REV)}\nsnapshot\nL 70 ${hex("config.json")} ${hex(`../../blobs/${"0".repeat(40)}`)}\nL 64 ${hex("model.safetensors")} ${hex(`../../blobs/${"b".repeat(64)}`)}\nend\n`;
 const NODE: ClusterNode = { name: "n1", rank: 0, host: "n1", user: "ai", home: "/home/ai", hca: [], gpus: 1 };
 const SECRET = "hf_abcdefSECRET123";
 const practice = (): Recipe => {

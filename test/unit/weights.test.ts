@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { ClusterNode } from "../../src/cluster/cluster.js";
-import { blobSha256, parseSnapshotListing, weightsLocation } from "../../src/plan/weights.js";
+import { blobSha256, weightsLocation } from "../../src/plan/weights.js";
 import { fileRecipeSource } from "../../src/recipe/fs-source.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";
 
@@ -25,14 +25,8 @@ test("weights: the hub of the HF_HOME mount (the vision seed's NAS), else ~/.cac
   assert.equal(weightsLocation(seed("dsv41-flash-4x-dcp2"), { ...node, home: undefined } as unknown as ClusterNode), undefined, "~ without a known home");
 });
 
-test("snapshot listings: links to blobs and plain files; SHA-256 blob names are checkable", () => {
-  const files = parseSnapshotListing("L 66 ../../blobs/ab12 ./config.json\nF 10 - ./README.md\nL 5 ../../../blobs/cd34 ./sub/dir/x.bin\nnoise\n");
-  assert.deepEqual(files, [
-    { path: "config.json", size: 66, link: "../../blobs/ab12" },
-    { path: "README.md", size: 10 },
-    { path: "sub/dir/x.bin", size: 5, link: "../../../blobs/cd34" },
-  ]);
+test("SHA-256 blob names are checkable; a git blob id is not", () => {
   const sha = "b4cc28da729ab6cc58b96e890e1a687f959a54468980c8b8d5b27e0b5acbd468";
-  assert.equal(blobSha256(`../../blobs/${sha}`), sha);
-  assert.equal(blobSha256("../../blobs/5d3e1c2f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d"), undefined, "a git blob id is not a SHA-256 of the content");
+  assert.equal(blobSha256(sha), sha);
+  assert.equal(blobSha256("5d3e1c2f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d"), undefined, "a git blob id is not a SHA-256 of the content");
 });
