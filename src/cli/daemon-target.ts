@@ -1,12 +1,13 @@
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, hostname } from "node:os";
 import path from "node:path";
 import { Option } from "commander";
 import { UserError } from "../config/errors.js";
 import { readTextFile } from "../config/read-file.js";
 import { chooseDaemon, RUN_A_DAEMON, type DaemonTarget } from "../daemon/client.js";
-import { LocalDaemonSchema, type LocalDaemon } from "../daemon/protocol.js";
-import { isAlive } from "../deploy/locks.js";
+import type { LocalDaemon } from "../daemon/protocol.js";
+import { localDaemonFacts, localDaemonVerdict } from "../daemon/local-daemon.js";
+import { consoleOutput } from "./output.js";
 import { parseKeyFile } from "../gateway/auth.js";
 import { storeDir } from "../store/store.js";
 
@@ -19,15 +20,21 @@ export function daemonOption(): Option {
 export const localDaemonFile = (): string => path.join(storeDir(process.env, homedir()), "daemon.json");
 
 function readLocalDaemon(): LocalDaemon | undefined {
+  return localDaemonFacts(localDaemonFile())?.record;
+}
+
+/**
+ * This user's own daemon on this machine, when its record is to be believed
+ * (src/daemon/local-daemon.ts); a record that is not is said once, and the command runs here.
+ */
+function trustedLocalDaemon(warn: (line: string) => void): { url: string; socket: string } | undefined {
   const file = localDaemonFile();
-  if (!existsSync(file)) return undefined;
-  try {
-    const parsed = LocalDaemonSchema.safeParse(JSON.parse(readFileSync(file, "utf8")));
-    return parsed.success ? parsed.data : undefined;
-  } catch {
-    // A half-written or foreign file is no daemon.
-    return undefined;
-  }
+  const facts = localDaemonFacts(file);
+  if (facts === undefined) return undefined;
+  const verdict = localDaemonVerdict(facts, { uid: process.getuid?.() ?? -1, host: hostname() });
+  if ("use" in verdict) return verdict.use;
+  if (verdict.skip !== undefined) warn(`not using the daemon that ${file} names: ${verdict.skip}; running in this process`);
+  return undefined;
 }
 
 /**
@@ -45,13 +52,15 @@ function adminKey(): string | undefined {
 }
 
 /** The daemon this command talks to, or undefined: it runs in this process. */
-export function findDaemon(flag: string | undefined): DaemonTarget | undefined {
+export function findDaemon(flag: string | undefined, warn: (line: string) => void = consoleOutput.warn): DaemonTarget | undefined {
   const env = process.env.LAUNCHER_DAEMON;
-  const local = readLocalDaemon();
-  const url = chooseDaemon({ ...(flag === undefined ? {} : { flag }), ...(env === undefined ? {} : { env }), ...(local === undefined ? {} : { local }), host: hostname(), alive: isAlive });
-  if (url === undefined) return undefined;
-  const key = adminKey();
-  return { url, ...(key === undefined ? {} : { key }) };
+  // LAUNCHER_DAEMON=none never looks at the local record.
+  const local = (flag ?? env) === "none" ? undefined : trustedLocalDaemon(warn);
+  const chosen = chooseDaemon({ ...(flag === undefined ? {} : { flag }), ...(env === undefined ? {} : { env }), ...(local === undefined ? {} : { local }) });
+  if (chosen === undefined) return undefined;
+  // Through the owner's socket no key is asked, and none is sent.
+  const key = chosen.socket === undefined ? adminKey() : undefined;
+  return { ...chosen, ...(key === undefined ? {} : { key }) };
 }
 
 /** The daemon, for commands that only make sense through one (`attach`). */
@@ -65,11 +74,11 @@ export function requireDaemon(flag: string | undefined, what: string): DaemonTar
  * Writes the local daemon's file (the URL this machine's CLI reaches it at, and its pid) and
  * returns what removes it again, when it is still this daemon's.
  */
-export function advertiseLocalDaemon(listenHost: string, port: number): () => void {
+export function advertiseLocalDaemon(listenHost: string, port: number, socket: string): () => void {
   const wildcard = listenHost === "0.0.0.0" || listenHost === "::";
   const host = wildcard ? "127.0.0.1" : listenHost.includes(":") ? `[${listenHost}]` : listenHost;
   const file = localDaemonFile();
-  const record: LocalDaemon = { url: `http://${host}:${port}`, pid: process.pid, host: hostname() };
+  const record: LocalDaemon = { url: `http://${host}:${port}`, pid: process.pid, host: hostname(), socket };
   mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   writeFileSync(`${file}.tmp`, JSON.stringify(record), { mode: 0o600 });
   renameSync(`${file}.tmp`, file);

@@ -1,7 +1,8 @@
 import { readTextFile } from "../config/read-file.js";
 import type { Command } from "commander";
 import { UserError } from "../config/errors.js";
-import { engineApiMethods } from "../engine/registry.js";
+import { engineApiMethods, engineRefusedRoutes } from "../engine/registry.js";
+import { vouchFrom } from "../deploy/ownership.js";
 import { collectKeys, keyChecker } from "../gateway/auth.js";
 import { Discovery, staleAfterMs, type Snapshot, type WatchSource } from "../gateway/discovery.js";
 import { watchDeaths } from "../deploy/deaths.js";
@@ -17,7 +18,7 @@ import type { LaneRecord } from "../store/store.js";
 import { DEPLOYMENT_STATUSES } from "../deploy/contract.js";
 import { heldByLiveProcess, laneKey } from "../deploy/locks.js";
 import { parseDuration } from "./duration.js";
-import { clusterPath, loadCluster, openStore, selfArgv } from "./load.js";
+import { clusterOf, clusterPath, loadCluster, openStore, recipeDirs, selfArgv } from "./load.js";
 import type { Output } from "./output.js";
 import { clusterOption } from "./options.js";
 import { BootRegistry } from "../deploy/boots.js";
@@ -31,7 +32,10 @@ import { adoptBoots } from "../deploy/adopt.js";
 import { homedir } from "node:os";
 import type { Cluster } from "../cluster/cluster.js";
 import { storeDir } from "../store/store.js";
-import { FORGET_UPLOADED_AFTER_MS, forgetUploadedCluster, idleUploaded, keepUploadedCluster, keptUploadedClusters, keptUploadedText, uploadedClustersDir, uploadVerdict } from "../daemon/uploaded-clusters.js";
+import { clientPart, composeUploaded, FORGET_UPLOADED_AFTER_MS, forgetUploadedCluster, idleUploaded, keepUploadedCluster, keptUploadedClusters, keptUploadedText, uploadedClustersDir, uploadVerdict } from "../daemon/uploaded-clusters.js";
+import { clusterFileProblems, type DaemonScope } from "../daemon/admit.js";
+import { listenControlSocket, type ControlSocket } from "../daemon/control-socket.js";
+import { catalogueSource } from "../recipe/uploaded-source.js";
 
 interface ServeFlags {
   listen: string;
@@ -151,10 +155,19 @@ function superviseFrom(discovery: Discovery, supervisor: Supervisor, sessions: R
  */
 function clustersToWatch(named: readonly string[], uploadedDir: string, log: (line: string) => void): { file: string; cluster: Cluster }[] {
   const watched = named.map((file) => ({ file, cluster: loadCluster(file) }));
+  const [own] = watched;
   for (const file of keptUploadedClusters(uploadedDir)) {
     try {
-      const cluster = loadCluster(file);
-      if (!watched.some((w) => w.cluster.name === cluster.name)) watched.push({ file, cluster });
+      // Checked again as on upload (a file kept by an older launcher may set [ssh]), and given
+      // this daemon's [ssh] and [docker] as they are now.
+      const client = clientPart(readTextFile(file, "uploaded cluster file"));
+      const refused = clusterFileProblems(file, client);
+      if (refused.length > 0) throw new UserError(`it sets ${refused.map((d) => d.message.split(" ")[0]).join(", ")}, which a client's file may not`);
+      const text = own === undefined ? client : composeUploaded(client, own.cluster);
+      const cluster = clusterOf({ file, text });
+      if (watched.some((w) => w.cluster.name === cluster.name)) continue;
+      keepUploadedCluster(uploadedDir, cluster.name, { file, text });
+      watched.push({ file, cluster });
     } catch (e) {
       log(`not watching the uploaded cluster file ${file}: ${(e as Error).message}`);
     }
@@ -174,7 +187,7 @@ export function registerServe(program: Command, io: Output): void {
     .option("--restart-backoff <duration>", "for deployments started with up --restart: the wait before the second restart in a row, doubled for each further one (the first is at once)", "10s")
     .option("--upstream-timeout <duration>", "longest wait for an engine's first byte (a long non-streamed generation)", "60m")
     .option("--idle-timeout <duration>", "longest silence from an engine in the middle of an answer", "10m")
-    .option("--control", "also serve the control API (boots submitted by `launcher up`, attach, cancel): this machine only, or anywhere with an admin key")
+    .option("--control", "also serve the control API (boots submitted by `launcher up`, attach, cancel): to this user through a socket of its own, and over TCP to an admin key only")
     .option("--admin-key-file <file>", "the control API's admin keys, one per line (or $LAUNCHER_ADMIN_KEY); never an inference key")
     .action(async (flags: ServeFlags) => {
       // A daemon started in a terminal that closes goes on (its boots take an hour): SIGHUP is
@@ -188,10 +201,8 @@ export function registerServe(program: Command, io: Output): void {
       if (keys.length === 0 && !isLoopback(listen.host)) {
         throw new UserError(`refusing to listen on ${listen.host} without an API key: anyone on that network could use the cluster`, "pass --api-key-file FILE (or set LAUNCHER_API_KEY), or listen on 127.0.0.1");
       }
+      // Without an admin key the control API answers its own user's socket only, never TCP.
       const admin = flags.control ? adminKeys(flags) : [];
-      if (flags.control && admin.length === 0 && !isLoopback(listen.host)) {
-        throw new UserError(`refusing the control API on ${listen.host} without an admin key: anyone on that network could launch containers`, "pass --admin-key-file FILE (or set LAUNCHER_ADMIN_KEY), or listen on 127.0.0.1");
-      }
       // A client that may chat must not be able to launch containers: the two kinds of key never meet.
       if (admin.some((k) => keys.includes(k))) throw new UserError("an admin key is also an inference key", "give the control API a key of its own (--admin-key-file / LAUNCHER_ADMIN_KEY)");
       const pollMs = parseDuration(flags.poll, "--poll");
@@ -206,6 +217,8 @@ export function registerServe(program: Command, io: Output): void {
         watched.map((w) => watchSource(w.cluster.name, w.file)),
         (line) => io.err(`launcher serve: ${line}`),
         staleAfterMs(pollMs),
+        // Only the launch `up` recorded is the deployment's; copied labels are reported, never obeyed.
+        vouchFrom(store, () => new Date()),
       );
       // Loaded here, not with the CLI: undici and prom-client are a quarter of every command's
       // start (about 0.2 s here), and only serve uses them. `up --detach` then `attach` (a new
@@ -224,24 +237,28 @@ export function registerServe(program: Command, io: Output): void {
       // name already uploaded replaces it (refused while a boot on it runs: uploadVerdict); one of
       // the daemon's own clusters is left as it is.
       const own = new Set(files.map((f, i) => clusters[i]?.name ?? f));
+      // All a client's submission may name here: these clusters by name, these recipes by name.
+      const scope: DaemonScope = { own: clusters.slice(0, files.length), catalogue: catalogueSource(recipeDirs()) };
+      const ownDefault = clusters[0] as Cluster;
       // Uploaded clusters watched now -> when last seen with a deployment or a boot (idleUploaded).
       const uploadedBusy = new Map(watched.filter((w) => !own.has(w.cluster.name)).map((w) => [w.cluster.name, Date.now()]));
+      // Kept and compared as it is booted on: the client's text with this daemon's [ssh] and [docker].
       const verdict = (cluster: Cluster, file: { readonly text: string }, bootRunning: boolean) =>
         uploadVerdict(cluster.name, {
           own: own.has(cluster.name),
           keptText: uploadedBusy.has(cluster.name) ? keptUploadedText(uploadedDir, cluster.name) : undefined,
-          text: file.text,
+          text: composeUploaded(file.text, ownDefault),
           bootRunning,
         });
       const bootOn = (name: string): boolean => registry.list().some((b) => b.running && b.identity.cluster === name);
       const watchUploaded = (cluster: Cluster, file: { readonly file: string; readonly text: string }): void => {
         // Its boot was accepted (refuse said yes): that boot is the one running on it now.
         const v = verdict(cluster, file, false);
-        if (v.kind === "own" || v.kind === "same" || v.kind === "refuse") {
-          uploadedBusy.set(cluster.name, Date.now());
+        if (v.kind === "same" || v.kind === "refuse") {
+          if (v.kind === "same") uploadedBusy.set(cluster.name, Date.now());
           return;
         }
-        const kept = keepUploadedCluster(uploadedDir, cluster.name, file);
+        const kept = keepUploadedCluster(uploadedDir, cluster.name, { file: file.file, text: composeUploaded(file.text, ownDefault) });
         const session = openSession(cluster);
         sessions.set(cluster.name, session);
         uploadedBusy.set(cluster.name, Date.now());
@@ -304,14 +321,16 @@ export function registerServe(program: Command, io: Output): void {
         return table;
       };
 
-      const control = flags.control
-        ? controlApi({
-            ...(admin.length === 0 ? {} : { checkAdmin: keyChecker(admin) }),
-            registry,
-            submit: bootSubmitter(registry, store, files[0] as string, (line) => io.err(`launcher serve: ${line}`), { refuse: (cluster, file) => { const v = verdict(cluster, file, bootOn(cluster.name)); return v.kind === "refuse" ? v.message : undefined; }, accepted: watchUploaded }),
-            maxBodyBytes: 1024 * 1024,
-          })
-        : undefined;
+      const submit = bootSubmitter(registry, store, scope, log, {
+        refuse: (cluster, file) => {
+          const v = verdict(cluster, file, bootOn(cluster.name));
+          return v.kind === "refuse" ? v.message : undefined;
+        },
+        accepted: watchUploaded,
+      }, keys.length > 0);
+      const controlOptions = { registry, submit, maxBodyBytes: 1024 * 1024 };
+      // Over TCP: the admin key only. Through the socket (below): this user only.
+      const control = flags.control ? controlApi({ ...controlOptions, ...(admin.length === 0 ? {} : { checkAdmin: keyChecker(admin) }) }) : undefined;
       const gateway = createGateway({
         ...(control === undefined ? {} : { control }),
         routes,
@@ -319,7 +338,7 @@ export function registerServe(program: Command, io: Output): void {
         metrics,
         health: () => {
           const s = discovery.snapshot();
-          return { deployments: s.deployments.length, unreachable: s.unreachable, discovered_at: s.at?.toISOString() ?? null, supervision: supervisor.describe() };
+          return { deployments: s.deployments.length, strangers: s.strangers, unreachable: s.unreachable, discovered_at: s.at?.toISOString() ?? null, supervision: supervisor.describe() };
         },
         staleness: () => discovery.staleness(),
         // Recorded by the `up` that booted it (src/deploy/launch.ts), read per request: a lane's
@@ -327,6 +346,8 @@ export function registerServe(program: Command, io: Output): void {
         engineKey: (t) => store.engineKey(t.cluster, t.deployment),
         // Every engine's routes: the gateway fronts deployments of any engine at once.
         apiMethods: engineApiMethods(),
+        apiRefused: engineRefusedRoutes(),
+        requireEngineKey: keys.length > 0,
         requestTimeoutMs: REQUEST_TIMEOUT_MS,
         upstreamFailed: () => discovery.refreshSoon(),
         headersTimeoutMs: parseDuration(flags.upstreamTimeout, "--upstream-timeout"),
@@ -366,8 +387,12 @@ export function registerServe(program: Command, io: Output): void {
       const port = typeof addr === "object" && addr !== null ? addr.port : listen.port;
       const shown = listen.host.includes(":") ? `[${listen.host}]` : listen.host;
       io.err(`launcher serve: listening on http://${shown}:${port}/v1 (${keys.length === 0 ? "no API key: loopback only" : `${keys.length} API key${keys.length === 1 ? "" : "s"}`}; clusters ${clusters.map((c) => c.name).join(", ")})`);
-      const advertised = flags.control ? advertiseLocalDaemon(listen.host, port) : undefined;
-      if (flags.control) io.err(`launcher serve: control API on http://${shown}:${port}${CONTROL_PREFIX} (${admin.length === 0 ? "no admin key: this machine only" : "admin key required"})`);
+      let socket: ControlSocket | undefined;
+      if (flags.control) {
+        socket = await listenControlSocket(storeDir(process.env, homedir()), controlApi({ ...controlOptions, ownerSocket: true }), REQUEST_TIMEOUT_MS);
+        io.err(`launcher serve: control API on http://${shown}:${port}${CONTROL_PREFIX} (${admin.length === 0 ? "no admin key: refused over TCP" : "admin key required"}) and on ${socket.path} (this user only)`);
+      }
+      const advertised = socket === undefined ? undefined : advertiseLocalDaemon(listen.host, port, socket.path);
 
       await new Promise<void>((resolve) => {
         const stop = (): void => {
@@ -393,6 +418,7 @@ export function registerServe(program: Command, io: Output): void {
       supervising.stop();
       await supervisor.stop();
       advertised?.();
+      await socket?.close();
       await discovery.stop();
       await gateway.close();
       store.close();

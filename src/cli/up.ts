@@ -10,6 +10,7 @@ import type { StateStore } from "../store/store.js";
 import { RemoteError, UserError } from "../config/errors.js";
 import { RUN_A_DAEMON, submitBoot } from "../daemon/client.js";
 import type { UpSubmission } from "../daemon/protocol.js";
+import { submissionPathProblem, submittedCluster, submittedRecipes, type DaemonScope } from "../daemon/admit.js";
 import { BootView, watchBoot } from "./boot-view.js";
 import { daemonOption, findDaemon } from "./daemon-target.js";
 import { parseDuration } from "./duration.js";
@@ -48,16 +49,20 @@ export interface PreparedUp {
 
 /**
  * `up`'s flags as the daemon receives them and as this process reads them: the same checks and
- * the same messages either way. `defaultCluster` is the daemon's own when the client named none.
+ * the same messages either way. `daemon`: run for a client, whose submission names nothing on
+ * this machine but the daemon's own clusters and recipes (src/daemon/admit.ts).
  */
-export function prepareUp(s: UpSubmission, io: Output, defaultCluster?: string): PreparedUp {
+export function prepareUp(s: UpSubmission, io: Output, daemon?: DaemonScope): PreparedUp {
   const timeoutMs = parseDuration(s.timeout ?? "60m", "--timeout");
   const drainMs = parseDuration(s.drain ?? "2m", "--drain");
   // Short leases are for tests that kill an `up`; the default suits real boots (README, "Two machines").
   const leaseMs = process.env.LAUNCHER_CLAIM_LEASE ? parseDuration(process.env.LAUNCHER_CLAIM_LEASE, "$LAUNCHER_CLAIM_LEASE") : DEFAULT_LEASE_MS;
-  // What the client sent is read as it read it; else the daemon's (or this process's) own files.
-  const cluster = s.cluster_file === undefined ? loadCluster(s.cluster ?? defaultCluster) : clusterOf(s.cluster_file);
-  const recipes = s.recipes === undefined || s.recipes.length === 0 ? undefined : uploadedSource(s.recipes, localRecipes());
+  // In a daemon: what the client sent, and the daemon's own clusters and recipes by name only.
+  // Here: this user's own files, as the command line names them.
+  const pathProblem = daemon === undefined ? undefined : submissionPathProblem(s);
+  if (pathProblem !== undefined) throw new UserError(pathProblem);
+  const cluster = daemon !== undefined ? submittedCluster(s, daemon) : s.cluster_file === undefined ? loadCluster(s.cluster) : clusterOf(s.cluster_file);
+  const recipes = daemon !== undefined ? submittedRecipes(s, daemon) : s.recipes === undefined || s.recipes.length === 0 ? undefined : uploadedSource(s.recipes, localRecipes());
   const restart = s.restart === undefined ? undefined : decodeRestartPolicy(s.restart);
   if (restart !== undefined && !restart.ok) {
     throw new UserError(`--restart ${restart.problem}`, "pass --restart on-failure (restart the whole group each time it fails after it served) or --restart on-failure:N (at most N times); launcher serve does the restarting");
@@ -138,7 +143,10 @@ const thisMachine: LocalFiles = {
 export function forTheDaemon(s: UpSubmission, here: LocalFiles = thisMachine): UpSubmission {
   const recipes = here.recipes(s.ref);
   const cluster = s.cluster === undefined ? undefined : here.cluster(s.cluster);
-  return { ...s, ...(recipes.length === 0 ? {} : { recipes }), ...(cluster === undefined ? {} : { cluster_file: cluster }) };
+  if (cluster === undefined) return { ...s, ...(recipes.length === 0 ? {} : { recipes }) };
+  // The file goes in place of its name: a name sent is one of the daemon's own clusters.
+  const { cluster: _named, ...rest } = s;
+  return { ...rest, ...(recipes.length === 0 ? {} : { recipes }), cluster_file: cluster };
 }
 
 export async function runUp(ref: string, flags: UpFlags, io: Output): Promise<void> {

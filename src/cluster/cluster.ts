@@ -13,6 +13,12 @@ export interface ClusterNode {
   readonly gpus: number;
   /** Where HTTP reaches the node; host may be an SSH alias that only ssh understands. */
   readonly address?: string;
+  /**
+   * The IP this machine's resolver gives for `address` when that is a name (never from the cluster
+   * file): the head's engine binds to it, since a name resolved on the node itself can say
+   * something else (Debian and Ubuntu map a machine's own name to 127.0.1.1 in /etc/hosts).
+   */
+  readonly address_ip?: string;
   /** Active RoCE ports, as detected (never from the cluster file): four means mesh or ring cabling. */
   readonly ports_up?: number;
   /** GiB of available memory below which the memory guard trips (src/deploy/memory-watch.ts memoryFloorGiB). */
@@ -31,6 +37,8 @@ export interface Cluster {
   readonly name: string;
   readonly api_port: number;
   readonly master_port: number;
+  /** Where the head's engine listens (the cluster file's api_bind; see src/plan/api-address.ts). Absent: "management". */
+  readonly api_bind?: string;
   readonly ssh: SshSettings;
   readonly run_args: readonly string[];
   readonly extra_args: readonly string[];

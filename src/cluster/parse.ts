@@ -1,6 +1,6 @@
 import { isIP } from "node:net";
 import path from "node:path";
-import { error, hasErrors, type Diagnostic } from "../config/diagnostic.js";
+import { error, hasErrors, warning, type Diagnostic } from "../config/diagnostic.js";
 import { ADDRESS, HCA, HOME, HOST, IFACE, kindDiagnostics, NODE_NAME, USER } from "../config/kinds.js";
 import { schemaDiagnostics } from "../config/schema-issues.js";
 import { parseTomlDocument, type TomlPath } from "../config/toml-document.js";
@@ -19,6 +19,26 @@ const knownKeys = (p: TomlPath): readonly string[] =>
 export function defaultHome(user: string | undefined): string | undefined {
   if (user === undefined) return undefined;
   return user === "root" ? "/root" : `/home/${user}`;
+}
+
+/**
+ * api_bind: one of the named choices or an IP literal (the engine binds to it as written; a name
+ * would be resolved inside the container, where it may mean another address). "any" works but
+ * opens every route the engine's key does not guard to the whole network: a warning.
+ */
+function apiBindDiagnostics(value: string | undefined, at: Diagnostic["loc"]): Diagnostic[] {
+  if (value === undefined || value === "management" || value === "loopback") return [];
+  if (value === "any") {
+    return [
+      warning(
+        at,
+        'api_bind = "any": the head\'s engine listens on every address, so anyone on its networks reaches the engine directly, past the gateway, including routes its API key does not guard (vLLM checks the key on /v1 only)',
+        'remove api_bind (default "management": the address launcher and its gateway use), or set "loopback" when they run on the head',
+      ),
+    ];
+  }
+  if (isIP(value) !== 0) return [];
+  return [error(at, `api_bind ${JSON.stringify(value)} is not "management", "loopback", "any" nor an IP address`, 'write one of them, e.g. api_bind = "management" (the default) or api_bind = "10.0.0.11"')];
 }
 
 export function parseCluster(file: string, text: string): ParsedCluster {
@@ -59,6 +79,7 @@ export function parseCluster(file: string, text: string): ParsedCluster {
       diagnostics.push(error(at("fabric_ip"), `nodes[${i}].fabric_ip ${JSON.stringify(n.fabric_ip)} is not an IP address`));
     }
   });
+  diagnostics.push(...apiBindDiagnostics(v.api_bind, doc.locate(["api_bind"])));
   if (hasErrors(diagnostics)) return { diagnostics };
 
   const dir = path.dirname(file);
@@ -90,6 +111,7 @@ export function parseCluster(file: string, text: string): ParsedCluster {
     name: v.name ?? path.basename(file, ".toml"),
     api_port: v.api_port ?? 8000,
     master_port: v.master_port ?? 29501,
+    ...(v.api_bind === undefined ? {} : { api_bind: v.api_bind }),
     ssh: {
       ...(config === undefined ? {} : { config }),
       ...(knownHosts === undefined ? {} : { known_hosts: knownHosts }),

@@ -45,6 +45,14 @@ export const clusterFileSchema = z
     name: z.string().optional().meta({ description: "Name of the cluster." }),
     api_port: z.number().int().min(1).max(65535).optional().meta({ description: "Port of the OpenAI API on the head.", default: 8000 }),
     master_port: z.number().int().min(1).max(65535).optional().meta({ description: "Rendezvous port (--master-port).", default: 29501 }),
+    api_bind: z
+      .string()
+      .optional()
+      .meta({
+        description:
+          "Where the head's engine listens for HTTP: \"management\" (the head's address, as launcher and its gateway reach it), \"loopback\" (127.0.0.1: launcher and its gateway run on the head), \"any\" (0.0.0.0: every address, so anyone on the network reaches the engine's routes that its key does not guard), or an IP address of the head.",
+        default: "management",
+      }),
     ssh: z
       .strictObject({
         config: z.string().optional().meta({ description: "SSH config file (relative to the cluster file)." }),

@@ -7,6 +7,8 @@ import { upUseCase } from "../deploy/up-use-case.js";
 import type { StateStore } from "../store/store.js";
 import type { Cluster } from "../cluster/cluster.js";
 import type { UpSubmission } from "./protocol.js";
+import { engineKeyRefusal } from "../gateway/engine-key.js";
+import type { DaemonScope } from "./admit.js";
 
 /** An Output whose every word becomes an event of the boot (the daemon has no terminal of its own). */
 export function eventOutput(emit: (e: UpEvent) => void): Output {
@@ -28,7 +30,8 @@ export function eventOutput(emit: (e: UpEvent) => void): Output {
 export function bootSubmitter(
   registry: BootRegistry,
   store: StateStore,
-  defaultCluster: string,
+  /** The daemon's own clusters and recipes: all a submission may name on its machine. */
+  scope: DaemonScope,
   log: (line: string) => void,
   /**
    * A cluster file the client sent: `refuse` says why a boot on it cannot be taken (undefined: it
@@ -39,6 +42,8 @@ export function bootSubmitter(
     readonly refuse: (cluster: Cluster, file: { readonly file: string; readonly text: string }) => string | undefined;
     readonly accepted: (cluster: Cluster, file: { readonly file: string; readonly text: string }) => void;
   },
+  /** The gateway has API keys: a recipe whose engine demands none is refused (src/gateway/engine-key.ts). */
+  engineKeyRequired = false,
 ): (s: UpSubmission) => BootEntry | readonly UpEvent[] {
   return (s) => {
     const early: UpEvent[] = [];
@@ -48,11 +53,13 @@ export function bootSubmitter(
     const refused = (e: unknown): readonly UpEvent[] => [...early, { type: "error", error: encodeError(e), t: Date.now() }];
     let prepared: PreparedUp;
     try {
-      prepared = prepareUp(s, io, defaultCluster);
+      prepared = prepareUp(s, io, scope);
     } catch (e) {
       return refused(e);
     }
     const accepted = identityOf(prepared);
+    const noKey = engineKeyRequired ? engineKeyRefusal(prepared.first) : undefined;
+    if (noKey !== undefined) return refused(noKey);
     const refusal = s.cluster_file === undefined ? undefined : uploaded?.refuse(prepared.cluster, s.cluster_file);
     if (refusal !== undefined) return refused(new UserError(refusal));
     let entry: BootEntry;

@@ -4,8 +4,11 @@ import { BootListSchema, CONTROL_PATHS, type BootSummary, type LocalDaemon, type
 
 /** A daemon to talk to, and the admin key to show it (never in the URL, never printed). */
 export interface DaemonTarget {
+  /** Its URL: where it is reached over TCP, and how messages name it. */
   readonly url: string;
   readonly key?: string;
+  /** The owner-only control socket of this user's own daemon on this machine: used in place of TCP. */
+  readonly socket?: string;
 }
 
 /** How to run a daemon, said wherever one is missing. */
@@ -17,20 +20,23 @@ export interface DaemonChoice {
   readonly flag?: string;
   /** `$LAUNCHER_DAEMON`: a URL, or `none` for no daemon even when a local one runs. */
   readonly env?: string;
-  /** The local daemon's file, when there is one. */
-  readonly local?: LocalDaemon;
-  readonly host: string;
-  readonly alive: (pid: number) => boolean;
+  /** This user's own daemon on this machine, already judged trustworthy (src/daemon/local-daemon.ts). */
+  readonly local?: { readonly url: string; readonly socket: string };
 }
 
-/** The daemon's URL: the flag, then the variable, then a live local daemon; undefined: run in this process. */
-export function chooseDaemon(c: DaemonChoice): string | undefined {
+/**
+ * The daemon to talk to: the flag, then the variable, then this user's local daemon; undefined:
+ * run in this process. A URL given that is the local daemon's is reached through its socket,
+ * which needs no key (its TCP port answers an admin key only).
+ */
+export function chooseDaemon(c: DaemonChoice): { url: string; socket?: string } | undefined {
   const given = c.flag ?? (c.env === undefined || c.env === "" ? undefined : c.env);
   if (given === "none") return undefined;
-  if (given !== undefined) return checkDaemonUrl(given, c.flag === undefined ? "LAUNCHER_DAEMON" : "--daemon");
-  // A file left by a daemon that died (or one of another machine sharing this home) is not one.
-  if (c.local !== undefined && c.local.host === c.host && c.alive(c.local.pid)) return c.local.url;
-  return undefined;
+  if (given !== undefined) {
+    const url = checkDaemonUrl(given, c.flag === undefined ? "LAUNCHER_DAEMON" : "--daemon");
+    return c.local !== undefined && c.local.url === url ? { ...c.local } : { url };
+  }
+  return c.local === undefined ? undefined : { ...c.local };
 }
 
 /** An http(s) URL without credentials in it (a key in a URL ends up in logs and `ps`). */
@@ -46,16 +52,37 @@ export function checkDaemonUrl(text: string, what: string): string {
   return url.origin;
 }
 
+/**
+ * An undici dispatcher that connects to a Unix socket (undici docs/docs/api/Client.md,
+ * `connect.socketPath`); loaded only when a socket is used, as undici's load is a tenth of a
+ * second of every command's start. Fetch is given it as `dispatcher`, which Node's fetch
+ * (undici inside) honours (undici docs/docs/api/Fetch.md).
+ */
+type Dispatcher = NonNullable<RequestInit["dispatcher"]>;
+const dispatchers = new Map<string, Dispatcher>();
+async function socketDispatcher(socket: string): Promise<Dispatcher> {
+  const known = dispatchers.get(socket);
+  if (known !== undefined) return known;
+  const { Agent } = await import("undici");
+  // The package's Agent and the one inside Node's fetch are two copies of one interface.
+  const agent = new Agent({ connect: { socketPath: socket } }) as unknown as Dispatcher;
+  dispatchers.set(socket, agent);
+  return agent;
+}
+
 function unreachable(target: DaemonTarget, e: unknown): UserError {
   const cause = (e as { cause?: { code?: string; message?: string } }).cause;
-  return new UserError(`cannot reach the daemon at ${target.url}: ${cause?.code ?? cause?.message ?? (e as Error).message}`, `start it (launcher serve --control), or pass --daemon URL / LAUNCHER_DAEMON=none to run here`);
+  return new UserError(`cannot reach the daemon at ${target.url}${target.socket === undefined ? "" : ` (through its socket ${target.socket})`}: ${cause?.code ?? cause?.message ?? (e as Error).message}`, `start it (launcher serve --control), or pass --daemon URL / LAUNCHER_DAEMON=none to run here`);
 }
 
 /** The daemon's answer when it is 2xx or one of `expected`; any other is the daemon's refusal, as a user error. */
 async function call(target: DaemonTarget, method: string, path: string, body: unknown, signal?: AbortSignal, expected: readonly number[] = []): Promise<Response> {
   let res: Response;
   try {
-    res = await fetch(`${target.url}${path}`, {
+    const dispatcher = target.socket === undefined ? undefined : await socketDispatcher(target.socket);
+    // Through the socket the URL's host and port are not used (nor checked: any port is fine).
+    res = await fetch(`${target.socket === undefined ? target.url : "http://localhost"}${path}`, {
+      ...(dispatcher === undefined ? {} : { dispatcher }),
       method,
       headers: { ...(body === undefined ? {} : { "content-type": "application/json" }), ...(target.key === undefined ? {} : { authorization: `Bearer ${target.key}` }) },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),

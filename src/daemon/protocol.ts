@@ -56,7 +56,13 @@ export const UpSubmissionSchema = z.strictObject({
 export type UpSubmission = z.infer<typeof UpSubmissionSchema>;
 
 /** The daemon the CLI finds on this machine when none is named: written by `launcher serve --control`. */
-export const LocalDaemonSchema = z.object({ url: z.string(), pid: z.number().int(), host: z.string() });
+export const LocalDaemonSchema = z.object({
+  url: z.string().max(2048),
+  pid: z.number().int().positive(),
+  host: z.string().max(1024),
+  /** The control socket of the daemon's own user (src/daemon/control-socket.ts); absent: a daemon without one. */
+  socket: z.string().max(4096).optional(),
+});
 export type LocalDaemon = z.infer<typeof LocalDaemonSchema>;
 
 /** Where a boot the daemon holds stands: running, or over (ready, or failed and rolled back). */

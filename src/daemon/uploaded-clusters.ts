@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import type { Cluster } from "../cluster/cluster.js";
 
 /*
  * Cluster files a remote client uploaded with its `up` (UpSubmission.cluster_file), kept by the
@@ -10,8 +11,10 @@ import path from "node:path";
  *
  * Each is kept under its own folder (named by a hash of the cluster's name: any name, no escaping)
  * with the client's file name, so that a file that does not name its cluster gets the same name
- * here (the name defaults to the file's base name, src/cluster/parse.ts). Paths the file gives
- * relative to itself (ssh.config, known_hosts, identity) resolve in that folder, not the client's.
+ * here (the name defaults to the file's base name, src/cluster/parse.ts). A client's file sets no
+ * [ssh] or [docker] (src/daemon/admit.ts refuses them): the kept file is the client's text with the
+ * daemon's own two tables after it (composeUploaded), so that the watcher of discovery, which reads
+ * the file, reaches the nodes as the daemon does.
  */
 
 /** The folder of uploaded cluster files under the daemon's state folder. */
@@ -24,16 +27,17 @@ export const FORGET_UPLOADED_AFTER_MS = 10 * 60_000;
 
 /** What the daemon does with a cluster file a client's `up` sent. */
 export type UploadVerdict =
-  | { readonly kind: "new" | "same" | "replace" | "own" }
+  | { readonly kind: "new" | "same" | "replace" }
   | { readonly kind: "refuse"; readonly message: string };
 
 /**
- * One of the daemon's own clusters (--cluster) is never replaced by a client's file; a kept one
+ * A client's file named as one of the daemon's own clusters (--cluster) is refused: it would
+ * otherwise be taken for the daemon's own, or replace it. A kept one
  * whose text changed (a node added, an address fixed) replaces the watched one, unless a boot on
  * it runs: that boot's supervision and rollback act on the old node list, so it is refused.
  */
 export function uploadVerdict(name: string, o: { readonly own: boolean; readonly keptText: string | undefined; readonly text: string; readonly bootRunning: boolean }): UploadVerdict {
-  if (o.own) return { kind: "own" };
+  if (o.own) return { kind: "refuse", message: `cluster ${name} is one of this daemon's own clusters: a client's cluster file never stands for it; give the file another name (name = "...")` };
   if (o.keptText === undefined) return { kind: "new" };
   if (o.keptText === o.text) return { kind: "same" };
   if (!o.bootRunning) return { kind: "replace" };
@@ -98,3 +102,33 @@ export function keptUploadedClusters(dir: string): string[] {
     }
   });
 }
+
+/** Where the daemon's own tables start in a kept file: what comes before is the client's text. */
+const DAEMON_TABLES = "\n# launcher serve: this daemon's own [ssh] and [docker] (a client's cluster file may not set them)\n";
+
+/** A TOML basic string: JSON's escapes, and DEL, which TOML also wants escaped (TOML 1.0, "String"). */
+const tomlString = (s: string): string => JSON.stringify(s).replaceAll("\x7f", "\\u007F");
+const tomlArray = (a: readonly string[]): string => `[${a.map(tomlString).join(", ")}]`;
+
+/**
+ * A client's cluster file (checked: no [ssh], no [docker]) with `own`'s [ssh] and [docker] after
+ * it, paths absolute: what the daemon boots, supervises and watches on. Appended, so that each
+ * line of the client's text keeps its number in diagnostics.
+ */
+export function composeUploaded(clientText: string, own: Cluster): string {
+  const ssh = own.ssh;
+  const lines = [
+    "[ssh]",
+    ...(ssh.config === undefined ? [] : [`config = ${tomlString(path.resolve(ssh.config))}`]),
+    ...(ssh.known_hosts === undefined ? [] : [`known_hosts = ${tomlString(path.resolve(ssh.known_hosts))}`]),
+    ...(ssh.identity === undefined ? [] : [`identity = ${tomlString(path.resolve(ssh.identity))}`]),
+    `options = ${tomlArray(ssh.options)}`,
+    "[docker]",
+    `run_args = ${tomlArray(own.run_args)}`,
+    `extra_args = ${tomlArray(own.extra_args)}`,
+  ];
+  return `${clientText}${DAEMON_TABLES}${lines.join("\n")}\n`;
+}
+
+/** The client's part of a kept file (all of it for a file kept before the daemon's tables were added). */
+export const clientPart = (kept: string): string => kept.split(DAEMON_TABLES)[0] ?? kept;

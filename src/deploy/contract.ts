@@ -66,6 +66,8 @@ export interface DeploymentLabels {
   readonly restart?: RestartPolicy;
   /** Restarts so far (absent: none). */
   readonly restarts?: number;
+  /** The launch that made it (launcher.boot, stamped at launch, never by the plan); absent: none stamped. */
+  readonly boot?: string;
 }
 
 /**
@@ -138,6 +140,8 @@ const labelsSchema = z.object({
   // A policy this launcher cannot read (a newer one's) is no policy: nobody restarts the group.
   [LABELS.restart]: z.exactOptional(z.string().transform((s) => { const d = decodeRestartPolicy(s); return d.ok ? d.policy : undefined; })),
   [LABELS.restarts]: z.exactOptional(count.catch(0)),
+  // Bounded: compared with what the store recorded, and shown; never a command or a path.
+  [LABELS.boot]: z.exactOptional(z.string().max(64)),
 });
 
 /** A container's labels, or what is wrong with them (another tool's, or a damaged container). */
@@ -150,6 +154,7 @@ export function decodeLabels(labels: Readonly<Record<string, string>>): { ok: tr
   const engine = v[LABELS.engine];
   const restart = v[LABELS.restart];
   const restarts = v[LABELS.restarts];
+  const boot = v[LABELS.boot];
   return {
     ok: true,
     labels: {
@@ -168,6 +173,7 @@ export function decodeLabels(labels: Readonly<Record<string, string>>): { ok: tr
       ...(lane === undefined ? {} : { lane }),
       ...(restart === undefined ? {} : { restart }),
       ...(restarts === undefined ? {} : { restarts }),
+      ...(boot === undefined ? {} : { boot }),
     },
   };
 }
@@ -216,6 +222,11 @@ export interface DeploymentStatus {
   readonly restart?: string;
   /** How many times the supervisor recreated it (the launcher.restarts label); absent: never. */
   readonly restarts?: number;
+  /**
+   * The launch its containers carry (launcher.boot): containers of one name but another launch are
+   * a deployment of their own. The daemon routes and supervises only the launch the store recorded.
+   */
+  readonly boot?: string;
   readonly served_model: string;
   readonly endpoint: string;
   readonly status: DeploymentState;
@@ -253,6 +264,7 @@ const deploymentSchema = z.object({
   lane: z.exactOptional(z.string()),
   restart: z.exactOptional(z.string()),
   restarts: z.exactOptional(z.number().int()),
+  boot: z.exactOptional(z.string().max(64)),
   served_model: z.string(),
   endpoint: z.string(),
   status: z.enum(DEPLOYMENT_STATUSES),

@@ -17,6 +17,8 @@ export const DEATH_ACTIONS = ["die"] as const;
 export interface RankDeath {
   readonly deployment: string;
   readonly node: string;
+  /** The launch id the dead container carried (launcher.boot); absent: none. */
+  readonly boot?: string;
   readonly failure: Failure;
 }
 
@@ -28,7 +30,8 @@ export function rankDeathOf(e: DockerEvent, node: string): RankDeath | undefined
   if (deployment === undefined || deployment === "" || !Number.isInteger(rank) || rank < 0) return undefined;
   const exit = e.attributes.exitCode === undefined ? undefined : Number(e.attributes.exitCode);
   const container = e.attributes.name ?? e.id;
-  return { deployment, node, failure: rankExited(rank, node, container, "exited", exit !== undefined && Number.isInteger(exit) ? exit : undefined) };
+  const boot = e.attributes[LABELS.boot];
+  return { deployment, node, ...(boot === undefined ? {} : { boot }), failure: rankExited(rank, node, container, "exited", exit !== undefined && Number.isInteger(exit) ? exit : undefined) };
 }
 
 /** A stream that lasted this long was healthy: the next one after it ends starts without waiting long. */

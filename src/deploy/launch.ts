@@ -102,10 +102,17 @@ export async function recordedUp(plan: Plan, session: ClusterSession, options: U
   const startedAt = now().toISOString();
   let kept: string | undefined;
   const rec = recorder(plan, options, store, now, { startedAt, begun: (id) => kept !== undefined && store.bootInProgressRecorded(kept, id) });
+  // The launch id is recorded before its first container starts, whoever runs the boot: from then
+  // on only containers carrying it count as this deployment's (src/deploy/ownership.ts).
+  const launched = (stamped: Plan, bootId: string): void => store.recordLaunch(stamped.cluster, stamped.deployment, bootId, now().toISOString());
   const starting =
     options.detach === undefined
-      ? options.starting
+      ? (stamped: Plan, bootId: string, deadline: number): void => {
+          launched(stamped, bootId);
+          options.starting?.(stamped, bootId, deadline);
+        }
       : (stamped: Plan, bootId: string, deadline: number): void => {
+          launched(stamped, bootId);
           kept = bootId;
           store.beginBootInProgress({
             boot: bootId,
@@ -121,7 +128,7 @@ export async function recordedUp(plan: Plan, session: ClusterSession, options: U
           options.starting?.(stamped, bootId, deadline);
         };
   try {
-    const result = await up(plan, session, { ...options, progress: rec.progress, ...(starting === undefined ? {} : { starting }) });
+    const result = await up(plan, session, { ...options, progress: rec.progress, starting });
     if (result.status === "ready") rec.ready();
     if (kept !== undefined) store.endBootInProgress(kept);
     return result;

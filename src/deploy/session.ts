@@ -1,3 +1,5 @@
+import { lookup } from "node:dns/promises";
+import { isIP } from "node:net";
 import type { Cluster, ClusterNode } from "../cluster/cluster.js";
 import { defaultHome } from "../cluster/parse.js";
 import { DockerClient } from "../remote/docker.js";
@@ -34,7 +36,27 @@ export async function withSshDefaults(cluster: Cluster): Promise<Cluster> {
       };
     }),
   );
+  const head = nodes[0];
+  if (head !== undefined) nodes[0] = await withAddressIp(head);
   return { ...cluster, nodes };
+}
+
+/** How long the head's name may take to resolve before the engine binds to the name itself. */
+const RESOLVE_MS = 5_000;
+
+/**
+ * The head's management address as this machine resolves it, which is where the gateway here
+ * connects: the engine binds there (src/plan/api-address.ts). An address that is already an IP,
+ * or a name that does not resolve in time, is left as it is.
+ */
+async function withAddressIp(head: ClusterNode): Promise<ClusterNode> {
+  const address = head.address ?? head.host;
+  if (isIP(address.replace(/^\[|\]$/g, "")) !== 0) return head;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), RESOLVE_MS)));
+  const found = await Promise.race([lookup(address).then((r) => r.address, () => undefined), late]);
+  clearTimeout(timer);
+  return found === undefined ? head : { ...head, address_ip: found };
 }
 
 /** The cluster with withSshDefaults' values, and one Docker client per node. */

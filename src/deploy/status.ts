@@ -119,12 +119,18 @@ export async function clusterStatus(session: ClusterSession, now: Date): Promise
       continue;
     }
     problems.push(...l.undecodable);
-    for (const c of l.containers) (groups.get(c.labels.deployment) ?? groups.set(c.labels.deployment, []).get(c.labels.deployment))?.push(c);
+    // One group per name and launch: a container that copies a deployment's labels but not its
+    // launch (launcher.boot) is shown beside it, never counted as one of its ranks.
+    for (const c of l.containers) {
+      const k = `${c.labels.deployment}\u0000${c.labels.boot ?? ""}`;
+      (groups.get(k) ?? groups.set(k, []).get(k))?.push(c);
+    }
   }
   const unreachableNodes = new Set(reasons.keys());
   const deployments = await Promise.all(
-    [...groups].sort(([a], [b]) => a.localeCompare(b)).map(async ([deployment, members]): Promise<DeploymentStatus> => {
+    [...groups].sort(([a], [b]) => a.localeCompare(b)).map(async ([, members]): Promise<DeploymentStatus> => {
       const first = (members[0] as Labelled).labels;
+      const deployment = first.deployment;
       const view = rankView(members, unreachableNodes, now);
       const { status, phase } = judge(view, needsHeadProbe(view) ? await probeHead(session, view, first.endpoint, adapterOf(first.engine)) : undefined);
       const startedTimes = view.ranks.filter((r) => r.state === "running").map((r) => Date.parse(r.started_at ?? "")).filter((t) => !Number.isNaN(t));
@@ -136,6 +142,7 @@ export async function clusterStatus(session: ClusterSession, now: Date): Promise
         ...(first.lane === undefined ? {} : { lane: first.lane }),
         ...(first.restart === undefined ? {} : { restart: encodeRestartPolicy(first.restart) }),
         ...(first.restarts === undefined ? {} : { restarts: first.restarts }),
+        ...(first.boot === undefined ? {} : { boot: first.boot }),
         served_model: first.served_model,
         endpoint: first.endpoint,
         status,

@@ -166,6 +166,13 @@ export class Supervisor {
     const k = key(cluster, death.deployment);
     const entry = this.entries.get(k);
     if (entry === undefined) return;
+    // A container that only copied the deployment's labels: its death is not the deployment's.
+    // The polls stay the truth for the deployment's own ranks (a death of a launch newer than the
+    // last poll's, a restart's, is seen there).
+    if (entry.seen.boot !== undefined && death.boot !== entry.seen.boot) {
+      this.deps.log(`supervise: ${death.deployment}: ignoring docker on ${death.node}: a container of launch ${JSON.stringify((death.boot ?? "(none)").slice(0, 64))} died, not of ${entry.seen.boot}`);
+      return;
+    }
     // Said as docker said it, whatever the supervisor makes of it: where a restart's first sighting came from.
     this.deps.log(`supervise: ${death.deployment}: docker on ${death.node} says ${death.failure.message}`);
     if (this.deps.memory?.tripping(cluster, death.deployment) === true) return;

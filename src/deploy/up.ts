@@ -278,7 +278,7 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
     // start nothing more.
     if (spec === undefined || watch.signal.aborted || guard.tripped() !== undefined) return;
     try {
-      await dockerOf(session, name).run(spec.argv);
+      await dockerOf(session, name).run(spec.argv, spec.env);
     } catch (e) {
       const detail = e instanceof RemoteError ? e.detail : String(e);
       throw new BootFailed({ node: name, rank: spec.rank, message: "docker run failed", ...(detail ? { cause: detail.split("\n").slice(-1)[0] ?? detail } : {}), lastLines: detail ? detail.split("\n") : [] });

@@ -134,6 +134,11 @@ export interface EngineAdapter {
   readonly flags: EngineFlags;
   /** Env keys launcher sets per node; a recipe must not set them. */
   readonly managedEnv: readonly string[];
+  /**
+   * Env keys that open the engine's admin or development routes (no key, or outside what its key
+   * guards): a recipe sets them only with `unsafe_dev_routes = true`. `opens` says what, for messages.
+   */
+  readonly devSwitches?: readonly { readonly env: string; readonly opens: string }[];
   readonly bootPhases: readonly BootPhase[];
   /** Splits one raw line into what the engine's log format puts in it. */
   readonly readLine: (raw: string) => LogLine;
@@ -158,8 +163,14 @@ export interface EngineAdapter {
    * one holding the boot up.
    */
   readonly rendezvousPatterns: readonly RegExp[];
-  /** The engine's OpenAI-compatible routes under /v1 and the methods each takes (the gateway answers 405 for others). */
+  /**
+   * The engine's routes under /v1 that the gateway forwards (with the engine's key), and the
+   * methods each takes: an allow-list, so nothing else reaches the engine through the gateway
+   * (404 for other paths, 405 for other methods). A `{name}` segment is any one segment.
+   */
   readonly apiMethods: Readonly<Record<string, readonly string[]>>;
+  /** Routes under /v1 the engine has but the gateway never forwards, each with why (its 404 says so). */
+  readonly apiRefused?: Readonly<Record<string, string>>;
   /**
    * What to do about a failed boot, from the engine's own words (its cause line and the log lines
    * around it): `up`'s failure message and `launcher explain` both show it.
@@ -207,6 +218,8 @@ export interface RankContext {
   readonly masterAddr: string;
   readonly masterPort: number;
   readonly apiPort: number;
+  /** The address the head's API listens on (src/plan/api-address.ts); ranks without an API ignore it. */
+  readonly apiHost: string;
   /** This node's fabric IP, when known. */
   readonly nodeIp?: string;
   /** Every rank's node, in rank order, with its fabric IP when known (a head waits for them all). */

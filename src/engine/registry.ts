@@ -43,3 +43,10 @@ export function engineApiMethods(engines: EngineRegistry = ENGINES): Readonly<Re
   }
   return out;
 }
+
+/** The /v1 routes some engine has that the gateway never forwards, with why (the first engine's words win). */
+export function engineRefusedRoutes(engines: EngineRegistry = ENGINES): Readonly<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const e of Object.values(engines)) for (const [route, why] of Object.entries(e.apiRefused ?? {})) out[route] ??= why;
+  return out;
+}

@@ -2,19 +2,23 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { BootEntry, BootRegistry } from "../deploy/boots.js";
 import { encodeEvent, type UpEvent } from "../deploy/up-events.js";
 import { CONTROL_ROUTES, NDJSON, summarizeBoot, UpSubmissionSchema, type UpSubmission } from "../daemon/protocol.js";
+import { submissionPathProblem } from "../daemon/admit.js";
 import { presentedKey } from "./auth.js";
-import { isLoopback } from "./listen.js";
 import { allowedMethods, routeParams, type MethodTable } from "./methods.js";
 
 /**
  * The daemon's control API: submit a boot and stream its events, follow one from its start,
- * cancel one. It launches containers, so it has its own key: an inference key is never one (serve
- * refuses the same key for both), and without an admin key only this machine (a loopback peer)
- * may use it.
+ * cancel one. It launches containers as the daemon's user, so it answers two kinds of caller only:
+ * one showing its own key over TCP (an inference key is never one: serve refuses the same key for
+ * both), and the daemon's own user through its Unix socket (src/daemon/control-socket.ts: a 0600
+ * socket in a 0700 folder, which no other uid may connect to, as Docker's and Podman's are). A TCP
+ * peer is never taken for the daemon's user by its address: any local uid can connect to loopback.
  */
 export interface ControlOptions {
-  /** undefined: no admin key configured: loopback peers only. */
+  /** The admin keys' check for a TCP listener; undefined: no admin key, and a TCP peer is always refused. */
   readonly checkAdmin?: (presented: string | undefined) => boolean;
+  /** This handler serves the owner-only Unix socket: every peer is the daemon's own user, no key asked. */
+  readonly ownerSocket?: boolean;
   readonly registry: BootRegistry;
   /** Starts a boot, or gives the events of its refusal (a recipe error: its last event is the error). */
   readonly submit: (submission: UpSubmission) => BootEntry | readonly UpEvent[];
@@ -112,6 +116,12 @@ export function controlApi(options: ControlOptions): (req: IncomingMessage, res:
         sendError(res, 400, "bad_request", `the submission is not valid: ${parsed.error.issues.map((i) => `${i.path.join(".") || "(body)"}: ${i.message}`).join("; ")}`);
         return;
       }
+      // Refused before anything is read: the answer quotes the reference, never a file.
+      const pathProblem = submissionPathProblem(parsed.data);
+      if (pathProblem !== undefined) {
+        sendError(res, 400, "path_refused", pathProblem);
+        return;
+      }
       const started = options.submit(parsed.data);
       if (Array.isArray(started)) {
         // Refused before it started (a recipe error, busy): its events, the error last.
@@ -153,11 +163,13 @@ export function controlApi(options: ControlOptions): (req: IncomingMessage, res:
       sendError(res, 405, "method_not_allowed", `${path} takes ${allowed.join(" or ")}, not ${method}`, { allow: allowed.join(", ") });
       return;
     }
-    const admitted =
-      options.checkAdmin === undefined ? isLoopback(req.socket.remoteAddress ?? "") : options.checkAdmin(presentedKey(req.headers.authorization, req.headers["x-api-key"]));
+    const admitted = options.ownerSocket === true || (options.checkAdmin?.(presentedKey(req.headers.authorization, req.headers["x-api-key"])) ?? false);
     if (!admitted) {
       req.resume();
-      const why = options.checkAdmin === undefined ? "the control API takes requests from this machine only (serve has no admin key)" : "missing or wrong admin key (an inference key is not one)";
+      const why =
+        options.checkAdmin === undefined
+          ? "the control API over TCP needs an admin key, and serve has none: the daemon's own user on its machine reaches it through its socket (launcher finds it by itself)"
+          : "missing or wrong admin key (an inference key is not one)";
       sendError(res, 401, "invalid_admin_key", why, { "www-authenticate": "Bearer" });
       return;
     }

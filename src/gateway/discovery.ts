@@ -1,10 +1,14 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { decodeStatusLine, type StatusLine } from "../deploy/contract.js";
+import type { Stranger } from "../deploy/ownership.js";
 import type { KnownDeployment } from "./routes.js";
 
 export interface Snapshot {
+  /** What launcher launched (see `Vouch`): routed and supervised. */
   readonly deployments: readonly KnownDeployment[];
+  /** Containers that name a deployment but are not its launch: reported only. */
+  readonly strangers: readonly Stranger[];
   readonly unreachable: readonly string[];
   /** When the oldest of the clusters' last polls finished; undefined before the first. */
   readonly at?: Date;
@@ -17,6 +21,13 @@ export interface WatchSource {
 }
 
 type Poll = StatusLine;
+
+/**
+ * Why a group of containers the labels show is not launcher's launch of its deployment
+ * (src/deploy/ownership.ts strangerReason against the store); undefined: it is. Without one,
+ * every group counts.
+ */
+export type Vouch = (d: KnownDeployment) => string | undefined;
 
 /** How stale the gateway's view of the clusters is, when some cluster has not been heard from in time. */
 export interface Staleness {
@@ -47,7 +58,7 @@ const describe = (d: KnownDeployment): string => `${d.deployment} ${d.status}${d
  * milliseconds at a time.
  */
 export class Discovery {
-  private current: Snapshot = { deployments: [], unreachable: [] };
+  private current: Snapshot = { deployments: [], strangers: [], unreachable: [] };
   private readonly polls = new Map<string, Poll>();
   private readonly children = new Map<string, ChildProcess>();
   private stopped = false;
@@ -68,6 +79,7 @@ export class Discovery {
     private readonly log: (line: string) => void,
     /** A view older than this is stale, and a watcher silent this long is restarted. */
     private readonly staleAfter: number,
+    private readonly vouch?: Vouch,
   ) {
     this.sources = [...sources];
   }
@@ -235,8 +247,11 @@ export class Discovery {
 
   private publish(): void {
     const all = [...this.polls];
+    const seen = all.flatMap(([c, p]) => p.deployments.map((d): KnownDeployment => ({ ...d, cluster: c })));
+    const verdicts = seen.map((d) => ({ d, reason: this.vouch?.(d) }));
     const next: Snapshot = {
-      deployments: all.flatMap(([c, p]) => p.deployments.map((d) => ({ ...d, cluster: c }))),
+      deployments: verdicts.flatMap((v) => (v.reason === undefined ? [v.d] : [])),
+      strangers: verdicts.flatMap(({ d, reason }) => (reason === undefined ? [] : [{ cluster: d.cluster, deployment: d.deployment, ...(d.boot === undefined ? {} : { boot: d.boot }), reason }])),
       unreachable: all.flatMap(([c, p]) => p.unreachable.map((n) => `${c}/${n}`)),
       ...(all.length === 0 ? {} : { at: new Date(Math.min(...all.map(([, p]) => Date.parse(p.at)))) }),
     };
@@ -259,5 +274,10 @@ export class Discovery {
     }
     for (const [k, d] of old) if (!now.has(k)) this.log(`- ${d.deployment} gone`);
     for (const n of after.unreachable) if (!before.unreachable.includes(n)) this.log(`! ${n} unreachable`);
+    const strangerKey = (x: Stranger): string => `${x.cluster}/${x.deployment}/${x.boot ?? ""}`;
+    const known = new Set(before.strangers.map(strangerKey));
+    for (const x of after.strangers) {
+      if (!known.has(strangerKey(x))) this.log(`! ${x.cluster}/${x.deployment}: containers not launched by launcher are ignored (not routed, not supervised): ${x.reason}`);
+    }
   }
 }

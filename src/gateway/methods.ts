@@ -9,9 +9,6 @@ export const GATEWAY_METHODS: MethodTable = {
   "/v1/models/{model}": ["GET", "HEAD"],
 };
 
-/** A /v1 path no table names is forwarded as before, for these methods only. */
-export const UNKNOWN_V1_METHODS: readonly string[] = ["GET", "POST"];
-
 /** The `{name}` segments' values when the path's segments fit the pattern's (undecoded), else undefined. */
 function segmentParams(pattern: readonly string[], path: readonly string[]): Record<string, string> | undefined {
   if (pattern.length !== path.length) return undefined;

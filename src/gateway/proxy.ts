@@ -16,6 +16,8 @@ export interface ForwardResult {
 export interface ForwardOptions {
   readonly dispatcher: Dispatcher;
   readonly endpoint: string;
+  /** The path and query to ask for: the canonical one the gateway routed on (./paths.ts). */
+  readonly path: string;
   readonly body: Buffer | undefined;
   /** Replaces the client's Content-Type (a JSON body sent without one). */
   readonly contentType?: string;
@@ -89,7 +91,7 @@ export function forward(req: IncomingMessage, res: ServerResponse, options: Forw
     options.dispatcher.dispatch(
       {
         origin: options.endpoint,
-        path: req.url ?? "/",
+        path: options.path,
         method: (req.method ?? "GET") as Dispatcher.HttpMethod,
         headers,
         body: options.body ?? null,

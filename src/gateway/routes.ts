@@ -14,6 +14,8 @@ export interface Target {
   readonly served_model: string;
   readonly lane?: string;
   readonly recipe: string;
+  /** The engine it runs (absent: containers from before the label, the default engine). */
+  readonly engine?: string;
 }
 
 export type Resolution =
@@ -71,6 +73,7 @@ const targetOf = (d: KnownDeployment): Target => ({
   served_model: d.served_model,
   ...(d.lane === undefined ? {} : { lane: d.lane }),
   recipe: d.recipe,
+  ...(d.engine === undefined ? {} : { engine: d.engine }),
 });
 
 /** Why a deployment that does not serve cannot take the request, by its status. */

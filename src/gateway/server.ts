@@ -5,9 +5,11 @@ import { presentedKey } from "./auth.js";
 import { CONTROL_PREFIX } from "../daemon/protocol.js";
 import { readRequestBody } from "./body.js";
 import type { Staleness } from "./discovery.js";
-import { GATEWAY_METHODS, methodMatcher, UNKNOWN_V1_METHODS, type MethodTable } from "./methods.js";
+import { GATEWAY_METHODS, methodMatcher, routeParams, type MethodTable } from "./methods.js";
+import { canonicalPath } from "./paths.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { forward } from "./proxy.js";
+import { adapterOf } from "../engine/registry.js";
 import type { Resolution, RouteTable, Target } from "./routes.js";
 
 export interface GatewayOptions {
@@ -21,8 +23,15 @@ export interface GatewayOptions {
   readonly staleness: () => Staleness | undefined;
   /** The key a deployment's engine demands, sent upstream with each request; undefined: none. */
   readonly engineKey: (target: Target) => string | undefined;
-  /** The engine's /v1 routes and their methods (from its adapter). */
+  /** The engine's /v1 routes the gateway forwards, and their methods (from its adapter): nothing else is. */
   readonly apiMethods: MethodTable;
+  /** Engine routes under /v1 never forwarded, with why (from its adapter): said in their 404. */
+  readonly apiRefused?: Readonly<Record<string, string>>;
+  /**
+   * The gateway has API keys: a deployment whose engine demands no key of its own is not routed
+   * (its engine would answer anyone on the network who bypasses the gateway).
+   */
+  readonly requireEngineKey?: boolean;
   /** An upstream did not answer: look at the cluster again now. */
   readonly upstreamFailed: () => void;
   readonly headersTimeoutMs: number;
@@ -90,6 +99,19 @@ function clientError(e: Error & { code?: string }, socket: Duplex): void {
   socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
 }
 
+/** Where one request goes: the deployment, the path to ask it, the key its engine demands. */
+interface Upstream {
+  readonly target: Target;
+  readonly path: string;
+  readonly engineKey: string | undefined;
+}
+
+function noEngineKeyMessage(target: Target, model: string): string {
+  const where = adapterOf(target.engine)?.flags.apiKey;
+  const how = where === undefined ? "an API key for its engine" : `${where.flags.join(" / ")} KEY to its args (or ${where.env} to its [env])`;
+  return `model ${model} (deployment ${target.deployment}) is not routed: its engine demands no API key, and this gateway has API keys, so the engine would answer anyone who reaches it directly; add ${how} in recipe ${target.recipe}, then launcher up again`;
+}
+
 /** The OpenAI-compatible gateway: routing by model, streaming passthrough, errors in OpenAI's shape. */
 const withKey = (key: string | undefined): { engineKey?: string } => (key === undefined ? {} : { engineKey: key });
 
@@ -98,6 +120,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 1024, pipelining: 1 });
   const { metrics } = options;
   const methodsOf = methodMatcher([GATEWAY_METHODS, options.apiMethods]);
+  const refused = Object.entries(options.apiRefused ?? {});
+  const refusalOf = (path: string): string | undefined => refused.find(([pattern]) => routeParams(pattern, path) !== undefined)?.[1];
   let inFlight = 0;
 
   /** Appended to 404/503 answers while the gateway's view of the clusters is stale. */
@@ -114,7 +138,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   type Answered = { readonly status: number; readonly model: string; readonly lane: string };
   const none = (status: number, model = "(unknown)"): Answered => ({ status, model, lane: "" });
 
-  async function proxy(req: IncomingMessage, res: ServerResponse, started: number): Promise<Answered> {
+  async function proxy(req: IncomingMessage, res: ServerResponse, target: string, started: number): Promise<Answered> {
     let raw: Buffer | undefined;
     let parsed: Record<string, unknown> | undefined;
     let json = false;
@@ -157,10 +181,17 @@ export function createGateway(options: GatewayOptions): Gateway {
       return none(503, model);
     }
     const name = model ?? r.target.served_model;
-    return { status: await proxyTo(req, res, r.target, name, raw, parsed, json, started), model: name, lane: r.target.lane ?? "" };
+    const engineKey = options.engineKey(r.target);
+    if (engineKey === undefined && options.requireEngineKey === true) {
+      metrics.errors.inc({ model: name, lane: r.target.lane ?? "", kind: "unavailable" });
+      sendError(res, 503, "service_unavailable", "engine_key_missing", noEngineKeyMessage(r.target, name));
+      return none(503, name);
+    }
+    return { status: await proxyTo(req, res, { target: r.target, path: target, engineKey }, name, raw, parsed, json, started), model: name, lane: r.target.lane ?? "" };
   }
 
-  async function proxyTo(req: IncomingMessage, res: ServerResponse, target: Target, model: string, raw: Buffer | undefined, parsed: Record<string, unknown> | undefined, json: boolean, started: number): Promise<number> {
+  async function proxyTo(req: IncomingMessage, res: ServerResponse, to: Upstream, model: string, raw: Buffer | undefined, parsed: Record<string, unknown> | undefined, json: boolean, started: number): Promise<number> {
+    const { target } = to;
     // A lane alias means nothing to the engine: it is told its own served name.
     const body = parsed !== undefined && parsed.model !== undefined && parsed.model !== target.served_model ? Buffer.from(JSON.stringify({ ...parsed, model: target.served_model })) : raw;
     const labels = { model, lane: target.lane ?? "" };
@@ -169,8 +200,9 @@ export function createGateway(options: GatewayOptions): Gateway {
       const result = await forward(req, res, {
         dispatcher,
         endpoint: target.endpoint,
+        path: to.path,
         body,
-        ...withKey(options.engineKey(target)),
+        ...withKey(to.engineKey),
         // The engine takes JSON only when it is labelled so; the gateway read it as JSON anyway.
         ...(json ? { contentType: "application/json" } : {}),
         headersTimeoutMs: options.headersTimeoutMs,
@@ -206,16 +238,30 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = Date.now();
-    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    const url = req.url ?? "/";
+    // Routed and forwarded as received, so it must be the form the engine reads alike (./paths.ts).
+    const canonical = canonicalPath(url, url.startsWith("/v1/models/"));
+    if (!canonical.ok) {
+      req.resume();
+      sendError(res, 400, "invalid_request_error", canonical.code, canonical.message);
+      return;
+    }
+    const { path } = canonical;
     const method = req.method ?? "GET";
     // The control API answers to the admin key alone, never to an inference key: routed before those are looked at.
     if (options.control !== undefined && path.startsWith(CONTROL_PREFIX)) {
       await options.control(req, res, path);
       return;
     }
-    // The routes' methods: the gateway's own, the engine's, and GET/POST for a /v1 path neither
-    // names. Checked before the key: which methods a route takes is no secret.
-    const allowed = methodsOf(path) ?? (path.startsWith("/v1/") ? UNKNOWN_V1_METHODS : undefined);
+    // The routes' methods: the gateway's own and the engine's allow-list; any other /v1 path never
+    // reaches an engine. Checked before the key: which routes there are is no secret.
+    const allowed = methodsOf(path);
+    if (allowed === undefined && path.startsWith("/v1/")) {
+      req.resume();
+      const why = refusalOf(path);
+      sendError(res, 404, "invalid_request_error", "not_found", `no route for ${method} ${path}${why === undefined ? ": the gateway forwards only the engines' inference routes" : ` through the gateway: ${why}`}`);
+      return;
+    }
     if (allowed !== undefined && !allowed.includes(method)) {
       req.resume();
       sendError(res, 405, "invalid_request_error", "method_not_allowed", `${path} takes ${allowed.join(" or ")}, not ${method}`, { allow: allowed.join(", ") });
@@ -265,7 +311,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     inFlight++;
     try {
-      const { status, model, lane } = await proxy(req, res, started);
+      const { status, model, lane } = await proxy(req, res, `${path}${canonical.query}`, started);
       // 0: the client went away before its request was whole; nothing was answered.
       if (status !== 0) metrics.requests.inc({ model, lane, code: String(status) });
     } finally {

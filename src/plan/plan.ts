@@ -4,11 +4,15 @@ import { MAX_REMOTE_COMMAND_BYTES, remoteCommandBytes } from "../config/shell-wo
 import type { Cluster, ClusterNode } from "../cluster/cluster.js";
 import type { EngineAdapter } from "../engine/adapter.js";
 import { adapterOf, engineAdapter, ENGINES, type EngineRegistry } from "../engine/registry.js";
-import { apiKeyOf, findAnyFlag, flagsOfWords } from "../recipe/args.js";
+import { apiKeyOf, engineInputDiagnostics, findAnyFlag, flagsOfWords, withoutApiKeyFlags } from "../recipe/args.js";
+import { apiAddress } from "./api-address.js";
 import type { Recipe } from "../recipe/recipe.js";
 import { recipeHash } from "../recipe/resolve.js";
 import { fabricGaps, type FabricGap } from "../cluster/fabric-env.js";
 import { containerName, encodeLabels, type RestartPolicy } from "../deploy/contract.js";
+
+/** Where `docker run` reads the env file from: the remote command's stdin (DockerClient.run). */
+export const ENV_FROM_STDIN = "/dev/stdin";
 
 export interface MountSpec {
   readonly host: string;
@@ -27,7 +31,10 @@ export interface NodeSpec {
   readonly env: Readonly<Record<string, string>>;
   readonly mounts: readonly MountSpec[];
   readonly labels: Readonly<Record<string, string>>;
-  /** Exactly the command that runs on the node, one element per argument. */
+  /**
+   * Exactly the command that runs on the node, one element per argument. `env` is not in it: it
+   * reaches `docker run --env-file /dev/stdin` on the command's stdin (src/config/env-file.ts).
+   */
   readonly argv: readonly string[];
 }
 
@@ -126,7 +133,15 @@ export function planDeployment(recipe: Recipe, cluster: Cluster, options: PlanOp
   }
   const apiPort = options.apiPort ?? cluster.api_port;
   const masterAddr = head.fabric_ip ?? head.address ?? head.host;
-  const endpoint = `http://${head.address ?? head.host}:${apiPort}`;
+  const api = apiAddress(cluster, head, apiPort);
+  const endpoint = api.endpoint;
+  // A recipe is checked where it is resolved (with positions); one made another way still is.
+  const top = { file: recipe.file, line: 1, col: 1 };
+  diagnostics.push(...engineInputDiagnostics(recipe, engine, { flag: () => top, env: () => top }).filter((d) => d.severity === "error"));
+  // The key goes to the engine in its env, never in its (or ssh's, or docker's) arguments; a
+  // key flag wins over the env variable, as in the engine (EngineFlags.apiKey).
+  const keyed = withoutApiKeyFlags(recipe.args, engine.flags);
+  const keyEnv: Record<string, string> = keyed.key === undefined ? {} : { [engine.flags.apiKey.env]: keyed.key };
   const hash = recipeHash(recipe);
   const served = servedModelName(recipe, engine);
 
@@ -143,17 +158,18 @@ export function planDeployment(recipe: Recipe, cluster: Cluster, options: PlanOp
       }
       mounts.push({ host, container: m.container, read_only: m.read_only });
     }
-    const cmd = engine.rankCommand(recipe, {
+    const cmd = engine.rankCommand({ ...recipe, args: keyed.args }, {
       rank: node.rank,
       nnodes: nodes.length,
       masterAddr,
       masterPort: cluster.master_port,
       apiPort,
+      apiHost: api.bind,
       ...(node.fabric_ip === undefined ? {} : { nodeIp: node.fabric_ip }),
       nodes: nodes.map((n) => (n.fabric_ip === undefined ? { name: n.name } : { name: n.name, ip: n.fabric_ip })),
     });
     // The engine's own env first: the recipe's `[env]` overrides it, the fabric env is launcher's.
-    const env: Record<string, string> = { ...cmd.env, ...recipe.env };
+    const env: Record<string, string> = { ...cmd.env, ...recipe.env, ...keyEnv };
     for (const m of recipe.extra_mounts) if (m.env !== undefined) env[m.env] = m.container;
     Object.assign(env, engine.nodeEnv(recipe, node));
 
@@ -183,7 +199,9 @@ export function planDeployment(recipe: Recipe, cluster: Cluster, options: PlanOp
       ...cluster.run_args,
       ...cluster.extra_args,
       "--shm-size", recipe.shm_size,
-      ...Object.entries(env).flatMap(([k, v]) => ["--env", `${k}=${v}`]),
+      // docker/cli opts/parse.go parseKeyValueFile os.Opens the path: /dev/stdin is the pipe
+      // that DockerClient.run writes the env into, so no value is on any command line.
+      ...(Object.keys(env).length === 0 ? [] : ["--env-file", ENV_FROM_STDIN]),
       ...mounts.flatMap((m) => ["--volume", `${m.host}:${m.container}${m.read_only ? ":ro" : ""}`]),
       ...(entry === undefined ? [] : ["--entrypoint", entry]),
       // pflag ends docker run's options at `--` (spf13/pflag flag.go parseArgs), and docker run

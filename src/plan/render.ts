@@ -1,6 +1,6 @@
 import { redactText, redactValue } from "../config/redact.js";
 import { shellJoin } from "../config/shell-words.js";
-import type { NodeSpec, Plan } from "./plan.js";
+import { ENV_FROM_STDIN, type NodeSpec, type Plan } from "./plan.js";
 
 const secretsOf = (plan: Plan): string[] => (plan.api_key === undefined ? [] : [plan.api_key]);
 
@@ -63,6 +63,22 @@ export function pasteable(argv: readonly string[]): string {
   return groups.map((g) => shellJoin(g)).join(" \\\n    ");
 }
 
+/** The heredoc delimiter: never a line of an env file, whose lines all hold `=`. */
+const ENV_END = "LAUNCHER_ENV";
+
+/**
+ * One node's command as it can be pasted: the argv, and when it reads its env from stdin
+ * (`--env-file /dev/stdin`), the env as a quoted heredoc (no expansion: POSIX 2.7.4), one
+ * `KEY=VALUE` per line as the env file launcher writes to that stdin.
+ */
+export function pasteableRun(spec: Pick<NodeSpec, "argv" | "env">): string {
+  const command = pasteable(spec.argv);
+  const fromStdin = spec.argv.some((a, i) => a === "--env-file" && spec.argv[i + 1] === ENV_FROM_STDIN);
+  if (!fromStdin) return command;
+  const lines = Object.entries(spec.env).map(([k, v]) => `${k}=${v}`);
+  return [`${command} <<'${ENV_END}'`, ...lines, ENV_END].join("\n");
+}
+
 /** A readable summary, then per node (in start order) a command that can be pasted into that node's shell. */
 export function planText(plan: Plan, filter: NodeFilter = {}): string {
   const r = plan.recipe;
@@ -79,7 +95,7 @@ export function planText(plan: Plan, filter: NodeFilter = {}): string {
   ];
   for (const n of nodesInStartOrder(plan, filter)) {
     lines.push(`# rank ${n.rank} (${n.role}) on ${n.node} [${n.host}]: container ${n.container}`);
-    lines.push(pasteable(n.argv));
+    lines.push(pasteableRun(n));
     lines.push("");
   }
   return redactText(lines.join("\n"), secretsOf(plan));

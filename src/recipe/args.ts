@@ -1,4 +1,6 @@
-import type { EngineFlags, ManagedFlag } from "../engine/adapter.js";
+import { error, warning, type Diagnostic, type Loc } from "../config/diagnostic.js";
+import { envLineProblem } from "../config/env-file.js";
+import type { EngineAdapter, EngineFlags, ManagedFlag } from "../engine/adapter.js";
 
 /** One engine flag as written in a recipe's args, with the args element it came from. */
 export interface Flag {
@@ -160,4 +162,61 @@ export function apiKeyOf(args: readonly string[], env: Readonly<Record<string, s
   if (flag !== undefined && flag.values.length > 0) return flag.values.find((v) => v !== "");
   const fromEnv = env[table.apiKey.env];
   return fromEnv === undefined || fromEnv === "" ? undefined : fromEnv;
+}
+
+/**
+ * A recipe's args with the engine's API key flags (and their values) left out, and the key they
+ * gave: launcher hands the key to the engine in its env instead (see src/plan/plan.ts), so that
+ * it is in no process's arguments.
+ */
+export function withoutApiKeyFlags(args: readonly string[], table: EngineFlags): { args: string[]; key?: string } {
+  const { flags } = parseFlags(args.map((word, element) => ({ word, element })), table);
+  const drop = new Set<number>();
+  let key: string | undefined;
+  for (const f of flags) {
+    if (findAnyFlag([f], table.apiKey.flags) === undefined) continue;
+    // `--api-key=K` is one word; `--api-key K ...` is the flag and its values, one word each.
+    const words = f.valueElement === undefined ? 1 : 1 + f.values.length;
+    for (let i = 0; i < words; i++) drop.add(f.element + i);
+    key ??= f.values.find((v) => v !== "");
+  }
+  return { args: args.filter((_, i) => !drop.has(i)), ...(key === undefined ? {} : { key }) };
+}
+
+/** Where the diagnostics of engineInputDiagnostics point. */
+export interface EngineInputLocs {
+  readonly flag: (f: Flag) => Loc;
+  readonly env: (key: string) => Loc;
+}
+
+/**
+ * What a resolved recipe hands the engine that launcher must refuse or warn about: env switches
+ * that open the engine's admin routes (unless `unsafe_dev_routes = true`), an API key flag with
+ * more keys than the engine's env variable holds, env values docker's env file cannot carry.
+ */
+export function engineInputDiagnostics(
+  recipe: { readonly args: readonly string[]; readonly env: Readonly<Record<string, string>>; readonly unsafe_dev_routes?: boolean },
+  engine: Pick<EngineAdapter, "flags" | "devSwitches">,
+  at: EngineInputLocs,
+): Diagnostic[] {
+  const out: Diagnostic[] = [];
+  for (const s of engine.devSwitches ?? []) {
+    if (!(s.env in recipe.env)) continue;
+    if (recipe.unsafe_dev_routes === true) {
+      out.push(warning(at.env(s.env), `env ${s.env} opens ${s.opens}: keep the engine's address private (api_bind)`));
+    } else {
+      out.push(error(at.env(s.env), `env ${s.env} opens ${s.opens}`, "remove it, or state the risk with unsafe_dev_routes = true at the top of the recipe"));
+    }
+  }
+  const keyFlag = findAnyFlag(flagsOfWords(recipe.args, engine.flags), engine.flags.apiKey.flags);
+  if (keyFlag !== undefined && keyFlag.values.filter((v) => v !== "").length > 1) {
+    out.push(
+      error(at.flag(keyFlag), `${keyFlag.name} gives ${keyFlag.values.length} keys: launcher passes the engine its key in ${engine.flags.apiKey.env}, which holds one (so that no key is in a process's arguments)`, "give one key"),
+    );
+  }
+  for (const [key, value] of Object.entries(recipe.env)) {
+    const problem = envLineProblem(key, value);
+    if (problem !== undefined) out.push(error(at.env(key), `env ${key}: ${problem}`, "put the value in a file in a mounted folder and point the engine at it"));
+  }
+  return out;
 }

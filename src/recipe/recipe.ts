@@ -30,6 +30,8 @@ export interface Recipe {
   /** Engine flags as the engine receives them: one element per word, quotes removed. */
   readonly args: readonly string[];
   readonly env: Readonly<Record<string, string>>;
+  /** The recipe allows env switches that open the engine's admin routes (set only when the file says so). */
+  readonly unsafe_dev_routes?: boolean;
   readonly extra_mounts: readonly Mount[];
 }
 

@@ -3,7 +3,7 @@ import { error, hasErrors, warning, type Diagnostic, type Loc } from "../config/
 import { splitShellWords } from "../config/shell-words.js";
 import { parseTomlDocument, type TomlDocument } from "../config/toml-document.js";
 import { adapterOrDefault } from "../engine/registry.js";
-import { findAnyFlag, findFlag, flagKey, flagsOfWords, type Flag } from "./args.js";
+import { engineInputDiagnostics, findAnyFlag, findFlag, flagKey, flagsOfWords, type Flag } from "./args.js";
 import { checkRecipeFile, type CheckedFile } from "./check-file.js";
 import type { Mount, Origins, Recipe } from "./recipe.js";
 import { recipeFileSchema, REQUIRED_RECIPE_KEYS, type RecipeFile } from "./schema.js";
@@ -198,6 +198,7 @@ export function resolveRecipe(ref: string, source: RecipeSource, options: Resolv
     ...(entrypointWords === undefined ? {} : { entrypoint: entrypointWords }),
     args: words,
     env: Object.fromEntries([...env.entries()]),
+    ...(scalars.unsafe_dev_routes === undefined ? {} : { unsafe_dev_routes: scalars.unsafe_dev_routes as boolean }),
     extra_mounts: [...mounts.values()],
   };
   diagnostics.push(...checkResolved(recipe, origins, top, options, invalid));
@@ -282,6 +283,7 @@ function checkResolved(recipe: Recipe, origins: Origins, top: Loc, options: Reso
     const size = flag === undefined ? undefined : sizeOf(flag);
     if (flag !== undefined && size !== undefined && tp % size !== 0) out.push(error(flagAt(flag), `${flag.name} ${size} does not divide tensor_parallel_size ${tp}`, `the ${d.key} groups split the tensor parallel ranks evenly`));
   }
+  out.push(...engineInputDiagnostics(recipe, adapterOrDefault(recipe.engine), { flag: flagAt, env: (key) => at(`env:${key}`) }));
   const backend = findAnyFlag(flags, table.backend);
   if (backend !== undefined && backend.value !== recipe.distributed_backend) {
     out.push(

@@ -55,6 +55,10 @@ export const recipeFileSchema = z
       .record(z.string(), z.string({ error: "env values must be strings (quote numbers: KEY = \"1\")" }))
       .optional()
       .meta({ description: "Environment of every container (strings). Fabric env is launcher-managed.", default: {} }),
+    unsafe_dev_routes: z
+      .boolean()
+      .optional()
+      .meta({ description: "Allow env switches that open the engine's admin or development routes (for vLLM: VLLM_SERVER_DEV_MODE, VLLM_ALLOW_RUNTIME_LORA_UPDATING, VLLM_TORCH_PROFILER_DIR), which its API key does not guard. Off: such a switch is an error.", default: false }),
     remove_env: z.array(z.string()).optional().meta({ description: "Env keys of the parent recipe to drop.", default: [] }),
     extra_mounts: z
       .array(mountSchema)

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { envFileText } from "../config/env-file.js";
 import { RemoteError } from "../config/errors.js";
 import { execChecked, outputTail, unreachable, type ExecResult, type Transport } from "./transport.js";
 
@@ -211,8 +212,15 @@ export class DockerClient {
     return r.stdout.split("\n").filter((l) => l !== "");
   }
 
-  async run(argv: readonly string[]): Promise<string> {
-    return (await this.ok(argv, "docker run")).trim();
+  /**
+   * `docker run` (argv from the plan, which reads its env with `--env-file /dev/stdin`), with
+   * `env` written to the remote command's stdin as an env file: the values (keys among them)
+   * are on no command line, neither ssh's here nor the shell's or docker's on the node.
+   */
+  async run(argv: readonly string[], env: Readonly<Record<string, string>> = {}): Promise<string> {
+    const r = await this.transport.exec(argv, { timeoutMs: 60_000, stdin: envFileText(env) });
+    if (r.code !== 0) throw unreachable(this.transport, r) ?? new RemoteError(this.node, `docker run failed (exit ${r.code})`, outputTail(r));
+    return r.stdout.trim();
   }
 
   /**

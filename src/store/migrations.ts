@@ -199,4 +199,18 @@ export const MIGRATIONS: readonly string[] = [
      detail TEXT NOT NULL,
      at TEXT NOT NULL
    );`,
+  // 11: the launcher.boot id each deployment was last launched with, written just before its first
+  // container starts (src/deploy/launch.ts): a container whose labels name the deployment but
+  // carry another id is not that deployment's (src/deploy/ownership.ts). Boots a daemon left in
+  // progress carry theirs already; a deployment serving before it gets '' (UNRECORDED_LAUNCH): the
+  // first launch the daemon sees of it is taken as its own, once.
+  `CREATE TABLE launched_boots (
+     cluster TEXT NOT NULL,
+     deployment TEXT NOT NULL,
+     boot TEXT NOT NULL,
+     at TEXT NOT NULL,
+     PRIMARY KEY (cluster, deployment)
+   );
+   INSERT OR REPLACE INTO launched_boots (cluster, deployment, boot, at) SELECT cluster, deployment, boot, started_at FROM boots_in_progress;
+   INSERT OR IGNORE INTO launched_boots (cluster, deployment, boot, at) SELECT cluster, name, '', ready_at FROM deployments WHERE stopped_at IS NULL;`,
 ];

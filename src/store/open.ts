@@ -34,6 +34,10 @@ export class NullStore implements StateStore {
     return [];
   }
   deploymentReady(): void {}
+  recordLaunch(): void {}
+  launchedBoot(): string | undefined {
+    return undefined;
+  }
   engineKey(): string | undefined {
     return undefined;
   }

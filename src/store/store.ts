@@ -329,6 +329,16 @@ export class Store implements EvidenceStore {
       .run({ ...d, lane: d.lane ?? null, nodes: JSON.stringify(d.nodes), api_key: apiKey ?? null });
   }
 
+  /** `boot`: the launcher.boot id every container of this launch of the deployment carries. */
+  recordLaunch(cluster: string, deployment: string, boot: string, at: string): void {
+    this.db.prepare(`INSERT OR REPLACE INTO launched_boots (cluster, deployment, boot, at) VALUES (?, ?, ?, ?)`).run(cluster, deployment, boot, at);
+  }
+
+  /** The launcher.boot id the deployment was last launched with; undefined: launcher never recorded one. */
+  launchedBoot(cluster: string, deployment: string): string | undefined {
+    return (this.db.prepare(`SELECT boot FROM launched_boots WHERE cluster = ? AND deployment = ?`).pluck().get(cluster, deployment) as string | undefined) ?? undefined;
+  }
+
   /** The key the engine of a running deployment demands, as `up` recorded it; undefined: none. */
   engineKey(cluster: string, name: string): string | undefined {
     return (this.perRequest().engineKey.get(cluster, name) as string | null | undefined) ?? undefined;

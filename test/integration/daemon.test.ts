@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
@@ -112,12 +112,18 @@ describe("launcher serve --control: boots that outlive their client", { concurre
     writeFileSync(path.join(mine, "parent", "recipe.toml"), readFileSync(path.resolve("recipes/practice-2x/recipe.toml"), "utf8"));
     const recipe = path.join(mine, "remote");
     mkdirSync(recipe);
-    writeFileSync(path.join(recipe, "recipe.toml"), 'extends = "../parent"\nrequired_nodes = 1\ntensor_parallel_size = 1\n[env]\nPRACTICE_PHASE_DELAY_MS = "1500"\n');
+    // The daemon's gateway has API keys: it boots only recipes whose engine demands a key of its own.
+    writeFileSync(path.join(recipe, "recipe.toml"), 'extends = "../parent"\nrequired_nodes = 1\ntensor_parallel_size = 1\n[env]\nPRACTICE_PHASE_DELAY_MS = "1500"\nVLLM_API_KEY = "engine-key-remote-9b2e"\n');
     mkdirSync(path.join(mine, "broken"));
     writeFileSync(path.join(mine, "broken", "recipe.toml"), 'extends = "../parent"\nrequired_nodes = 1\ntensor_parallel_size = 0\n');
-    // The ssh settings it names are the daemon's machine's (here the rig's): only the file itself travels.
+    // The client's copy of the cluster: its facts only, under a name of its own. How SSH and
+    // Docker run is the daemon's to say: its own cluster file's [ssh] and [docker] apply.
     const cluster = path.join(mine, "cluster.toml");
-    writeFileSync(cluster, readFileSync(CLUSTER, "utf8").replace('config = "ssh_config"', `config = ${JSON.stringify(path.join(path.dirname(CLUSTER), "ssh_config"))}`));
+    const facts = readFileSync(CLUSTER, "utf8").replace(/^name = .*$/m, 'name = "client-copy"').replace(/^\[ssh\][\s\S]*?(?=^\[\[nodes\]\])/m, "");
+    writeFileSync(cluster, facts);
+    // One that sets how the daemon's SSH runs is refused, naming the key.
+    const withSsh = path.join(mine, "with-ssh.toml");
+    writeFileSync(withSsh, `${facts.replace('name = "client-copy"', 'name = "with-ssh"')}\n[ssh]\noptions = ["ProxyCommand=sh -c 'touch /tmp/launcher-proxy-ran'"]\n`);
     const ADMIN = "admin-key-7f3a9c";
     const INFERENCE = "inference-key-41d2";
     const port = 18187;
@@ -147,6 +153,11 @@ describe("launcher serve --control: boots that outlive their client", { concurre
       const broken = await launcher(["up", path.join(mine, "broken"), "--daemon", url, "--cluster", cluster], 60_000, { LAUNCHER_ADMIN_KEY: ADMIN });
       assert.equal(broken.code, 1, broken.stderr);
       assert.match(broken.stderr, /launcher-client-only-\w+\/broken\/recipe\.toml:3:\d+: error: tensor_parallel_size/);
+      rmSync("/tmp/launcher-proxy-ran", { force: true });
+      const proxy = await launcher(["up", recipe, "--daemon", url, "--cluster", withSsh], 60_000, { LAUNCHER_ADMIN_KEY: ADMIN });
+      assert.equal(proxy.code, 1, proxy.stderr);
+      assert.match(proxy.stderr, /with-ssh\.toml:\d+:1: error: ssh\.options is not accepted in a cluster file sent to a daemon/);
+      assert.equal(existsSync("/tmp/launcher-proxy-ran"), false, "ProxyCommand never ran");
       const up = ok(await launcher(["up", recipe, "--daemon", url, "--cluster", cluster, "--timeout", "2m"], 120_000, { LAUNCHER_ADMIN_KEY: ADMIN }), "up through the remote daemon");
       assert.match(up.stdout, /^remote is ready in/);
       assert.deepEqual(containersOf("remote"), ["n1:launcher-remote-r0:running"]);

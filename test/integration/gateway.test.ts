@@ -271,8 +271,12 @@ describe("launcher serve on the practice cluster", { concurrency: false }, () =>
         assert.equal(e.status, 401);
         assert.equal(e.code, "invalid_api_key");
       }
-      const r = await openai(secured.url, KEY).chat.completions.create({ model: "main", max_tokens: 2, messages: [{ role: "user", content: "hi" }] });
-      assert.equal(r.model, main.served_model);
+      // practice-2x sets no engine key: a gateway with keys does not route it (its engine would be
+      // open to anyone who goes around the gateway). api-key.test routes keyed recipes.
+      const e = await apiError(() => openai(secured.url, KEY).chat.completions.create({ model: "main", max_tokens: 2, messages: [{ role: "user", content: "hi" }] }));
+      assert.equal(e.status, 503);
+      assert.equal(e.code, "engine_key_missing");
+      assert.match(e.message, new RegExp(`deployment ${main.deployment}\\) is not routed: its engine demands no API key`));
       assert.equal((await fetch(`${secured.url}/health`)).status, 200, "/health needs no key");
       assert.equal((await fetch(`${secured.url}/metrics`)).status, 401);
       assert.match(secured.log(), /1 API key/);

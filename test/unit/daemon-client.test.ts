@@ -125,9 +125,9 @@ test("what goes to the daemon: the recipe's files and a cluster file named with 
     recipes: (ref: string) => (ref === "mine" ? [{ ref, file: "mine/recipe.toml", id: "mine", text: "name = 1" }] : []),
     cluster: (option: string) => (option === "spark.toml" ? { file: "spark.toml", text: "name = \"spark\"" } : undefined),
   };
+  // The file goes in place of its name: a `cluster` sent names one of the daemon's own.
   assert.deepEqual(forTheDaemon({ ref: "mine", cluster: "spark.toml", lane: "chat" }, here), {
     ref: "mine",
-    cluster: "spark.toml",
     lane: "chat",
     recipes: [{ ref: "mine", file: "mine/recipe.toml", id: "mine", text: "name = 1" }],
     cluster_file: { file: "spark.toml", text: "name = \"spark\"" },
@@ -174,7 +174,7 @@ async function daemonWithBoots(): Promise<{ server: Server; url: string; release
   });
   const failed = registry.start({ deployment: "old", cluster: "practice" }, () => Promise.reject(new RemoteError("n2", "boot of old failed: out of memory")));
   await failed.ended;
-  const handler = controlApi({ registry, submit: () => [], maxBodyBytes: 4096 });
+  const handler = controlApi({ ownerSocket: true, registry, submit: () => [], maxBodyBytes: 4096 });
   const server = createServer((req, res) => void handler(req, res, (req.url ?? "/").split("?")[0] ?? "/"));
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, release };

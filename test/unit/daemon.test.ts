@@ -85,6 +85,7 @@ test("control API: submit streams the boot; a client that goes away leaves it ru
   let release = (): void => undefined;
   const gate = new Promise<void>((r) => (release = r));
   const handler = controlApi({
+    ownerSocket: true,
     registry,
     submit: (s) => (s.ref === "broken" ? [{ type: "error", error: encodeError(new UserError("recipe broken has errors")), t: 1 }] : registry.start({ deployment: s.name ?? s.ref, cluster: "c" }, s.ref === "hold" ? gatedRun(new Promise(() => undefined)) : gatedRun(gate))),
     maxBodyBytes: 4096,
@@ -150,18 +151,16 @@ test("control API with an admin key: refused without it and with any other key (
   }
 });
 
-test("choosing the daemon: --daemon, then LAUNCHER_DAEMON (none: here), then a live local daemon of this host", () => {
-  const local = { url: "http://127.0.0.1:8080", pid: 42, host: "me" };
-  const base = { host: "me", alive: (pid: number) => pid === 42 };
-  assert.equal(chooseDaemon({ ...base, flag: "http://spark1:8080/", env: "http://other:1", local }), "http://spark1:8080");
-  assert.equal(chooseDaemon({ ...base, env: "http://other:1", local }), "http://other:1");
-  assert.equal(chooseDaemon({ ...base, env: "none", local }), undefined);
-  assert.equal(chooseDaemon({ ...base, env: "", local }), "http://127.0.0.1:8080");
-  assert.equal(chooseDaemon({ ...base, local: { ...local, pid: 7 } }), undefined);
-  assert.equal(chooseDaemon({ ...base, local: { ...local, host: "elsewhere" } }), undefined);
-  assert.equal(chooseDaemon(base), undefined);
-  assert.throws(() => chooseDaemon({ ...base, flag: "http://admin:secret@spark1:8080" }), (e: unknown) => e instanceof UserError && !e.message.includes("secret"));
-  assert.throws(() => chooseDaemon({ ...base, flag: "spark1:8080" }), /must be an http:\/\/ or https:\/\/ URL/);
+test("choosing the daemon: --daemon, then LAUNCHER_DAEMON (none: here), then this user's local daemon (through its socket, also when a URL names it)", () => {
+  const local = { url: "http://127.0.0.1:8080", socket: "/run/user/1000/launcher-daemon/control-x.sock" };
+  assert.deepEqual(chooseDaemon({ flag: "http://spark1:8080/", env: "http://other:1", local }), { url: "http://spark1:8080" });
+  assert.deepEqual(chooseDaemon({ env: "http://other:1", local }), { url: "http://other:1" });
+  assert.equal(chooseDaemon({ env: "none", local }), undefined);
+  assert.deepEqual(chooseDaemon({ env: "", local }), local);
+  assert.deepEqual(chooseDaemon({ flag: "http://127.0.0.1:8080/", local }), local, "the local daemon's own URL goes through its socket");
+  assert.equal(chooseDaemon({}), undefined);
+  assert.throws(() => chooseDaemon({ flag: "http://admin:secret@spark1:8080" }), (e: unknown) => e instanceof UserError && !e.message.includes("secret"));
+  assert.throws(() => chooseDaemon({ flag: "spark1:8080" }), /must be an http:\/\/ or https:\/\/ URL/);
 });
 
 test("export systemd: every word quoted as systemd reads it back; % and $ literal; no key; a line break refused", () => {
@@ -235,7 +234,7 @@ test("a connection lost mid-boot is a user error that says the boot goes on and 
 test("a boot that says nothing for a while still sends an empty line now and then (the client's body timeout)", { timeout: 5000 }, async () => {
   const registry = new BootRegistry(Date.now);
   registry.start({ deployment: "quiet", cluster: "c" }, gatedRun(new Promise(() => undefined)));
-  const { server, url } = await listen(controlApi({ registry, submit: () => [], maxBodyBytes: 4096, heartbeatMs: 30 }));
+  const { server, url } = await listen(controlApi({ ownerSocket: true, registry, submit: () => [], maxBodyBytes: 4096, heartbeatMs: 30 }));
   const stop = new AbortController();
   try {
     const res = await fetch(`${url}${CONTROL_PATHS.events("quiet")}`, { signal: stop.signal });

@@ -86,13 +86,15 @@ test("a mount's env is set to its container path; JSON args arrive unquoted", ()
   assert.ok(plan.nodes[1]?.argv.includes("/data/home/ai/.cache/dsv4vision-jit/vllm:/root/.cache/vllm"));
 });
 
-test("the pasteable command splits back into exactly argv", () => {
+test("the pasteable command splits back into exactly argv, its heredoc into exactly the env", () => {
   const plan = seedPlan("dsv4-flash-vision", "examples/clusters/spark-2x.toml");
   const text = planText(plan);
   for (const n of plan.nodes) {
     const block = text.split(`container ${n.container}\n`)[1]?.split("\n\n")[0] ?? "";
-    const words = splitShellWords(block.replace(/\\\n/g, " "));
+    const [command = "", heredoc = ""] = block.split(" <<'LAUNCHER_ENV'\n");
+    const words = splitShellWords(command.replace(/\\\n/g, " "));
     assert.deepEqual(words, { ok: true, words: n.argv });
+    assert.deepEqual(heredoc.trimEnd().split("\n"), [...Object.entries(n.env).map(([k, v]) => `${k}=${v}`), "LAUNCHER_ENV"]);
   }
 });
 
@@ -182,7 +184,7 @@ test("ray backend: ray head and workers, one vllm serve on the head, head starte
   // $1... of the head's script: head IP, port, wait, keys kept per node, nodes to wait for, then vllm serve.
   assert.deepEqual(argv.slice(at + 3, at + 6), ["sh", "h1", "6379"]);
   assert.equal(argv[at + 8], "a1=h1,a2=10.9.0.2");
-  assert.equal(argv.slice(at + 9).join(" "), "vllm serve org/model --served-model-name served --max-model-len 4096 --enable-prefix-caching --distributed-executor-backend ray --tensor-parallel-size 2 --pipeline-parallel-size 1 --host 0.0.0.0 --port 8000");
+  assert.equal(argv.slice(at + 9).join(" "), "vllm serve org/model --served-model-name served --max-model-len 4096 --enable-prefix-caching --distributed-executor-backend ray --tensor-parallel-size 2 --pipeline-parallel-size 1 --host h1 --port 8000");
 });
 
 test("too few nodes in the cluster is an error", () => {

@@ -74,7 +74,7 @@ test("Ray head: keeps every per-node fabric key out of vLLM's env carry-over, st
     assert.deepEqual(r.calls, [
       "ray [start] [--head] [--node-ip-address=10.9.0.1] [--port=6379]",
       "python3 [-c] [import sys, time, ray] [300] [s1=10.9.0.1,s2=10.9.0.2]",
-      "vllm [serve] [org/model] [--served-model-name] [served] [--max-model-len] [4096] [--enable-prefix-caching] [--distributed-executor-backend] [ray] [--tensor-parallel-size] [2] [--pipeline-parallel-size] [1] [--host] [0.0.0.0] [--port] [8000]",
+      "vllm [serve] [org/model] [--served-model-name] [served] [--max-model-len] [4096] [--enable-prefix-caching] [--distributed-executor-backend] [ray] [--tensor-parallel-size] [2] [--pipeline-parallel-size] [1] [--host] [h1] [--port] [8000]",
     ]);
   } finally {
     rmSync(home, { recursive: true, force: true });

@@ -65,7 +65,7 @@ test("a cluster uploaded again with other content replaces the kept one, or is r
     const refused = uploadVerdict("laptop", { own: false, keptText: kept, text: changed, bootRunning: true });
     assert.equal(refused.kind, "refuse");
     assert.match("message" in refused ? refused.message : "", /^cluster laptop changed since this daemon last received it, and a boot on it runs: wait for it to end/);
-    assert.equal(uploadVerdict("laptop", { own: true, keptText: kept, text: changed, bootRunning: false }).kind, "own", "the daemon's own --cluster is never replaced by a client");
+    assert.equal(uploadVerdict("laptop", { own: true, keptText: kept, text: changed, bootRunning: false }).kind, "refuse", "the daemon's own --cluster is never replaced (nor stood for) by a client's file");
     keepUploadedCluster(dir, "laptop", { file: "laptop.toml", text: changed });
     assert.equal(keptUploadedText(dir, "laptop"), changed, "the new text is what a daemon started again reads");
     // Busy (a deployment or a boot on it) keeps it; idle for FORGET_UPLOADED_AFTER_MS forgets it.

@@ -1,9 +1,11 @@
 import type { EngineAdapter, LineTime, LogLine } from "../adapter.js";
 import { vllmRankCommand, vllmStartsHeadFirst } from "./command.js";
+import { VLLM_DEV_SWITCHES } from "./dev-switches.js";
 import { vllmFlags } from "./flags.js";
 import { vllmHint } from "./hints.js";
 import { vllmImage } from "./image.js";
 import { VLLM_NODE_ENV_KEYS, vllmNodeEnv } from "./node-env.js";
+import { VLLM_FORWARDED, VLLM_REFUSED } from "./routes.js";
 import { BOOT_PHASES, EXCEPTION, FATAL, PEER_LOSS, readVllmLine, WARNINGS, WRAPPERS } from "./log-shapes.js";
 
 // The header's time is vllm/logger.py's _DATE_FORMAT "%m-%d %H:%M:%S" (read in log-shapes.ts). It
@@ -38,6 +40,8 @@ export const vllm: EngineAdapter = {
   specDecodeMetrics: { accepted: "vllm:spec_decode_num_accepted_tokens_total", drafted: "vllm:spec_decode_num_draft_tokens_total" },
   flags: vllmFlags,
   managedEnv: VLLM_NODE_ENV_KEYS,
+  // Admin and development routes an env switch opens: ./dev-switches.ts, with vLLM's source.
+  devSwitches: VLLM_DEV_SWITCHES,
   // Every line shape below: src/engine/vllm/log-shapes.ts, each with its place in vLLM's source.
   bootPhases: BOOT_PHASES,
   readLine: readVllmLine,
@@ -63,24 +67,8 @@ export const vllm: EngineAdapter = {
   // argparse takes as the unique prefix of `--kv-cache-memory-bytes` (see ./flags.ts, allow_abbrev).
   memoryFlags: { kvCacheBytes: ["--kv-cache-memory-bytes", "--kv-cache-memory"], utilization: ["--gpu-memory-utilization"], defaultUtilization: 0.9 },
   rendezvousPatterns: [/waiting for \d+ headless worker/, /connecting to master at /],
-  // From the routers of vllm-project/vllm: vllm/entrypoints/openai/chat_completion/api_router.py,
-  // completion/api_router.py (also /v1/completions/render), responses/api_router.py,
-  // speech_to_text/api_router.py (form bodies), vllm/entrypoints/pooling/embed/api_router.py,
-  // pooling/score/api_router.py (/v1/score, /v1/rerank), vllm/entrypoints/anthropic/api_router.py;
-  // GET /v1/models is answered by the gateway itself.
-  apiMethods: {
-    "/v1/chat/completions": ["POST"],
-    "/v1/completions": ["POST"],
-    "/v1/completions/render": ["POST"],
-    "/v1/embeddings": ["POST"],
-    "/v1/responses": ["POST"],
-    "/v1/responses/{response_id}": ["GET"],
-    "/v1/responses/{response_id}/cancel": ["POST"],
-    "/v1/audio/transcriptions": ["POST"],
-    "/v1/audio/translations": ["POST"],
-    "/v1/score": ["POST"],
-    "/v1/rerank": ["POST"],
-    "/v1/messages": ["POST"],
-    "/v1/messages/count_tokens": ["POST"],
-  },
+  // The gateway forwards these and nothing else under /v1 (./routes.ts, read from vLLM's routers,
+  // says which routes are left out and why); GET /v1/models is answered by the gateway itself.
+  apiMethods: VLLM_FORWARDED,
+  apiRefused: VLLM_REFUSED,
 };

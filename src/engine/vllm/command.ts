@@ -8,8 +8,10 @@ function parallelFlags(recipe: Recipe): string[] {
   ];
 }
 
+// vllm/entrypoints/openai/cli_args.py FrontendArgs: --host ("Host name", default None: uvicorn
+// then listens on every address) and --port; the address is launcher's (src/plan/api-address.ts).
 function apiFlags(ctx: RankContext): string[] {
-  return ["--host", "0.0.0.0", "--port", String(ctx.apiPort)];
+  return ["--host", ctx.apiHost, "--port", String(ctx.apiPort)];
 }
 
 /** vLLM multiprocessing backend: every rank runs `vllm serve`; ranks above 0 are headless. */

@@ -21,7 +21,7 @@ import type { EngineFlags, ManagedFlag } from "../adapter.js";
 
 /** Flags launcher writes itself on every rank (mp backend) or the head (Ray). */
 const MANAGED: readonly ManagedFlag[] = [
-  { flags: ["--host"], instead: "launcher serves the API on every address of the head; remove it" },
+  { flags: ["--host"], instead: "launcher serves the API on the head's address it reaches it at; set api_bind in the cluster file to choose another" },
   { flags: ["--port"], instead: "set api_port in the cluster file or pass --port to launcher" },
   { flags: ["--uds"], instead: "launcher and its gateway reach the engine over TCP at api_port (vLLM ignores --host/--port with --uds); remove it" },
   { flags: ["--nnodes", "-n"], instead: "set required_nodes in the recipe" },
