@@ -1,5 +1,5 @@
 import { hostname } from "node:os";
-import { RemoteError } from "../config/errors.js";
+import { RemoteError, StoreFault } from "../config/errors.js";
 import type { Plan } from "../plan/plan.js";
 import { encodeSavedPlan } from "../plan/saved.js";
 import type { BootInProgress, StateStore } from "../store/store.js";
@@ -92,6 +92,38 @@ function recorder(plan: Plan, options: UpOptions, store: StateStore, now: () => 
 }
 
 /**
+ * What must be in the store before a boot's first container starts, whoever runs it: its launch id
+ * (from then on only containers carrying it count as the deployment's, src/deploy/ownership.ts:
+ * the daemon routes and supervises no other), and for a boot a daemon runs and may leave, the
+ * boot itself (what the next daemon adopts, src/deploy/adopt.ts). A store that fails here (or
+ * failed earlier in this command) starts nothing: a boot it could not record would run unrouted,
+ * or unwatched once its daemon stops. It is the one store fault that stops a command; every other
+ * write of a boot is history, and the boot goes on without it (src/store/guarded.ts says so). A
+ * store out of use since it was opened (its NullStore, already said) is no fault: the boot goes
+ * on as the README's state store section says.
+ */
+export function recordStart(store: StateStore, stamped: Plan, bootId: string, boot: { startedAt: string; deadline: number; kept: boolean }, now: () => Date): void {
+  store.recordLaunch(stamped.cluster, stamped.deployment, bootId, now().toISOString());
+  if (boot.kept) {
+    store.beginBootInProgress({
+      boot: bootId,
+      cluster: stamped.cluster,
+      deployment: stamped.deployment,
+      ...(stamped.lane === undefined ? {} : { lane: stamped.lane }),
+      plan: encodeSavedPlan(stamped),
+      started_at: boot.startedAt,
+      deadline_at: new Date(boot.deadline).toISOString(),
+      pid: process.pid,
+      host: hostname(),
+    });
+  }
+  const fault = store.fault();
+  if (fault === undefined) return;
+  const hint = fault.hint === undefined ? "" : `; ${fault.hint}`;
+  throw new StoreFault(fault.kind, fault.file, fault.code, fault.reason, `${fault.message}: nothing of ${stamped.deployment} was started, as launcher could not record its launch`, `run the command again once the store is fixed${hint}`);
+}
+
+/**
  * `up`, with the boot written to the store: every phase of every node, the figures, the outcome.
  * A boot that a daemon runs (one it may leave: `options.detach`) is also kept in the store's boots
  * in progress from just before its first container starts until it ends, so that a daemon started
@@ -102,31 +134,11 @@ export async function recordedUp(plan: Plan, session: ClusterSession, options: U
   const startedAt = now().toISOString();
   let kept: string | undefined;
   const rec = recorder(plan, options, store, now, { startedAt, begun: (id) => kept !== undefined && store.bootInProgressRecorded(kept, id) });
-  // The launch id is recorded before its first container starts, whoever runs the boot: from then
-  // on only containers carrying it count as this deployment's (src/deploy/ownership.ts).
-  const launched = (stamped: Plan, bootId: string): void => store.recordLaunch(stamped.cluster, stamped.deployment, bootId, now().toISOString());
-  const starting =
-    options.detach === undefined
-      ? (stamped: Plan, bootId: string, deadline: number): void => {
-          launched(stamped, bootId);
-          options.starting?.(stamped, bootId, deadline);
-        }
-      : (stamped: Plan, bootId: string, deadline: number): void => {
-          launched(stamped, bootId);
-          kept = bootId;
-          store.beginBootInProgress({
-            boot: bootId,
-            cluster: stamped.cluster,
-            deployment: stamped.deployment,
-            ...(stamped.lane === undefined ? {} : { lane: stamped.lane }),
-            plan: encodeSavedPlan(stamped),
-            started_at: startedAt,
-            deadline_at: new Date(deadline).toISOString(),
-            pid: process.pid,
-            host: hostname(),
-          });
-          options.starting?.(stamped, bootId, deadline);
-        };
+  const starting = (stamped: Plan, bootId: string, deadline: number): void => {
+    if (options.detach !== undefined) kept = bootId;
+    recordStart(store, stamped, bootId, { startedAt, deadline, kept: options.detach !== undefined }, now);
+    options.starting?.(stamped, bootId, deadline);
+  };
   try {
     const result = await up(plan, session, { ...options, progress: rec.progress, starting });
     if (result.status === "ready") rec.ready();

@@ -1,128 +1,17 @@
 import { existsSync, renameSync, statSync } from "node:fs";
 import Database from "better-sqlite3";
-import type { FabricFacts } from "../cluster/detect.js";
-import type { ImageFacts } from "../engine/image-contract.js";
-import type { BenchRun, EvalRun } from "../evidence/records.js";
-import type { Meminfo } from "../deploy/meminfo.js";
-import { Store, type BootInProgress, type BootRecord, type LaneRecord, type LockHolder, type MemoryTripRecord, type RestartRecord, type WatchedMemory, type StateStore, type SwapRecord } from "./store.js";
+import type { StoreFault } from "../config/errors.js";
+import { isDamaged, storeFault } from "./fault.js";
+import { guardStore } from "./guarded.js";
+import { NullStore } from "./null.js";
+import { Store, type StateStore } from "./store.js";
 
-/**
- * The store when there is none to be had: it records nothing and reads as empty. The labels on the
- * nodes are the truth for what runs, so `down`, `status`, `logs`, `serve` and `up` go on without
- * history; the one warning is printed where the store was opened.
- */
-export class NullStore implements StateStore {
-  close(): void {}
-  saveBenchRun(): void {}
-  benchRuns(): BenchRun[] {
-    return [];
-  }
-  saveEvalRun(): void {}
-  evalRuns(): EvalRun[] {
-    return [];
-  }
-  dataVersion(): number {
-    return 0;
-  }
-  beginBoot(): number {
-    return 0;
-  }
-  bootPhase(): void {}
-  memoryPeak(): void {}
-  endBoot(): void {}
-  history(): BootRecord[] {
-    return [];
-  }
-  deploymentReady(): void {}
-  recordLaunch(): void {}
-  launchedBoot(): string | undefined {
-    return undefined;
-  }
-  engineKey(): string | undefined {
-    return undefined;
-  }
-  deploymentStopped(): void {}
-  lane(): LaneRecord | undefined {
-    return undefined;
-  }
-  lanes(): LaneRecord[] {
-    return [];
-  }
-  setLane(): void {}
-  beginSwap(): number {
-    return 0;
-  }
-  endSwap(): void {}
-  swaps(): SwapRecord[] {
-    return [];
-  }
-  saveFacts(): void {}
-  saveMemory(): void {}
-  saveWeights(): void {}
-  saveWatchedMemory(): void {}
-  watchedMemory(): Map<string, WatchedMemory> {
-    return new Map();
-  }
-  saveMemoryTrip(): void {}
-  memoryTrips(): MemoryTripRecord[] {
-    return [];
-  }
-  weights(): Map<string, number> {
-    return new Map();
-  }
-  memory(): Map<string, { meminfo: Meminfo; read_at: string }> {
-    return new Map();
-  }
-  facts(): { facts: Map<string, FabricFacts> } {
-    return { facts: new Map() };
-  }
-  imageFacts(): ImageFacts | undefined {
-    return undefined;
-  }
-  saveImageFacts(): void {}
-  savePlan(): void {}
-  deploymentStopping(): void {}
-  savedPlan(): string | undefined {
-    return undefined;
-  }
-  deploymentServed(): boolean {
-    return false;
-  }
-  lastBootSeconds(): number | undefined {
-    return undefined;
-  }
-  beginRestart(): number {
-    return 0;
-  }
-  endRestart(): void {}
-  restarts(): RestartRecord[] {
-    return [];
-  }
-  // No store, no boots kept: a daemon without one cannot adopt what another left.
-  beginBootInProgress(): void {}
-  bootInProgressRecorded(): void {}
-  endBootInProgress(): void {}
-  bootsInProgress(): BootInProgress[] {
-    return [];
-  }
-  takeBootInProgress(): boolean {
-    return false;
-  }
-  endOpenRestarts(): void {}
-  // Lane locks guard this machine's store records; with no records there is nothing to guard.
-  acquire(): { ok: true } {
-    return { ok: true };
-  }
-  lockHolder(): LockHolder | undefined {
-    return undefined;
-  }
-  release(): void {}
-}
+export { NullStore };
 
 /** Why a store could not be opened: its content is damaged (set it aside), or it cannot be reached at all. */
 export function openFailure(e: unknown): "corrupt" | "unusable" {
-  const code = e instanceof Database.SqliteError ? e.code : "";
-  return code === "SQLITE_NOTADB" || code.startsWith("SQLITE_CORRUPT") ? "corrupt" : "unusable";
+  const fault = storeFault(e, "");
+  return fault !== undefined && isDamaged(fault) ? "corrupt" : "unusable";
 }
 
 /** `launcher.db.corrupt-20260102T030405Z`: sorts by time, no characters a shell or Windows minds. */
@@ -144,17 +33,23 @@ const inode = (file: string): number | undefined => {
 const WITHOUT = "going on without it: history and lane records are neither read nor written by this command";
 
 /**
- * The damage a read-only look finds in an existing store, if any. Read-only, so that SQLite
- * neither checkpoints nor deletes the -wal and -shm of a damaged store on close (a read-write
- * connection does): they are evidence.
+ * The damage a read-only look finds in an existing store, if any. `quick_check` reads every page
+ * of every table and index (sqlite doc pragma.html#pragma_quick_check: integrity_check without the
+ * index-content checks, O(N) in the file's size), so a page damaged in the middle shows here, before
+ * a command starts anything, and not at its first read halfway through an `up`. Read-only, so that
+ * SQLite neither checkpoints nor deletes the -wal and -shm of a damaged store on close (a
+ * read-write connection does): they are evidence.
  */
 function damage(file: string): unknown {
   if (!existsSync(file)) return undefined;
   let db: Database.Database | undefined;
   try {
     db = new Database(file, { readonly: true, fileMustExist: true });
-    db.prepare(`SELECT count(*) FROM sqlite_master`).get();
-    return undefined;
+    // One row "ok", or up to N rows saying what is wrong (the argument bounds them).
+    const found = db.prepare(`PRAGMA quick_check(1)`).pluck().all() as string[];
+    if (found.length === 1 && found[0] === "ok") return undefined;
+    // What it found, on the one line the warning is.
+    return new Database.SqliteError(`quick_check: ${found.join(" ").replace(/\s+/g, " ").slice(0, 300)}`, "SQLITE_CORRUPT");
   } catch (e) {
     return openFailure(e) === "corrupt" ? e : undefined;
   } finally {
@@ -162,11 +57,44 @@ function damage(file: string): unknown {
   }
 }
 
+/** Where a damaged store went (and why no new one could be made, if so), or why it stayed. */
+type Moved = { readonly aside: string; readonly fresh?: unknown } | { readonly replaced: true } | { readonly failed: unknown };
+
 /**
- * Opens the store at `file`. A corrupt one is renamed aside (with its -wal and -shm, so that
- * sqlite3 opens the copy as it was) and a new one started; one that cannot be opened at all (no
- * permission, a folder in its place) is left alone and the command goes on with a NullStore.
- * Each case says so in one `warn` line naming the paths.
+ * Renames a damaged store aside, with its -wal and -shm (so that sqlite3 opens the copy as it
+ * was), unless `file` is no longer the one this process opened (`seen`): another launcher set it
+ * aside and started a new one meanwhile, never to be moved.
+ */
+function moveAside(file: string, seen: number | undefined, now: () => Date): Moved {
+  if (inode(file) !== seen) return { replaced: true };
+  const aside = asideName(file, now());
+  try {
+    renameSync(file, aside);
+    for (const suffix of ["-wal", "-shm"]) if (existsSync(file + suffix)) renameSync(file + suffix, aside + suffix);
+    return { aside };
+  } catch (e) {
+    return { failed: e };
+  }
+}
+
+/** The one line said when the store fails while a command uses it (src/store/guarded.ts). */
+export function faultLine(fault: StoreFault, moved: Moved | undefined): string {
+  const head = `warning: the state store ${fault.file} failed (${fault.code}: ${fault.reason}): this command records nothing more (a boot it runs is not recorded); run \`launcher status\` to see what runs (the labels on the nodes)`;
+  if (moved === undefined) return `${head}; ${fault.hint ?? ""}`;
+  if ("aside" in moved) {
+    const fresh = moved.fresh === undefined ? "started a new one" : `could not start a new one (${reason(moved.fresh)})`;
+    return `${head}; it is damaged: moved it to ${moved.aside} for inspection and ${fresh}`;
+  }
+  if ("replaced" in moved) return `${head}; it is damaged, and another launcher has set it aside already`;
+  return `${head}; it is damaged and could not be set aside (${reason(moved.failed)})`;
+}
+
+/**
+ * Opens the store at `file`. A corrupt one is renamed aside and a new one started; one that cannot
+ * be opened at all (no permission, a folder in its place, a full disk) is left alone and the
+ * command goes on with a NullStore. Each case says so in one `warn` line naming the paths. The
+ * store returned is guarded (src/store/guarded.ts): a fault while the command uses it is said in
+ * one line too, a damaged file set aside then, and the command goes on recording nothing.
  */
 export function openStateStore(file: string, warn: (line: string) => void, now: () => Date): StateStore {
   const seen = inode(file);
@@ -174,33 +102,51 @@ export function openStateStore(file: string, warn: (line: string) => void, now: 
     warn(`warning: cannot open the state store ${file} (${reason(e)}); ${WITHOUT} (check the path's permissions, or set XDG_STATE_HOME)`);
     return new NullStore();
   };
+  const guarded = (store: Store): StateStore => {
+    // The file this connection has open: only that one is ever moved aside.
+    const mine = inode(file);
+    return guardStore(store, file, (fault) => warn(faultLine(fault, isDamaged(fault) ? renew(mine) : undefined)));
+  };
+  // A damaged store found while in use: set aside, and a new one made for the commands that follow
+  // (this one goes on without: its boot ids and locks were the old store's).
+  const renew = (mine: number | undefined): Moved => {
+    const moved = moveAside(file, mine, now);
+    if (!("aside" in moved)) return moved;
+    try {
+      new Store(file).close();
+      return moved;
+    } catch (e) {
+      return { ...moved, fresh: e };
+    }
+  };
   const found = damage(file);
   if (found === undefined) {
     try {
-      return new Store(file);
+      return guarded(new Store(file));
     } catch (e) {
       if (openFailure(e) === "unusable") return unusable(e);
-      return setAside(file, e);
+      return setAside(e);
     }
   }
-  return setAside(file, found);
+  return setAside(found);
 
-  function setAside(file: string, e: unknown): StateStore {
-    // Another launcher may have set it aside and started a new one meanwhile: never move that one.
-    if (inode(file) !== seen) {
+  function setAside(e: unknown): StateStore {
+    const moved = moveAside(file, seen, now);
+    if ("replaced" in moved) {
       try {
-        return new Store(file);
+        return guarded(new Store(file));
       } catch (again) {
         return unusable(again);
       }
     }
-    const aside = asideName(file, now());
+    if ("failed" in moved) {
+      warn(`warning: the state store ${file} is corrupt (${reason(e)}) and could not be replaced (${reason(moved.failed)}); ${WITHOUT}`);
+      return new NullStore();
+    }
     try {
-      renameSync(file, aside);
-      for (const suffix of ["-wal", "-shm"]) if (existsSync(file + suffix)) renameSync(file + suffix, aside + suffix);
       const fresh = new Store(file);
-      warn(`warning: the state store ${file} is corrupt (${reason(e)}); moved it to ${aside} for inspection and started a new one (history and lanes start empty)`);
-      return fresh;
+      warn(`warning: the state store ${file} is corrupt (${reason(e)}); moved it to ${moved.aside} for inspection and started a new one (history and lanes start empty)`);
+      return guarded(fresh);
     } catch (e2) {
       warn(`warning: the state store ${file} is corrupt (${reason(e)}) and could not be replaced (${reason(e2)}); ${WITHOUT}`);
       return new NullStore();

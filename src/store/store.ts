@@ -2,6 +2,7 @@ import { chmodSync, closeSync, mkdirSync, openSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 import type { FabricFacts } from "../cluster/detect.js";
+import type { StoreFault } from "../config/errors.js";
 import type { ImageFacts } from "../engine/image-contract.js";
 import { benchRunFromStored, type BenchRun, type EvalRun, type EvidenceStore, type RunQuery } from "../evidence/records.js";
 import type { Meminfo } from "../deploy/meminfo.js";
@@ -235,6 +236,14 @@ export class Store implements EvidenceStore {
 
   close(): void {
     this.db.close();
+  }
+
+  /**
+   * The fault that put the store out of use during this process, if one did: the guard that
+   * openStateStore puts around a store answers it (src/store/guarded.ts); a bare Store has none.
+   */
+  fault(): StoreFault | undefined {
+    return undefined;
   }
 
   /** Changes whenever another connection commits: a cheap "has anything changed?" for the daemon. */
