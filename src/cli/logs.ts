@@ -9,6 +9,7 @@ import type { Output } from "./output.js";
 import { withInterrupts } from "./interrupts.js";
 import { clusterOption, followOption, parseCount, tailOption } from "./options.js";
 import { parseSince } from "./duration.js";
+import { containerText } from "./terminal.js";
 
 export function registerLogs(program: Command, io: Output): void {
   program
@@ -44,7 +45,8 @@ export function registerLogs(program: Command, io: Output): void {
       const store = openStore();
       const secrets = [...chosen].flatMap((d) => store.engineKey(session.cluster.name, d) ?? []);
       store.close();
-      const shown = (text: string): string => redactText(text, secrets);
+      const onTerminal = containerText(process.stdout);
+      const shown = (text: string): string => onTerminal(redactText(text, secrets));
       const width = Math.max(...sources.map((s) => s.node.length));
       const prefix = (node: string, time: string | undefined): string => `${opts.timestamps ? `${time ?? "-"} ` : ""}[${node.padEnd(width)}]`;
       if (!opts.follow) {

@@ -17,12 +17,53 @@ export interface BootIdentity {
 export type BootRun = (emit: (e: UpEvent) => void, signal: AbortSignal, detach: AbortSignal) => Promise<UpOutcome>;
 
 /**
- * One boot the daemon runs: every event it said from its start (so that `attach` shows it all),
- * the clients following it, and the way to cancel it. Clients come and go; the boot does not
- * notice them.
+ * The most events a daemon keeps of one boot, for `attach`. A boot says a few dozen (its steps,
+ * each node's phases); an engine whose log flips its figures or phases line after line could say
+ * one per line, and a daemon holds up to 32 finished boots besides the running ones.
+ */
+export const MAX_BOOT_EVENTS = 1000;
+
+/** The key of a node's or a memory event: what a later one of the same key replaces on screen. */
+const progressKey = (e: UpEvent): string | undefined => (e.type === "node" ? `node ${e.node}` : e.type === "memory" ? `memory ${e.node}` : undefined);
+
+/**
+ * A boot's events cut to at most half of `max`, so that the next cut is `max / 2` events away. Kept:
+ * every event but a node's and a memory one (the boot's steps, its notes, its end: what says
+ * why it failed); of each node its first event in each phase (its phases and their figures, in
+ * order) and its latest; its latest memory sample. If the steps alone are too many, the first and
+ * the last of them, with a note of how many between were left out.
+ */
+export function compactEvents(events: readonly UpEvent[], max = MAX_BOOT_EVENTS): UpEvent[] {
+  const latest = new Map<string, number>();
+  events.forEach((e, i) => {
+    const key = progressKey(e);
+    if (key !== undefined) latest.set(key, i);
+  });
+  const phases = new Set<string>();
+  const kept = events.filter((e, i) => {
+    if (e.type === "memory") return latest.get(progressKey(e) as string) === i;
+    if (e.type !== "node") return true;
+    const first = !phases.has(`${e.node} ${e.state.phase}`);
+    phases.add(`${e.node} ${e.state.phase}`);
+    return first || latest.get(progressKey(e) as string) === i;
+  });
+  const room = Math.floor(max / 2);
+  if (kept.length <= room) return kept;
+  // The first event (accepted) and the last (the end) are among the head and the tail kept.
+  const head = Math.ceil((room - 1) / 2);
+  const tail = room - 1 - head;
+  const cut = kept.length - head - tail;
+  const at = kept[head] as UpEvent;
+  return [...kept.slice(0, head), { type: "note", text: `(${cut} events of this boot are not kept)`, t: at.t }, ...kept.slice(kept.length - tail)];
+}
+
+/**
+ * One boot the daemon runs: what it said from its start (so that `attach` shows it: every event,
+ * or of a boot that said more than MAX_BOOT_EVENTS what compactEvents keeps), the clients
+ * following it, and the way to cancel it. Clients come and go; the boot does not notice them.
  */
 export class BootEntry {
-  readonly events: UpEvent[] = [];
+  private kept: UpEvent[] = [];
   private readonly followers = new Set<(e: UpEvent) => void>();
   private readonly controller = new AbortController();
   private readonly detaching = new AbortController();
@@ -32,8 +73,12 @@ export class BootEntry {
 
   constructor(readonly identity: BootIdentity) {}
 
+  get events(): readonly UpEvent[] {
+    return this.kept;
+  }
+
   get running(): boolean {
-    const last = this.events.at(-1);
+    const last = this.kept.at(-1);
     return last === undefined || !FINAL_EVENTS.has(last.type);
   }
 
@@ -47,7 +92,8 @@ export class BootEntry {
 
   emit(e: UpEvent): void {
     if (!this.running) return;
-    this.events.push(e);
+    this.kept.push(e);
+    if (this.kept.length > MAX_BOOT_EVENTS) this.kept = compactEvents(this.kept);
     for (const f of this.followers) f(e);
     if (FINAL_EVENTS.has(e.type)) {
       this.followers.clear();
@@ -57,7 +103,7 @@ export class BootEntry {
 
   /** Hands `f` every event from the boot's start, then each new one until the end; returns the unsubscribe. */
   follow(f: (e: UpEvent) => void): () => void {
-    for (const e of this.events) f(e);
+    for (const e of this.kept) f(e);
     if (!this.running) return () => undefined;
     this.followers.add(f);
     return () => this.followers.delete(f);

@@ -38,7 +38,7 @@ const KEEP_LINES = 40;
 const CAUSE_LINES = 12;
 const MAX_WARNINGS = 5;
 // `docker logs --timestamps` prefixes every line with an RFC 3339 time.
-const TIMESTAMP = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z) (.*)$/;
+export const TIMESTAMP = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z) (.*)$/;
 
 /**
  * An RFC 3339 time as Docker writes it (nanoseconds; `inspect`'s FinishedAt cuts trailing zeros)

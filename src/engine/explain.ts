@@ -1,6 +1,7 @@
 import { culprit, ownCause } from "../deploy/blame.js";
 import { BOOT_PHASES, type BootPhase } from "../deploy/contract.js";
 import type { EngineAdapter } from "./adapter.js";
+import { cutLine } from "../remote/lines.js";
 import { advanceBoot, INITIAL_BOOT, splitTimestamp, type BootState } from "./boot-log.js";
 
 /** One phase a node went through, with when it began and how long it lasted (when the log has times). */
@@ -41,7 +42,7 @@ const CONTEXT_BEFORE = 12;
 const CONTEXT_AFTER = 3;
 
 // `launcher logs` (src/cli/logs.ts) puts `[node]` (padded to the longest name) before every line.
-const NODE_PREFIX = /^\[([^\]\s]+) *\] ?(.*)$/s;
+export const NODE_PREFIX = /^\[([^\]\s]+) *\] ?(.*)$/s;
 
 interface Line {
   readonly node: string;
@@ -59,7 +60,8 @@ interface Line {
  */
 export function readLogLines(adapter: EngineAdapter, text: string): Line[] {
   // A multi-line log record may end its lines with "\r\n" (the engine's readLine handles a "\r" inside a line).
-  const raw = text.split(/\r?\n/);
+  // Each line cut as a streamed one is (src/remote/lines.ts): a saved log is anyone's file.
+  const raw = text.split(/\r?\n/).map((l) => cutLine(l));
   if (raw.at(-1) === "") raw.pop();
   const prefixed = raw.some((l) => l !== "") && raw.every((l) => l === "" || NODE_PREFIX.test(l));
   return raw.map((l) => {

@@ -1,7 +1,14 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { createInterface } from "node:readline";
+import { readLines } from "../remote/lines.js";
 import { decodeStatusLine, type StatusLine } from "../deploy/contract.js";
 import type { Stranger } from "../deploy/ownership.js";
+
+/**
+ * The longest status line a watcher may print: one JSON line holds every deployment of a cluster
+ * with its nodes (a few KiB each), so this is far above any real cluster, and a line past it (labels
+ * a node made huge) is cut, fails to decode and is said, rather than held whole.
+ */
+const STATUS_LINE_MAX = 8 * 1024 * 1024;
 import type { KnownDeployment } from "./routes.js";
 
 export interface Snapshot {
@@ -207,17 +214,22 @@ export class Discovery {
     child.stdin.on("error", () => undefined);
     child.stdout.on("data", () => this.lastOutput.set(source.cluster, Date.now()));
     let healthy = false;
-    createInterface({ input: child.stdout }).on("line", (line) => {
-      // A watcher removed (its cluster replaced or forgotten) may still print while it ends.
-      if (this.children.get(source.cluster) !== child) return;
-      try {
-        this.update(source.cluster, decodeStatusLine(line));
-        healthy = true;
-      } catch (e) {
-        this.log(`discovery of ${source.cluster}: unreadable line (${(e as Error).message}): ${line.slice(0, 200)}`);
-      }
-    });
-    createInterface({ input: child.stderr }).on("line", (line) => this.log(`discovery of ${source.cluster}: ${line}`));
+    readLines(
+      child.stdout,
+      (line) => {
+        // A watcher removed (its cluster replaced or forgotten) may still print while it ends.
+        if (this.children.get(source.cluster) !== child) return;
+        try {
+          this.update(source.cluster, decodeStatusLine(line));
+          healthy = true;
+        } catch (e) {
+          this.log(`discovery of ${source.cluster}: unreadable line (${(e as Error).message}): ${line.slice(0, 200)}`);
+        }
+      },
+      () => undefined,
+      STATUS_LINE_MAX,
+    );
+    readLines(child.stderr, (line) => this.log(`discovery of ${source.cluster}: ${line}`), () => undefined);
     let ended = false;
     const onEnd = (code: number | null): void => {
       if (ended || this.stopped) return;

@@ -1,6 +1,6 @@
 import { RemoteError } from "../config/errors.js";
 import { spawn } from "node:child_process";
-import { createInterface } from "node:readline";
+import { readLines } from "./lines.js";
 
 export interface ExecResult {
   readonly code: number;
@@ -46,7 +46,7 @@ export function childrenOutliveTheTerminal(): void {
 // process group and session" (child_process docs). ssh runs with BatchMode: it never asks a tty.
 const spawnOptions = (): { stdio: ["pipe", "pipe", "pipe"]; detached: boolean } => ({ stdio: ["pipe", "pipe", "pipe"], detached: ownGroup });
 
-const SSH_FAILED = 255;
+export const SSH_FAILED = 255;
 const TIMED_OUT = 124;
 
 /**
@@ -120,16 +120,19 @@ export async function* streamLocal(program: string, args: readonly string[], sig
   const queue: string[] = [];
   let open = 2;
   let wake: (() => void) | undefined;
+  // Each line cut to LINE_MAX as it arrives (./lines.ts): a node's output is untrusted and unbounded.
   for (const s of [child.stdout, child.stderr]) {
-    const rl = createInterface({ input: s });
-    rl.on("line", (l) => {
-      queue.push(l);
-      wake?.();
-    });
-    rl.on("close", () => {
-      open--;
-      wake?.();
-    });
+    readLines(
+      s,
+      (l) => {
+        queue.push(l);
+        wake?.();
+      },
+      () => {
+        open--;
+        wake?.();
+      },
+    );
   }
   try {
     while (open > 0 || queue.length > 0) {

@@ -6,10 +6,14 @@
  * Every shape below is checked in vLLM's (or torch's / NCCL's) source; the file is named at each.
  */
 
+/** What a rule found in a line: the whole match, then its parts (a regex's groups). */
+type Found = readonly (string | undefined)[];
+
 interface Rule {
-  readonly pattern: RegExp;
+  /** A regex (linear in the line: see log-shapes.ts), or a finder for a shape no regex reads in linear time. */
+  readonly pattern: RegExp | ((line: string) => Found | undefined);
   /** The hint, from the matching line and (for figures printed earlier) every line of the log. */
-  readonly say: (m: RegExpExecArray, lines: readonly string[]) => string;
+  readonly say: (m: Found, lines: readonly string[]) => string;
 }
 
 const num = (s: string | undefined): number => Number((s ?? "").replace(/,/g, ""));
@@ -95,7 +99,7 @@ const RULES: readonly Rule[] = [
   // The dynamic loader's words through Python's ImportError ("<file>.so: undefined symbol: <name>");
   // vLLM logs its own kernels' ImportError from vllm/platforms/interface.py (import_kernels).
   {
-    pattern: /(\S+\.so[\w.]*): undefined symbol: (\S+)/,
+    pattern: undefinedSymbol,
     say: (m) =>
       `${m[1]} was compiled against another torch (or for another GPU architecture) than the one in the image (undefined symbol ${m[2]}): rebuild the image so that this extension is built against the image's own torch and CUDA, for this GPU`,
   },
@@ -105,6 +109,9 @@ const RULES: readonly Rule[] = [
     say: () => "the GPU is held by another process (a container of another deployment?): `launcher status` lists what runs; `nvidia-smi` on the node shows who holds it",
   },
 ];
+
+/** Every rule's pattern, for the test that each reads a line in linear time. */
+export const HINT_PATTERNS: readonly Rule["pattern"][] = RULES.map((r) => r.pattern);
 
 /**
  * The hint for a failed boot. The rules go most specific first, each tried on the cause and then on
@@ -125,10 +132,38 @@ export function vllmHint(cause: string | undefined, lines: readonly string[]): s
   return main;
 }
 
-function firstMatch(pattern: RegExp, lines: readonly string[]): RegExpExecArray | undefined {
+function firstMatch(pattern: Rule["pattern"], lines: readonly string[]): Found | undefined {
   for (const l of lines) {
-    const m = pattern.exec(l);
+    const m = typeof pattern === "function" ? pattern(l) : pattern.exec(l);
     if (m) return m;
   }
   return undefined;
+}
+
+const SYMBOL = ": undefined symbol: ";
+// A path whose last name is a shared object: `.so`, then only version parts (`.so.1.2`, `.so_x`).
+const SO_TAIL = /^[\w.]*$/;
+const WORD = /\S+/y;
+
+/**
+ * `LIB: undefined symbol: NAME`, LIB a word that ends in a shared object's name: what the regex
+ * /(\S+\.so[\w.]*): undefined symbol: (\S+)/ finds, in one pass. That regex retries the word from
+ * each of its characters, and `[\w.]*` from each ".so" in it: cubic in a long word.
+ */
+function undefinedSymbol(line: string): Found | undefined {
+  for (let at = line.indexOf(SYMBOL); at >= 0; at = line.indexOf(SYMBOL, at + 1)) {
+    const lib = line.slice(wordStart(line, at), at);
+    const so = lib.lastIndexOf(".so");
+    WORD.lastIndex = at + SYMBOL.length;
+    const name = WORD.exec(line)?.[0];
+    if (so > 0 && SO_TAIL.test(lib.slice(so + 3)) && name !== undefined) return [`${lib}${SYMBOL}${name}`, lib, name];
+  }
+  return undefined;
+}
+
+/** Where the run of non-space characters that ends at `end` begins. */
+function wordStart(line: string, end: number): number {
+  let i = end;
+  while (i > 0 && !/\s/.test(line[i - 1] as string)) i--;
+  return i;
 }

@@ -16,8 +16,8 @@ import { RAY_NOT_JOINED_PATTERN } from "./ray.js";
 // The process prefix `(Worker_TP0 pid=123) ` that vllm/utils/system_utils.py `_add_prefix` writes
 // at the start of every stdout/stderr line of a child process (decorate_logs); some builds print
 // a simplified name (`(Worker (TP1)) `, no pid), Ray's own workers `(RayWorkerWrapper pid=1, ip=…)`.
-const PREFIX = /^\(([\w.-]+(?: \([\w.-]+\))?(?: pid=\d+)?(?:, ip=[\w.:-]+)?)\) /;
-const PREFIX_ONLY = /^\([\w.-]+(?: \([\w.-]+\))?(?: pid=\d+)?(?:, ip=[\w.:-]+)?\) ?$/;
+export const PREFIX = /^\(([\w.-]+(?: \([\w.-]+\))?(?: pid=\d+)?(?:, ip=[\w.:-]+)?)\) /;
+export const PREFIX_ONLY = /^\([\w.-]+(?: \([\w.-]+\))?(?: pid=\d+)?(?:, ip=[\w.:-]+)?\) ?$/;
 
 // The logger header: vllm/logger.py `_FORMAT` "%(levelname)s %(asctime)s [%(fileinfo)s:%(lineno)d]
 // %(message)s" with `_DATE_FORMAT` "%m-%d %H:%M:%S"; builds before about v0.8 wrote
@@ -25,7 +25,7 @@ const PREFIX_ONLY = /^\([\w.-]+(?: \([\w.-]+\))?(?: pid=\d+)?(?:, ip=[\w.:-]+)?\
 // `NewLineFormatter.format` replaces every "\n" of a message by "\r\n" + this header, so every
 // line of a multi-line message (a `logger.exception` traceback) carries it again, and each such
 // line but the last ends in "\r".
-const HEADER = /^(DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? \[?([^\s\]]+:\d+)\] /;
+export const HEADER = /^(DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? \[?([^\s\]]+:\d+)\] /;
 
 /**
  * One raw line as a terminal would show it: colours dropped, and of a line redrawn with "\r"
@@ -53,6 +53,13 @@ export function readVllmLine(raw: string): LogLine {
     ...(h === null ? {} : { record: `${p?.[0] ?? ""}${h[0]}` }),
   };
 }
+
+// Every pattern here meets container output, which is untrusted and may be one long line: each runs
+// in time linear in the line (test/unit/log-linear.test.ts checks them all). The rule: a pattern is
+// anchored (^), or starts with a literal, and a loop after a literal runs over characters that
+// literal holds no one of (\S+ after a literal ending in a space, [^()]* after one ending in "("),
+// so the loops started at two occurrences never cover the same text; never `.*` between two
+// literals, which rescans the rest of the line from every occurrence of the first.
 
 // A Python exception line: the last line of a traceback (`ImportError: …`, `torch.OutOfMemoryError:
 // CUDA out of memory …`, a bare `AssertionError`).
@@ -86,7 +93,7 @@ export const BOOT_PHASES: readonly BootPhase[] = [
   { phase: "starting", pattern: /non-default args:/ },
   // vllm/entrypoints/cli/serve.py `run_headless`: a headless node's own start line, "Launching vLLM
   // (v%s) headless multiproc executor, with head node address %s for torch.distributed process group."
-  { phase: "starting", pattern: /Launching (?:vLLM \(v[^)]*\) )?headless multiproc executor/, sets: ["headless"] },
+  { phase: "starting", pattern: /Launching (?:vLLM \(v[^()]*\) )?headless multiproc executor/, sets: ["headless"] },
   // vllm/config/model.py `ModelConfig.__post_init__`: "Resolved architecture: %s"; then "Using max
   // model len %s" (vllm/config: the max model len it settled on).
   { phase: "loading", pattern: /Resolved architecture:|Using max model len/ },
@@ -127,7 +134,8 @@ export const PEER_LOSS: readonly RegExp[] = [
   // vllm/v1/executor/multiproc_executor.py `monitor_workers`: "Worker proc %s died unexpectedly,
   // shutting down executor."; the Ray executor's (vllm/v1/executor/ray_executor_v2.py) "RayWorkerProc
   // rank=%s died unexpectedly, shutting down executor."
-  /Worker ?[Pp]roc .* died unexpectedly/,
+  // The name is a process name without a space (VllmWorker-1, Worker_TP0, rank=1).
+  /Worker ?[Pp]roc \S+ died unexpectedly/,
   // A rank that lost the process holding torch's TCPStore (the head): torch's recvBytes
   // (torch/csrc/distributed/c10d/Utils.hpp) "Failed to recv, got 0 bytes. Connection was likely
   // closed. Did the remote server shutdown or crash?", logged by TCPStore.cpp's "[c10d] recvValue
@@ -138,15 +146,16 @@ export const PEER_LOSS: readonly RegExp[] = [
   // The same losses in other words: older torch's "failed to recv, got 0 bytes", and the c10d
   // socket's send or receive failing with "Broken pipe" / "Connection reset by peer".
   /failed to recv, got 0 bytes/i,
-  /\[c10d\] (?:recvValue|recvBytes|sendBytes)\w* failed on SocketImpl\(.*\): (?:Broken pipe|Connection reset by peer)/,
+  // SocketImpl's own text (fd, addr, remote) has no parenthesis: torch/csrc/distributed/c10d/socket.cpp.
+  /\[c10d\] (?:recvValue|recvBytes|sendBytes)\w* failed on SocketImpl\([^()]*\): (?:Broken pipe|Connection reset by peer)/,
 ];
 
 export const FATAL: readonly RegExp[] = [
   ...WRAPPERS,
   // The GPU worker's start-up check (vllm/v1/worker/gpu_worker.py `init_device`; moved to
   // vllm/v1/worker/utils.py `request_memory` in later builds): "Free memory on device cuda:0 (X/Y GiB)
-  // on startup is less than desired GPU memory utilization (U, Z GiB). …".
-  /Free memory on device .* is less than desired GPU memory utilization/,
+  // on startup is less than desired GPU memory utilization (U, Z GiB). …" (older builds leave the device out).
+  /Free memory on device (?:\S+ )?\([\d.]+\/[\d.]+ GiB\) on startup is less than desired GPU memory utilization/,
   // vllm/v1/core/kv_cache_utils.py `_check_enough_kv_cache_memory`: "No available memory for the cache
   // blocks." and "To serve at least one request with the model's max seq len (%d), (%s GiB KV cache is
   // needed, which is larger than the available KV cache memory (%s GiB). Based on the available
