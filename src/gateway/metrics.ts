@@ -4,7 +4,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom
 export class GatewayMetrics {
   readonly registry = new Registry();
   readonly requests = new Counter({ name: "launcher_gateway_requests_total", help: "Requests answered, by model, lane and HTTP status.", labelNames: ["model", "lane", "code"], registers: [this.registry] });
-  readonly errors = new Counter({ name: "launcher_gateway_errors_total", help: "Requests that failed, by model, lane and kind (unknown_model, unavailable, upstream, auth, client_abort).", labelNames: ["model", "lane", "kind"], registers: [this.registry] });
+  readonly errors = new Counter({ name: "launcher_gateway_errors_total", help: "Requests that failed, by model, lane and kind (unknown_model, unavailable, upstream, auth, client_abort, too_large).", labelNames: ["model", "lane", "kind"], registers: [this.registry] });
   readonly inFlight = new Gauge({ name: "launcher_gateway_in_flight_requests", help: "Requests being proxied now.", labelNames: ["model", "lane"], registers: [this.registry] });
   readonly ttft = new Histogram({
     name: "launcher_gateway_time_to_first_token_seconds",

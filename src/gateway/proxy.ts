@@ -1,5 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { Readable } from "node:stream";
 import type { Dispatcher } from "undici";
+import type { ByteBudget } from "./budget.js";
 import { engineAuthHeaders, forwardHeaders, REQUEST_DROP, RESPONSE_DROP } from "./headers.js";
 
 export interface ForwardResult {
@@ -18,7 +20,9 @@ export interface ForwardOptions {
   readonly endpoint: string;
   /** The path and query to ask for: the canonical one the gateway routed on (./paths.ts). */
   readonly path: string;
-  readonly body: Buffer | undefined;
+  readonly body: UpstreamBody;
+  /** Where the non-streamed answers kept for their usage reserve their bytes. */
+  readonly answers: ByteBudget;
   /** Replaces the client's Content-Type (a JSON body sent without one). */
   readonly contentType?: string;
   readonly headersTimeoutMs: number;
@@ -27,6 +31,23 @@ export interface ForwardOptions {
   readonly bodyTimeoutMs: number;
   readonly now: () => number;
 }
+
+/** What goes upstream: nothing, bytes the gateway holds (parts sent in order, never joined), or a stream it passes on. */
+export type UpstreamBody =
+  | { readonly kind: "none" }
+  | { readonly kind: "bytes"; readonly parts: readonly Buffer[] }
+  | { readonly kind: "stream"; readonly from: Readable; readonly length: number | undefined };
+
+/** The body as undici sends it, and its length when known (chunked otherwise). */
+function dispatchBody(body: UpstreamBody): { body: Buffer | Readable | null; length: number | undefined } {
+  if (body.kind === "none") return { body: null, length: undefined };
+  if (body.kind === "stream") return { body: body.from, length: body.length };
+  const length = body.parts.reduce((n, p) => n + p.length, 0);
+  return { body: body.parts.length === 1 ? (body.parts[0] as Buffer) : Readable.from(body.parts), length };
+}
+
+/** All non-streamed answers kept at once for their usage; past it, an answer's tokens go uncounted. */
+export const ANSWERS_BUDGET_BYTES = 32 * 1024 * 1024;
 
 const DATA = Buffer.from("data: ");
 const DONE = Buffer.from("data: [DONE]");
@@ -50,6 +71,40 @@ function usageTokens(chunks: readonly Buffer[]): number | undefined {
 }
 
 /**
+ * A non-streamed JSON answer kept for its usage: whole, or not at all once it passes
+ * KEEP_JSON_BYTES or the room all kept answers share (its tokens then go uncounted).
+ */
+class KeptAnswer {
+  #chunks: Buffer[] = [];
+  #bytes = 0;
+  #on = true;
+
+  constructor(private readonly budget: ByteBudget) {}
+
+  add(chunk: Buffer): void {
+    if (!this.#on) return;
+    if (this.#bytes + chunk.length <= KEEP_JSON_BYTES && this.budget.tryReserve(chunk.length)) {
+      this.#chunks.push(chunk);
+      this.#bytes += chunk.length;
+    } else this.drop();
+  }
+
+  /** The answer's completion tokens (undefined: not kept, or none said); what it held is given back. */
+  tokens(): number | undefined {
+    const tokens = this.#on ? usageTokens(this.#chunks) : undefined;
+    this.drop();
+    return tokens;
+  }
+
+  drop(): void {
+    this.budget.release(this.#bytes);
+    this.#bytes = 0;
+    this.#chunks = [];
+    this.#on = false;
+  }
+}
+
+/**
  * Sends one request upstream and streams the answer back chunk by chunk, with no buffering.
  * Never retries: once the engine has the request, a second try could generate twice. A client
  * that goes away aborts the upstream request, so the engine stops generating.
@@ -57,7 +112,8 @@ function usageTokens(chunks: readonly Buffer[]): number | undefined {
 export function forward(req: IncomingMessage, res: ServerResponse, options: ForwardOptions): Promise<ForwardResult> {
   // The client's own key was dropped (REQUEST_DROP): the engine gets the deployment's key, if any.
   const headers = { ...forwardHeaders(req.headers, REQUEST_DROP), ...engineAuthHeaders(options.engineKey) } as Record<string, string | string[]>;
-  if (options.body !== undefined) headers["content-length"] = String(options.body.length);
+  const upstream = dispatchBody(options.body);
+  if (upstream.length !== undefined) headers["content-length"] = String(upstream.length);
   if (options.contentType !== undefined) headers["content-type"] = options.contentType;
 
   return new Promise<ForwardResult>((resolve) => {
@@ -67,13 +123,12 @@ export function forward(req: IncomingMessage, res: ServerResponse, options: Forw
     let firstChunkAt: number | undefined;
     let status = 0;
     let streaming = false;
-    let keepJson = false;
-    const kept: Buffer[] = [];
-    let keptBytes = 0;
+    let kept: KeptAnswer | undefined;
     let settled = false;
     const finish = (r: Omit<ForwardResult, "streamedChunks" | "status">): void => {
       if (settled) return;
       settled = true;
+      kept?.drop();
       res.off("close", onClose);
       resolve({ status, streamedChunks, ...(firstChunkAt === undefined ? {} : { firstChunkAt }), ...r });
     };
@@ -94,7 +149,7 @@ export function forward(req: IncomingMessage, res: ServerResponse, options: Forw
         path: options.path,
         method: (req.method ?? "GET") as Dispatcher.HttpMethod,
         headers,
-        body: options.body ?? null,
+        body: upstream.body,
         headersTimeout: options.headersTimeoutMs,
         bodyTimeout: options.bodyTimeoutMs,
       },
@@ -108,7 +163,7 @@ export function forward(req: IncomingMessage, res: ServerResponse, options: Forw
           const out = forwardHeaders(upstreamHeaders, RESPONSE_DROP);
           const contentType = String(upstreamHeaders["content-type"] ?? "");
           streaming = contentType.startsWith("text/event-stream");
-          keepJson = !streaming && contentType.includes("json");
+          if (!streaming && contentType.includes("json")) kept = new KeptAnswer(options.answers);
           // nginx and other proxies in front must not hold chunks back either.
           if (streaming) out["x-accel-buffering"] = "no";
           res.writeHead(statusCode, out);
@@ -125,10 +180,7 @@ export function forward(req: IncomingMessage, res: ServerResponse, options: Forw
         onResponseData(c, chunk) {
           firstChunkAt ??= options.now();
           if (streaming) streamedChunks += countEvents(chunk);
-          else if (keepJson && keptBytes < KEEP_JSON_BYTES) {
-            kept.push(chunk);
-            keptBytes += chunk.length;
-          }
+          else kept?.add(chunk);
           if (!res.write(chunk)) {
             c.pause();
             res.once("drain", resume);
@@ -136,7 +188,7 @@ export function forward(req: IncomingMessage, res: ServerResponse, options: Forw
         },
         onResponseEnd() {
           res.end();
-          const tokens = keepJson ? usageTokens(kept) : undefined;
+          const tokens = kept?.tokens();
           finish({ outcome: "done", endedAt: options.now(), ...(tokens === undefined ? {} : { completionTokens: tokens }) });
         },
         onResponseError(_c, e) {

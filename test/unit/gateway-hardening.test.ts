@@ -8,7 +8,8 @@ import path from "node:path";
 import { after, test } from "node:test";
 import { vllm } from "../../src/engine/vllm/adapter.js";
 import { collectKeys, keyChecker, parseKeyFile, presentedKey } from "../../src/gateway/auth.js";
-import { jsonDepthExceeds, MAX_JSON_DEPTH, readRequestBody } from "../../src/gateway/body.js";
+import { MAX_JSON_DEPTH, readRequestBody } from "../../src/gateway/body.js";
+import { scanJson } from "../../src/gateway/json-scan.js";
 import { Discovery } from "../../src/gateway/discovery.js";
 import { allowedMethods, GATEWAY_METHODS } from "../../src/gateway/methods.js";
 import { routeTable, type RouteTable } from "../../src/gateway/routes.js";
@@ -74,17 +75,18 @@ test("serve: --api-key \"\" (an unset variable) stops at start with exit 1; so d
 // ---------------------------------------------------------------- bodies and methods (pure)
 
 test("depth scan: counts nesting outside strings, stops at the first level too deep", () => {
+  const jsonDepthExceeds = (b: Uint8Array, max: number): boolean => scanJson(b, max).kind === "too-deep";
   assert.equal(jsonDepthExceeds(Buffer.from(nested(10)), 11), false, "the object itself is one level");
   assert.equal(jsonDepthExceeds(Buffer.from(nested(10)), 10), true);
   assert.equal(jsonDepthExceeds(Buffer.from(`{"s":"${"[".repeat(500)}","t":"\\"[[[[{{{{"}`), 1), false, "brackets inside strings, escaped quotes");
-  assert.equal(jsonDepthExceeds(Buffer.from("[[]][[]]"), 2), false, "siblings do not add up");
+  assert.equal(jsonDepthExceeds(Buffer.from("[[],[]]"), 2), false, "siblings do not add up");
   assert.equal(jsonDepthExceeds(Buffer.from(`{"é":"ü","a":[[["\\\\"]]]}`), 3), true, "UTF-8 and an escaped backslash");
   assert.equal(jsonDepthExceeds(Buffer.from("[".repeat(1_000_000)), MAX_JSON_DEPTH), true, "a million levels: no recursion to overflow");
 });
 
 test("request bodies: JSON whatever the Content-Type, forms untouched, too deep and invalid are refused", () => {
   for (const type of [undefined, "", "text/plain", "application/json; charset=utf-8", "application/octet-stream"]) {
-    assert.deepEqual(readRequestBody(Buffer.from('{"model":"m"}'), type), { kind: "json", value: { model: "m" } }, String(type));
+    assert.deepEqual(readRequestBody(Buffer.from('{"model":"m"}'), type), { kind: "json", model: { start: 9, end: 12, name: "m", tooLong: false } }, String(type));
   }
   assert.deepEqual(readRequestBody(Buffer.from("--b\r\n[[[[["), "multipart/form-data; boundary=b", 2), { kind: "raw" });
   assert.deepEqual(readRequestBody(Buffer.alloc(0), "application/json"), { kind: "raw" });
