@@ -1,8 +1,9 @@
+import { readFileSync, realpathSync } from "node:fs";
 import path from "node:path";
 import { userInfo } from "node:os";
 import type { Command } from "commander";
-import { daemonUnitText } from "../daemon/systemd.js";
-import { clusterPath, selfArgv } from "./load.js";
+import { daemonUnitText, stableLauncherArgv } from "../daemon/systemd.js";
+import { clusterPath, PACKAGE_ROOT } from "./load.js";
 import type { Output } from "./output.js";
 import { clusterOption } from "./options.js";
 
@@ -15,6 +16,40 @@ interface SystemdFlags {
 }
 
 const absolute = (file: string): string => path.resolve(file);
+
+/** A file's real path, undefined when it is not there. */
+const real = (file: string): string | undefined => {
+  try {
+    return realpathSync(file);
+  } catch {
+    return undefined;
+  }
+};
+
+/** The `launcher` commands on PATH that are this package's own bin (dist/cli/main.js of a package of this name), as real paths. */
+function launchersOnPath(): string[] {
+  const name = packageName(PACKAGE_ROOT);
+  const found = (process.env.PATH ?? "").split(path.delimiter).filter((d) => path.isAbsolute(d)).map((d) => real(path.join(d, "launcher")));
+  return [...new Set(found.filter((p): p is string => p !== undefined && p.endsWith(BIN) && packageName(p.slice(0, -BIN.length)) === name))];
+}
+
+const BIN = `${path.sep}${path.join("dist", "cli", "main.js")}`;
+
+/** The name in a package folder's package.json; undefined when it has none that reads. */
+function packageName(root: string): string | undefined {
+  try {
+    const name: unknown = (JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")) as { name?: unknown }).name;
+    return typeof name === "string" ? name : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** This launcher's command line, at a path that lasts (never npx's cache). */
+function unitArgv(args: readonly string[]): string[] {
+  const script = process.argv[1] ?? "launcher";
+  return stableLauncherArgv({ execPath: process.execPath, execArgv: process.execArgv, script: real(script) ?? absolute(script), onPath: launchersOnPath() }, args);
+}
 
 export function registerExport(program: Command, io: Output): void {
   const group = program.command("export").description("print files that run launcher elsewhere (a systemd unit for the daemon)");
@@ -39,7 +74,7 @@ export function registerExport(program: Command, io: Output): void {
         ...(flags.apiKeyFile === undefined ? [] : ["--api-key-file", absolute(flags.apiKeyFile)]),
         ...(flags.adminKeyFile === undefined ? [] : ["--admin-key-file", absolute(flags.adminKeyFile)]),
       ];
-      const argv = selfArgv(args);
+      const argv = unitArgv(args);
       const environment: Record<string, string> = {};
       for (const name of ["LAUNCHER_RECIPES", "LAUNCHER_DOCKER_IMAGES", "XDG_STATE_HOME", "XDG_CONFIG_HOME"]) {
         const value = process.env[name];

@@ -1,6 +1,8 @@
 import type { Command } from "commander";
 import { UserError } from "../config/errors.js";
-import { buildImage, imageFolders, imageReport, pushImage, pushSource, shortId, type NodeImage } from "../deploy/images.js";
+import { Interrupted } from "../deploy/abort.js";
+import { buildImage, imageFolders, imageReport, pushImage, pushLeft, pushSource, shortId, type NodeImage } from "../deploy/images.js";
+import { withInterrupts } from "./interrupts.js";
 import { describePath, mib, transferProgress } from "../deploy/progress.js";
 import { clusterRoutes, RELAY_ASKED } from "../transfer/route.js";
 import { dockerOf, openSession, type ClusterSession } from "../deploy/session.js";
@@ -51,7 +53,16 @@ export async function runImagesPush(ref: string, flags: ImageFlags & { from?: st
   }
   const targets = namedNodes(session, flags.nodes).filter((n) => n.name !== source.node).map((n) => dockerOf(session, n.name));
   const direct = { routes: clusterRoutes(session.cluster.nodes), ...(flags.relay === true ? { relay: RELAY_ASKED } : {}), ...(known === undefined ? {} : { known }) };
-  const result = await pushImage(image, source, targets, transferProgress((line) => io.err(line), Date.now), undefined, direct);
+  // Ctrl-C stops the push where it is and says what each node was left with.
+  const result = await withInterrupts(async (signal) => {
+    try {
+      return await pushImage(image, source, targets, transferProgress((line) => io.err(line), Date.now), signal, direct);
+    } catch (e) {
+      if (!(e instanceof Interrupted)) throw e;
+      const [from] = await imageReport(image, [source]);
+      throw new Interrupted(e.signalName, `the push of ${image} was stopped: ${pushLeft(from?.id, await imageReport(image, targets))}`, `launcher images push ${ref} sends it again to the nodes that lack it`);
+    }
+  });
   if (flags.json) {
     io.json(result);
     return;

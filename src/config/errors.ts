@@ -26,6 +26,36 @@ export class RemoteError extends Error {
   }
 }
 
+/**
+ * What can go wrong with the state store itself, as src/store/fault.ts sorts SQLite's and the
+ * file system's error codes: its content is damaged; it may not be written (read-only file, folder
+ * or mount); its disk is full; the disk failed to read or write; another process holds it too long.
+ */
+export type StoreFaultKind = "damaged" | "read-only" | "full" | "io" | "busy" | "unreachable";
+
+/**
+ * The state store failed: a fault of the machine's disk or file, never of the command or the
+ * cluster, so the user's to fix (a UserError: said without a stack, exit 1, and carried as one
+ * from the daemon). Raised at the store's boundary (src/store/fault.ts) and never recognised by
+ * its text.
+ */
+export class StoreFault extends UserError {
+  constructor(
+    readonly kind: StoreFaultKind,
+    /** The store's file. */
+    readonly file: string,
+    /** SQLite's or the system's error code, e.g. SQLITE_CORRUPT, ENOSPC. */
+    readonly code: string,
+    /** What SQLite or the system said. */
+    readonly reason: string,
+    message: string,
+    hint?: string,
+  ) {
+    super(message, hint);
+    this.name = "StoreFault";
+  }
+}
+
 export const EXIT_USER = 1;
 export const EXIT_BUG = 70;
 
@@ -61,6 +91,14 @@ export function errorJson(e: unknown): ErrorJson {
 
 const BUG_HINT = "This is a bug in launcher; please report it with the command you ran.";
 
+const PREFIX = "launcher: ";
+/**
+ * One "launcher: " per line: a message that names launcher itself already (a failure of
+ * launcher's own, such as an interrupted boot's, whose `node` is launcher; a line written by
+ * launcher's node-side scripts) is not prefixed again.
+ */
+export const said = (text: string): string => (text.startsWith(PREFIX) ? text : `${PREFIX}${text}`);
+
 /**
  * The one place that turns an error into what the user reads and an exit status: the text on
  * `write` (stderr), and with `writeJson` (a command given --json) the same error as JSON.
@@ -69,12 +107,12 @@ export function reportError(e: unknown, write: (text: string) => void, writeJson
   writeJson?.(JSON.stringify(errorJson(e), null, 2));
   if (e instanceof UserError) {
     for (const d of sortDiagnostics(e.diagnostics)) write(formatDiagnostic(d));
-    write(`launcher: ${e.message}`);
+    write(said(e.message));
     if (e.hint !== undefined) write(`  hint: ${e.hint}`);
     return EXIT_USER;
   }
   if (e instanceof RemoteError) {
-    write(`launcher: ${e.node}: ${e.message}`);
+    write(said(`${e.node}: ${e.message}`));
     if (e.detail !== undefined && e.detail.trim() !== "") write(e.detail.trimEnd().split("\n").map((l) => `  | ${l}`).join("\n"));
     if (e.hint !== undefined) write(`  hint: ${e.hint}`);
     return EXIT_USER;

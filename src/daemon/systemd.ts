@@ -21,6 +21,38 @@ export function systemdValue(value: string): string {
   return value.replace(/%/g, "%%");
 }
 
+/**
+ * npm exec (npx) installs a package it does not find into a folder of its own cache,
+ * `<npm cache>/_npx/<hash>/node_modules` (npm/cli workspaces/libnpmexec), which `npm cache clean`
+ * and npm's own pruning remove: a unit must never name a path in there.
+ */
+export const inNpxCache = (realPath: string): boolean => realPath.split(/[\\/]/).includes("_npx");
+
+/** How this launcher runs, as the unit's ExecStart would run it again. */
+export interface RunningLauncher {
+  readonly execPath: string;
+  readonly execArgv: readonly string[];
+  /** The running main script, symlinks resolved. */
+  readonly script: string;
+  /** The `launcher` commands on PATH, in PATH's order, each as its real path, and only those of this package. */
+  readonly onPath: readonly string[];
+}
+
+/**
+ * The command line a unit runs this launcher with: the running script where it stays (a global
+ * or local install, the sources), else a `launcher` on PATH that is this package and is not in
+ * npx's cache; none: refused, saying to install it first (npx's copy would vanish with its cache).
+ */
+export function stableLauncherArgv(r: RunningLauncher, args: readonly string[]): string[] {
+  if (!inNpxCache(r.script)) return [r.execPath, ...r.execArgv, r.script, ...args];
+  const installed = r.onPath.find((p) => !inNpxCache(p));
+  if (installed !== undefined) return [r.execPath, installed, ...args];
+  throw new UserError(
+    `launcher runs from npx's cache (${r.script}), which npm removes when it cleans its cache: a unit naming it would stop starting`,
+    "install launcher first (npm install -g dgx-spark-launcher), then run `launcher export systemd` again",
+  );
+}
+
 export type UnitScope = "user" | "system";
 
 export interface DaemonUnit {

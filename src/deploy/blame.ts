@@ -68,3 +68,38 @@ export function rankBehind(adapter: EngineAdapter, ranks: readonly RankBoot[]): 
   }
   return worst;
 }
+
+const whereOf = (r: RankBoot): string => `${r.node} ${r.state.phase}${r.state.atRendezvous === true ? " at the rendezvous" : ""}`;
+const cmp = (a: [number, number], b: [number, number]): number => a[0] - b[0] || a[1] - b[1];
+
+/**
+ * The rank a boot that timed out is blamed on, and what to say: one rule with the failures above.
+ *
+ * A rank that never reached the rendezvous while another waits there never joined, whatever the
+ * phase of either: the waiting ranks cannot go on without it (a Ray worker that never registered
+ * with the head's GCS, an mp worker that never connected to its master). Of several such, the one
+ * that got least far. Without one, the rank that got least far (rankBehind), and only the ranks
+ * that really got further are said to.
+ */
+export function timeoutBlame(adapter: EngineAdapter, ranks: readonly RankBoot[], seconds: number): { readonly blamed: RankBoot; readonly message: string } | undefined {
+  const waiting = ranks.filter((r) => r.state.atRendezvous === true);
+  const absent = ranks.filter((r) => r.state.atRendezvous !== true);
+  if (waiting.length > 0 && absent.length > 0) {
+    const blamed = rankBehind(adapter, absent) as RankBoot;
+    const also = absent.filter((r) => r !== blamed).map((r) => r.node);
+    const message = `never joined the other ranks: timed out after ${seconds} s (phase ${blamed.state.phase}) while ${waiting.map((r) => r.node).join(", ")} waited at the rendezvous${also.length === 0 ? "" : `; ${also.join(", ")} never joined either`}`;
+    return { blamed, message };
+  }
+  const blamed = rankBehind(adapter, ranks);
+  if (blamed === undefined) return undefined;
+  const at = progress(adapter, blamed.state);
+  const others = ranks.filter((r) => r !== blamed);
+  const further = others.filter((r) => cmp(progress(adapter, r.state), at) > 0).map(whereOf);
+  const level = others.filter((r) => cmp(progress(adapter, r.state), at) <= 0).map(whereOf);
+  const message = [
+    `timed out after ${seconds} s (phase ${blamed.state.phase})`,
+    ...(further.length === 0 ? [] : [`the other ranks got further (${further.join(", ")})`]),
+    ...(level.length === 0 ? [] : [`${further.length === 0 ? "the other ranks" : "the rest"} got no further (${level.join(", ")})`]),
+  ].join("; ");
+  return { blamed, message };
+}

@@ -34,6 +34,26 @@ export interface NodeImage {
   readonly error?: string;
 }
 
+/**
+ * What an interrupted push left on the nodes it sent to, node by node: the image whole (the
+ * source's ID) or under the name as before, never part of one: Docker's load untars the whole
+ * archive to a temporary folder before it reads its manifest and tags (moby image/tarexport/
+ * load.go), so a load cut short tags nothing, and its temporary folder goes with it.
+ */
+export function pushLeft(sourceId: string | undefined, after: readonly NodeImage[]): string {
+  return after
+    .map((n) =>
+      n.error !== undefined
+        ? `${n.node} could not be asked (${n.error})`
+        : n.id === undefined
+          ? `${n.node} has no image under the name (a load cut short leaves none)`
+          : n.id === sourceId
+            ? `${n.node} has the image (${shortId(n.id)})`
+            : `${n.node} still has its other build (${shortId(n.id)}), not part of this one`,
+    )
+    .join("; ");
+}
+
 /** The folders of every docker-images/ root; `own` names the recipe's folder and its image. */
 export function imageFolders(roots: readonly string[], own?: { dir: string; tag: string }): ImageFolder[] {
   const out: ImageFolder[] = [];

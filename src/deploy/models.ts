@@ -10,6 +10,7 @@ import { handled, joinPipe } from "./images.js";
 import { inPool } from "./pool.js";
 import type { TransferProgress } from "./progress.js";
 import { runChain } from "../transfer/chain.js";
+import { definedEnd, endWhy } from "../transfer/hop.js";
 import { checkSpace, clusterRoutes, parseProbe, planRoutes, PROBE_SCRIPT, type NodeProbe, type TransferPath } from "../transfer/route.js";
 import { cacheArgv, CACHE_PERL, UNSAFE_EXIT } from "../transfer/hf-cache.js";
 import { together } from "../transfer/together.js";
@@ -163,8 +164,11 @@ async function copyFrom(source: DockerClient, target: DockerClient, from: Place,
   try {
     const [r, w] = await Promise.all([read.done, write.done]);
     if (signal.aborted) throw interrupted();
-    if (r.code !== 0) throw new RemoteError(source.node, `reading ${from.root}/${from.rel} failed (exit ${r.code})`, r.stderr, r.code === UNSAFE_EXIT ? CACHE_HINT : undefined);
-    if (w.code !== 0) throw new RemoteError(target.node, `writing ${to.root}/${to.rel} failed (exit ${w.code})`, w.stderr, w.code === UNSAFE_EXIT ? CACHE_HINT : undefined);
+    // What the node's end status says (ssh's lost connection, a full disk), where it says anything.
+    const failed = (node: string, what: string, p: Place, e: { code: number; stderr: string }): RemoteError =>
+      new RemoteError(node, definedEnd(e.code) ? `${what}: ${endWhy(e.code, e.stderr, `${node}:${p.root}/${p.rel}`)}` : `${what} ${p.root}/${p.rel} failed (exit ${e.code})`, e.stderr, e.code === UNSAFE_EXIT ? CACHE_HINT : undefined);
+    if (r.code !== 0) throw failed(source.node, "reading", from, r);
+    if (w.code !== 0) throw failed(target.node, "writing", to, w);
   } finally {
     signal.removeEventListener("abort", abort);
   }
@@ -336,7 +340,7 @@ export async function syncWeights(recipe: Recipe, session: ClusterSession, nodes
       const from = Math.min(...direct.map((r) => job.offsets.get(r.node) ?? 0));
       const out = await runChain(
         { node: source.node, transport: source.transport, command: cacheArgv("read", sourceLoc.root, fromPlace(job).rel, String(from)) },
-        direct.map((r) => ({ ...r, transport: docker(r.node).transport, sink: cacheArgv("append", ...placeArgs(toPlace(r.node, job, PARTIAL))), skip: (job.offsets.get(r.node) ?? 0) - from })),
+        direct.map((r) => ({ ...r, transport: docker(r.node).transport, sink: cacheArgv("append", ...placeArgs(toPlace(r.node, job, PARTIAL))), dest: placeArgs(toPlace(r.node, job, PARTIAL)).join("/"), skip: (job.offsets.get(r.node) ?? 0) - from })),
         (node, bytes) => show(node, Math.max(0, bytes - ((job.offsets.get(node) ?? 0) - from)), `over ${routes.get(node)?.path ?? "?"}`),
         { signal: branch },
       );

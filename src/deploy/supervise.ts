@@ -80,7 +80,13 @@ export type SuperviseEvent =
    * (src/deploy/adopt.ts): its boot owns the group until it ends (`restart-ended`), as one this
    * daemon issued would.
    */
-  | { readonly kind: "adopted"; readonly at: number; readonly attempt: number; readonly failure: Failure };
+  | { readonly kind: "adopted"; readonly at: number; readonly attempt: number; readonly failure: Failure }
+  /**
+   * The restart under way named the rank to blame from the group it took down (src/deploy/blame.ts
+   * via the supervisor's takeDown): the failure it records in the store's history. From then on
+   * the restart says that one (the gateway's 503, a later try), not the first sighting.
+   */
+  | { readonly kind: "blamed"; readonly at: number; readonly failure: Failure };
 
 export type SuperviseAction =
   /** Remove the whole group on every node, then boot its plan again. */
@@ -163,6 +169,7 @@ function next(attempts: number, streak: number, failure: Failure, at: number, po
  */
 export function supervise(state: Supervised, event: SuperviseEvent, policy: RestartPolicy, timing: SuperviseTiming = DEFAULT_TIMING): Decision {
   const stay: Decision = { state, actions: [] };
+  if (event.kind === "blamed") return state.phase === "restarting" ? { state: { ...state, failure: event.failure }, actions: [] } : stay;
   if (event.kind === "adopted" && state.phase !== "restarting") {
     // Its streak is not known here (the daemon that counted it died): at least this try, so a
     // failure waits the first backoff before the next one, whatever this daemon saw before.

@@ -481,6 +481,7 @@ export class Supervisor {
     };
     const record = (): void => {
       const named = blame();
+      this.blamed(entry, named);
       const cause = named.container === undefined ? undefined : heard.get(named.container)?.cause;
       tried.record = this.deps.store.beginRestart({
         cluster,
@@ -506,6 +507,19 @@ export class Supervisor {
     record();
     for (const line of formatRemoval(removed, `launcher down deployment/${deployment}`, "summary")) say(line);
     if (unreachableOf(removed).length > 0) throw new Error(`cannot recreate ${deployment} while ${unreachableOf(removed).map((u) => u.node).join(", ")} does not answer`);
+  }
+
+  /**
+   * The rank a restart blamed (what the store's history records) becomes what the restart says:
+   * the gateway's 503 names it from the same Failure, not the first sighting that set it off.
+   */
+  private blamed(entry: Entry, named: Failure): void {
+    const k = key(entry.seen.cluster, entry.seen.deployment);
+    if (this.entries.get(k) !== entry || named === entry.failure) return;
+    entry.failure = named;
+    this.step(k, entry, { kind: "blamed", at: this.deps.now(), failure: named });
+    // What restarting() returns changed: the gateway rebuilds its routes.
+    this.version++;
   }
 
   /** The last lines of one container per node, as `docker logs` gives them; a node that does not answer gives none. */

@@ -7,7 +7,7 @@ import type { NodeSpec, Plan } from "../plan/plan.js";
 import { dropCaches, preflight, sameNameOnCluster } from "./preflight.js";
 import { checkInterrupted, Detached, interruption } from "./abort.js";
 import { createdBy, newBootId, stampBoot } from "./boot.js";
-import { culprit, ownCause, rankBehind } from "./blame.js";
+import { culprit, ownCause, timeoutBlame } from "./blame.js";
 import type { Progress } from "./progress.js";
 import { redactText } from "../config/redact.js";
 import { checkReady } from "./readiness.js";
@@ -320,17 +320,9 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
   const timeout = setTimeout(() => {
     // Blame the rank that holds the others up, not the head that waits for it.
     const ranks = plan.nodes.map((n) => ({ node: n.node, rank: n.rank, state: states.get(n.node) ?? INITIAL_BOOT }));
-    const behind = rankBehind(engine, ranks) ?? { node: "?", rank: 0, state: INITIAL_BOOT };
-    const others = ranks.filter((r) => r.rank !== behind.rank).map((r) => `${r.node} ${r.state.phase}${r.state.atRendezvous ? " at the rendezvous" : ""}`);
-    fail(
-      {
-        node: behind.node,
-        rank: behind.rank,
-        message: `timed out after ${Math.round(options.timeoutMs / 1000)} s (phase ${behind.state.phase})${others.length === 0 ? "" : `; the other ranks got further (${others.join(", ")})`}`,
-        lastLines: behind.state.lastLines,
-      },
-      true,
-    );
+    const seconds = Math.round(options.timeoutMs / 1000);
+    const { blamed, message } = timeoutBlame(engine, ranks, seconds) ?? { blamed: { node: "?", rank: 0, state: INITIAL_BOOT }, message: `timed out after ${seconds} s` };
+    fail({ node: blamed.node, rank: blamed.rank, message, lastLines: blamed.state.lastLines }, true);
   }, options.timeoutMs);
 
   try {
@@ -369,7 +361,14 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
     return { status: "ready", endpoint: plan.endpoint, served_model: plan.served_model, seconds: (Date.now() - started) / 1000, boot: bootId };
   } catch (e) {
     if (detached) throw new Detached(plan.deployment);
-    if (!(e instanceof BootFailed) && !(e instanceof Error && e.message === "aborted")) throw e;
+    if (!(e instanceof BootFailed) && !(e instanceof Error && e.message === "aborted")) {
+      // launcher's own fault (a bug, a callback that threw) with containers maybe started: nothing
+      // half-started is left behind, and the fault itself is what the error funnel reports.
+      watch.abort();
+      options.progress.note(`launcher failed while booting ${plan.deployment} (${(e as Error).message}); removing every container this boot (${bootId}) created ...`);
+      await removeContainers(session, createdBy(bootId), ROLLBACK_GRACE_SECONDS);
+      throw e;
+    }
     // A guard trip is the failure, whatever the ranks it killed logged on their way out.
     const trip = await guard.tripped();
     const f = trip !== undefined ? tripFailure(trip) : e instanceof BootFailed ? e.failure : (failure ?? { node: "launcher", rank: -1, message: options.signal.aborted ? interruption(options.signal).message : "aborted", lastLines: [] });

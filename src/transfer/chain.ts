@@ -1,10 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { createInterface } from "node:readline";
 import type { RawProcess, Transport } from "../remote/transport.js";
-import { control, decodeHopLine, hopArgv, type HopEvent } from "./hop.js";
+import { control, decodeHopLine, definedEnd, endWhy, hopArgv, type HopEvent } from "./hop.js";
 import type { NodeRoute } from "./route.js";
-
-const tail = (s: string): string => s.trim().split("\n").slice(-4).join(" / ");
 
 /** How long a hop may take to answer a step of the set-up (listening, connecting to the next). */
 const STEP_MS = 30_000;
@@ -15,6 +13,7 @@ export class Hop {
   private waiters: (() => void)[] = [];
   ended = false;
   private stderr = "";
+  private code = 0;
   readonly done: Promise<{ code: number; stderr: string }>;
 
   constructor(
@@ -22,6 +21,8 @@ export class Hop {
     private readonly proc: RawProcess,
     secret: string | undefined,
     onEvent: (e: HopEvent) => void,
+    /** What its sink writes (a receiver's file), for the messages: the node alone when not given. */
+    where: string = node,
   ) {
     // A receiver's secret goes in on stdin, the session's own channel: never in argv, env or a log.
     if (secret !== undefined) proc.stdin.write(control.secret(secret));
@@ -35,7 +36,8 @@ export class Hop {
     });
     this.done = proc.done.then((r) => {
       this.ended = true;
-      this.stderr = r.code === 0 ? "" : `exit ${r.code}${r.stderr.trim() === "" ? "" : `: ${tail(r.stderr)}`}`;
+      this.code = r.code;
+      this.stderr = r.code === 0 ? "" : endWhy(r.code, r.stderr, where);
       this.wake();
       return r;
     });
@@ -90,8 +92,13 @@ export class Hop {
     return e?.kind === "error" ? e.message : undefined;
   }
 
-  /** Why it gave no answer: what it reported or printed when it ended, else that it said nothing in time. */
+  /**
+   * Why it gave no answer: what it reported or printed when it ended, else that it said nothing in
+   * time. An end whose status says why (its SSH connection lost, its sink's disk full) comes before
+   * the hop's own report, which only says what that did to it (a broken pipe).
+   */
   silence(): string {
+    if (this.ended && definedEnd(this.code)) return this.stderr;
     return this.error() ?? (this.ended ? this.stderr || "it ended" : `no answer within ${STEP_MS / 1000} s`);
   }
 
@@ -144,6 +151,8 @@ export interface ChainReceiver extends NodeRoute {
   readonly sink: readonly string[];
   /** Bytes of the stream this node already holds (it writes only the rest, and passes all on). */
   readonly skip: number;
+  /** The file the sink writes, for messages ("no space on NODE:PATH"). */
+  readonly dest?: string;
 }
 
 /** The steps of a chain, in order, for timing them (bench/chain-loopback.ts). */
@@ -183,10 +192,16 @@ export async function runChain(
     throw e;
   }
   const unreached: { node: string; why: string }[] = [];
-  const start = (node: string, transport: Transport, argv: string[], secret: string | undefined): Hop =>
-    new Hop(node, transport.spawn(argv), secret, (e) => {
-      if (secret !== undefined && (e.kind === "bytes" || e.kind === "done")) progress(node, e.bytes, e.kind === "done");
-    });
+  const start = (node: string, transport: Transport, argv: string[], secret: string | undefined, where?: string): Hop =>
+    new Hop(
+      node,
+      transport.spawn(argv),
+      secret,
+      (e) => {
+        if (secret !== undefined && (e.kind === "bytes" || e.kind === "done")) progress(node, e.bytes, e.kind === "done");
+      },
+      where,
+    );
   // One secret per receiver, told only to it and to the hop that connects to it: a node that
   // learns one (it is on that node's stdin) can open no other receiver of the chain.
   // Whatever fails while the hops start (a command too long for a node, a spawn refused) ends those
@@ -197,7 +212,7 @@ export async function runChain(
   try {
     hops = receivers.map((r) => {
       const secret = randomBytes(32).toString("hex");
-      const hop = start(r.node, r.transport, hopArgv("recv", r.listen, r.skip, r.sink), secret);
+      const hop = start(r.node, r.transport, hopArgv("recv", r.listen, r.skip, r.sink), secret, r.dest === undefined ? r.node : `${r.node}:${r.dest}`);
       begun.push(hop);
       return { r, secret, hop };
     });
@@ -288,7 +303,7 @@ export async function runChain(
       if (end.code === 0 && got !== undefined && total !== undefined && got === total && sent?.code === 0) delivered.push({ node: j.r.node, from: j.from, path: j.r.path, bytes: got });
       else {
         // The source first: when it failed (its command, its filter), each receiver's own error is only the consequence.
-        const why = sent?.code !== 0 ? `the source ${source.node} failed: ${sender.silence()}` : (j.hop.error() ?? (end.code !== 0 ? j.hop.silence() : `took ${got ?? 0} of ${total ?? "?"} bytes`));
+        const why = sent?.code !== 0 ? `the source ${source.node} failed: ${sender.silence()}` : end.code !== 0 ? j.hop.silence() : (j.hop.error() ?? `took ${got ?? 0} of ${total ?? "?"} bytes`);
         failed.push({ node: j.r.node, why });
       }
     }

@@ -1,3 +1,6 @@
+import { NO_SPACE_EXIT } from "./hop.js";
+import { WRITE_ALL_PERL } from "./perl-snippets.js";
+
 /**
  * The one program `models sync` runs to read or write a node's Hugging Face cache. A recipe's
  * container gets that cache as a mount, and runs as root: an image, `--trust-remote-code` model
@@ -22,7 +25,7 @@
  *   prepare DIR... -- FILE...  makes the directories, removes the files (never through a link)
  *   state BLOBS SUFFIX NAME... `NAME SIZE PARTIAL_SIZE` of each blob (-1: absent)
  *   check REL...       each absent or a regular file
- *   append REL         stdin appended to REL (created 0644)
+ *   append REL         stdin appended to REL (created 0644); a full disk exits NO_SPACE_EXIT (hop.ts)
  *   read REL OFFSET    REL from byte OFFSET on, to stdout
  *   hash REL...        the SHA-256 of each, one line each
  *   link SNAP PATH TARGET...   symbolic links SNAP/PATH -> TARGET, made anew
@@ -33,6 +36,9 @@ use strict; use warnings; use Fcntl qw(O_RDONLY O_WRONLY O_CREAT O_APPEND O_EXCL
 my ($op, $root, @a) = @ARGV;
 sub said { my $s = join(' ', @_); $s =~ s/[^\x20-\x7e]/?/g; return substr($s, 0, 300); }
 sub refuse { print STDERR 'unsafe: ', said(@_), "\n"; exit 9; }
+# A write that failed: ENOSPC (the disk is full) has an exit status of its own, the rest exit 1.
+sub failed { my $full = $!{ENOSPC}; print STDERR said(@_), "\n"; exit($full ? ${NO_SPACE_EXIT} : 1); }
+${WRITE_ALL_PERL}
 sub hx { return unpack('H*', $_[0]); }
 sub plain { my ($p) = @_; return length($p) > 0 && length($p) <= 4096 && $p !~ m{^/} && $p !~ m{(?:^|/)\.{0,2}(?:/|\z)} && $p !~ /[\x00-\x1f\x7f]/; }
 # The lstat of ROOT/REL, every component checked (see above); with $mk every component must be a
@@ -121,7 +127,13 @@ my %ops = (
     my ($rel) = @a; file_st($rel);
     sysopen(my $fh, "$root/$rel", O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW, 0644) or refuse("$rel: cannot open it: $!");
     -f $fh or refuse("$rel is not a regular file");
-    open(STDOUT, '>&', $fh) or refuse("$rel: $!"); close $fh; exec('cat') or refuse("cannot start cat: $!");
+    # Not cat: a full disk must be told apart from any other failure (failed above).
+    binmode STDIN; my $buf;
+    while (1) {
+      my $n = sysread(STDIN, $buf, 1 << 20); defined $n or failed("reading the payload: $!"); last unless $n;
+      write_all($fh, $buf) or failed("$rel: $!");
+    }
+    close $fh or failed("$rel: $!");
   },
   read => sub {
     my ($rel, $off) = @a; my $fh = open_read($rel);

@@ -1,3 +1,4 @@
+import { SSH_FAILED } from "../remote/transport.js";
 import { WRITE_ALL_PERL } from "./perl-snippets.js";
 
 /**
@@ -245,3 +246,26 @@ export const control = {
     return `arg ${word}\n`;
   },
 };
+
+/**
+ * The exit status launcher's node-side writers (CACHE_PERL's append, ./hf-cache.ts) end with when
+ * the disk is full: ENOSPC's own number on Linux (include/uapi/asm-generic/errno-base.h), so a
+ * full disk is told by the status, never by a message's text.
+ */
+export const NO_SPACE_EXIT = 28;
+
+/**
+ * Why a node's SSH session running one of launcher's programs ended with `code`: the statuses
+ * those programs and ssh define said in words (ssh(1): 255 "if an error occurred", see
+ * src/remote/transport.ts), else the status and the last lines it printed. `where`: what it wrote
+ * (NODE:PATH), for a full disk.
+ */
+export function endWhy(code: number, stderr: string, where: string): string {
+  const tail = stderr.trim().split("\n").slice(-4).join(" / ");
+  if (code === SSH_FAILED) return `SSH connection lost (ssh exit ${code}${tail === "" ? "" : `: ${tail}`})`;
+  if (code === NO_SPACE_EXIT) return `no space on ${where}${tail === "" ? "" : ` (${tail})`}`;
+  return `exit ${code}${tail === "" ? "" : `: ${tail}`}`;
+}
+
+/** Is `code` one whose meaning endWhy says (it then comes before the hop's own report of the broken pipe it caused)? */
+export const definedEnd = (code: number): boolean => code === SSH_FAILED || code === NO_SPACE_EXIT;

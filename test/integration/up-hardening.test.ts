@@ -100,7 +100,7 @@ describe("up hardening on the practice cluster", { concurrency: false }, () => {
     // A node that stops answering in the middle of the preflight, as on a hung network filesystem:
     // this machine's ssh is wrapped so that the weights check of n2 (the cache's `inspect`, which
     // only the preflight runs) never returns, so the preflight lasts until the signal comes. A
-    // FIFO at refs/main no longer serves: the cache check refuses anything but a regular file.
+    // FIFO at refs/main cannot hold it: the cache check refuses anything but a regular file.
     const shim = mkdtempSync(path.join(tmpdir(), "launcher-ssh-shim-"));
     const real = execFileSync("sh", ["-c", "command -v ssh"], { encoding: "utf8" }).trim();
     writeFileSync(path.join(shim, "ssh"), `#!/bin/sh\ncase "$*" in *lnch-n2*" inspect "*) exec sleep 120 ;; esac\nexec ${real} "$@"\n`, { mode: 0o755 });
@@ -193,7 +193,7 @@ describe("up hardening on the practice cluster", { concurrency: false }, () => {
       // 12 s: both ranks must reach their phase (the head the rendezvous) before the timer ends, on a busy machine too.
       const r = await launcher(["up", recipe, "--timeout", "12s"]);
       assert.equal(r.code, 1, r.stderr);
-      assert.match(r.stderr, /n2 \(rank 1\): boot of worker-hang failed: timed out after 12 s \(phase loading\); the other ranks got further \(n1 loading at the rendezvous\)/);
+      assert.match(r.stderr, /n2 \(rank 1\): boot of worker-hang failed: never joined the other ranks: timed out after 12 s \(phase loading\) while n1 waited at the rendezvous/);
       assert.match(r.stderr, /last lines of n2's log/);
       assert.deepEqual(launcherContainers(HOSTS), []);
     } finally {

@@ -114,7 +114,8 @@ const boot = (lines: readonly string[]): BootState => lines.reduce((s, l) => adv
 // What the practice engine prints (docker-images/practice-engine/serve, lib/rendezvous.js).
 const UP_TO_MAX_LEN = ["(APIServer pid=1) INFO non-default args: {}", "(APIServer pid=1) INFO Resolved architecture: PracticeForCausalLM", "(APIServer pid=1) INFO Using max model len 32768"];
 const HEAD_WAITING = [...UP_TO_MAX_LEN, "(EngineCore_DP0 pid=1) INFO waiting for 1 headless worker(s) on 10.232.0.11:29501"];
-const WORKER_CONNECTING = [...UP_TO_MAX_LEN, "(Worker_TP1 pid=1) INFO connecting to master at 10.232.0.11:29501 as rank 1 of 2"];
+// A worker is at the rendezvous once it has connected (a worker only connecting may never get there).
+const WORKER_CONNECTING = [...UP_TO_MAX_LEN, "(Worker_TP1 pid=1) INFO connecting to master at 10.232.0.11:29501 as rank 1 of 2", "(Worker_TP1 pid=1) INFO connected to master at 10.232.0.11:29501, waiting for all workers"];
 
 test("a timed-out boot blames the rank that holds it up, not the head waiting for it", () => {
   const workerHung = rankBehind(vllm, [

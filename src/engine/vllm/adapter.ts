@@ -66,7 +66,12 @@ export const vllm: EngineAdapter = {
   // working memory and KV stay within total x utilization. Recipes write `--kv-cache-memory`, which
   // argparse takes as the unique prefix of `--kv-cache-memory-bytes` (see ./flags.ts, allow_abbrev).
   memoryFlags: { kvCacheBytes: ["--kv-cache-memory-bytes", "--kv-cache-memory"], utilization: ["--gpu-memory-utilization"], defaultUtilization: 0.9 },
-  rendezvousPatterns: [/waiting for \d+ headless worker/, /connecting to master at /],
+  // A worker is there once it has joined: the practice engine's "connected to master at" (not its
+  // "connecting", which a worker that never reaches the master prints too); on the Ray backend
+  // "Ray runtime started.", which `ray start` prints on a worker only once its Node has connected
+  // to the head's GCS, and on the head before the join check waits for the workers
+  // (ray-project/ray python/ray/scripts/scripts.py start()).
+  rendezvousPatterns: [/waiting for \d+ headless worker/, /connected to master at /, /Ray runtime started\./],
   // The gateway forwards these and nothing else under /v1 (./routes.ts, read from vLLM's routers,
   // says which routes are left out and why); GET /v1/models is answered by the gateway itself.
   apiMethods: VLLM_FORWARDED,
