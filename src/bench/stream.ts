@@ -76,6 +76,13 @@ export class ChatStreamClock {
       this.bad = `a stream message is not JSON: ${payload.slice(0, 120)}`;
       return false;
     }
+    // `null`, a number, an array: no chunk. vLLM's bench fails the request on one too: it calls
+    // data.get("choices") on every message (vllm/benchmarks/lib/endpoint_request_func.py), which
+    // raises on anything but a dict, and a request that raised counts as failed.
+    if (data === null || typeof data !== "object" || Array.isArray(data)) {
+      this.bad = `a stream message is not a JSON object: ${payload.slice(0, 120)}`;
+      return false;
+    }
     const choices = Array.isArray(data.choices) ? data.choices : [];
     if (choices.length > 0) {
       if (this.ttft === undefined) this.ttft = at - this.start;

@@ -1,10 +1,10 @@
 import { spawn, spawnSync } from "node:child_process";
-import { closeSync, constants, existsSync, fstatSync, openSync, readFileSync, readSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, constants, existsSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import path from "node:path";
 import type { Command } from "commander";
 import { UserError } from "../config/errors.js";
-import { checkFolder, ensureFolder } from "../config/private-dir.js";
+import { checkFolder, ensureFolder, procUids, readSmallNoFollow } from "../config/private-dir.js";
 import { formatRemoval, removeContainers } from "../deploy/down.js";
 import { openSession } from "../deploy/session.js";
 import { loadCluster, PACKAGE_ROOT, selfArgv } from "./load.js";
@@ -65,30 +65,25 @@ export function gatewayToStop(pid: number, proc: ProcFacts | undefined, me: numb
 
 /** Up to `max` bytes of a regular file, never through a symbolic link; undefined when there is none. */
 function readSmall(file: string, max: number): string | undefined {
-  let fd: number;
+  let read: ReturnType<typeof readSmallNoFollow>;
   try {
-    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    read = readSmallNoFollow(file, max);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") return undefined;
     throw new UserError(`${WHAT}: ${file} cannot be opened (${code === "ELOOP" ? "it is a symbolic link" : code})`, `remove it (rm ${file}) and run again`);
   }
-  try {
-    if (!fstatSync(fd).isFile()) throw new UserError(`${WHAT}: ${file} is not a file`, `remove it and run again`);
-    const buf = Buffer.alloc(max);
-    return buf.subarray(0, readSync(fd, buf, 0, max, 0)).toString("utf8");
-  } finally {
-    closeSync(fd);
-  }
+  if (read !== undefined && read.facts.kind !== "file") throw new UserError(`${WHAT}: ${file} is not a file`, `remove it and run again`);
+  return read?.text;
 }
 
 /** /proc/PID's uids and argv, or undefined when there is no such process. */
 function procFacts(pid: number): ProcFacts | undefined {
+  const uids = procUids(pid);
+  if (uids === undefined) return undefined;
   try {
-    const uidLine = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("Uid:")) ?? "";
     const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
     if (argv.at(-1) === "") argv.pop();
-    return { uids: uidLine.split(/\s+/).slice(1).filter(Boolean).map(Number), argv };
+    return { uids, argv };
   } catch {
     return undefined;
   }

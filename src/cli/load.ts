@@ -7,7 +7,7 @@ import type { Cluster, ClusterNode } from "../cluster/cluster.js";
 import { openSession, type ClusterSession } from "../deploy/session.js";
 import { parseCluster } from "../cluster/parse.js";
 import { hasErrors, type Diagnostic } from "../config/diagnostic.js";
-import { fileRecipeSource } from "../recipe/fs-source.js";
+import { fileRecipeSource, type FoundHere } from "../recipe/fs-source.js";
 import type { Recipe } from "../recipe/recipe.js";
 import { resolveRecipe, type RecipeSource, type ResolveOptions, type Resolved } from "../recipe/resolve.js";
 import { recordingSource, type RecipeLookup } from "../recipe/uploaded-source.js";
@@ -16,8 +16,8 @@ import { readTextFile } from "../config/read-file.js";
 import { openStateStore } from "../store/open.js";
 import { storeDir, type StateStore } from "../store/store.js";
 import { consoleOutput, type Output } from "./output.js";
-import { chooseCluster, configDirs, type ClusterChoice, type ConfigDirs, type SkippedFile } from "../cluster/locate.js";
-import { FOUND_FILE_RULE, foundFileTrust } from "../config/private-dir.js";
+import { chooseCluster, configDirs, foundInCurrentFolder, sshFileProblem, type ClusterChoice, type ConfigDirs, type SkippedFile } from "../cluster/locate.js";
+import { FOUND_FILE_RULE, FOUND_RECIPE_RULE, foundFileTrust, foundRecipeTrust } from "../config/private-dir.js";
 
 /** The package's own folder, for its bundled recipes and schemas. */
 export const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -39,6 +39,25 @@ export function recipeDirs(): string[] {
   return [...dirs, path.resolve("recipes"), path.join(PACKAGE_ROOT, "recipes")];
 }
 
+/**
+ * The folders whose recipes launcher finds by a bare name without being told (the current folder
+ * and ./recipes): whoever controls the current folder chooses what is there, so a recipe found in
+ * them is read only when trusted (src/recipe/fs-source.ts FoundHere). Each passed-over file is
+ * said once per process on `warn`.
+ */
+export function foundRecipes(warn: (line: string) => void = consoleOutput.warn): FoundHere {
+  return {
+    // Launcher's own folder is not judged: whoever may write there may write launcher's code.
+    dirs: [process.cwd(), path.resolve("recipes")].filter((d) => d !== PACKAGE_ROOT && d !== path.join(PACKAGE_ROOT, "recipes")),
+    trust: foundRecipeTrust,
+    skipped: (file, problem) => {
+      const line = `${file} is not read: ${problem}; ${FOUND_RECIPE_RULE}`;
+      if (!warned.has(line)) warn(line);
+      warned.add(line);
+    },
+  };
+}
+
 /** Where image folders live: docker-images/ beside each recipes/ folder, and $LAUNCHER_DOCKER_IMAGES. */
 export function imageRoots(): string[] {
   const fromEnv = process.env.LAUNCHER_DOCKER_IMAGES;
@@ -46,7 +65,7 @@ export function imageRoots(): string[] {
 }
 
 /** The recipe folders of this machine, as a source. */
-export const localRecipes = (): RecipeSource => fileRecipeSource(recipeDirs());
+export const localRecipes = (): RecipeSource => fileRecipeSource(recipeDirs(), foundRecipes());
 
 export function resolveRecipeRef(ref: string, gpusPerNode?: number, checks: Pick<ResolveOptions, "imageFolders"> = {}, source: RecipeSource = localRecipes()): Resolved {
   return resolveRecipe(ref, source, { ...checks, ...(gpusPerNode === undefined ? {} : { gpusPerNode }) });
@@ -106,7 +125,25 @@ export function findCluster(option: string | undefined, warn: (line: string) => 
 export function clusterPath(option: string | undefined): string {
   const choice = findCluster(option);
   if (!choice.found) throw new UserError(choice.message, choice.hint);
+  if (foundInCurrentFolder(choice)) checkFoundSshFiles(choice.file);
   return choice.file;
+}
+
+/**
+ * A cluster file found in the current folder is refused when a file its [ssh] names fails the
+ * same rule (src/cluster/locate.ts sshFileProblem); one with errors is left for its reader to report.
+ */
+function checkFoundSshFiles(file: string): void {
+  const parsed = parseCluster(file, readTextFile(file, "cluster file"));
+  if (parsed.cluster === undefined) return;
+  // Missing is ssh's to report; present and untrusted is refused.
+  const bad = sshFileProblem(parsed.cluster.ssh, (f) => (existsSync(f) ? foundFileTrust(f) : undefined));
+  if (bad !== undefined) {
+    throw new UserError(
+      `./${file} is not used: the file its [ssh] ${bad.key} names, ${bad.file}, ${bad.problem}`,
+      `${FOUND_FILE_RULE}, and so are the files it names under [ssh]; fix the owner or mode, or pass --cluster with the path if you trust them`,
+    );
+  }
 }
 
 /** The cluster file to read when one is given or found, else undefined (for commands that can do without). */

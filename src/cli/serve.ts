@@ -18,7 +18,7 @@ import type { LaneRecord } from "../store/store.js";
 import { DEPLOYMENT_STATUSES } from "../deploy/contract.js";
 import { heldByLiveProcess, laneKey } from "../deploy/locks.js";
 import { parseDuration } from "./duration.js";
-import { clusterOf, clusterPath, loadCluster, openStore, recipeDirs, selfArgv } from "./load.js";
+import { clusterOf, clusterPath, loadCluster, openStore, readClusterFile, recipeDirs, selfArgv } from "./load.js";
 import type { Output } from "./output.js";
 import { clusterOption } from "./options.js";
 import { BootRegistry } from "../deploy/boots.js";
@@ -29,11 +29,12 @@ import { advertiseLocalDaemon } from "./daemon-target.js";
 import { outliveTheTerminal } from "./terminal.js";
 import { childrenOutliveTheTerminal } from "../remote/transport.js";
 import { adoptBoots } from "../deploy/adopt.js";
+import path from "node:path";
 import { homedir } from "node:os";
 import type { Cluster } from "../cluster/cluster.js";
 import { storeDir } from "../store/store.js";
 import { clientPart, composeUploaded, FORGET_UPLOADED_AFTER_MS, forgetUploadedCluster, idleUploaded, keepUploadedCluster, keptUploadedClusters, keptUploadedText, uploadedClustersDir, uploadVerdict } from "../daemon/uploaded-clusters.js";
-import { clusterFileProblems, type DaemonScope } from "../daemon/admit.js";
+import { refusedSettings, type DaemonScope } from "../daemon/admit.js";
 import { listenControlSocket, type ControlSocket } from "../daemon/control-socket.js";
 import { catalogueSource } from "../recipe/uploaded-source.js";
 
@@ -153,21 +154,24 @@ function superviseFrom(discovery: Discovery, supervisor: Supervisor, sessions: R
  * clients uploaded with their `up` before (src/daemon/uploaded-clusters.ts), unless one of that
  * name is named; an uploaded one that no longer reads is said and left out.
  */
-function clustersToWatch(named: readonly string[], uploadedDir: string, log: (line: string) => void): { file: string; cluster: Cluster }[] {
-  const watched = named.map((file) => ({ file, cluster: loadCluster(file) }));
+function clustersToWatch(named: readonly string[], uploadedDir: string, log: (line: string) => void): { file: string; cluster: Cluster; text: string }[] {
+  const watched = named.map((file) => {
+    const read = readClusterFile(file);
+    return { file, cluster: clusterOf(read), text: read.text };
+  });
   const [own] = watched;
   for (const file of keptUploadedClusters(uploadedDir)) {
     try {
       // Checked again as on upload (a file kept by an older launcher may set [ssh]), and given
       // this daemon's [ssh] and [docker] as they are now.
       const client = clientPart(readTextFile(file, "uploaded cluster file"));
-      const refused = clusterFileProblems(file, client);
-      if (refused.length > 0) throw new UserError(`it sets ${refused.map((d) => d.message.split(" ")[0]).join(", ")}, which a client's file may not`);
+      const refused = refusedSettings(file, client);
+      if (refused.length > 0) throw new UserError(`it sets ${refused.map((r) => r.setting).join(", ")}, which a client's file may not`);
       const text = own === undefined ? client : composeUploaded(client, own.cluster);
       const cluster = clusterOf({ file, text });
       if (watched.some((w) => w.cluster.name === cluster.name)) continue;
       keepUploadedCluster(uploadedDir, cluster.name, { file, text });
-      watched.push({ file, cluster });
+      watched.push({ file, cluster, text });
     } catch (e) {
       log(`not watching the uploaded cluster file ${file}: ${(e as Error).message}`);
     }
@@ -217,7 +221,8 @@ export function registerServe(program: Command, io: Output): void {
         watched.map((w) => watchSource(w.cluster.name, w.file)),
         (line) => io.err(`launcher serve: ${line}`),
         staleAfterMs(pollMs),
-        // Only the launch `up` recorded is the deployment's; copied labels are reported, never obeyed.
+        // A deployment this store holds running is only its recorded launch: copied labels are
+        // reported, never obeyed. One it never launched (another machine's) is routed as any.
         vouchFrom(store, () => new Date()),
       );
       // Loaded here, not with the CLI: undici and prom-client are a quarter of every command's
@@ -238,7 +243,13 @@ export function registerServe(program: Command, io: Output): void {
       // the daemon's own clusters is left as it is.
       const own = new Set(files.map((f, i) => clusters[i]?.name ?? f));
       // All a client's submission may name here: these clusters by name, these recipes by name.
-      const scope: DaemonScope = { own: clusters.slice(0, files.length), catalogue: catalogueSource(recipeDirs()) };
+      // Its own user (the socket) reads cluster files as its CLI does; a copy of one of its own is that one.
+      const scope: DaemonScope = {
+        own: clusters.slice(0, files.length),
+        catalogue: catalogueSource(recipeDirs()),
+        ownTexts: new Map(watched.slice(0, files.length).map((w) => [w.cluster.name, w.text])),
+        load: loadCluster,
+      };
       const ownDefault = clusters[0] as Cluster;
       // Uploaded clusters watched now -> when last seen with a deployment or a boot (idleUploaded).
       const uploadedBusy = new Map(watched.filter((w) => !own.has(w.cluster.name)).map((w) => [w.cluster.name, Date.now()]));
@@ -258,7 +269,14 @@ export function registerServe(program: Command, io: Output): void {
           if (v.kind === "same") uploadedBusy.set(cluster.name, Date.now());
           return;
         }
-        const kept = keepUploadedCluster(uploadedDir, cluster.name, { file: file.file, text: composeUploaded(file.text, ownDefault) });
+        let kept: string;
+        try {
+          kept = keepUploadedCluster(uploadedDir, cluster.name, { file: file.file, text: composeUploaded(file.text, ownDefault) });
+        } catch (e) {
+          // The boot is accepted and runs: it is said here, never a 500 to its client.
+          log(`cannot keep the cluster file uploaded for ${cluster.name} (${(e as Error).message}): its boot runs, but what runs there is not routed or supervised until it is uploaded again`);
+          return;
+        }
         const session = openSession(cluster);
         sessions.set(cluster.name, session);
         uploadedBusy.set(cluster.name, Date.now());
@@ -268,6 +286,19 @@ export function registerServe(program: Command, io: Output): void {
         log(v.kind === "replace"
           ? `cluster ${cluster.name} was uploaded again with other content: watching the new one (kept as ${kept}) in place of the old`
           : `watching cluster ${cluster.name} (uploaded by a client, kept as ${kept}): what runs there is routed and supervised`);
+      };
+      // A cluster file of this machine its own user booted on (through the socket): watched from
+      // where it is, and forgotten when idle as an uploaded one is; not kept, so a daemon started
+      // again watches it only once that user boots on it again.
+      const watchOwnerFile = (cluster: Cluster): void => {
+        // Watched already (one of its own, or a client's upload of that name): left as it is.
+        if (sessions.has(cluster.name)) return;
+        const session = openSession(cluster);
+        sessions.set(cluster.name, session);
+        uploadedBusy.set(cluster.name, Date.now());
+        discovery.add(watchSource(cluster.name, path.resolve(cluster.file)));
+        followDeaths?.(cluster.name, session);
+        log(`watching cluster ${cluster.name} (${path.resolve(cluster.file)}, booted on by this daemon's user): what runs there is routed and supervised`);
       };
       // An uploaded cluster with nothing deployed on it and no boot for a while is forgotten: no more
       // SSH to hosts a client once named, and not watched again at the next start.
@@ -327,6 +358,7 @@ export function registerServe(program: Command, io: Output): void {
           return v.kind === "refuse" ? v.message : undefined;
         },
         accepted: watchUploaded,
+        ownerFile: watchOwnerFile,
       }, keys.length > 0);
       const controlOptions = { registry, submit, maxBodyBytes: 1024 * 1024 };
       // Over TCP: the admin key only. Through the socket (below): this user only.

@@ -1,3 +1,4 @@
+import path from "node:path";
 import type { Command } from "commander";
 import type { Cluster } from "../cluster/cluster.js";
 import { Interrupted } from "../deploy/abort.js";
@@ -8,9 +9,9 @@ import type { Plan } from "../plan/plan.js";
 import type { BootIdentity } from "../deploy/boots.js";
 import type { StateStore } from "../store/store.js";
 import { RemoteError, UserError } from "../config/errors.js";
-import { RUN_A_DAEMON, submitBoot } from "../daemon/client.js";
+import { RUN_A_DAEMON, submitBoot, type DaemonTarget } from "../daemon/client.js";
 import type { UpSubmission } from "../daemon/protocol.js";
-import { submissionPathProblem, submittedCluster, submittedRecipes, type DaemonScope } from "../daemon/admit.js";
+import { submissionPathProblem, submittedCluster, submittedRecipes, type Caller, type DaemonScope } from "../daemon/admit.js";
 import { BootView, watchBoot } from "./boot-view.js";
 import { daemonOption, findDaemon } from "./daemon-target.js";
 import { parseDuration } from "./duration.js";
@@ -50,18 +51,19 @@ export interface PreparedUp {
 /**
  * `up`'s flags as the daemon receives them and as this process reads them: the same checks and
  * the same messages either way. `daemon`: run for a client, whose submission names nothing on
- * this machine but the daemon's own clusters and recipes (src/daemon/admit.ts).
+ * this machine but the daemon's own clusters and recipes (src/daemon/admit.ts), unless `caller`
+ * is the daemon's own user.
  */
-export function prepareUp(s: UpSubmission, io: Output, daemon?: DaemonScope): PreparedUp {
+export function prepareUp(s: UpSubmission, io: Output, daemon?: DaemonScope, caller: Caller = "client"): PreparedUp {
   const timeoutMs = parseDuration(s.timeout ?? "60m", "--timeout");
   const drainMs = parseDuration(s.drain ?? "2m", "--drain");
   // Short leases are for tests that kill an `up`; the default suits real boots (README, "Two machines").
   const leaseMs = process.env.LAUNCHER_CLAIM_LEASE ? parseDuration(process.env.LAUNCHER_CLAIM_LEASE, "$LAUNCHER_CLAIM_LEASE") : DEFAULT_LEASE_MS;
   // In a daemon: what the client sent, and the daemon's own clusters and recipes by name only.
   // Here: this user's own files, as the command line names them.
-  const pathProblem = daemon === undefined ? undefined : submissionPathProblem(s);
+  const pathProblem = daemon === undefined ? undefined : submissionPathProblem(s, caller);
   if (pathProblem !== undefined) throw new UserError(pathProblem);
-  const cluster = daemon !== undefined ? submittedCluster(s, daemon) : s.cluster_file === undefined ? loadCluster(s.cluster) : clusterOf(s.cluster_file);
+  const cluster = daemon !== undefined ? submittedCluster(s, daemon, caller) : s.cluster_file === undefined ? loadCluster(s.cluster) : clusterOf(s.cluster_file);
   const recipes = daemon !== undefined ? submittedRecipes(s, daemon) : s.recipes === undefined || s.recipes.length === 0 ? undefined : uploadedSource(s.recipes, localRecipes());
   const restart = s.restart === undefined ? undefined : decodeRestartPolicy(s.restart);
   if (restart !== undefined && !restart.ok) {
@@ -127,11 +129,17 @@ const submissionOf = (ref: string, f: UpFlags): UpSubmission => ({
 export interface LocalFiles {
   recipes(ref: string): RecipeLookup[];
   cluster(option: string): { file: string; text: string } | undefined;
+  /** The absolute path of the cluster file `--cluster option` reads here (undefined: none here). */
+  clusterPath(option: string): string | undefined;
 }
 
 const thisMachine: LocalFiles = {
   recipes: localRecipeLookups,
   cluster: (option) => (findCluster(option).found ? readClusterFile(option) : undefined),
+  clusterPath: (option) => {
+    const choice = findCluster(option);
+    return choice.found ? path.resolve(choice.file) : undefined;
+  },
 };
 
 /**
@@ -139,14 +147,18 @@ const thisMachine: LocalFiles = {
  * on another machine (a Spark, a home server) that cannot read this one's recipe folder, so the
  * recipe and its `extends` parents go with the submission (and the cluster file, when --cluster
  * names one here); a name this machine does not know goes as it is, for the daemon's own folders.
+ * Through this user's own socket the daemon is this user on this machine: --cluster goes as the
+ * path this command would read (absolute: the daemon runs in another folder), or as given.
  */
-export function forTheDaemon(s: UpSubmission, here: LocalFiles = thisMachine): UpSubmission {
+export function forTheDaemon(s: UpSubmission, target: Pick<DaemonTarget, "socket">, here: LocalFiles = thisMachine): UpSubmission {
   const recipes = here.recipes(s.ref);
+  const withRecipes = { ...s, ...(recipes.length === 0 ? {} : { recipes }) };
+  if (target.socket !== undefined) return s.cluster === undefined ? withRecipes : { ...withRecipes, cluster: here.clusterPath(s.cluster) ?? s.cluster };
   const cluster = s.cluster === undefined ? undefined : here.cluster(s.cluster);
-  if (cluster === undefined) return { ...s, ...(recipes.length === 0 ? {} : { recipes }) };
+  if (cluster === undefined) return withRecipes;
   // The file goes in place of its name: a name sent is one of the daemon's own clusters.
-  const { cluster: _named, ...rest } = s;
-  return { ...rest, ...(recipes.length === 0 ? {} : { recipes }), cluster_file: cluster };
+  const { cluster: _named, ...rest } = withRecipes;
+  return { ...rest, cluster_file: cluster };
 }
 
 export async function runUp(ref: string, flags: UpFlags, io: Output): Promise<void> {
@@ -154,7 +166,7 @@ export async function runUp(ref: string, flags: UpFlags, io: Output): Promise<vo
   const daemon = findDaemon(flags.daemon);
   if (daemon !== undefined) {
     // Through the daemon: a signal, a closed terminal or a lost connection only detaches.
-    const sent = forTheDaemon(submission);
+    const sent = forTheDaemon(submission, daemon);
     await watchBoot(daemon, io, flags.json === true, flags.detach === true, (onEvent, signal) => submitBoot(daemon, sent, onEvent, signal));
     return;
   }

@@ -116,3 +116,30 @@ export function chooseCluster(l: ClusterLookup): ClusterChoice {
   const choice = choose(l, skipped);
   return skipped.length === 0 ? choice : { ...choice, skipped };
 }
+
+/**
+ * Whether a chosen file is one launcher found in the current folder without being given a path
+ * (./cluster.toml, or a bare NAME that is a file there): the files it names are judged too.
+ */
+export const foundInCurrentFolder = (c: ClusterChoice): boolean => c.found && (c.source === "cwd" || (c.name === undefined && isClusterName(c.file)));
+
+/** The [ssh] keys that name a file, which ssh then reads with no check of its own (`-F`, `-i`, UserKnownHostsFile). */
+export const SSH_FILE_KEYS = ["config", "identity", "known_hosts"] as const;
+
+/**
+ * The first file a cluster file found in the current folder names under [ssh] that `trust`
+ * refuses, with why; undefined when all pass. Such a file sits beside the cluster file, in a
+ * folder someone else may control: an ssh config there can run a ProxyCommand as this user, a
+ * known_hosts there accepts their host. A file that is not there is for ssh to complain about.
+ */
+export function sshFileProblem(
+  ssh: Readonly<Partial<Record<(typeof SSH_FILE_KEYS)[number], string>>>,
+  trust: (file: string) => string | undefined,
+): { readonly key: (typeof SSH_FILE_KEYS)[number]; readonly file: string; readonly problem: string } | undefined {
+  for (const key of SSH_FILE_KEYS) {
+    const file = ssh[key];
+    const problem = file === undefined ? undefined : trust(file);
+    if (file !== undefined && problem !== undefined) return { key, file, problem };
+  }
+  return undefined;
+}

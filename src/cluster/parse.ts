@@ -32,7 +32,7 @@ function apiBindDiagnostics(value: string | undefined, at: Diagnostic["loc"]): D
     return [
       warning(
         at,
-        'api_bind = "any": the head\'s engine listens on every address, so anyone on its networks reaches the engine directly, past the gateway, including routes its API key does not guard (vLLM checks the key on /v1 only)',
+        'api_bind = "any": the head\'s engine listens on every address, so anyone on its networks reaches the engine directly, past the gateway, including routes its API key does not guard (the engine\'s key may guard only its API routes)',
         'remove api_bind (default "management": the address launcher and its gateway use), or set "loopback" when they run on the head',
       ),
     ];

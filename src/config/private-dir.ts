@@ -1,4 +1,4 @@
-import { lstatSync, mkdirSync, statSync, type Stats } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, readSync, statSync, type Stats } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { UserError } from "./errors.js";
@@ -23,7 +23,8 @@ export const factsOf = (st: Stats): PathFacts => ({
   mode: st.mode & 0o7777,
 });
 
-const octal = (mode: number): string => (mode & 0o7777).toString(8).padStart(4, "0");
+/** A mode as ls and chmod write it: four octal digits (0644, 1777). */
+export const octal = (mode: number): string => (mode & 0o7777).toString(8).padStart(4, "0");
 const owner = (uid: number, me: number): string => (uid === me ? `you (uid ${uid})` : `uid ${uid}`);
 
 /** How a launcher folder may be seen by others: not at all, or read (the demo's hosts' users read theirs). */
@@ -176,9 +177,70 @@ export function privateRuntimeDir(name: string, what: string): string {
   return ensureFolder(runtimeDirFor(name, { ...(xdg === undefined ? {} : { xdg }), ...(xdgFacts === undefined ? {} : { xdgFacts }), tmp: tmpdir(), uid: myUid() }), what, "private");
 }
 
+/**
+ * The uids a /proc/PID/status text lists on its `Uid:` line: real, effective, saved set and
+ * filesystem (proc(5)); none when the line is missing or not all numbers.
+ */
+export function statusUids(text: string): number[] {
+  const line = /^Uid:((?:[ \t]+\d+)+)[ \t]*$/m.exec(text);
+  return line === null ? [] : (line[1] as string).trim().split(/\s+/).map(Number);
+}
+
+/** What /proc/PID/status says of process `pid`'s uids (statusUids); undefined: no such process. */
+export function procUids(pid: number): number[] | undefined {
+  try {
+    return statusUids(readFileSync(`/proc/${pid}/status`, "utf8"));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Up to `max` bytes of `file`, opened without following a link (O_NOFOLLOW: a link in its place
+ * fails with ELOOP) and without waiting on a FIFO (O_NONBLOCK), with what fstat says of the very
+ * file opened: a non-file is not read (text ""). Undefined when nothing is there; any other
+ * failure to open is thrown as it came (its errno code says why).
+ */
+export function readSmallNoFollow(file: string, max: number): { readonly facts: PathFacts; readonly text: string } | undefined {
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw e;
+  }
+  try {
+    const facts = factsOf(fstatSync(fd));
+    if (facts.kind !== "file") return { facts, text: "" };
+    const buf = Buffer.alloc(max);
+    return { facts, text: buf.subarray(0, readSync(fd, buf, 0, max, 0)).toString("utf8") };
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** Why a cluster file found in the current folder may not be read (see foundFileProblem), or undefined. */
 export function foundFileTrust(file: string): string | undefined {
   const entry = pathFacts(file);
   if (entry === undefined) return "does not exist";
   return foundFileProblem(entry, entry.kind === "symlink" ? pathFacts(file, true) : entry, myUid());
+}
+
+/** The rule a recipe found by its bare name must pass, said in warnings. */
+export const FOUND_RECIPE_RULE = "a recipe found by its name in the current folder or ./recipes is read only when it and its folder are owned by you or root and not writable by group or others";
+
+/**
+ * Why a recipe launcher found by a bare name in the current folder or ./recipes may not be read
+ * (a clause: "it ..." or "its folder ..."), or undefined. The cluster file's rule
+ * (foundFileProblem), for the file and for the folder that holds it: whoever may write that folder
+ * may put another recipe.toml in its place. A recipe chooses the image, entrypoint and mounts of
+ * root containers on every node.
+ */
+export function foundRecipeTrust(file: string): string | undefined {
+  const own = foundFileTrust(file);
+  if (own !== undefined) return `it ${own}`;
+  const dir = path.dirname(path.resolve(file));
+  const entry = pathFacts(dir);
+  const why = entry === undefined ? "does not exist" : foundFileProblem(entry, entry.kind === "symlink" ? pathFacts(dir, true) : entry, myUid());
+  return why === undefined ? undefined : `its folder ${why}`;
 }

@@ -8,7 +8,7 @@ import type { StateStore } from "../store/store.js";
 import type { Cluster } from "../cluster/cluster.js";
 import type { UpSubmission } from "./protocol.js";
 import { engineKeyRefusal } from "../gateway/engine-key.js";
-import type { DaemonScope } from "./admit.js";
+import type { Caller, DaemonScope } from "./admit.js";
 
 /** An Output whose every word becomes an event of the boot (the daemon has no terminal of its own). */
 export function eventOutput(emit: (e: UpEvent) => void): Output {
@@ -41,11 +41,17 @@ export function bootSubmitter(
   uploaded?: {
     readonly refuse: (cluster: Cluster, file: { readonly file: string; readonly text: string }) => string | undefined;
     readonly accepted: (cluster: Cluster, file: { readonly file: string; readonly text: string }) => void;
+    /**
+     * The daemon's own user booted on a cluster file of its machine that is not one of the
+     * daemon's (src/daemon/admit.ts, Caller): watched from its own file from now on, as an
+     * uploaded one is, so that what runs there is routed and supervised.
+     */
+    readonly ownerFile?: (cluster: Cluster) => void;
   },
   /** The gateway has API keys: a recipe whose engine demands none is refused (src/gateway/engine-key.ts). */
   engineKeyRequired = false,
-): (s: UpSubmission) => BootEntry | readonly UpEvent[] {
-  return (s) => {
+): (s: UpSubmission, caller?: Caller) => BootEntry | readonly UpEvent[] {
+  return (s, caller = "client") => {
     const early: UpEvent[] = [];
     // Until the boot is accepted its words are kept, then they go to the boot's own events.
     let sink = (e: UpEvent): void => void early.push(e);
@@ -53,14 +59,16 @@ export function bootSubmitter(
     const refused = (e: unknown): readonly UpEvent[] => [...early, { type: "error", error: encodeError(e), t: Date.now() }];
     let prepared: PreparedUp;
     try {
-      prepared = prepareUp(s, io, scope);
+      prepared = prepareUp(s, io, scope, caller);
     } catch (e) {
       return refused(e);
     }
     const accepted = identityOf(prepared);
     const noKey = engineKeyRequired ? engineKeyRefusal(prepared.first) : undefined;
     if (noKey !== undefined) return refused(noKey);
-    const refusal = s.cluster_file === undefined ? undefined : uploaded?.refuse(prepared.cluster, s.cluster_file);
+    // A file sent that is one of the daemon's own (src/daemon/admit.ts) is that cluster, not an upload.
+    const upload = s.cluster_file !== undefined && !scope.own.includes(prepared.cluster) ? s.cluster_file : undefined;
+    const refusal = upload === undefined ? undefined : uploaded?.refuse(prepared.cluster, upload);
     if (refusal !== undefined) return refused(new UserError(refusal));
     let entry: BootEntry;
     try {
@@ -73,7 +81,8 @@ export function bootSubmitter(
       return refused(e);
     }
     log(`boot of ${accepted.deployment} (${s.ref}) accepted`);
-    if (s.cluster_file !== undefined) uploaded?.accepted(prepared.cluster, s.cluster_file);
+    if (upload !== undefined) uploaded?.accepted(prepared.cluster, upload);
+    else if (caller === "owner" && !scope.own.includes(prepared.cluster)) uploaded?.ownerFile?.(prepared.cluster);
     void entry.ended.then((e) => log(`boot of ${accepted.deployment}: ${e.type === "result" ? e.outcome.status : `failed: ${e.type === "error" ? decodeError(e.error).message : "?"}`}`));
     return entry;
   };

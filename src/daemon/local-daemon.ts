@@ -1,6 +1,5 @@
-import { closeSync, constants, fstatSync, openSync, readFileSync, readSync } from "node:fs";
 import path from "node:path";
-import { factsOf, folderProblem, pathFacts, type PathFacts } from "../config/private-dir.js";
+import { folderProblem, octal, pathFacts, procUids, readSmallNoFollow, type PathFacts } from "../config/private-dir.js";
 import { LocalDaemonSchema, type LocalDaemon } from "./protocol.js";
 
 /*
@@ -24,8 +23,6 @@ export interface LocalDaemonFacts {
 /** Use this daemon through its socket, or not: with the reason to say, or silently (it is gone, or another machine's). */
 export type LocalVerdict = { readonly use: { readonly url: string; readonly socket: string } } | { readonly skip: string | undefined };
 
-const octal = (mode: number): string => `0${mode.toString(8).padStart(3, "0")}`;
-
 /**
  * The local daemon is believed only when its record is this user's (owned by this uid, not
  * writable by group or others), was written on this host, its pid runs as this uid, and its
@@ -48,16 +45,9 @@ export function localDaemonVerdict(f: LocalDaemonFacts, me: { readonly uid: numb
   return { use: { url: record.url, socket: record.socket } };
 }
 
-/** The real and effective uid of `pid` (/proc/PID/status, proc(5) "Uid: Real, effective, saved set, and filesystem UIDs"); undefined: no such process. */
+/** The real and effective uid of `pid` (the first two /proc/PID/status lists); undefined: no such process. */
 export function pidUids(pid: number): number[] | undefined {
-  let text: string;
-  try {
-    text = readFileSync(`/proc/${pid}/status`, "utf8");
-  } catch {
-    return undefined;
-  }
-  const line = /^Uid:\s+(\d+)\s+(\d+)/m.exec(text);
-  return line === null ? [] : [Number(line[1]), Number(line[2])];
+  return procUids(pid)?.slice(0, 2);
 }
 
 /** lstat, or undefined when nothing is there or it cannot be looked at (a folder of someone else's). */
@@ -77,27 +67,18 @@ const MAX_RECORD_BYTES = 16 * 1024;
  * what /proc and the socket's folder say; undefined when there is no readable record.
  */
 export function localDaemonFacts(file: string): LocalDaemonFacts | undefined {
-  let fd: number;
-  try {
-    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch {
-    return undefined;
-  }
   let record: LocalDaemon;
   let facts: PathFacts;
   try {
-    const st = fstatSync(fd);
-    facts = factsOf(st);
-    const buf = Buffer.alloc(MAX_RECORD_BYTES);
-    const n = st.isFile() ? readSync(fd, buf, 0, buf.length, 0) : 0;
-    const parsed = LocalDaemonSchema.safeParse(JSON.parse(buf.subarray(0, n).toString("utf8")));
+    const read = readSmallNoFollow(file, MAX_RECORD_BYTES);
+    if (read === undefined) return undefined;
+    facts = read.facts;
+    const parsed = LocalDaemonSchema.safeParse(JSON.parse(read.text));
     if (!parsed.success) return undefined;
     record = parsed.data;
   } catch {
-    // A half-written or foreign file is no daemon.
+    // A link, a half-written or foreign file is no daemon.
     return undefined;
-  } finally {
-    closeSync(fd);
   }
   return {
     record,

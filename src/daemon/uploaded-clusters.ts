@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Cluster } from "../cluster/cluster.js";
+import { clientBaseName, clusterFileNameProblem } from "./protocol.js";
 
 /*
  * Cluster files a remote client uploaded with its `up` (UpSubmission.cluster_file), kept by the
@@ -73,11 +74,23 @@ export function idleUploaded(busySince: Map<string, number>, busy: ReadonlySet<s
   return idle;
 }
 
+/**
+ * The name a client's file is kept under: its base name, ending in .toml (which keptUploadedClusters
+ * looks for; basename(kept, ".toml") is then still the cluster's default name). A name the
+ * submission's decoder would have refused (protocol.ts clusterFileNameProblem) becomes one named by
+ * the cluster, so that keeping never fails on a name, nor leaves the cluster's folder.
+ */
+export function keptFileName(file: string, cluster: string): string {
+  const base = clientBaseName(file);
+  if (clusterFileNameProblem(file) !== undefined) return `${createHash("sha256").update(cluster).digest("hex").slice(0, 16)}.toml`;
+  return base.endsWith(".toml") ? base : `${base}.toml`;
+}
+
 /** Writes the client's cluster file (mode 600: it names hosts and users) for the cluster `name`; returns where. */
 export function keepUploadedCluster(dir: string, name: string, file: { readonly file: string; readonly text: string }): string {
   const folder = folderOf(dir, name);
   mkdirSync(folder, { recursive: true, mode: 0o700 });
-  const kept = path.join(folder, path.basename(file.file) || "cluster.toml");
+  const kept = path.join(folder, keptFileName(file.file, name));
   // One file per cluster: an earlier upload of it under another file name goes.
   for (const old of readdirSync(folder)) if (path.join(folder, old) !== kept) rmSync(path.join(folder, old), { force: true });
   writeFileSync(kept, file.text, { mode: 0o600 });

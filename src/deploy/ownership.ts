@@ -1,9 +1,16 @@
+import type { StateStore } from "../store/store.js";
+
 /**
  * Whose containers are these? Labels are written by whoever runs `docker run`, so a container that
- * carries a deployment's labels proves nothing. What launcher itself wrote is the launch id
- * (launcher.boot) it recorded in its store just before the deployment's first container started
- * (src/deploy/launch.ts): only containers carrying that id are the deployment's. Any other is a
- * stranger: reported, never routed, restarted or given a lane.
+ * carries a deployment's labels proves nothing by itself. What launcher itself wrote is the launch
+ * id (launcher.boot) it recorded in its store just before the deployment's first container started
+ * (src/deploy/launch.ts). While this store holds a deployment as running (it serves, or is being
+ * taken down with its engine key still given out, or a kept boot of it is in progress), only
+ * containers carrying that id are the deployment's: any other group of that name is a stranger,
+ * reported, never routed, restarted or given a lane (the gateway would hand it that deployment's
+ * engine key). A deployment this store does not hold as running (launched from another machine's
+ * or another store's launcher, or by hand) is routed and supervised as any other: the gateway
+ * serves every deployment, whoever started it and from wherever (README, "The gateway").
  */
 
 /** A group of containers that names a deployment but is not launcher's launch of it. */
@@ -17,13 +24,14 @@ export interface Stranger {
 
 /**
  * Why a group of containers (one name and one launch, as status groups them) is not the
- * deployment's, given the launch id the store recorded for it; undefined: it is.
+ * deployment's, given the launch id this store holds it running under (undefined: it holds none,
+ * and any launch of it is welcome); undefined: it is.
  */
-export function strangerReason(d: { readonly deployment: string; readonly boot?: string }, recorded: string | undefined): string | undefined {
+export function strangerReason(d: { readonly deployment: string; readonly boot?: string }, running: string | undefined): string | undefined {
+  if (running === undefined) return undefined;
   const redo = `if it is yours, launcher down ${d.deployment} and launcher up it again`;
-  if (recorded === undefined) return `launcher has no record of launching ${d.deployment} (started by hand, by another store's launcher, or by a launcher before launch ids were recorded): ${redo}`;
-  if (d.boot === undefined) return `its containers carry no launch id (launcher.boot), and launcher launched ${d.deployment} as ${recorded}`;
-  if (d.boot !== recorded) return `its containers carry launch id ${JSON.stringify(d.boot)}, but launcher launched ${d.deployment} as ${recorded}`;
+  if (d.boot === undefined) return `its containers carry no launch id (launcher.boot), and launcher launched ${d.deployment} as ${running}, which it holds as running: ${redo}`;
+  if (d.boot !== running) return `its containers carry launch id ${JSON.stringify(d.boot)}, but launcher launched ${d.deployment} as ${running}, which it holds as running: ${redo}`;
   return undefined;
 }
 
@@ -34,14 +42,33 @@ export function strangerReason(d: { readonly deployment: string; readonly boot?:
  */
 export const UNRECORDED_LAUNCH = "";
 
-/** The daemon's vouch for discovery: strangerReason against the store, taking an unrecorded launch once. */
-export function vouchFrom(store: { launchedBoot(cluster: string, deployment: string): string | undefined; recordLaunch(cluster: string, deployment: string, boot: string, at: string): void }, now: () => Date) {
+/** What vouchFrom reads and writes of the store (src/store/store.ts). */
+export type LaunchRecords = Pick<StateStore, "launchedBoot" | "recordLaunch" | "deploymentServed" | "engineKey" | "bootsInProgress">;
+
+/**
+ * The launch id this store holds the deployment running under, or undefined: none recorded, or
+ * what was recorded is over (taken down, or a boot that failed) and the name is free for anyone's.
+ * Being taken down counts while its engine key is still given out (until deploymentStopped).
+ */
+export function runningLaunch(store: LaunchRecords, cluster: string, deployment: string): string | undefined {
+  const recorded = store.launchedBoot(cluster, deployment);
+  if (recorded === undefined) return undefined;
+  const held =
+    store.deploymentServed(cluster, deployment) ||
+    store.engineKey(cluster, deployment) !== undefined ||
+    store.bootsInProgress().some((b) => b.cluster === cluster && b.deployment === deployment);
+  return held ? recorded : undefined;
+}
+
+/** The daemon's vouch for discovery: strangerReason against the launch the store holds running, taking an unrecorded launch once. */
+export function vouchFrom(store: LaunchRecords, now: () => Date) {
   return (d: { readonly cluster: string; readonly deployment: string; readonly boot?: string }): string | undefined => {
-    const recorded = store.launchedBoot(d.cluster, d.deployment);
-    if (recorded === UNRECORDED_LAUNCH && d.boot !== undefined) {
+    const running = runningLaunch(store, d.cluster, d.deployment);
+    if (running === UNRECORDED_LAUNCH) {
+      if (d.boot === undefined) return undefined;
       store.recordLaunch(d.cluster, d.deployment, d.boot, now().toISOString());
       return undefined;
     }
-    return strangerReason(d, recorded === UNRECORDED_LAUNCH ? undefined : recorded);
+    return strangerReason(d, running);
   };
 }

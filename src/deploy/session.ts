@@ -44,18 +44,48 @@ export async function withSshDefaults(cluster: Cluster): Promise<Cluster> {
 /** How long the head's name may take to resolve before the engine binds to the name itself. */
 const RESOLVE_MS = 5_000;
 
+/** dns.lookup's shape, as far as the bind address needs it: one address of the family asked (0: any). */
+export type AddressLookup = (name: string, family: 0 | 4) => Promise<string>;
+
+const systemLookup: AddressLookup = async (name, family) => (await lookup(name, { family })).address;
+
+/**
+ * A link-local IPv6 address (fe80::/10: a first group fe80 to febf) names a host only together
+ * with an interface scope (`%eth0`, RFC 4007), and a scope found here names this machine's
+ * interface, not the head's: neither is a bind address for the head.
+ */
+export const isLinkLocalV6 = (ip: string): boolean => isIP(ip) === 6 && /^fe[89ab][0-9a-f]:/i.test(ip);
+
+/**
+ * The address the engine binds to for `name`, as this machine resolves it: IPv4 first (the
+ * address family most clusters route, and the one a dual-stack name's A record gives), then any
+ * family; an unscoped link-local IPv6 is never used. Undefined when nothing usable resolves in
+ * `ms`, and the name stays unresolved.
+ */
+export async function bindAddressOf(name: string, resolve: AddressLookup = systemLookup, ms = RESOLVE_MS): Promise<string | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((done) => (timer = setTimeout(() => done(undefined), ms)));
+  const usable = (family: 0 | 4): Promise<string | undefined> =>
+    resolve(name, family).then(
+      (ip) => (isIP(ip) === 0 || isLinkLocalV6(ip) ? undefined : ip),
+      () => undefined,
+    );
+  try {
+    return await Promise.race([(async () => (await usable(4)) ?? (await usable(0)))(), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
  * The head's management address as this machine resolves it, which is where the gateway here
  * connects: the engine binds there (src/plan/api-address.ts). An address that is already an IP,
- * or a name that does not resolve in time, is left as it is.
+ * or a name that does not resolve in time to a usable address, is left as it is.
  */
 async function withAddressIp(head: ClusterNode): Promise<ClusterNode> {
   const address = head.address ?? head.host;
   if (isIP(address.replace(/^\[|\]$/g, "")) !== 0) return head;
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), RESOLVE_MS)));
-  const found = await Promise.race([lookup(address).then((r) => r.address, () => undefined), late]);
-  clearTimeout(timer);
+  const found = await bindAddressOf(address);
   return found === undefined ? head : { ...head, address_ip: found };
 }
 

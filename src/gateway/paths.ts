@@ -37,6 +37,15 @@ function checkEscapes(path: string, encodedSlash: boolean): string | undefined {
   return undefined;
 }
 
+function decodesAsUtf8(path: string): boolean {
+  try {
+    decodeURIComponent(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * The request target's path and query when its path is canonical: absolute, no `.` or `..`
  * segment, no empty segment (`//`, a trailing `/`), no %-escape of an unreserved character or of
@@ -53,6 +62,10 @@ export function canonicalPath(target: string, encodedSlash = false): PathVerdict
   if (!PATH_CHARS.test(path)) return refuse(path, "has characters a path may not carry unencoded");
   const escape = checkEscapes(path, encodedSlash);
   if (escape !== undefined) return refuse(path, escape);
+  // Escapes of bytes that are not UTF-8 (%C3 alone, %FF): the gateway's own handlers decode the
+  // path (decodeURIComponent throws URIError on them), and a framework that decodes them into
+  // U+FFFD routes on a path the gateway never saw.
+  if (!decodesAsUtf8(path)) return refuse(path, "has %-escapes that are not UTF-8");
   if (path === "/") return { ok: true, path, query };
   for (const seg of path.slice(1).split("/")) {
     if (seg === "") return refuse(path, "has an empty segment");

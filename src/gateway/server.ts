@@ -3,13 +3,14 @@ import type { Duplex } from "node:stream";
 import { Agent } from "undici";
 import { presentedKey } from "./auth.js";
 import { CONTROL_PREFIX } from "../daemon/protocol.js";
-import { readRequestBody } from "./body.js";
+import { isFormBody, MAX_MODEL_NAME_BYTES, readRequestBody, rewriteModel, type ModelField } from "./body.js";
+import { BODY_BUDGET_BYTES, ByteBudget, readBudgeted } from "./budget.js";
 import type { Staleness } from "./discovery.js";
 import { GATEWAY_METHODS, methodMatcher, routeParams, type MethodTable } from "./methods.js";
 import { canonicalPath } from "./paths.js";
 import type { GatewayMetrics } from "./metrics.js";
-import { forward } from "./proxy.js";
-import { adapterOf } from "../engine/registry.js";
+import { ANSWERS_BUDGET_BYTES, forward, type UpstreamBody } from "./proxy.js";
+import { addEngineKeyHow } from "./engine-key.js";
 import type { Resolution, RouteTable, Target } from "./routes.js";
 
 export interface GatewayOptions {
@@ -36,9 +37,14 @@ export interface GatewayOptions {
   readonly upstreamFailed: () => void;
   readonly headersTimeoutMs: number;
   readonly bodyTimeoutMs: number;
+  /** The largest body one request may send. */
   readonly maxBodyBytes: number;
+  /** What all buffered request bodies together may hold (default BODY_BUDGET_BYTES). */
+  readonly bodyBudgetBytes?: number;
   /** The longest a client may take to send a whole request, headers and body. */
   readonly requestTimeoutMs: number;
+  /** The longest a client may take to send a request's headers (default CLIENT_HEADERS_TIMEOUT_MS). */
+  readonly clientHeadersTimeoutMs?: number;
   /** The daemon's control API (./control.ts), under CONTROL_PREFIX with its own admin key; absent: off. */
   readonly control?: (req: IncomingMessage, res: ServerResponse, path: string) => Promise<void>;
 }
@@ -61,26 +67,27 @@ function sendJson(res: ServerResponse, value: unknown, status = 200): void {
   res.end(body);
 }
 
-/** The body, or why there is none: too large, or the client went away (a request timeout too). */
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer | "too-large" | "gone"> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on("data", (c: Buffer) => {
-      size += c.length;
-      if (size > limit) {
-        resolve("too-large");
-        req.resume();
-        return;
-      }
-      chunks.push(c);
-    });
-    req.on("end", () => resolve(Buffer.concat(chunks)));
-    req.on("error", () => resolve("gone"));
-    req.on("close", () => {
-      if (!req.complete) resolve("gone");
-    });
-  });
+/** The longest a client may take to send a request's headers (408 after). */
+export const CLIENT_HEADERS_TIMEOUT_MS = 60_000;
+
+/**
+ * How often Node looks for requests past their time. It checks headersTimeout and requestTimeout
+ * only then (nodejs/node lib/_http_server.js: setupConnectionsTracking runs checkConnections every
+ * connectionsCheckingInterval, 30 s by default, and that calls ConnectionsList.expired), so a
+ * timeout of T cuts a client between T and T + this: 60 s was up to 90 s (84.5 s measured).
+ */
+export const TIMEOUT_CHECK_MS = 1_000;
+
+/** Node's server timeouts for clients: each bound is its timeout plus at most TIMEOUT_CHECK_MS (less for short test timeouts). */
+export function clientTimeouts(requestTimeoutMs: number, headersTimeoutMs: number): { requestTimeout: number; headersTimeout: number; connectionsCheckingInterval: number; keepAliveTimeout: number } {
+  // Node refuses a headersTimeout above requestTimeout (ERR_OUT_OF_RANGE).
+  const headersTimeout = Math.min(headersTimeoutMs, requestTimeoutMs);
+  return {
+    requestTimeout: requestTimeoutMs,
+    headersTimeout,
+    connectionsCheckingInterval: Math.max(10, Math.min(TIMEOUT_CHECK_MS, Math.floor(headersTimeout / 4))),
+    keepAliveTimeout: 30_000,
+  };
 }
 
 /** What a client that broke the HTTP rules is told, in OpenAI's shape, before its socket closes. */
@@ -106,9 +113,32 @@ interface Upstream {
   readonly engineKey: string | undefined;
 }
 
+/** A request's body as it goes upstream, with its model field, and how to give back what holding it reserved. */
+interface Incoming {
+  readonly body: UpstreamBody;
+  readonly json: boolean;
+  readonly model?: ModelField;
+  readonly release: () => void;
+}
+
+const declaredLength = (req: IncomingMessage): number | undefined => (req.headers["content-length"] === undefined ? undefined : Number(req.headers["content-length"]));
+
+const MIB = 1024 * 1024;
+const mib = (n: number): string => `${(n / MIB).toFixed(n % MIB === 0 ? 0 : 1)} MiB`;
+
+/**
+ * The 413 of a body too large for one request, or for the room left now. No room is answered at
+ * once, never waited for: a waiting request would hold its socket and the bytes it has sent, while
+ * room comes back only as other requests end (minutes, for a long generation), and the client
+ * knows best whether to retry; Retry-After says when that is worth it.
+ */
+function tooLargeAnswer(read: { readonly kind: "too-large"; readonly limit: number } | { readonly kind: "no-room"; readonly size: number }, limit: number, budget: ByteBudget): [string, Record<string, string>] {
+  if (read.kind === "too-large") return [`request body larger than ${read.limit} bytes (${mib(limit)}), the most one request may send`, {}];
+  return [`request body of ${read.size} bytes does not fit now: the gateway holds at most ${mib(budget.total)} of request bodies at once, and requests in flight hold ${mib(budget.inUse)}; retry later, or send a smaller body`, { "retry-after": "1" }];
+}
+
 function noEngineKeyMessage(target: Target, model: string): string {
-  const where = adapterOf(target.engine)?.flags.apiKey;
-  const how = where === undefined ? "an API key for its engine" : `${where.flags.join(" / ")} KEY to its args (or ${where.env} to its [env])`;
+  const how = addEngineKeyHow(target.engine);
   return `model ${model} (deployment ${target.deployment}) is not routed: its engine demands no API key, and this gateway has API keys, so the engine would answer anyone who reaches it directly; add ${how} in recipe ${target.recipe}, then launcher up again`;
 }
 
@@ -123,6 +153,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   const refused = Object.entries(options.apiRefused ?? {});
   const refusalOf = (path: string): string | undefined => refused.find(([pattern]) => routeParams(pattern, path) !== undefined)?.[1];
   let inFlight = 0;
+  const bodies = new ByteBudget(options.bodyBudgetBytes ?? BODY_BUDGET_BYTES);
+  const answers = new ByteBudget(ANSWERS_BUDGET_BYTES);
 
   /** Appended to 404/503 answers while the gateway's view of the clusters is stale. */
   const staleNote = (): string => {
@@ -138,37 +170,54 @@ export function createGateway(options: GatewayOptions): Gateway {
   type Answered = { readonly status: number; readonly model: string; readonly lane: string };
   const none = (status: number, model = "(unknown)"): Answered => ({ status, model, lane: "" });
 
-  async function proxy(req: IncomingMessage, res: ServerResponse, target: string, started: number): Promise<Answered> {
-    let raw: Buffer | undefined;
-    let parsed: Record<string, unknown> | undefined;
-    let json = false;
-    if (req.method === "POST") {
-      const read = await readBody(req, options.maxBodyBytes);
-      if (read === "gone") {
-        metrics.errors.inc({ model: "(unknown)", lane: "", kind: "client_abort" });
-        return none(0);
-      }
-      if (read === "too-large") {
-        sendError(res, 413, "invalid_request_error", "request_too_large", `request body larger than ${options.maxBodyBytes} bytes`);
-        return none(413);
-      }
-      raw = read;
-      const body = readRequestBody(raw, req.headers["content-type"]);
-      if (body.kind === "invalid") {
-        sendError(res, 400, "invalid_request_error", body.code, body.message);
-        return none(400);
-      }
-      if (body.kind === "json") {
-        json = true;
-        const value = body.value;
-        if (value !== null && typeof value === "object" && !Array.isArray(value)) parsed = value as Record<string, unknown>;
-      }
-    } else {
-      // A body on a GET is not used: drained, so that the request is complete (and its
-      // requestTimeout over) while a long answer streams.
+  /** The request's body as the engine gets it, or the answer already given (413, 400, a client gone). */
+  async function incoming(req: IncomingMessage, res: ServerResponse): Promise<Incoming | Answered> {
+    // A body on a GET is not used: drained, so that the request is complete (and its
+    // requestTimeout over) while a long answer streams.
+    if (req.method !== "POST") {
       req.resume();
+      return { body: { kind: "none" }, json: false, release: () => undefined };
     }
-    const model = typeof parsed?.model === "string" ? parsed.model : undefined;
+    // A form names no model and is never rewritten: it streams to the engine, held nowhere.
+    if (isFormBody(req.headers["content-type"])) return { body: { kind: "stream", from: req, length: declaredLength(req) }, json: false, release: () => undefined };
+    const read = await readBudgeted(req, options.maxBodyBytes, bodies);
+    if (read.kind === "gone") {
+      metrics.errors.inc({ model: "(unknown)", lane: "", kind: "client_abort" });
+      return none(0);
+    }
+    if (read.kind === "too-large" || read.kind === "no-room") {
+      metrics.errors.inc({ model: "(unknown)", lane: "", kind: "too_large" });
+      const [message, extra] = tooLargeAnswer(read, options.maxBodyBytes, bodies);
+      sendError(res, 413, "invalid_request_error", "request_too_large", message, extra);
+      return none(413);
+    }
+    const body = readRequestBody(read.bytes, req.headers["content-type"]);
+    if (body.kind === "invalid") {
+      read.release();
+      sendError(res, 400, "invalid_request_error", body.code, body.message);
+      return none(400);
+    }
+    return { body: { kind: "bytes", parts: [read.bytes] }, json: body.kind === "json", ...(body.kind === "json" && body.model !== undefined ? { model: body.model } : {}), release: read.release };
+  }
+
+  async function proxy(req: IncomingMessage, res: ServerResponse, target: string, started: number): Promise<Answered> {
+    const got = await incoming(req, res);
+    if ("status" in got) return got;
+    try {
+      return await route(req, res, target, started, got);
+    } finally {
+      got.release();
+    }
+  }
+
+  async function route(req: IncomingMessage, res: ServerResponse, target: string, started: number, got: Incoming): Promise<Answered> {
+    const field = got.model;
+    const model = field?.name;
+    if (field?.tooLong === true) {
+      metrics.errors.inc({ model: "(unknown)", lane: "", kind: "unknown_model" });
+      sendError(res, 404, "invalid_request_error", "model_not_found", `the request's model is ${field.end - field.start - 2} bytes long, longer than any model name (at most ${MAX_MODEL_NAME_BYTES}); known models: ${options.routes().models().map((m) => m.id).join(", ") || "none"}`);
+      return none(404);
+    }
     const r = options.routes().resolve(model);
     if (r.kind === "unknown") {
       metrics.errors.inc({ model: "(unknown)", lane: "", kind: "unknown_model" });
@@ -187,13 +236,13 @@ export function createGateway(options: GatewayOptions): Gateway {
       sendError(res, 503, "service_unavailable", "engine_key_missing", noEngineKeyMessage(r.target, name));
       return none(503, name);
     }
-    return { status: await proxyTo(req, res, { target: r.target, path: target, engineKey }, name, raw, parsed, json, started), model: name, lane: r.target.lane ?? "" };
+    // A lane alias means nothing to the engine: it is told its own served name, in place.
+    const body = field !== undefined && field.name !== r.target.served_model && got.body.kind === "bytes" ? { kind: "bytes" as const, parts: rewriteModel(got.body.parts[0] as Buffer, field, r.target.served_model) } : got.body;
+    return { status: await proxyTo(req, res, { target: r.target, path: target, engineKey }, name, body, got.json, started), model: name, lane: r.target.lane ?? "" };
   }
 
-  async function proxyTo(req: IncomingMessage, res: ServerResponse, to: Upstream, model: string, raw: Buffer | undefined, parsed: Record<string, unknown> | undefined, json: boolean, started: number): Promise<number> {
+  async function proxyTo(req: IncomingMessage, res: ServerResponse, to: Upstream, model: string, body: UpstreamBody, json: boolean, started: number): Promise<number> {
     const { target } = to;
-    // A lane alias means nothing to the engine: it is told its own served name.
-    const body = parsed !== undefined && parsed.model !== undefined && parsed.model !== target.served_model ? Buffer.from(JSON.stringify({ ...parsed, model: target.served_model })) : raw;
     const labels = { model, lane: target.lane ?? "" };
     metrics.inFlight.inc(labels);
     try {
@@ -202,6 +251,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         endpoint: target.endpoint,
         path: to.path,
         body,
+        answers,
         ...withKey(to.engineKey),
         // The engine takes JSON only when it is labelled so; the gateway read it as JSON anyway.
         ...(json ? { contentType: "application/json" } : {}),
@@ -236,6 +286,56 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
   }
 
+  /**
+   * The routes' methods: the gateway's own and the engine's allow-list; any other /v1 path never
+   * reaches an engine. Checked before the key: which routes there are is no secret. False once
+   * the 404 or 405 is sent.
+   */
+  function methodAllowed(req: IncomingMessage, res: ServerResponse, path: string, method: string): boolean {
+    const allowed = methodsOf(path);
+    if (allowed === undefined && path.startsWith("/v1/")) {
+      req.resume();
+      const why = refusalOf(path);
+      sendError(res, 404, "invalid_request_error", "not_found", `no route for ${method} ${path}${why === undefined ? ": the gateway forwards only the engines' inference routes" : ` through the gateway: ${why}`}`);
+      return false;
+    }
+    if (allowed !== undefined && !allowed.includes(method)) {
+      req.resume();
+      sendError(res, 405, "invalid_request_error", "method_not_allowed", `${path} takes ${allowed.join(" or ")}, not ${method}`, { allow: allowed.join(", ") });
+      return false;
+    }
+    return true;
+  }
+
+  /**
+   * /health. Without a key (when keys are configured): whether the daemon is fine, and nothing
+   * about the clusters. Stale discovery is 503: a monitor that reads only the code sees it.
+   */
+  function answerHealth(res: ServerResponse, keyed: boolean): void {
+    const stale = options.staleness();
+    const status = stale === undefined ? { status: "ok" } : { status: "stale", discovery_age_seconds: stale.ageSeconds };
+    sendJson(res, { ...status, ...(keyed ? { ...(stale === undefined ? {} : { stale_clusters: stale.clusters }), in_flight: inFlight, ...options.health() } : {}) }, stale === undefined ? 200 : 503);
+  }
+
+  /** /v1/models, and /v1/models/ID: the models the routes know now. */
+  function answerModels(res: ServerResponse, path: string, started: number): void {
+    const entries = options.routes().models().map((m) => ({ object: "model", created: Math.floor(started / 1000), owned_by: "launcher", ...m }));
+    if (path === "/v1/models") {
+      sendJson(res, { object: "list", data: entries });
+      return;
+    }
+    let id: string;
+    try {
+      id = decodeURIComponent(path.slice("/v1/models/".length));
+    } catch {
+      sendError(res, 400, "invalid_request_error", "invalid_model_id", `the model id in ${path} is not valid percent-encoding`);
+      return;
+    }
+    const entry = entries.find((e) => e.id === id);
+    if (entry === undefined) sendError(res, 404, "invalid_request_error", "model_not_found", `the model \`${id}\` does not exist; known models: ${entries.map((e) => e.id).join(", ") || "none"}${staleNote()}`);
+    else sendJson(res, entry);
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = Date.now();
     const url = req.url ?? "/";
@@ -253,27 +353,10 @@ export function createGateway(options: GatewayOptions): Gateway {
       await options.control(req, res, path);
       return;
     }
-    // The routes' methods: the gateway's own and the engine's allow-list; any other /v1 path never
-    // reaches an engine. Checked before the key: which routes there are is no secret.
-    const allowed = methodsOf(path);
-    if (allowed === undefined && path.startsWith("/v1/")) {
-      req.resume();
-      const why = refusalOf(path);
-      sendError(res, 404, "invalid_request_error", "not_found", `no route for ${method} ${path}${why === undefined ? ": the gateway forwards only the engines' inference routes" : ` through the gateway: ${why}`}`);
-      return;
-    }
-    if (allowed !== undefined && !allowed.includes(method)) {
-      req.resume();
-      sendError(res, 405, "invalid_request_error", "method_not_allowed", `${path} takes ${allowed.join(" or ")}, not ${method}`, { allow: allowed.join(", ") });
-      return;
-    }
+    if (!methodAllowed(req, res, path, method)) return;
     const keyed = options.checkKey === undefined || options.checkKey(presentedKey(req.headers.authorization, req.headers["x-api-key"]));
     if (path === "/health") {
-      // Without a key (when keys are configured): whether the daemon is fine, and nothing about
-      // the clusters. Stale discovery is 503: a monitor that reads only the code sees it.
-      const stale = options.staleness();
-      const status = stale === undefined ? { status: "ok" } : { status: "stale", discovery_age_seconds: stale.ageSeconds };
-      sendJson(res, { ...status, ...(keyed ? { ...(stale === undefined ? {} : { stale_clusters: stale.clusters }), in_flight: inFlight, ...options.health() } : {}) }, stale === undefined ? 200 : 503);
+      answerHealth(res, keyed);
       return;
     }
     if (!keyed) {
@@ -288,21 +371,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       return;
     }
     if (path === "/v1/models" || path.startsWith("/v1/models/")) {
-      const entries = options.routes().models().map((m) => ({ object: "model", created: Math.floor(started / 1000), owned_by: "launcher", ...m }));
-      if (path === "/v1/models") {
-        sendJson(res, { object: "list", data: entries });
-        return;
-      }
-      let id: string;
-      try {
-        id = decodeURIComponent(path.slice("/v1/models/".length));
-      } catch {
-        sendError(res, 400, "invalid_request_error", "invalid_model_id", `the model id in ${path} is not valid percent-encoding`);
-        return;
-      }
-      const entry = entries.find((e) => e.id === id);
-      if (entry === undefined) sendError(res, 404, "invalid_request_error", "model_not_found", `the model \`${id}\` does not exist; known models: ${entries.map((e) => e.id).join(", ") || "none"}${staleNote()}`);
-      else sendJson(res, entry);
+      answerModels(res, path, started);
       return;
     }
     if (!path.startsWith("/v1/")) {
@@ -324,22 +393,12 @@ export function createGateway(options: GatewayOptions): Gateway {
   // src/node_http_parser.cc: on_message_complete pops the parser from the active connections that
   // ConnectionsList::Expired looks at; doc/api/http.md: "the timeout value in milliseconds for
   // receiving the entire request from the client"). A long streamed answer is never cut by it.
-  // The check runs every connectionsCheckingInterval (30 s by default): a tighter one for a
-  // tighter bound. headersTimeout may not exceed requestTimeout.
-  const server = createServer(
-    {
-      requestTimeout: options.requestTimeoutMs,
-      headersTimeout: Math.min(60_000, options.requestTimeoutMs),
-      connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(options.requestTimeoutMs / 4))),
-      keepAliveTimeout: 30_000,
-    },
-    (req, res) => {
-      handle(req, res).catch((e: unknown) => {
-        if (res.headersSent) res.destroy();
-        else sendError(res, 500, "internal_error", "gateway_bug", `launcher serve failed on this request: ${(e as Error).message}`);
-      });
-    },
-  );
+  const server = createServer(clientTimeouts(options.requestTimeoutMs, options.clientHeadersTimeoutMs ?? CLIENT_HEADERS_TIMEOUT_MS), (req, res) => {
+    handle(req, res).catch((e: unknown) => {
+      if (res.headersSent) res.destroy();
+      else sendError(res, 500, "internal_error", "gateway_bug", `launcher serve failed on this request: ${(e as Error).message}`);
+    });
+  });
   server.on("clientError", clientError);
   return {
     server,

@@ -26,9 +26,9 @@ const urlHost = (address: string): string => (isIP(bare(address)) === 6 ? `[${ba
 
 /**
  * The one home of the head's API address. The engine listens where launcher reaches it, and only
- * there: vLLM's --api-key guards /v1 only (vllm/entrypoints/openai/api_server.py build_app adds
- * the key check for paths under /v1), so an engine on every address hands /metrics, /health,
- * /tokenize and the rest to anyone on the network, past the gateway.
+ * there: the engine's key may guard only its API routes (its adapter's EngineFlags.apiKey says
+ * where it is checked), so an engine on every address may hand its other routes (metrics,
+ * health, tokenizing) to anyone on the network, past the gateway.
  * - "management" (default): the management address (as this machine resolves it, when it is a
  *   name: see ClusterNode.address_ip), which is loopback itself when the head is this machine.
  * - "loopback": 127.0.0.1; launcher's HTTP then reaches it there, so launcher and its gateway

@@ -137,7 +137,7 @@ export function planDeployment(recipe: Recipe, cluster: Cluster, options: PlanOp
   const endpoint = api.endpoint;
   // A recipe is checked where it is resolved (with positions); one made another way still is.
   const top = { file: recipe.file, line: 1, col: 1 };
-  diagnostics.push(...engineInputDiagnostics(recipe, engine, { flag: () => top, env: () => top }).filter((d) => d.severity === "error"));
+  diagnostics.push(...engineInputDiagnostics(recipe, engine, { flag: () => top, env: () => top, mount: () => top }).filter((d) => d.severity === "error"));
   // The key goes to the engine in its env, never in its (or ssh's, or docker's) arguments; a
   // key flag wins over the env variable, as in the engine (EngineFlags.apiKey).
   const keyed = withoutApiKeyFlags(recipe.args, engine.flags);

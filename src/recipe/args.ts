@@ -1,6 +1,8 @@
 import { error, warning, type Diagnostic, type Loc } from "../config/diagnostic.js";
 import { envLineProblem } from "../config/env-file.js";
 import type { EngineAdapter, EngineFlags, ManagedFlag } from "../engine/adapter.js";
+import { flagNames } from "../engine/flag-names.js";
+import type { Mount, Recipe } from "./recipe.js";
 
 /** One engine flag as written in a recipe's args, with the args element it came from. */
 export interface Flag {
@@ -114,20 +116,7 @@ export function findAnyFlag(flags: readonly Flag[], names: readonly string[]): F
 const hasName = (m: ManagedFlag, key: string): boolean => m.flags.some((f) => flagKey(f) === key);
 
 /** Every flag spelling the engine table names, so that an abbreviation is told from a flag of its own. */
-function knownKeys(table: EngineFlags): Set<string> {
-  return keySet([
-    ...table.managed.flatMap((m) => m.flags),
-    ...table.singleNode.flatMap((m) => m.flags),
-    ...table.boolean,
-    ...table.many,
-    ...table.json,
-    ...table.jsonWhenBraced,
-    ...table.model,
-    ...table.worldSize.flatMap((w) => w.flags),
-    ...table.apiKey.flags,
-    ...table.flagFiles,
-  ]);
-}
+const knownKeys = (table: EngineFlags): Set<string> => keySet(flagNames(table));
 
 /**
  * The managed flag a written flag stands for: its own spelling or alias, or an abbreviation of
@@ -187,6 +176,8 @@ export function withoutApiKeyFlags(args: readonly string[], table: EngineFlags):
 export interface EngineInputLocs {
   readonly flag: (f: Flag) => Loc;
   readonly env: (key: string) => Loc;
+  /** An `[[extra_mounts]]` entry, whose `env` names a variable too. */
+  readonly mount: (m: Mount) => Loc;
 }
 
 /**
@@ -195,17 +186,21 @@ export interface EngineInputLocs {
  * more keys than the engine's env variable holds, env values docker's env file cannot carry.
  */
 export function engineInputDiagnostics(
-  recipe: { readonly args: readonly string[]; readonly env: Readonly<Record<string, string>>; readonly unsafe_dev_routes?: boolean },
+  recipe: Pick<Recipe, "args" | "env" | "extra_mounts" | "unsafe_dev_routes">,
   engine: Pick<EngineAdapter, "flags" | "devSwitches">,
   at: EngineInputLocs,
 ): Diagnostic[] {
   const out: Diagnostic[] = [];
+  // Every name the container's env gets from the recipe: its [env], and each mount's `env`, which
+  // the plan sets to the mount's container path (src/plan/plan.ts).
+  const named = [
+    ...Object.keys(recipe.env).map((key) => ({ key, what: `env ${key}`, loc: at.env(key) })),
+    ...recipe.extra_mounts.flatMap((m) => (m.env === undefined ? [] : [{ key: m.env, what: `the mount at ${m.container} sets env ${m.env}, which`, loc: at.mount(m) }])),
+  ];
   for (const s of engine.devSwitches ?? []) {
-    if (!(s.env in recipe.env)) continue;
-    if (recipe.unsafe_dev_routes === true) {
-      out.push(warning(at.env(s.env), `env ${s.env} opens ${s.opens}: keep the engine's address private (api_bind)`));
-    } else {
-      out.push(error(at.env(s.env), `env ${s.env} opens ${s.opens}`, "remove it, or state the risk with unsafe_dev_routes = true at the top of the recipe"));
+    for (const n of named.filter((x) => x.key === s.env)) {
+      if (recipe.unsafe_dev_routes === true) out.push(warning(n.loc, `${n.what} opens ${s.opens}: keep the engine's address private (api_bind)`));
+      else out.push(error(n.loc, `${n.what} opens ${s.opens}`, "remove it, or state the risk with unsafe_dev_routes = true at the top of the recipe"));
     }
   }
   const keyFlag = findAnyFlag(flagsOfWords(recipe.args, engine.flags), engine.flags.apiKey.flags);

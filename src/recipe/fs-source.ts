@@ -9,11 +9,21 @@ const RECIPE_FILE = "recipe.toml";
 
 const isPathLike = (ref: string): boolean => ref.includes("/") || ref.endsWith(".toml") || ref === "." || ref === "..";
 
-function read(file: string): FoundRecipe | { error: string } {
+/**
+ * A path as the user knows it: as they gave it (`given`, when it names this file), else relative
+ * to the working folder when it lies under it, else absolute; never climbing out with "../".
+ */
+export function shownPath(abs: string, given?: string): string {
+  if (given !== undefined && path.resolve(given) === abs) return given;
+  const rel = path.relative(process.cwd(), abs);
+  return rel === "" || rel === ".." || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel) ? abs : rel;
+}
+
+function read(file: string, given?: string): FoundRecipe | { error: string } {
   const abs = path.resolve(file);
   const base = path.basename(abs);
   const id = base === RECIPE_FILE ? path.basename(path.dirname(abs)) : base.replace(/\.toml$/, "");
-  const shown = path.relative(process.cwd(), abs) || abs;
+  const shown = shownPath(abs, given);
   try {
     return { file: shown, id, text: readTextFile(abs, "recipe") };
   } catch (e) {
@@ -44,17 +54,40 @@ function recipeNames(dirs: readonly string[]): string[] {
 }
 
 /**
- * Finds recipes on disk: a path to a recipe.toml, its folder, or a name under one of
- * `recipeDirs` (the folder of the referring recipe's siblings is searched first).
+ * The recipes launcher finds on its own, by a bare name, in folders whoever controls the current
+ * folder chooses (the current folder and ./recipes): each is read only when `trust` passes it,
+ * else it is passed over for the next place, and `skipped` is told. A path the user types
+ * (`./x/`, `/abs`, `x/recipe.toml`) is their own choice and is read as named, as locate.ts does
+ * for cluster files.
  */
-export function fileRecipeSource(recipeDirs: readonly string[]): RecipeSource {
+export interface FoundHere {
+  /** Absolute folders whose recipes found by a bare name are judged. */
+  readonly dirs: readonly string[];
+  /** Why a recipe file may not be read (a clause: "it is owned by ..."), or undefined when it may (src/config/private-dir.ts foundRecipeTrust). */
+  readonly trust: (file: string) => string | undefined;
+  readonly skipped: (file: string, problem: string) => void;
+}
+
+/**
+ * Finds recipes on disk: a path to a recipe.toml, its folder, or a name under one of
+ * `recipeDirs` (the folder of the referring recipe's siblings is searched first). With `here`,
+ * a recipe found by a bare name in one of its folders is read only when trusted.
+ */
+export function fileRecipeSource(recipeDirs: readonly string[], here?: FoundHere): RecipeSource {
   return {
     find(ref, from) {
       const base = from === undefined ? process.cwd() : path.dirname(path.resolve(from));
       const tried: string[] = [];
+      const passed: string[] = [];
       const attempt = (candidate: string): string | undefined => {
         tried.push(candidate);
-        return asRecipeFile(candidate);
+        const file = asRecipeFile(candidate);
+        if (file === undefined || here === undefined || isPathLike(ref) || !here.dirs.includes(path.dirname(candidate))) return file;
+        const problem = here.trust(file);
+        if (problem === undefined) return file;
+        here.skipped(shownPath(file), problem);
+        passed.push(`${shownPath(file)} is not read (${problem})`);
+        return undefined;
       };
       // A bare name is a folder here (first run) or a sibling recipe (extends), then one under recipes/.
       const candidates = isPathLike(ref)
@@ -66,12 +99,15 @@ export function fileRecipeSource(recipeDirs: readonly string[]): RecipeSource {
         if (hit !== undefined) break;
       }
       if (hit === undefined) {
-        const where = [...new Set(tried.map((t) => path.relative(process.cwd(), t) || t))].join(", ");
+        const where = [...new Set(tried.map((t) => shownPath(t, from === undefined && t === candidates[0] ? ref : undefined)))].join(", ");
         // A misspelt name (on the command line or in extends) gets the closest recipe there is.
         const near = isPathLike(ref) ? undefined : nearest(ref, recipeNames(from === undefined ? recipeDirs : [path.dirname(base), ...recipeDirs]));
-        return { error: `recipe "${ref}" not found (looked for ${where})${near === undefined ? "" : `; did you mean "${near}"?`}` };
+        const notRead = passed.length === 0 ? "" : `; ${passed.join("; ")}`;
+        return { error: `recipe "${ref}" not found (looked for ${where})${notRead}${near === undefined ? "" : `; did you mean "${near}"?`}` };
       }
-      return read(hit);
+      // A path given on the command line is shown as written (its recipe.toml added for a folder).
+      const given = from === undefined && isPathLike(ref) ? (hit === candidates[0] ? ref : path.join(ref, RECIPE_FILE)) : undefined;
+      return read(hit, given);
     },
   };
 }

@@ -283,7 +283,7 @@ function checkResolved(recipe: Recipe, origins: Origins, top: Loc, options: Reso
     const size = flag === undefined ? undefined : sizeOf(flag);
     if (flag !== undefined && size !== undefined && tp % size !== 0) out.push(error(flagAt(flag), `${flag.name} ${size} does not divide tensor_parallel_size ${tp}`, `the ${d.key} groups split the tensor parallel ranks evenly`));
   }
-  out.push(...engineInputDiagnostics(recipe, adapterOrDefault(recipe.engine), { flag: flagAt, env: (key) => at(`env:${key}`) }));
+  out.push(...engineInputDiagnostics(recipe, adapterOrDefault(recipe.engine), { flag: flagAt, env: (key) => at(`env:${key}`), mount: (m) => at(`mount:${m.container}`) }));
   const backend = findAnyFlag(flags, table.backend);
   if (backend !== undefined && backend.value !== recipe.distributed_backend) {
     out.push(

@@ -58,7 +58,7 @@ export const recipeFileSchema = z
     unsafe_dev_routes: z
       .boolean()
       .optional()
-      .meta({ description: "Allow env switches that open the engine's admin or development routes (for vLLM: VLLM_SERVER_DEV_MODE, VLLM_ALLOW_RUNTIME_LORA_UPDATING, VLLM_TORCH_PROFILER_DIR), which its API key does not guard. Off: such a switch is an error.", default: false }),
+      .meta({ description: "Allow the env switches (in [env], or a mount's env) that open the engine's admin or development routes, which its API key may not guard; `launcher validate` names each switch it finds. Off: such a switch is an error.", default: false }),
     remove_env: z.array(z.string()).optional().meta({ description: "Env keys of the parent recipe to drop.", default: [] }),
     extra_mounts: z
       .array(mountSchema)

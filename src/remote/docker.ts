@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { envFileText } from "../config/env-file.js";
-import { RemoteError } from "../config/errors.js";
+import { RemoteError, UserError } from "../config/errors.js";
+import { ENV_FROM_STDIN } from "../plan/plan.js";
 import { execChecked, outputTail, unreachable, type ExecResult, type Transport } from "./transport.js";
 
 export interface ContainerInfo {
@@ -78,6 +79,51 @@ export interface ArmedKill {
  * endless remote command read through Transport.stream.
  */
 export const untilReaderGoes = (argv: readonly string[]): string[] => ["sh", "-c", FOLLOW_SCRIPT, "sh", ...argv];
+
+/** An env value written on docker run's command line: `--env K=V`, `-e K=V`, `--env=K=V`, `-e=K=V`, `-eK=V`. */
+function envOption(argv: readonly string[], i: number): { readonly value: string; readonly words: number } | undefined {
+  const w = argv[i] as string;
+  if (w === "--env" || w === "-e") return argv[i + 1] === undefined ? undefined : { value: argv[i + 1] as string, words: 2 };
+  // spf13/pflag flag.go parseLongArg takes `--name=value`; parseSingleShortArg takes `-e=value`
+  // and `-evalue` (the rest of the word after a shorthand that wants a value).
+  if (w.startsWith("--env=")) return { value: w.slice("--env=".length), words: 1 };
+  if (w.startsWith("-e") && w.length > 2 && !w.startsWith("--")) return { value: w.slice(w[2] === "=" ? 3 : 2), words: 1 };
+  return undefined;
+}
+
+/**
+ * A `docker run` command line with every env value on it moved into the env file that goes over
+ * stdin: no argv carries a value, whatever plan it came from (a plan saved by a launcher that
+ * wrote `--env K=V` is restarted as it was saved). Only docker's own options move: those before
+ * the `--` that ends them ahead of the image. `--env K` (no `=`, the value from docker's own
+ * environment) carries none and stays. docker/cli opts/parse.go ReadKVEnvStrings reads the env
+ * files first and the `--env` values after them, so an `--env` value wins, as it does here.
+ */
+export function envOffCommandLine(argv: readonly string[], env: Readonly<Record<string, string>>): { argv: string[]; env: Record<string, string> } {
+  const end = argv.indexOf("--");
+  const options = end < 0 ? argv : argv.slice(0, end);
+  const kept: string[] = [];
+  const moved: Record<string, string> = {};
+  for (let i = 0; i < options.length; i++) {
+    const opt = envOption(options, i);
+    const eq = opt?.value.indexOf("=") ?? -1;
+    if (opt === undefined || eq <= 0) {
+      kept.push(options[i] as string);
+      continue;
+    }
+    if (end < 0) {
+      throw new UserError(
+        "a saved plan runs docker with env values on its command line and no `--` before the image, so launcher cannot tell its options from the engine's",
+        "run `launcher up` again: a new plan passes the env on stdin",
+      );
+    }
+    moved[opt.value.slice(0, eq)] = opt.value.slice(eq + 1);
+    i += opt.words - 1;
+  }
+  if (Object.keys(moved).length === 0) return { argv: [...argv], env: { ...env } };
+  const fromStdin = kept.some((w, i) => w === "--env-file" && kept[i + 1] === ENV_FROM_STDIN);
+  return { argv: [...kept, ...(fromStdin ? [] : ["--env-file", ENV_FROM_STDIN]), ...argv.slice(end)], env: { ...env, ...moved } };
+}
 
 /**
  * The few Docker operations launcher needs, run on a node through its transport. Names and
@@ -215,10 +261,12 @@ export class DockerClient {
   /**
    * `docker run` (argv from the plan, which reads its env with `--env-file /dev/stdin`), with
    * `env` written to the remote command's stdin as an env file: the values (keys among them)
-   * are on no command line, neither ssh's here nor the shell's or docker's on the node.
+   * are on no command line, neither ssh's here nor the shell's or docker's on the node. An env
+   * value on `argv` itself joins them (envOffCommandLine).
    */
   async run(argv: readonly string[], env: Readonly<Record<string, string>> = {}): Promise<string> {
-    const r = await this.transport.exec(argv, { timeoutMs: 60_000, stdin: envFileText(env) });
+    const off = envOffCommandLine(argv, env);
+    const r = await this.transport.exec(off.argv, { timeoutMs: 60_000, stdin: envFileText(off.env) });
     if (r.code !== 0) throw unreachable(this.transport, r) ?? new RemoteError(this.node, `docker run failed (exit ${r.code})`, outputTail(r));
     return r.stdout.trim();
   }

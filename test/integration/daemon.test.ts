@@ -70,7 +70,9 @@ describe("launcher serve --control: boots that outlive their client", { concurre
       // Whoever followed it sees the failure, with up's exit status.
       const f = await following;
       assert.equal(f.code, 1, f.stderr);
-      assert.match(f.stderr, /launcher: launcher: boot of gone failed: interrupted \(launcher down\)/);
+      // One "launcher: " on the line (issue 25: the failure is launcher's own, not a node's).
+      assert.match(f.stderr, /^launcher: boot of gone failed: interrupted \(launcher down\)/m);
+      assert.doesNotMatch(f.stderr, /launcher: launcher:/);
       // down --all: every boot in progress in the daemon is cancelled too (and rolled back there).
       const other = slow("gone-too");
       ok(await launcher(["up", other, "--detach"], 60_000, { LAUNCHER_DAEMON: daemon.url }), "up --detach");

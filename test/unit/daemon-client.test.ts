@@ -124,16 +124,18 @@ test("what goes to the daemon: the recipe's files and a cluster file named with 
   const here = {
     recipes: (ref: string) => (ref === "mine" ? [{ ref, file: "mine/recipe.toml", id: "mine", text: "name = 1" }] : []),
     cluster: (option: string) => (option === "spark.toml" ? { file: "spark.toml", text: "name = \"spark\"" } : undefined),
+    clusterPath: (option: string) => (option === "spark.toml" ? "/home/me/spark.toml" : undefined),
   };
+  const tcp = {};
   // The file goes in place of its name: a `cluster` sent names one of the daemon's own.
-  assert.deepEqual(forTheDaemon({ ref: "mine", cluster: "spark.toml", lane: "chat" }, here), {
+  assert.deepEqual(forTheDaemon({ ref: "mine", cluster: "spark.toml", lane: "chat" }, tcp, here), {
     ref: "mine",
     lane: "chat",
     recipes: [{ ref: "mine", file: "mine/recipe.toml", id: "mine", text: "name = 1" }],
     cluster_file: { file: "spark.toml", text: "name = \"spark\"" },
   });
-  assert.deepEqual(forTheDaemon({ ref: "practice-2x", cluster: "home" }, here), { ref: "practice-2x", cluster: "home" });
-  assert.deepEqual(forTheDaemon({ ref: "practice-2x" }, here), { ref: "practice-2x" });
+  assert.deepEqual(forTheDaemon({ ref: "practice-2x", cluster: "home" }, tcp, here), { ref: "practice-2x", cluster: "home" });
+  assert.deepEqual(forTheDaemon({ ref: "practice-2x" }, tcp, here), { ref: "practice-2x" });
 });
 
 const quiet: Output = { out: () => undefined, err: () => undefined, warn: () => undefined, json: () => undefined, diagnostics: () => undefined };

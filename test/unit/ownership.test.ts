@@ -6,7 +6,7 @@ import { after, test } from "node:test";
 import Database from "better-sqlite3";
 import type { DeploymentStatus } from "../../src/deploy/contract.js";
 import { BootRegistry } from "../../src/deploy/boots.js";
-import { strangerReason, vouchFrom } from "../../src/deploy/ownership.js";
+import { runningLaunch, strangerReason, vouchFrom } from "../../src/deploy/ownership.js";
 import { Supervisor, type Seen } from "../../src/deploy/supervisor.js";
 import type { ClusterSession } from "../../src/deploy/session.js";
 import { Discovery } from "../../src/gateway/discovery.js";
@@ -21,11 +21,37 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 
 // ---------------------------------------------------------------- the rule (pure)
 
-test("ownership: only the launch id the store recorded makes containers the deployment's", () => {
+test("ownership: a group is a stranger only when it conflicts with the launch this store holds running; one it holds none of is anyone's", () => {
   assert.equal(strangerReason({ deployment: "d", boot: "b1" }, "b1"), undefined);
-  assert.match(strangerReason({ deployment: "d", boot: "evil" }, "b1") ?? "", /carry launch id "evil", but launcher launched d as b1/);
+  assert.match(strangerReason({ deployment: "d", boot: "evil" }, "b1") ?? "", /carry launch id "evil", but launcher launched d as b1, which it holds as running: if it is yours, launcher down d/);
   assert.match(strangerReason({ deployment: "d" }, "b1") ?? "", /carry no launch id/);
-  assert.match(strangerReason({ deployment: "d", boot: "b1" }, undefined) ?? "", /launcher has no record of launching d .*launcher down d and launcher up it again/);
+  // Launched from another machine, another store, or by hand: routed and supervised (README, "The gateway").
+  assert.equal(strangerReason({ deployment: "d", boot: "b1" }, undefined), undefined);
+  assert.equal(strangerReason({ deployment: "d" }, undefined), undefined);
+});
+
+test("ownership: the store holds a launch running while it serves, is being taken down with its key, or is a kept boot in progress; not once it is down", () => {
+  const store = new Store(":memory:");
+  const at = "2026-01-01T00:00:00Z";
+  try {
+    assert.equal(runningLaunch(store, "c", "d"), undefined, "never recorded");
+    store.recordLaunch("c", "d", "b1", at);
+    assert.equal(runningLaunch(store, "c", "d"), undefined, "recorded, but neither serving nor a kept boot (an up that failed, or one in another process before ready)");
+    store.beginBootInProgress({ boot: "b1", cluster: "c", deployment: "d", plan: "{}", started_at: at, deadline_at: at, pid: 1, host: "h" });
+    assert.equal(runningLaunch(store, "c", "d"), "b1", "a kept boot in progress");
+    assert.equal(runningLaunch(store, "c2", "d"), undefined, "per cluster");
+    store.endBootInProgress("b1");
+    const boot = store.beginBoot({ cluster: "c", deployment: "d", recipe: "r", recipe_hash: "h", served_model: "m", endpoint: "e", nodes: ["n1"], started_at: at });
+    store.deploymentReady({ cluster: "c", deployment: "d", recipe: "r", recipe_hash: "h", served_model: "m", endpoint: "e", nodes: ["n1"], boot_id: boot, ready_at: at }, "engine-key");
+    assert.equal(runningLaunch(store, "c", "d"), "b1", "serving");
+    store.deploymentStopping("c", "d", at);
+    assert.equal(runningLaunch(store, "c", "d"), "b1", "being taken down, its key still given out");
+    store.deploymentStopped("c", "d", at);
+    assert.equal(runningLaunch(store, "c", "d"), undefined, "down: the name is free for another machine's launch");
+    assert.equal(vouchFrom(store, () => new Date())({ cluster: "c", deployment: "d", boot: "from-elsewhere" }), undefined);
+  } finally {
+    store.close();
+  }
 });
 
 // ---------------------------------------------------------------- the store
@@ -55,7 +81,7 @@ test("store: the launch id is recorded per deployment, a new launch replaces it;
   assert.equal(vouch({ cluster: "c", deployment: "old", boot: "first" }), undefined);
   assert.equal(upgraded.launchedBoot("c", "old"), "first");
   assert.match(vouch({ cluster: "c", deployment: "old", boot: "second" }) ?? "", /launched old as first/);
-  assert.match(vouch({ cluster: "c", deployment: "never", boot: "x" }) ?? "", /no record of launching never/);
+  assert.equal(vouch({ cluster: "c", deployment: "never", boot: "x" }), undefined, "never recorded here: another store's launch, routed");
   upgraded.close();
 });
 
@@ -102,8 +128,12 @@ test("discovery: containers with copied labels but a foreign launch id are repor
   assert.equal(alone.snapshot.deployments.length, 0);
   const r = routeTable(alone.snapshot.deployments, lanes).resolve("main");
   assert.equal(r.kind === "unavailable" && r.code, "lane_empty", "a stranger never takes the lane");
-  const unrecorded = await discovered([group(undefined)], undefined);
-  assert.equal(unrecorded.snapshot.deployments.length, 0, "no record, no launch id: a stranger");
+  // Launched by another machine's launcher (another store): no record here, routed as before.
+  for (const boot of [undefined, "theirs"]) {
+    const elsewhere = await discovered([group(boot)], undefined);
+    assert.deepEqual(elsewhere.snapshot.strangers, [], `launch id ${boot ?? "(none)"}`);
+    assert.equal(routeTable(elsewhere.snapshot.deployments, lanes).resolve("main").kind, "route", "a deployment this store never recorded routes");
+  }
   const own = await discovered([group("good")], "good");
   assert.equal(routeTable(own.snapshot.deployments, lanes).resolve("main").kind, "route", "launcher's own launch routes");
 });
@@ -154,6 +184,6 @@ test("engine key: with gateway keys, a plan whose engine demands no key is refus
   const e = engineKeyRefusal(plan);
   assert.ok(e instanceof UserError);
   assert.match(e.message, /^\/recipes\/r\/recipe\.toml: recipe r sets no API key for its engine, and this daemon's gateway has API keys/);
-  assert.match(e.hint ?? "", /add --api-key to args \(or VLLM_API_KEY to \[env\]\) in \/recipes\/r\/recipe\.toml/);
+  assert.match(e.hint ?? "", /add --api-key KEY to its args \(or VLLM_API_KEY to its \[env\]\) in \/recipes\/r\/recipe\.toml/);
   assert.equal(engineKeyRefusal({ ...plan, api_key: "k" }), undefined);
 });

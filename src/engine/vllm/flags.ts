@@ -1,4 +1,6 @@
 import type { EngineFlags, ManagedFlag } from "../adapter.js";
+import { flagNames } from "../flag-names.js";
+import { uniquePrefixes } from "./abbrev.js";
 
 /*
  * vLLM's command line as its argument parser defines it. Sources (vllm-project/vllm):
@@ -88,7 +90,8 @@ const JSON_VALUED = [
 /** Dict-or-string values (union_dict_and_str): JSON only when written as `{...}`. */
 const JSON_WHEN_BRACED = ["--hf-overrides", "--lora-modules"];
 
-export const vllmFlags: EngineFlags = {
+/** The table as vLLM defines its flags; vllmFlags below adds the key flag's abbreviations. */
+const DEFINED: EngineFlags = {
   managed: MANAGED,
   boolean: BOOLEAN,
   many: MANY,
@@ -117,4 +120,17 @@ export const vllmFlags: EngineFlags = {
   // vllm/entrypoints/openai/api_server.py build_app: `args.api_key or [envs.VLLM_API_KEY]`
   // (the flag wins), checked as `Authorization: Bearer KEY` on /v1 routes.
   apiKey: { flags: ["--api-key"], env: "VLLM_API_KEY" },
+};
+
+/**
+ * `--api-key` and the prefixes argparse takes for it (./abbrev.ts; `--api-k` and longer, as
+ * `--api-server-count` shares `--api-`): each is the key flag, with its list of values, so that
+ * an abbreviated key is moved to the env and redacted like the whole flag.
+ */
+const KEY_SPELLINGS = uniquePrefixes("--api-key", flagNames(DEFINED));
+
+export const vllmFlags: EngineFlags = {
+  ...DEFINED,
+  many: [...DEFINED.many, ...KEY_SPELLINGS.filter((f) => !DEFINED.many.includes(f))],
+  apiKey: { ...DEFINED.apiKey, flags: KEY_SPELLINGS },
 };
