@@ -105,6 +105,9 @@ export function runLocal(program: string, args: readonly string[], options: Exec
  * (an empty pipe) for as long as the lines are read, and is closed when the reader goes away (or
  * this process dies): a remote command can watch it to end with its reader (see docker.ts logs).
  */
+/** The most lines a stream holds for its reader: at 16 KiB a line (./lines.ts), 16 MiB at worst. */
+export const STREAM_QUEUE_LINES = 1000;
+
 export async function* streamLocal(program: string, args: readonly string[], signal?: AbortSignal): AsyncIterable<string> {
   const child = spawn(program, [...args], spawnOptions());
   child.stdin.on("error", () => undefined);
@@ -126,6 +129,8 @@ export async function* streamLocal(program: string, args: readonly string[], sig
       s,
       (l) => {
         queue.push(l);
+        // A reader slower than the node: the pipe holds the rest (and the node's writer waits).
+        if (queue.length >= STREAM_QUEUE_LINES) for (const p of [child.stdout, child.stderr]) p.pause();
         wake?.();
       },
       () => {
@@ -139,6 +144,7 @@ export async function* streamLocal(program: string, args: readonly string[], sig
       if (queue.length === 0) await new Promise<void>((r) => (wake = r));
       wake = undefined;
       while (queue.length > 0) yield queue.shift() as string;
+      for (const p of [child.stdout, child.stderr]) p.resume();
     }
   } finally {
     signal?.removeEventListener("abort", kill);
