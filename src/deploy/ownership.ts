@@ -43,7 +43,7 @@ export function strangerReason(d: { readonly deployment: string; readonly boot?:
 export const UNRECORDED_LAUNCH = "";
 
 /** What vouchFrom reads and writes of the store (src/store/store.ts). */
-export type LaunchRecords = Pick<StateStore, "launchedBoot" | "recordLaunch" | "deploymentServed" | "engineKey" | "bootsInProgress">;
+export type LaunchRecords = Pick<StateStore, "launchedBoot" | "recordLaunch" | "deploymentServed" | "servedEndpoint" | "engineKey" | "bootsInProgress">;
 
 /**
  * The launch id this store holds the deployment running under, or undefined: none recorded, or
@@ -60,15 +60,28 @@ export function runningLaunch(store: LaunchRecords, cluster: string, deployment:
   return held ? recorded : undefined;
 }
 
+/**
+ * Why a group that carries the right launch id is still not the deployment: its endpoint label is
+ * not where launcher recorded the deployment serving (a launch id is readable by whoever can run
+ * `docker inspect`, so a copy of it with another endpoint would take the deployment's traffic and
+ * engine key); undefined: it is, or nothing was recorded yet (still booting).
+ */
+export function endpointReason(d: { readonly deployment: string; readonly endpoint: string }, served: string | undefined): string | undefined {
+  if (served === undefined || served === d.endpoint) return undefined;
+  return `its containers say it serves at ${d.endpoint}, but launcher recorded ${d.deployment} serving at ${served}: if it is yours, launcher down ${d.deployment} and launcher up it again`;
+}
+
 /** The daemon's vouch for discovery: strangerReason against the launch the store holds running, taking an unrecorded launch once. */
 export function vouchFrom(store: LaunchRecords, now: () => Date) {
-  return (d: { readonly cluster: string; readonly deployment: string; readonly boot?: string }): string | undefined => {
+  return (d: { readonly cluster: string; readonly deployment: string; readonly boot?: string; readonly endpoint?: string }): string | undefined => {
     const running = runningLaunch(store, d.cluster, d.deployment);
     if (running === UNRECORDED_LAUNCH) {
       if (d.boot === undefined) return undefined;
       store.recordLaunch(d.cluster, d.deployment, d.boot, now().toISOString());
       return undefined;
     }
-    return strangerReason(d, running);
+    const stranger = strangerReason(d, running);
+    if (stranger !== undefined || running === undefined || d.endpoint === undefined) return stranger;
+    return endpointReason({ deployment: d.deployment, endpoint: d.endpoint }, store.servedEndpoint(d.cluster, d.deployment));
   };
 }

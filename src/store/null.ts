@@ -88,6 +88,9 @@ export class NullStore implements StateStore {
   savedPlan(): string | undefined {
     return undefined;
   }
+  servedEndpoint(): string | undefined {
+    return undefined;
+  }
   deploymentServed(): boolean {
     return false;
   }

@@ -406,6 +406,11 @@ export class Store implements EvidenceStore {
     return row?.plan;
   }
 
+  /** The endpoint it was recorded serving at, while no `down` or swap has stopped it; undefined: none. */
+  servedEndpoint(cluster: string, name: string): string | undefined {
+    return (this.db.prepare(`SELECT endpoint FROM deployments WHERE cluster = ? AND name = ? AND stopped_at IS NULL`).pluck().get(cluster, name) as string | undefined) ?? undefined;
+  }
+
   /** Did it serve, and has no `down` or swap stopped it (or begun to) since? */
   deploymentServed(cluster: string, name: string): boolean {
     return this.db.prepare(`SELECT 1 FROM deployments WHERE cluster = ? AND name = ? AND stopped_at IS NULL AND stopping_at IS NULL`).get(cluster, name) !== undefined;

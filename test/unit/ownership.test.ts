@@ -54,6 +54,27 @@ test("ownership: the store holds a launch running while it serves, is being take
   }
 });
 
+test("ownership: a group with the right launch id but another endpoint than the one recorded serving is a stranger (a launch id is readable by docker inspect)", () => {
+  const store = new Store(":memory:");
+  const at = "2026-01-01T00:00:00Z";
+  try {
+    store.recordLaunch("c", "d", "b1", at);
+    const vouch = vouchFrom(store, () => new Date());
+    // Still booting: nothing recorded serving yet, so the launch id alone decides.
+    store.beginBootInProgress({ boot: "b1", cluster: "c", deployment: "d", plan: "{}", started_at: at, deadline_at: at, pid: 1, host: "h" });
+    assert.equal(vouch({ cluster: "c", deployment: "d", boot: "b1", endpoint: "http://10.0.0.11:8000" }), undefined);
+    store.endBootInProgress("b1");
+    const boot = store.beginBoot({ cluster: "c", deployment: "d", recipe: "r", recipe_hash: "h", served_model: "m", endpoint: "http://10.0.0.11:8000", nodes: ["n1"], started_at: at });
+    store.deploymentReady({ cluster: "c", deployment: "d", recipe: "r", recipe_hash: "h", served_model: "m", endpoint: "http://10.0.0.11:8000", nodes: ["n1"], boot_id: boot, ready_at: at }, "engine-key");
+    assert.equal(vouch({ cluster: "c", deployment: "d", boot: "b1", endpoint: "http://10.0.0.11:8000" }), undefined, "its own");
+    assert.match(vouch({ cluster: "c", deployment: "d", boot: "b1", endpoint: "http://10.0.0.99:8000" }) ?? "", /say it serves at http:\/\/10\.0\.0\.99:8000, but launcher recorded d serving at http:\/\/10\.0\.0\.11:8000/);
+    // Another store's deployment of that name, never recorded here: routed wherever it serves.
+    assert.equal(vouch({ cluster: "c", deployment: "other", boot: "x", endpoint: "http://10.0.0.99:8000" }), undefined);
+  } finally {
+    store.close();
+  }
+});
+
 // ---------------------------------------------------------------- the store
 
 test("store: the launch id is recorded per deployment, a new launch replaces it; the migration keeps those of boots in progress", () => {
