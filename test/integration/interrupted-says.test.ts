@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { launcher, launcherContainers, launcherProcess, onHost, slowLinks, variant, within, practiceSuite } from "./practice-cluster.js";
+import { launcher, launcherContainers, launcherUntil, onHost, slowLinks, variant, practiceSuite } from "./practice-cluster.js";
 
 // Issue 25: an interrupted command says what it left, on one "launcher: " per line. `images push`
 // said nothing when interrupted; Ctrl-C of `up` printed "launcher: launcher: boot of ... failed".
@@ -8,27 +8,12 @@ import { launcher, launcherContainers, launcherProcess, onHost, slowLinks, varia
 const HOSTS = 3;
 const dir = practiceSuite(HOSTS, "launcher-interrupted-");
 
-/** Starts `launcher ARGS` and resolves once its stderr matches `ready`; the caller signals it. */
-async function runUntil(args: string[], ready: RegExp) {
-  const child = launcherProcess(args);
-  let stderr = "";
-  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-  const closed = new Promise<number | null>((resolve) => child.on("close", resolve));
-  try {
-    await within(60_000, `launcher ${args.join(" ")} printing ${ready}`, async () => (ready.test(stderr) ? true : undefined));
-  } catch (e) {
-    child.kill("SIGKILL");
-    throw new Error(`${(e as Error).message}\n${stderr}`);
-  }
-  return { child, closed, stderr: () => stderr };
-}
-
 describe("interrupted commands say what they left", { concurrency: false }, () => {
   test("Ctrl-C of images push: exit 130, and each node it sent to is said: no partial image", async () => {
     onHost(3, ["docker", "image", "rm", "--force", "practice-engine:local"]);
     const unshape = slowLinks(3, ["m", "f"], ["tbf", "rate", "16mbit", "burst", "64kb", "latency", "500ms"]);
     try {
-      const push = await runUntil(["images", "push", "practice-2x", "--nodes", "n3"], /\n +n3 +[\d.]+ MiB/);
+      const push = await launcherUntil(["images", "push", "practice-2x", "--nodes", "n3"], /\n +n3 +[\d.]+ MiB/);
       push.child.kill("SIGINT");
       assert.equal(await push.closed, 130, push.stderr());
       assert.match(push.stderr(), /launcher: interrupted \(SIGINT\): the push of practice-engine:local was stopped: n3 has no image under the name \(a load cut short leaves none\)/);
@@ -42,7 +27,7 @@ describe("interrupted commands say what they left", { concurrency: false }, () =
   test("Ctrl-C of up while it watches the boot: one 'launcher: ' on the line, and what was rolled back", async () => {
     const recipe = variant(dir, "stopped", "practice-2x", `[env]\nPRACTICE_FAULT = "hang"\n`);
     try {
-      const up = await runUntil(["up", recipe, "--nodes", "n1,n2"], /n1 +loading/);
+      const up = await launcherUntil(["up", recipe, "--nodes", "n1,n2"], /n1 +loading/);
       up.child.kill("SIGINT");
       assert.equal(await up.closed, 130, up.stderr());
       assert.doesNotMatch(up.stderr(), /launcher: launcher:/);

@@ -4,13 +4,12 @@ import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync,
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
-import type { Run } from "./practice-cluster.js";
+import { launcher, type Run } from "./practice-cluster.js";
 
 // Local trust (issue 24, slice A): folders and files on this machine that another local user
 // could make first. No practice hosts are needed: what is proven is that ssh never reaches (or
 // never runs the ProxyCommand of) what another uid planted. Another uid is `nobody`, through
 // setpriv, as the test runs as root.
-const MAIN = path.resolve("src/cli/main.ts");
 // Short: ssh's control folder goes in TMPDIR only while its sockets' paths fit (MAX_RUNTIME_DIR).
 const dir = mkdtempSync(path.join(tmpdir(), "lt-"));
 chmodSync(dir, 0o755);
@@ -32,23 +31,8 @@ function stickyFolder(name: string, parent = dir): string {
 }
 
 /** The CLI as a user runs it, in `cwd`, with no cluster of the test rig and no runtime folder but `tmp`. */
-function cli(args: string[], cwd: string, env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, ...args], {
-      cwd,
-      env: { ...process.env, LAUNCHER_CLUSTER: "", XDG_RUNTIME_DIR: "", NODE_OPTIONS: "", CI: "true", ...env },
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const cli = (args: string[], cwd: string, env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<Run> =>
+  launcher(args, timeoutMs, { LAUNCHER_CLUSTER: "", XDG_RUNTIME_DIR: "", ...env }, { cwd, practice: false });
 
 /** A one-node cluster file; `proxy` makes ssh run `touch MARKER` as the user before it connects. */
 const clusterToml = (name: string, marker?: string): string =>

@@ -55,12 +55,20 @@ const cliArgs = (): string[] => (process.env.LAUNCHER_USE_DIST === "1" ? [path.r
 
 // Each test run keeps its own state store, inside the rig's folder.
 export const STATE_HOME = path.join(RIG_DIR, "state");
-const cliEnv = (): NodeJS.ProcessEnv => ({ ...process.env, LAUNCHER_CLUSTER: CLUSTER, XDG_STATE_HOME: STATE_HOME, NODE_OPTIONS: "", CI: "true" });
+// `practice: false`: neither, for a test that needs no practice host.
+const cliEnv = (practice = true): NodeJS.ProcessEnv => ({ ...process.env, ...(practice ? { LAUNCHER_CLUSTER: CLUSTER, XDG_STATE_HOME: STATE_HOME } : {}), NODE_OPTIONS: "", CI: "true" });
+
+export interface LauncherOptions {
+  /** Where it runs; default this process's folder. */
+  readonly cwd?: string;
+  /** false: not pointed at the practice cluster nor this run's state store (default true). */
+  readonly practice?: boolean;
+}
 
 /** Runs the real CLI as a user would, bounded in time. */
-export function launcher(args: string[], timeoutMs = 120_000, env: NodeJS.ProcessEnv = {}): Promise<Run> {
+export function launcher(args: string[], timeoutMs = 120_000, env: NodeJS.ProcessEnv = {}, options: LauncherOptions = {}): Promise<Run> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [...cliArgs(), ...args], { env: { ...cliEnv(), ...env } });
+    const child = spawn(process.execPath, [...cliArgs(), ...args], { env: { ...cliEnv(options.practice), ...env }, ...(options.cwd === undefined ? {} : { cwd: options.cwd }) });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
@@ -82,6 +90,21 @@ export function launcherProcess(args: string[], env: NodeJS.ProcessEnv = {}, hos
   const argv = [process.execPath, ...(main === undefined ? cliArgs() : [main]), ...args];
   const [command, ...rest] = hostname === undefined ? argv : ["unshare", "--uts", "sh", "-c", 'hostname "$1" && shift && exec "$@"', "sh", hostname, ...argv];
   return spawn(command as string, rest, { env: { ...cliEnv(), ...env } });
+}
+
+/** Starts `launcher ARGS` and resolves once its stderr matches `ready`; the caller signals it. */
+export async function launcherUntil(args: string[], ready: RegExp, env: NodeJS.ProcessEnv = {}) {
+  const child = launcherProcess(args, env);
+  let stderr = "";
+  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+  const closed = new Promise<number | null>((resolve) => child.on("close", resolve));
+  try {
+    await within(60_000, `launcher ${args.join(" ")} printing ${ready}`, async () => (ready.test(stderr) ? true : undefined));
+  } catch (e) {
+    child.kill("SIGKILL");
+    throw new Error(`${(e as Error).message}\n${stderr}`);
+  }
+  return { child, closed, stderr: () => stderr };
 }
 
 export interface Daemon {

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { launcher, launcherContainers, launcherProcess, onHost, slowLinks, variant, within, practiceSuite } from "./practice-cluster.js";
+import { launcher, launcherContainers, launcherUntil, onHost, slowLinks, variant, practiceSuite } from "./practice-cluster.js";
 
 // `up` hardening (issue 9): a name unique across the cluster, a rollback that removes only its
 // own boot's containers, a signal heard at any step, "already running" only when it is so, and a
@@ -18,19 +18,7 @@ async function downAll(): Promise<void> {
 }
 
 /** Starts `up` and resolves once its stderr matches `ready`; the caller signals it. */
-async function upUntil(args: string[], ready: RegExp, env: NodeJS.ProcessEnv = {}) {
-  const child = launcherProcess(["up", ...args], env);
-  let stderr = "";
-  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-  const closed = new Promise<number | null>((resolve) => child.on("close", resolve));
-  try {
-    await within(60_000, `up ${args.join(" ")} printing ${ready}`, async () => (ready.test(stderr) ? true : undefined));
-  } catch (e) {
-    child.kill("SIGKILL");
-    throw new Error(`${(e as Error).message}\n${stderr}`);
-  }
-  return { child, closed, stderr: () => stderr };
-}
+const upUntil = (args: string[], ready: RegExp, env: NodeJS.ProcessEnv = {}) => launcherUntil(["up", ...args], ready, env);
 
 async function lastBoot(): Promise<{ outcome: string; deployment?: string; recipe: string }> {
   const r = await launcher(["history", "--json", "--limit", "1"]);

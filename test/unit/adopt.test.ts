@@ -1,6 +1,4 @@
 import assert from "node:assert/strict";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
@@ -21,6 +19,7 @@ import type { ContainerInfo, DockerClient } from "../../src/remote/docker.js";
 import { Store, type BootInProgress } from "../../src/store/store.js";
 import { Detached } from "../../src/deploy/abort.js";
 import { within } from "../integration/practice-cluster.js";
+import { fakeNode, readyEngine } from "./fake-node.js";
 import { SETTLE_MS, watchBoot } from "../../src/deploy/up.js";
 
 // Adoption of boots a dead daemon left: which are adopted, what the nodes must show, and the
@@ -117,38 +116,6 @@ test("adopt: an adopted boot keeps what is left of its --timeout; past its deadl
   assert.equal(timeLeft("2026-01-01T00:00:00.000Z", now), 0);
   assert.equal(timeLeft("2099-01-01T00:00:00.000Z", now), 2 ** 31 - 1);
 });
-
-/** A node whose one container follows `log`, then either waits (a boot still going) or ends (it exited). */
-function fakeNode(node: string, containers: ContainerInfo[], log: readonly string[], ends: boolean, removed: string[]): DockerClient {
-  return {
-    containers: async () => containers.filter((c) => !removed.includes(`${node}:${c.name}`)),
-    stopAndRemove: async (names: readonly string[]) => void removed.push(...names.map((n) => `${node}:${n}`)),
-    stop: async () => undefined,
-    async stopThenList(this: DockerClient, label: string) {
-      return this.containers(label);
-    },
-    async logsThenRemove(this: DockerClient, _c: string, _tail: number, names: readonly string[]) {
-      await this.stopAndRemove(names, 0);
-      return [...log];
-    },
-    logs: async function* (_c: string, o: { signal?: AbortSignal; follow?: boolean } = {}) {
-      yield* log;
-      if (ends || o.follow !== true) return;
-      await new Promise<void>((resolve) => (o.signal?.aborted ? resolve() : o.signal?.addEventListener("abort", () => resolve(), { once: true })));
-    },
-  } as unknown as DockerClient;
-}
-
-/** A stand-in engine on loopback: /health 200 and a streamed token, as a ready vLLM answers. */
-async function readyEngine(): Promise<{ url: string; server: Server }> {
-  const server = createServer((req, res) => {
-    if (req.url === "/health") return void res.writeHead(200).end();
-    res.writeHead(200, { "content-type": "text/event-stream" });
-    res.end('data: {"choices":[{"delta":{"content":"hi"}}]}\n\ndata: [DONE]\n\n');
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
-}
 
 const oneRank = (endpoint: string, lane?: string): Plan =>
   ({

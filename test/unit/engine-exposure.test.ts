@@ -8,7 +8,7 @@ import { planDeployment, type Plan } from "../../src/plan/plan.js";
 import { planJson, planText } from "../../src/plan/render.js";
 import { apiAddress } from "../../src/plan/api-address.js";
 import { DockerClient } from "../../src/remote/docker.js";
-import type { ExecOptions, ExecResult, Transport } from "../../src/remote/transport.js";
+import { recordingTransport } from "./fake-node.js";
 import { BASE, memorySource } from "./memory-source.js";
 
 // Issue 24: the head's engine listens only where launcher reaches it, a recipe cannot open vLLM's
@@ -116,18 +116,7 @@ test("no env value is on docker run's command line: --env-file /dev/stdin, and D
     assert.equal(n.argv[n.argv.indexOf("--env-file") + 1], "/dev/stdin");
     assert.ok(n.argv.indexOf("--env-file") < n.argv.indexOf("--"), "an option of docker run, before the image");
   }
-  const calls: { argv: readonly string[]; options?: ExecOptions }[] = [];
-  const transport: Transport = {
-    node: "a1",
-    exec: async (argv, options): Promise<ExecResult> => {
-      calls.push({ argv, ...(options === undefined ? {} : { options }) });
-      return { code: 0, stdout: "cid\n", stderr: "" };
-    },
-    stream: () => (async function* () {})(),
-    spawn: () => {
-      throw new Error("not used");
-    },
-  };
+  const { transport, calls } = recordingTransport("a1");
   const head = plan.nodes[0];
   assert.ok(head);
   assert.equal(await new DockerClient(transport).run(head.argv, head.env), "cid");

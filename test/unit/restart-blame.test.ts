@@ -4,7 +4,7 @@ import { BootRegistry } from "../../src/deploy/boots.js";
 import { encodeLabels } from "../../src/deploy/contract.js";
 import type { ClusterSession } from "../../src/deploy/session.js";
 import { INITIAL, supervise, type Failure } from "../../src/deploy/supervise.js";
-import { Supervisor, type Seen } from "../../src/deploy/supervisor.js";
+import type { Seen } from "../../src/deploy/supervisor.js";
 import type { UpOutcome } from "../../src/deploy/up-use-case.js";
 import { routeTable } from "../../src/gateway/routes.js";
 import type { Plan } from "../../src/plan/plan.js";
@@ -12,6 +12,8 @@ import { encodeSavedPlan } from "../../src/plan/saved.js";
 import type { ContainerInfo, DockerClient } from "../../src/remote/docker.js";
 import { Store } from "../../src/store/store.js";
 import { within } from "../integration/practice-cluster.js";
+import { dockerFrom } from "./fake-node.js";
+import { supervisorOf } from "./supervisor-fixture.js";
 
 // The restart's 503 names the rank the restart blamed, the one history records (issue 25: the
 // clients were told "after rank 0 on n1 exited (exit 1)" while history said rank 1 on n2, killed).
@@ -43,23 +45,13 @@ const seen: Seen = {
 function ended(node: string, rank: number, exitCode: number, finishedAt: string, log: readonly string[]): DockerClient {
   let gone = false;
   const info: ContainerInfo = { id: `id${rank}`, name: `launcher-d-r${rank}`, labels: labels(rank, node), state: "exited", running: false, exitCode, startedAt: "t", finishedAt, image: "img" };
-  return {
+  return dockerFrom({
     containers: async () => (gone ? [] : [info]),
-    stop: async () => undefined,
     stopAndRemove: async () => void (gone = true),
     logs: async function* () {
       yield* log;
     },
-    async stopThenList(this: DockerClient, label: string) {
-      return this.containers(label);
-    },
-    async logsThenRemove(this: DockerClient, container: string, tail: number, names: readonly string[]) {
-      const lines: string[] = [];
-      for await (const l of this.logs(container, { tail })) lines.push(l);
-      await this.stopAndRemove(names, 0);
-      return lines;
-    },
-  } as unknown as DockerClient;
+  });
 }
 
 test("restart 503: names the rank the restart blamed (as history records it), not the death heard of first", async () => {
@@ -78,19 +70,9 @@ test("restart 503: names the rank the restart blamed (as history records it), no
   } as unknown as ClusterSession;
   let finish: (() => void) | undefined;
   const ready: UpOutcome = { status: "ready", deployment: "d", endpoint: "http://n1:8000", served_model: "m", seconds: 1 };
-  const sup = new Supervisor({
-    store,
-    session: async () => session,
-    boot: async (_plan, _session, _signal, _emit, _detach, recreating) => {
-      await recreating;
-      await new Promise<void>((resolve) => (finish = resolve));
-      return ready;
-    },
-    boots: new BootRegistry(Date.now),
-    refresh: () => undefined,
-    log: () => undefined,
-    now: Date.now,
-    timing: { confirmMs: 2000, backoffMs: 60_000, maxBackoffMs: 60_000, resetAfterMs: 600_000 },
+  const sup = supervisorOf(store, session, new BootRegistry(Date.now), async () => {
+    await new Promise<void>((resolve) => (finish = resolve));
+    return ready;
   });
   try {
     sup.observe([seen], Date.now() - 1000);

@@ -2,13 +2,12 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { chmodSync, closeSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { boot, damageBoots, storeWithBoots } from "./damaged-store.js";
+import { fakeNode, readyEngine } from "./fake-node.js";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
 import Database from "better-sqlite3";
 import { StoreFault, UserError, reportError } from "../../src/config/errors.js";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { encodeLabels, LABELS } from "../../src/deploy/contract.js";
 import { recordedWatch, recordStart } from "../../src/deploy/launch.js";
 import type { ClusterSession } from "../../src/deploy/session.js";
@@ -232,37 +231,12 @@ test("a read-only store folder (0555, file 0444) for a user who is not root: his
 
 const BOOT = "0123456789ab";
 
+/** A node serving d's one rank (its boot BOOT); what is removed goes to `removed` as `n1:container`. */
 function servingNode(removed: string[]): DockerClient {
   const labels = { ...encodeLabels({ deployment: "d", recipe: "r", recipe_hash: "h", engine: "vllm", served_model: "m", rank: 0, role: "head", node: "n1", nnodes: 1, nodes: ["n1"], cluster: "c", endpoint: "http://n1:8000" }), [LABELS.boot]: BOOT };
   const c: ContainerInfo = { id: "id0", name: "launcher-d-r0", labels, state: "running", running: true, exitCode: 0, startedAt: "2026-01-01T00:00:01Z", finishedAt: "0001-01-01T00:00:00Z", image: "img" };
   const log = ["2026-01-01T00:00:02.000000000Z (APIServer pid=1) INFO 01-01 00:00:02 [api_server.py:1] Starting vLLM API server 0 on http://0.0.0.0:8000"];
-  return {
-    containers: async () => (removed.length > 0 ? [] : [c]),
-    stopAndRemove: async (names: readonly string[]) => void removed.push(...names),
-    stop: async () => undefined,
-    async stopThenList(this: DockerClient, label: string) {
-      return this.containers(label);
-    },
-    async logsThenRemove(this: DockerClient, _c: string, _tail: number, names: readonly string[]) {
-      await this.stopAndRemove(names, 0);
-      return [...log];
-    },
-    logs: async function* (_c: string, o: { signal?: AbortSignal; follow?: boolean } = {}) {
-      yield* log;
-      if (o.follow !== true) return;
-      await new Promise<void>((resolve) => (o.signal?.aborted ? resolve() : o.signal?.addEventListener("abort", () => resolve(), { once: true })));
-    },
-  } as unknown as DockerClient;
-}
-
-async function readyEngine(): Promise<{ url: string; server: Server }> {
-  const server = createServer((req, res) => {
-    if (req.url === "/health") return void res.writeHead(200).end();
-    res.writeHead(200, { "content-type": "text/event-stream" });
-    res.end('data: {"choices":[{"delta":{"content":"hi"}}]}\n\ndata: [DONE]\n\n');
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+  return fakeNode("n1", [c], log, false, removed);
 }
 
 /** A store whose disk fails at the boot's first phase write, as a page damaged mid-boot does. */
@@ -299,7 +273,7 @@ test("a store that fails while a boot runs (its container started): the boot goe
     // boot's running container is rolled back (the finding left it running).
     const rolledBack: string[] = [];
     await assert.rejects(watchWith(failingAtPhase(), engine.url, rolledBack), (e: unknown) => e instanceof Database.SqliteError);
-    assert.deepEqual(rolledBack, ["launcher-d-r0"], "an unexpected fault rolls the boot back");
+    assert.deepEqual(rolledBack, ["n1:launcher-d-r0"], "an unexpected fault rolls the boot back");
 
     const warnings: string[] = [];
     const guarded = guardStore(failingAtPhase(), "/s/launcher.db", (f) => warnings.push(f.message));

@@ -4,13 +4,14 @@ import { encodeLabels, type DeploymentStatus } from "../../src/deploy/contract.j
 import type { ClusterSession } from "../../src/deploy/session.js";
 import { BootRegistry } from "../../src/deploy/boots.js";
 import { Supervisor, type Seen } from "../../src/deploy/supervisor.js";
-import type { UpEvent } from "../../src/deploy/up-events.js";
 import type { UpOutcome } from "../../src/deploy/up-use-case.js";
 import type { Plan } from "../../src/plan/plan.js";
 import { encodeSavedPlan } from "../../src/plan/saved.js";
 import type { ContainerInfo, DockerClient } from "../../src/remote/docker.js";
 import { Store } from "../../src/store/store.js";
 import { within } from "../integration/practice-cluster.js";
+import { dockerFrom } from "./fake-node.js";
+import { supervisorOf } from "./supervisor-fixture.js";
 
 // The supervisor's shell against fakes: what it removes, what it boots, what it records.
 
@@ -21,31 +22,20 @@ function fakeDocker(node: string, rank: number, log: readonly string[], removed:
   let gone = false;
   // The worker (rank 1) died; the head still runs.
   let info: ContainerInfo = { id: `id${rank}`, name: `launcher-d-r${rank}`, labels: labels(rank, node), state: rank === 0 ? "running" : "exited", running: rank === 0, exitCode: rank === 0 ? 0 : 1, startedAt: "t", finishedAt: rank === 0 ? "0001-01-01T00:00:00Z" : "2026-01-01T00:00:01Z", image: "img" };
-  return {
+  return dockerFrom({
     containers: async () => (gone ? [] : [info]),
     // Stopped by the restart: it ends then, after the rank that died by itself.
     stop: async () => {
       if (info.running) info = { ...info, state: "exited", running: false, exitCode: 137, finishedAt: "2026-01-01T00:00:09Z" };
     },
-    stopAndRemove: async (names: readonly string[]) => {
+    stopAndRemove: async (names) => {
       removed.push(...names.map((n) => `${node}:${n}`));
       gone = true;
     },
     logs: async function* () {
       yield* log;
     },
-    // The one-round-trip forms, made of the parts above (as the scripts on a node do them).
-    async stopThenList(this: DockerClient, label: string, names: readonly string[]) {
-      await this.stop(names, 0);
-      return this.containers(label);
-    },
-    async logsThenRemove(this: DockerClient, container: string, tail: number, names: readonly string[]) {
-      const lines: string[] = [];
-      for await (const l of this.logs(container, { tail })) lines.push(l);
-      await this.stopAndRemove(names, 0);
-      return lines;
-    },
-  } as unknown as DockerClient;
+  });
 }
 
 const plan = {
@@ -257,23 +247,6 @@ test("store: a deployment `launcher down` begins to stop no longer counts as ser
   assert.equal(store.deploymentServed("c", "d"), true);
   store.close();
 });
-
-/** The supervisor of the store's served deployment `d`, booting through `boot`, its restarts in `boots`. */
-function supervisorOf(store: Store, session: ClusterSession, boots: BootRegistry, boot: (emit: (e: UpEvent) => void, signal: AbortSignal) => Promise<UpOutcome>, refresh: () => void = () => undefined): Supervisor {
-  return new Supervisor({
-    store,
-    session: async () => session,
-    boot: async (_plan, _session, signal, emit, _detach, recreating) => {
-      await recreating;
-      return boot(emit, signal);
-    },
-    boots,
-    refresh,
-    log: () => undefined,
-    now: Date.now,
-    timing: { confirmMs: 2000, backoffMs: 60_000, maxBackoffMs: 60_000, resetAfterMs: 600_000 },
-  });
-}
 
 /** A daemon that saw `d` serve hears rank `rank` on `node` die; the restart it recorded, once it is idle. */
 async function restartOnDeath(store: Store, session: ClusterSession, rank: number, node: string): Promise<ReturnType<Store["restarts"]>[number] | undefined> {

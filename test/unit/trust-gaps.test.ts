@@ -18,8 +18,8 @@ import { fileRecipeSource } from "../../src/recipe/fs-source.js";
 import { apiKeyOf, withoutApiKeyFlags } from "../../src/recipe/args.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";
 import { DockerClient, envOffCommandLine } from "../../src/remote/docker.js";
-import type { ExecOptions, ExecResult, Transport } from "../../src/remote/transport.js";
 import { parseCluster } from "../../src/cluster/parse.js";
+import { recordingTransport } from "./fake-node.js";
 import { BASE, memorySource } from "./memory-source.js";
 
 // Review of issue 24: local files launcher finds on its own, env names that reach the container,
@@ -192,18 +192,7 @@ describe("H6: no env value on docker run's command line, whatever plan it came f
   });
 
   test("DockerClient.run sends an old plan's env on stdin, not on ssh's command line (fails before: --env VLLM_API_KEY=... was in argv)", async () => {
-    const calls: { argv: readonly string[]; options?: ExecOptions }[] = [];
-    const transport: Transport = {
-      node: "a1",
-      exec: async (argv, options): Promise<ExecResult> => {
-        calls.push({ argv, ...(options === undefined ? {} : { options }) });
-        return { code: 0, stdout: "cid\n", stderr: "" };
-      },
-      stream: () => (async function* () {})(),
-      spawn: () => {
-        throw new Error("not used");
-      },
-    };
+    const { transport, calls } = recordingTransport("a1");
     assert.equal(await new DockerClient(transport).run(OLD, { VLLM_API_KEY: "sk-old" }), "cid");
     assert.ok(!calls[0]?.argv.some((a) => a.includes("sk-old")), calls[0]?.argv.join(" "));
     assert.match(calls[0]?.options?.stdin ?? "", /^VLLM_API_KEY=sk-old$/m);

@@ -1,0 +1,82 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { ContainerInfo, DockerClient } from "../../src/remote/docker.js";
+import type { ExecOptions, ExecResult, Transport } from "../../src/remote/transport.js";
+
+// Fake nodes for the unit tests: a node's DockerClient made of a few parts, a node's transport that
+// records what it is asked to run, and a stand-in engine that answers as a ready one does.
+
+/** What a fake node's DockerClient is made of; the rest of DockerClient is not there. */
+export interface DockerParts {
+  containers(label?: string): Promise<ContainerInfo[]>;
+  /** Default: nothing to stop. */
+  stop?(names: readonly string[], seconds?: number): Promise<void>;
+  stopAndRemove(names: readonly string[], seconds?: number): Promise<void>;
+  logs(container: string, options?: { follow?: boolean; tail?: number; signal?: AbortSignal }): AsyncIterable<string>;
+}
+
+/**
+ * A fake node's DockerClient of `parts`, with the one-round-trip forms (stopThenList,
+ * logsThenRemove) made of the parts, as the scripts on a node do them. A plain object: a test may
+ * add to it (run, transport).
+ */
+export function dockerFrom(parts: DockerParts): DockerClient {
+  return {
+    stop: async () => undefined,
+    ...parts,
+    async stopThenList(this: DockerClient, label: string, names: readonly string[]) {
+      await this.stop(names, 0);
+      return this.containers(label);
+    },
+    async logsThenRemove(this: DockerClient, container: string, tail: number, names: readonly string[]) {
+      const lines: string[] = [];
+      for await (const l of this.logs(container, { tail })) lines.push(l);
+      await this.stopAndRemove(names, 0);
+      return lines;
+    },
+  } as unknown as DockerClient;
+}
+
+/**
+ * A node whose containers follow `log`, then either wait (a boot still going) or end (they
+ * exited). What is removed is pushed to `removed` as `node:container`, and is listed no more.
+ */
+export function fakeNode(node: string, containers: readonly ContainerInfo[], log: readonly string[], ends: boolean, removed: string[]): DockerClient {
+  return dockerFrom({
+    containers: async () => containers.filter((c) => !removed.includes(`${node}:${c.name}`)),
+    stopAndRemove: async (names) => void removed.push(...names.map((n) => `${node}:${n}`)),
+    logs: async function* (_c, o = {}) {
+      yield* log;
+      if (ends || o.follow !== true) return;
+      await new Promise<void>((resolve) => (o.signal?.aborted ? resolve() : o.signal?.addEventListener("abort", () => resolve(), { once: true })));
+    },
+  });
+}
+
+/** A stand-in engine on loopback: /health 200 and a streamed token, as a ready vLLM answers. */
+export async function readyEngine(): Promise<{ url: string; server: Server }> {
+  const server = createServer((req, res) => {
+    if (req.url === "/health") return void res.writeHead(200).end();
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    res.end('data: {"choices":[{"delta":{"content":"hi"}}]}\n\ndata: [DONE]\n\n');
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+}
+
+/** A transport to node `node` that records each command (argv and options) and answers `docker run` with container id `cid`. */
+export function recordingTransport(node = "a1"): { transport: Transport; calls: { argv: readonly string[]; options?: ExecOptions }[] } {
+  const calls: { argv: readonly string[]; options?: ExecOptions }[] = [];
+  const transport: Transport = {
+    node,
+    exec: async (argv, options): Promise<ExecResult> => {
+      calls.push({ argv, ...(options === undefined ? {} : { options }) });
+      return { code: 0, stdout: "cid\n", stderr: "" };
+    },
+    stream: () => (async function* () {})(),
+    spawn: () => {
+      throw new Error("not used");
+    },
+  };
+  return { transport, calls };
+}
