@@ -44,47 +44,66 @@ export function culprit<T>(all: readonly T[], view: (t: T) => Suspect): T | unde
 /** A rank's log names a cause of its own: one that is not only a lost peer. */
 export const ownCause = (s: BootState | undefined): boolean => s?.cause !== undefined && s.causeIsPeerLoss !== true;
 
-/** How far a rank got: its phase's place in the engine's boot, then whether it reached the rendezvous. */
-function progress(adapter: EngineAdapter, s: BootState): [number, number] {
+type Progress = readonly [number, number];
+
+/** How far a rank's own log says it got: its phase's place in the engine's boot, then whether it reached the rendezvous. */
+function progress(adapter: EngineAdapter, s: BootState): Progress {
   const phases = [...new Set(adapter.bootPhases.map((p) => p.phase))];
   return [phases.indexOf(s.phase), s.atRendezvous === true ? 1 : 0];
 }
 
+const cmp = (a: Progress, b: Progress): number => a[0] - b[0] || a[1] - b[1];
+const least = (all: readonly Progress[]): Progress | undefined => [...all].sort(cmp)[0];
+
 /**
- * The rank that holds a boot up when it times out: the one that got least far. A rank waiting at
- * the rendezvous waits for the others, so a worker that never got there is behind a head that
- * did, although both are "loading". Among equals the lowest rank (the head first), whose log says
- * the most about the whole boot.
+ * How far each rank counts as having got. The ranks that reached the rendezvous go on together
+ * from there (every later step of the boot waits for all of them), and a joined rank's own log may
+ * say no more: on Ray, vLLM's worker-side lines are printed through the head (Ray actors log to the
+ * driver), so a worker's container log stops at `ray start`. So each rank at the rendezvous counts
+ * as far as the furthest of them; its own log is not read as being behind.
  */
-export function rankBehind(adapter: EngineAdapter, ranks: readonly RankBoot[]): RankBoot | undefined {
-  let worst: RankBoot | undefined;
-  let worstAt: [number, number] = [Infinity, Infinity];
-  for (const r of [...ranks].sort((a, b) => a.rank - b.rank)) {
-    const at = progress(adapter, r.state);
-    if (at[0] < worstAt[0] || (at[0] === worstAt[0] && at[1] < worstAt[1])) {
-      worst = r;
-      worstAt = at;
-    }
-  }
-  return worst;
+function standings(adapter: EngineAdapter, ranks: readonly RankBoot[]): Map<RankBoot, Progress> {
+  const own = new Map(ranks.map((r) => [r, progress(adapter, r.state)] as const));
+  const joined = ranks.filter((r) => r.state.atRendezvous === true).map((r) => own.get(r) as Progress);
+  const furthest = [...joined].sort(cmp).at(-1);
+  if (furthest === undefined) return own;
+  return new Map(ranks.map((r) => [r, r.state.atRendezvous === true ? furthest : (own.get(r) as Progress)] as const));
 }
 
-const whereOf = (r: RankBoot): string => `${r.node} ${r.state.phase}${r.state.atRendezvous === true ? " at the rendezvous" : ""}`;
-const cmp = (a: [number, number], b: [number, number]): number => a[0] - b[0] || a[1] - b[1];
+/**
+ * The rank that holds a boot up when it times out: the one that got least far (as standings
+ * counts it). A rank waiting at the rendezvous waits for the others, so a worker that never got
+ * there is behind a head that did, although both are "loading". Among equals the lowest rank
+ * (the head first), whose log says the most about the whole boot.
+ */
+export function rankBehind(adapter: EngineAdapter, ranks: readonly RankBoot[]): RankBoot | undefined {
+  const at = standings(adapter, ranks);
+  const sorted = [...ranks].sort((a, b) => cmp(at.get(a) as Progress, at.get(b) as Progress) || a.rank - b.rank);
+  return sorted[0];
+}
+
+/** Where a rank stands, as its log says, and when it counts further than that (standings), that it joined. */
+function whereOf(adapter: EngineAdapter, r: RankBoot, standing: Progress): string {
+  if (r.state.atRendezvous !== true) return `${r.node} ${r.state.phase}`;
+  if (cmp(progress(adapter, r.state), standing) < 0) return `${r.node} joined at the rendezvous, its own log no further than ${r.state.phase}`;
+  return `${r.node} ${r.state.phase} at the rendezvous`;
+}
 
 /**
  * The rank a boot that timed out is blamed on, and what to say: one rule with the failures above.
  *
- * A rank that never reached the rendezvous while another waits there never joined, whatever the
- * phase of either: the waiting ranks cannot go on without it (a Ray worker that never registered
- * with the head's GCS, an mp worker that never connected to its master). Of several such, the one
+ * A rank never joined the others only when one waits at the rendezvous and its own log is short of
+ * the point where the least far of the waiting ranks got there: short of that phase, or in it
+ * without a rendezvous line. One that got further without printing such a line (its engine prints
+ * none there, or a build logs it below INFO) is not said to be missing. Of several missing, the one
  * that got least far. Without one, the rank that got least far (rankBehind), and only the ranks
  * that really got further are said to.
  */
 export function timeoutBlame(adapter: EngineAdapter, ranks: readonly RankBoot[], seconds: number): { readonly blamed: RankBoot; readonly message: string } | undefined {
   const waiting = ranks.filter((r) => r.state.atRendezvous === true);
-  const absent = ranks.filter((r) => r.state.atRendezvous !== true);
-  if (waiting.length > 0 && absent.length > 0) {
+  const point = least(waiting.map((r) => progress(adapter, r.state)));
+  const absent = point === undefined ? [] : ranks.filter((r) => cmp(progress(adapter, r.state), point) < 0);
+  if (absent.length > 0) {
     const blamed = rankBehind(adapter, absent) as RankBoot;
     const also = absent.filter((r) => r !== blamed).map((r) => r.node);
     const message = `never joined the other ranks: timed out after ${seconds} s (phase ${blamed.state.phase}) while ${waiting.map((r) => r.node).join(", ")} waited at the rendezvous${also.length === 0 ? "" : `; ${also.join(", ")} never joined either`}`;
@@ -92,10 +111,12 @@ export function timeoutBlame(adapter: EngineAdapter, ranks: readonly RankBoot[],
   }
   const blamed = rankBehind(adapter, ranks);
   if (blamed === undefined) return undefined;
-  const at = progress(adapter, blamed.state);
+  const standing = standings(adapter, ranks);
+  const at = standing.get(blamed) as Progress;
   const others = ranks.filter((r) => r !== blamed);
-  const further = others.filter((r) => cmp(progress(adapter, r.state), at) > 0).map(whereOf);
-  const level = others.filter((r) => cmp(progress(adapter, r.state), at) <= 0).map(whereOf);
+  const where = (r: RankBoot): string => whereOf(adapter, r, standing.get(r) as Progress);
+  const further = others.filter((r) => cmp(standing.get(r) as Progress, at) > 0).map(where);
+  const level = others.filter((r) => cmp(standing.get(r) as Progress, at) <= 0).map(where);
   const message = [
     `timed out after ${seconds} s (phase ${blamed.state.phase})`,
     ...(further.length === 0 ? [] : [`the other ranks got further (${further.join(", ")})`]),

@@ -6,7 +6,7 @@ import { vllmHint } from "./hints.js";
 import { vllmImage } from "./image.js";
 import { VLLM_NODE_ENV_KEYS, vllmNodeEnv } from "./node-env.js";
 import { VLLM_FORWARDED, VLLM_REFUSED } from "./routes.js";
-import { BOOT_PHASES, EXCEPTION, FATAL, PEER_LOSS, readVllmLine, WARNINGS, WRAPPERS } from "./log-shapes.js";
+import { BOOT_PHASES, EXCEPTION, FATAL, PEER_LOSS, readVllmLine, RENDEZVOUS, WARNINGS, WRAPPERS } from "./log-shapes.js";
 
 // The header's time is vllm/logger.py's _DATE_FORMAT "%m-%d %H:%M:%S" (read in log-shapes.ts). It
 // has no year: it goes on a leap year's clock, and is only compared within one log.
@@ -51,10 +51,6 @@ export const vllm: EngineAdapter = {
   peerLossPatterns: PEER_LOSS,
   warningPatterns: WARNINGS,
   readyPattern: /Application startup complete/,
-  // The mp backend's rendezvous, as the practice engine prints it (docker-images/practice-engine/
-  // lib/rendezvous.js): the head waiting for its headless workers, a worker connecting to the
-  // master. vLLM's head blocks there until every worker has joined (MultiprocExecutor waits for
-  // every worker's READY: vllm/v1/executor/multiproc_executor.py, wait_for_ready).
   hintFor: vllmHint,
   lineTime,
   // vllm/config/cache.py CacheConfig: `kv_cache_memory_bytes`, "Size of KV Cache per GPU in bytes
@@ -66,12 +62,8 @@ export const vllm: EngineAdapter = {
   // working memory and KV stay within total x utilization. Recipes write `--kv-cache-memory`, which
   // argparse takes as the unique prefix of `--kv-cache-memory-bytes` (see ./flags.ts, allow_abbrev).
   memoryFlags: { kvCacheBytes: ["--kv-cache-memory-bytes", "--kv-cache-memory"], utilization: ["--gpu-memory-utilization"], defaultUtilization: 0.9 },
-  // A worker is there once it has joined: the practice engine's "connected to master at" (not its
-  // "connecting", which a worker that never reaches the master prints too); on the Ray backend
-  // "Ray runtime started.", which `ray start` prints on a worker only once its Node has connected
-  // to the head's GCS, and on the head before the join check waits for the workers
-  // (ray-project/ray python/ray/scripts/scripts.py start()).
-  rendezvousPatterns: [/waiting for \d+ headless worker/, /connected to master at /, /Ray runtime started\./],
+  // The rendezvous of the ranks across nodes, mp and Ray: RENDEZVOUS in ./log-shapes.ts.
+  rendezvousPatterns: RENDEZVOUS,
   // The gateway forwards these and nothing else under /v1 (./routes.ts, read from vLLM's routers,
   // says which routes are left out and why); GET /v1/models is answered by the gateway itself.
   apiMethods: VLLM_FORWARDED,

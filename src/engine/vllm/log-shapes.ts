@@ -127,6 +127,34 @@ export const BOOT_PHASES: readonly BootPhase[] = [
 ];
 
 /**
+ * Lines that say a rank has come to the multi-node rendezvous and waits there for its peers.
+ *
+ * vLLM's mp backend across nodes: every worker process, on the head and on each headless node,
+ * logs at INFO "world_size=%d rank=%d local_rank=%d distributed_init_method=%s backend=%s" just
+ * before torch.distributed.init_process_group, which blocks until all world_size ranks have come to
+ * the TCPStore at --master-addr:--master-port (vllm/distributed/parallel_state.py
+ * init_distributed_environment, vllm-project/vllm@0c175ae9295b575078961a68c4d3a2a838dce5ef; older
+ * builds log it at DEBUG, so a rank of those shows no rendezvous line). It says a rank arrived, not
+ * that it was let in: a worker that cannot reach the master prints it too. vLLM prints no line once
+ * a rank has joined: the headless node's own "Launching vLLM (v%s) headless multiproc executor"
+ * (vllm/entrypoints/cli/serve.py run_headless, vllm-project/vllm@78265ccd8aadf98d0e9d33c13b6cd2f0053b165e)
+ * comes before it.
+ */
+export const RENDEZVOUS: readonly RegExp[] = [
+  /^world_size=\d+ rank=\d+ local_rank=-?\d+ distributed_init_method=/,
+  // The practice engine's own rendezvous (docker-images/practice-engine/lib/rendezvous.js, not
+  // vLLM's words): its head "waiting for N headless worker(s) on ADDR:PORT", a worker "connected to
+  // master at ADDR:PORT" once its connection is open (not "connecting", which a worker that never
+  // reaches the master prints too).
+  /waiting for \d+ headless worker/,
+  /connected to master at /,
+  // The Ray backend: `ray start` prints "Ray runtime started." on a worker only once its node has
+  // connected to the head's GCS, and on the head before launcher's join check waits for the workers
+  // (ray-project/ray python/ray/scripts/scripts.py start()).
+  /Ray runtime started\./,
+];
+
+/**
  * Fatal lines that say another process died first: a node whose boot ends with one of these and no
  * exception of its own failed because a peer did (explain names the peer's node when its log has it).
  */
