@@ -18,11 +18,12 @@ import type { LaneRecord } from "../store/store.js";
 import { DEPLOYMENT_STATUSES } from "../deploy/contract.js";
 import { heldByLiveProcess, laneKey } from "../deploy/locks.js";
 import { parseDuration } from "./duration.js";
-import { clusterOf, clusterPath, loadCluster, openStore, readClusterFile, recipeDirs, selfArgv } from "./load.js";
+import { clusterOf, clusterPath, loadCluster, readClusterFile, recipeDirs, selfArgv } from "./load.js";
 import type { Output } from "./output.js";
 import { clusterOption } from "./options.js";
 import { BootRegistry } from "../deploy/boots.js";
 import { controlApi } from "../gateway/control.js";
+import { MAX_BODY_BYTES, MAX_CONTROL_BODY_BYTES } from "../gateway/budget.js";
 import { bootSubmitter } from "../daemon/boots-host.js";
 import { CONTROL_PREFIX } from "../daemon/protocol.js";
 import { advertiseLocalDaemon } from "./daemon-target.js";
@@ -33,6 +34,7 @@ import path from "node:path";
 import { homedir } from "node:os";
 import type { Cluster } from "../cluster/cluster.js";
 import { storeDir } from "../store/store.js";
+import { openStateStore } from "../store/open.js";
 import { clientPart, composeUploaded, FORGET_UPLOADED_AFTER_MS, forgetUploadedCluster, idleUploaded, keepUploadedCluster, keptUploadedClusters, keptUploadedText, uploadedClustersDir, uploadVerdict } from "../daemon/uploaded-clusters.js";
 import { refusedSettings, type DaemonScope } from "../daemon/admit.js";
 import { listenControlSocket, type ControlSocket } from "../daemon/control-socket.js";
@@ -215,7 +217,9 @@ export function registerServe(program: Command, io: Output): void {
       // Read here first, so that a broken cluster file stops the daemon at start with its errors.
       const watched = clustersToWatch(files, uploadedDir, (line) => io.err(`launcher serve: ${line}`));
       const clusters = watched.map((w) => w.cluster);
-      const store = openStore();
+      // The daemon lives for weeks: a store lost to a passing fault (a lock another launcher held
+      // past the busy timeout, a full disk freed) is opened again, not done without for good.
+      const store = openStateStore(path.join(storeDir(process.env, homedir()), "launcher.db"), (line) => io.err(line), () => new Date(), { reopen: {} });
       const watchSource = (name: string, file: string): WatchSource => ({ cluster: name, argv: selfArgv(["status", "--watch", `${pollMs}ms`, "--json", "--exit-with-stdin", "--cluster", file]) });
       const discovery = new Discovery(
         watched.map((w) => watchSource(w.cluster.name, w.file)),
@@ -360,7 +364,7 @@ export function registerServe(program: Command, io: Output): void {
         accepted: watchUploaded,
         ownerFile: watchOwnerFile,
       }, keys.length > 0);
-      const controlOptions = { registry, submit, maxBodyBytes: 1024 * 1024 };
+      const controlOptions = { registry, submit, maxBodyBytes: MAX_CONTROL_BODY_BYTES };
       // Over TCP: the admin key only. Through the socket (below): this user only.
       const control = flags.control ? controlApi({ ...controlOptions, ...(admin.length === 0 ? {} : { checkAdmin: keyChecker(admin) }) }) : undefined;
       const gateway = createGateway({
@@ -384,7 +388,7 @@ export function registerServe(program: Command, io: Output): void {
         upstreamFailed: () => discovery.refreshSoon(),
         headersTimeoutMs: parseDuration(flags.upstreamTimeout, "--upstream-timeout"),
         bodyTimeoutMs: parseDuration(flags.idleTimeout, "--idle-timeout"),
-        maxBodyBytes: 64 * 1024 * 1024,
+        maxBodyBytes: MAX_BODY_BYTES,
       });
       // Listen first: an address that cannot be had stops the daemon before anything else starts.
       await new Promise<void>((resolve, reject) => {

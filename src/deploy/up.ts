@@ -83,6 +83,53 @@ export const SETTLE_MS = 600;
 // The longest the settle waits on top for ended logs' containers to be looked up.
 const ENDINGS_WAIT_MS = 5_000;
 const ROLLBACK_GRACE_SECONDS = 3;
+
+/** The watch ended (a failure heard, an interrupt, a detach): what the wait for one rejects with. */
+class WatchEnded extends Error {
+  constructor() {
+    super("the boot's watch ended");
+    this.name = "WatchEnded";
+  }
+}
+
+/** What a thrown value says, on one bounded line, whatever was thrown (a callback may throw anything). */
+export function describeThrown(e: unknown): string {
+  let text: string;
+  try {
+    text = e instanceof Error ? `${e.message}` : String(e);
+  } catch {
+    text = Object.prototype.toString.call(e);
+  }
+  const line = text.replace(/\s+/g, " ").trim() || (e instanceof Error ? e.name : "no message");
+  return line.length > 300 ? `${line.slice(0, 300)}...` : line;
+}
+
+/** A note that cannot fail the rollback: the progress callback may be the very fault being handled. */
+function sayNote(progress: Progress, text: string): void {
+  try {
+    progress.note(text);
+  } catch {
+    // The rollback goes on, and the original fault is what is thrown.
+  }
+}
+
+/**
+ * launcher's own fault (a bug, a callback that threw) with containers maybe started: nothing
+ * half-started is left behind, and the fault itself is what the error funnel reports. A removal that
+ * fails too (the SSH connection lost meanwhile) is said, never thrown in the fault's place: the
+ * fault is the cause, and the removal's failure only what is left to clean up.
+ */
+async function rollBackOwnFault(e: unknown, deployment: string, bootId: string, session: ClusterSession, progress: Progress): Promise<never> {
+  sayNote(progress, `launcher failed while booting ${deployment} (${describeThrown(e)}); removing every container this boot (${bootId}) created ...`);
+  try {
+    const removed = await removeContainers(session, createdBy(bootId), ROLLBACK_GRACE_SECONDS);
+    // A node that could not be reached keeps what it runs: said with the command that finishes there.
+    for (const [i, line] of formatRemoval(removed, `launcher down deployment/${deployment}`, "summary").entries()) sayNote(progress, i === 0 ? `rolled back: ${line}` : line);
+  } catch (removal) {
+    sayNote(progress, `could not remove the containers of boot ${bootId} (${describeThrown(removal)}): run \`launcher down deployment/${deployment}\` once the nodes answer`);
+  }
+  throw e;
+}
 const LAST_LINES = 15;
 
 /** What a node's log said about its failure. */
@@ -228,7 +275,7 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
       watch.abort();
     }
   };
-  const failureWait = new Promise<never>((_, reject) => watch.signal.addEventListener("abort", () => reject(new Error("aborted")), { once: true }));
+  const failureWait = new Promise<never>((_, reject) => watch.signal.addEventListener("abort", () => reject(new WatchEnded()), { once: true }));
   failureWait.catch(() => undefined);
 
   const watchNode = async (spec: NodeSpec): Promise<void> => {
@@ -361,13 +408,9 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
     return { status: "ready", endpoint: plan.endpoint, served_model: plan.served_model, seconds: (Date.now() - started) / 1000, boot: bootId };
   } catch (e) {
     if (detached) throw new Detached(plan.deployment);
-    if (!(e instanceof BootFailed) && !(e instanceof Error && e.message === "aborted")) {
-      // launcher's own fault (a bug, a callback that threw) with containers maybe started: nothing
-      // half-started is left behind, and the fault itself is what the error funnel reports.
+    if (!(e instanceof BootFailed) && !(e instanceof WatchEnded)) {
       watch.abort();
-      options.progress.note(`launcher failed while booting ${plan.deployment} (${(e as Error).message}); removing every container this boot (${bootId}) created ...`);
-      await removeContainers(session, createdBy(bootId), ROLLBACK_GRACE_SECONDS);
-      throw e;
+      return await rollBackOwnFault(e, plan.deployment, bootId, session, options.progress);
     }
     // A guard trip is the failure, whatever the ranks it killed logged on their way out.
     const trip = await guard.tripped();

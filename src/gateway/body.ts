@@ -1,3 +1,4 @@
+import { Readable } from "node:stream";
 import { scanJson } from "./json-scan.js";
 
 /**
@@ -17,6 +18,31 @@ const mediaOf = (contentType: string | undefined): string => (contentType ?? "")
 
 /** A form body: streamed to the engine as it arrives, never read by the gateway (it names no model). */
 export const isFormBody = (contentType: string | undefined): boolean => FORM_TYPES.includes(mediaOf(contentType));
+
+/** A streamed body passed the most one request may send: the stream fails with it, and its upstream request with that. */
+export class BodyTooLargeError extends Error {
+  constructor(readonly limit: number) {
+    super(`request body larger than ${limit} bytes`);
+    this.name = "BodyTooLargeError";
+  }
+}
+
+/**
+ * `from`'s bytes, passed on as they come until more than `limit` have: then the stream fails with
+ * BodyTooLargeError (its `errored`), which aborts the upstream request that reads it. `from` is
+ * left unread, not destroyed: its socket still has the 413 to carry.
+ */
+export function capped(from: Readable, limit: number): Readable {
+  async function* bytes(): AsyncGenerator<Buffer> {
+    let n = 0;
+    for await (const c of from.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+      n += c.length;
+      if (n > limit) throw new BodyTooLargeError(limit);
+      yield c;
+    }
+  }
+  return Readable.from(bytes(), { objectMode: false });
+}
 
 /** Model names longer than this are no served name: such a request is refused unread. */
 export const MAX_MODEL_NAME_BYTES = 1024;

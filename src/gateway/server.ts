@@ -3,7 +3,7 @@ import type { Duplex } from "node:stream";
 import { Agent } from "undici";
 import { presentedKey } from "./auth.js";
 import { CONTROL_PREFIX } from "../daemon/protocol.js";
-import { isFormBody, MAX_MODEL_NAME_BYTES, readRequestBody, rewriteModel, type ModelField } from "./body.js";
+import { BodyTooLargeError, capped, isFormBody, MAX_MODEL_NAME_BYTES, readRequestBody, rewriteModel, type ModelField } from "./body.js";
 import { BODY_BUDGET_BYTES, ByteBudget, readBudgeted } from "./budget.js";
 import type { Staleness } from "./discovery.js";
 import { GATEWAY_METHODS, methodMatcher, routeParams, type MethodTable } from "./methods.js";
@@ -74,7 +74,8 @@ export const CLIENT_HEADERS_TIMEOUT_MS = 60_000;
  * How often Node looks for requests past their time. It checks headersTimeout and requestTimeout
  * only then (nodejs/node lib/_http_server.js: setupConnectionsTracking runs checkConnections every
  * connectionsCheckingInterval, 30 s by default, and that calls ConnectionsList.expired), so a
- * timeout of T cuts a client between T and T + this: 60 s was up to 90 s (84.5 s measured).
+ * timeout of T cuts a client between T and T + this. Node's default interval (30 s) would let a
+ * client stated to have 60 s hold its socket, and the body bytes it sent, for up to 90 s.
  */
 export const TIMEOUT_CHECK_MS = 1_000;
 
@@ -90,7 +91,14 @@ export function clientTimeouts(requestTimeoutMs: number, headersTimeoutMs: numbe
   };
 }
 
-/** What a client that broke the HTTP rules is told, in OpenAI's shape, before its socket closes. */
+/** How long a client that broke the HTTP rules has to take its answer before its socket is cut anyway. */
+export const CLIENT_ERROR_LINGER_MS = 5_000;
+
+/**
+ * What a client that broke the HTTP rules is told, in OpenAI's shape, before its socket closes.
+ * Closed, not just ended: the server's sockets allow half-open connections, so a client that keeps
+ * its half open would keep its request, and the body bytes reserved for it, forever.
+ */
 function clientError(e: Error & { code?: string }, socket: Duplex): void {
   if (!socket.writable) {
     socket.destroy();
@@ -103,7 +111,9 @@ function clientError(e: Error & { code?: string }, socket: Duplex): void {
         ? [431, "headers_too_large", "the request headers are too large"]
         : [400, "bad_request", "the request is not valid HTTP"];
   const body = JSON.stringify({ error: { message, type: "invalid_request_error", code, param: null } });
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, () => socket.destroy());
+  // A client that reads nothing never lets the answer flush: it is cut all the same.
+  setTimeout(() => socket.destroy(), CLIENT_ERROR_LINGER_MS).unref();
 }
 
 /** Where one request goes: the deployment, the path to ask it, the key its engine demands. */
@@ -178,8 +188,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       req.resume();
       return { body: { kind: "none" }, json: false, release: () => undefined };
     }
-    // A form names no model and is never rewritten: it streams to the engine, held nowhere.
-    if (isFormBody(req.headers["content-type"])) return { body: { kind: "stream", from: req, length: declaredLength(req) }, json: false, release: () => undefined };
+    if (isFormBody(req.headers["content-type"])) return formBody(req, res);
     const read = await readBudgeted(req, options.maxBodyBytes, bodies);
     if (read.kind === "gone") {
       metrics.errors.inc({ model: "(unknown)", lane: "", kind: "client_abort" });
@@ -198,6 +207,39 @@ export function createGateway(options: GatewayOptions): Gateway {
       return none(400);
     }
     return { body: { kind: "bytes", parts: [read.bytes] }, json: body.kind === "json", ...(body.kind === "json" && body.model !== undefined ? { model: body.model } : {}), release: read.release };
+  }
+
+  /**
+   * A form names no model and is never rewritten: it streams to the engine, held nowhere, within
+   * maxBodyBytes all the same: one declared past it is 413 unread, one that grows past it (chunked)
+   * is cut there, its upstream request with it (proxyTo answers the 413).
+   */
+  function formBody(req: IncomingMessage, res: ServerResponse): Incoming | Answered {
+    const length = declaredLength(req);
+    if (length !== undefined && length > options.maxBodyBytes) {
+      metrics.errors.inc({ model: "(unknown)", lane: "", kind: "too_large" });
+      req.resume();
+      const [message] = tooLargeAnswer({ kind: "too-large", limit: options.maxBodyBytes }, options.maxBodyBytes, bodies);
+      sendError(res, 413, "invalid_request_error", "request_too_large", message);
+      return none(413);
+    }
+    return { body: { kind: "stream", from: capped(req, options.maxBodyBytes), length }, json: false, release: () => undefined };
+  }
+
+  /**
+   * The 413 of a streamed body cut past maxBodyBytes; the connection closes with it, the rest of the
+   * upload unread. An engine that answered before the body was whole had its answer cut: the
+   * status it sent is the one counted.
+   */
+  function streamTooLarge(res: ServerResponse, labels: { model: string; lane: string }, sent: number): number {
+    metrics.errors.inc({ ...labels, kind: "too_large" });
+    if (res.headersSent) {
+      res.destroy();
+      return sent;
+    }
+    const [message] = tooLargeAnswer({ kind: "too-large", limit: options.maxBodyBytes }, options.maxBodyBytes, bodies);
+    sendError(res, 413, "invalid_request_error", "request_too_large", message, { connection: "close" });
+    return 413;
   }
 
   async function proxy(req: IncomingMessage, res: ServerResponse, target: string, started: number): Promise<Answered> {
@@ -259,6 +301,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         bodyTimeoutMs: options.bodyTimeoutMs,
         now: Date.now,
       });
+      if (body.kind === "stream" && body.from.errored instanceof BodyTooLargeError) return streamTooLarge(res, labels, result.status);
       if (result.outcome === "upstream_unreachable") {
         options.upstreamFailed();
         metrics.errors.inc({ ...labels, kind: "upstream" });

@@ -73,6 +73,12 @@ export class LineSplitter {
   }
 
   private take(chunk: string, from: number, to: number): void {
+    // Once cut, the line keeps its head as it was: text from past the cut never joins it, even
+    // where a surrogate pair held back left room for one more character.
+    if (this.cut > 0) {
+      this.cut += to - from;
+      return;
+    }
     const room = this.max - this.head.length;
     if (to - from <= room) {
       this.head += chunk.slice(from, to);

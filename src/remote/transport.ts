@@ -105,7 +105,14 @@ export function runLocal(program: string, args: readonly string[], options: Exec
  * (an empty pipe) for as long as the lines are read, and is closed when the reader goes away (or
  * this process dies): a remote command can watch it to end with its reader (see docker.ts logs).
  */
-/** The most lines a stream holds for its reader: at 16 KiB a line (./lines.ts), 16 MiB at worst. */
+/**
+ * The queue length at which a stream stops reading from its program. Not a hard cap: the chunk
+ * being split when it is reached is split to its end (one per pipe, stdout and stderr, each at most
+ * the pipe's highWaterMark, 64 KiB), so the queue holds at most 1000 lines plus the lines of those
+ * two chunks, up to 2 x 65,536 more when they are all newlines. Memory is bounded all the same:
+ * 1000 lines of at most LINE_MAX (16 KiB, ./lines.ts) characters and their cut note, about 16 MiB,
+ * plus two chunks' worth of characters however they are split.
+ */
 export const STREAM_QUEUE_LINES = 1000;
 
 export async function* streamLocal(program: string, args: readonly string[], signal?: AbortSignal): AsyncIterable<string> {
@@ -130,6 +137,7 @@ export async function* streamLocal(program: string, args: readonly string[], sig
       (l) => {
         queue.push(l);
         // A reader slower than the node: the pipe holds the rest (and the node's writer waits).
+        // The chunk in hand still ends its split: see STREAM_QUEUE_LINES for the bound that makes.
         if (queue.length >= STREAM_QUEUE_LINES) for (const p of [child.stdout, child.stderr]) p.pause();
         wake?.();
       },

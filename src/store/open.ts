@@ -2,7 +2,7 @@ import { existsSync, renameSync, statSync } from "node:fs";
 import Database from "better-sqlite3";
 import type { StoreFault } from "../config/errors.js";
 import { isDamaged, storeFault } from "./fault.js";
-import { guardStore } from "./guarded.js";
+import { guardStore, type Reopen } from "./guarded.js";
 import { NullStore } from "./null.js";
 import { Store, type StateStore } from "./store.js";
 
@@ -77,10 +77,24 @@ function moveAside(file: string, seen: number | undefined, now: () => Date): Mov
   }
 }
 
+/** What to do while a daemon tries to open its store again, where fault.ts's hint (made for a one-shot command) does not fit. */
+const HINT_WHILE_REOPENING: Partial<Record<StoreFault["kind"], string>> = {
+  busy: "another launcher on this machine holds the store: once it lets go, this one goes on recording",
+};
+
+/** Options of openStateStore. */
+export interface OpenOptions {
+  /** A process that lives long (the daemon): after a fault the store is opened again (src/store/guarded.ts). */
+  readonly reopen?: { readonly clock?: () => number };
+}
+
 /** The one line said when the store fails while a command uses it (src/store/guarded.ts). */
-export function faultLine(fault: StoreFault, moved: Moved | undefined): string {
-  const head = `warning: the state store ${fault.file} failed (${fault.code}: ${fault.reason}): this command records nothing more (a boot it runs is not recorded); run \`launcher status\` to see what runs (the labels on the nodes)`;
-  if (moved === undefined) return `${head}; ${fault.hint ?? ""}`;
+export function faultLine(fault: StoreFault, moved: Moved | undefined, reopening = false): string {
+  const until = reopening
+    ? "launcher records nothing (a boot it runs is not recorded) until it can open the store again, which it tries every few seconds"
+    : "this command records nothing more (a boot it runs is not recorded)";
+  const head = `warning: the state store ${fault.file} failed (${fault.code}: ${fault.reason}): ${until}; run \`launcher status\` to see what runs (the labels on the nodes)`;
+  if (moved === undefined) return `${head}; ${(reopening ? HINT_WHILE_REOPENING[fault.kind] : undefined) ?? fault.hint ?? ""}`;
   if ("aside" in moved) {
     const fresh = moved.fresh === undefined ? "started a new one" : `could not start a new one (${reason(moved.fresh)})`;
     return `${head}; it is damaged: moved it to ${moved.aside} for inspection and ${fresh}`;
@@ -90,13 +104,29 @@ export function faultLine(fault: StoreFault, moved: Moved | undefined): string {
 }
 
 /**
+ * The store at `file` opened again by a process that lost it to a fault. Damage found (the file set
+ * aside at the fault could not be, or was damaged again) is set aside now, and said; what still
+ * fails is thrown, for the guard to try again later.
+ */
+function reopenStore(file: string, warn: (line: string) => void, now: () => Date): Store {
+  const found = damage(file);
+  if (found !== undefined) {
+    const moved = moveAside(file, inode(file), now);
+    if ("failed" in moved) throw found;
+    if ("aside" in moved) warn(`warning: the state store ${file} is corrupt (${reason(found)}); moved it to ${moved.aside} for inspection and started a new one (history and lanes start empty)`);
+  }
+  return new Store(file);
+}
+
+/**
  * Opens the store at `file`. A corrupt one is renamed aside and a new one started; one that cannot
  * be opened at all (no permission, a folder in its place, a full disk) is left alone and the
  * command goes on with a NullStore. Each case says so in one `warn` line naming the paths. The
  * store returned is guarded (src/store/guarded.ts): a fault while the command uses it is said in
- * one line too, a damaged file set aside then, and the command goes on recording nothing.
+ * one line too, a damaged file set aside then, and the command goes on recording nothing; with
+ * `options.reopen` (the daemon) only until the store can be opened again.
  */
-export function openStateStore(file: string, warn: (line: string) => void, now: () => Date): StateStore {
+export function openStateStore(file: string, warn: (line: string) => void, now: () => Date, options: OpenOptions = {}): StateStore {
   const seen = inode(file);
   const unusable = (e: unknown): StateStore => {
     warn(`warning: cannot open the state store ${file} (${reason(e)}); ${WITHOUT} (check the path's permissions, or set XDG_STATE_HOME)`);
@@ -104,8 +134,20 @@ export function openStateStore(file: string, warn: (line: string) => void, now: 
   };
   const guarded = (store: Store): StateStore => {
     // The file this connection has open: only that one is ever moved aside.
-    const mine = inode(file);
-    return guardStore(store, file, (fault) => warn(faultLine(fault, isDamaged(fault) ? renew(mine) : undefined)));
+    let mine = inode(file);
+    const reopen: Reopen | undefined =
+      options.reopen === undefined
+        ? undefined
+        : {
+            ...options.reopen,
+            open: () => {
+              const again = reopenStore(file, warn, now);
+              mine = inode(file);
+              return again;
+            },
+            recovered: () => warn(`the state store ${file} is in use again: launcher records from here on`),
+          };
+    return guardStore(store, file, (fault) => warn(faultLine(fault, isDamaged(fault) ? renew(mine) : undefined, reopen !== undefined)), reopen);
   };
   // A damaged store found while in use: set aside, and a new one made for the commands that follow
   // (this one goes on without: its boot ids and locks were the old store's).

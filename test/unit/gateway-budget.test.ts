@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer, request, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { connect, type AddressInfo } from "node:net";
+import { PassThrough, Readable } from "node:stream";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { test } from "node:test";
@@ -15,10 +16,10 @@ import { readTextFile } from "../../src/config/read-file.js";
 import { BootRegistry } from "../../src/deploy/boots.js";
 import { clusterFileNameProblem, CONTROL_PREFIX, UpSubmissionSchema, type UpSubmission } from "../../src/daemon/protocol.js";
 import { keepUploadedCluster, keptUploadedClusters, uploadedClustersDir } from "../../src/daemon/uploaded-clusters.js";
-import { BODY_BUDGET_BYTES, ByteBudget, keepFreeFor, nextRoom, SMALL_BODY_BYTES } from "../../src/gateway/budget.js";
+import { BODY_BUDGET_BYTES, ByteBudget, keepFreeFor, MAX_BODY_BYTES, MAX_CONTROL_BODY_BYTES, nextRoom, readBudgeted, SMALL_BODIES_KEEP, SMALL_BODY_BYTES, type BudgetedRead } from "../../src/gateway/budget.js";
 import { controlApi } from "../../src/gateway/control.js";
 import { routeTable } from "../../src/gateway/routes.js";
-import { CLIENT_HEADERS_TIMEOUT_MS, clientTimeouts, createGateway, TIMEOUT_CHECK_MS, type GatewayOptions } from "../../src/gateway/server.js";
+import { CLIENT_HEADERS_TIMEOUT_MS, clientTimeouts, createGateway, TIMEOUT_CHECK_MS, type Gateway, type GatewayOptions } from "../../src/gateway/server.js";
 import { deployment, gatewayOptions } from "./gateway-fixture.js";
 import { within } from "../integration/practice-cluster.js";
 
@@ -61,6 +62,71 @@ test("header timeouts: Node checks every TIMEOUT_CHECK_MS, so a client is cut wi
   assert.ok(TIMEOUT_CHECK_MS <= 1000);
   assert.equal(clientTimeouts(1000, 60_000).headersTimeout, 1000, "never above requestTimeout (Node refuses it)");
   assert.equal(clientTimeouts(10_000, 400).connectionsCheckingInterval, 100, "a short test timeout is checked more often");
+});
+
+// ---------------------------------------------------------------- reading a body against the budget
+
+/** A request as readBudgeted sees it: a stream with headers, complete once it has ended. */
+function fakeRequest(contentLength?: number): PassThrough & { headers: IncomingHttpHeaders; complete: boolean } {
+  const req = Object.assign(new PassThrough(), { headers: contentLength === undefined ? {} : { "content-length": String(contentLength) }, complete: false });
+  req.on("end", () => (req.complete = true));
+  return req;
+}
+
+const read = (req: PassThrough, limit: number, budget: ByteBudget): Promise<BudgetedRead> => readBudgeted(req as unknown as IncomingMessage, limit, budget);
+
+test("body read: a small body with its length declared reserves its own size, so 4097 held at once fit where 64 KiB each would not", async () => {
+  const budget = new ByteBudget(BODY_BUDGET_BYTES);
+  const held: BudgetedRead[] = [];
+  for (let i = 0; i < 4097; i++) {
+    const req = fakeRequest(100);
+    const got = read(req, MAX_BODY_BYTES, budget);
+    req.end(Buffer.alloc(100, 0x20));
+    held.push(await got);
+  }
+  assert.deepEqual([...new Set(held.map((r) => r.kind))], ["body"]);
+  assert.equal(budget.inUse, 4097 * 100);
+  for (const r of held) if (r.kind === "body") r.release();
+  assert.equal(budget.inUse, 0);
+});
+
+test("body read: the reservation grows with the bytes that came, never to the declared length ahead of them; every end gives it back", async () => {
+  const budget = new ByteBudget(BODY_BUDGET_BYTES);
+  // 60 MB declared, 2 bytes sent, then the client goes away.
+  const gone = fakeRequest(60_000_000);
+  const goneRead = read(gone, MAX_BODY_BYTES, budget);
+  gone.write("{}");
+  await new Promise((r) => setImmediate(r));
+  assert.ok(budget.inUse <= 64 * 1024, `${budget.inUse} bytes reserved for 2 that came`);
+  gone.destroy();
+  assert.deepEqual(await goneRead, { kind: "gone" });
+  assert.equal(budget.inUse, 0, "client gone");
+  const failed = fakeRequest(1000);
+  const failedRead = read(failed, MAX_BODY_BYTES, budget);
+  failed.write("x");
+  failed.destroy(new Error("reset"));
+  assert.deepEqual(await failedRead, { kind: "gone" });
+  assert.equal(budget.inUse, 0, "an error");
+  // Chunked, past the limit: cut where it passes it.
+  const chunked = fakeRequest();
+  const chunkedRead = read(chunked, 100 * 1024, budget);
+  chunked.write(Buffer.alloc(80 * 1024));
+  chunked.write(Buffer.alloc(80 * 1024));
+  assert.deepEqual(await chunkedRead, { kind: "too-large", limit: 100 * 1024 });
+  assert.equal(budget.inUse, 0, "too large");
+  chunked.destroy();
+  // Declared larger than fits now: refused at once, nothing reserved.
+  const small = new ByteBudget(16 * MIB);
+  assert.deepEqual(await read(fakeRequest(15 * MIB), MAX_BODY_BYTES, small), { kind: "no-room", size: 15 * MIB });
+  assert.deepEqual(await read(fakeRequest(MAX_BODY_BYTES + 1), MAX_BODY_BYTES, small), { kind: "too-large", limit: MAX_BODY_BYTES });
+  assert.equal(small.inUse, 0);
+  // A chunked body that grows past the room left: no-room, what it held given back.
+  const grows = fakeRequest();
+  const growsRead = read(grows, 64 * MIB, small);
+  for (let i = 0; i < 16; i++) grows.write(Buffer.alloc(MIB));
+  assert.equal((await growsRead).kind, "no-room");
+  assert.equal(small.inUse, 0, "no room");
+  grows.destroy();
 });
 
 // ---------------------------------------------------------------- the gateway over HTTP
@@ -122,13 +188,13 @@ function post(url: string, pathname: string, body: Buffer | string, headers: Rec
   });
 }
 
-async function withGateway(over: Partial<GatewayOptions>, run: (gw: string, engine: Awaited<ReturnType<typeof holdingEngine>>) => Promise<void>): Promise<void> {
+async function withGateway(over: Partial<GatewayOptions>, run: (gw: string, engine: Awaited<ReturnType<typeof holdingEngine>>, gateway: Gateway) => Promise<void>): Promise<void> {
   const engine = await holdingEngine();
   const table = routeTable([deployment(engine.url)], [{ name: "main", cluster: "c", state: "serving", since: "t", deployment: "practice-2x" }]);
   const gw = createGateway(gatewayOptions({ routes: () => table, ...over }));
   await new Promise<void>((r) => gw.server.listen(0, "127.0.0.1", r));
   try {
-    await run(`http://127.0.0.1:${(gw.server.address() as AddressInfo).port}`, engine);
+    await run(`http://127.0.0.1:${(gw.server.address() as AddressInfo).port}`, engine, gw);
   } finally {
     engine.release();
     gw.server.closeAllConnections();
@@ -191,6 +257,53 @@ test("HTTP: a form body streams to the engine unbuffered (a budget too small for
   });
 });
 
+test("HTTP: a form body past maxBodyBytes is 413: declared, unread; chunked, cut where it passes the limit, its upstream request with it", async () => {
+  await withGateway({ maxBodyBytes: 64 * 1024 }, async (gw, engine) => {
+    const type = { "content-type": "multipart/form-data; boundary=b" };
+    const form = Buffer.concat([Buffer.from("--b\r\n"), Buffer.alloc(200 * 1024, 0x61), Buffer.from("\r\n--b--")]);
+    const declared = await post(gw, "/v1/audio/transcriptions", form, type).catch((e: unknown) => e as Error);
+    // Answered from its Content-Length, before it is read: the client may still be sending.
+    if (!(declared instanceof Error)) {
+      assert.equal(declared.status, 413, declared.body);
+      assert.match(declared.body, /request body larger than 65536 bytes/);
+    }
+    // No Content-Length: the gateway streams it, counting, and cuts it past 64 KiB.
+    const chunks = Array.from({ length: 50 }, () => Buffer.alloc(4096, 0x61));
+    const chunked = await fetch(`${gw}/v1/audio/transcriptions`, { method: "POST", headers: type, body: Readable.toWeb(Readable.from(chunks)), duplex: "half" } as RequestInit).catch((e: unknown) => e as Error);
+    if (!(chunked instanceof Error)) {
+      assert.equal(chunked.status, 413);
+      assert.match(await chunked.text(), /request body larger than 65536 bytes/);
+    }
+    console.log(`form past the limit: declared ${declared instanceof Error ? declared.message : declared.status}, chunked ${chunked instanceof Error ? chunked.message : chunked.status}`);
+    assert.ok(!(declared instanceof Error && chunked instanceof Error), "one of the two was answered");
+    assert.equal(engine.seen.length, 0, "no part of either reached the engine whole");
+    const ok = await post(gw, "/v1/audio/transcriptions", form.subarray(0, 60 * 1024), type);
+    assert.equal(ok.status, 200, ok.body);
+  });
+});
+
+test("HTTP: a client that keeps its half of the connection open after its request timed out is cut, and its request ends", async () => {
+  await withGateway({ requestTimeoutMs: 500, clientHeadersTimeoutMs: 500, maxBodyBytes: MAX_BODY_BYTES }, async (gw, _engine, gateway) => {
+    const { port } = new URL(gw);
+    const socket = connect({ port: Number(port), host: "127.0.0.1", allowHalfOpen: true });
+    socket.on("error", () => undefined);
+    try {
+      const answer = await new Promise<string>((resolve, reject) => {
+        let got = "";
+        socket.on("connect", () => socket.write("POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 60000000\r\n\r\n{}"));
+        socket.on("data", (c: Buffer) => (got += c.toString("utf8")));
+        socket.on("end", () => resolve(got));
+        setTimeout(() => reject(new Error(`no answer in 8 s; got ${JSON.stringify(got)}`)), 8000).unref();
+      });
+      assert.match(answer, /^HTTP\/1\.1 408 /);
+      // The client's half stays open: the gateway must still end the request and give back its room.
+      await within(3000, "the timed-out request ends", async () => (gateway.inFlight() === 0 ? true : undefined));
+    } finally {
+      socket.destroy();
+    }
+  });
+});
+
 test("HTTP: a client that trickles its headers is cut with 408 within the header timeout plus the check interval", async () => {
   const headersMs = 500;
   const bound = headersMs + clientTimeouts(10_000, headersMs).connectionsCheckingInterval;
@@ -230,6 +343,9 @@ test("README states the bounds from the same constants", () => {
   assert.ok(readme.includes(`A client has ${CLIENT_HEADERS_TIMEOUT_MS / 1000} s to send the headers`), "the header timeout");
   assert.ok(readme.includes(`checked every ${TIMEOUT_CHECK_MS / 1000} s`), "the check interval");
   assert.ok(readme.includes(`at most ${BODY_BUDGET_BYTES / MIB} MiB of request bodies at once`), "the body budget");
+  assert.ok(readme.includes(`a body of at most ${MAX_BODY_BYTES / MIB} MiB`), "the body limit");
+  assert.ok(readme.includes(`a body over ${SMALL_BODY_BYTES / MIB} MiB may use that room only while ${SMALL_BODIES_KEEP / MIB} MiB stay free`), "what large bodies leave to small ones");
+  assert.ok(readme.includes(`a submission over ${MAX_CONTROL_BODY_BYTES / MIB} MiB is 413`), "the control API's body limit");
 });
 
 // ---------------------------------------------------------------- the control API

@@ -1,0 +1,113 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { encodeLabels, LABELS } from "../../src/deploy/contract.js";
+import type { ClusterSession } from "../../src/deploy/session.js";
+import { describeThrown, watchBoot } from "../../src/deploy/up.js";
+import type { Plan } from "../../src/plan/plan.js";
+import type { ContainerInfo, DockerClient } from "../../src/remote/docker.js";
+import { fakeNode, readyEngine } from "./fake-node.js";
+
+// launcher's own fault mid-boot (a callback that threw): the rollback removes the boot's
+// containers, and a rollback that fails too never takes the fault's place.
+
+const BOOT = "0123456789ab";
+
+function servingNode(removed: string[]): DockerClient {
+  const labels = { ...encodeLabels({ deployment: "d", recipe: "r", recipe_hash: "h", engine: "vllm", served_model: "m", rank: 0, role: "head", node: "n1", nnodes: 1, nodes: ["n1"], cluster: "c", endpoint: "http://n1:8000" }), [LABELS.boot]: BOOT };
+  const c: ContainerInfo = { id: "id0", name: "launcher-d-r0", labels, state: "running", running: true, exitCode: 0, startedAt: "2026-01-01T00:00:01Z", finishedAt: "0001-01-01T00:00:00Z", image: "img" };
+  const log = ["2026-01-01T00:00:02.000000000Z (APIServer pid=1) INFO 01-01 00:00:02 [api_server.py:1] Starting vLLM API server 0 on http://0.0.0.0:8000"];
+  return fakeNode("n1", [c], log, false, removed);
+}
+
+const plan = (url: string): Plan =>
+  ({
+    deployment: "d",
+    cluster: "c",
+    endpoint: url,
+    served_model: "m",
+    recipe_hash: "h",
+    recipe: { id: "r", engine: "vllm", docker_image: "img" },
+    nodes: [{ rank: 0, node: "n1", container: "launcher-d-r0", labels: {}, argv: ["docker", "run"] }],
+    start_order: ["n1"],
+  }) as unknown as Plan;
+
+/** The nodes of a session whose listing fails (the SSH connection lost just as the rollback lists them). */
+class LostOnListing extends Map<string, DockerClient> {
+  override [Symbol.iterator](): MapIterator<[string, DockerClient]> {
+    throw new Error("ssh: connection to n1 lost");
+  }
+}
+
+test("a callback that throws mid-boot and a rollback that fails too: the callback's fault is thrown, the removal's failure is said", async () => {
+  const engine = await readyEngine();
+  try {
+    const fault = new Error("progress display broke");
+    const notes: string[] = [];
+    const progress = {
+      node: () => {
+        throw fault;
+      },
+      // The fake node has no memory sampler: its guard's warning is not this test's.
+      note: (t: string) => void (t.startsWith("warning: memory guard") ? undefined : notes.push(t)),
+      done: () => undefined,
+    };
+    const docker = new LostOnListing([["n1", servingNode([])]]);
+    const session = { cluster: { nodes: [] }, docker } as unknown as ClusterSession;
+    await assert.rejects(watchBoot(plan(engine.url), BOOT, session, { timeoutMs: 20_000, signal: new AbortController().signal, progress }, Date.now()), (e: unknown) => e === fault);
+    assert.match(notes[0] ?? "", /^launcher failed while booting d \(progress display broke\); removing every container this boot \(0123456789ab\) created/);
+    assert.match(notes[1] ?? "", /^could not remove the containers of boot 0123456789ab \(ssh: connection to n1 lost\): run `launcher down deployment\/d` once the nodes answer$/);
+  } finally {
+    engine.server.close();
+  }
+});
+
+test("a callback fault whose notes throw too, and that is no Error: it is what is thrown, and the rollback still removes the containers", async () => {
+  const engine = await readyEngine();
+  try {
+    const removed: string[] = [];
+    const progress = {
+      node: () => {
+        // A callback may throw anything, not only an Error.
+        throw "a bare string";
+      },
+      note: (t: string) => {
+        if (!t.startsWith("warning: memory guard")) throw new Error("the note's own fault");
+      },
+      done: () => undefined,
+    };
+    const session = { cluster: { nodes: [] }, docker: new Map([["n1", servingNode(removed)]]) } as unknown as ClusterSession;
+    await assert.rejects(watchBoot(plan(engine.url), BOOT, session, { timeoutMs: 20_000, signal: new AbortController().signal, progress }, Date.now()), (e: unknown) => e === "a bare string");
+    assert.deepEqual(removed, ["n1:launcher-d-r0"]);
+  } finally {
+    engine.server.close();
+  }
+});
+
+test("what a thrown value says: its message, or the value, on one bounded line, never undefined", () => {
+  assert.equal(describeThrown(new Error("a\n  b")), "a b");
+  assert.equal(describeThrown("text"), "text");
+  assert.equal(describeThrown(undefined), "undefined");
+  assert.equal(describeThrown(new Error("")), "Error");
+  assert.equal(describeThrown(Object.create(null)), "[object Object]");
+  assert.equal(describeThrown("x".repeat(1000)).length, 303);
+});
+
+test("a callback fault whose message is \"aborted\" is launcher's own fault, not the watch ending: it is thrown as it is", async () => {
+  const engine = await readyEngine();
+  try {
+    const fault = new Error("aborted");
+    const removed: string[] = [];
+    const progress = {
+      node: () => {
+        throw fault;
+      },
+      note: () => undefined,
+      done: () => undefined,
+    };
+    const session = { cluster: { nodes: [] }, docker: new Map([["n1", servingNode(removed)]]) } as unknown as ClusterSession;
+    await assert.rejects(watchBoot(plan(engine.url), BOOT, session, { timeoutMs: 20_000, signal: new AbortController().signal, progress }, Date.now()), (e: unknown) => e === fault);
+    assert.deepEqual(removed, ["n1:launcher-d-r0"]);
+  } finally {
+    engine.server.close();
+  }
+});
