@@ -1,5 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { encodeLabels, LABELS } from "../../src/deploy/contract.js";
+import type { Plan } from "../../src/plan/plan.js";
 import type { ContainerInfo, DockerClient } from "../../src/remote/docker.js";
 import type { ExecOptions, ExecResult, Transport } from "../../src/remote/transport.js";
 
@@ -51,6 +53,30 @@ export function fakeNode(node: string, containers: readonly ContainerInfo[], log
       await new Promise<void>((resolve) => (o.signal?.aborted ? resolve() : o.signal?.addEventListener("abort", () => resolve(), { once: true })));
     },
   });
+}
+
+/** The plan of servingNode's deployment d, its engine at `url`. */
+export const servingPlan = (url: string): Plan =>
+  ({
+    deployment: "d",
+    cluster: "c",
+    endpoint: url,
+    served_model: "m",
+    recipe_hash: "h",
+    recipe: { id: "r", engine: "vllm", docker_image: "img" },
+    nodes: [{ rank: 0, node: "n1", container: "launcher-d-r0", labels: {}, argv: ["docker", "run"] }],
+    start_order: ["n1"],
+  }) as unknown as Plan;
+
+/** The launch id of the one-rank deployment `d` that servingNode runs. */
+export const SERVING_BOOT = "0123456789ab";
+
+/** A node serving deployment d's one rank (launch SERVING_BOOT); what is removed goes to `removed` as `n1:container`. */
+export function servingNode(removed: string[]): DockerClient {
+  const labels = { ...encodeLabels({ deployment: "d", recipe: "r", recipe_hash: "h", engine: "vllm", served_model: "m", rank: 0, role: "head", node: "n1", nnodes: 1, nodes: ["n1"], cluster: "c", endpoint: "http://n1:8000" }), [LABELS.boot]: SERVING_BOOT };
+  const c: ContainerInfo = { id: "id0", name: "launcher-d-r0", labels, state: "running", running: true, exitCode: 0, startedAt: "2026-01-01T00:00:01Z", finishedAt: "0001-01-01T00:00:00Z", image: "img" };
+  const log = ["2026-01-01T00:00:02.000000000Z (APIServer pid=1) INFO 01-01 00:00:02 [api_server.py:1] Starting vLLM API server 0 on http://0.0.0.0:8000"];
+  return fakeNode("n1", [c], log, false, removed);
 }
 
 /** A stand-in engine on loopback: /health 200 and a streamed token, as a ready vLLM answers. */

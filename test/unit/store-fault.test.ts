@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { chmodSync, closeSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { boot, damageBoots, storeWithBoots } from "./damaged-store.js";
-import { fakeNode, readyEngine } from "./fake-node.js";
+import { readyEngine, SERVING_BOOT, servingNode, servingPlan } from "./fake-node.js";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
@@ -229,15 +229,7 @@ test("a read-only store folder (0555, file 0444) for a user who is not root: his
 // A boot watched against fake nodes (as test/unit/adopt.test.ts does): the store fails once its
 // container runs.
 
-const BOOT = "0123456789ab";
-
-/** A node serving d's one rank (its boot BOOT); what is removed goes to `removed` as `n1:container`. */
-function servingNode(removed: string[]): DockerClient {
-  const labels = { ...encodeLabels({ deployment: "d", recipe: "r", recipe_hash: "h", engine: "vllm", served_model: "m", rank: 0, role: "head", node: "n1", nnodes: 1, nodes: ["n1"], cluster: "c", endpoint: "http://n1:8000" }), [LABELS.boot]: BOOT };
-  const c: ContainerInfo = { id: "id0", name: "launcher-d-r0", labels, state: "running", running: true, exitCode: 0, startedAt: "2026-01-01T00:00:01Z", finishedAt: "0001-01-01T00:00:00Z", image: "img" };
-  const log = ["2026-01-01T00:00:02.000000000Z (APIServer pid=1) INFO 01-01 00:00:02 [api_server.py:1] Starting vLLM API server 0 on http://0.0.0.0:8000"];
-  return fakeNode("n1", [c], log, false, removed);
-}
+const BOOT = SERVING_BOOT;
 
 /** A store whose disk fails at the boot's first phase write, as a page damaged mid-boot does. */
 function failingAtPhase(): Store {
@@ -250,16 +242,7 @@ function failingAtPhase(): Store {
 }
 
 async function watchWith(store: StateStore, url: string, removed: string[]): Promise<unknown> {
-  const plan = {
-    deployment: "d",
-    cluster: "c",
-    endpoint: url,
-    served_model: "m",
-    recipe_hash: "h",
-    recipe: { id: "r", engine: "vllm", docker_image: "img" },
-    nodes: [{ rank: 0, node: "n1", container: "launcher-d-r0", labels: {}, argv: ["docker", "run"] }],
-    start_order: ["n1"],
-  } as unknown as Plan;
+  const plan = servingPlan(url);
   const session = { cluster: { nodes: [] }, docker: new Map([["n1", servingNode(removed)]]) } as unknown as ClusterSession;
   const kept: BootInProgress = { boot: BOOT, cluster: "c", deployment: "d", plan: "{}", started_at: "2026-01-01T00:00:00.000Z", deadline_at: "2099-01-01T00:00:00.000Z", pid: 1, host: "h" };
   const progress = { node: () => undefined, note: () => undefined, done: () => undefined };

@@ -3,33 +3,15 @@ import { test } from "node:test";
 import { encodeLabels, LABELS } from "../../src/deploy/contract.js";
 import type { ClusterSession } from "../../src/deploy/session.js";
 import { describeThrown, watchBoot } from "../../src/deploy/up.js";
-import type { Plan } from "../../src/plan/plan.js";
 import type { ContainerInfo, DockerClient } from "../../src/remote/docker.js";
-import { fakeNode, readyEngine } from "./fake-node.js";
+import { readyEngine, SERVING_BOOT, servingNode, servingPlan } from "./fake-node.js";
 
 // launcher's own fault mid-boot (a callback that threw): the rollback removes the boot's
 // containers, and a rollback that fails too never takes the fault's place.
 
-const BOOT = "0123456789ab";
+const BOOT = SERVING_BOOT;
 
-function servingNode(removed: string[]): DockerClient {
-  const labels = { ...encodeLabels({ deployment: "d", recipe: "r", recipe_hash: "h", engine: "vllm", served_model: "m", rank: 0, role: "head", node: "n1", nnodes: 1, nodes: ["n1"], cluster: "c", endpoint: "http://n1:8000" }), [LABELS.boot]: BOOT };
-  const c: ContainerInfo = { id: "id0", name: "launcher-d-r0", labels, state: "running", running: true, exitCode: 0, startedAt: "2026-01-01T00:00:01Z", finishedAt: "0001-01-01T00:00:00Z", image: "img" };
-  const log = ["2026-01-01T00:00:02.000000000Z (APIServer pid=1) INFO 01-01 00:00:02 [api_server.py:1] Starting vLLM API server 0 on http://0.0.0.0:8000"];
-  return fakeNode("n1", [c], log, false, removed);
-}
-
-const plan = (url: string): Plan =>
-  ({
-    deployment: "d",
-    cluster: "c",
-    endpoint: url,
-    served_model: "m",
-    recipe_hash: "h",
-    recipe: { id: "r", engine: "vllm", docker_image: "img" },
-    nodes: [{ rank: 0, node: "n1", container: "launcher-d-r0", labels: {}, argv: ["docker", "run"] }],
-    start_order: ["n1"],
-  }) as unknown as Plan;
+const plan = servingPlan;
 
 /** The nodes of a session whose listing fails (the SSH connection lost just as the rollback lists them). */
 class LostOnListing extends Map<string, DockerClient> {
