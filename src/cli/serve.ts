@@ -18,7 +18,7 @@ import type { LaneRecord } from "../store/store.js";
 import { DEPLOYMENT_STATUSES } from "../deploy/contract.js";
 import { heldByLiveProcess, laneKey } from "../deploy/locks.js";
 import { parseDuration } from "./duration.js";
-import { clusterOf, clusterPath, loadCluster, readClusterFile, recipeDirs, selfArgv } from "./load.js";
+import { clusterOf, clusterPath, foundRecipes, loadCluster, readClusterFile, recipeDirs, selfArgv } from "./load.js";
 import type { Output } from "./output.js";
 import { clusterOption } from "./options.js";
 import { BootRegistry } from "../deploy/boots.js";
@@ -250,7 +250,7 @@ export function registerServe(program: Command, io: Output): void {
       // Its own user (the socket) reads cluster files as its CLI does; a copy of one of its own is that one.
       const scope: DaemonScope = {
         own: clusters.slice(0, files.length),
-        catalogue: catalogueSource(recipeDirs()),
+        catalogue: catalogueSource(recipeDirs(), foundRecipes((line) => log(line))),
         ownTexts: new Map(watched.slice(0, files.length).map((w) => [w.cluster.name, w.text])),
         load: loadCluster,
       };

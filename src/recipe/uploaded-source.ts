@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { readTextFile } from "../config/read-file.js";
 import type { FoundRecipe, RecipeSource } from "./resolve.js";
+import type { FoundHere } from "./fs-source.js";
 
 const RECIPE_FILE = "recipe.toml";
 
@@ -56,7 +57,7 @@ export function isHostPath(ref: string): boolean {
  * file's name is the client's, and beside it on the daemon's disk could be anything). An error
  * quotes the reference, never a file's content.
  */
-export function catalogueSource(dirs: readonly string[]): RecipeSource {
+export function catalogueSource(dirs: readonly string[], here?: FoundHere): RecipeSource {
   return {
     find(ref) {
       if (isHostPath(ref)) {
@@ -64,7 +65,14 @@ export function catalogueSource(dirs: readonly string[]): RecipeSource {
       }
       for (const dir of dirs) {
         const file = path.join(dir, ref, RECIPE_FILE);
-        if (existsSync(file)) return { file, id: ref, text: readTextFile(file, "recipe") };
+        if (!existsSync(file)) continue;
+        // The daemon's working folder holds no recipe of its own unless it passes the CLI's rule.
+        const problem = here !== undefined && here.dirs.includes(dir) ? here.trust(file) : undefined;
+        if (problem !== undefined) {
+          here?.skipped(file, problem);
+          continue;
+        }
+        return { file, id: ref, text: readTextFile(file, "recipe") };
       }
       return { error: `recipe "${ref}" is neither among the files the client sent nor one of the daemon's own recipes` };
     },

@@ -15,6 +15,7 @@ import { vllmFlags } from "../../src/engine/vllm/flags.js";
 import { flagNames } from "../../src/engine/flag-names.js";
 import { planDeployment, type Plan } from "../../src/plan/plan.js";
 import { fileRecipeSource } from "../../src/recipe/fs-source.js";
+import { catalogueSource } from "../../src/recipe/uploaded-source.js";
 import { apiKeyOf, withoutApiKeyFlags } from "../../src/recipe/args.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";
 import { DockerClient, envOffCommandLine } from "../../src/remote/docker.js";
@@ -58,6 +59,20 @@ const PRACTICE = readFileSync(path.join(PACKAGE_ROOT, "recipes", "practice-2x", 
 const fileOf = (found: ReturnType<ReturnType<typeof localRecipes>["find"]>): string => ("error" in found ? `error: ${found.error}` : found.file);
 
 describe("H3: a recipe found by a bare name in the current folder or ./recipes is read only when trusted", () => {
+  test("the daemon's catalogue passes over another uid's ./recipes/NAME of its working folder too (fails before: it read any recipe there)", asRoot, () => {
+    inPlantedFolder((root) => {
+      mkdirSync(path.join(root, "recipes"));
+      chmodSync(path.join(root, "recipes"), 0o1777);
+      asNobody(["mkdir", "-m", "755", path.join(root, "recipes", "practice-2x")]);
+      asNobody(["sh", "-c", `printf '%s' "$1" > "$2"`, "sh", PRACTICE.replace(/docker_image = .*/, 'docker_image = "evil:latest"'), path.join(root, "recipes", "practice-2x", "recipe.toml")]);
+      const warned: string[] = [];
+      const found = catalogueSource(recipeDirs(), foundRecipes((l) => warned.push(l))).find("practice-2x");
+      assert.equal(fileOf(found), path.join(PACKAGE_ROOT, "recipes", "practice-2x", "recipe.toml"));
+      assert.equal(warned.length, 1, warned.join("\n"));
+      assert.match(warned[0] ?? "", /recipes\/practice-2x\/recipe\.toml is not read: it is owned by uid 65534/);
+    });
+  });
+
   test("another uid's ./NAME/recipe.toml and ./recipes/NAME are passed over for the bundled recipe, with a warning (fails before: ./practice-2x won)", asRoot, () => {
     inPlantedFolder((root) => {
       asNobody(["mkdir", "-m", "755", path.join(root, "practice-2x")]);
