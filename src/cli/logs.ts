@@ -64,7 +64,7 @@ export function registerLogs(program: Command, io: Output): void {
         for (const l of lines) io.out(`${prefix(l.node, l.time)} ${shown(l.text)}`);
         return;
       }
-      await withInterrupts(async (signal) => {
+      const interrupted = await withInterrupts(async (signal) => {
         await Promise.all(
           sources.map(async (s) => {
             for await (const raw of s.docker.logs(s.c.name, { ...read, follow: true, signal })) {
@@ -73,7 +73,9 @@ export function registerLogs(program: Command, io: Output): void {
             }
           }),
         );
+        return signal.aborted;
       });
-      process.exitCode = lost.length > 0 ? EXIT_USER : 0;
+      // A follow ended by Ctrl-C keeps the signal's exit status (130), which withInterrupts set.
+      if (!interrupted) process.exitCode = lost.length > 0 ? EXIT_USER : 0;
     });
 }

@@ -91,13 +91,14 @@ describe("up hardening on the practice cluster", { concurrency: false }, () => {
     // FIFO at refs/main cannot hold it: the cache check refuses anything but a regular file.
     const shim = mkdtempSync(path.join(tmpdir(), "launcher-ssh-shim-"));
     const real = execFileSync("sh", ["-c", "command -v ssh"], { encoding: "utf8" }).trim();
-    writeFileSync(path.join(shim, "ssh"), `#!/bin/sh\ncase "$*" in *lnch-n2*" inspect "*) exec sleep 120 ;; esac\nexec ${real} "$@"\n`, { mode: 0o755 });
+    // The cache program's operation follows its `--` (hf-cache.ts cacheArgv); `docker inspect` has none.
+    writeFileSync(path.join(shim, "ssh"), `#!/bin/sh\ncase "$*" in *lnch-n2*"-- inspect "*) exec sleep 120 ;; esac\nexec ${real} "$@"\n`, { mode: 0o755 });
     try {
       const boot = await upUntil(["practice-2x", "--name", "preflown"], /preflight of preflown on n1, n2/, { PATH: `${shim}:${process.env.PATH ?? ""}` });
       const signalled = Date.now();
       boot.child.kill("SIGINT");
       assert.equal(await boot.closed, 130, boot.stderr());
-      assert.ok(Date.now() - signalled < 10_000, `exited ${Date.now() - signalled} ms after the signal`);
+      assert.ok(Date.now() - signalled < 10_000, `exited ${Date.now() - signalled} ms after the signal:\n${boot.stderr()}`);
       assert.match(boot.stderr(), /interrupted \(SIGINT\): during the preflight of preflown; no container was started/);
       assert.deepEqual(launcherContainers(HOSTS), []);
       assert.equal((await lastBoot()).outcome, "interrupted");
