@@ -54,7 +54,8 @@ export type Supervised =
     }
   | { readonly phase: "backoff"; readonly attempts: number; readonly streak: number; readonly until: number; readonly failure: Failure }
   | { readonly phase: "restarting"; readonly attempts: number; readonly streak: number; readonly since: number; readonly failure: Failure }
-  | { readonly phase: "gave-up"; readonly attempts: number; readonly failure: Failure };
+  /** `since`: when it gave up, which a poll read later than that shows. */
+  | { readonly phase: "gave-up"; readonly attempts: number; readonly since: number; readonly failure: Failure };
 
 export type SuperviseEvent =
   /**
@@ -157,7 +158,7 @@ const canRetry = (attempts: number, policy: RestartPolicy): boolean => policy.ma
 
 /** The next restart, now or after its backoff; or giving up when the policy allows no more. */
 function next(attempts: number, streak: number, failure: Failure, at: number, policy: RestartPolicy, timing: SuperviseTiming): Decision {
-  if (!canRetry(attempts, policy)) return { state: { phase: "gave-up", attempts, failure }, actions: [{ kind: "give-up", attempts, failure }] };
+  if (!canRetry(attempts, policy)) return { state: { phase: "gave-up", attempts, since: at, failure }, actions: [{ kind: "give-up", attempts, failure }] };
   const wait = backoffMs(streak + 1, timing);
   if (wait === 0) return { state: { phase: "restarting", attempts: attempts + 1, streak: streak + 1, since: at, failure }, actions: [{ kind: "restart", attempt: attempts + 1, failure }] };
   return { state: { phase: "backoff", attempts, streak: streak + 1, until: at + wait, failure }, actions: [] };
@@ -270,3 +271,11 @@ export const isRestarting = (state: Supervised | undefined): boolean => state?.p
  */
 export const answersRestarting = (state: Supervised, lastPollAt: number | undefined): boolean =>
   isRestarting(state) || (state.phase === "ready" && state.attempts > 0 && (lastPollAt === undefined || lastPollAt < state.since));
+
+/**
+ * Does the gateway answer deployment_degraded whatever the last poll shows? Given up until a poll
+ * read after that: the last one may still show its last restart booting (model_booting), which
+ * no one is doing any more.
+ */
+export const answersGaveUp = (state: Supervised, lastPollAt: number | undefined): boolean =>
+  state.phase === "gave-up" && (lastPollAt === undefined || lastPollAt < state.since);

@@ -17,7 +17,7 @@ import { formatRemoval, removeContainers, removeListed, unreachableOf } from "./
 import { listNodes, type Labelled } from "./labels.js";
 import { deploymentKey, holdOrBusy, laneKey } from "./locks.js";
 import type { ClusterSession } from "./session.js";
-import { answersRestarting, INITIAL, isRestarting, policyOf, rankExited, retryAfterSeconds, supervise, type Failure, type SuperviseAction, type SuperviseEvent, type Supervised, type SuperviseTiming } from "./supervise.js";
+import { answersGaveUp, answersRestarting, INITIAL, isRestarting, policyOf, rankExited, retryAfterSeconds, supervise, type Failure, type SuperviseAction, type SuperviseEvent, type Supervised, type SuperviseTiming } from "./supervise.js";
 
 /** A deployment as the daemon's discovery reports it: its status and the cluster it runs on. */
 export type Seen = DeploymentStatus & { readonly cluster: string };
@@ -220,13 +220,14 @@ export class Supervisor {
     for (const [k, entry] of this.entries) if (entry.state.phase === "backoff") this.step(k, entry, { kind: "tick", at: this.deps.now() });
   }
 
-  /** The deployments being recreated, as the gateway answers for them. */
-  restarting(): { cluster: string; deployment: string; served_model: string; lane?: string; attempt: number; max?: number; retryAfter: number; reason: string }[] {
+  /** The deployments being recreated (or just given up), as the gateway answers for them. */
+  restarting(): { cluster: string; deployment: string; served_model: string; lane?: string; attempt: number; max?: number; retryAfter: number; reason: string; gaveUp?: true }[] {
     const at = this.deps.now();
     return [...this.entries.values()].flatMap((e) => {
       const s = e.state;
-      if (!answersRestarting(s, e.polledAt)) return [];
-      const reason = s.phase === "backoff" || s.phase === "restarting" ? s.failure.message : (e.failure?.message ?? "a failure");
+      const gaveUp = answersGaveUp(s, e.polledAt);
+      if (!gaveUp && !answersRestarting(s, e.polledAt)) return [];
+      const reason = s.phase === "backoff" || s.phase === "restarting" || s.phase === "gave-up" ? s.failure.message : (e.failure?.message ?? "a failure");
       const { cluster, deployment, served_model, lane } = e.seen;
       return [
         {
@@ -238,6 +239,7 @@ export class Supervisor {
           ...(e.policy.max === undefined ? {} : { max: e.policy.max }),
           retryAfter: retryAfterSeconds(s, at, this.deps.store.lastBootSeconds(cluster, deployment)),
           reason,
+          ...(gaveUp ? { gaveUp: true as const } : {}),
         },
       ];
     });

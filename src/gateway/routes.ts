@@ -48,16 +48,37 @@ export interface RestartingDeployment {
   readonly max?: number;
   /** Seconds: the backoff left plus a boot's length. */
   readonly retryAfter: number;
+  /** Its restarts are spent and no poll has shown it since: it is degraded, whatever the last poll showed. */
+  readonly gaveUp?: true;
   /** What failed: "rank 1 on n2 exited (exit 137)". */
   readonly reason: string;
 }
 
-const restartingResolution = (r: RestartingDeployment, name: string): Extract<Resolution, { kind: "unavailable" }> => ({
-  kind: "unavailable",
-  code: "deployment_restarting",
-  retryAfter: r.retryAfter,
-  message: `model ${name} (deployment ${r.deployment}) is restarting (restart ${r.attempt}${r.max === undefined ? "" : ` of at most ${r.max}`}) after ${r.reason}`,
-});
+/** Seconds a client is told to wait for a deployment that is not serving and that no one is booting. */
+const DEGRADED_RETRY_S = 30;
+
+const restartingResolution = (r: RestartingDeployment, name: string): Extract<Resolution, { kind: "unavailable" }> =>
+  r.gaveUp === true
+    ? {
+        kind: "unavailable",
+        code: "deployment_degraded",
+        retryAfter: DEGRADED_RETRY_S,
+        message: `model ${name} (deployment ${r.deployment}) is not serving: given up after ${r.attempt} restart${r.attempt === 1 ? "" : "s"}; the last failure: ${r.reason}`,
+      }
+    : {
+        kind: "unavailable",
+        code: "deployment_restarting",
+        retryAfter: r.retryAfter,
+        message: `model ${name} (deployment ${r.deployment}) is restarting (restart ${r.attempt}${r.max === undefined ? "" : ` of at most ${r.max}`}) after ${r.reason}`,
+      };
+
+/** The status /v1/models shows for an unavailable name whose answer says more than its labels. */
+const STATUS_OF_CODE: Readonly<Record<string, string>> = {
+  lane_switching: "switching",
+  lane_empty: "empty",
+  deployment_restarting: "restarting",
+  deployment_degraded: "degraded",
+};
 
 export interface RouteTable {
   resolve(model: string | undefined): Resolution;
@@ -78,7 +99,7 @@ const targetOf = (d: KnownDeployment): Target => ({
 
 /** Why a deployment that does not serve cannot take the request, by its status. */
 const UNAVAILABLE: Record<Exclude<DeploymentState, "serving">, (d: KnownDeployment, name: string) => Extract<Resolution, { kind: "unavailable" }>> = {
-  degraded: (d, name) => ({ kind: "unavailable", code: "deployment_degraded", retryAfter: 30, message: `model ${name} (deployment ${d.deployment}) is not serving: missing ${d.missing.join("; ")}` }),
+  degraded: (d, name) => ({ kind: "unavailable", code: "deployment_degraded", retryAfter: DEGRADED_RETRY_S, message: `model ${name} (deployment ${d.deployment}) is not serving: missing ${d.missing.join("; ")}` }),
   booting: (d, name) => ({ kind: "unavailable", code: "model_booting", retryAfter: 10, message: `model ${name} (deployment ${d.deployment}) is booting: phase ${d.phase}` }),
   // Its head does not answer and a node of it cannot be read: whether it lives is unknown.
   unreachable: (d, name) => ({
@@ -189,7 +210,7 @@ export function routeTable(
           r?.kind === "route"
             ? deployments.find((x) => x.deployment === r.target.deployment && x.cluster === r.target.cluster)
             : best(deployments.filter((x) => (laneNames.has(id) ? x.lane === id : x.served_model === id)));
-        const status = r?.kind === "route" ? "serving" : r?.kind === "unavailable" ? (r.code === "lane_switching" ? "switching" : r.code === "lane_empty" ? "empty" : r.code === "deployment_restarting" ? "restarting" : (d?.status ?? "unknown")) : "unknown";
+        const status = r?.kind === "route" ? "serving" : r?.kind === "unavailable" ? (STATUS_OF_CODE[r.code] ?? d?.status ?? "unknown") : "unknown";
         return {
           id,
           ...(d === undefined ? {} : { deployment: d.deployment, recipe: d.recipe, phase: status === "serving" ? "serving" : d.phase }),

@@ -209,6 +209,35 @@ test("supervisor: a daemon started again counts on from the restarts its labels 
   store.close();
 });
 
+test("supervisor: given up on docker's die event, before a poll shows it: the gateway is told degraded until a poll read since", async () => {
+  const store = new Store(":memory:");
+  store.savePlan("c", "d", encodeSavedPlan(plan), "t");
+  let clock = 0;
+  const sup = new Supervisor({
+    store,
+    session: async () => assert.fail("no restart"),
+    boot: async () => assert.fail("no restart"),
+    boots: new BootRegistry(() => clock),
+    refresh: () => undefined,
+    log: () => undefined,
+    now: () => clock,
+    timing: { confirmMs: 2000, backoffMs: 1000, maxBackoffMs: 8000, resetAfterMs: 600_000 },
+  });
+  // Its restarts are spent (3 of at most 3): the next death gives up.
+  const spent = (s: Seen): Seen => ({ ...s, restarts: 3 });
+  sup.observe([spent(status({}))], clock);
+  clock = 5000;
+  sup.died("c", { deployment: "d", node: "n2", failure: { kind: "rank-exited", rank: 1, node: "n2", container: "launcher-d-r1", message: "rank 1 on n2 exited (exit 1)" } });
+  assert.deepEqual(
+    sup.restarting().map((r) => [r.deployment, r.gaveUp, r.attempt, r.reason]),
+    [["d", true, 3, "rank 1 on n2 exited (exit 1)"]],
+  );
+  sup.observe([spent(dead)], 5100);
+  assert.deepEqual(sup.restarting(), [], "a poll read since shows it as it is");
+  await sup.stop();
+  store.close();
+});
+
 test("supervisor: a deployment stopped by `launcher down` since it served is not booted again: cancelled, forgotten", async () => {
   const store = new Store(":memory:");
   store.savePlan("c", "d", encodeSavedPlan(plan), "t");

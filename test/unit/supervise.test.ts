@@ -176,7 +176,7 @@ test("backoff: the first restart at once, then doubling up to the cap; a long he
 test("a deployment served again by hand while in backoff is ready again; one removed while given up is forgotten", () => {
   const waiting: Supervised = { phase: "backoff", attempts: 1, streak: 2, until: 10_000, failure: { kind: "rank-exited", message: "x" } };
   assert.equal(supervise(waiting, seen(500, serving), onFailure(), timing).state?.phase, "ready");
-  const gaveUp: Supervised = { phase: "gave-up", attempts: 2, failure: { kind: "rank-exited", message: "x" } };
+  const gaveUp: Supervised = { phase: "gave-up", attempts: 2, since: 0, failure: { kind: "rank-exited", message: "x" } };
   assert.deepEqual(supervise(gaveUp, seen(0, undefined), onFailure(2), timing).actions, [{ kind: "forget" }]);
 });
 
@@ -260,7 +260,32 @@ test("the gateway says restarting from the failure until a poll read after the n
   assert.equal(answersRestarting(servedAgain, 1000), false);
   assert.equal(retryAfterSeconds(servedAgain, 1200, 30), 1);
   assert.equal(answersRestarting({ phase: "ready", attempts: 0, streak: 0, since: 1000 }, 900), false, "never restarted: nothing to say");
-  assert.equal(answersRestarting({ phase: "gave-up", attempts: 2, failure }, 900), false);
+  assert.equal(answersRestarting({ phase: "gave-up", attempts: 2, since: 1000, failure }, 900), false);
+});
+
+test("given up: the gateway says degraded until a poll read after the give-up, not the model_booting of the last poll's restart", async () => {
+  const { answersGaveUp } = await import("../../src/deploy/supervise.js");
+  const { routeTable } = await import("../../src/gateway/routes.js");
+  const failure = { kind: "rank-exited", message: "rank 1 on n2 exited (exit 1)" } as const;
+  const gaveUp: Supervised = { phase: "gave-up", attempts: 1, since: 1000, failure };
+  assert.equal(answersGaveUp(gaveUp, 900), true);
+  assert.equal(answersGaveUp(gaveUp, undefined), true);
+  assert.equal(answersGaveUp(gaveUp, 1000), false, "a poll read since shows it as it is");
+  assert.equal(answersGaveUp({ phase: "ready", attempts: 1, streak: 1, since: 1000 }, 900), false);
+  const lanes = [{ name: "chat", cluster: "c", deployment: "d", state: "serving" as const, since: "t" }];
+  const held = [{ cluster: "c", deployment: "d", served_model: "m", lane: "chat", attempt: 1, max: 1, retryAfter: 10, reason: failure.message, gaveUp: true as const }];
+  // The last poll read the restart's boot: nobody boots it any more.
+  const booting = { ...dep({ status: "booting", phase: "loading", lane: "chat" }), cluster: "c" };
+  for (const name of ["chat", "m"]) {
+    const r = routeTable([booting], lanes, undefined, [], held).resolve(name);
+    assert.ok(r.kind === "unavailable", name);
+    assert.equal(r.code, "deployment_degraded");
+    assert.equal(r.retryAfter, 30);
+    assert.match(r.message, /given up after 1 restart; the last failure: rank 1 on n2 exited \(exit 1\)/);
+  }
+  assert.deepEqual(routeTable([booting], lanes, undefined, [], held).models().map((m) => [m.id, m.status]), [["chat", "degraded"], ["m", "degraded"]]);
+  // The last poll showed it serving: asked (a dead head answers 502, and that asks for a poll).
+  assert.equal(routeTable([{ ...dep({ lane: "chat" }), cluster: "c" }], lanes, undefined, [], held).resolve("chat").kind, "route");
 });
 
 test("a restart cancelled (the deployment was stopped meanwhile) forgets the deployment: no further try", () => {
