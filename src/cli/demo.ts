@@ -4,6 +4,7 @@ import { createServer } from "node:net";
 import path from "node:path";
 import type { Command } from "commander";
 import { UserError } from "../config/errors.js";
+import { shellQuote } from "../config/shell-words.js";
 import { checkFolder, ensureFolder, procUids, readSmallNoFollow } from "../config/private-dir.js";
 import { formatRemoval, removeContainers } from "../deploy/down.js";
 import { openSession } from "../deploy/session.js";
@@ -158,7 +159,7 @@ async function demoDown(io: Output): Promise<void> {
   const dir = checkFolder(DEMO_DIR, WHAT, "readable");
   if (dir !== undefined) stopGateway(io);
   if (dir !== undefined && existsSync(CLUSTER)) {
-    for (const line of formatRemoval(await removeContainers(await openSession(loadCluster(CLUSTER)), () => true, 5, true), "npx launcher demo --down", "per-container")) io.out(line);
+    for (const line of formatRemoval(await removeContainers(await openSession(loadCluster(CLUSTER)), () => true, 5, true), "./scripts/demo --down", "per-container")) io.out(line);
   }
   step(io, "removing the practice cluster", "bash", ["test/rig/rig.sh", "down"]);
   io.out("the demo is gone: practice hosts, daemons, users and files removed");
@@ -202,6 +203,9 @@ export function registerDemo(program: Command, io: Output): void {
       io.out(`practice:  ${body.choices?.[0]?.message?.content?.trim() ?? JSON.stringify(body)}`);
       io.out(`           (the practice engine is a stand-in for vLLM: its words are deterministic, not a model's)\n`);
       io.out("next, try:");
+      // scripts/node-env fetched the Node this runs on: the shell these lines go to has an older one first.
+      const fetchedNode = process.env.LAUNCHER_NODE_PREFIX;
+      if (fetchedNode !== undefined && fetchedNode !== "") io.out(`  export PATH=${shellQuote(path.join(fetchedNode, "bin"))}:"$PATH"`);
       io.out(`  export LAUNCHER_CLUSTER=${CLUSTER}`);
       io.out("  npx launcher status");
       io.out("  npx launcher lanes");
@@ -211,6 +215,6 @@ export function registerDemo(program: Command, io: Output): void {
       io.out(`  curl -sN ${endpoint}/chat/completions -H 'content-type: application/json' -d '{"model":"${LANE}","stream":true,"messages":[{"role":"user","content":"hi"}]}'`);
       io.out(`  curl -s ${gateway}/metrics | grep launcher_gateway_requests`);
       io.out("  npx launcher down practice-2x");
-      io.out("  npx launcher demo --down      # remove the practice cluster");
+      io.out("  ./scripts/demo --down          # remove the practice cluster");
     });
 }
