@@ -26,14 +26,14 @@ const real = (file: string): string | undefined => {
   }
 };
 
-/** The `launcher` commands on PATH that are this package's own bin (dist/cli/main.js of a package of this name), as real paths. */
+/** The `launcher` commands on PATH that are this package's own bin (dist/cli/bin.js of a package of this name), as real paths. */
 function launchersOnPath(): string[] {
   const name = packageName(PACKAGE_ROOT);
   const found = (process.env.PATH ?? "").split(path.delimiter).filter((d) => path.isAbsolute(d)).map((d) => real(path.join(d, "launcher")));
   return [...new Set(found.filter((p): p is string => p !== undefined && p.endsWith(BIN) && packageName(p.slice(0, -BIN.length)) === name))];
 }
 
-const BIN = `${path.sep}${path.join("dist", "cli", "main.js")}`;
+const BIN = `${path.sep}${path.join("dist", "cli", "bin.js")}`;
 
 /** The name in a package folder's package.json; undefined when it has none that reads. */
 function packageName(root: string): string | undefined {

@@ -1,7 +1,4 @@
 import type { Command } from "commander";
-import { clusterStatus } from "../deploy/status.js";
-import { openSession } from "../deploy/session.js";
-import { loadCluster, optionalClusterPath, withStore } from "./load.js";
 import type { Output } from "./output.js";
 import { clusterOption, jsonOption, outputOption, parseCount } from "./options.js";
 
@@ -13,6 +10,8 @@ export function registerLanes(program: Command, io: Output): void {
     .option("--swaps <n>", "how many past swaps to show per lane", "5")
     .addOption(jsonOption("print as JSON")).addOption(outputOption())
     .action(async (opts: { cluster?: string; swaps: string; json?: boolean }) => {
+      // Loaded here, not above: `lanes --help` and every other command start without them.
+      const [{ clusterStatus }, { openSession }, { loadCluster, optionalClusterPath, withStore }] = await Promise.all([import("../deploy/status.js"), import("../deploy/session.js"), import("./load.js")]);
       await withStore(async (store) => {
         const limit = parseCount(opts.swaps, "--swaps");
         // The nodes are the truth: with a cluster at hand, say what really runs in each lane.

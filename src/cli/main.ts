@@ -1,43 +1,76 @@
 #!/usr/bin/env node
 import { realpathSync } from "node:fs";
+import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Command, CommanderError, type OutputConfiguration } from "commander";
-import { registerDiff } from "./diff.js";
 import { errorJson, reportError, UserError } from "../config/errors.js";
-import { consoleOutput } from "./output.js";
-import { packageVersion } from "./load.js";
+import { consoleOutput, type Output } from "./output.js";
+import { packageVersion } from "./package-info.js";
 import { CLOSED_OUTPUT_CODES, outlivesTheTerminal } from "./terminal.js";
-import { registerPlan } from "./plan.js";
-import { registerSchema } from "./schema.js";
-import { registerValidate } from "./validate.js";
-import { registerUp } from "./up.js";
-import { registerDown } from "./down.js";
-import { registerAttach } from "./attach.js";
-import { registerExport } from "./export.js";
-import { registerStatus } from "./status.js";
-import { registerLogs } from "./logs.js";
-import { registerDemo } from "./demo.js";
-import { registerLanes } from "./lanes.js";
-import { registerHistory } from "./history.js";
-import { registerServe } from "./serve.js";
-import { registerImages } from "./images.js";
-import { registerDoctor } from "./doctor.js";
-import { registerModels } from "./models.js";
-import { registerExplain } from "./explain.js";
-import { registerCluster } from "./cluster.js";
 import { asksForJson, oneLineUsageErrors, type UsageError } from "./usage.js";
-import { registerCompletion } from "./completion.js";
-import { registerBench } from "./bench.js";
-import { registerEval } from "./eval.js";
-import { registerCompare } from "./compare.js";
+import { EXIT_CLOSED_PIPE } from "./closed-pipe.js";
+
+export { EXIT_CLOSED_PIPE };
+
+const THIS_FILE = fileURLToPath(import.meta.url);
 
 /** Set once commander has picked the command: whether it was given --json (errors then print JSON too). */
 let jsonRequested = false;
 /** The usage error commander reported, if any (it throws a CommanderError after printing it). */
 let usageFailure: UsageError | undefined;
 
-/** `output` replaces where commander writes help and usage errors (tests capture them). */
-export function buildProgram(output: Pick<OutputConfiguration, "writeOut" | "writeErr"> = {}): Command {
+type Register = (program: Command, io: Output) => void;
+
+interface CommandEntry {
+  /** What a command line names it by: its name, then its aliases. */
+  readonly names: readonly string[];
+  /** Its module, loaded only when it is registered: a command costs no other command its start. */
+  readonly load: () => Promise<Register>;
+  /** It reads every other command (completion's script lists them all). */
+  readonly needsAll?: true;
+}
+
+/** Every command, in the order help lists them. */
+export const COMMANDS: readonly CommandEntry[] = [
+  { names: ["validate"], load: async () => (await import("./validate.js")).registerValidate },
+  { names: ["plan"], load: async () => (await import("./plan.js")).registerPlan },
+  { names: ["diff"], load: async () => (await import("./diff.js")).registerDiff },
+  { names: ["schema"], load: async () => (await import("./schema.js")).registerSchema },
+  { names: ["up"], load: async () => (await import("./up.js")).registerUp },
+  { names: ["status", "ps"], load: async () => (await import("./status.js")).registerStatus },
+  { names: ["logs"], load: async () => (await import("./logs.js")).registerLogs },
+  { names: ["explain"], load: async () => (await import("./explain.js")).registerExplain },
+  { names: ["attach"], load: async () => (await import("./attach.js")).registerAttach },
+  { names: ["down"], load: async () => (await import("./down.js")).registerDown },
+  { names: ["images"], load: async () => (await import("./images.js")).registerImages },
+  { names: ["doctor"], load: async () => (await import("./doctor.js")).registerDoctor },
+  { names: ["cluster"], load: async () => (await import("./cluster.js")).registerCluster },
+  { names: ["models"], load: async () => (await import("./models.js")).registerModels },
+  { names: ["serve"], load: async () => (await import("./serve.js")).registerServe },
+  { names: ["lanes"], load: async () => (await import("./lanes.js")).registerLanes },
+  { names: ["history"], load: async () => (await import("./history.js")).registerHistory },
+  { names: ["compare"], load: async () => (await import("./compare.js")).registerCompare },
+  { names: ["demo"], load: async () => (await import("./demo.js")).registerDemo },
+  { names: ["export"], load: async () => (await import("./export.js")).registerExport },
+  { names: ["bench"], load: async () => (await import("./bench.js")).registerBench },
+  { names: ["eval"], load: async () => (await import("./eval.js")).registerEval },
+  { names: ["completion"], load: async () => (await import("./completion.js")).registerCompletion, needsAll: true },
+];
+
+/**
+ * The commands a command line needs registered: the one its first word names, else every one
+ * (root help, no command, an unknown command and its "did you mean", `help CMD`, completion).
+ * Commander dispatches on the first operand (commander 14 lib/command.js _parseCommand:
+ * `this._findCommand(operands[0])`), and the root takes no option with a value, so a first word
+ * that names a command is the command that runs; anything else is answered with all of them.
+ */
+export function commandsFor(argv: readonly string[]): readonly CommandEntry[] {
+  const named = COMMANDS.find((c) => c.names.includes(argv[0] ?? ""));
+  return named === undefined || named.needsAll === true ? COMMANDS : [named];
+}
+
+/** The program with `registers` added, in their order. */
+function programWith(registers: readonly Register[], output: Pick<OutputConfiguration, "writeOut" | "writeErr">): Command {
   const program = new Command()
     .name("launcher")
     .description("Serve large language models across a cluster of DGX Spark machines from one recipe.")
@@ -47,36 +80,31 @@ export function buildProgram(output: Pick<OutputConfiguration, "writeOut" | "wri
     .hook("preAction", (_program, action) => {
       jsonRequested = action.optsWithGlobals<{ json?: boolean }>().json === true;
     });
-  registerValidate(program, consoleOutput);
-  registerPlan(program, consoleOutput);
-  registerDiff(program, consoleOutput);
-  registerSchema(program, consoleOutput);
-  registerUp(program, consoleOutput);
-  registerStatus(program, consoleOutput);
-  registerLogs(program, consoleOutput);
-  registerExplain(program, consoleOutput);
-  registerAttach(program, consoleOutput);
-  registerDown(program, consoleOutput);
-  registerImages(program, consoleOutput);
-  registerDoctor(program, consoleOutput);
-  registerCluster(program, consoleOutput);
-  registerModels(program, consoleOutput);
-  registerServe(program, consoleOutput);
-  registerLanes(program, consoleOutput);
-  registerHistory(program, consoleOutput);
-  registerCompare(program, consoleOutput);
-  registerDemo(program, consoleOutput);
-  registerExport(program, consoleOutput);
-  registerBench(program, consoleOutput);
-  registerEval(program, consoleOutput);
-  registerCompletion(program, consoleOutput);
+  for (const register of registers) register(program, consoleOutput);
   oneLineUsageErrors(program, (u) => (usageFailure = u));
   return program;
 }
 
+/** The program with the commands `argv` needs (see commandsFor), their modules loaded now. */
+export async function loadProgram(argv: readonly string[], output: Pick<OutputConfiguration, "writeOut" | "writeErr"> = {}): Promise<Command> {
+  return programWith(await Promise.all(commandsFor(argv).map((c) => c.load())), output);
+}
+
+/**
+ * Every command's register function, loaded when this module is imported by another (a test) and
+ * not run as the CLI: buildProgram stays synchronous for them. The CLI loads only what it uses.
+ */
+const allRegisters: readonly Register[] = isTheCli() ? [] : await Promise.all(COMMANDS.map((c) => c.load()));
+
+/** Every command. `output` replaces where commander writes help and usage errors (tests capture them). */
+export function buildProgram(output: Pick<OutputConfiguration, "writeOut" | "writeErr"> = {}): Command {
+  if (allRegisters.length === 0) throw new Error("buildProgram is for a module that imports the CLI; the CLI itself uses loadProgram");
+  return programWith(allRegisters, output);
+}
+
 export async function main(argv: readonly string[]): Promise<number> {
   try {
-    await buildProgram().parseAsync([...argv], { from: "user" });
+    await (await loadProgram(argv)).parseAsync([...argv], { from: "user" });
     return typeof process.exitCode === "number" ? process.exitCode : 0;
   } catch (e) {
     if (e instanceof CommanderError) {
@@ -93,9 +121,6 @@ export async function main(argv: readonly string[]): Promise<number> {
     return typeof process.exitCode === "number" && process.exitCode > 128 ? process.exitCode : code;
   }
 }
-
-/** What a writer whose reader went away exits with: 128 + SIGPIPE, as shells show it. */
-export const EXIT_CLOSED_PIPE = 141;
 
 /**
  * The reader of our output went away (`launcher lanes | head -1`): stop as SIGPIPE stops a C
@@ -118,18 +143,32 @@ function endQuietlyOnClosedPipe(): void {
   process.stderr.on("error", onError);
 }
 
-/** Whether this file is the program being run (through npm's bin symlink too), not a module imported by a test. */
-function isEntryPoint(): boolean {
-  const script = process.argv[1];
-  if (script === undefined) return false;
+/** The real path of `file`; undefined when it is not there. */
+function real(file: string): string | undefined {
   try {
-    return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
+    return realpathSync(file);
   } catch {
-    return false;
+    return undefined;
   }
 }
 
-if (isEntryPoint()) {
-  endQuietlyOnClosedPipe();
-  process.exitCode = await main(process.argv.slice(2));
+/** Whether this file is the program being run (through npm's bin symlink too), not a module imported by a test. */
+function isEntryPoint(): boolean {
+  const script = process.argv[1];
+  return script !== undefined && real(script) !== undefined && real(script) === real(THIS_FILE);
 }
+
+/** Whether the program being run is the CLI: this file, or the bin entry beside it that imports it. */
+function isTheCli(): boolean {
+  const script = process.argv[1];
+  const bin = path.join(path.dirname(THIS_FILE), `bin${path.extname(THIS_FILE)}`);
+  return isEntryPoint() || (script !== undefined && real(script) !== undefined && real(script) === real(bin));
+}
+
+/** Runs the CLI on `argv` as the process's own command line: its exit code is the process's. */
+export async function runCli(argv: readonly string[]): Promise<void> {
+  endQuietlyOnClosedPipe();
+  process.exitCode = await main(argv);
+}
+
+if (isEntryPoint()) await runCli(process.argv.slice(2));

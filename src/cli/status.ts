@@ -1,6 +1,5 @@
 import { createInterface } from "node:readline";
 import { Option, type Command } from "commander";
-import { createLogUpdate } from "log-update";
 import { colourFor, plain, RANK_STYLE, STATUS_STYLE, type Paint } from "./colour.js";
 import { EXIT_USER, UserError } from "../config/errors.js";
 import { encodeStatusLine, type DeploymentStatus } from "../deploy/contract.js";
@@ -152,7 +151,7 @@ export function registerStatus(program: Command, io: Output): void {
       if (opts.exitWithStdin) process.on("SIGHUP", hangUp);
       // On a terminal the picture is redrawn in place; a pipe or a file gets each poll appended (so
       // does a terminal that reports no size: log-update cuts a frame to the terminal's rows).
-      const live = !opts.json && process.stdout.isTTY === true && (process.stdout.rows ?? 0) > 0 ? createLogUpdate(process.stdout) : undefined;
+      const live = !opts.json && process.stdout.isTTY === true && (process.stdout.rows ?? 0) > 0 ? (await import("log-update")).createLogUpdate(process.stdout) : undefined;
       const paint = colourFor(process.stdout);
       let said = new Set<string>();
       try {

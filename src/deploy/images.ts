@@ -1,5 +1,4 @@
-import { existsSync, readdirSync } from "node:fs";
-import { readTextFile } from "../config/read-file.js";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { RemoteError, UserError } from "../config/errors.js";
 import { buildOrder, fromImages, type ImageFolder } from "../plan/image-build.js";
@@ -12,6 +11,9 @@ import { diffIdsOf, layerEntries, leftOut, pushSkip, saveWithout, TAR_FILTER_PER
 import { checkSpace, parseProbe, planRoutes, PROBE_SCRIPT, type NodeProbe, type NodeRoute, type TransferPath } from "../transfer/route.js";
 import { together } from "../transfer/together.js";
 import { abortable, checkInterrupted } from "./abort.js";
+
+// Callers that build or push read the folders from here as well.
+export { imageFolders } from "./image-folders.js";
 
 /**
  * `from`'s output into `to`'s input; when either ends with a failure the other is stopped, so
@@ -52,20 +54,6 @@ export function pushLeft(sourceId: string | undefined, after: readonly NodeImage
             : `${n.node} still has its other build (${shortId(n.id)}), not part of this one`,
     )
     .join("; ");
-}
-
-/** The folders of every docker-images/ root; `own` names the recipe's folder and its image. */
-export function imageFolders(roots: readonly string[], own?: { dir: string; tag: string }): ImageFolder[] {
-  const out: ImageFolder[] = [];
-  for (const root of roots) {
-    if (!existsSync(root)) continue;
-    for (const name of readdirSync(root).sort()) {
-      const dockerfile = path.join(root, name, "Dockerfile");
-      if (out.some((f) => f.name === name) || !existsSync(dockerfile)) continue;
-      out.push({ name, path: path.join(root, name), tag: own?.dir === name ? own.tag : `${name}:local`, dockerfile: readTextFile(dockerfile, "Dockerfile") });
-    }
-  }
-  return out;
 }
 
 /** `sha256:0123…` as people read it: the first 12 hex digits. */

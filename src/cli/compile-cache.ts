@@ -1,0 +1,15 @@
+import path from "node:path";
+
+/**
+ * Where the bin keeps the V8 code cache of launcher's modules (module.enableCompileCache, Node
+ * 22.1+): $XDG_CACHE_HOME/launcher/node-compile-cache, else ~/.cache/launcher/node-compile-cache
+ * (XDG Base Directory: a relative XDG_CACHE_HOME is ignored). Not Node's own default,
+ * os.tmpdir()/node-compile-cache: in a /tmp every user may write, another user could make that
+ * folder first and fill it with code this one would then run. Undefined when NODE_COMPILE_CACHE
+ * names a folder: the user's own choice wins (doc/api/cli.md NODE_COMPILE_CACHE=dir).
+ */
+export function compileCacheDir(env: NodeJS.ProcessEnv, home: string): string | undefined {
+  if (env.NODE_COMPILE_CACHE !== undefined && env.NODE_COMPILE_CACHE !== "") return undefined;
+  const base = env.XDG_CACHE_HOME && path.isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : path.join(home, ".cache");
+  return path.join(base, "launcher", "node-compile-cache");
+}
