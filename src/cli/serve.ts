@@ -330,6 +330,10 @@ export function registerServe(program: Command, io: Output): void {
       let table: RouteTable | undefined;
       let tableSnapshot = discovery.snapshot();
       let supervisorVersion = supervisor.version;
+      // Recorded by the `up` that booted it (src/deploy/launch.ts): read from the store once per
+      // route table, not on every request (src/gateway/engine-keys.ts says why that is as fresh).
+      const { engineKeys } = await import("../gateway/engine-keys.js");
+      const keysOfEngines = engineKeys((cluster, deployment) => store.engineKey(cluster, deployment));
       const routes = (): RouteTable => {
         const version = store.dataVersion();
         const snapshot = discovery.snapshot();
@@ -352,7 +356,10 @@ export function registerServe(program: Command, io: Output): void {
           table = undefined;
           for (const status of DEPLOYMENT_STATUSES) metrics.deployments.set({ status }, snapshot.deployments.filter((d) => d.status === status).length);
         }
-        table ??= routeTable(snapshot.deployments, lanes, snapshot.at?.getTime(), snapshot.unreachable, supervisor.restarting());
+        if (table === undefined) {
+          keysOfEngines.clear();
+          table = routeTable(snapshot.deployments, lanes, snapshot.at?.getTime(), snapshot.unreachable, supervisor.restarting());
+        }
         return table;
       };
 
@@ -377,9 +384,8 @@ export function registerServe(program: Command, io: Output): void {
           return { deployments: s.deployments.length, strangers: s.strangers, unreachable: s.unreachable, discovered_at: s.at?.toISOString() ?? null, supervision: supervisor.describe() };
         },
         staleness: () => discovery.staleness(),
-        // Recorded by the `up` that booted it (src/deploy/launch.ts), read per request: a lane's
-        // new deployment may have booted since.
-        engineKey: (t) => store.engineKey(t.cluster, t.deployment),
+        // Asked right after routes() on each request: kept per table, a lane's new deployment is read anew.
+        engineKey: (t) => keysOfEngines.get(t),
         // Every engine's routes: the gateway fronts deployments of any engine at once.
         apiMethods: engineApiMethods(),
         apiRefused: engineRefusedRoutes(),
