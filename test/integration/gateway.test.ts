@@ -7,7 +7,7 @@ import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
 import { hostname } from "node:os";
 import { Store } from "../../src/store/store.js";
-import { launcher, launcherContainers, launcherProcess, onHost, rigDown, rigUp, STATE_HOME, startGateway, variant, within, type Daemon, type Run, ok } from "./practice-cluster.js";
+import { launcher, launcherContainers, launcherProcess, onHost, STATE_HOME, startGateway, variant, within, type Daemon, type Run, ok, suiteDown, suiteUp } from "./practice-cluster.js";
 
 // The gateway, lanes and the store on the practice cluster (4 hosts, practice engine).
 const HOSTS = 4;
@@ -20,14 +20,13 @@ const host = (i: number): string => `10.231.0.${10 + i}`;
 const openai = (baseURL: string, apiKey = "none") => new OpenAI({ baseURL: `${baseURL}/v1`, apiKey, maxRetries: 0, timeout: 30_000 });
 
 before(async () => {
-  await rigUp(HOSTS);
+  await suiteUp(HOSTS);
   gw = await startGateway();
   client = openai(gw.url);
 }, { timeout: 300_000 });
 after(async () => {
   await gw?.stop();
-  await launcher(["down", "--all", "--grace", "1"]);
-  rigDown();
+  await suiteDown();
   rmSync(dir, { recursive: true, force: true });
 }, { timeout: 300_000 });
 

@@ -7,7 +7,8 @@ import { CLUSTER, launcher, launcherContainers, launcherProcess, onHost, PRACTIC
 
 // Images on a 3-host practice cluster: FROM chains, pushes that skip what is there, up's preflight.
 const HOSTS = 3;
-const dir = practiceSuite(HOSTS, "launcher-img-");
+// Fresh hosts, not the shared ones (practiceSuite): the file changes n3's MTU, cuts its link, slows it and removes the practice image.
+const dir = practiceSuite(HOSTS, "launcher-img-", { fresh: true });
 const images = path.join(dir, "docker-images");
 const env = { LAUNCHER_DOCKER_IMAGES: images };
 

@@ -6,7 +6,8 @@ import { launcher, launcherContainers, launcherUntil, onHost, slowLinks, variant
 // said nothing when interrupted; Ctrl-C of `up` printed "launcher: launcher: boot of ... failed".
 // 3 hosts: the image goes from n1 to n3 on a slowed link.
 const HOSTS = 3;
-const dir = practiceSuite(HOSTS, "launcher-interrupted-");
+// Fresh hosts, not the shared ones (practiceSuite): the file slows n3's links and removes its practice image.
+const dir = practiceSuite(HOSTS, "launcher-interrupted-", { fresh: true });
 
 describe("interrupted commands say what they left", { concurrency: false }, () => {
   test("Ctrl-C of images push: exit 130, and each node it sent to is said: no partial image", async () => {

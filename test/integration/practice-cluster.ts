@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { after, before } from "node:test";
 import path from "node:path";
@@ -28,16 +28,64 @@ export function seedModel(i: number, bytes: number, repo = "models--practice--ti
 }
 
 /**
+ * `npm run test:rig` sets LAUNCHER_RIG_REUSE=1: its files then share one rig of REUSE_HOSTS hosts,
+ * made by the first file that wants it and reset between files, and every rig of the run gets the
+ * practice image from IMAGE_ARCHIVE (test/rig-suite.ts removes both when the run ends). Unset, as
+ * when a file runs alone, each file makes its hosts and removes them.
+ */
+const REUSE = process.env.LAUNCHER_RIG_REUSE === "1";
+
+/**
+ * Under LAUNCHER_RIG_REUSE=1, the practice engine's image as the run's first rig built it (a
+ * `docker save` of n1's): later rigs load it on each host instead of building and pushing it
+ * again; the files that test `images build` and `push` still do both themselves. Beside RIG_DIR,
+ * not in it: `rig.sh up` and `down` remove RIG_DIR.
+ */
+export const IMAGE_ARCHIVE = `${RIG_DIR}-practice-engine.tar`;
+
+const launcherStep = async (step: string[]): Promise<void> => {
+  const r = await launcher(step, 240_000);
+  if (r.code !== 0) throw new Error(`launcher ${step.join(" ")} failed (${r.code}):\n${r.stderr}`);
+};
+
+/**
  * Makes the practice hosts, then, as a user would: builds the practice engine on the head and
- * pushes it, and copies the practice model from the head to the others.
+ * pushes it (or loads this run's archive of it on each host), and copies the practice model from
+ * the head to the others.
  */
 export async function rigUp(nodes: number): Promise<void> {
   sh([RIG, "up", String(nodes)], `rig up ${nodes}`);
   seedModel(1, 1 << 20);
-  for (const step of [["images", "build", "practice-2x"], ["images", "push", "practice-2x"], ["models", "sync", "practice-2x"]]) {
-    const r = await launcher(step, 240_000);
-    if (r.code !== 0) throw new Error(`launcher ${step.join(" ")} failed (${r.code}):\n${r.stderr}`);
+  const archived = REUSE && existsSync(IMAGE_ARCHIVE);
+  if (archived) await Promise.all(hostIndexes(nodes).map((i) => sshFile(i, ["docker", "load", "--quiet"], { stdin: IMAGE_ARCHIVE })));
+  else for (const step of [["images", "build", "practice-2x"], ["images", "push", "practice-2x"]]) await launcherStep(step);
+  await launcherStep(["models", "sync", "practice-2x"]);
+  if (REUSE && !archived) {
+    // Written aside and renamed: a run killed mid-save leaves no partial archive for the next rig.
+    await sshFile(1, ["docker", "save", "practice-engine:local"], { stdout: `${IMAGE_ARCHIVE}.part` });
+    renameSync(`${IMAGE_ARCHIVE}.part`, IMAGE_ARCHIVE);
   }
+}
+
+const hostIndexes = (n: number): number[] => Array.from({ length: n }, (_, k) => k + 1);
+
+/** `ssh lnch-n<i> COMMAND` with its stdin read from, or its stdout written to, a local file; bounded (4 min). */
+function sshFile(i: number, command: string[], io: { readonly stdin?: string; readonly stdout?: string }): Promise<void> {
+  const input = io.stdin === undefined ? "ignore" : openSync(io.stdin, "r");
+  const output = io.stdout === undefined ? "ignore" : openSync(io.stdout, "w");
+  const child = spawn("ssh", ["-F", path.join(RIG_DIR, "ssh_config"), `lnch-n${i}`, "--", shellJoin(command)], { stdio: [input, output, "pipe"] });
+  // The child has its own copies of the descriptors.
+  for (const fd of [input, output]) if (typeof fd === "number") closeSync(fd);
+  let stderr = "";
+  child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
+  const timer = setTimeout(() => child.kill("SIGKILL"), 240_000);
+  return new Promise((resolve, reject) => {
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      if (code === 0) resolve();
+      else reject(new Error(`ssh lnch-n${i} ${command.join(" ")}: exit ${code}: ${stderr}`));
+    });
+  });
 }
 
 export function rigDown(): void {
@@ -50,7 +98,9 @@ export interface Run {
   readonly stderr: string;
 }
 
-// Benchmarks time the built CLI, as `npx launcher` runs it; tests run the sources.
+// LAUNCHER_USE_DIST=1 runs the built CLI, as `npx launcher` does: benchmarks time it, and
+// `npm run test:rig` (which builds first) saves tsx's start on each of its CLI runs. Unset, as
+// when a file runs alone, the CLI runs from the sources, so it tests the tree as it is now.
 const cliArgs = (): string[] => (process.env.LAUNCHER_USE_DIST === "1" ? [path.resolve("dist/cli/main.js")] : ["--import", import.meta.resolve("tsx"), MAIN]);
 
 // Each test run keeps its own state store, inside the rig's folder.
@@ -229,16 +279,172 @@ export function variant(dir: string, name: string, parent: string, body: string)
   return folder;
 }
 
+/** How a test file uses the practice cluster. */
+export interface SuiteOptions {
+  /**
+   * The file damages its hosts (cuts or slows links, changes the MTU, removes the practice
+   * image) or needs hosts made after its own set-up (a mount their sshd must see): it gets hosts
+   * made for it, removed after it, so the file after it gets fresh hosts too. A reset checks for
+   * such damage too and makes the hosts again if it finds some, but a file should not count on it.
+   */
+  readonly fresh?: boolean;
+}
+
+/** The most hosts a reusing file asks for: one rig of this many serves them all. */
+export const REUSE_HOSTS = 4;
+/** What each host was once the rig was made; inside RIG_DIR, so `rig.sh up` and `down` remove it with the rig. */
+const MADE = path.join(RIG_DIR, "suite-made.json");
+
+/** A host as HOST_STATE reports it. */
+export interface HostState {
+  /** The practice image's ID, or "none". */
+  readonly image: string;
+  readonly containers: number;
+  /** A digest of the home's paths, file sizes and mtimes and link targets (launcher's own cache excepted). */
+  readonly home: string;
+}
+
+/** The rig as it was made: its hosts' states and the paths of each host's home. */
+export interface MadeRig {
+  readonly hosts: number;
+  readonly states: readonly HostState[];
+  readonly paths: readonly (readonly string[])[];
+}
+
+// Runs on a practice host as its user (`bash -c`; its $1 is the mode). `clean` first removes what
+// the rig did not have when it was made: every container and volume, every image but the practice
+// engine's, and every path of the home that is not in the sorted list on stdin (launcher's claims,
+// caches and trust marks there included). Both modes then print the host's state; `look` also
+// lists the home's paths. Contents are not read: a file written since has a new mtime. Files under
+// ~/.cache/launcher/ are left out of the digest: launcher rewrites its own claims file there on every
+// up, and a stale claim is one launcher takes over (src/deploy/claims.ts).
+const HOST_STATE = String.raw`set -u
+export LC_ALL=C
+cd "$HOME" || exit 1
+if [ "$1" = clean ]; then
+  docker ps -aq | xargs -r docker rm -f >/dev/null 2>&1
+  docker volume prune -f >/dev/null 2>&1
+  docker images --format '{{.Repository}}:{{.Tag}}' | grep -vxF -e practice-engine:local -e '<none>:<none>' | xargs -r docker rmi >/dev/null 2>&1
+  docker images -q --filter dangling=true | xargs -r docker rmi -f >/dev/null 2>&1
+  comm -13 /dev/stdin <(find . -mindepth 1 -printf '%P\n' | sort) | xargs -r -d '\n' rm -rf --
+fi
+id=$(docker image inspect -f '{{.Id}}' practice-engine:local 2>/dev/null) || id=""
+[ -n "$id" ] || id=none
+echo "image $id"
+echo "containers $(docker ps -aq | wc -l)"
+echo "home $(find . -mindepth 1 -path ./.cache/launcher -prune -o \( -type l -printf 'l %P %l\n' \) -o \( -type f -printf 'f %P %s %T@\n' \) -o \( -type d -printf 'd %P\n' \) | sort | sha256sum | cut -c1-64)"
+if [ "$1" = look ]; then echo paths; find . -mindepth 1 -printf '%P\n' | sort; fi
+`;
+
+/** HOST_STATE's output: the state, and the home's paths when it listed them. Pure. */
+export function parseHostState(out: string): { state: HostState; paths: string[] } | undefined {
+  const [head, list] = out.split(/^paths\n/m) as [string, string | undefined];
+  const field = (name: string): string | undefined => new RegExp(`^${name} (\\S+)$`, "m").exec(head)?.[1];
+  const [image, containers, home] = [field("image"), field("containers"), field("home")];
+  if (image === undefined || containers === undefined || home === undefined) return undefined;
+  return { state: { image, containers: Number(containers), home }, paths: (list ?? "").split("\n").filter((p) => p !== "") };
+}
+
 /**
- * A test file's practice cluster of `hosts` hosts: made before its first test, and after its last
- * every launcher container stopped, the hosts removed and the file's temp folder (returned) deleted.
+ * Why the rig made as `made` cannot serve a file of `hosts` hosts, its hosts now being `now`
+ * (undefined: not answering) and this machine's side of their links `links` (problems found);
+ * undefined when it can. Pure.
  */
-export function practiceSuite(hosts: number, tmpPrefix: string): string {
+export function whyNotReuse(made: MadeRig | undefined, hosts: number, now: readonly (HostState | undefined)[], links: readonly string[]): string | undefined {
+  if (made === undefined) return "none made for reuse";
+  if (made.hosts < hosts) return `it has ${made.hosts} hosts, not ${hosts}`;
+  if (links.length > 0) return links.join("; ");
+  for (const [i, want] of made.states.entries()) {
+    const got = now[i];
+    if (got === undefined) return `n${i + 1} did not answer`;
+    if (got.image !== want.image) return `n${i + 1}'s practice image is ${got.image}, not ${want.image}`;
+    if (got.containers !== 0) return `n${i + 1} still has ${got.containers} containers`;
+    if (got.home !== want.home) return `n${i + 1}'s home differs from when the rig was made`;
+  }
+  return undefined;
+}
+
+/** Problems of this machine's side of host i's links and of its fabric port: down, slowed, or an MTU other than the rig's. */
+function linkProblems(i: number): string[] {
+  const problems: string[] = [];
+  const run = (argv: string[]): string => spawnSync(argv[0] as string, argv.slice(1), { encoding: "utf8", timeout: 10_000 }).stdout ?? "";
+  for (const dev of [`lnchm${i}`, `lnchf${i}`]) {
+    if (!/state UP/.test(run(["ip", "-o", "link", "show", "dev", dev]))) problems.push(`${dev} is not up`);
+    if (/\b(tbf|netem|htb)\b/.test(run(["tc", "qdisc", "show", "dev", dev]))) problems.push(`${dev} is slowed`);
+  }
+  if (!/mtu 9000 .*state UP/.test(run(["ip", "-n", `lnch-n${i}`, "-o", "link", "show", "dev", "enp1s0f1np1"]))) problems.push(`n${i}'s fabric port is not up at MTU 9000`);
+  return problems;
+}
+
+/** HOST_STATE on host i, bounded; undefined when the host does not answer. */
+async function hostState(i: number, mode: "clean" | "look", paths: readonly string[] = []): Promise<{ state: HostState; paths: string[] } | undefined> {
+  const script = ["bash", "-c", HOST_STATE, "bash", mode];
+  const r = await runLocal("ssh", ["-F", path.join(RIG_DIR, "ssh_config"), `lnch-n${i}`, "--", shellJoin(script)], { timeoutMs: 60_000, stdin: paths.map((p) => `${p}\n`).join("") });
+  return r.code === 0 ? parseHostState(r.stdout) : undefined;
+}
+
+function readMade(): MadeRig | undefined {
+  return existsSync(MADE) ? (JSON.parse(readFileSync(MADE, "utf8")) as MadeRig) : undefined;
+}
+
+/** Resets the shared rig for a file of `hosts` hosts; the reason when it cannot serve it. */
+async function resetRig(hosts: number): Promise<string | undefined> {
+  const made = readMade();
+  if (made === undefined || made.hosts < hosts) return whyNotReuse(made, hosts, [], []);
+  const links = hostIndexes(made.hosts).flatMap(linkProblems);
+  const now = await Promise.all(hostIndexes(made.hosts).map((i) => hostState(i, "clean", made.paths[i - 1]).then((s) => s?.state)));
+  rmSync(STATE_HOME, { recursive: true, force: true });
+  return whyNotReuse(made, hosts, now, links);
+}
+
+/** Makes the shared rig and records what its hosts are. */
+async function makeSharedRig(): Promise<void> {
+  await rigUp(REUSE_HOSTS);
+  const looks = await Promise.all(hostIndexes(REUSE_HOSTS).map((i) => hostState(i, "look")));
+  const made = { hosts: REUSE_HOSTS, states: [] as HostState[], paths: [] as string[][] };
+  for (const [k, look] of looks.entries()) {
+    if (look === undefined) throw new Error(`practice cluster: n${k + 1} did not report its state once made`);
+    made.states.push(look.state);
+    made.paths.push(look.paths);
+  }
+  writeFileSync(MADE, JSON.stringify(made satisfies MadeRig));
+}
+
+/**
+ * Gets the practice cluster ready for a test file of `hosts` hosts: under LAUNCHER_RIG_REUSE=1
+ * (and unless `fresh`), the shared rig reset when it can be, else made; otherwise made for this
+ * file alone. Either way its cluster file names the first `hosts` hosts and the state folder is new.
+ */
+export async function suiteUp(hosts: number, options: SuiteOptions = {}): Promise<void> {
+  if (!REUSE || options.fresh === true || hosts > REUSE_HOSTS) return rigUp(hosts);
+  const why = await resetRig(hosts);
+  if (why !== undefined) {
+    process.stderr.write(`practice cluster: making ${REUSE_HOSTS} hosts to share (not reused: ${why})\n`);
+    await makeSharedRig();
+  }
+  sh([RIG, "cluster", String(hosts)], `rig cluster ${hosts}`);
+}
+
+/**
+ * After a test file: no deployment left, and the hosts removed unless the next file may reuse
+ * them. Under LAUNCHER_RIG_REUSE=1 the next file's reset or `rig.sh down` removes every container
+ * anyway, so `launcher down --all` (a CLI start and an SSH round per host) is left out there.
+ */
+export async function suiteDown(options: SuiteOptions = {}): Promise<void> {
+  if (!REUSE) await launcher(["down", "--all", "--grace", "1"]);
+  if (!REUSE || options.fresh === true) rigDown();
+}
+
+/**
+ * A test file's practice cluster of `hosts` hosts (suiteUp) before its first test, and after its
+ * last every launcher container stopped, the hosts removed or left to reuse (suiteDown) and the
+ * file's temp folder (returned) deleted.
+ */
+export function practiceSuite(hosts: number, tmpPrefix: string, options: SuiteOptions = {}): string {
   const dir = mkdtempSync(path.join(tmpdir(), tmpPrefix));
-  before(() => rigUp(hosts), { timeout: 300_000 });
+  before(() => suiteUp(hosts, options), { timeout: 300_000 });
   after(async () => {
-    await launcher(["down", "--all", "--grace", "1"]);
-    rigDown();
+    await suiteDown(options);
     rmSync(dir, { recursive: true, force: true });
   }, { timeout: 300_000 });
   return dir;

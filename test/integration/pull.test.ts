@@ -26,7 +26,8 @@ after(() => {
   spawnSync("umount", [small]);
   rmSync(small, { recursive: true, force: true });
 });
-const dir = practiceSuite(HOSTS, "launcher-pull-");
+// Fresh hosts, not the shared ones (practiceSuite): its tmpfs must be mounted before the hosts' sshd starts (see above).
+const dir = practiceSuite(HOSTS, "launcher-pull-", { fresh: true });
 const HUB = "launcher-test-hub";
 const ENDPOINT = "http://10.231.0.12:8088";
 const HUB_RATE = 16 << 20;

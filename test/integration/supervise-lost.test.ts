@@ -9,7 +9,8 @@ import { launcher, launcherContainers, ok, onHost, practiceSuite, STATE_HOME, st
 // what the daemon then does: on 2 practice hosts, the management link of one host cut on this
 // machine's side (as test/integration/unreachable.test.ts does), then restored.
 const HOSTS = 2;
-practiceSuite(HOSTS, "launcher-supervise-lost-");
+// Fresh hosts, not the shared ones (practiceSuite): the file cuts management links.
+practiceSuite(HOSTS, "launcher-supervise-lost-", { fresh: true });
 
 /** Cuts (or restores) host i's management link on this machine's side: SSH and HTTP to it go silent. */
 const link = (i: number, state: "up" | "down"): void => {

@@ -11,7 +11,8 @@ import { launcher, launcherProcess, ok, onHost, onHostRun, PRACTICE_REVISION, pr
 // Node to node: images and weights go from n1 to n2..n4 over the fabric, not through this machine.
 const HOSTS = 4;
 const TARGETS = [2, 3, 4];
-const dir = practiceSuite(HOSTS, "launcher-p2p-");
+// Fresh hosts, not the shared ones (practiceSuite): the file cuts n4's fabric link, slows n2's and removes n4's practice image.
+const dir = practiceSuite(HOSTS, "launcher-p2p-", { fresh: true });
 const images = path.join(dir, "docker-images");
 const env = { LAUNCHER_DOCKER_IMAGES: images };
 const HUB = ".cache/practice/huggingface/hub";

@@ -7,7 +7,8 @@ import { launcher, launcherContainers, launcherProcess, onHost, startGateway, va
 // Unreachable nodes, ambiguous targets and what launcher leaves running on the nodes, on a
 // 2-host practice cluster.
 const HOSTS = 2;
-const dir = practiceSuite(HOSTS, "launcher-unreach-");
+// Fresh hosts, not the shared ones (practiceSuite): the file cuts management links.
+const dir = practiceSuite(HOSTS, "launcher-unreach-", { fresh: true });
 
 
 /** Cuts (or restores) host i's management link on this machine's side: SSH and HTTP to it go silent. */

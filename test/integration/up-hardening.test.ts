@@ -10,7 +10,8 @@ import { launcher, launcherContainers, launcherUntil, onHost, slowLinks, variant
 // own boot's containers, a signal heard at any step, "already running" only when it is so, and a
 // hang blamed on the rank that holds the boot up. 4 hosts: a second deployment on n3,n4.
 const HOSTS = 4;
-const dir = practiceSuite(HOSTS, "launcher-up-");
+// Fresh hosts, not the shared ones (practiceSuite): the file slows n3's links and removes its practice image.
+const dir = practiceSuite(HOSTS, "launcher-up-", { fresh: true });
 
 async function downAll(): Promise<void> {
   const r = await launcher(["down", "--all", "--grace", "1"]);

@@ -3,6 +3,7 @@
 # namespace with its own login user, sshd and dockerd.  See test/rig/README.md.
 #
 #   bash test/rig/rig.sh up [N]     # N hosts (default 4, max 8); runs `down` first
+#   bash test/rig/rig.sh cluster N  # cluster.toml of the first N hosts (the others keep running)
 #   bash test/rig/rig.sh down       # remove everything the rig made (safe to repeat)
 #   bash test/rig/rig.sh status     # list hosts and whether sshd/dockerd are alive
 #
@@ -460,16 +461,16 @@ memlock_arg() {
 	if [[ $hard == unlimited ]]; then echo "-1"; else echo "$((hard * 1024))"; fi
 }
 
-write_client_files() { # $1 = N
+# cluster.toml naming the first $1 hosts; hosts past them keep running, unnamed
+# (the suite reuses one rig of many hosts for test files that want fewer)
+write_cluster_file() { # $1 = N
 	local n=$1 i memlock memlock_note=""
 	memlock=$(memlock_arg)
 	if [[ $memlock != -1 ]]; then
 		memlock_note=$'\n'"# memlock: this machine cannot raise RLIMIT_MEMLOCK (no CAP_SYS_RESOURCE), so it is capped at the hard limit ($memlock bytes) instead of -1"
 		log "warning: cannot raise RLIMIT_MEMLOCK here (no CAP_SYS_RESOURCE): cluster.toml uses memlock=$memlock instead of -1"
 	fi
-	: >"$RIG_DIR/known_hosts"
-	: >"$RIG_DIR/ssh_config"
-	cat >"$RIG_DIR/cluster.toml" <<EOF
+	cat >"$RIG_DIR/cluster.toml.new" <<EOF
 # Practice cluster made by test/rig/rig.sh ($n hosts on this machine; not real Sparks).
 name = "practice"
 
@@ -480,6 +481,25 @@ config = "ssh_config"          # relative to this file
 # the practice hosts have no GPUs or InfiniBand devices$memlock_note
 run_args = ["--network", "host", "--ulimit", "memlock=$memlock"]
 EOF
+	for ((i = 1; i <= n; i++)); do
+		cat >>"$RIG_DIR/cluster.toml.new" <<EOF
+
+[[nodes]]
+name = "n$i"
+host = "$P-n$i"
+user = "$(user_of "$i")"
+fabric_ip = "$(fab_ip "$i")"
+fabric_iface = "$FAB_IFACE"
+EOF
+	done
+	# rename(2): a reader sees the old file or the new one, never half of one
+	mv "$RIG_DIR/cluster.toml.new" "$RIG_DIR/cluster.toml"
+}
+
+write_client_files() { # $1 = N
+	local n=$1 i
+	: >"$RIG_DIR/known_hosts"
+	: >"$RIG_DIR/ssh_config"
 	for ((i = 1; i <= n; i++)); do
 		local hd
 		hd=$(host_dir "$i")
@@ -497,16 +517,18 @@ Host $P-n$i
   ConnectTimeout 5
 
 EOF
-		cat >>"$RIG_DIR/cluster.toml" <<EOF
-
-[[nodes]]
-name = "n$i"
-host = "$P-n$i"
-user = "$(user_of "$i")"
-fabric_ip = "$(fab_ip "$i")"
-fabric_iface = "$FAB_IFACE"
-EOF
 	done
+	write_cluster_file "$n"
+}
+
+# `cluster N`: cluster.toml of the first N hosts of a rig that is up (ssh_config keeps them all)
+cmd_cluster() {
+	local n=${1:-} made
+	sanity
+	[[ -f $RIG_DIR/ssh_config ]] || die "no practice cluster in $RIG_DIR (run: $0 up N)"
+	made=$(grep -c '^Host ' "$RIG_DIR/ssh_config")
+	[[ $n =~ ^[0-9]+$ ]] && ((n >= 1 && n <= made)) || die "N must be 1..$made, the hosts this rig has (got '$n')"
+	write_cluster_file "$n"
 }
 
 verify_host() { # $1 = index; prints nothing on success
@@ -570,7 +592,8 @@ cmd_up() {
 
 case ${1:-} in
 up) shift; cmd_up "$@" ;;
+cluster) shift; cmd_cluster "$@" ;;
 down) cmd_down ;;
 status) cmd_status ;;
-*) echo "usage: $0 up [N] | down | status   (env RIG_DIR=$RIG_DIR RIG_PREFIX=$P)" >&2; exit 2 ;;
+*) echo "usage: $0 up [N] | cluster N | down | status   (env RIG_DIR=$RIG_DIR RIG_PREFIX=$P)" >&2; exit 2 ;;
 esac
