@@ -1,30 +1,89 @@
 // Times `launcher up` from start to ready on 1, 2 and 4 practice hosts in one run, with the
 // practice engine's boot delays at zero, and prints the overhead per node count and the 4-to-1
-// ratio; also how long after the engine's ready line launcher noticed it.
-// Run as root: npx tsx bench/up.ts     (targets: <= 1.5 s at 4 nodes, 4-node <= 1.3 x 1-node)
+// ratio; also how long after the engine's ready line launcher noticed it. Each up runs with
+// --trace, and the trace of the median 4-node up is printed (where launcher's own time goes).
+// Run as root: npx tsx bench/up.ts [--rounds N] [--baseline DIR]     (rounds default 3)
+// Targets (issue 26): overhead <= 1.0 s at 4 nodes, 4-node <= 1.3 x 1-node, ready line to up's return <= 200 ms.
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { launcher, onHost, rigDown, rigUp, variant } from "../test/integration/practice-cluster.js";
+import { parseArgs } from "node:util";
+import { launcher, launcherProcess, onHost, rigDown, rigUp, variant } from "../test/integration/practice-cluster.js";
+import { formatTrace, type TraceRecord } from "../src/deploy/trace.js";
 
-const ROUNDS = 3;
+// `--baseline DIR`: a checkout of another commit with node_modules (e.g. `git archive HEAD`): its
+// built CLI runs the same ups in the same rounds, each pair in alternating order, so that the two
+// columns share the machine's load (timings on a shared 2-core machine drift by 50 % between runs).
+const { values } = parseArgs({ options: { baseline: { type: "string" }, rounds: { type: "string", default: process.env.BENCH_ROUNDS ?? "3" } } });
+const ROUNDS = Number(values.rounds);
 process.env.LAUNCHER_USE_DIST = "1";
 spawnSync("npm", ["run", "build"], { stdio: "ignore" });
+if (values.baseline !== undefined) spawnSync("npm", ["run", "build"], { stdio: "ignore", cwd: values.baseline });
 const FAST = `PRACTICE_PHASE_DELAY_MS = "0"\nPRACTICE_LOAD_DELAY_MS = "0"\n`;
 const dir = mkdtempSync(path.join(tmpdir(), "launcher-bench-"));
 
-async function timeUp(recipe: string, nodes: number): Promise<{ total: number; notice: number; engine: number }> {
+interface Timed {
+  total: number;
+  notice: number;
+  engine: number;
+  trace?: TraceRecord;
+}
+
+/** One CLI: this tree's build (traced), or the baseline's (its own flags only). */
+interface Cli {
+  readonly name: string;
+  run(args: string[]): Promise<{ code: number | null; stderr: string }>;
+  readonly trace: boolean;
+}
+
+const thisTree: Cli = { name: "this tree", run: (args) => launcher(args), trace: true };
+function baselineCli(root: string): Cli {
+  const main = path.join(root, "dist/cli/main.js");
+  const run = (args: string[]): Promise<{ code: number | null; stderr: string }> =>
+    new Promise((resolve) => {
+      const child = launcherProcess(args, {}, undefined, main);
+      let stderr = "";
+      child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+      child.stdout.resume();
+      const timer = setTimeout(() => child.kill("SIGKILL"), 120_000);
+      child.on("close", (code) => {
+        clearTimeout(timer);
+        resolve({ code, stderr });
+      });
+    });
+  return { name: `baseline ${path.basename(root)}`, run, trace: false };
+}
+
+async function timeUp(cli: Cli, recipe: string, nodes: number): Promise<Timed> {
   const start = Date.now();
-  const r = await launcher(["up", recipe, "--json"]);
+  const r = await cli.run(["up", recipe, "--json", ...(cli.trace ? ["--trace"] : [])]);
   const end = Date.now();
-  if (r.code !== 0) throw new Error(`up failed on ${nodes} nodes:\n${r.stderr}`);
+  if (r.code !== 0) throw new Error(`up (${cli.name}) failed on ${nodes} nodes:\n${r.stderr}`);
   const log = onHost(1, ["sh", "-c", "docker logs --timestamps $(docker ps -q --filter label=launcher.rank=0) 2>&1"]).split("\n");
   const at = (line: string | undefined): number => Date.parse(line?.split(" ")[0] ?? "");
   const readyAt = at(log.find((l) => l.includes("Application startup complete")));
   const firstAt = at(log[0]);
   await launcher(["down", "--all", "--grace", "1"]);
-  return { total: (end - start) / 1000, notice: (end - readyAt) / 1000, engine: (readyAt - firstAt) / 1000 };
+  const line = r.stderr.split("\n").find((l) => l.startsWith('{"trace":'));
+  const trace = line === undefined ? undefined : (JSON.parse(line) as { trace: TraceRecord }).trace;
+  return { total: (end - start) / 1000, notice: (end - readyAt) / 1000, engine: (readyAt - firstAt) / 1000, ...(trace === undefined ? {} : { trace }) };
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+
+/** The figures of one CLI's ups, against the targets. */
+function report(cli: Cli, runs: Map<number, Timed[]>): void {
+  const of = (nodes: number, pick: (t: Timed) => number): number => median((runs.get(nodes) ?? []).map(pick));
+  console.log(`${cli.name}:`);
+  for (const nodes of runs.keys()) {
+    const total = of(nodes, (t) => t.total);
+    const own = of(nodes, (t) => t.engine);
+    console.log(`  ${nodes} node${nodes === 1 ? " " : "s"}: ${total.toFixed(2)} s; the head engine's own boot ${own.toFixed(2)} s; launcher overhead ${(total - own).toFixed(2)} s (target <= 1.0 s at 4)`);
+  }
+  console.log(`  4-to-1 ratio: ${(of(4, (t) => t.total) / of(1, (t) => t.total)).toFixed(2)}x (target <= 1.3)`);
+  const notices = [...runs.values()].flat().map((t) => t.notice);
+  console.log(`  ready line to up returning: median ${median(notices).toFixed(3)} s, max ${Math.max(...notices).toFixed(3)} s (target <= 0.200 s; includes the readiness chat request and process exit)`);
 }
 
 try {
@@ -36,27 +95,26 @@ try {
     [2, variant(dir, "bench-2x", "practice-2x", `[env]\n${FAST}`)],
     [4, variant(dir, "bench-4x", "practice-4x", `[env]\n${FAST}`)],
   ];
-  const results = new Map<number, number[]>();
-  const notices: number[] = [];
-  const engine = new Map<number, number[]>();
+  const clis = [thisTree, ...(values.baseline === undefined ? [] : [baselineCli(path.resolve(values.baseline))])];
+  const results = new Map<Cli, Map<number, Timed[]>>(clis.map((c) => [c, new Map()]));
   for (let round = 0; round < ROUNDS; round++) {
     for (const [nodes, recipe] of recipes) {
-      const t = await timeUp(recipe, nodes);
-      (results.get(nodes) ?? results.set(nodes, []).get(nodes))?.push(t.total);
-      notices.push(t.notice);
-      (engine.get(nodes) ?? engine.set(nodes, []).get(nodes))?.push(t.engine);
+      // Each pair in the other order each round: neither column always runs on a warmer machine.
+      for (const cli of round % 2 === 0 ? clis : [...clis].reverse()) {
+        const runs = results.get(cli) as Map<number, Timed[]>;
+        (runs.get(nodes) ?? runs.set(nodes, []).get(nodes))?.push(await timeUp(cli, recipe, nodes));
+      }
     }
   }
-  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
-  console.log(`launcher up, start to ready, median of ${ROUNDS} (engine boot delays 0)`);
-  for (const [nodes, times] of results) {
-    const own = median(engine.get(nodes) ?? []);
-    console.log(`  ${nodes} node${nodes === 1 ? " " : "s"}: ${median(times).toFixed(2)} s; the head engine's own boot ${own.toFixed(2)} s; launcher overhead ${(median(times) - own).toFixed(2)} s (target <= 1.5 s at 4)`);
+  console.log(`launcher up, start to ready, median of ${ROUNDS} (engine boot delays 0; node ${process.version})`);
+  for (const cli of clis) report(cli, results.get(cli) as Map<number, Timed[]>);
+  if (clis.length > 1) {
+    const total = (cli: Cli, nodes: number): number => median((results.get(cli)?.get(nodes) ?? []).map((t) => t.total));
+    console.log(`  this tree / baseline, start to ready: ${[1, 2, 4].map((n) => `${n} node${n === 1 ? "" : "s"} ${(total(thisTree, n) / total(clis[1] as Cli, n)).toFixed(2)}x`).join(", ")}`);
   }
-  const one = median(results.get(1) ?? []);
-  const four = median(results.get(4) ?? []);
-  console.log(`  4-to-1 ratio: ${(four / one).toFixed(2)}x (target <= 1.3)`);
-  console.log(`  ready line to up returning: median ${median(notices).toFixed(3)} s, max ${Math.max(...notices).toFixed(3)} s (includes the readiness chat request and process exit)`);
+  const fours = [...(results.get(thisTree)?.get(4) ?? [])].sort((a, b) => a.total - b.total);
+  const mid = fours[Math.floor(fours.length / 2)];
+  if (mid?.trace !== undefined) console.log(`the median 4-node up's ${formatTrace(mid.trace).join("\n")}`);
 } finally {
   rigDown();
   rmSync(dir, { recursive: true, force: true });

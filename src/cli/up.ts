@@ -32,6 +32,7 @@ export interface UpFlags extends PlanFlags {
   detach?: boolean;
   daemon?: string;
   restart?: string;
+  trace?: boolean;
 }
 
 /** A command line's `up`, checked, planned and ready to run wherever it runs (this process or the daemon). */
@@ -41,6 +42,8 @@ export interface PreparedUp {
   /** Planned before any node is touched, so that a recipe error comes first. */
   readonly first: Plan;
   readonly plan: Planner;
+  /** `plan` without its words (the recipe's warnings are said once, by `plan`). */
+  readonly quietPlan: Planner;
   readonly timeoutMs: number;
   readonly drainMs: number;
   readonly push: boolean;
@@ -76,11 +79,13 @@ export function prepareUp(s: UpSubmission, io: Output, daemon?: DaemonScope, cal
     ...(s.name === undefined ? {} : { name: s.name }),
     ...(s.nodes === undefined ? {} : { nodes: s.nodes }),
   };
-  const plan: Planner = (nodes, c, gaps) => planFromFlags(s.ref, nodes === undefined ? flags : { ...flags, nodes: nodes.join(",") }, io, c, gaps, recipes);
+  const planWith = (out: Output): Planner => (nodes, c, gaps) => planFromFlags(s.ref, nodes === undefined ? flags : { ...flags, nodes: nodes.join(",") }, out, c, gaps, recipes);
+  const plan = planWith(io);
   // Planning first: a recipe error is reported before any node or lock is touched.
   const first = plan(undefined, cluster, "ignore");
   const request: UpRequest = { ref: s.ref, ...flags };
-  return { request, cluster, first, plan, timeoutMs, drainMs, push: s.push !== false, dropCaches: s.drop_caches === true, leaseMs };
+  const quietPlan = planWith({ ...io, warn: () => undefined, diagnostics: () => undefined });
+  return { request, cluster, first, plan, quietPlan, timeoutMs, drainMs, push: s.push !== false, dropCaches: s.drop_caches === true, leaseMs };
 }
 
 /** The use case's host: its words go out as events through `emit`. */
@@ -88,6 +93,7 @@ export function upHost(p: PreparedUp, store: StateStore, emit: (e: UpEvent) => v
   return {
     ...(detach === undefined ? {} : { detach }),
     plan: p.plan,
+    planQuietly: p.quietPlan,
     store,
     say: (text) => emit({ type: "say", text, t: Date.now() }),
     progress: progressEvents(emit, Date.now),
@@ -166,6 +172,7 @@ export async function runUp(ref: string, flags: UpFlags, io: Output): Promise<vo
   const daemon = findDaemon(flags.daemon);
   if (daemon !== undefined) {
     // Through the daemon: a signal, a closed terminal or a lost connection only detaches.
+    if (flags.trace === true) throw new UserError("up --trace traces a boot run by this process, and this one would run in the daemon", "pass --daemon none to run it here with its trace");
     const sent = forTheDaemon(submission, daemon);
     await watchBoot(daemon, io, flags.json === true, flags.detach === true, (onEvent, signal) => submitBoot(daemon, sent, onEvent, signal));
     return;
@@ -173,7 +180,8 @@ export async function runUp(ref: string, flags: UpFlags, io: Output): Promise<vo
   if (flags.detach) throw new UserError("up --detach needs a daemon to run the boot: none is configured or running here", RUN_A_DAEMON);
   // From the first instant: a signal at any step (detection, locks, push, preflight, starts,
   // watch, swap) is heard, ends the command with 130/143/129 and rolls back what it started.
-  await withInterrupts((signal) => upHere(submission, flags.json === true, io, signal));
+  const trace = flags.trace === true ? new (await import("../deploy/trace.js")).Trace(() => performance.now()) : undefined;
+  await withInterrupts((signal) => upHere(submission, flags.json === true, io, signal, trace));
 }
 
 /**
@@ -184,14 +192,15 @@ export const GUARD_STOPS_AT_READY = (deployment: string): string =>
   `launcher: the memory guard stopped watching ${deployment} at ready (this up runs without a daemon); \`launcher serve\` watching this cluster keeps guarding its memory until down`;
 
 /** The boot in this process: it lives and dies with it (a signal rolls it back). */
-async function upHere(submission: UpSubmission, json: boolean, io: Output, signal: AbortSignal): Promise<void> {
+async function upHere(submission: UpSubmission, json: boolean, io: Output, signal: AbortSignal, trace?: TraceOfUp): Promise<void> {
   const prepared = prepareUp(submission, io);
   const view = new BootView(io, process.stderr);
   const emit = (e: UpEvent): void => view.show(e);
   emit(acceptedEvent(prepared));
   const store = openStore();
   try {
-    const outcome = await upUseCase(prepared.request, prepared.cluster, prepared.first, upHost(prepared, store, emit, signal));
+    const run = (): Promise<UpOutcome> => upUseCase(prepared.request, prepared.cluster, prepared.first, upHost(prepared, store, emit, signal));
+    const outcome = trace === undefined ? await run() : await (await import("../deploy/trace.js")).runTraced(trace, run);
     if (outcome.status === "ready") emit({ type: "say", text: GUARD_STOPS_AT_READY(outcome.deployment), t: Date.now() });
     emit({ type: "result", outcome, t: Date.now() });
   } catch (e) {
@@ -204,9 +213,19 @@ async function upHere(submission: UpSubmission, json: boolean, io: Output, signa
   } finally {
     view.close();
     store.close();
+    if (trace !== undefined) await showTrace(trace.record(), json);
   }
   view.finish(json);
 }
+
+/** The trace on stderr, after the boot's own lines: a table, or with --json one JSON line ({"trace": ...}). */
+async function showTrace(record: TraceRecord, json: boolean): Promise<void> {
+  const { formatTrace } = await import("../deploy/trace.js");
+  process.stderr.write(json ? `${JSON.stringify({ trace: record })}\n` : `${formatTrace(record).join("\n")}\n`);
+}
+type TraceOfUp = import("../deploy/trace.js").Trace;
+type TraceRecord = import("../deploy/trace.js").TraceRecord;
+type UpOutcome = import("../deploy/up-use-case.js").UpOutcome;
 
 export function registerUp(program: Command, io: Output): void {
   program
@@ -224,6 +243,7 @@ export function registerUp(program: Command, io: Output): void {
     .option("--no-push", "fail instead of sending the image to nodes that lack it or hold another build")
     .option("--drop-caches", "free the page cache on the nodes before the memory fit check (as root or with sudo without a password)")
     .option("--detach", "through a daemon: return once the boot is accepted, printing the deployment's name")
+    .option("--trace", "print a timed trace of this up on stderr (each phase, check and SSH round trip; one JSON line with --json)")
     .addOption(daemonOption())
     .addOption(jsonOption("print the result as JSON")).addOption(outputOption())
     .action((ref: string, opts: UpFlags) => runUp(ref, opts, io));

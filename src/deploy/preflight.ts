@@ -1,12 +1,13 @@
+import { randomBytes } from "node:crypto";
 import { connect } from "node:net";
-import { RemoteError, UserError } from "../config/errors.js";
-import type { Plan } from "../plan/plan.js";
+import { UserError } from "../config/errors.js";
+import type { NodeSpec, Plan } from "../plan/plan.js";
 import type { Recipe } from "../recipe/recipe.js";
-import type { ContainerInfo } from "../remote/docker.js";
+import { LIST_SCRIPT, type ContainerInfo, type DockerClient } from "../remote/docker.js";
 import { DEPLOYMENT_LABEL } from "./contract.js";
-import { UnreachableError } from "../remote/transport.js";
+import { outputTail, unreachable, type ExecResult } from "../remote/transport.js";
 import { dockerOf, type ClusterSession } from "./session.js";
-import { weightsReport } from "./models.js";
+import { weightsReport, type NodeWeights } from "./models.js";
 import { shortId } from "./images.js";
 import { weightsLocation } from "../plan/weights.js";
 import { abortable } from "./abort.js";
@@ -16,6 +17,7 @@ import { checkImage, type ImageCheck } from "./image-check.js";
 import { fitDeployment, fitProblems, fitText, type FitReport } from "./fit.js";
 import { parseMeminfo, type Meminfo } from "./meminfo.js";
 import { floorProblem, nodeFloorGiB } from "./memory-watch.js";
+import { traced } from "./trace.js";
 
 // Read-only mounts are data that must exist; the others are caches, created on first boot.
 const MOUNT_SCRIPT = `missing=""
@@ -56,16 +58,144 @@ export function missingImage(recipe: Pick<Recipe, "id" | "docker_image" | "docke
 /**
  * Checks every node in parallel before any container starts; every problem names its node.
  * Deployments in `replacing` are about to be stopped for this one: their nodes count as free.
- * An interrupt ends it at once (it starts nothing that would need undoing).
+ * An interrupt ends it at once (it starts nothing that would need undoing). `readings`: what
+ * readPlanNodes already read of the nodes (started early, alongside other checks); none: read now.
  */
-export function preflight(plan: Plan, session: ClusterSession, signal: AbortSignal, replacing: ReadonlySet<string> = new Set()): Promise<PreflightResult> {
-  return abortable(checkNodes(plan, session, replacing, signal), signal, `during the preflight of ${plan.deployment}; no container was started`);
+export function preflight(plan: Plan, session: ClusterSession, signal: AbortSignal, replacing: ReadonlySet<string> = new Set(), readings?: Promise<PlanReadings>): Promise<PreflightResult> {
+  const work = (readings ?? readPlanNodes(plan, session, signal).all).then((read) => checkNodes(plan, session, replacing, signal, read));
+  return abortable(work, signal, `during the preflight of ${plan.deployment}; no container was started`);
 }
 
 /** What the image check read, and the memory fit of every node (its arithmetic printed by up). */
 export type PreflightResult = Omit<ImageCheck, "problems"> & { readonly fit?: FitReport };
 
-async function checkNodes(plan: Plan, session: ClusterSession, replacing: ReadonlySet<string>, signal: AbortSignal): Promise<PreflightResult> {
+/** One node's answers to the preflight's questions, or why it gave none. */
+export type NodeReading =
+  | { readonly node: string; readonly problem: string }
+  | { readonly node: string; readonly imageId: string | undefined; readonly containers: readonly ContainerInfo[]; readonly mounts: ExecResult; readonly meminfo: string };
+
+/** What the preflight reads of the plan's nodes: each node's answers, and the weights on those that answered. */
+export interface PlanReadings {
+  readonly nodes: ReadonlyMap<string, NodeReading>;
+  readonly weights: readonly NodeWeights[];
+}
+
+/** readPlanNodes under way: the nodes' answers (what the push decides on) come before the weights. */
+export interface PendingReadings {
+  readonly nodes: Promise<ReadonlyMap<string, NodeReading>>;
+  readonly all: Promise<PlanReadings>;
+}
+
+// Every question of the preflight to one node in ONE SSH round trip, asked at once on the node: the
+// image's ID, the launcher containers (LIST_SCRIPT: its `docker ps` failing is Docker not answering,
+// as `docker version` said before, one docker CLI process fewer), the mount paths (MOUNT_SCRIPT)
+// and /proc/meminfo. Each part's exit status, stdout and stderr come back
+// behind a line starting with a random nonce that no output can predict (parsed by readSections).
+const READ_SCRIPT = `nonce=$1 image=$2 label=$3 list=$4 mounts=$5; shift 5
+d=$(mktemp -d) || exit 98
+trap 'rm -rf "$d"' EXIT
+part() { name=$1; shift; { "$@" >"$d/$name.out" 2>"$d/$name.err"; echo "$?" >"$d/$name.code"; } & }
+part image docker image inspect --format '{{.Id}}' -- "$image"
+part containers sh -c "$list" sh "$label"
+part mounts sh -c "$mounts" sh "$@"
+part meminfo cat /proc/meminfo
+wait
+for name in image containers mounts meminfo; do
+  printf '%s %s %s\n' "$nonce" "$name" "$(cat "$d/$name.code" 2>/dev/null || echo 99)"
+  cat "$d/$name.out" 2>/dev/null
+  printf '\n%s err\n' "$nonce"
+  cat "$d/$name.err" 2>/dev/null
+  printf '\n'
+done`;
+// The parts READ_SCRIPT prints, in its order.
+const PARTS = ["image", "containers", "mounts", "meminfo"] as const;
+const READ_TIMEOUT_MS = 20_000;
+
+/**
+ * The parts of READ_SCRIPT's output by name, each as the command's own result. A part missing
+ * (the script cut short) is absent. Pure: tested with outputs that forge a marker without the nonce.
+ */
+export function readSections(stdout: string, nonce: string): Map<string, ExecResult> {
+  const parts = new Map<string, ExecResult>();
+  let at: { name: string; code: number; out: string[]; err: string[] | undefined } | undefined;
+  const end = (): void => {
+    if (at?.err !== undefined) parts.set(at.name, { code: at.code, stdout: at.out.join("\n"), stderr: at.err.join("\n") });
+  };
+  // The output's last newline ends the last part's stderr line (the script's own printf).
+  for (const line of stdout.replace(/\n$/, "").split("\n")) {
+    const head = line.startsWith(`${nonce} `) ? line.slice(nonce.length + 1).split(" ") : undefined;
+    if (head !== undefined && head.length === 2 && /^\d+$/.test(head[1] ?? "")) {
+      end();
+      at = { name: head[0] ?? "", code: Number(head[1]), out: [], err: undefined };
+    } else if (head !== undefined && head.length === 1 && head[0] === "err" && at !== undefined && at.err === undefined) at.err = [];
+    else if (at !== undefined) (at.err ?? at.out).push(line);
+  }
+  end();
+  return parts;
+}
+
+/** One node's answers, in one round trip (READ_SCRIPT); a node that cannot answer says why, as the checks word it. */
+async function readNode(spec: NodeSpec, docker: DockerClient, signal: AbortSignal): Promise<NodeReading> {
+  const nonce = randomBytes(16).toString("hex");
+  const mounts = spec.mounts.map((m) => `${m.read_only ? "ro" : "rw"}:${m.host}`);
+  const r = await docker.transport.exec(["sh", "-c", READ_SCRIPT, "sh", nonce, spec.image, DEPLOYMENT_LABEL, LIST_SCRIPT, MOUNT_SCRIPT, ...mounts], { timeoutMs: READ_TIMEOUT_MS, signal });
+  const lost = unreachable(docker.transport, r);
+  if (lost !== undefined) return { node: spec.node, problem: `${spec.node} (${spec.host}): SSH unreachable: ${(lost.detail ?? "").split("\n").slice(-2).join(" ").trim()}` };
+  const parts = readSections(r.stdout, nonce);
+  const listed = parts.get("containers");
+  const missing = PARTS.filter((p) => !parts.has(p));
+  // docker ps printed nothing and failed: the daemon did not answer (LIST_SCRIPT, DockerClient.listing).
+  if (listed === undefined || (listed.code !== 0 && listed.stdout.trim() === "") || missing.length > 0) {
+    const detail = listed === undefined || listed.code === 0 ? outputTail(r) || `the node's answer lacked ${missing.join(", ")} (exit ${r.code})` : outputTail(listed);
+    return { node: spec.node, problem: `${spec.node} (${spec.host}): Docker unreachable: ${detail.split("\n").slice(-2).join(" ").trim()}` };
+  }
+  const part = (name: (typeof PARTS)[number]): ExecResult => parts.get(name) as ExecResult;
+  const image = part("image");
+  return { node: spec.node, imageId: image.code === 0 ? image.stdout.trim() : undefined, containers: docker.listing(listed), mounts: part("mounts"), meminfo: part("meminfo").stdout };
+}
+
+/**
+ * Reads every node of the plan at once, one round trip each, and the weights on them alongside (a
+ * round trip of its own, models.ts's): read-only, so up starts it before it knows whether the
+ * same deployment already runs, and overlaps it with that look.
+ */
+export function readPlanNodes(plan: Plan, session: ClusterSession, signal: AbortSignal): PendingReadings {
+  const all = session.cluster.nodes.filter((n) => plan.nodes.some((s) => s.node === n.name));
+  const located = all.every((n) => weightsLocation(plan.recipe, n) !== undefined);
+  // Asked of every node at once; kept only when every node answered (else asked again of those that did).
+  const early = located ? traced("weights report", undefined, () => weightsReport(plan.recipe, session, all, signal)) : undefined;
+  early?.catch(() => undefined);
+  const nodes = Promise.all(plan.nodes.map((spec) => readNode(spec, dockerOf(session, spec.node), signal))).then((read) => new Map(read.map((r) => [r.node, r])));
+  const withWeights = async (answers: ReadonlyMap<string, NodeReading>): Promise<PlanReadings> => {
+    const answered = all.filter((n) => { const r = answers.get(n.name); return r !== undefined && !("problem" in r); });
+    // The snapshot's size on each node is the weights' part of the memory fit.
+    const weights = !located ? [] : answered.length === all.length && early !== undefined ? await early : await traced("weights report", undefined, () => weightsReport(plan.recipe, session, answered, signal));
+    return { nodes: answers, weights };
+  };
+  const whole = nodes.then(withWeights);
+  nodes.catch(() => undefined);
+  whole.catch(() => undefined);
+  return { nodes, all: whole };
+}
+
+/** What readPlanNodes asks of a plan: two plans of one key get the same answers. */
+export const readsKey = (plan: Plan): string =>
+  JSON.stringify([plan.recipe_hash, plan.nodes.map((n) => [n.node, n.host, n.image, n.mounts.map((m) => [m.host, m.read_only])])]);
+
+/**
+ * Whether what the nodes hold of the image leaves anything for the push (ensureImage) to do: every
+ * node answered and not all hold one same ID. A node that did not answer is the preflight's to report.
+ */
+export function imageUnsettled(nodes: ReadonlyMap<string, NodeReading>): boolean {
+  const ids = new Set<string | undefined>();
+  for (const r of nodes.values()) {
+    if ("problem" in r) return false;
+    ids.add(r.imageId);
+  }
+  return ids.size > 1 || ids.has(undefined);
+}
+
+async function checkNodes(plan: Plan, session: ClusterSession, replacing: ReadonlySet<string>, signal: AbortSignal, read: PlanReadings): Promise<PreflightResult> {
   const problems: string[] = [];
   const imageIds = new Map<string, string | undefined>();
   const existing: ContainerInfo[] = [];
@@ -73,48 +203,37 @@ async function checkNodes(plan: Plan, session: ClusterSession, replacing: Readon
   const meminfo = new Map<string, Meminfo>();
   const freedFirst = new Set<string>();
   let headReplaced = false;
-  await Promise.all(
-    plan.nodes.map(async (spec) => {
-      const docker = dockerOf(session, spec.node);
-      try {
-        await docker.serverVersion();
-      } catch (e) {
-        const detail = e instanceof RemoteError ? (e.detail ?? "") : String(e);
-        const ssh = e instanceof UnreachableError;
-        problems.push(`${spec.node} (${spec.host}): ${ssh ? "SSH unreachable" : "Docker unreachable"}: ${detail.split("\n").slice(-2).join(" ").trim()}`);
-        return;
+  for (const spec of plan.nodes) {
+    const reading = read.nodes.get(spec.node);
+    if (reading === undefined) continue;
+    if ("problem" in reading) {
+      problems.push(reading.problem);
+      continue;
+    }
+    const { imageId: id, containers, mounts, meminfo: mem } = reading;
+    const parsed = parseMeminfo(mem);
+    if (parsed.ok) meminfo.set(spec.node, parsed.meminfo);
+    const floor = parsed.ok ? floorProblem(spec.node, nodeFloorGiB(session.cluster, spec.node), parsed.meminfo.totalKiB) : undefined;
+    if (floor !== undefined) problems.push(floor);
+    imageIds.set(spec.node, id);
+    if (mounts.code !== 0) problems.push(`${spec.node}: mount paths missing on the node:${mounts.stdout.trim() ? ` ${mounts.stdout.trim()}` : ` ${mounts.stderr.trim()}`}`);
+    for (const c of containers) {
+      const name = c.labels[DEPLOYMENT_LABEL] ?? "?";
+      if (replacing.has(name)) {
+        headReplaced ||= spec.rank === 0;
+        freedFirst.add(spec.node);
       }
-      const [id, containers, mounts, mem] = await Promise.all([
-        docker.imageId(spec.image),
-        docker.containers(DEPLOYMENT_LABEL),
-        docker.transport.exec(["sh", "-c", MOUNT_SCRIPT, "sh", ...spec.mounts.map((m) => `${m.read_only ? "ro" : "rw"}:${m.host}`)], { timeoutMs: 20_000, signal }),
-        docker.transport.exec(["cat", "/proc/meminfo"], { timeoutMs: 20_000, signal }),
-      ]);
-      const read = parseMeminfo(mem.stdout);
-      if (read.ok) meminfo.set(spec.node, read.meminfo);
-      const floor = read.ok ? floorProblem(spec.node, nodeFloorGiB(session.cluster, spec.node), read.meminfo.totalKiB) : undefined;
-      if (floor !== undefined) problems.push(floor);
-      imageIds.set(spec.node, id);
-      if (mounts.code !== 0) problems.push(`${spec.node}: mount paths missing on the node:${mounts.stdout.trim() ? ` ${mounts.stdout.trim()}` : ` ${mounts.stderr.trim()}`}`);
-      for (const c of containers) {
-        const name = c.labels[DEPLOYMENT_LABEL] ?? "?";
-        if (replacing.has(name)) {
-          headReplaced ||= spec.rank === 0;
-          freedFirst.add(spec.node);
-        }
-        else if (name === plan.deployment) {
-          // `up` refused an existing one before; this one appeared since (another launcher).
-          existing.push(c);
-          problems.push(`${spec.node}: deployment ${name} already has a container here (${c.name}, ${c.state}): pick another name (--name OTHER) or stop it (launcher down ${name})`);
-        }
-        else if (c.running) (held.get(name) ?? held.set(name, new Set()).get(name))?.add(spec.node);
+      else if (name === plan.deployment) {
+        // `up` refused an existing one before; this one appeared since (another launcher).
+        existing.push(c);
+        problems.push(`${spec.node}: deployment ${name} already has a container here (${c.name}, ${c.state}): pick another name (--name OTHER) or stop it (launcher down ${name})`);
       }
-    }),
-  );
-  // With HF_HUB_OFFLINE=1 the engine cannot fetch what is missing: find out now, not at minute 20.
+      else if (c.running) (held.get(name) ?? held.set(name, new Set()).get(name))?.add(spec.node);
+    }
+  }
   const planNodes = session.cluster.nodes.filter((n) => plan.nodes.some((s) => s.node === n.name) && imageIds.has(n.name));
-  // The snapshot's size on each node is the weights' part of the memory fit.
-  const weights = planNodes.every((n) => weightsLocation(plan.recipe, n) !== undefined) ? await weightsReport(plan.recipe, session, planNodes, signal) : [];
+  const weights = read.weights;
+  // With HF_HUB_OFFLINE=1 the engine cannot fetch what is missing: find out now, not at minute 20.
   if (planNodes.some((n) => weightsLocation(plan.recipe, n)?.offline)) {
     for (const w of weights) {
       if (!w.present) problems.push(`${w.node}: model ${plan.recipe.model} is not in its Hugging Face cache (looked in ${w.path}: ${w.reason ?? "?"}); HF_HUB_OFFLINE=1 forbids a download: launcher models sync ${plan.recipe.id}`);
@@ -150,13 +269,13 @@ async function checkNodes(plan: Plan, session: ClusterSession, replacing: Readon
   let image: ImageCheck = { problems: [] };
   const [onlyId] = ids;
   if (head !== undefined && ids.size === 1 && missing.length === 0 && onlyId !== undefined) {
-    image = await checkImage(plan, dockerOf(session, head.node), onlyId, session.images, signal);
+    image = await traced("image contract", head.node, () => checkImage(plan, dockerOf(session, head.node), onlyId, session.images, signal));
     problems.push(...image.problems);
   }
   // A port held by one of our own deployments is already reported above.
   if (head !== undefined && existing.length === 0 && held.size === 0 && !headReplaced) {
     const host = new URL(plan.endpoint).hostname;
-    if (await portInUse(host, plan.api_port)) problems.push(`${head.node}: API port ${plan.api_port} is already in use on ${host}: free it or pass --port`);
+    if (await traced("API port free", undefined, () => portInUse(host, plan.api_port))) problems.push(`${head.node}: API port ${plan.api_port} is already in use on ${host}: free it or pass --port`);
   }
   if (problems.length > 0) {
     throw new UserError(`preflight failed for ${plan.deployment}; no container was started:\n${problems.map((p) => `  - ${p}`).join("\n")}`);

@@ -1,6 +1,14 @@
 import { engineAuthHeaders } from "../gateway/headers.js";
 
 /**
+ * How long to wait before asking again after the n-th answer that was not ready yet (0: the
+ * first): 20 ms, doubling, at most 200 ms. The API usually comes up within moments of the line
+ * that woke the check, so the first retries are soon; a slow one is not asked more than 5 times a
+ * second. The head's log saying its API is up wakes the wait sooner (src/deploy/up.ts).
+ */
+export const readyRetryMs = (n: number): number => Math.min(200, 20 * 2 ** Math.min(n, 4));
+
+/**
  * Ready means: the engine's health path (its adapter's) answers 200 and one streamed chat
  * completion returns a token. `apiKey`: the key the engine demands (its /v1 routes answer 401
  * without it).

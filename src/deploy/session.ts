@@ -5,6 +5,7 @@ import { defaultHome } from "../cluster/parse.js";
 import { DockerClient } from "../remote/docker.js";
 import { resolveSshDestination, sshTransport } from "../remote/ssh.js";
 import type { ImageFactsCache } from "./image-check.js";
+import { tracedTransport } from "./trace.js";
 
 export interface ClusterSession {
   readonly cluster: Cluster;
@@ -93,7 +94,7 @@ async function withAddressIp(head: ClusterNode): Promise<ClusterNode> {
 export async function openSession(cluster: Cluster): Promise<ClusterSession> {
   const enriched = await withSshDefaults(cluster);
   const nodes = enriched.nodes;
-  const docker = new Map(nodes.map((n) => [n.name, new DockerClient(sshTransport(n, cluster.ssh))]));
+  const docker = new Map(nodes.map((n) => [n.name, new DockerClient(tracedTransport(sshTransport(n, cluster.ssh)))]));
   return { cluster: enriched, docker };
 }
 

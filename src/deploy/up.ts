@@ -4,14 +4,15 @@ import { advanceBoot, INITIAL_BOOT, splitTimestamp, timeMs, type BootState } fro
 import { failureHint, warningNote } from "../engine/explain.js";
 import { adapterOf } from "../engine/registry.js";
 import type { NodeSpec, Plan } from "../plan/plan.js";
-import { dropCaches, preflight, sameNameOnCluster } from "./preflight.js";
-import { checkInterrupted, Detached, interruption } from "./abort.js";
+import { dropCaches, imageUnsettled, preflight, readPlanNodes, readsKey, sameNameOnCluster, type NodeReading, type PendingReadings } from "./preflight.js";
+import { abortable, checkInterrupted, Detached, interruption } from "./abort.js";
 import { createdBy, newBootId, stampBoot } from "./boot.js";
 import { culprit, ownCause, timeoutBlame } from "./blame.js";
 import type { Progress } from "./progress.js";
 import { redactText } from "../config/redact.js";
-import { checkReady } from "./readiness.js";
+import { checkReady, readyRetryMs } from "./readiness.js";
 import { dockerOf, type ClusterSession } from "./session.js";
+import type { DockerClient } from "../remote/docker.js";
 import { formatRemoval, removeContainers } from "./down.js";
 import { DEPLOYMENT_LABEL, LABELS } from "./contract.js";
 import { ensureImage } from "./images.js";
@@ -19,6 +20,7 @@ import { fitText, type FitReport } from "./fit.js";
 import { startGuard } from "./guard.js";
 import { nodeFloorGiB, type Trip } from "./memory-watch.js";
 import { clusterRoutes } from "../transfer/route.js";
+import { traced, traceMark } from "./trace.js";
 
 export interface UpOptions {
   readonly timeoutMs: number;
@@ -51,6 +53,11 @@ export interface UpOptions {
    * deployment of this name is skipped: the removal lists every node and removes all of this name.
    */
   readonly recreating?: Promise<void>;
+  /**
+   * What readPlanNodes already asked of the nodes of a plan of `key` (readsKey), started before the
+   * claims (src/deploy/up-use-case.ts): used when this plan asks the same, else asked again.
+   */
+  readonly readings?: { readonly key: string; readonly read: PendingReadings };
 }
 
 export type UpResult = {
@@ -158,15 +165,32 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
   const signal = options.detach === undefined ? options.signal : AbortSignal.any([options.signal, options.detach]);
   const note = (text: string): void => options.progress.note(text);
   const recreating = options.recreating;
+  const readNodes = (): PendingReadings => {
+    const read = readPlanNodes(plan, session, signal);
+    void traced("node reads", undefined, () => read.all).catch(() => undefined);
+    return read;
+  };
+  const push = (): Promise<unknown> => traced("image push", undefined, () => ensureImage(plan.recipe.docker_image, plan.nodes.map((n) => dockerOf(session, n.node)), note, signal, clusterRoutes(session.cluster.nodes)));
+  // The nodes' answers are read-only: asked at once, while the look for the same deployment runs.
+  // Dropping the page cache changes what they say, so with it they are asked after, as before.
+  const given = options.readings !== undefined && options.readings.key === readsKey(plan) ? options.readings.read : undefined;
+  const early = options.dropCaches === true ? undefined : (given ?? readNodes());
   const checks = async (): Promise<Awaited<ReturnType<typeof preflight>>> => {
-    if (options.push !== false) await ensureImage(plan.recipe.docker_image, plan.nodes.map((n) => dockerOf(session, n.node)), note, signal, clusterRoutes(session.cluster.nodes));
-    if (options.dropCaches === true) for (const line of await dropCaches(plan, session, signal)) note(line);
+    let readings = early;
+    if (readings === undefined) {
+      if (options.push !== false) await push();
+      for (const line of await dropCaches(plan, session, signal)) note(line);
+    } else if (options.push !== false && imageUnsettled(await abortable(readings.nodes, signal, "before the image push; no container was started"))) {
+      // A node lacks the image or holds another build: sent, then every node is asked again.
+      if ((await push()) !== undefined) readings = readNodes();
+    }
     note(`preflight of ${plan.deployment} on ${plan.nodes.map((n) => n.node).join(", ")} ...`);
-    return preflight(plan, session, signal, recreating === undefined ? undefined : new Set([plan.deployment]));
+    return traced("preflight", undefined, () => preflight(plan, session, signal, recreating === undefined ? undefined : new Set([plan.deployment]), readings?.all));
   };
   try {
     if (recreating === undefined) {
-      const same = await sameNameOnCluster(plan, session, signal, note);
+      const looked = early === undefined ? session : sharingListings(session, early.nodes);
+      const same = await traced("same-name check", undefined, () => sameNameOnCluster(plan, looked, signal, note));
       if (same !== undefined) return { status: "already-running", endpoint: same.endpoint, served_model: same.served_model, seconds: 0 };
     }
     const image = recreating === undefined ? await checks() : await alongside(checks(), recreating);
@@ -187,6 +211,26 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
   } finally {
     options.progress.done();
   }
+}
+
+/**
+ * The session as the look for the same deployment sees it: on the plan's nodes, the launcher
+ * containers come from the preflight's read of them (one listing per node per `up`, not two; the
+ * rest of the cluster is listed as before). A node whose read failed is listed again, so that what
+ * is said of it is the listing's own reason.
+ */
+function sharingListings(session: ClusterSession, readings: Promise<ReadonlyMap<string, NodeReading>>): ClusterSession {
+  const docker = new Map(
+    [...session.docker].map(([node, real]) => {
+      const shared = Object.create(real) as DockerClient;
+      shared.containers = async (label: string) => {
+        const reading = label === DEPLOYMENT_LABEL ? (await readings.catch(() => undefined))?.get(node) : undefined;
+        return reading !== undefined && !("problem" in reading) ? [...reading.containers] : real.containers(label);
+      };
+      return [node, shared] as const;
+    }),
+  );
+  return { ...session, docker };
 }
 
 /**
@@ -242,6 +286,8 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
   const failures: Failure[] = [];
   let failure: Failure | undefined;
   let readyResolve: (() => void) | undefined;
+  // Wakes the wait between two readiness checks: the head's log said its API is up (once).
+  let headLogged: (() => void) | undefined;
   const headReady = new Promise<void>((resolve) => (readyResolve = resolve));
   // Nodes whose log said the engine failed: their watchers read on until the settle, because the
   // root cause may come after the fatal line (below).
@@ -281,7 +327,10 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
   const watchNode = async (spec: NodeSpec): Promise<void> => {
     const docker = dockerOf(session, spec.node);
     let lastTime: string | undefined;
+    let first = true;
     for await (const raw of docker.logs(spec.container, { follow: true, signal: watch.signal })) {
+      if (first) traceMark("first log line", spec.node);
+      first = false;
       const { text, time } = splitTimestamp(raw);
       lastTime = time ?? lastTime;
       const state = advanceBoot(engine, states.get(spec.node) ?? INITIAL_BOOT, text);
@@ -296,7 +345,12 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
       }
       // Past its init line the engine's API comes up any moment: from then on /health is polled
       // (uvicorn's "Application startup complete" alone is hidden by --uvicorn-log-level warning).
-      if (spec.rank === 0 && (state.ready || state.pastInit === true)) readyResolve?.();
+      if (spec.rank === 0 && state.ready) headLogged?.();
+      if (spec.rank === 0 && (state.ready || state.pastInit === true)) {
+        if (readyResolve !== undefined) traceMark(state.ready ? "ready line" : "past init", spec.node);
+        readyResolve?.();
+        readyResolve = undefined;
+      }
     }
     if (watch.signal.aborted || fatalNodes.has(spec.node)) return;
     // The log ended: the container exited (a serving engine never ends its log on its own).
@@ -325,7 +379,7 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
     // start nothing more.
     if (spec === undefined || watch.signal.aborted || guard.tripped() !== undefined) return;
     try {
-      await dockerOf(session, name).run(spec.argv, spec.env);
+      await traced("docker run", name, () => dockerOf(session, name).run(spec.argv, spec.env));
     } catch (e) {
       const detail = e instanceof RemoteError ? e.detail : String(e);
       throw new BootFailed({ node: name, rank: spec.rank, message: "docker run failed", ...(detail ? { cause: detail.split("\n").slice(-1)[0] ?? detail } : {}), lastLines: detail ? detail.split("\n") : [] });
@@ -392,13 +446,21 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
       await startAll(others);
       if (headName !== undefined) await startAll([headName]);
     }
-    for (;;) {
+    for (let tries = 0; ; tries++) {
       await Promise.race([headReady, failureWait]);
-      const check = await checkReady(plan.endpoint, plan.served_model, watch.signal, engine.healthPath, plan.api_key);
+      const check = await traced("readiness check", undefined, () => checkReady(plan.endpoint, plan.served_model, watch.signal, engine.healthPath, plan.api_key));
       if (check.ok) break;
       if (watch.signal.aborted) break;
-      // /health can lag the ready line by a moment; any real failure arrives through the watchers.
-      await new Promise((r) => setTimeout(r, 200));
+      // /health can lag the init line by a moment: asked again soon, or as the head's log says its
+      // API is up; any real failure arrives through the watchers (failureWait).
+      await Promise.race([failureWait, new Promise<void>((r) => {
+        const timer = setTimeout(r, readyRetryMs(tries));
+        headLogged = () => {
+          clearTimeout(timer);
+          r();
+        };
+      })]).catch(() => undefined);
+      headLogged = undefined;
     }
     if (detached) throw new Detached(plan.deployment);
     // Ready while the guard was killing it is no boot.

@@ -26,7 +26,7 @@ interface InspectJson {
 
 const PS_FAILED = 97;
 // ps and inspect in one remote command: half the SSH round trips of every status poll.
-const LIST_SCRIPT = `ids=$(docker ps --all --quiet --no-trunc --filter "label=$1") || exit ${PS_FAILED}
+export const LIST_SCRIPT = `ids=$(docker ps --all --quiet --no-trunc --filter "label=$1") || exit ${PS_FAILED}
 [ -z "$ids" ] && exit 0
 exec docker inspect $ids`;
 
@@ -222,8 +222,8 @@ export class DockerClient {
     return this.listing(await this.transport.exec(["sh", "-c", LIST_SCRIPT, "sh", label], { timeoutMs: 20_000 }));
   }
 
-  /** What LIST_SCRIPT printed, read. */
-  private listing(r: ExecResult): ContainerInfo[] {
+  /** What LIST_SCRIPT printed, read (also where a batched read ran it: src/deploy/preflight.ts). */
+  listing(r: ExecResult): ContainerInfo[] {
     const lost = unreachable(this.transport, r);
     if (lost !== undefined) throw lost;
     if (r.code === PS_FAILED || (r.code !== 0 && r.stdout.trim() === "")) throw new RemoteError(this.node, `docker ps failed (exit ${r.code})`, outputTail(r));

@@ -1,0 +1,107 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { commandName, formatTrace, MAX_SPANS, runTraced, Trace, traced, tracedTransport, traceMark } from "../../src/deploy/trace.js";
+import type { Transport } from "../../src/remote/transport.js";
+
+/** A clock the test moves by hand. */
+function handClock(start = 1000): { now: () => number; advance: (ms: number) => void } {
+  let t = start;
+  return { now: () => t, advance: (ms) => (t += ms) };
+}
+
+test("a span keeps its start offset from the trace's origin and its duration; a mark has none", () => {
+  const clock = handClock();
+  const trace = new Trace(clock.now);
+  clock.advance(5);
+  const end = trace.begin("preflight");
+  clock.advance(20);
+  trace.mark("ready line", "spark-1");
+  clock.advance(10);
+  end();
+  end(); // a second end changes nothing
+  assert.deepEqual(trace.record(), {
+    spans: [
+      { name: "preflight", startMs: 5, ms: 30 },
+      { name: "ready line", node: "spark-1", startMs: 25, ms: 0 },
+    ],
+    dropped: 0,
+  });
+});
+
+test("spans are listed by start, the enclosing one first on a tie", () => {
+  const clock = handClock();
+  const trace = new Trace(clock.now);
+  const outer = trace.begin("up");
+  const inner = trace.begin("same-name check");
+  clock.advance(3);
+  inner();
+  clock.advance(3);
+  outer();
+  assert.deepEqual(trace.record().spans.map((s) => s.name), ["up", "same-name check"]);
+});
+
+test("the spans kept are bounded; the rest are counted and said", () => {
+  const trace = new Trace(() => 0);
+  for (let i = 0; i < MAX_SPANS + 7; i++) trace.mark(`m${i}`);
+  const record = trace.record();
+  assert.equal(record.spans.length, MAX_SPANS);
+  assert.equal(record.dropped, 7);
+  assert.match(formatTrace(record).at(-1) ?? "", /7 more spans not kept/);
+});
+
+test("formatTrace: one line per span with offset, duration and node", () => {
+  const lines = formatTrace({ spans: [{ name: "docker run", node: "spark-2", startMs: 1234, ms: 56 }, { name: "ready line", startMs: 2000, ms: 0 }], dropped: 0 });
+  assert.equal(lines.length, 3);
+  assert.match(lines[1] ?? "", /^\s+\+\s*1\.234 s\s+0\.056 s\s+spark-2\s+docker run$/);
+  assert.match(lines[2] ?? "", /^\s+\+\s*2\.000 s\s+-\s+ready line$/);
+});
+
+test("commandName names the program and first words, a script by its first line, cut to 48 characters", () => {
+  assert.equal(commandName(["docker", "image", "inspect", "--format", "{{.Id}}", "--", "secret-image"]), "docker image inspect");
+  assert.equal(commandName(["sh", "-c", "\n  missing=''\nfor p in ...", "sh", "ro:/x"]), "sh -c missing=''");
+  assert.equal(commandName(["sh", "-c", "x".repeat(100)]).length, 48);
+});
+
+test("traced and traceMark add to the trace of their async context only, and run fn without one", async () => {
+  const clock = handClock();
+  const a = new Trace(clock.now);
+  const b = new Trace(clock.now);
+  const inA = runTraced(a, async () => {
+    await traced("step", "n1", async () => {
+      await new Promise((r) => setImmediate(r));
+      clock.advance(4);
+    });
+    traceMark("after");
+    return "a";
+  });
+  const inB = runTraced(b, () => traced("other", undefined, async () => "b"));
+  assert.deepEqual(await Promise.all([inA, inB]), ["a", "b"]);
+  assert.deepEqual(a.record().spans.map((s) => s.name), ["step", "after"]);
+  assert.deepEqual(b.record().spans.map((s) => s.name), ["other"]);
+  // No trace: the function just runs, and a failure passes through unchanged.
+  assert.equal(await traced("none", undefined, async () => 7), 7);
+  await assert.rejects(runTraced(a, () => traced("fails", undefined, async () => Promise.reject(new Error("boom")))), /boom/);
+  assert.ok(a.record().spans.some((s) => s.name === "fails"));
+});
+
+test("tracedTransport: each exec is a span on its node, named by its command; outside a trace it is the transport's own", async () => {
+  const calls: string[][] = [];
+  const inner: Transport = {
+    node: "spark-3",
+    exec: async (argv) => {
+      calls.push([...argv]);
+      return { code: 0, stdout: "ok", stderr: "" };
+    },
+    stream: () => (async function* () {})(),
+    spawn: () => {
+      throw new Error("unused");
+    },
+  };
+  const t = tracedTransport(inner);
+  const trace = new Trace(handClock().now);
+  const r = await runTraced(trace, () => t.exec(["cat", "/proc/meminfo"]));
+  assert.equal(r.stdout, "ok");
+  await t.exec(["true"]);
+  assert.equal(calls.length, 2);
+  assert.deepEqual(trace.record().spans, [{ name: "ssh cat /proc/meminfo", node: "spark-3", startMs: 0, ms: 0 }]);
+});
