@@ -6,13 +6,12 @@
 //   use nothing newer than Node 20 has, and main.js is imported only after the check;
 // - later starts skip compiling: module.enableCompileCache() (Node 22.1+, doc/api/module.md
 //   "Module compile cache") keeps V8's code cache of every module launcher loads on disk, in
-//   $NODE_COMPILE_CACHE or else the user's own cache folder (compile-cache.ts);
+//   $NODE_COMPILE_CACHE or else the user's own cache folder, once it is checked to be ours (compile-cache.ts);
 //   NODE_DISABLE_COMPILE_CACHE=1 turns it off. It never throws: a folder it cannot write is no
 //   error (it answers status FAILED) and the start goes on uncached;
 // - `launcher --version` answers from package.json alone, as commander would print it.
 import module from "node:module";
 import { homedir } from "node:os";
-import { compileCacheDir } from "./compile-cache.js";
 import { EXIT_CLOSED_PIPE } from "./closed-pipe.js";
 import { enginesNode, packageVersion, tooOldNodeLine } from "./package-info.js";
 
@@ -32,7 +31,12 @@ if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) {
 } else {
   // Before main.js and all it imports. Typed loosely: the types of Node 20 lack it (it came in 22.1,
   // below engines' minimum, so every Node that gets here has it).
-  (module as { enableCompileCache?: (dir?: string) => unknown }).enableCompileCache?.(compileCacheDir(process.env, homedir()));
+  // Imported only here: it reads launcher's own folder rules, which an old Node must never get to.
+  const { compileCacheDir, ownCompileCacheDir } = await import("./compile-cache.js");
+  const ours = compileCacheDir(process.env, homedir());
+  const cacheDir = ours === undefined ? undefined : ownCompileCacheDir(ours);
+  // NODE_COMPILE_CACHE names the user's own choice (ours is undefined): Node reads it itself.
+  if (ours === undefined || cacheDir !== undefined) (module as { enableCompileCache?: (dir?: string) => unknown }).enableCompileCache?.(cacheDir);
   const { runCli } = await import("./main.js");
   await runCli(argv);
 }

@@ -1,4 +1,6 @@
+import { mkdirSync } from "node:fs";
 import path from "node:path";
+import { ensureFolder } from "../config/private-dir.js";
 
 /**
  * Where the bin keeps the V8 code cache of launcher's modules (module.enableCompileCache, Node
@@ -12,4 +14,21 @@ export function compileCacheDir(env: NodeJS.ProcessEnv, home: string): string | 
   if (env.NODE_COMPILE_CACHE !== undefined && env.NODE_COMPILE_CACHE !== "") return undefined;
   const base = env.XDG_CACHE_HOME && path.isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : path.join(home, ".cache");
   return path.join(base, "launcher", "node-compile-cache");
+}
+
+/**
+ * The folder made ours (0700, owned by us, not a link, its parent closed to others: the rules of
+ * every private folder launcher makes, src/config/private-dir.ts), or undefined when it cannot be:
+ * the start then goes on uncached. Node itself checks none of this, and loops on a folder it cannot
+ * make (XDG_CACHE_HOME=/proc/sys spins at 100 % CPU in Node 24.22's mkdir loop).
+ */
+export function ownCompileCacheDir(dir: string): string | undefined {
+  const launcherDir = path.dirname(dir);
+  try {
+    mkdirSync(path.dirname(launcherDir), { recursive: true });
+    ensureFolder(launcherDir, "the compile cache", "private");
+    return ensureFolder(dir, "the compile cache", "private");
+  } catch {
+    return undefined;
+  }
 }

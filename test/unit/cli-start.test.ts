@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, statSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { test } from "node:test";
 import ts from "typescript";
 import { buildProgram, commandsFor, COMMANDS } from "../../src/cli/main.js";
 import { engineMinimum, packageVersion, parseNodeVersion, tooOldNodeLine } from "../../src/cli/package-info.js";
-import { compileCacheDir } from "../../src/cli/compile-cache.js";
+import { compileCacheDir, ownCompileCacheDir } from "../../src/cli/compile-cache.js";
 
 // What a command line loads before it answers: each command only what it uses (issue 26, "CLI
 // start"). Asserted by the modules' paths, never by time (bench/cli-start.ts measures the time).
@@ -136,6 +136,31 @@ test("a start through the bin fills the compile cache there; NODE_DISABLE_COMPIL
   };
   assert.ok(cacheFiles({}).length > 1);
   assert.deepEqual(cacheFiles({ NODE_DISABLE_COMPILE_CACHE: "1" }), []);
+});
+
+test("a compile-cache folder that is not ours alone (writable by others, or a link) is not used: the start goes on uncached", () => {
+  const home = mkdtempSync(path.join(tmpdir(), "launcher-cache-"));
+  try {
+    const { NODE_COMPILE_CACHE: _c, NODE_DISABLE_COMPILE_CACHE: _d, ...clean } = process.env;
+    const run = (): void => {
+      const r = spawnSync(process.execPath, ["--import", import.meta.resolve("tsx"), BIN, "lanes", "--help"], { encoding: "utf8", env: { ...clean, NODE_OPTIONS: "", XDG_CACHE_HOME: home } });
+      assert.equal(r.status, 0, r.stderr);
+    };
+    // Someone else's folder, open to all: its code would be run as ours.
+    const planted = path.join(home, "launcher");
+    mkdirSync(path.join(planted, "node-compile-cache"), { recursive: true });
+    chmodSync(planted, 0o777);
+    run();
+    assert.deepEqual(readdirSync(path.join(planted, "node-compile-cache")), []);
+    assert.equal(ownCompileCacheDir(path.join(planted, "node-compile-cache")), undefined);
+    rmSync(planted, { recursive: true });
+    // One we make is 0700 and filled.
+    run();
+    assert.equal(statSync(planted).mode & 0o777, 0o700);
+    assert.ok(readdirSync(path.join(planted, "node-compile-cache")).length > 0);
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
 });
 
 /** A Node older than 22.12 on this machine (Debian's and Ubuntu's own nodejs), if there is one. */
