@@ -4,6 +4,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
+import { tooOldNodeLine } from "../../src/cli/package-info.js";
 
 // scripts/node-env, sourced as the scripts source it, on a PATH of stand-ins only: an old or new
 // `node` that prints a version, an `npm` that "installs" a node-linux package offline and counts its
@@ -42,6 +43,8 @@ const fakeNode = (version: string, headers: boolean): string => {
   return prefix;
 };
 const OLD = fakeNode("20.20.2", true);
+/** The bin folder of a fake node of VERSION (made once). */
+const fakeNodeDir = (version: string): string => path.join(fakeNode(version, false), "bin");
 const NEW = fakeNode("24.1.0", true);
 
 /** npm install --prefix DIR ... node-linux-ARCH@VERSION, offline: lays out the package as the registry's does. */
@@ -169,35 +172,19 @@ describe("scripts/node-env", () => {
     assert.equal(run.npmCalls, 0);
   });
 
-  test("engines.node is read from package.json as JSON.parse reads it, and the pin meets it", () => {
+  test("the pinned Node meets package.json's engines.node, as the CLI's own bin guard reads it", () => {
     const engines = (JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { engines: { node: string } }).engines.node;
-    const r = spawnSync("/bin/bash", ["-c", 'set -euo pipefail; . "$1" >/dev/null 2>&1 || true; sed -n \'/"engines"[[:space:]]*:/,/}/ s/.*"node"[[:space:]]*:[[:space:]]*"\\([^"]*\\)".*/\\1/p\' "$2" | head -n 1; launcher_node_satisfies "$3" "$4" && echo pin-ok', "bash", NODE_ENV, path.join(ROOT, "package.json"), PIN, engines], { encoding: "utf8", env: { PATH: TOOLS, HOME: sandbox, FAKE_ARCH: "none" } });
-    assert.equal(r.stdout, `${engines}\npin-ok\n`, r.stderr);
-    assert.match(readFileSync(NODE_ENV, "utf8"), /sed -n '\/"engines"\[\[:space:\]\]\*:\/,\/}\/ s\/\.\*"node"/, "the same sed as node-env's");
+    assert.equal(tooOldNodeLine(`v${PIN}`, engines), undefined, `${PIN} against "${engines}"`);
   });
 
-  test("version ranges: the forms engines.node is written in", () => {
-    const cases: [string, string, number][] = [
-      ["22.13.0", "^22.13.0 || >=24", 0],
-      ["22.12.9", "^22.13.0 || >=24", 1],
-      ["23.11.0", "^22.13.0 || >=24", 1],
-      ["24.0.0", "^22.13.0 || >=24", 0],
-      ["26.1.0", "^22.13.0 || >=24", 0],
-      ["20.20.2", ">=20", 0],
-      ["19.9.0", ">=20", 1],
-      ["22.12.0", ">=22.12 <23", 0],
-      ["23.0.0", ">=22.12 <23", 1],
-      ["24.22.3", "=24.22.3", 0],
-      ["24.22.3", "24.22.3", 0],
-      ["24.22.3", "24.x", 2],
-      ["24.22.3", "~24.22", 2],
-      ["24.22.3", ">=24 ||", 2],
-      ["", ">=20", 2],
-      ["v24.0.0", ">=20", 2],
-    ];
-    for (const [version, range, want] of cases) {
-      const r = spawnSync("/bin/bash", ["-c", '. "$1" >/dev/null 2>&1 || true; launcher_node_satisfies "$2" "$3"', "bash", NODE_ENV, version, range], { encoding: "utf8", env: { PATH: TOOLS, HOME: sandbox, FAKE_ARCH: "none" } });
-      assert.equal(r.status, want, `${version} against "${range}"`);
+  test("a node on PATH of an older major line than the pin is not used; one of the pin's line or later is, PATH left as it was", () => {
+    for (const [version, used] of [["23.11.0", false], ["24.0.0", true], ["26.1.0", true]] as const) {
+      const r = spawnSync("/bin/bash", ["-c", 'set -euo pipefail; . "$1" 2>/dev/null || echo refused; printf "%s\n" "$PATH"', "bash", NODE_ENV], {
+        encoding: "utf8",
+        env: { PATH: `${fakeNodeDir(version)}:${TOOLS}`, HOME: sandbox, FAKE_ARCH: "none" },
+      });
+      assert.equal(r.stdout.includes("refused"), !used, `${version}: ${r.stdout}${r.stderr}`);
+      if (used) assert.equal(r.stdout.trim(), `${fakeNodeDir(version)}:${TOOLS}`, `${version}: PATH unchanged`);
     }
   });
 });
