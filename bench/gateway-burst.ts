@@ -84,27 +84,14 @@ function engine(): void {
 }
 
 async function gateway(): Promise<void> {
-  const [{ createGateway }, { routeTable }, { GatewayMetrics }, { vllm }] = await Promise.all([
+  const [{ createGateway }, { routeTable }, { gatewayOptions }] = await Promise.all([
     import("../src/gateway/server.js"),
     import("../src/gateway/routes.js"),
-    import("../src/gateway/metrics.js"),
-    import("../src/engine/vllm/adapter.js"),
+    import("../test/unit/gateway-fixture.js"),
   ]);
   const deployment = { cluster: "c", deployment: "d", recipe: "r", recipe_hash: "h", served_model: "paced", endpoint: values.engine, status: "serving", phase: "serving", uptime_seconds: 1, missing: [], unreachable: [], ranks: [] } as const;
   const table = routeTable([deployment], []);
-  const gw = createGateway({
-    routes: () => table,
-    metrics: new GatewayMetrics(),
-    health: () => ({}),
-    staleness: () => undefined,
-    engineKey: () => undefined,
-    apiMethods: vllm.apiMethods,
-    upstreamFailed: () => undefined,
-    headersTimeoutMs: 60_000,
-    bodyTimeoutMs: 60_000,
-    maxBodyBytes: 1 << 20,
-    requestTimeoutMs: 60_000,
-  });
+  const gw = createGateway(gatewayOptions({ routes: () => table, headersTimeoutMs: 60_000, bodyTimeoutMs: 60_000, requestTimeoutMs: 60_000 }));
   gw.server.listen(listenOptions(), () => listening(gw.server));
 }
 

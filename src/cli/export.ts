@@ -1,9 +1,10 @@
-import { readFileSync, realpathSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { userInfo } from "node:os";
 import type { Command } from "commander";
 import { daemonUnitText, stableLauncherArgv } from "../daemon/systemd.js";
 import { clusterPath, PACKAGE_ROOT } from "./load.js";
+import { realPath } from "./package-info.js";
 import type { Output } from "./output.js";
 import { clusterOption } from "./options.js";
 
@@ -17,19 +18,11 @@ interface SystemdFlags {
 
 const absolute = (file: string): string => path.resolve(file);
 
-/** A file's real path, undefined when it is not there. */
-const real = (file: string): string | undefined => {
-  try {
-    return realpathSync(file);
-  } catch {
-    return undefined;
-  }
-};
 
 /** The `launcher` commands on PATH that are this package's own bin (dist/cli/bin.js of a package of this name), as real paths. */
 function launchersOnPath(): string[] {
   const name = packageName(PACKAGE_ROOT);
-  const found = (process.env.PATH ?? "").split(path.delimiter).filter((d) => path.isAbsolute(d)).map((d) => real(path.join(d, "launcher")));
+  const found = (process.env.PATH ?? "").split(path.delimiter).filter((d) => path.isAbsolute(d)).map((d) => realPath(path.join(d, "launcher")));
   return [...new Set(found.filter((p): p is string => p !== undefined && p.endsWith(BIN) && packageName(p.slice(0, -BIN.length)) === name))];
 }
 
@@ -48,7 +41,7 @@ function packageName(root: string): string | undefined {
 /** This launcher's command line, at a path that lasts (never npx's cache). */
 function unitArgv(args: readonly string[]): string[] {
   const script = process.argv[1] ?? "launcher";
-  return stableLauncherArgv({ execPath: process.execPath, execArgv: process.execArgv, script: real(script) ?? absolute(script), onPath: launchersOnPath() }, args);
+  return stableLauncherArgv({ execPath: process.execPath, execArgv: process.execArgv, script: realPath(script) ?? absolute(script), onPath: launchersOnPath() }, args);
 }
 
 export function registerExport(program: Command, io: Output): void {

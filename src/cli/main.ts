@@ -1,11 +1,10 @@
 #!/usr/bin/env node
-import { realpathSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Command, CommanderError, type OutputConfiguration } from "commander";
 import { errorJson, reportError, UserError } from "../config/errors.js";
 import { consoleOutput, type Output } from "./output.js";
-import { packageVersion } from "./package-info.js";
+import { packageVersion, realPath } from "./package-info.js";
 import { CLOSED_OUTPUT_CODES, outlivesTheTerminal } from "./terminal.js";
 import { asksForJson, oneLineUsageErrors, type UsageError } from "./usage.js";
 import { EXIT_CLOSED_PIPE } from "./closed-pipe.js";
@@ -143,26 +142,17 @@ function endQuietlyOnClosedPipe(): void {
   process.stderr.on("error", onError);
 }
 
-/** The real path of `file`; undefined when it is not there. */
-function real(file: string): string | undefined {
-  try {
-    return realpathSync(file);
-  } catch {
-    return undefined;
-  }
-}
-
 /** Whether this file is the program being run (through npm's bin symlink too), not a module imported by a test. */
 function isEntryPoint(): boolean {
   const script = process.argv[1];
-  return script !== undefined && real(script) !== undefined && real(script) === real(THIS_FILE);
+  return script !== undefined && realPath(script) !== undefined && realPath(script) === realPath(THIS_FILE);
 }
 
 /** Whether the program being run is the CLI: this file, or the bin entry beside it that imports it. */
 function isTheCli(): boolean {
   const script = process.argv[1];
   const bin = path.join(path.dirname(THIS_FILE), `bin${path.extname(THIS_FILE)}`);
-  return isEntryPoint() || (script !== undefined && real(script) !== undefined && real(script) === real(bin));
+  return isEntryPoint() || (script !== undefined && realPath(script) !== undefined && realPath(script) === realPath(bin));
 }
 
 /** Runs the CLI on `argv` as the process's own command line: its exit code is the process's. */

@@ -2,7 +2,7 @@
 // that file's version, and its engines field is what npm warns by). Only Node's own modules are
 // imported here: the bin entry reads this before it knows the runtime is new enough for the
 // rest, so this file must load and run on an older Node too (it is plain ES2022 and node:fs).
-import { readFileSync } from "node:fs";
+import { readFileSync, realpathSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -72,4 +72,13 @@ export function enginesNode(root: string = PACKAGE_ROOT): string | undefined {
   const engines = packageJson(root).engines;
   const node = typeof engines === "object" && engines !== null ? (engines as Record<string, unknown>).node : undefined;
   return typeof node === "string" ? node : undefined;
+}
+
+/** A file's real path (links followed); undefined when it is not there. */
+export function realPath(file: string): string | undefined {
+  try {
+    return realpathSync(file);
+  } catch {
+    return undefined;
+  }
 }

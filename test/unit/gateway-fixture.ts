@@ -1,4 +1,4 @@
-import { vllm } from "../../src/engine/vllm/adapter.js";
+import { engineApiMethods } from "../../src/engine/registry.js";
 import { GatewayMetrics } from "../../src/gateway/metrics.js";
 import type { KnownDeployment, RouteTable } from "../../src/gateway/routes.js";
 import type { GatewayOptions } from "../../src/gateway/server.js";
@@ -10,7 +10,7 @@ export function gatewayOptions(over: Partial<GatewayOptions> & { routes: () => R
     health: () => ({}),
     staleness: () => undefined,
     engineKey: () => undefined,
-    apiMethods: vllm.apiMethods,
+    apiMethods: engineApiMethods(),
     upstreamFailed: () => undefined,
     headersTimeoutMs: 10_000,
     bodyTimeoutMs: 10_000,
