@@ -4,7 +4,8 @@ import type { Cluster } from "../cluster/cluster.js";
 import { Interrupted } from "../deploy/abort.js";
 import { DEFAULT_LEASE_MS } from "../deploy/claims.js";
 import { progressEvents, type UpEvent } from "../deploy/up-events.js";
-import { upUseCase, type Planner, type UpHost, type UpRequest } from "../deploy/up-use-case.js";
+import { upUseCase, type Planner, type UpHost, type UpOutcome, type UpRequest } from "../deploy/up-use-case.js";
+import { formatTrace, runTraced, Trace, type TraceRecord } from "../deploy/trace.js";
 import type { Plan } from "../plan/plan.js";
 import type { BootIdentity } from "../deploy/boots.js";
 import type { StateStore } from "../store/store.js";
@@ -42,8 +43,6 @@ export interface PreparedUp {
   /** Planned before any node is touched, so that a recipe error comes first. */
   readonly first: Plan;
   readonly plan: Planner;
-  /** `plan` without its words (the recipe's warnings are said once, by `plan`). */
-  readonly quietPlan: Planner;
   readonly timeoutMs: number;
   readonly drainMs: number;
   readonly push: boolean;
@@ -79,13 +78,11 @@ export function prepareUp(s: UpSubmission, io: Output, daemon?: DaemonScope, cal
     ...(s.name === undefined ? {} : { name: s.name }),
     ...(s.nodes === undefined ? {} : { nodes: s.nodes }),
   };
-  const planWith = (out: Output): Planner => (nodes, c, gaps) => planFromFlags(s.ref, nodes === undefined ? flags : { ...flags, nodes: nodes.join(",") }, out, c, gaps, recipes);
-  const plan = planWith(io);
+  const plan: Planner = (nodes, c, gaps) => planFromFlags(s.ref, nodes === undefined ? flags : { ...flags, nodes: nodes.join(",") }, io, c, gaps, recipes);
   // Planning first: a recipe error is reported before any node or lock is touched.
   const first = plan(undefined, cluster, "ignore");
   const request: UpRequest = { ref: s.ref, ...flags };
-  const quietPlan = planWith({ ...io, warn: () => undefined, diagnostics: () => undefined });
-  return { request, cluster, first, plan, quietPlan, timeoutMs, drainMs, push: s.push !== false, dropCaches: s.drop_caches === true, leaseMs };
+  return { request, cluster, first, plan, timeoutMs, drainMs, push: s.push !== false, dropCaches: s.drop_caches === true, leaseMs };
 }
 
 /** The use case's host: its words go out as events through `emit`. */
@@ -93,7 +90,6 @@ export function upHost(p: PreparedUp, store: StateStore, emit: (e: UpEvent) => v
   return {
     ...(detach === undefined ? {} : { detach }),
     plan: p.plan,
-    planQuietly: p.quietPlan,
     store,
     say: (text) => emit({ type: "say", text, t: Date.now() }),
     progress: progressEvents(emit, Date.now),
@@ -180,7 +176,7 @@ export async function runUp(ref: string, flags: UpFlags, io: Output): Promise<vo
   if (flags.detach) throw new UserError("up --detach needs a daemon to run the boot: none is configured or running here", RUN_A_DAEMON);
   // From the first instant: a signal at any step (detection, locks, push, preflight, starts,
   // watch, swap) is heard, ends the command with 130/143/129 and rolls back what it started.
-  const trace = flags.trace === true ? new (await import("../deploy/trace.js")).Trace(() => performance.now()) : undefined;
+  const trace = flags.trace === true ? new Trace(() => performance.now()) : undefined;
   await withInterrupts((signal) => upHere(submission, flags.json === true, io, signal, trace));
 }
 
@@ -192,7 +188,7 @@ export const GUARD_STOPS_AT_READY = (deployment: string): string =>
   `launcher: the memory guard stopped watching ${deployment} at ready (this up runs without a daemon); \`launcher serve\` watching this cluster keeps guarding its memory until down`;
 
 /** The boot in this process: it lives and dies with it (a signal rolls it back). */
-async function upHere(submission: UpSubmission, json: boolean, io: Output, signal: AbortSignal, trace?: TraceOfUp): Promise<void> {
+async function upHere(submission: UpSubmission, json: boolean, io: Output, signal: AbortSignal, trace?: Trace): Promise<void> {
   const prepared = prepareUp(submission, io);
   const view = new BootView(io, process.stderr);
   const emit = (e: UpEvent): void => view.show(e);
@@ -200,7 +196,7 @@ async function upHere(submission: UpSubmission, json: boolean, io: Output, signa
   const store = openStore();
   try {
     const run = (): Promise<UpOutcome> => upUseCase(prepared.request, prepared.cluster, prepared.first, upHost(prepared, store, emit, signal));
-    const outcome = trace === undefined ? await run() : await (await import("../deploy/trace.js")).runTraced(trace, run);
+    const outcome = trace === undefined ? await run() : await runTraced(trace, run);
     if (outcome.status === "ready") emit({ type: "say", text: GUARD_STOPS_AT_READY(outcome.deployment), t: Date.now() });
     emit({ type: "result", outcome, t: Date.now() });
   } catch (e) {
@@ -213,19 +209,15 @@ async function upHere(submission: UpSubmission, json: boolean, io: Output, signa
   } finally {
     view.close();
     store.close();
-    if (trace !== undefined) await showTrace(trace.record(), json);
+    if (trace !== undefined) showTrace(trace.record(), json);
   }
   view.finish(json);
 }
 
 /** The trace on stderr, after the boot's own lines: a table, or with --json one JSON line ({"trace": ...}). */
-async function showTrace(record: TraceRecord, json: boolean): Promise<void> {
-  const { formatTrace } = await import("../deploy/trace.js");
+function showTrace(record: TraceRecord, json: boolean): void {
   process.stderr.write(json ? `${JSON.stringify({ trace: record })}\n` : `${formatTrace(record).join("\n")}\n`);
 }
-type TraceOfUp = import("../deploy/trace.js").Trace;
-type TraceRecord = import("../deploy/trace.js").TraceRecord;
-type UpOutcome = import("../deploy/up-use-case.js").UpOutcome;
 
 export function registerUp(program: Command, io: Output): void {
   program

@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto";
 import { connect } from "node:net";
-import { UserError } from "../config/errors.js";
+import { RemoteError, UserError } from "../config/errors.js";
 import type { NodeSpec, Plan } from "../plan/plan.js";
 import type { Recipe } from "../recipe/recipe.js";
 import { LIST_SCRIPT, type ContainerInfo, type DockerClient } from "../remote/docker.js";
 import { DEPLOYMENT_LABEL } from "./contract.js";
-import { outputTail, unreachable, type ExecResult } from "../remote/transport.js";
+import { unreachable, type ExecResult } from "../remote/transport.js";
 import { dockerOf, type ClusterSession } from "./session.js";
 import { weightsReport, type NodeWeights } from "./models.js";
 import { shortId } from "./images.js";
@@ -59,7 +59,7 @@ export function missingImage(recipe: Pick<Recipe, "id" | "docker_image" | "docke
  * Checks every node in parallel before any container starts; every problem names its node.
  * Deployments in `replacing` are about to be stopped for this one: their nodes count as free.
  * An interrupt ends it at once (it starts nothing that would need undoing). `readings`: what
- * readPlanNodes already read of the nodes (started early, alongside other checks); none: read now.
+ * readPlanNodes read of the nodes (up asks it alongside its look for the same deployment); none: read now.
  */
 export function preflight(plan: Plan, session: ClusterSession, signal: AbortSignal, replacing: ReadonlySet<string> = new Set(), readings?: Promise<PlanReadings>): Promise<PreflightResult> {
   const work = (readings ?? readPlanNodes(plan, session, signal).all).then((read) => checkNodes(plan, session, replacing, signal, read));
@@ -86,78 +86,93 @@ export interface PendingReadings {
   readonly all: Promise<PlanReadings>;
 }
 
-// Every question of the preflight to one node in ONE SSH round trip, asked at once on the node: the
-// image's ID, the launcher containers (LIST_SCRIPT: its `docker ps` failing is Docker not answering,
-// as `docker version` said before, one docker CLI process fewer), the mount paths (MOUNT_SCRIPT)
-// and /proc/meminfo. Each part's exit status, stdout and stderr come back
-// behind a line starting with a random nonce that no output can predict (parsed by readSections).
-const READ_SCRIPT = `nonce=$1 image=$2 label=$3 list=$4 mounts=$5; shift 5
-d=$(mktemp -d) || exit 98
-trap 'rm -rf "$d"' EXIT
-part() { name=$1; shift; { "$@" >"$d/$name.out" 2>"$d/$name.err"; echo "$?" >"$d/$name.code"; } & }
-part image docker image inspect --format '{{.Id}}' -- "$image"
-part containers sh -c "$list" sh "$label"
-part mounts sh -c "$mounts" sh "$@"
-part meminfo cat /proc/meminfo
-wait
-for name in image containers mounts meminfo; do
-  printf '%s %s %s\n' "$nonce" "$name" "$(cat "$d/$name.code" 2>/dev/null || echo 99)"
-  cat "$d/$name.out" 2>/dev/null
-  printf '\n%s err\n' "$nonce"
-  cat "$d/$name.err" 2>/dev/null
-  printf '\n'
-done`;
-// The parts READ_SCRIPT prints, in its order.
-const PARTS = ["image", "containers", "mounts", "meminfo"] as const;
+// Every question of the preflight to one node in ONE SSH round trip, its parts run at once on the
+// node: the image's ID, the mount paths (MOUNT_SCRIPT), /proc/meminfo and the launcher containers
+// (LIST_SCRIPT: its `docker ps` failing is the Docker daemon not answering, so no `docker version`
+// is needed). The listing holds the containers' env (engine keys, tokens): it goes straight to
+// stdout, never to a file on the node, which a reader that hangs up (SIGPIPE kills dash before any
+// EXIT trap) would leave behind. The other parts run alongside it on the left of a pipe, copied
+// out after the listing: their few KiB fit in the pipe (64 KiB since Linux 2.6.11: pipe(7)), and
+// more would only make them wait for the copy, never lose or mix a byte. Each part's stdout
+// follows a line "NONCE NAME" and ends with "NONCE err CODE", then its stderr on one line; the
+// nonce is random, so no output can forge a marker (parsed by readSections).
+const PART_COMMANDS = {
+  containers: `sh -c "$list" sh "$label"`,
+  image: `docker image inspect --format '{{.Id}}' -- "$image"`,
+  mounts: `sh -c "$mounts" sh "$@"`,
+  meminfo: "cat /proc/meminfo",
+} as const;
+type PartName = keyof typeof PART_COMMANDS;
+const PARTS = Object.keys(PART_COMMANDS) as PartName[];
+const partLine = (name: PartName): string => `part ${name} ${PART_COMMANDS[name]}`;
+// `3>&1` hands the part's stdout to the command while $(...) takes its stderr.
+export const READ_SCRIPT = `nonce=$1 image=$2 label=$3 list=$4 mounts=$5; shift 5
+part() {
+  printf '%s %s\\n' "$nonce" "$1"
+  shift
+  { err=$("$@" 2>&1 >&3 3>&-); } 3>&1
+  printf '\\n%s err %s\\n%s\\n' "$nonce" "$?" "$err"
+}
+{ ${PARTS.filter((p) => p !== "containers").map(partLine).join("; ")}; } | { ${partLine("containers")}; cat; }`;
 const READ_TIMEOUT_MS = 20_000;
 
 /**
- * The parts of READ_SCRIPT's output by name, each as the command's own result. A part missing
- * (the script cut short) is absent. Pure: tested with outputs that forge a marker without the nonce.
+ * The parts of READ_SCRIPT's output by name, each as the command's own result (its stderr without
+ * trailing newlines). A part cut short (no end marker) is absent. Pure: tested with outputs that
+ * forge a marker without the nonce.
  */
 export function readSections(stdout: string, nonce: string): Map<string, ExecResult> {
   const parts = new Map<string, ExecResult>();
-  let at: { name: string; code: number; out: string[]; err: string[] | undefined } | undefined;
+  let at: { name: string; code: number | undefined; out: string[]; err: string[] } | undefined;
   const end = (): void => {
-    if (at?.err !== undefined) parts.set(at.name, { code: at.code, stdout: at.out.join("\n"), stderr: at.err.join("\n") });
+    if (at?.code !== undefined) parts.set(at.name, { code: at.code, stdout: at.out.join("\n"), stderr: at.err.join("\n") });
   };
   // The output's last newline ends the last part's stderr line (the script's own printf).
   for (const line of stdout.replace(/\n$/, "").split("\n")) {
     const head = line.startsWith(`${nonce} `) ? line.slice(nonce.length + 1).split(" ") : undefined;
-    if (head !== undefined && head.length === 2 && /^\d+$/.test(head[1] ?? "")) {
+    if (head !== undefined && head.length === 1 && (PARTS as readonly string[]).includes(head[0] ?? "")) {
       end();
-      at = { name: head[0] ?? "", code: Number(head[1]), out: [], err: undefined };
-    } else if (head !== undefined && head.length === 1 && head[0] === "err" && at !== undefined && at.err === undefined) at.err = [];
-    else if (at !== undefined) (at.err ?? at.out).push(line);
+      at = { name: head[0] ?? "", code: undefined, out: [], err: [] };
+    } else if (head !== undefined && head.length === 2 && head[0] === "err" && /^\d+$/.test(head[1] ?? "") && at !== undefined && at.code === undefined) at.code = Number(head[1]);
+    else if (at !== undefined) (at.code === undefined ? at.out : at.err).push(line);
   }
   end();
   return parts;
 }
 
-/** One node's answers, in one round trip (READ_SCRIPT); a node that cannot answer says why, as the checks word it. */
+/** One node's answers, in one round trip (READ_SCRIPT); a node that cannot answer says why, naming itself. */
 async function readNode(spec: NodeSpec, docker: DockerClient, signal: AbortSignal): Promise<NodeReading> {
   const nonce = randomBytes(16).toString("hex");
   const mounts = spec.mounts.map((m) => `${m.read_only ? "ro" : "rw"}:${m.host}`);
   const r = await docker.transport.exec(["sh", "-c", READ_SCRIPT, "sh", nonce, spec.image, DEPLOYMENT_LABEL, LIST_SCRIPT, MOUNT_SCRIPT, ...mounts], { timeoutMs: READ_TIMEOUT_MS, signal });
+  const who = `${spec.node} (${spec.host})`;
   const lost = unreachable(docker.transport, r);
-  if (lost !== undefined) return { node: spec.node, problem: `${spec.node} (${spec.host}): SSH unreachable: ${(lost.detail ?? "").split("\n").slice(-2).join(" ").trim()}` };
+  if (lost !== undefined) return { node: spec.node, problem: `${who}: SSH unreachable: ${lastTwo(lost.detail ?? "")}` };
   const parts = readSections(r.stdout, nonce);
-  const listed = parts.get("containers");
   const missing = PARTS.filter((p) => !parts.has(p));
-  // docker ps printed nothing and failed: the daemon did not answer (LIST_SCRIPT, DockerClient.listing).
-  if (listed === undefined || (listed.code !== 0 && listed.stdout.trim() === "") || missing.length > 0) {
-    const detail = listed === undefined || listed.code === 0 ? outputTail(r) || `the node's answer lacked ${missing.join(", ")} (exit ${r.code})` : outputTail(listed);
-    return { node: spec.node, problem: `${spec.node} (${spec.host}): Docker unreachable: ${detail.split("\n").slice(-2).join(" ").trim()}` };
+  // Only stderr is quoted: stdout may end inside the listing, which holds the containers' env.
+  const said = r.stderr.trim() === "" ? "" : `: ${lastTwo(r.stderr.trim())}`;
+  if (missing.length > 0) return { node: spec.node, problem: `${who}: the preflight's reads ended without ${missing.join(", ")} (exit ${r.code})${said}` };
+  const part = (name: PartName): ExecResult => parts.get(name) as ExecResult;
+  let containers: ContainerInfo[];
+  try {
+    containers = docker.listing(part("containers"));
+  } catch (e) {
+    // A RemoteError is docker's own failure (DockerClient.listing): the daemon did not answer.
+    // Anything else is output that is no listing; its parser's words would quote it (and its env).
+    const problem = e instanceof RemoteError ? `Docker unreachable: ${lastTwo(e.detail ?? e.message)}` : "its container listing (docker inspect) could not be read as JSON";
+    return { node: spec.node, problem: `${who}: ${problem}` };
   }
-  const part = (name: (typeof PARTS)[number]): ExecResult => parts.get(name) as ExecResult;
   const image = part("image");
-  return { node: spec.node, imageId: image.code === 0 ? image.stdout.trim() : undefined, containers: docker.listing(listed), mounts: part("mounts"), meminfo: part("meminfo").stdout };
+  return { node: spec.node, imageId: image.code === 0 ? image.stdout.trim() : undefined, containers, mounts: part("mounts"), meminfo: part("meminfo").stdout };
 }
+
+const lastTwo = (text: string): string => text.split("\n").slice(-2).join(" ").trim();
 
 /**
  * Reads every node of the plan at once, one round trip each, and the weights on them alongside (a
- * round trip of its own, models.ts's): read-only, so up starts it before it knows whether the
- * same deployment already runs, and overlaps it with that look.
+ * round trip of its own, models.ts's). Up asks it once it holds the nodes' claims, alongside its
+ * look for the same deployment; MOUNT_SCRIPT creates the missing cache folders, so never before.
  */
 export function readPlanNodes(plan: Plan, session: ClusterSession, signal: AbortSignal): PendingReadings {
   const all = session.cluster.nodes.filter((n) => plan.nodes.some((s) => s.node === n.name));
@@ -177,10 +192,6 @@ export function readPlanNodes(plan: Plan, session: ClusterSession, signal: Abort
   whole.catch(() => undefined);
   return { nodes, all: whole };
 }
-
-/** What readPlanNodes asks of a plan: two plans of one key get the same answers. */
-export const readsKey = (plan: Plan): string =>
-  JSON.stringify([plan.recipe_hash, plan.nodes.map((n) => [n.node, n.host, n.image, n.mounts.map((m) => [m.host, m.read_only])])]);
 
 /**
  * Whether what the nodes hold of the image leaves anything for the push (ensureImage) to do: every

@@ -18,17 +18,25 @@ export interface Span {
 
 export interface TraceRecord {
   readonly spans: readonly Span[];
-  /** Spans past MAX_SPANS, not kept (a long boot's memory-guard samples, say). */
+  /** Spans between the first and the last MAX_SPANS / 2, not kept (a long boot's middle). */
   readonly dropped: number;
 }
 
-/** A boot may run an hour: the spans kept are bounded, and the rest are counted. */
+/**
+ * A boot may run an hour: the spans kept are bounded, and the rest are counted. The first half
+ * kept are the first spans (the checks, the starts); the second half the last ones, a ring, so the
+ * ready line and the claims' release survive a long boot's middle.
+ */
 export const MAX_SPANS = 2000;
+const HALF = MAX_SPANS / 2;
 
 /** Span bookkeeping alone, on an injected clock (ms), so that it is tested without waiting. */
 export class Trace {
   private readonly origin: number;
-  private readonly kept: Span[] = [];
+  private readonly first: Span[] = [];
+  private readonly last: Span[] = [];
+  // Where the ring `last` writes next, once full.
+  private next = 0;
   private over = 0;
 
   constructor(private readonly clock: () => number) {
@@ -53,13 +61,18 @@ export class Trace {
 
   /** The spans by their start (ties: the longer, enclosing one first). */
   record(): TraceRecord {
-    const spans = [...this.kept].sort((a, b) => a.startMs - b.startMs || b.ms - a.ms);
+    const spans = [...this.first, ...this.last].sort((a, b) => a.startMs - b.startMs || b.ms - a.ms);
     return { spans, dropped: this.over };
   }
 
   private add(span: Span): void {
-    if (this.kept.length >= MAX_SPANS) this.over++;
-    else this.kept.push(span);
+    if (this.first.length < HALF) this.first.push(span);
+    else if (this.last.length < HALF) this.last.push(span);
+    else {
+      this.last[this.next] = span;
+      this.next = (this.next + 1) % HALF;
+      this.over++;
+    }
   }
 }
 
@@ -94,14 +107,20 @@ export async function traced<T>(name: string, node: string | undefined, fn: () =
 /** A moment of the current trace, if any. */
 export const traceMark = (name: string, node?: string): void => current.getStore()?.mark(name, node);
 
+// Programs whose first argument is a subcommand, not a value (docker's reference: "docker COMMAND").
+const WITH_SUBCOMMAND: ReadonlySet<string> = new Set(["docker"]);
+// A name as a script's first word or a subcommand spells it: no value (a path, a key) passes.
+const NAME = /^[A-Za-z_][A-Za-z0-9_-]*/;
+
 /**
- * How an SSH command is named in a trace: its program and first words, never its arguments' values
- * (a script's first line for `sh -c`), cut to 48 characters.
+ * How an SSH command is named in a trace: its program and subcommand only, never an argument's
+ * value (a trace is pasted into issues); `sh -c` by its script's first word, cut to 48 characters.
  */
 export function commandName(argv: readonly string[]): string {
-  const words = argv[0] === "sh" && argv[1] === "-c" ? ["sh -c", (argv[2] ?? "").trim().split("\n")[0] ?? ""] : argv.slice(0, 3);
-  const text = words.join(" ").replace(/\s+/g, " ");
-  return text.length > 48 ? `${text.slice(0, 47)}…` : text;
+  const [program = "", first = ""] = argv;
+  const word = (text: string): string => NAME.exec(text)?.[0] ?? "";
+  const text = program === "sh" && first === "-c" ? `sh -c ${word((argv[2] ?? "").trim())}` : WITH_SUBCOMMAND.has(program) && NAME.exec(first)?.[0] === first ? `${program} ${first}` : program;
+  return text.length > 48 ? `${text.slice(0, 47)}…` : text.trim();
 }
 
 /** The transport with each `exec` a span of the current trace (one SSH round trip, named by commandName). */

@@ -13,7 +13,6 @@ import { openSession, type ClusterSession } from "./session.js";
 import type { UpOptions, UpResult } from "./up.js";
 import type { FitReport } from "./fit.js";
 import { traced } from "./trace.js";
-import { readPlanNodes, readsKey, type PendingReadings } from "./preflight.js";
 
 /**
  * The whole `up` use case (lock, detect fabric, re-plan, check, claim, launch or swap a lane,
@@ -37,8 +36,6 @@ export type Planner = (nodes: readonly string[] | undefined, cluster: Cluster, g
 /** Where the use case runs: its store, its words, its clock, what stops it. */
 export interface UpHost {
   readonly plan: Planner;
-  /** The same planner saying nothing (no recipe warnings): a plan made ahead, to read the nodes early. */
-  readonly planQuietly?: Planner;
   readonly store: StateStore;
   /** A line for the person watching (stderr in the CLI, an event through the daemon). */
   readonly say: (text: string) => void;
@@ -81,8 +78,6 @@ export async function upUseCase(request: UpRequest, cluster: Cluster, first: Pla
     // the nodes are known (a lane picks its own).
     const probing = "while probing the nodes' fabric; nothing was started";
     const opened = await abortable(traced("open session (ssh -G, DNS)", undefined, () => openSession(cluster)), signal, probing);
-    // The nodes' preflight answers, asked while the fabric is probed (see earlyReadings).
-    const early = request.lane === undefined && host.dropCaches !== true ? earlyReadings(host, opened, signal) : undefined;
     const detected = await abortable(traced("fabric probe", undefined, () => detectAndRecord(opened, store, now().toISOString(), { peers: false })), signal, probing);
     const session = withImageFacts(detected.session, store, now);
     const findings = detected.report.findings;
@@ -92,7 +87,7 @@ export async function upUseCase(request: UpRequest, cluster: Cluster, first: Pla
       const blocking = fabricBlockers(findings, plan.nodes.map((n) => n.node));
       if (blocking.length > 0) throw fabricCheckFailed(blocking);
       release.push(holdOrBusy(store, [deploymentKey(plan.cluster, plan.deployment)], what, now));
-      return await launchPlan(plan, session, host, early === undefined ? step : { ...step, options: { ...step.options, readings: early } });
+      return await launchPlan(plan, session, host, step);
     }
     const lane = request.lane;
     host.say(`launcher: putting ${first.recipe.id} in lane ${lane}`);
@@ -109,29 +104,6 @@ export async function upUseCase(request: UpRequest, cluster: Cluster, first: Pla
   } finally {
     for (const r of release.reverse()) await r();
   }
-}
-
-/**
- * The preflight's questions to the nodes the request would use (readPlanNodes), asked before the
- * fabric probe ends, the plan is final and the nodes are claimed; `up` uses the answers when its
- * plan asks the same (readsKey), else asks again. Read before the claim, they are still the nodes'
- * state at the claim: every `up`, lane swap and restart starts containers only under a claim that
- * it holds until it has ended (ready or rolled back), so a container started on these nodes after
- * this read makes the claim that follows it fail as busy. Read-only: discarded at no cost when the
- * boot stops before up.
- */
-function earlyReadings(host: UpHost, opened: ClusterSession, signal: AbortSignal): { key: string; read: PendingReadings } | undefined {
-  let plan: Plan;
-  if (host.planQuietly === undefined) return undefined;
-  try {
-    plan = host.planQuietly(undefined, opened.cluster, "ignore");
-  } catch {
-    // Planned again, and its error said, once the fabric is known.
-    return undefined;
-  }
-  const read = readPlanNodes(plan, opened, signal);
-  void traced("node reads (early)", undefined, () => read.all).catch(() => undefined);
-  return { key: readsKey(plan), read };
 }
 
 /** What a boot of a plan already made needs of its host: no planner, no lane to drain. */

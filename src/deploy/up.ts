@@ -4,13 +4,13 @@ import { advanceBoot, INITIAL_BOOT, splitTimestamp, timeMs, type BootState } fro
 import { failureHint, warningNote } from "../engine/explain.js";
 import { adapterOf } from "../engine/registry.js";
 import type { NodeSpec, Plan } from "../plan/plan.js";
-import { dropCaches, imageUnsettled, preflight, readPlanNodes, readsKey, sameNameOnCluster, type NodeReading, type PendingReadings } from "./preflight.js";
+import { dropCaches, imageUnsettled, preflight, readPlanNodes, sameNameOnCluster, type NodeReading, type PendingReadings } from "./preflight.js";
 import { abortable, checkInterrupted, Detached, interruption } from "./abort.js";
 import { createdBy, newBootId, stampBoot } from "./boot.js";
 import { culprit, ownCause, timeoutBlame } from "./blame.js";
 import type { Progress } from "./progress.js";
 import { redactText } from "../config/redact.js";
-import { checkReady, readyRetryMs } from "./readiness.js";
+import { checkReady, ReadyRetry } from "./readiness.js";
 import { dockerOf, type ClusterSession } from "./session.js";
 import type { DockerClient } from "../remote/docker.js";
 import { formatRemoval, removeContainers } from "./down.js";
@@ -53,11 +53,6 @@ export interface UpOptions {
    * deployment of this name is skipped: the removal lists every node and removes all of this name.
    */
   readonly recreating?: Promise<void>;
-  /**
-   * What readPlanNodes already asked of the nodes of a plan of `key` (readsKey), started before the
-   * claims (src/deploy/up-use-case.ts): used when this plan asks the same, else asked again.
-   */
-  readonly readings?: { readonly key: string; readonly read: PendingReadings };
 }
 
 export type UpResult = {
@@ -171,21 +166,30 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
     return read;
   };
   const push = (): Promise<unknown> => traced("image push", undefined, () => ensureImage(plan.recipe.docker_image, plan.nodes.map((n) => dockerOf(session, n.node)), note, signal, clusterRoutes(session.cluster.nodes)));
-  // The nodes' answers are read-only: asked at once, while the look for the same deployment runs.
-  // Dropping the page cache changes what they say, so with it they are asked after, as before.
-  const given = options.readings !== undefined && options.readings.key === readsKey(plan) ? options.readings.read : undefined;
-  const early = options.dropCaches === true ? undefined : (given ?? readNodes());
+  // Read here, under the nodes' claims (up's caller holds them): no other launcher starts a
+  // container on these nodes until they are released, so the look for the same deployment, the
+  // memory fit and the mount paths see what the boot will meet. Read-only, so asked at once, while
+  // the look for the same deployment runs; dropping the page cache changes what they say, so with
+  // it they are asked after the drop.
+  const early = options.dropCaches === true ? undefined : readNodes();
   const checks = async (): Promise<Awaited<ReturnType<typeof preflight>>> => {
-    let readings = early;
-    if (readings === undefined) {
+    let readings: PendingReadings;
+    if (options.dropCaches === true) {
       if (options.push !== false) await push();
       for (const line of await dropCaches(plan, session, signal)) note(line);
-    } else if (options.push !== false && imageUnsettled(await abortable(readings.nodes, signal, "before the image push; no container was started"))) {
-      // A node lacks the image or holds another build: sent, then every node is asked again.
-      if ((await push()) !== undefined) readings = readNodes();
+      readings = readNodes();
+    } else {
+      // Asked above already (early), unless the page cache was to be dropped first.
+      readings = early ?? readNodes();
+      // A node lacks the image or holds another build: whether the push sent it or found nothing
+      // left to send (another launcher sent it meanwhile), what the nodes hold is asked again.
+      if (options.push !== false && imageUnsettled(await abortable(readings.nodes, signal, "before the image push; no container was started"))) {
+        await push();
+        readings = readNodes();
+      }
     }
     note(`preflight of ${plan.deployment} on ${plan.nodes.map((n) => n.node).join(", ")} ...`);
-    return traced("preflight", undefined, () => preflight(plan, session, signal, recreating === undefined ? undefined : new Set([plan.deployment]), readings?.all));
+    return traced("preflight", undefined, () => preflight(plan, session, signal, recreating === undefined ? undefined : new Set([plan.deployment]), readings.all));
   };
   try {
     if (recreating === undefined) {
@@ -215,9 +219,9 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
 
 /**
  * The session as the look for the same deployment sees it: on the plan's nodes, the launcher
- * containers come from the preflight's read of them (one listing per node per `up`, not two; the
- * rest of the cluster is listed as before). A node whose read failed is listed again, so that what
- * is said of it is the listing's own reason.
+ * containers come from the preflight's read of them (one listing per node per `up`, not two); the
+ * nodes outside the plan are listed on their own. A node whose read failed is listed again, so that
+ * what is said of it is the listing's own reason.
  */
 function sharingListings(session: ClusterSession, readings: Promise<ReadonlyMap<string, NodeReading>>): ClusterSession {
   const docker = new Map(
@@ -286,8 +290,7 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
   const failures: Failure[] = [];
   let failure: Failure | undefined;
   let readyResolve: (() => void) | undefined;
-  // Wakes the wait between two readiness checks: the head's log said its API is up (once).
-  let headLogged: (() => void) | undefined;
+  const retry = new ReadyRetry();
   const headReady = new Promise<void>((resolve) => (readyResolve = resolve));
   // Nodes whose log said the engine failed: their watchers read on until the settle, because the
   // root cause may come after the fatal line (below).
@@ -345,7 +348,7 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
       }
       // Past its init line the engine's API comes up any moment: from then on /health is polled
       // (uvicorn's "Application startup complete" alone is hidden by --uvicorn-log-level warning).
-      if (spec.rank === 0 && state.ready) headLogged?.();
+      if (spec.rank === 0) retry.headState(state.ready);
       if (spec.rank === 0 && (state.ready || state.pastInit === true)) {
         if (readyResolve !== undefined) traceMark(state.ready ? "ready line" : "past init", spec.node);
         readyResolve?.();
@@ -453,14 +456,7 @@ async function boot(plan: Plan, bootId: string, session: ClusterSession, options
       if (watch.signal.aborted) break;
       // /health can lag the init line by a moment: asked again soon, or as the head's log says its
       // API is up; any real failure arrives through the watchers (failureWait).
-      await Promise.race([failureWait, new Promise<void>((r) => {
-        const timer = setTimeout(r, readyRetryMs(tries));
-        headLogged = () => {
-          clearTimeout(timer);
-          r();
-        };
-      })]).catch(() => undefined);
-      headLogged = undefined;
+      await retry.wait(tries, failureWait);
     }
     if (detached) throw new Detached(plan.deployment);
     // Ready while the guard was killing it is no boot.

@@ -40,13 +40,20 @@ test("spans are listed by start, the enclosing one first on a tie", () => {
   assert.deepEqual(trace.record().spans.map((s) => s.name), ["up", "same-name check"]);
 });
 
-test("the spans kept are bounded; the rest are counted and said", () => {
-  const trace = new Trace(() => 0);
-  for (let i = 0; i < MAX_SPANS + 7; i++) trace.mark(`m${i}`);
+test("the spans kept are bounded: the first and the last half kept, the middle counted and said", () => {
+  let t = 0;
+  const trace = new Trace(() => t++);
+  for (let i = 0; i < MAX_SPANS * 3 + 7; i++) trace.mark(`m${i}`);
+  trace.mark("ready line");
   const record = trace.record();
+  const names = record.spans.map((s) => s.name);
   assert.equal(record.spans.length, MAX_SPANS);
-  assert.equal(record.dropped, 7);
-  assert.match(formatTrace(record).at(-1) ?? "", /7 more spans not kept/);
+  assert.equal(record.dropped, MAX_SPANS * 2 + 8);
+  assert.deepEqual(names.slice(0, 2), ["m0", "m1"], "the first spans");
+  assert.equal(names[MAX_SPANS / 2 - 1], `m${MAX_SPANS / 2 - 1}`);
+  assert.equal(names[MAX_SPANS / 2], `m${MAX_SPANS * 3 + 8 - MAX_SPANS / 2}`, "then the last ones, in order");
+  assert.equal(names.at(-1), "ready line", "the last span survives a long boot");
+  assert.match(formatTrace(record).at(-1) ?? "", new RegExp(`${MAX_SPANS * 2 + 8} more spans not kept`));
 });
 
 test("formatTrace: one line per span with offset, duration and node", () => {
@@ -56,9 +63,12 @@ test("formatTrace: one line per span with offset, duration and node", () => {
   assert.match(lines[2] ?? "", /^\s+\+\s*2\.000 s\s+-\s+ready line$/);
 });
 
-test("commandName names the program and first words, a script by its first line, cut to 48 characters", () => {
-  assert.equal(commandName(["docker", "image", "inspect", "--format", "{{.Id}}", "--", "secret-image"]), "docker image inspect");
-  assert.equal(commandName(["sh", "-c", "\n  missing=''\nfor p in ...", "sh", "ro:/x"]), "sh -c missing=''");
+test("commandName names the program and subcommand only, a script by its first word, never an argument's value", () => {
+  assert.equal(commandName(["docker", "image", "inspect", "--format", "{{.Id}}", "--", "secret-image"]), "docker image");
+  assert.equal(commandName(["docker", "--context=secret", "ps"]), "docker");
+  assert.equal(commandName(["cat", "/home/u/secret-path"]), "cat");
+  assert.equal(commandName(["mkdir", "secretname"]), "mkdir");
+  assert.equal(commandName(["sh", "-c", "\n  missing=''\nfor p in ...", "sh", "ro:/x"]), "sh -c missing");
   assert.equal(commandName(["sh", "-c", "x".repeat(100)]).length, 48);
 });
 
@@ -103,5 +113,5 @@ test("tracedTransport: each exec is a span on its node, named by its command; ou
   assert.equal(r.stdout, "ok");
   await t.exec(["true"]);
   assert.equal(calls.length, 2);
-  assert.deepEqual(trace.record().spans, [{ name: "ssh cat /proc/meminfo", node: "spark-3", startMs: 0, ms: 0 }]);
+  assert.deepEqual(trace.record().spans, [{ name: "ssh cat", node: "spark-3", startMs: 0, ms: 0 }]);
 });
