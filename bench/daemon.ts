@@ -14,7 +14,7 @@ import path from "node:path";
 import { advanceBoot, INITIAL_BOOT, splitTimestamp } from "../src/engine/boot-log.js";
 import { adapterOf } from "../src/engine/registry.js";
 import { CONTROL_PATHS } from "../src/daemon/protocol.js";
-import { decodeEvent } from "../src/deploy/up-events.js";
+import { decodeEvent } from "../src/boot/up-events.js";
 import { launcher, launcherProcess, onHost, rigDown, rigUp, startGateway, variant } from "../test/integration/practice-cluster.js";
 
 const ROUNDS = 5;

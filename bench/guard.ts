@@ -9,9 +9,9 @@
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { parseCluster } from "../src/cluster/parse.js";
-import { openSession, dockerOf } from "../src/deploy/session.js";
-import { startGuard, type GuardedNode } from "../src/deploy/guard.js";
-import { SAMPLE_INTERVAL_SECONDS, SAMPLER_SCRIPT } from "../src/deploy/memory-watch.js";
+import { openSession, dockerOf } from "../src/nodes/session.js";
+import { startGuard, type GuardedNode } from "../src/memory/guard.js";
+import { SAMPLE_INTERVAL_SECONDS, SAMPLER_SCRIPT } from "../src/memory/memory-watch.js";
 import { CLUSTER, onHost, rigDown, rigUp } from "../test/integration/practice-cluster.js";
 
 const NODES = 4;

@@ -8,8 +8,8 @@
 // the same text (one fixed regex that looks at every character once); the heap (after a
 // collection) and RSS growth; the events kept.
 // Run: node --expose-gc --import tsx bench/log-reading.ts
-import { BootRegistry } from "../src/deploy/boots.js";
-import { progressEvents } from "../src/deploy/up-events.js";
+import { BootRegistry } from "../src/supervise/boots.js";
+import { progressEvents } from "../src/boot/up-events.js";
 import { advanceBoot, INITIAL_BOOT, splitTimestamp, type BootState } from "../src/engine/boot-log.js";
 import { vllm } from "../src/engine/vllm/adapter.js";
 import { LineSplitter } from "../src/remote/lines.js";

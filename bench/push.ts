@@ -20,7 +20,8 @@ import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import { CLUSTER, rigDown, rigUp, seedModel, onHost, onHostAsync, STATE_HOME, variant } from "../test/integration/practice-cluster.js";
 import { dockerSave, withDockerApi } from "../src/transfer/docker-api.js";
-import { diffIdsOf, pushSkip, saveWithout } from "../src/transfer/layers.js";
+import { diffIdsOf, saveWithout } from "../src/transfer/layers.js";
+import { pushSkip } from "../src/transfer/route.js";
 import { parseProbe, PROBE_SCRIPT } from "../src/transfer/route.js";
 
 const { values } = parseArgs({ options: { mib: { type: "string", default: "300" }, rounds: { type: "string", default: "1" }, baseline: { type: "string" } } });

@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Store } from "../src/store/store.js";
 import { CONTROL_PATHS } from "../src/daemon/protocol.js";
-import { decodeEvent } from "../src/deploy/up-events.js";
+import { decodeEvent } from "../src/boot/up-events.js";
 import { launcher, launcherProcess, onHost, rigDown, rigUp, STATE_HOME, variant, within } from "../test/integration/practice-cluster.js";
 
 const NODES = Number(process.env.BENCH_NODES ?? "2");

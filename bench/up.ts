@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { launcher, launcherProcess, onHost, rigDown, rigUp, variant } from "../test/integration/practice-cluster.js";
-import { formatTrace, type TraceRecord } from "../src/deploy/trace.js";
+import { formatTrace, type TraceRecord } from "../src/remote/trace.js";
 
 // `--baseline DIR`: a checkout of another commit with node_modules (e.g. `git archive HEAD`): its
 // built CLI runs the same ups in the same rounds, each pair in alternating order, so that the two

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { followBoot } from "../daemon/client.js";
 import { watchBoot } from "./boot-view.js";
 import { daemonOption, requireDaemon } from "./daemon-target.js";
-import type { Output } from "./output.js";
+import type { Output } from "../app/output.js";
 import { jsonOption, outputOption } from "./options.js";
 
 export function registerAttach(program: Command, io: Output): void {

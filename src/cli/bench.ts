@@ -2,15 +2,15 @@ import type { Command } from "commander";
 import { EXIT_USER, UserError } from "../config/errors.js";
 import { readTextFile } from "../config/read-file.js";
 import { apiKeyFileOption, gatewayOf } from "./gateway-key.js";
-import { parseConcurrencies, parsePrompts } from "../bench/workload.js";
-import type { LevelProgress } from "../bench/load.js";
-import { benchDeps, benchTarget } from "../deploy/bench.js";
-import { openSession } from "../deploy/session.js";
-import type { ServeResult } from "../evidence/records.js";
+import { parseConcurrencies, parsePrompts } from "../measure/bench/workload.js";
+import type { LevelProgress } from "../measure/bench/load.js";
+import { benchDeps, benchTarget } from "../measure/bench/bench.js";
+import { openSession } from "../nodes/session.js";
+import type { ServeResult } from "../contract/evidence.js";
 import { parseDuration } from "./duration.js";
 import { withInterrupts } from "./interrupts.js";
-import { loadCluster, openStore } from "./load.js";
-import type { Output } from "./output.js";
+import { loadCluster, openStore } from "../app/host.js";
+import type { Output } from "../app/output.js";
 import { clusterOption, jsonOption, outputOption, parseCount } from "./options.js";
 
 /** vllm bench serve's random dataset defaults (vllm/benchmarks/datasets: --random-input-len 1024, --random-output-len 128). */

@@ -2,7 +2,7 @@
 // The installed `launcher` command (package.json "bin"). It runs before anything else of
 // launcher loads, so that:
 // - on a Node.js older than package.json's engines admits, the one thing said is what to do, never
-//   a crash deep in a dependency: this file and package-info.ts import only Node's own modules and
+//   a crash deep in a dependency: this file and ../config/package-info.ts import only Node's own modules and
 //   use nothing newer than Node 20 has, and main.js is imported only after the check;
 // - later starts skip compiling: module.enableCompileCache() (Node 22.1+, doc/api/module.md
 //   "Module compile cache") keeps V8's code cache of every module launcher loads on disk, in
@@ -13,7 +13,7 @@
 import module from "node:module";
 import { homedir } from "node:os";
 import { EXIT_CLOSED_PIPE } from "./closed-pipe.js";
-import { enginesNode, packageVersion, tooOldNodeLine } from "./package-info.js";
+import { enginesNode, packageVersion, tooOldNodeLine } from "../config/package-info.js";
 
 const tooOld = tooOldNodeLine(process.version, enginesNode());
 if (tooOld !== undefined) {

@@ -1,7 +1,8 @@
-import { progressReporter, type Progress } from "../deploy/progress.js";
-import { decodeError, type UpEvent } from "../deploy/up-events.js";
-import { upSummary, type UpOutcome } from "../deploy/up-use-case.js";
-import type { Output } from "./output.js";
+import { progressReporter, type Progress } from "../nodes/progress.js";
+import { decodeError, type UpEvent } from "../boot/up-events.js";
+import { upSummary } from "../app/up-use-case.js";
+import type { UpOutcome } from "../boot/up-events.js";
+import type { Output } from "../app/output.js";
 import type { DaemonTarget } from "../daemon/client.js";
 import { UserError } from "../config/errors.js";
 import { withInterrupts } from "./interrupts.js";

@@ -4,11 +4,11 @@ import type { Command } from "commander";
 import { namedClusterFile, SOURCE_LABEL } from "../cluster/locate.js";
 import { renderClusterToml } from "../cluster/write.js";
 import { UserError } from "../config/errors.js";
-import { probeHosts, parseHostArg } from "../deploy/cluster-init.js";
-import { checkClusterName, namedClusters, refuseOverwrite, useCluster, writeClusterFile } from "../deploy/cluster-config.js";
+import { probeHosts, parseHostArg } from "../setup/cluster-init.js";
+import { checkClusterName, namedClusters, refuseOverwrite, useCluster, writeClusterFile } from "../setup/cluster-config.js";
 import { existsSync } from "node:fs";
-import { defaultClusterName, findCluster, loadCluster, userConfigDirs } from "./load.js";
-import type { Output } from "./output.js";
+import { defaultClusterName, findCluster, loadCluster, userConfigDirs } from "../app/host.js";
+import type { Output } from "../app/output.js";
 
 interface InitOptions {
   name: string;

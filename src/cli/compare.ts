@@ -1,21 +1,21 @@
 import { writeFileSync } from "node:fs";
 import type { Command } from "commander";
 import { UserError } from "../config/errors.js";
-import { resolveSides } from "../compare/resolve.js";
-import { markdownTable, textTable } from "../compare/table.js";
-import { loadCluster, openStore, withStore } from "./load.js";
-import type { Output } from "./output.js";
+import { resolveSides } from "../measure/compare/resolve.js";
+import { markdownTable, textTable } from "../measure/compare/table.js";
+import { loadCluster, openStore, withStore } from "../app/host.js";
+import type { Output } from "../app/output.js";
 import { clusterOption, jsonOption, outputOption, parseCount } from "./options.js";
-import { abInOneLane } from "../deploy/ab.js";
-import { benchPort } from "../deploy/bench.js";
-import { DEFAULT_EVAL, evalTarget } from "../deploy/eval.js";
-import { openSession } from "../deploy/session.js";
-import { parseConcurrencies } from "../bench/workload.js";
+import { abInOneLane } from "../measure/compare/ab.js";
+import { benchPort } from "../measure/bench/bench.js";
+import { DEFAULT_EVAL, evalTarget } from "../measure/eval/eval.js";
+import { openSession } from "../nodes/session.js";
+import { parseConcurrencies } from "../measure/bench/workload.js";
 import { DEFAULT_INPUT_LEN, DEFAULT_OUTPUT_LEN } from "./bench.js";
 import { loadSet } from "./eval.js";
 import { runUp } from "./up.js";
 import { withInterrupts } from "./interrupts.js";
-import type { Comparison } from "../compare/compare.js";
+import type { Comparison } from "../measure/compare/compare.js";
 
 interface CompareFlags {
   markdown?: boolean;
@@ -35,7 +35,7 @@ interface CompareFlags {
 async function show(c: Comparison, opts: CompareFlags, io: Output): Promise<void> {
   if (opts.plot !== undefined) {
     const file = opts.plot;
-    const { plotSvg } = await import("../compare/svg.js");
+    const { plotSvg } = await import("../measure/compare/svg.js");
     const svg = await plotSvg(c);
     try {
       writeFileSync(file, svg);
@@ -102,7 +102,7 @@ export function registerCompare(program: Command, io: Output): void {
       if (opts.markdown && opts.json) throw new UserError("--markdown and --json each print the whole comparison: pass one of them");
       // compare's statistics and plot libraries (@stdlib, vega: most of what the CLI would read at
       // its start) are loaded when compare runs, not by every command (test/unit/cli-footprint.test.ts).
-      const { compare } = await import("../compare/compare.js");
+      const { compare } = await import("../measure/compare/compare.js");
       const c = compare(...(opts.run ? await runBoth(a, b, opts, io) : await withStore((store) => resolveSides(store, a, b))));
       await show(c, opts, io);
     });

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { UserError } from "../config/errors.js";
-import type { Output } from "./output.js";
+import type { Output } from "../app/output.js";
 
 /** What a shell needs to complete a command: its words, its options, what follows. */
 export interface CompletionTree {

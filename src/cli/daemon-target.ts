@@ -7,7 +7,7 @@ import { readTextFile } from "../config/read-file.js";
 import { chooseDaemon, RUN_A_DAEMON, type DaemonTarget } from "../daemon/client.js";
 import type { LocalDaemon } from "../daemon/protocol.js";
 import { localDaemonFacts, localDaemonVerdict } from "../daemon/local-daemon.js";
-import { consoleOutput } from "./output.js";
+import { consoleOutput } from "../app/output.js";
 import { parseKeyFile } from "../gateway/auth.js";
 import { storeDir } from "../store/store.js";
 

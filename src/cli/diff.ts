@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { diffRecipes, formatChanges } from "../recipe/diff.js";
-import { loadRecipe } from "./load.js";
-import type { Output } from "./output.js";
+import { loadRecipe } from "../app/host.js";
+import type { Output } from "../app/output.js";
 import { jsonOption, outputOption } from "./options.js";
 
 export function registerDiff(program: Command, io: Output): void {

@@ -1,11 +1,11 @@
 import type { Command } from "commander";
 import { adapterOrDefault } from "../engine/registry.js";
-import { detectAndRecord } from "../deploy/doctor.js";
-import { openSession } from "../deploy/session.js";
-import { loadCluster, withStore } from "./load.js";
-import type { Output } from "./output.js";
-import { colourFor, SEVERITY_STYLE } from "./colour.js";
-import { KIB_PER_GIB, type Meminfo } from "../deploy/meminfo.js";
+import { detectAndRecord } from "../nodes/doctor.js";
+import { openSession } from "../nodes/session.js";
+import { loadCluster, withStore } from "../app/host.js";
+import type { Output } from "../app/output.js";
+import { colourFor, SEVERITY_STYLE } from "../app/colour.js";
+import { KIB_PER_GIB, type Meminfo } from "../memory/meminfo.js";
 import { clusterOption, jsonOption, outputOption } from "./options.js";
 
 /** "97.3/119.7 GiB available (page cache 6.1)": what the fit check of up and plan compares with. */

@@ -1,14 +1,14 @@
 import type { Command } from "commander";
 import { EXIT_USER, RemoteError, UserError } from "../config/errors.js";
 import { cancelBoot, listBoots, type DaemonTarget } from "../daemon/client.js";
-import { decodeError } from "../deploy/up-events.js";
+import { decodeError } from "../boot/up-events.js";
 import { daemonOption, findDaemon } from "./daemon-target.js";
-import { formatRemoval, fullyStopped, removedOf, removeListed, unreachableOf } from "../deploy/down.js";
-import { listNodes, parseTarget, targetDeployments } from "../deploy/labels.js";
-import { openSession } from "../deploy/session.js";
-import { loadCluster, withStore } from "./load.js";
+import { formatRemoval, fullyStopped, removedOf, removeListed, unreachableOf } from "../nodes/down.js";
+import { listNodes, parseTarget, targetDeployments } from "../nodes/labels.js";
+import { openSession } from "../nodes/session.js";
+import { loadCluster, withStore } from "../app/host.js";
 import { parseGraceSeconds } from "./duration.js";
-import type { Output } from "./output.js";
+import type { Output } from "../app/output.js";
 import { clusterOption, jsonOption, outputOption } from "./options.js";
 
 /**

@@ -3,18 +3,18 @@ import { Option, type Command } from "commander";
 import { hasErrors } from "../config/diagnostic.js";
 import { UserError } from "../config/errors.js";
 import { readTextFile } from "../config/read-file.js";
-import { DEFAULT_EVAL, evalTarget, type EvalProgress, type EvalRoute, type LoadedSet } from "../deploy/eval.js";
-import type { ServingTarget } from "../deploy/serving-target.js";
-import { openSession } from "../deploy/session.js";
-import { parseEvalSet } from "../eval/set.js";
-import { REASONING_EFFORTS, requestOptions, type ReasoningEffort } from "../eval/request-options.js";
-import type { EvalRun } from "../evidence/records.js";
+import { DEFAULT_EVAL, evalTarget, type EvalProgress, type EvalRoute, type LoadedSet } from "../measure/eval/eval.js";
+import type { ServingTarget } from "../measure/serving-target.js";
+import { openSession } from "../nodes/session.js";
+import { parseEvalSet } from "../measure/eval/set.js";
+import { REASONING_EFFORTS, requestOptions, type ReasoningEffort } from "../measure/eval/request-options.js";
+import type { EvalRun } from "../contract/evidence.js";
 import { apiKeyFileOption, gatewayOf } from "./gateway-key.js";
 import { parseDuration } from "./duration.js";
 import { withInterrupts } from "./interrupts.js";
-import { loadCluster, optionalClusterPath, withStore } from "./load.js";
+import { loadCluster, optionalClusterPath, withStore } from "../app/host.js";
 import { clusterOption, jsonOption, outputOption, parseCount } from "./options.js";
-import type { Output } from "./output.js";
+import type { Output } from "../app/output.js";
 
 interface EvalFlags {
   set: string;

@@ -1,9 +1,9 @@
 import type { Command } from "commander";
 import { EXIT_USER, UserError } from "../config/errors.js";
 import { readTextFile, readTextStdin } from "../config/read-file.js";
-import { explainLog, formatExplanation } from "../engine/explain.js";
+import { explainLog, formatExplanation } from "../boot/explain.js";
 import { ENGINES, engineAdapter } from "../engine/registry.js";
-import type { Output } from "./output.js";
+import type { Output } from "../app/output.js";
 import { jsonOption, outputOption } from "./options.js";
 
 /** A boot log with tqdm bars and tracebacks runs to a few MB; anything far beyond is not one boot. */

@@ -3,9 +3,9 @@ import path from "node:path";
 import { userInfo } from "node:os";
 import type { Command } from "commander";
 import { daemonUnitText, stableLauncherArgv } from "../daemon/systemd.js";
-import { clusterPath, PACKAGE_ROOT } from "./load.js";
-import { realPath } from "./package-info.js";
-import type { Output } from "./output.js";
+import { clusterPath, PACKAGE_ROOT } from "../app/host.js";
+import { realPath } from "../config/package-info.js";
+import type { Output } from "../app/output.js";
 import { clusterOption } from "./options.js";
 
 interface SystemdFlags {

@@ -1,9 +1,9 @@
 import type { Command } from "commander";
 import { describeFigures } from "../engine/boot-log.js";
 import type { BootRecord, MemoryTripRecord } from "../store/store.js";
-import { describeSample } from "../deploy/memory-watch.js";
-import { withStore } from "./load.js";
-import type { Output } from "./output.js";
+import { describeSample } from "../memory/memory-watch.js";
+import { withStore } from "../app/host.js";
+import type { Output } from "../app/output.js";
 import { jsonOption, outputOption, parseCount } from "./options.js";
 
 const seconds = (from: string, to: string | undefined): number | undefined => (to === undefined ? undefined : (Date.parse(to) - Date.parse(from)) / 1000);

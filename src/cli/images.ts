@@ -1,17 +1,17 @@
 import type { Command } from "commander";
 import { UserError } from "../config/errors.js";
-import { Interrupted } from "../deploy/abort.js";
-import { buildImage, imageFolders, imageReport, pushImage, pushLeft, pushSource, shortId, type NodeImage } from "../deploy/images.js";
+import { Interrupted } from "../config/abort.js";
+import { buildImage, imageFolders, imageReport, pushImage, pushLeft, pushSource, shortId, type NodeImage } from "../transfer/images.js";
 import { withInterrupts } from "./interrupts.js";
-import { describePath, mib, transferProgress } from "../deploy/progress.js";
+import { describePath, mib, transferProgress } from "../nodes/progress.js";
 import { clusterRoutes, RELAY_ASKED } from "../transfer/route.js";
-import { dockerOf, openSession, type ClusterSession } from "../deploy/session.js";
+import { dockerOf, openSession, type ClusterSession } from "../nodes/session.js";
 import type { Recipe } from "../recipe/recipe.js";
 import { DockerClient } from "../remote/docker.js";
 import { localTransport } from "../remote/local.js";
-import { gpusPerNode, imageRoots, loadCluster, loadRecipe, namedNodes, recipeOnCluster } from "./load.js";
+import { gpusPerNode, imageRoots, loadCluster, loadRecipe, namedNodes, recipeOnCluster } from "../app/host.js";
 import type { ClusterNode } from "../cluster/cluster.js";
-import type { Output } from "./output.js";
+import type { Output } from "../app/output.js";
 import { clusterOption, jsonOption, outputOption } from "./options.js";
 
 interface ImageFlags {

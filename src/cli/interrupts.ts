@@ -1,4 +1,4 @@
-import { Interrupted } from "../deploy/abort.js";
+import { Interrupted } from "../config/abort.js";
 
 export const EXIT_CODES: Readonly<Record<string, number>> = { SIGINT: 130, SIGTERM: 143, SIGHUP: 129 };
 

@@ -1,11 +1,11 @@
 import type { Command } from "commander";
 import { EXIT_USER, UserError } from "../config/errors.js";
 import { splitTimestamp } from "../engine/boot-log.js";
-import { listNodes, targetDeployments } from "../deploy/labels.js";
-import { openSession } from "../deploy/session.js";
+import { listNodes, targetDeployments } from "../nodes/labels.js";
+import { openSession } from "../nodes/session.js";
 import { redactText } from "../config/redact.js";
-import { loadCluster, openStore } from "./load.js";
-import type { Output } from "./output.js";
+import { loadCluster, openStore } from "../app/host.js";
+import type { Output } from "../app/output.js";
 import { withInterrupts } from "./interrupts.js";
 import { clusterOption, followOption, parseCount, tailOption } from "./options.js";
 import { parseSince } from "./duration.js";

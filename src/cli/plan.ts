@@ -6,12 +6,12 @@ import { nearest } from "../config/suggest.js";
 import { UserError } from "../config/errors.js";
 import { mergeDetected, type DetectedValue } from "../cluster/detect.js";
 import { describeFabricGap } from "../cluster/fabric-env.js";
-import { gpusPerNode, loadCluster, loadRecipe, parseNodes, withStore } from "./load.js";
-import type { Output } from "./output.js";
-import { withSshDefaults } from "../deploy/session.js";
-import { fitFromKept, fitText } from "../deploy/fit.js";
+import { gpusPerNode, loadCluster, loadRecipe, parseNodes, withStore } from "../app/host.js";
+import type { Output } from "../app/output.js";
+import { withSshDefaults } from "../nodes/session.js";
+import { fitFromKept, fitText } from "../memory/fit.js";
 import { clusterOption, jsonOption, outputOption } from "./options.js";
-import type { RestartPolicy } from "../deploy/contract.js";
+import type { RestartPolicy } from "../contract/deployment.js";
 import type { RecipeSource } from "../recipe/resolve.js";
 
 export interface PlanFlags {

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { clusterFileSchema } from "../cluster/schema.js";
 import { recipeJsonSchema } from "../recipe/schema.js";
 import { UserError } from "../config/errors.js";
-import type { Output } from "./output.js";
+import type { Output } from "../app/output.js";
 
 export function schemaFor(kind: string): Record<string, unknown> {
   if (kind === "recipe") return recipeJsonSchema();

@@ -2,34 +2,35 @@ import { readTextFile } from "../config/read-file.js";
 import type { Command } from "commander";
 import { UserError } from "../config/errors.js";
 import { engineApiMethods, engineRefusedRoutes } from "../engine/registry.js";
-import { vouchFrom } from "../deploy/ownership.js";
+import { vouchFrom } from "../claims/ownership.js";
 import { collectKeys, keyChecker } from "../gateway/auth.js";
-import { Discovery, staleAfterMs, type Snapshot, type WatchSource } from "../gateway/discovery.js";
-import { watchDeaths } from "../deploy/deaths.js";
-import { bootAgain } from "../deploy/reboot.js";
-import { openSession, type ClusterSession } from "../deploy/session.js";
-import { DEFAULT_TIMING } from "../deploy/supervise.js";
-import { Supervisor } from "../deploy/supervisor.js";
-import { ReadyGuards } from "../deploy/ready-guard.js";
+import { Discovery, staleAfterMs, type Snapshot, type WatchSource } from "../daemon/discovery.js";
+import { watchDeaths } from "../supervise/deaths.js";
+import { bootAgain } from "../app/reboot.js";
+import { openSession, type ClusterSession } from "../nodes/session.js";
+import { DEFAULT_TIMING } from "../supervise/supervise.js";
+import { Supervisor } from "../supervise/supervisor.js";
+import { ReadyGuards } from "../supervise/ready-guard.js";
 import type { StateStore } from "../store/store.js";
 import { isLoopback, parseListen } from "../gateway/listen.js";
 import { routeTable, type RouteTable } from "../gateway/routes.js";
 import type { LaneRecord } from "../store/store.js";
-import { DEPLOYMENT_STATUSES } from "../deploy/contract.js";
-import { heldByLiveProcess, laneKey } from "../deploy/locks.js";
+import { DEPLOYMENT_STATUSES } from "../contract/deployment.js";
+import { heldByLiveProcess, laneKey } from "../claims/locks.js";
 import { parseDuration } from "./duration.js";
-import { clusterOf, clusterPath, foundRecipes, loadCluster, readClusterFile, recipeDirs, selfArgv } from "./load.js";
-import type { Output } from "./output.js";
+import { clusterOf, clusterPath, foundRecipes, loadCluster, readClusterFile, recipeDirs, selfArgv } from "../app/host.js";
+import type { Output } from "../app/output.js";
 import { clusterOption } from "./options.js";
-import { BootRegistry } from "../deploy/boots.js";
-import { controlApi } from "../gateway/control.js";
+import { BootRegistry } from "../supervise/boots.js";
+import { controlApi } from "../daemon/control.js";
 import { MAX_BODY_BYTES, MAX_CONTROL_BODY_BYTES } from "../gateway/budget.js";
 import { bootSubmitter } from "../daemon/boots-host.js";
-import { CONTROL_PREFIX } from "../daemon/protocol.js";
+import { CONTROL_PREFIX } from "../contract/control-api.js";
+import { addEngineKeyHow } from "../daemon/engine-key.js";
 import { advertiseLocalDaemon } from "./daemon-target.js";
 import { outliveTheTerminal } from "./terminal.js";
 import { childrenOutliveTheTerminal } from "../remote/transport.js";
-import { adoptBoots } from "../deploy/adopt.js";
+import { adoptBoots } from "../app/adopt.js";
 import path from "node:path";
 import { homedir } from "node:os";
 import type { Cluster } from "../cluster/cluster.js";
@@ -82,8 +83,8 @@ const REQUEST_TIMEOUT_MS = 120_000;
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
 /**
- * The daemon's supervisor over these clusters (src/deploy/supervisor.ts): restarts boot through
- * src/deploy/reboot.ts in the daemon's boot registry. One SSH session per cluster, opened at start
+ * The daemon's supervisor over these clusters (src/supervise/supervisor.ts): restarts boot through
+ * src/app/reboot.ts in the daemon's boot registry. One SSH session per cluster, opened at start
  * (locally only: no node is contacted) and kept, so that its connections are shared.
  */
 function supervisorFor(sessions: ReadonlyMap<string, Promise<ClusterSession>>, store: StateStore, discovery: Discovery, registry: BootRegistry, log: (line: string) => void, backoffMs: number): Supervisor {
@@ -112,7 +113,7 @@ const SUPERVISE_EVERY_MS = 100;
 
 /**
  * Feeds the supervisor each new discovery snapshot as it arrives, and each rank death the nodes'
- * Docker reports (src/deploy/deaths.ts) as it happens; returns how to stop.
+ * Docker reports (src/supervise/deaths.ts) as it happens; returns how to stop.
  */
 function superviseFrom(discovery: Discovery, supervisor: Supervisor, sessions: ReadonlyMap<string, Promise<ClusterSession>>, log: (line: string) => void): { stop: () => void; follow: (cluster: string, session: Promise<ClusterSession>) => void; unfollow: (cluster: string) => void } {
   const observe = (s: Snapshot): void => {
@@ -330,7 +331,7 @@ export function registerServe(program: Command, io: Output): void {
       let table: RouteTable | undefined;
       let tableSnapshot = discovery.snapshot();
       let supervisorVersion = supervisor.version;
-      // Recorded by the `up` that booted it (src/deploy/launch.ts): read from the store once per
+      // Recorded by the `up` that booted it (src/lanes/launch.ts): read from the store once per
       // route table, not on every request (src/gateway/engine-keys.ts says why that is as fresh).
       const { engineKeys } = await import("../gateway/engine-keys.js");
       const keysOfEngines = engineKeys((cluster, deployment) => store.engineKey(cluster, deployment));
@@ -389,7 +390,7 @@ export function registerServe(program: Command, io: Output): void {
         // Every engine's routes: the gateway fronts deployments of any engine at once.
         apiMethods: engineApiMethods(),
         apiRefused: engineRefusedRoutes(),
-        requireEngineKey: keys.length > 0,
+        ...(keys.length > 0 ? { requireEngineKey: { how: addEngineKeyHow } } : {}),
         requestTimeoutMs: REQUEST_TIMEOUT_MS,
         upstreamFailed: () => discovery.refreshSoon(),
         headersTimeoutMs: parseDuration(flags.upstreamTimeout, "--upstream-timeout"),
@@ -443,7 +444,7 @@ export function registerServe(program: Command, io: Output): void {
           io.err(`launcher serve: stopping (${gateway.inFlight()} request${gateway.inFlight() === 1 ? "" : "s"} in flight get up to 10 s)`);
           // A boot in progress outlives the daemon, as it outlives its client: it is left running on
           // the nodes (never rolled back by a stop or a restart of the daemon), its clients hear so,
-          // and the next daemon adopts it (src/deploy/adopt.ts). `launcher down NAME` rolls it back.
+          // and the next daemon adopts it (src/app/adopt.ts). `launcher down NAME` rolls it back.
           for (const b of registry.list().filter((x) => x.running)) log(`leaving the boot of ${b.identity.deployment} to the next launcher serve (launcher down ${b.identity.deployment} removes it)`);
           void registry.detachAll("launcher serve stopping", DETACH_MS).finally(() => {
             gateway.server.close(() => resolve());

@@ -1,19 +1,19 @@
 import { createInterface } from "node:readline";
 import { Option, type Command } from "commander";
-import { colourFor, plain, RANK_STYLE, STATUS_STYLE, type Paint } from "./colour.js";
+import { colourFor, plain, RANK_STYLE, STATUS_STYLE, type Paint } from "../app/colour.js";
 import { EXIT_USER, UserError } from "../config/errors.js";
-import { encodeStatusLine, type DeploymentStatus } from "../deploy/contract.js";
-import { clusterStatus } from "../deploy/status.js";
-import { openSession } from "../deploy/session.js";
+import { encodeStatusLine, type DeploymentStatus } from "../contract/deployment.js";
+import { clusterStatus } from "../nodes/status.js";
+import { openSession } from "../nodes/session.js";
 import { parseDuration } from "./duration.js";
-import { loadCluster, withStore } from "./load.js";
-import type { Output } from "./output.js";
+import { loadCluster, withStore } from "../app/host.js";
+import type { Output } from "../app/output.js";
 import { clusterOption, jsonOption, outputOption } from "./options.js";
 import { daemonOption, findDaemon } from "./daemon-target.js";
 import { listBoots, type DaemonTarget } from "../daemon/client.js";
 import type { BootSummary } from "../daemon/protocol.js";
-import { describeSample } from "../deploy/memory-watch.js";
-import { WATCHED_FRESH_MS } from "../deploy/ready-guard.js";
+import { describeSample } from "../memory/memory-watch.js";
+import { WATCHED_FRESH_MS } from "../supervise/ready-guard.js";
 import type { WatchedMemory } from "../store/store.js";
 
 
@@ -24,7 +24,7 @@ const uptime = (s: number | undefined): string =>
 const fresh = (w: WatchedMemory, now: Date): boolean => now.getTime() - Date.parse(w.at) <= WATCHED_FRESH_MS;
 
 /**
- * A node's memory as the daemon's guard last wrote it for this deployment (src/deploy/ready-guard.ts),
+ * A node's memory as the daemon's guard last wrote it for this deployment (src/supervise/ready-guard.ts),
  * or "" when it is not watched there now (no daemon, another deployment's watch, a stale sample).
  */
 export function watchedText(watched: ReadonlyMap<string, WatchedMemory>, deployment: string, node: string, now: Date): string {

@@ -1,13 +1,14 @@
 import path from "node:path";
 import type { Command } from "commander";
 import type { Cluster } from "../cluster/cluster.js";
-import { Interrupted } from "../deploy/abort.js";
-import { DEFAULT_LEASE_MS } from "../deploy/claims.js";
-import { progressEvents, type UpEvent } from "../deploy/up-events.js";
-import { upUseCase, type Planner, type UpHost, type UpOutcome, type UpRequest } from "../deploy/up-use-case.js";
-import { formatTrace, runTraced, Trace, type TraceRecord } from "../deploy/trace.js";
+import { Interrupted } from "../config/abort.js";
+import { DEFAULT_LEASE_MS } from "../claims/claims.js";
+import { progressEvents, type UpEvent } from "../boot/up-events.js";
+import { upUseCase, type Planner, type UpHost, type UpRequest } from "../app/up-use-case.js";
+import type { UpOutcome } from "../boot/up-events.js";
+import { formatTrace, runTraced, Trace, type TraceRecord } from "../remote/trace.js";
 import type { Plan } from "../plan/plan.js";
-import type { BootIdentity } from "../deploy/boots.js";
+import type { BootIdentity } from "../supervise/boots.js";
 import type { StateStore } from "../store/store.js";
 import { RemoteError, UserError } from "../config/errors.js";
 import { RUN_A_DAEMON, submitBoot, type DaemonTarget } from "../daemon/client.js";
@@ -17,12 +18,12 @@ import { BootView, watchBoot } from "./boot-view.js";
 import { daemonOption, findDaemon } from "./daemon-target.js";
 import { parseDuration } from "./duration.js";
 import { withInterrupts } from "./interrupts.js";
-import { clusterOf, findCluster, loadCluster, localRecipeLookups, localRecipes, openStore, readClusterFile } from "./load.js";
+import { clusterOf, findCluster, loadCluster, localRecipeLookups, localRecipes, openStore, readClusterFile } from "../app/host.js";
 import { uploadedSource, type RecipeLookup } from "../recipe/uploaded-source.js";
-import type { Output } from "./output.js";
+import type { Output } from "../app/output.js";
 import { planFromFlags, type PlanFlags } from "./plan.js";
 import { clusterOption, jsonOption, outputOption } from "./options.js";
-import { decodeRestartPolicy } from "../deploy/contract.js";
+import { decodeRestartPolicy } from "../contract/deployment.js";
 
 export interface UpFlags extends PlanFlags {
   timeout?: string;
@@ -182,7 +183,7 @@ export async function runUp(ref: string, flags: UpFlags, io: Output): Promise<vo
 
 /**
  * Said once a boot run here is ready: its memory guard ends with this process, and only the
- * daemon's guard (src/deploy/ready-guard.ts) watches a serving deployment until `down`.
+ * daemon's guard (src/supervise/ready-guard.ts) watches a serving deployment until `down`.
  */
 export const GUARD_STOPS_AT_READY = (deployment: string): string =>
   `launcher: the memory guard stopped watching ${deployment} at ready (this up runs without a daemon); \`launcher serve\` watching this cluster keeps guarding its memory until down`;

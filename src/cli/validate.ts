@@ -2,9 +2,9 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import type { Command } from "commander";
 import { hasErrors, type Diagnostic } from "../config/diagnostic.js";
-import { loadCluster, gpusPerNode, imageRoots, resolveRecipeRef } from "./lookup.js";
-import { imageFolders } from "../deploy/image-folders.js";
-import type { Output } from "./output.js";
+import { loadCluster, gpusPerNode, imageRoots, resolveRecipeRef } from "../app/lookup.js";
+import { imageFolders } from "../plan/image-folders.js";
+import type { Output } from "../app/output.js";
 import { UserError } from "../config/errors.js";
 import { clusterOption, jsonOption, outputOption } from "./options.js";
 

@@ -21,7 +21,7 @@ export interface ClusterNode {
   readonly address_ip?: string;
   /** Active RoCE ports, as detected (never from the cluster file): four means mesh or ring cabling. */
   readonly ports_up?: number;
-  /** GiB of available memory below which the memory guard trips (src/deploy/memory-watch.ts memoryFloorGiB). */
+  /** GiB of available memory below which the memory guard trips (src/memory/memory-watch.ts memoryFloorGiB). */
   readonly memory_floor?: number;
 }
 

@@ -1,13 +1,13 @@
-import type { Output } from "../cli/output.js";
+import type { Output } from "../app/output.js";
 import { UserError } from "../config/errors.js";
 import { identityOf, prepareUp, upHost, type PreparedUp } from "../cli/up.js";
-import type { BootEntry, BootRegistry } from "../deploy/boots.js";
-import { decodeError, encodeError, type UpEvent } from "../deploy/up-events.js";
-import { upUseCase } from "../deploy/up-use-case.js";
+import type { BootEntry, BootRegistry } from "../supervise/boots.js";
+import { decodeError, encodeError, type UpEvent } from "../boot/up-events.js";
+import { upUseCase } from "../app/up-use-case.js";
 import type { StateStore } from "../store/store.js";
 import type { Cluster } from "../cluster/cluster.js";
 import type { UpSubmission } from "./protocol.js";
-import { engineKeyRefusal } from "../gateway/engine-key.js";
+import { engineKeyRefusal } from "./engine-key.js";
 import type { Caller, DaemonScope } from "./admit.js";
 
 /** An Output whose every word becomes an event of the boot (the daemon has no terminal of its own). */
@@ -48,7 +48,7 @@ export function bootSubmitter(
      */
     readonly ownerFile?: (cluster: Cluster) => void;
   },
-  /** The gateway has API keys: a recipe whose engine demands none is refused (src/gateway/engine-key.ts). */
+  /** The gateway has API keys: a recipe whose engine demands none is refused (src/daemon/engine-key.ts). */
   engineKeyRequired = false,
 ): (s: UpSubmission, caller?: Caller) => BootEntry | readonly UpEvent[] {
   return (s, caller = "client") => {

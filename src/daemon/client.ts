@@ -1,5 +1,5 @@
 import { UserError } from "../config/errors.js";
-import { decodeEvent, type UpEvent } from "../deploy/up-events.js";
+import { decodeEvent, type UpEvent } from "../boot/up-events.js";
 import { BootListSchema, CONTROL_PATHS, type BootSummary, type LocalDaemon, type UpSubmission } from "./protocol.js";
 
 /** A daemon to talk to, and the admin key to show it (never in the URL, never printed). */

@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import path from "node:path";
 import { UserError } from "../config/errors.js";
 import { privateRuntimeDir } from "../config/private-dir.js";
-import { CONTROL_PREFIX } from "./protocol.js";
+import { CONTROL_PREFIX } from "../contract/control-api.js";
 
 /*
  * The daemon's control API for its own user: a Unix socket, mode 0600, in a runtime folder of

@@ -1,14 +1,14 @@
 import { z } from "zod";
 import { MAX_CHAIN } from "../recipe/resolve.js";
-import { decodeError, type UpEvent } from "../deploy/up-events.js";
+import { decodeError, type UpEvent } from "../boot/up-events.js";
+import { CONTROL_PREFIX } from "../contract/control-api.js";
 
 /**
  * The daemon's control API (on `launcher serve --control`), one typed home for its routes and
- * its request: the server (src/gateway/control.ts) and the client (./client.ts) both use these.
+ * its request: the server (src/daemon/control.ts) and the client (./client.ts) both use these.
  * Beside the OpenAI routes under /v1, never mixed with them: a key that may chat is not a key that
  * may launch containers.
  */
-export const CONTROL_PREFIX = "/launcher/v1/";
 
 export const CONTROL_PATHS = {
   /** POST: submit a boot; the answer streams its events (one JSON object per line) to its end. GET: the boots. */

@@ -1,5 +1,5 @@
 import type { ClusterNode } from "../cluster/cluster.js";
-import type { BootPhase as Phase } from "../deploy/contract.js";
+import type { BootPhase as Phase } from "../contract/deployment.js";
 import type { ImageContract } from "./image-contract.js";
 
 /** What launcher needs to know about one inference engine. */
@@ -179,7 +179,7 @@ export interface EngineAdapter {
   /** The time the engine's own log header gives a line (when the log has no `docker logs --timestamps`). */
   readonly lineTime?: (line: LogLine) => LineTime | undefined;
   /**
-   * The flags that say how much of a node's memory the engine claims (src/deploy/fit.ts reads
+   * The flags that say how much of a node's memory the engine claims (src/memory/fit.ts reads
    * them from the recipe's args); undefined: the engine cannot say, and no fit check is made.
    */
   readonly memoryFlags?: EngineMemoryFlags;

@@ -1,4 +1,4 @@
-import type { BootPhase } from "../deploy/contract.js";
+import type { BootPhase } from "../contract/deployment.js";
 import type { EngineAdapter, LogLine } from "./adapter.js";
 
 /** What launcher knows about one node's boot, read from its log lines. */

@@ -2,7 +2,8 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
 import type { Dispatcher } from "undici";
 import type { ByteBudget } from "./budget.js";
-import { engineAuthHeaders, forwardHeaders, REQUEST_DROP, RESPONSE_DROP } from "./headers.js";
+import { engineAuthHeaders } from "../contract/engine-auth.js";
+import { forwardHeaders, REQUEST_DROP, RESPONSE_DROP } from "./headers.js";
 
 export interface ForwardResult {
   readonly status: number;

@@ -1,4 +1,4 @@
-import type { DeploymentState, DeploymentStatus } from "../deploy/contract.js";
+import type { DeploymentState, DeploymentStatus } from "../contract/deployment.js";
 import type { LaneRecord } from "../store/store.js";
 
 /** A deployment the gateway knows, from one cluster's labels. */
@@ -35,7 +35,7 @@ export interface ModelEntry {
 }
 
 /**
- * A deployment the daemon's supervisor is recreating (src/deploy/supervisor.ts): its containers
+ * A deployment the daemon's supervisor is recreating (src/supervise/supervisor.ts): its containers
  * may be gone or booting, but its names still route to a 503 that says when to come back.
  */
 export interface RestartingDeployment {

@@ -2,16 +2,21 @@ import { createServer, STATUS_CODES, type IncomingMessage, type Server, type Ser
 import type { Duplex } from "node:stream";
 import { Agent } from "undici";
 import { presentedKey } from "./auth.js";
-import { CONTROL_PREFIX } from "../daemon/protocol.js";
+import { CONTROL_PREFIX } from "../contract/control-api.js";
 import { BodyTooLargeError, capped, isFormBody, MAX_MODEL_NAME_BYTES, readRequestBody, rewriteModel, type ModelField } from "./body.js";
 import { BODY_BUDGET_BYTES, ByteBudget, readBudgeted } from "./budget.js";
-import type { Staleness } from "./discovery.js";
 import { GATEWAY_METHODS, methodMatcher, routeParams, type MethodTable } from "./methods.js";
 import { canonicalPath } from "./paths.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { ANSWERS_BUDGET_BYTES, forward, type UpstreamBody } from "./proxy.js";
-import { addEngineKeyHow } from "./engine-key.js";
 import type { Resolution, RouteTable, Target } from "./routes.js";
+
+/** How stale the gateway's view of the clusters is, when some cluster has not been heard from in time. */
+export interface Staleness {
+  /** Since the oldest of the clusters' last polls arrived (or discovery started). */
+  readonly ageSeconds: number;
+  readonly clusters: readonly string[];
+}
 
 export interface GatewayOptions {
   readonly routes: () => RouteTable;
@@ -29,10 +34,11 @@ export interface GatewayOptions {
   /** Engine routes under /v1 never forwarded, with why (from its adapter): said in their 404. */
   readonly apiRefused?: Readonly<Record<string, string>>;
   /**
-   * The gateway has API keys: a deployment whose engine demands no key of its own is not routed
-   * (its engine would answer anyone on the network who bypasses the gateway).
+   * Present when the gateway has API keys: a deployment whose engine demands no key of its own is
+   * not routed (its engine would answer anyone on the network who bypasses the gateway), and its 503
+   * says what to add to the recipe, in its adapter's words (`how`).
    */
-  readonly requireEngineKey?: boolean;
+  readonly requireEngineKey?: { readonly how: (engine: string | undefined) => string };
   /** An upstream did not answer: look at the cluster again now. */
   readonly upstreamFailed: () => void;
   readonly headersTimeoutMs: number;
@@ -147,8 +153,8 @@ function tooLargeAnswer(read: { readonly kind: "too-large"; readonly limit: numb
   return [`request body of ${read.size} bytes does not fit now: the gateway holds at most ${mib(budget.total)} of request bodies at once, and requests in flight hold ${mib(budget.inUse)}; retry later, or send a smaller body`, { "retry-after": "1" }];
 }
 
-function noEngineKeyMessage(target: Target, model: string): string {
-  const how = addEngineKeyHow(target.engine);
+function noEngineKeyMessage(target: Target, model: string, addKeyHow: (engine: string | undefined) => string): string {
+  const how = addKeyHow(target.engine);
   return `model ${model} (deployment ${target.deployment}) is not routed: its engine demands no API key, and this gateway has API keys, so the engine would answer anyone who reaches it directly; add ${how} in recipe ${target.recipe}, then launcher up again`;
 }
 
@@ -273,9 +279,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     const name = model ?? r.target.served_model;
     const engineKey = options.engineKey(r.target);
-    if (engineKey === undefined && options.requireEngineKey === true) {
+    if (engineKey === undefined && options.requireEngineKey !== undefined) {
       metrics.errors.inc({ model: name, lane: r.target.lane ?? "", kind: "unavailable" });
-      sendError(res, 503, "service_unavailable", "engine_key_missing", noEngineKeyMessage(r.target, name));
+      sendError(res, 503, "service_unavailable", "engine_key_missing", noEngineKeyMessage(r.target, name, options.requireEngineKey.how));
       return none(503, name);
     }
     // A lane alias means nothing to the engine: it is told its own served name, in place.

@@ -9,10 +9,9 @@ import { apiAddress } from "./api-address.js";
 import type { Recipe } from "../recipe/recipe.js";
 import { recipeHash } from "../recipe/resolve.js";
 import { fabricGaps, type FabricGap } from "../cluster/fabric-env.js";
-import { containerName, encodeLabels, type RestartPolicy } from "../deploy/contract.js";
+import { ENV_FROM_STDIN } from "../remote/docker.js";
+import { containerName, encodeLabels, type RestartPolicy } from "../contract/deployment.js";
 
-/** Where `docker run` reads the env file from: the remote command's stdin (DockerClient.run). */
-export const ENV_FROM_STDIN = "/dev/stdin";
 
 export interface MountSpec {
   readonly host: string;

@@ -1,6 +1,7 @@
 import { redactText, redactValue } from "../config/redact.js";
 import { shellJoin } from "../config/shell-words.js";
-import { ENV_FROM_STDIN, type NodeSpec, type Plan } from "./plan.js";
+import { ENV_FROM_STDIN } from "../remote/docker.js";
+import type { NodeSpec, Plan } from "./plan.js";
 
 const secretsOf = (plan: Plan): string[] => (plan.api_key === undefined ? [] : [plan.api_key]);
 

@@ -1,8 +1,10 @@
 import { z } from "zod";
 import { envFileText } from "../config/env-file.js";
 import { RemoteError, UserError } from "../config/errors.js";
-import { ENV_FROM_STDIN } from "../plan/plan.js";
 import { execChecked, outputTail, unreachable, type ExecResult, type Transport } from "./transport.js";
+
+/** Where `docker run` reads the env file from: the remote command's stdin (DockerClient.run). */
+export const ENV_FROM_STDIN = "/dev/stdin";
 
 export interface ContainerInfo {
   readonly id: string;
@@ -222,7 +224,7 @@ export class DockerClient {
     return this.listing(await this.transport.exec(["sh", "-c", LIST_SCRIPT, "sh", label], { timeoutMs: 20_000 }));
   }
 
-  /** What LIST_SCRIPT printed, read (also where a batched read ran it: src/deploy/preflight.ts). */
+  /** What LIST_SCRIPT printed, read (also where a batched read ran it: src/boot/preflight.ts). */
   listing(r: ExecResult): ContainerInfo[] {
     const lost = unreachable(this.transport, r);
     if (lost !== undefined) throw lost;

@@ -121,7 +121,7 @@ export const MIGRATIONS: readonly string[] = [
    ALTER TABLE deployments ADD COLUMN stopping_at TEXT;`,
   // The boots a daemon runs, from just before their first container starts until they end: the
   // plan as it runs (stamped with its launcher.boot id), its history row, its deadline and the
-  // daemon's process. A daemon started after that one died adopts them (src/deploy/adopt.ts).
+  // daemon's process. A daemon started after that one died adopts them (src/app/adopt.ts).
   `CREATE TABLE boots_in_progress (
      boot TEXT PRIMARY KEY,
      cluster TEXT NOT NULL,
@@ -134,7 +134,7 @@ export const MIGRATIONS: readonly string[] = [
      pid INTEGER NOT NULL,
      host TEXT NOT NULL
    );`,
-  // The evidence of an A/B (src/evidence/records.ts): each bench and eval run whole, as JSON,
+  // The evidence of an A/B (src/contract/evidence.ts): each bench and eval run whole, as JSON,
   // with the columns a query filters on beside it.
   `CREATE TABLE bench_runs (
      id TEXT PRIMARY KEY,
@@ -173,11 +173,11 @@ export const MIGRATIONS: readonly string[] = [
      read_at TEXT NOT NULL,
      PRIMARY KEY (cluster, node, model)
    );`,
-  // 9: the memory guard (src/deploy/guard.ts): each node's least available memory in each phase
+  // 9: the memory guard (src/memory/guard.ts): each node's least available memory in each phase
   // of a boot (its peak use), and the total it was out of, in KiB as /proc/meminfo gives them.
   `ALTER TABLE boot_phases ADD COLUMN min_available_kib INTEGER;
    ALTER TABLE boot_phases ADD COLUMN total_kib INTEGER;`,
-  // 10: the memory guard after ready (src/deploy/ready-guard.ts, run by the daemon): each node's
+  // 10: the memory guard after ready (src/supervise/ready-guard.ts, run by the daemon): each node's
   // last sample while a deployment on it is watched (what `status` shows), and every trip.
   `CREATE TABLE memory_watch (
      cluster TEXT NOT NULL,
@@ -200,8 +200,8 @@ export const MIGRATIONS: readonly string[] = [
      at TEXT NOT NULL
    );`,
   // 11: the launcher.boot id each deployment was last launched with, written just before its first
-  // container starts (src/deploy/launch.ts): a container whose labels name the deployment but
-  // carry another id is not that deployment's (src/deploy/ownership.ts). Boots a daemon left in
+  // container starts (src/lanes/launch.ts): a container whose labels name the deployment but
+  // carry another id is not that deployment's (src/claims/ownership.ts). Boots a daemon left in
   // progress carry theirs already; a deployment serving before it gets '' (UNRECORDED_LAUNCH): the
   // first launch the daemon sees of it is taken as its own, once.
   `CREATE TABLE launched_boots (

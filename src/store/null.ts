@@ -1,8 +1,8 @@
 import type { FabricFacts } from "../cluster/detect.js";
 import type { StoreFault } from "../config/errors.js";
 import type { ImageFacts } from "../engine/image-contract.js";
-import type { BenchRun, EvalRun } from "../evidence/records.js";
-import type { Meminfo } from "../deploy/meminfo.js";
+import type { BenchRun, EvalRun } from "../contract/evidence.js";
+import type { Meminfo } from "../memory/meminfo.js";
 import type { BootInProgress, BootRecord, LaneRecord, LockHolder, MemoryTripRecord, RestartRecord, WatchedMemory, StateStore, SwapRecord } from "./store.js";
 
 /**

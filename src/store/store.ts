@@ -4,9 +4,9 @@ import Database from "better-sqlite3";
 import type { FabricFacts } from "../cluster/detect.js";
 import type { StoreFault } from "../config/errors.js";
 import type { ImageFacts } from "../engine/image-contract.js";
-import { benchRunFromStored, type BenchRun, type EvalRun, type EvidenceStore, type RunQuery } from "../evidence/records.js";
-import type { Meminfo } from "../deploy/meminfo.js";
-import type { Culprit, MemorySample } from "../deploy/memory-watch.js";
+import { benchRunFromStored, type BenchRun, type EvalRun, type EvidenceStore, type RunQuery } from "../contract/evidence.js";
+import type { Meminfo } from "../memory/meminfo.js";
+import type { Culprit, MemorySample } from "../memory/memory-watch.js";
 import { MIGRATIONS } from "./migrations.js";
 
 export type BootOutcome = "booting" | "ready" | "failed" | "interrupted";
@@ -77,7 +77,7 @@ export interface SwapRecord {
 
 export type RestartOutcome = "restarting" | "ready" | "failed" | "cancelled";
 
-/** One recreation of a whole group by the supervisor (src/deploy/supervisor.ts), and why. */
+/** One recreation of a whole group by the supervisor (src/supervise/supervisor.ts), and why. */
 export interface NewRestart {
   readonly cluster: string;
   readonly deployment: string;
@@ -103,8 +103,8 @@ export interface RestartRecord extends NewRestart {
 }
 
 /**
- * A boot a daemon runs (src/deploy/launch.ts), kept from just before its first container starts
- * until it ends, so that a daemon started after that one died adopts it (src/deploy/adopt.ts).
+ * A boot a daemon runs (src/lanes/launch.ts), kept from just before its first container starts
+ * until it ends, so that a daemon started after that one died adopts it (src/app/adopt.ts).
  */
 export interface NewBootInProgress {
   /** Its launcher.boot id: every container of it carries it. */
@@ -396,7 +396,7 @@ export class Store implements EvidenceStore {
     return (this.db.prepare(`SELECT * FROM lane_swaps WHERE lane = ? ORDER BY id DESC LIMIT ?`).all(lane, limit) as Row[]).map((r) => compact<SwapRecord>(r));
   }
 
-  /** The plan a deployment was last booted from, as `up` saved it (JSON: src/deploy/supervisor.ts reads it). */
+  /** The plan a deployment was last booted from, as `up` saved it (JSON: src/supervise/supervisor.ts reads it). */
   savePlan(cluster: string, name: string, plan: string, at: string): void {
     this.db.prepare(`INSERT OR REPLACE INTO deployment_plans (cluster, name, plan, saved_at) VALUES (?, ?, ?, ?)`).run(cluster, name, plan, at);
   }
@@ -418,7 +418,7 @@ export class Store implements EvidenceStore {
 
   /**
    * `launcher down` is about to remove it: from now on the daemon's supervisor takes its ranks
-   * exiting for the `down`, not a failure (src/deploy/supervisor.ts). Its key stays readable until
+   * exiting for the `down`, not a failure (src/supervise/supervisor.ts). Its key stays readable until
    * it is stopped for good.
    */
   deploymentStopping(cluster: string, name: string, at: string): void {

@@ -1,6 +1,5 @@
 import { createHash } from "node:crypto";
 import { withDockerApi } from "./docker-api.js";
-import type { NodeProbe } from "./route.js";
 
 /**
  * Which layers of an image need not cross the network: those every target already stores.
@@ -116,17 +115,6 @@ export function layerSkip(diffIds: readonly string[], targets: readonly Readonly
   const oci = positions.map((i) => `blobs/sha256/${(diffIds[i] as string).slice("sha256:".length)}`);
   const old = positions.filter((i) => i < legacy.length).map((i) => `${legacy[i] as string}/layer.tar`);
   return { layers, names: [...new Set([...oci, ...old])], dropped: positions.filter((i) => i < legacy.length) };
-}
-
-/**
- * What an image push leaves out of its archive, from the probes made before the bytes: nothing
- * unless the source runs the filter (perl, as a hop needs); a target whose images containerd keeps
- * counts as storing none (its `docker load` takes an archive with layers missing and only warns
- * when it cannot unpack them: moby daemon/containerd/image_exporter.go).
- */
-export function pushSkip(diffIds: readonly string[], source: NodeProbe | undefined, targets: readonly NodeProbe[]): LayerSkip | undefined {
-  if (source?.tools !== true) return undefined;
-  return layerSkip(diffIds, targets.map((p) => storedChains(p.store === "containerd" ? [] : (p.images ?? []))), source.epochOffset);
 }
 
 /** An entry name `layerSkip` gives: what the archive filter on a node takes as an argument. */

@@ -1,6 +1,6 @@
 import type { ClusterNode } from "../cluster/cluster.js";
 import { UserError } from "../config/errors.js";
-import { diffIdsOf } from "./layers.js";
+import { diffIdsOf, layerSkip, storedChains, type LayerSkip } from "./layers.js";
 
 /** How payload reached a node: straight from another node over one of its networks, or relayed by this machine. */
 export type TransferPath = "fabric" | "management" | "relay";
@@ -134,4 +134,15 @@ export function planRoutes(sourceName: string, source: NodeProbe | undefined, de
     else relay.push({ node: d.node, why: why ?? "no route" });
   }
   return { direct, relay };
+}
+
+/**
+ * What an image push leaves out of its archive, from the probes made before the bytes: nothing
+ * unless the source runs the filter (perl, as a hop needs); a target whose images containerd keeps
+ * counts as storing none (its `docker load` takes an archive with layers missing and only warns
+ * when it cannot unpack them: moby daemon/containerd/image_exporter.go).
+ */
+export function pushSkip(diffIds: readonly string[], source: NodeProbe | undefined, targets: readonly NodeProbe[]): LayerSkip | undefined {
+  if (source?.tools !== true) return undefined;
+  return layerSkip(diffIds, targets.map((p) => storedChains(p.store === "containerd" ? [] : (p.images ?? []))), source.epochOffset);
 }

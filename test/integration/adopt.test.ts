@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { BOOT_PHASES } from "../../src/deploy/contract.js";
+import { BOOT_PHASES } from "../../src/contract/deployment.js";
 import { Store, type BootInProgress, type BootRecord } from "../../src/store/store.js";
 import { launcher, launcherContainers, ok, onHost, practiceSuite, STATE_HOME, startGateway, supervisorPhase, variant, within, type Daemon } from "./practice-cluster.js";
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { LATENCY_METRICS, LATENCY_STATS, latencyKey, type BenchRun } from "../../src/evidence/records.js";
+import { LATENCY_METRICS, LATENCY_STATS, latencyKey, type BenchRun } from "../../src/contract/evidence.js";
 import { Store } from "../../src/store/store.js";
 import { launcher, launcherContainers, ok, practiceSuite, STATE_HOME, startGateway, variant, within } from "./practice-cluster.js";
 

@@ -5,7 +5,7 @@ import path from "node:path";
 import { describe, test } from "node:test";
 import { launcher, launcherContainers, launcherProcess, onHost, within, type Run, practiceSuite } from "./practice-cluster.js";
 
-// Node claims (src/deploy/claims.ts) between launchers that share no store: each "machine" is its
+// Node claims (src/claims/claims.ts) between launchers that share no store: each "machine" is its
 // own XDG_STATE_HOME. Three hosts: enough for two overlapping node sets.
 const HOSTS = 3;
 const dir = practiceSuite(HOSTS, "launcher-claims-it-");

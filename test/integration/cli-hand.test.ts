@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { DEPLOYMENT_STATUSES } from "../../src/deploy/contract.js";
+import { DEPLOYMENT_STATUSES } from "../../src/contract/deployment.js";
 import { launcher, ok, practiceSuite, variant } from "./practice-cluster.js";
 
 // What the CLI's hand-fitting flags do on real SSH and Docker: `logs` hands --since to each node's

@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { DOMParser } from "@xmldom/xmldom";
-import type { Comparison, Verdict } from "../../src/compare/compare.js";
+import type { Comparison, Verdict } from "../../src/measure/compare/compare.js";
 import { launcher, ok, practiceSuite, variant } from "./practice-cluster.js";
 
 // One host: the lane swap stops A on it and boots B there.

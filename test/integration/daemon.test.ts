@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { BOOT_PHASES } from "../../src/deploy/contract.js";
+import { BOOT_PHASES } from "../../src/contract/deployment.js";
 import { CLUSTER, launcher, launcherContainers, launcherProcess, ok, practiceSuite, STATE_HOME, startGateway, variant, within, type Run } from "./practice-cluster.js";
 
 // One practice host: a one-node variant whose boot takes a few seconds (each boot phase waits), so

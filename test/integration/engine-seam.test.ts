@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { LABELS } from "../../src/deploy/contract.js";
+import { LABELS } from "../../src/contract/deployment.js";
 import { DEFAULT_ENGINE } from "../../src/engine/registry.js";
 import { launcher, launcherContainers, ok, onHost, practiceSuite, variant, within } from "./practice-cluster.js";
 

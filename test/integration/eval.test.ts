@@ -3,7 +3,7 @@ import { writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { describe, test } from "node:test";
-import type { EvalRun } from "../../src/evidence/records.js";
+import type { EvalRun } from "../../src/contract/evidence.js";
 import { Store } from "../../src/store/store.js";
 import { launcher, launcherContainers, ok, practiceSuite, STATE_HOME, startGateway, variant } from "./practice-cluster.js";
 
@@ -41,7 +41,7 @@ function writeSet(name: string, lines: readonly string[]): string {
   return file;
 }
 
-/** The run `--json` printed, without the `warnings` every --json answer carries (src/cli/output.ts). */
+/** The run `--json` printed, without the `warnings` every --json answer carries (src/app/output.ts). */
 function evalRun(stdout: string): EvalRun {
   const { warnings, ...run } = JSON.parse(stdout) as EvalRun & { warnings: string[] };
   assert.deepEqual(warnings, []);

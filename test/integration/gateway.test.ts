@@ -1,4 +1,4 @@
-import { BOOT_PHASES, type DeploymentStatus } from "../../src/deploy/contract.js";
+import { BOOT_PHASES, type DeploymentStatus } from "../../src/contract/deployment.js";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

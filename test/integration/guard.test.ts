@@ -3,9 +3,9 @@ import { spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { BOOT_PHASES } from "../../src/deploy/contract.js";
+import { BOOT_PHASES } from "../../src/contract/deployment.js";
 import { GUARD_STOPS_AT_READY } from "../../src/cli/up.js";
-import { decodeStatusLine } from "../../src/deploy/contract.js";
+import { decodeStatusLine } from "../../src/contract/deployment.js";
 import { Store } from "../../src/store/store.js";
 import { CLUSTER, launcher, launcherContainers, ok, RIG_DIR, practiceSuite, startGateway, STATE_HOME, variant, within } from "./practice-cluster.js";
 

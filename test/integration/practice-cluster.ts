@@ -6,7 +6,7 @@ import { after, before } from "node:test";
 import path from "node:path";
 import { shellJoin } from "../../src/config/shell-words.js";
 import { runLocal } from "../../src/remote/transport.js";
-import { SUPERVISOR_PHASES, type SupervisorPhase } from "../../src/deploy/supervise.js";
+import { SUPERVISOR_PHASES, type SupervisorPhase } from "../../src/supervise/supervise.js";
 
 /** The practice cluster (test/rig/): real hosts in network namespaces, each with sshd and dockerd. */
 export const RIG_DIR = process.env.LAUNCHER_TEST_RIG_DIR ?? "/tmp/launcher-test-rig";
@@ -317,7 +317,7 @@ export interface MadeRig {
 // caches and trust marks there included). Both modes then print the host's state; `look` also
 // lists the home's paths. Contents are not read: a file written since has a new mtime. Files under
 // ~/.cache/launcher/ are left out of the digest: launcher rewrites its own claims file there on every
-// up, and a stale claim is one launcher takes over (src/deploy/claims.ts).
+// up, and a stale claim is one launcher takes over (src/claims/claims.ts).
 const HOST_STATE = String.raw`set -u
 export LC_ALL=C
 cd "$HOME" || exit 1
@@ -451,7 +451,7 @@ export function practiceSuite(hosts: number, tmpPrefix: string, options: SuiteOp
 }
 
 /**
- * The phase of a daemon's /health `supervision` value ("<phase>[ (N restarts)]", src/deploy/supervisor.ts),
+ * The phase of a daemon's /health `supervision` value ("<phase>[ (N restarts)]", src/supervise/supervisor.ts),
  * matched whole against the contract's list: a prefix test would let "ready-x" pass for "ready".
  */
 export function supervisorPhase(value: string | undefined): SupervisorPhase | undefined {

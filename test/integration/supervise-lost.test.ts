@@ -65,7 +65,7 @@ describe("supervision: a node that stops answering after ready", { concurrency: 
       await within(30_000, "the daemon supervises lost-a as ready", async () => ((await supervision(gw.url, "lost-a")) === "ready" ? true : undefined));
 
       // 1. The worker's node goes silent. Its rank still runs and talks to the head over the
-      // fabric, and the head answers /health: by design no failure (src/deploy/supervise.ts failureOf).
+      // fabric, and the head answers /health: by design no failure (src/supervise/supervise.ts failureOf).
       silence(2);
       await within(60_000, "discovery notices n2", async () => (/n2 unreachable/.test(gw.log()) ? true : undefined));
       for (let i = 0; i < 3; i++) assert.equal(await ask(gw.url, "lost"), "200", `served while n2 is silent (ask ${i + 1})`);

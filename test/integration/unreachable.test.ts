@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { describe, test } from "node:test";
-import { RANK_STATES, type StatusLine } from "../../src/deploy/contract.js";
+import { RANK_STATES, type StatusLine } from "../../src/contract/deployment.js";
 import { launcher, launcherContainers, launcherProcess, onHost, startGateway, variant, within, type Run, ok, practiceSuite } from "./practice-cluster.js";
 
 // Unreachable nodes, ambiguous targets and what launcher leaves running on the nodes, on a

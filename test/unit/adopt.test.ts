@@ -4,23 +4,23 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import path from "node:path";
 import { test } from "node:test";
-import { adoptBoots, foundOf, orphansOf, timeLeft } from "../../src/deploy/adopt.js";
-import { BootRegistry } from "../../src/deploy/boots.js";
-import { thisMachine } from "../../src/deploy/claims.js";
-import { encodeLabels, LABELS } from "../../src/deploy/contract.js";
-import type { NodeListing } from "../../src/deploy/labels.js";
-import type { ClusterSession } from "../../src/deploy/session.js";
-import { Supervisor } from "../../src/deploy/supervisor.js";
-import type { UpEvent } from "../../src/deploy/up-events.js";
-import { decodeError } from "../../src/deploy/up-events.js";
+import { adoptBoots, foundOf, orphansOf, timeLeft } from "../../src/app/adopt.js";
+import { BootRegistry } from "../../src/supervise/boots.js";
+import { thisMachine } from "../../src/claims/claims.js";
+import { encodeLabels, LABELS } from "../../src/contract/deployment.js";
+import type { NodeListing } from "../../src/nodes/labels.js";
+import type { ClusterSession } from "../../src/nodes/session.js";
+import { Supervisor } from "../../src/supervise/supervisor.js";
+import type { UpEvent } from "../../src/boot/up-events.js";
+import { decodeError } from "../../src/boot/up-events.js";
 import type { Plan } from "../../src/plan/plan.js";
 import { encodeSavedPlan } from "../../src/plan/saved.js";
 import type { ContainerInfo, DockerClient } from "../../src/remote/docker.js";
 import { Store, type BootInProgress } from "../../src/store/store.js";
-import { Detached } from "../../src/deploy/abort.js";
+import { Detached } from "../../src/config/abort.js";
 import { within } from "../integration/practice-cluster.js";
 import { fakeNode, readyEngine } from "./fake-node.js";
-import { SETTLE_MS, watchBoot } from "../../src/deploy/up.js";
+import { SETTLE_MS, watchBoot } from "../../src/boot/up.js";
 
 // Adoption of boots a dead daemon left: which are adopted, what the nodes must show, and the
 // adopted boot watched to its end (ready, failed, cancelled, left again) against fake nodes.

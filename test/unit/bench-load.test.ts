@@ -3,12 +3,12 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createRequire } from "node:module";
 import { describe, test } from "node:test";
-import { runLevel, type ChatEndpoint } from "../../src/bench/load.js";
-import { syntheticPrompt } from "../../src/bench/workload.js";
-import { benchDeps, benchTarget, levelRequests, type BenchOptions } from "../../src/deploy/bench.js";
-import { encodeLabels, type DeploymentLabels } from "../../src/deploy/contract.js";
-import type { ClusterSession } from "../../src/deploy/session.js";
-import type { BenchRun } from "../../src/evidence/records.js";
+import { runLevel, type ChatEndpoint } from "../../src/measure/bench/load.js";
+import { syntheticPrompt } from "../../src/measure/bench/workload.js";
+import { benchDeps, benchTarget, levelRequests, type BenchOptions } from "../../src/measure/bench/bench.js";
+import { encodeLabels, type DeploymentLabels } from "../../src/contract/deployment.js";
+import type { ClusterSession } from "../../src/nodes/session.js";
+import type { BenchRun } from "../../src/contract/evidence.js";
 import type { ContainerInfo, DockerClient } from "../../src/remote/docker.js";
 
 const require = createRequire(import.meta.url);

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { acceptanceRate, readSpecCounters, serveResult } from "../../src/bench/metrics.js";
-import type { RequestOutcome } from "../../src/bench/stream.js";
+import { acceptanceRate, readSpecCounters, serveResult } from "../../src/measure/bench/metrics.js";
+import type { RequestOutcome } from "../../src/measure/bench/stream.js";
 import { vllm } from "../../src/engine/vllm/adapter.js";
-import { LATENCY_METRICS, LATENCY_STATS, latencyKey } from "../../src/evidence/records.js";
+import { LATENCY_METRICS, LATENCY_STATS, latencyKey } from "../../src/contract/evidence.js";
 
 const close = (a: number, b: number, what: string): void => assert.ok(Math.abs(a - b) < 1e-9, `${what}: ${a} != ${b}`);
 const done = (ttft: number, itl: number[], latency: number, out: number, input = 10): RequestOutcome => ({ ok: true, start_s: 0, ttft_s: ttft, itl_s: itl, latency_s: latency, input_tokens: input, output_tokens: out });

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { mean, median, percentile, std } from "../../src/bench/stats.js";
+import { mean, median, percentile, std } from "../../src/measure/bench/stats.js";
 
 const close = (a: number, b: number, what: string): void => assert.ok(Math.abs(a - b) < 1e-9, `${what}: ${a} != ${b}`);
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { ChatStreamClock, SseMessages } from "../../src/bench/stream.js";
+import { ChatStreamClock, SseMessages } from "../../src/measure/bench/stream.js";
 
 const close = (a: number, b: number, what: string): void => assert.ok(Math.abs(a - b) < 1e-9, `${what}: ${a} != ${b}`);
 const chunk = (delta: Record<string, unknown>, finish: string | null = null): string =>

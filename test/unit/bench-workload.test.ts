@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { UserError } from "../../src/config/errors.js";
-import { parseConcurrencies, parsePrompts, syntheticPrompt } from "../../src/bench/workload.js";
+import { parseConcurrencies, parsePrompts, syntheticPrompt } from "../../src/measure/bench/workload.js";
 
 const words = (s: string): number => s.split(/\s+/).filter(Boolean).length;
 

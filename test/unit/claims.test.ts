@@ -4,9 +4,9 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, uti
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
-import { claimExpired, claimNodes, claimOrder, decodeClaim, describeHolder, encodeClaim, holderGone, parseTake, thisMachine, type ClaimOptions, type ClaimRecord } from "../../src/deploy/claims.js";
+import { claimExpired, claimNodes, claimOrder, decodeClaim, describeHolder, encodeClaim, holderGone, parseTake, thisMachine, type ClaimOptions, type ClaimRecord } from "../../src/claims/claims.js";
 import { UserError } from "../../src/config/errors.js";
-import { isAlive } from "../../src/deploy/locks.js";
+import { isAlive } from "../../src/claims/locks.js";
 import { localTransport } from "../../src/remote/local.js";
 import type { Transport } from "../../src/remote/transport.js";
 import { within } from "../integration/practice-cluster.js";

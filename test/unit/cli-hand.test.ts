@@ -12,8 +12,8 @@ import { allCommands, asksForJson } from "../../src/cli/usage.js";
 import { completionScript, completionTree } from "../../src/cli/completion.js";
 import { DockerClient, logsSinceArg } from "../../src/remote/docker.js";
 import { formatDiagnostic, formatDiagnosticWith } from "../../src/config/diagnostic.js";
-import { colourFor, SEVERITY_STYLE } from "../../src/cli/colour.js";
-import { jsonAnswer } from "../../src/cli/output.js";
+import { colourFor, SEVERITY_STYLE } from "../../src/app/colour.js";
+import { jsonAnswer } from "../../src/app/output.js";
 
 const MAIN = path.resolve("src/cli/main.ts");
 // A state folder of this file's own (a path "that does not exist" is created when the tests run as root).

@@ -6,7 +6,7 @@ import path from "node:path";
 import { test } from "node:test";
 import ts from "typescript";
 import { buildProgram, commandsFor, COMMANDS } from "../../src/cli/main.js";
-import { engineMinimum, packageVersion, parseNodeVersion, tooOldNodeLine } from "../../src/cli/package-info.js";
+import { engineMinimum, packageVersion, parseNodeVersion, tooOldNodeLine } from "../../src/config/package-info.js";
 import { compileCacheDir, ownCompileCacheDir } from "../../src/cli/compile-cache.js";
 
 // What a command line loads before it answers: each command only what it uses (issue 26, "CLI
@@ -53,7 +53,8 @@ test("`launcher lanes --help` loads commander and the CLI's option code only: no
   const loaded = modulesLoadedBy(["lanes", "--help"]);
   assert.ok(packages(loaded, ["commander"]).length > 0, loaded.join("\n"));
   assert.deepEqual(packages(loaded, ["zod", "better-sqlite3", "log-update", "toml-eslint-parser"]), []);
-  assert.deepEqual([...under(loaded, "src/deploy/"), ...under(loaded, "src/store/"), ...under(loaded, "src/remote/"), ...under(loaded, "src/recipe/")], []);
+  const deployCode = ["nodes", "transfer", "claims", "boot", "lanes", "supervise", "measure", "setup", "store", "remote", "recipe"];
+  assert.deepEqual(deployCode.flatMap((folder) => under(loaded, `src/${folder}/`)), []);
 });
 
 test("`launcher validate` loads neither the transfer code, the store (better-sqlite3) nor the terminal's progress lines", () => {
@@ -179,11 +180,11 @@ const oldEnough = ((): string | false => {
  */
 function builtBin(packageJson: object): { dir: string; bin: string } {
   const dir = mkdtempSync(path.join(tmpdir(), "launcher-bin-"));
-  mkdirSync(path.join(dir, "dist", "cli"), { recursive: true });
-  for (const name of ["bin", "package-info", "closed-pipe", "compile-cache"]) {
-    const source = readFileSync(path.resolve("src/cli", `${name}.ts`), "utf8");
+  for (const name of ["cli/bin", "config/package-info", "cli/closed-pipe", "cli/compile-cache"]) {
+    const source = readFileSync(path.resolve("src", `${name}.ts`), "utf8");
     const out = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ES2022, target: ts.ScriptTarget.ES2022 }, fileName: `${name}.ts` });
-    writeFileSync(path.join(dir, "dist", "cli", `${name}.js`), out.outputText);
+    mkdirSync(path.dirname(path.join(dir, "dist", `${name}.js`)), { recursive: true });
+    writeFileSync(path.join(dir, "dist", `${name}.js`), out.outputText);
   }
   writeFileSync(path.join(dir, "package.json"), JSON.stringify(packageJson));
   return { dir, bin: path.join(dir, "dist", "cli", "bin.js") };

@@ -6,10 +6,10 @@ import { describe, test } from "node:test";
 import { chooseCluster, configDirs, namedClusterFile, type ClusterLookup } from "../../src/cluster/locate.js";
 import { parseCluster } from "../../src/cluster/parse.js";
 import { renderClusterToml, type DetectedCluster } from "../../src/cluster/write.js";
-import { nodeNames, parseHostArg } from "../../src/deploy/cluster-init.js";
-import { useCluster, writeClusterFile } from "../../src/deploy/cluster-config.js";
+import { nodeNames, parseHostArg } from "../../src/setup/cluster-init.js";
+import { useCluster, writeClusterFile } from "../../src/setup/cluster-config.js";
 import { UserError } from "../../src/config/errors.js";
-import { clusterPath, optionalClusterPath } from "../../src/cli/load.js";
+import { clusterPath, optionalClusterPath } from "../../src/app/host.js";
 
 const dirs = configDirs({ XDG_CONFIG_HOME: "/cfg" }, "/home/u");
 const lookup = (files: string[], rest: Partial<ClusterLookup> = {}): ClusterLookup => ({ dirs, exists: (f) => files.includes(f), trust: () => undefined, ...rest });

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { abInOneLane, type AbPorts } from "../../src/deploy/ab.js";
-import { Interrupted } from "../../src/deploy/abort.js";
-import { compare } from "../../src/compare/compare.js";
-import { textTable } from "../../src/compare/table.js";
+import { abInOneLane, type AbPorts } from "../../src/measure/compare/ab.js";
+import { Interrupted } from "../../src/config/abort.js";
+import { compare } from "../../src/measure/compare/compare.js";
+import { textTable } from "../../src/measure/compare/table.js";
 import { evalRun, series } from "./compare-fixture.js";
 
 /** Ports that record what was asked of them and answer from the fixture: B's recipe is the faster. */

@@ -6,7 +6,7 @@ import path from "node:path";
 import { after, before, test } from "node:test";
 import { DOMParser } from "@xmldom/xmldom";
 import { Store, storeDir } from "../../src/store/store.js";
-import { VERDICTS } from "../../src/compare/compare.js";
+import { VERDICTS } from "../../src/measure/compare/compare.js";
 import { evalRun, series } from "./compare-fixture.js";
 
 const MAIN = "src/cli/main.ts";

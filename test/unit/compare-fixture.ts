@@ -3,7 +3,7 @@
  * a series is draws of one "configuration" (a token rate, a TTFT), each run and request with noise.
  */
 import discreteUniform from "@stdlib/random-base-discrete-uniform";
-import { LATENCY_METRICS, LATENCY_STATS, latencyKey, type BenchRun, type EvalItemResult, type EvalRun, type ServeResult } from "../../src/evidence/records.js";
+import { LATENCY_METRICS, LATENCY_STATS, latencyKey, type BenchRun, type EvalItemResult, type EvalRun, type ServeResult } from "../../src/contract/evidence.js";
 
 export interface Config {
   /** Output tokens per second per stream. */

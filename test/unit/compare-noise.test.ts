@@ -4,11 +4,11 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { compare, type Evidence } from "../../src/compare/compare.js";
-import { serveResult } from "../../src/bench/metrics.js";
-import type { RequestOutcome } from "../../src/bench/stream.js";
-import type { BenchRun, ServeResult } from "../../src/evidence/records.js";
-import { CONFIDENCE } from "../../src/compare/stats.js";
+import { compare, type Evidence } from "../../src/measure/compare/compare.js";
+import { serveResult } from "../../src/measure/bench/metrics.js";
+import type { RequestOutcome } from "../../src/measure/bench/stream.js";
+import type { BenchRun, ServeResult } from "../../src/contract/evidence.js";
+import { CONFIDENCE } from "../../src/measure/compare/stats.js";
 import { series } from "./compare-fixture.js";
 
 const ok = (ttft: number, latency: number): RequestOutcome => ({ ok: true, start_s: 0, ttft_s: ttft, itl_s: [], latency_s: latency, input_tokens: 10, output_tokens: 51 });

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { Store } from "../../src/store/store.js";
-import { findSide, resolveSides } from "../../src/compare/resolve.js";
-import type { BenchRun, EvalRun } from "../../src/evidence/records.js";
+import { findSide, resolveSides } from "../../src/measure/compare/resolve.js";
+import type { BenchRun, EvalRun } from "../../src/contract/evidence.js";
 import { evalRun, series } from "./compare-fixture.js";
 
 const cfg = { rate: 50, ttftMs: 50, noise: 0.03 };

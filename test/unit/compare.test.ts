@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { DOMParser } from "@xmldom/xmldom";
-import { compare, VERDICTS, type Comparison, type MetricComparison } from "../../src/compare/compare.js";
-import { bootstrapInterval, mcnemarExact, welchInterval } from "../../src/compare/stats.js";
-import { markdownTable, textTable } from "../../src/compare/table.js";
-import { plotSvg, PLOTTED_METRICS } from "../../src/compare/svg.js";
+import { compare, VERDICTS, type Comparison, type MetricComparison } from "../../src/measure/compare/compare.js";
+import { bootstrapInterval, mcnemarExact, welchInterval } from "../../src/measure/compare/stats.js";
+import { markdownTable, textTable } from "../../src/measure/compare/table.js";
+import { plotSvg, PLOTTED_METRICS } from "../../src/measure/compare/svg.js";
 import { assertGolden } from "./golden.js";
 import { evalRun, series } from "./compare-fixture.js";
 

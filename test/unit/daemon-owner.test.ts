@@ -9,10 +9,10 @@ import { forTheDaemon } from "../../src/cli/up.js";
 import { refusedSettings, submissionPathProblem, submittedCluster, type Caller, type DaemonScope } from "../../src/daemon/admit.js";
 import { bootSubmitter } from "../../src/daemon/boots-host.js";
 import { CONTROL_PATHS, type UpSubmission } from "../../src/daemon/protocol.js";
-import { BootRegistry } from "../../src/deploy/boots.js";
-import { decodeError, type UpEvent } from "../../src/deploy/up-events.js";
+import { BootRegistry } from "../../src/supervise/boots.js";
+import { decodeError, type UpEvent } from "../../src/boot/up-events.js";
 import { keyChecker } from "../../src/gateway/auth.js";
-import { controlApi } from "../../src/gateway/control.js";
+import { controlApi } from "../../src/daemon/control.js";
 import type { StateStore } from "../../src/store/store.js";
 import { BASE } from "./memory-source.js";
 

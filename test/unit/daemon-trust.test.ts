@@ -15,8 +15,8 @@ import { submissionPathProblem, type DaemonScope } from "../../src/daemon/admit.
 import { localDaemonVerdict, type LocalDaemonFacts } from "../../src/daemon/local-daemon.js";
 import { CONTROL_PATHS, type UpSubmission } from "../../src/daemon/protocol.js";
 import { composeUploaded } from "../../src/daemon/uploaded-clusters.js";
-import { BootRegistry } from "../../src/deploy/boots.js";
-import { decodeError, decodeEvent, type UpEvent } from "../../src/deploy/up-events.js";
+import { BootRegistry } from "../../src/supervise/boots.js";
+import { decodeError, decodeEvent, type UpEvent } from "../../src/boot/up-events.js";
 import { catalogueSource } from "../../src/recipe/uploaded-source.js";
 import type { StateStore } from "../../src/store/store.js";
 import { within } from "../integration/practice-cluster.js";

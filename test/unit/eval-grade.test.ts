@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { extractChoice, grade } from "../../src/eval/grade.js";
-import { requestOptions } from "../../src/eval/request-options.js";
+import { extractChoice, grade } from "../../src/measure/eval/grade.js";
+import { requestOptions } from "../../src/measure/eval/request-options.js";
 import { UserError } from "../../src/config/errors.js";
 
 test("choice: simple-evals' `Answer: X`, first match, after markdown/LaTeX wrappers and a think block", () => {

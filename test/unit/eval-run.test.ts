@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { test, type TestContext } from "node:test";
-import { chatBody, evalServing, evalTarget as evalNamed, httpAsk, type Ask, type EvalSettings, type LoadedSet } from "../../src/deploy/eval.js";
-import { bootFigures, pickHead, subjectOf, type ServingTarget } from "../../src/deploy/serving-target.js";
-import type { DeploymentLabels } from "../../src/deploy/contract.js";
-import { parseEvalSet } from "../../src/eval/set.js";
-import type { EvalRun } from "../../src/evidence/records.js";
+import { chatBody, evalServing, evalTarget as evalNamed, httpAsk, type Ask, type EvalSettings, type LoadedSet } from "../../src/measure/eval/eval.js";
+import { bootFigures, pickHead, subjectOf, type ServingTarget } from "../../src/measure/serving-target.js";
+import type { DeploymentLabels } from "../../src/contract/deployment.js";
+import { parseEvalSet } from "../../src/measure/eval/set.js";
+import type { EvalRun } from "../../src/contract/evidence.js";
 import type { BootRecord } from "../../src/store/store.js";
 import { UserError } from "../../src/config/errors.js";
 import { createServer } from "node:http";

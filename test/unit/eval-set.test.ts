@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { formatDiagnostic } from "../../src/config/diagnostic.js";
-import { parseEvalSet } from "../../src/eval/set.js";
+import { parseEvalSet } from "../../src/measure/eval/set.js";
 
 const lines = (...ls: string[]): string => ls.join("\n");
 const shown = (text: string): string[] => parseEvalSet("set.jsonl", text).diagnostics.map((d) => formatDiagnostic(d).split("\n")[0] ?? "");

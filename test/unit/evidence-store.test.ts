@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { LATENCY_METRICS, LATENCY_STATS, latencyKey, type BenchRun, type EvalRun, type ServeResult } from "../../src/evidence/records.js";
+import { LATENCY_METRICS, LATENCY_STATS, latencyKey, type BenchRun, type EvalRun, type ServeResult } from "../../src/contract/evidence.js";
 import { Store } from "../../src/store/store.js";
 
 function result(concurrency: number): ServeResult {

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
-import { explainLog, failureHint, formatExplanation } from "../../src/engine/explain.js";
+import { explainLog, failureHint, formatExplanation } from "../../src/boot/explain.js";
 import { vllm } from "../../src/engine/vllm/adapter.js";
 
 const MAIN = path.resolve("src/cli/main.ts");

@@ -8,7 +8,7 @@ import { VLLM_NODE_ENV_KEYS } from "../../src/engine/vllm/node-env.js";
 import { parseCluster } from "../../src/cluster/parse.js";
 import { UserError } from "../../src/config/errors.js";
 import { detectedNote, planFromFlags } from "../../src/cli/plan.js";
-import type { Output } from "../../src/cli/output.js";
+import type { Output } from "../../src/app/output.js";
 
 const spark = (name: string, extra: Partial<ClusterNode> = {}): ClusterNode => ({
   name,

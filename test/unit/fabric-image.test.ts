@@ -3,7 +3,7 @@ import { test } from "node:test";
 import { parseCluster } from "../../src/cluster/parse.js";
 import type { ImageFacts } from "../../src/engine/image-contract.js";
 import { MULTINODE_MIN_VERSION, olderThan, vllmImage } from "../../src/engine/vllm/image.js";
-import { checkImage, type ImageFactsCache } from "../../src/deploy/image-check.js";
+import { checkImage, type ImageFactsCache } from "../../src/nodes/image-check.js";
 import { planDeployment, type Plan } from "../../src/plan/plan.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";
 import { fileRecipeSource } from "../../src/recipe/fs-source.js";

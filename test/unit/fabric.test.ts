@@ -89,7 +89,7 @@ test("detected values fill what the cluster file leaves out; the file always win
 });
 
 test("a probe's output: GPUs, a busy GPU and an unreachable peer are findings with the fix", async () => {
-  const { readProbe } = await import("../../src/deploy/doctor.js");
+  const { readProbe } = await import("../../src/nodes/doctor.js");
   const root = fixture("two-ports-gid3");
   const sysfs = spawnSync("sh", ["-c", SYSFS_DUMP_SCRIPT, "sh", root], { encoding: "utf8" }).stdout;
   const text = [

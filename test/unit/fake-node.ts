@@ -1,6 +1,6 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { encodeLabels, LABELS } from "../../src/deploy/contract.js";
+import { encodeLabels, LABELS } from "../../src/contract/deployment.js";
 import type { Plan } from "../../src/plan/plan.js";
 import type { ContainerInfo, DockerClient } from "../../src/remote/docker.js";
 import type { ExecOptions, ExecResult, Transport } from "../../src/remote/transport.js";

@@ -3,8 +3,8 @@ import { test } from "node:test";
 import { fileRecipeSource } from "../../src/recipe/fs-source.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";
 import type { Recipe } from "../../src/recipe/recipe.js";
-import { dockerSizeBytes, fitDeployment, fitProblems, fitText, memoryAsk, type FitVerdict, type NodeMemoryFacts } from "../../src/deploy/fit.js";
-import { parseMeminfo, type Meminfo } from "../../src/deploy/meminfo.js";
+import { dockerSizeBytes, fitDeployment, fitProblems, fitText, memoryAsk, type FitVerdict, type NodeMemoryFacts } from "../../src/memory/fit.js";
+import { parseMeminfo, type Meminfo } from "../../src/memory/meminfo.js";
 import { assertGolden } from "./golden.js";
 
 const seed = (name: string): Recipe => {
@@ -104,7 +104,7 @@ test("unknown figures give no verdict rather than a guess", () => {
 });
 
 test("doctor's probe reads the node's /proc/meminfo (what plan's fit uses)", async () => {
-  const { readProbe } = await import("../../src/deploy/doctor.js");
+  const { readProbe } = await import("../../src/nodes/doctor.js");
   const node = { name: "s1", rank: 0, host: "s1", hca: [], gpus: 1 };
   const p = readProbe(node, "/root/.cache/huggingface", ["@@docker", "28.2.2", "@@meminfo", sparkMeminfo(116.5, 110.4, 5.6), "@@peers"].join("\n"));
   assert.deepEqual(p.memory, IDLE);

@@ -9,6 +9,7 @@ import { canonicalPath } from "../../src/gateway/paths.js";
 import { routeTable } from "../../src/gateway/routes.js";
 import { createGateway, type GatewayOptions } from "../../src/gateway/server.js";
 import { deployment, gatewayOptions } from "./gateway-fixture.js";
+import { addEngineKeyHow } from "../../src/daemon/engine-key.js";
 
 // ---------------------------------------------------------------- the normaliser (pure)
 
@@ -157,7 +158,7 @@ test("HTTP: refused routes and non-canonical paths never reach the engine, so ne
 });
 
 test("HTTP: a gateway with API keys does not route a deployment whose engine demands no key (503 saying what to add)", async () => {
-  await withGateway({ engineKey: () => undefined, requireEngineKey: true }, async (gw, seen) => {
+  await withGateway({ engineKey: () => undefined, requireEngineKey: { how: addEngineKeyHow } }, async (gw, seen) => {
     const a = await raw(gw, "POST", "/v1/chat/completions", BODY);
     assert.equal(a.status, 503, a.body);
     const error = (JSON.parse(a.body) as { error: { code: string; message: string } }).error;
@@ -166,7 +167,7 @@ test("HTTP: a gateway with API keys does not route a deployment whose engine dem
     assert.match(error.message, /--api-key KEY to its args \(or VLLM_API_KEY to its \[env\]\) in recipe practice-2x/);
     assert.equal(seen.length, 0);
   });
-  await withGateway({ requireEngineKey: true }, async (gw, seen) => {
+  await withGateway({ requireEngineKey: { how: addEngineKeyHow } }, async (gw, seen) => {
     assert.equal((await raw(gw, "POST", "/v1/chat/completions", BODY)).status, 200, "with a recorded key it routes");
     assert.equal(seen.length, 1);
   });

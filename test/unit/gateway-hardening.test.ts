@@ -10,7 +10,7 @@ import { vllm } from "../../src/engine/vllm/adapter.js";
 import { collectKeys, keyChecker, parseKeyFile, presentedKey } from "../../src/gateway/auth.js";
 import { MAX_JSON_DEPTH, readRequestBody } from "../../src/gateway/body.js";
 import { scanJson } from "../../src/gateway/json-scan.js";
-import { Discovery } from "../../src/gateway/discovery.js";
+import { Discovery } from "../../src/daemon/discovery.js";
 import { allowedMethods, GATEWAY_METHODS } from "../../src/gateway/methods.js";
 import { routeTable, type RouteTable } from "../../src/gateway/routes.js";
 import { createGateway, type GatewayOptions } from "../../src/gateway/server.js";

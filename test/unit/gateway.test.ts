@@ -4,7 +4,7 @@ import { keyChecker, parseKeyFile, presentedKey } from "../../src/gateway/auth.j
 import { forwardHeaders, REQUEST_DROP } from "../../src/gateway/headers.js";
 import { isLoopback, parseListen } from "../../src/gateway/listen.js";
 import { routeTable, type KnownDeployment } from "../../src/gateway/routes.js";
-import { placeSwap } from "../../src/deploy/placement.js";
+import { placeSwap } from "../../src/lanes/placement.js";
 import type { LaneRecord } from "../../src/store/store.js";
 
 function dep(name: string, over: Partial<KnownDeployment> = {}): KnownDeployment {

@@ -4,7 +4,7 @@ import { test } from "node:test";
 import { parseCluster } from "../../src/cluster/parse.js";
 import { DEFAULT_MEMORY_FLOOR_GIB } from "../../src/cluster/schema.js";
 import { formatDiagnostic } from "../../src/config/diagnostic.js";
-import { startGuard } from "../../src/deploy/guard.js";
+import { startGuard } from "../../src/memory/guard.js";
 import {
   describeSample,
   describeTrip,
@@ -17,7 +17,7 @@ import {
   worstPeak,
   type MemorySample,
   type Trip,
-} from "../../src/deploy/memory-watch.js";
+} from "../../src/memory/memory-watch.js";
 import { DockerClient, untilReaderGoes } from "../../src/remote/docker.js";
 import { streamLocal, type ExecResult, type Transport } from "../../src/remote/transport.js";
 import { PassThrough } from "node:stream";
@@ -37,7 +37,7 @@ test("the sampler's lines parse; anything else is no sample", () => {
 test("the sampler loop runs in sh against this machine's /proc/meminfo", async () => {
   const samples: MemorySample[] = [];
   const started = Date.now();
-  // Exactly the argv the guard sends to a node (src/deploy/guard.ts), run here instead.
+  // Exactly the argv the guard sends to a node (src/memory/guard.ts), run here instead.
   const [program, ...args] = untilReaderGoes(["sh", "-c", SAMPLER_SCRIPT, "sh", "0.05"]);
   for await (const line of streamLocal(program as string, args)) {
     const s = parseSampleLine(line);
@@ -107,7 +107,7 @@ test("memory_floor: per node, else for all, else the Spark default; it must be a
 
 test("memory_floor: MiB written for GiB is refused at its file:line in GiB; at preflight a floor not below the node's MemTotal is a user error naming node, floor and total", async () => {
   const { MAX_MEMORY_FLOOR_GIB } = await import("../../src/cluster/schema.js");
-  const { floorProblem, nodeFloorGiB } = await import("../../src/deploy/memory-watch.js");
+  const { floorProblem, nodeFloorGiB } = await import("../../src/memory/memory-watch.js");
   const text = `memory_floor = 4\n[[nodes]]\nname = "n1"\nhost = "h1"\nmemory_floor = 4096\n`;
   const diags = parseCluster("c.toml", text).diagnostics.map(formatDiagnostic);
   assert.equal(diags.length, 1, diags.join("\n"));
@@ -247,8 +247,8 @@ test("history keeps each node's peak per phase: the least available memory the g
 });
 
 test("up shows each node's memory: sent as events at most once a second when the figure changes, and printed beside the phase", async () => {
-  const { progressEvents, encodeEvent, decodeEvent } = await import("../../src/deploy/up-events.js");
-  const { progressReporter } = await import("../../src/deploy/progress.js");
+  const { progressEvents, encodeEvent, decodeEvent } = await import("../../src/boot/up-events.js");
+  const { progressReporter } = await import("../../src/nodes/progress.js");
   const { INITIAL_BOOT } = await import("../../src/engine/boot-log.js");
   let clock = 0;
   const events: unknown[] = [];
@@ -310,14 +310,14 @@ const seenServing = (nodes: readonly string[], status: "serving" | "booting" = "
 });
 
 test("after ready the daemon's guard watches each serving deployment until it is gone; a trip kills it on every node, is recorded with the fit check and handed on", async () => {
-  const { ReadyGuards, SERVING } = await import("../../src/deploy/ready-guard.js");
+  const { ReadyGuards, SERVING } = await import("../../src/supervise/ready-guard.js");
   const { Store } = await import("../../src/store/store.js");
   const { encodeSavedPlan } = await import("../../src/plan/saved.js");
   const { fileRecipeSource } = await import("../../src/recipe/fs-source.js");
   const { resolveRecipe } = await import("../../src/recipe/resolve.js");
-  const { parseMeminfo } = await import("../../src/deploy/meminfo.js");
+  const { parseMeminfo } = await import("../../src/memory/meminfo.js");
   const nodes = ["n1", "n2"].map((n) => ({ name: n, ...fakeNode(n) }));
-  const session = { cluster: { name: "c", nodes: [{ name: "n2", memory_floor: 6 }] }, docker: new Map(nodes.map((n) => [n.name, n.docker])) } as unknown as import("../../src/deploy/session.js").ClusterSession;
+  const session = { cluster: { name: "c", nodes: [{ name: "n2", memory_floor: 6 }] }, docker: new Map(nodes.map((n) => [n.name, n.docker])) } as unknown as import("../../src/nodes/session.js").ClusterSession;
   const store = new Store(":memory:");
   // What up kept: the plan, each node's memory as its probe read it, the weights' size preflight read.
   const recipe = resolveRecipe("practice-2x", fileRecipeSource(["recipes"])).recipe;
@@ -385,10 +385,10 @@ test("after ready the daemon's guard watches each serving deployment until it is
 });
 
 test("after ready a node whose sampler stream ends (SSH dropped) is said to be not watched, watched again after a bounded backoff, and said so", async () => {
-  const { ReadyGuards, WATCH_RETRY_MS } = await import("../../src/deploy/ready-guard.js");
+  const { ReadyGuards, WATCH_RETRY_MS } = await import("../../src/supervise/ready-guard.js");
   const { Store } = await import("../../src/store/store.js");
   const nodes = ["n1", "n2"].map((n) => ({ name: n, ...fakeNode(n) }));
-  const session = { cluster: { name: "c", nodes: [] }, docker: new Map(nodes.map((n) => [n.name, n.docker])) } as unknown as import("../../src/deploy/session.js").ClusterSession;
+  const session = { cluster: { name: "c", nodes: [] }, docker: new Map(nodes.map((n) => [n.name, n.docker])) } as unknown as import("../../src/nodes/session.js").ClusterSession;
   const store = new Store(":memory:");
   let clock = 10_000;
   const logs: string[] = [];
@@ -455,8 +455,8 @@ test("after ready a node whose sampler stream ends (SSH dropped) is said to be n
 });
 
 test("supervisor: a guard trip after ready is a failure that restarts the group under --restart on-failure, named as the trip (not as the ranks it killed)", async () => {
-  const { Supervisor } = await import("../../src/deploy/supervisor.js");
-  const { BootRegistry } = await import("../../src/deploy/boots.js");
+  const { Supervisor } = await import("../../src/supervise/supervisor.js");
+  const { BootRegistry } = await import("../../src/supervise/boots.js");
   const { Store } = await import("../../src/store/store.js");
   const { encodeSavedPlan } = await import("../../src/plan/saved.js");
   const store = new Store(":memory:");
@@ -465,7 +465,7 @@ test("supervisor: a guard trip after ready is a failure that restarts the group 
   const b = { deployment: "d", recipe: "r", recipe_hash: "h", cluster: "c", served_model: "m", endpoint: "http://n1:8000", nodes: ["n1"] };
   store.deploymentReady({ ...b, boot_id: store.beginBoot({ ...b, started_at: "t" }), ready_at: "t" });
   const n1 = fakeNode("n1");
-  const session = { cluster: { name: "c", nodes: [] }, docker: new Map([["n1", n1.docker]]) } as unknown as import("../../src/deploy/session.js").ClusterSession;
+  const session = { cluster: { name: "c", nodes: [] }, docker: new Map([["n1", n1.docker]]) } as unknown as import("../../src/nodes/session.js").ClusterSession;
   let tripping = false;
   const logs: string[] = [];
   const observed: number[] = [];
@@ -515,7 +515,7 @@ test("supervisor: a guard trip after ready is a failure that restarts the group 
 
 test("status shows each running rank's node memory where the daemon's guard watches that deployment, and nothing stale or another's", async () => {
   const { statusLines } = await import("../../src/cli/status.js");
-  const { WATCHED_FRESH_MS } = await import("../../src/deploy/ready-guard.js");
+  const { WATCHED_FRESH_MS } = await import("../../src/supervise/ready-guard.js");
   const now = new Date("2026-01-01T12:00:00Z");
   const at = (agoMs: number) => new Date(now.getTime() - agoMs).toISOString();
   const d = seenServing(["n1", "n2", "n3"]);

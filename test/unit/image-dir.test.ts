@@ -52,7 +52,7 @@ test("launcher validate warns (exit 0) until docker-images/<dir>/ holds a Docker
 });
 
 test("up's preflight, an image on no node: a public image (no docker_image_dir) is pulled on one node, since launcher never pulls; one of ours is built", async () => {
-  const { missingImage } = await import("../../src/deploy/preflight.js");
+  const { missingImage } = await import("../../src/boot/preflight.js");
   const pub = { id: "qwen3-8b-1x", docker_image: "nvcr.io/nvidia/vllm:25.11-py3" };
   assert.equal(
     missingImage(pub, ["spark1"], true),

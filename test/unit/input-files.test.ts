@@ -7,7 +7,7 @@ import { after, test } from "node:test";
 import { error } from "../../src/config/diagnostic.js";
 import { errorJson, RemoteError, reportError, UserError } from "../../src/config/errors.js";
 import { readTextFile } from "../../src/config/read-file.js";
-import { imageFolders } from "../../src/deploy/images.js";
+import { imageFolders } from "../../src/transfer/images.js";
 import { fileRecipeSource } from "../../src/recipe/fs-source.js";
 
 const dir = mkdtempSync(path.join(tmpdir(), "launcher-files-"));

@@ -5,8 +5,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
-import { chainIds, layerSkip, leftOut, legacyLayerIds, pushSkip, saveWithout, storedChains, TAR_FILTER_PERL } from "../../src/transfer/layers.js";
-import type { NodeProbe } from "../../src/transfer/route.js";
+import { chainIds, layerSkip, leftOut, legacyLayerIds, saveWithout, storedChains, TAR_FILTER_PERL } from "../../src/transfer/layers.js";
+import { pushSkip, type NodeProbe } from "../../src/transfer/route.js";
 
 const digest = (s: string): string => `sha256:${createHash("sha256").update(s).digest("hex")}`;
 const [a, b, c, d] = ["base", "cuda", "torch", "app"].map(digest) as [string, string, string, string];

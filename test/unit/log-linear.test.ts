@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import fc from "fast-check";
 import { advanceBoot, INITIAL_BOOT, splitTimestamp, TIMESTAMP, timeMs } from "../../src/engine/boot-log.js";
-import { NODE_PREFIX, readLogLines } from "../../src/engine/explain.js";
+import { NODE_PREFIX, readLogLines } from "../../src/boot/explain.js";
 import { vllm } from "../../src/engine/vllm/adapter.js";
 import { HINT_PATTERNS, vllmHint } from "../../src/engine/vllm/hints.js";
 import { HEADER, PREFIX, PREFIX_ONLY, readVllmLine } from "../../src/engine/vllm/log-shapes.js";

@@ -4,7 +4,7 @@ import { Readable } from "node:stream";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import fc from "fast-check";
-import { MAX_BOOT_EVENTS } from "../../src/deploy/boots.js";
+import { MAX_BOOT_EVENTS } from "../../src/supervise/boots.js";
 import { cutLine, LINE_MAX, LineSplitter } from "../../src/remote/lines.js";
 import { STREAM_QUEUE_LINES } from "../../src/remote/transport.js";
 

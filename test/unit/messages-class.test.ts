@@ -3,7 +3,7 @@ import { test } from "node:test";
 import path from "node:path";
 import { RemoteError, reportError, UserError } from "../../src/config/errors.js";
 import { inNpxCache, stableLauncherArgv } from "../../src/daemon/systemd.js";
-import { pushLeft } from "../../src/deploy/images.js";
+import { pushLeft } from "../../src/transfer/images.js";
 import { fileRecipeSource, shownPath } from "../../src/recipe/fs-source.js";
 
 // Issue 25's messages, fixed as a class: one prefix per line, paths as the user gave them,

@@ -5,7 +5,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, sy
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
-import { finishFile } from "../../src/deploy/models.js";
+import { finishFile } from "../../src/transfer/models.js";
 import { RESUMED_PARTIAL } from "../../src/plan/pull-space.js";
 import { UNSAFE_EXIT } from "../../src/transfer/hf-cache.js";
 

@@ -4,7 +4,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
-import { tooOldNodeLine } from "../../src/cli/package-info.js";
+import { tooOldNodeLine } from "../../src/config/package-info.js";
 
 // scripts/node-env, sourced as the scripts source it, on a PATH of stand-ins only: an old or new
 // `node` that prints a version, an `npm` that "installs" a node-linux package offline and counts its

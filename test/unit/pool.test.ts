@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { inPool } from "../../src/deploy/pool.js";
+import { inPool } from "../../src/config/pool.js";
 
 const tick = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 

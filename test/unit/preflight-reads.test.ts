@@ -5,9 +5,9 @@ import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { setImmediate as tick } from "node:timers/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { imageUnsettled, READ_SCRIPT, readPlanNodes, readSections, type NodeReading, type PlanReadings } from "../../src/deploy/preflight.js";
-import { ReadyRetry, readyRetryMs } from "../../src/deploy/readiness.js";
-import type { ClusterSession } from "../../src/deploy/session.js";
+import { imageUnsettled, READ_SCRIPT, readPlanNodes, readSections, type NodeReading, type PlanReadings } from "../../src/boot/preflight.js";
+import { ReadyRetry, readyRetryMs } from "../../src/boot/readiness.js";
+import type { ClusterSession } from "../../src/nodes/session.js";
 import type { Plan } from "../../src/plan/plan.js";
 import { DockerClient, LIST_SCRIPT } from "../../src/remote/docker.js";
 import { localTransport } from "../../src/remote/local.js";

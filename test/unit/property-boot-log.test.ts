@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import fc from "fast-check";
-import { BOOT_PHASES } from "../../src/deploy/contract.js";
+import { BOOT_PHASES } from "../../src/contract/deployment.js";
 import { advanceBoot, INITIAL_BOOT, readBoot, splitTimestamp, timeMs } from "../../src/engine/boot-log.js";
 import { ENGINES } from "../../src/engine/registry.js";
 import { holds, reportInputsTried } from "./property.js";

@@ -7,8 +7,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import fc from "fast-check";
-import { ChatStreamClock, SseMessages } from "../../src/bench/stream.js";
-import { DEPLOYMENT_STATUSES, type DeploymentState } from "../../src/deploy/contract.js";
+import { ChatStreamClock, SseMessages } from "../../src/measure/bench/stream.js";
+import { DEPLOYMENT_STATUSES, type DeploymentState } from "../../src/contract/deployment.js";
 import { engineApiMethods, engineRefusedRoutes } from "../../src/engine/registry.js";
 import { MAX_JSON_DEPTH, readRequestBody, rewriteModel } from "../../src/gateway/body.js";
 import { GATEWAY_METHODS, methodMatcher, routeParams } from "../../src/gateway/methods.js";
@@ -243,7 +243,7 @@ test("the route table answers every name with a route, an unknown, or a coded re
   });
 });
 
-// ---- SSE decoder (bench/stream.ts, vLLM's StreamedResponseHandler framing) ----
+// ---- SSE decoder (measure/bench/stream.ts, vLLM's StreamedResponseHandler framing) ----
 
 const sseMessage = fc.oneof(
   fc.constantFrom('data: {"choices":[{"delta":{"content":"hi"}}]}', 'data: {"choices":[],"usage":{"completion_tokens":3,"prompt_tokens":2}}', "data: [DONE]", ": comment", "event: x", "data:", "data: null", "data: 1", 'data: "s"', "data: []", 'data: {"choices":[null]}', 'data: {"choices":"x"}', 'data: {"usage":5}', 'data: {"choices":[{"delta":null}]}', "data: {"),

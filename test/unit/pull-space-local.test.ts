@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
 import { RemoteError } from "../../src/config/errors.js";
-import { checkPullSpace } from "../../src/deploy/pull-space.js";
+import { checkPullSpace } from "../../src/transfer/pull-space.js";
 import { localTransport } from "../../src/remote/local.js";
 
 // checkPullSpace's node scripts for real, with this machine as the node (sh, curl, find, flock, df),

@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { BootRegistry } from "../../src/deploy/boots.js";
-import { encodeLabels } from "../../src/deploy/contract.js";
-import type { ClusterSession } from "../../src/deploy/session.js";
-import { INITIAL, supervise, type Failure } from "../../src/deploy/supervise.js";
-import type { Seen } from "../../src/deploy/supervisor.js";
-import type { UpOutcome } from "../../src/deploy/up-use-case.js";
+import { BootRegistry } from "../../src/supervise/boots.js";
+import { encodeLabels } from "../../src/contract/deployment.js";
+import type { ClusterSession } from "../../src/nodes/session.js";
+import { INITIAL, supervise, type Failure } from "../../src/supervise/supervise.js";
+import type { Seen } from "../../src/supervise/supervisor.js";
+import type { UpOutcome } from "../../src/boot/up-events.js";
 import { routeTable } from "../../src/gateway/routes.js";
 import type { Plan } from "../../src/plan/plan.js";
 import { encodeSavedPlan } from "../../src/plan/saved.js";

@@ -13,10 +13,10 @@ import {
   STATUS_PHASES,
   type DeploymentLabels,
   type StatusLine,
-} from "../../src/deploy/contract.js";
-import { formatRemoval, fullyStopped, type NodeOutcome } from "../../src/deploy/down.js";
-import { parseTarget, resolveTarget, type Labelled } from "../../src/deploy/labels.js";
-import { judge, needsHeadProbe, rankView } from "../../src/deploy/status.js";
+} from "../../src/contract/deployment.js";
+import { formatRemoval, fullyStopped, type NodeOutcome } from "../../src/nodes/down.js";
+import { parseTarget, resolveTarget, type Labelled } from "../../src/nodes/labels.js";
+import { judge, needsHeadProbe, rankView } from "../../src/nodes/status.js";
 import { vllm } from "../../src/engine/vllm/adapter.js";
 import type { ContainerInfo } from "../../src/remote/docker.js";
 

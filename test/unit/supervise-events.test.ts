@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { rankDeathOf } from "../../src/deploy/deaths.js";
+import { rankDeathOf } from "../../src/supervise/deaths.js";
 import { decodeDockerEvent } from "../../src/remote/docker.js";
 
 // A rank's death as the node's Docker reports it (`docker events --format '{{json .}}'`).

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { encodeLabels, type DeploymentStatus } from "../../src/deploy/contract.js";
-import type { ClusterSession } from "../../src/deploy/session.js";
-import { BootRegistry } from "../../src/deploy/boots.js";
-import { Supervisor, type Seen } from "../../src/deploy/supervisor.js";
-import type { UpOutcome } from "../../src/deploy/up-use-case.js";
+import { encodeLabels, type DeploymentStatus } from "../../src/contract/deployment.js";
+import type { ClusterSession } from "../../src/nodes/session.js";
+import { BootRegistry } from "../../src/supervise/boots.js";
+import { Supervisor, type Seen } from "../../src/supervise/supervisor.js";
+import type { UpOutcome } from "../../src/boot/up-events.js";
 import type { Plan } from "../../src/plan/plan.js";
 import { encodeSavedPlan } from "../../src/plan/saved.js";
 import type { ContainerInfo, DockerClient } from "../../src/remote/docker.js";
@@ -179,7 +179,7 @@ test("supervisor: without a kept plan the restart fails, is recorded as failed, 
 });
 
 test("stampLabel: a kept plan stamped again replaces its label, in the labels and in docker run", async () => {
-  const { stampLabel } = await import("../../src/deploy/boot.js");
+  const { stampLabel } = await import("../../src/boot/boot.js");
   const once = stampLabel(plan, "launcher.restarts", "1");
   const twice = stampLabel(once, "launcher.restarts", "2");
   assert.deepEqual(twice.nodes[0]?.argv, ["docker", "run", "--label", "launcher.restarts=2", "--label", "launcher.deployment=d", "--", "img"]);

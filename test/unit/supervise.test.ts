@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { decodeLabels, decodeRestartPolicy, encodeLabels, encodeRestartPolicy, type DeploymentStatus, type RestartPolicy } from "../../src/deploy/contract.js";
-import { backoffMs, failureOf, INITIAL, isRestarting, retryAfterSeconds, supervise, type SuperviseEvent, type Supervised, type SuperviseTiming } from "../../src/deploy/supervise.js";
+import { decodeLabels, decodeRestartPolicy, encodeLabels, encodeRestartPolicy, type DeploymentStatus, type RestartPolicy } from "../../src/contract/deployment.js";
+import { backoffMs, failureOf, INITIAL, isRestarting, retryAfterSeconds, supervise, type SuperviseEvent, type Supervised, type SuperviseTiming } from "../../src/supervise/supervise.js";
 
 const timing: SuperviseTiming = { confirmMs: 2000, backoffMs: 1000, maxBackoffMs: 8000, resetAfterMs: 60_000 };
 const onFailure = (max?: number): RestartPolicy => (max === undefined ? { mode: "on-failure" } : { mode: "on-failure", max });
@@ -251,7 +251,7 @@ test("failureOf names the rank that exited first (the others lost it as a peer),
 });
 
 test("the gateway says restarting from the failure until a poll read after the new group served shows it", async () => {
-  const { answersRestarting } = await import("../../src/deploy/supervise.js");
+  const { answersRestarting } = await import("../../src/supervise/supervise.js");
   const failure = { kind: "rank-exited", message: "x" } as const;
   assert.equal(answersRestarting({ phase: "restarting", attempts: 1, streak: 1, since: 0, failure }, 100), true);
   assert.equal(answersRestarting({ phase: "backoff", attempts: 1, streak: 2, until: 5, failure }, 100), true);
@@ -264,7 +264,7 @@ test("the gateway says restarting from the failure until a poll read after the n
 });
 
 test("given up: the gateway says degraded until a poll read after the give-up, not the model_booting of the last poll's restart", async () => {
-  const { answersGaveUp } = await import("../../src/deploy/supervise.js");
+  const { answersGaveUp } = await import("../../src/supervise/supervise.js");
   const { routeTable } = await import("../../src/gateway/routes.js");
   const failure = { kind: "rank-exited", message: "rank 1 on n2 exited (exit 1)" } as const;
   const gaveUp: Supervised = { phase: "gave-up", attempts: 1, since: 1000, failure };
@@ -294,7 +294,7 @@ test("a restart cancelled (the deployment was stopped meanwhile) forgets the dep
 });
 
 test("up --restart of a deployment already running without it (or with another policy) is no 'already running': the difference is named", async () => {
-  const { judgeExisting } = await import("../../src/deploy/existing.js");
+  const { judgeExisting } = await import("../../src/nodes/existing.js");
   const plan = {
     deployment: "d", recipe: { id: "r" }, recipe_hash: "h", served_model: "m", endpoint: "http://n1:8000",
     nodes: [{ rank: 0, node: "n1", container: "launcher-d-r0" }], restart: { mode: "on-failure", max: 2 },

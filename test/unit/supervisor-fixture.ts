@@ -1,8 +1,8 @@
-import type { BootRegistry } from "../../src/deploy/boots.js";
-import type { ClusterSession } from "../../src/deploy/session.js";
-import { Supervisor } from "../../src/deploy/supervisor.js";
-import type { UpEvent } from "../../src/deploy/up-events.js";
-import type { UpOutcome } from "../../src/deploy/up-use-case.js";
+import type { BootRegistry } from "../../src/supervise/boots.js";
+import type { ClusterSession } from "../../src/nodes/session.js";
+import { Supervisor } from "../../src/supervise/supervisor.js";
+import type { UpEvent } from "../../src/boot/up-events.js";
+import type { UpOutcome } from "../../src/boot/up-events.js";
 import type { StateStore } from "../../src/store/store.js";
 
 /**

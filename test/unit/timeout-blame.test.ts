@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { timeoutBlame } from "../../src/deploy/blame.js";
+import { timeoutBlame } from "../../src/boot/blame.js";
 import { advanceBoot, INITIAL_BOOT, type BootState } from "../../src/engine/boot-log.js";
 import { vllm } from "../../src/engine/vllm/adapter.js";
 

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { commandName, formatTrace, MAX_SPANS, runTraced, Trace, traced, tracedTransport, traceMark } from "../../src/deploy/trace.js";
+import { commandName, formatTrace, MAX_SPANS, runTraced, Trace, traced, tracedTransport, traceMark } from "../../src/remote/trace.js";
 import type { Transport } from "../../src/remote/transport.js";
 
 /** A clock the test moves by hand. */

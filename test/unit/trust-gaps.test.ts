@@ -4,12 +4,12 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, w
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { clusterPath, foundRecipes, localRecipes, PACKAGE_ROOT, recipeDirs } from "../../src/cli/load.js";
+import { clusterPath, foundRecipes, localRecipes, PACKAGE_ROOT, recipeDirs } from "../../src/app/host.js";
 import { sshFileProblem } from "../../src/cluster/locate.js";
 import { formatDiagnostic } from "../../src/config/diagnostic.js";
 import { UserError } from "../../src/config/errors.js";
 import { readSmallNoFollow, statusUids } from "../../src/config/private-dir.js";
-import { bindAddressOf, type AddressLookup } from "../../src/deploy/session.js";
+import { bindAddressOf, type AddressLookup } from "../../src/nodes/session.js";
 import { uniquePrefixes } from "../../src/engine/vllm/abbrev.js";
 import { vllmFlags } from "../../src/engine/vllm/flags.js";
 import { flagNames } from "../../src/engine/flag-names.js";

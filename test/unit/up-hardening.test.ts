@@ -8,14 +8,14 @@ import { planDeployment, type Plan } from "../../src/plan/plan.js";
 import { fileRecipeSource } from "../../src/recipe/fs-source.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";
 import type { ContainerInfo } from "../../src/remote/docker.js";
-import { abortable, Interrupted } from "../../src/deploy/abort.js";
-import { culprit, rankBehind } from "../../src/deploy/blame.js";
-import { createdBy, newBootId, stampBoot } from "../../src/deploy/boot.js";
-import { judgeExisting } from "../../src/deploy/existing.js";
-import { LABELS } from "../../src/deploy/contract.js";
+import { abortable, Interrupted } from "../../src/config/abort.js";
+import { culprit, rankBehind } from "../../src/boot/blame.js";
+import { createdBy, newBootId, stampBoot } from "../../src/boot/boot.js";
+import { judgeExisting } from "../../src/nodes/existing.js";
+import { LABELS } from "../../src/contract/deployment.js";
 
 const BOOT_LABEL = LABELS.boot;
-import type { DeploymentStatus } from "../../src/deploy/status.js";
+import type { DeploymentStatus } from "../../src/nodes/status.js";
 
 const clusterFile = "examples/clusters/spark-4x.toml";
 const cluster = parseCluster(clusterFile, readFileSync(clusterFile, "utf8")).cluster;

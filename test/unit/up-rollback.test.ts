@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { encodeLabels, LABELS } from "../../src/deploy/contract.js";
-import type { ClusterSession } from "../../src/deploy/session.js";
-import { describeThrown, watchBoot } from "../../src/deploy/up.js";
+import { encodeLabels, LABELS } from "../../src/contract/deployment.js";
+import type { ClusterSession } from "../../src/nodes/session.js";
+import { describeThrown, watchBoot } from "../../src/boot/up.js";
 import type { ContainerInfo, DockerClient } from "../../src/remote/docker.js";
 import { readyEngine, SERVING_BOOT, servingNode, servingPlan } from "./fake-node.js";
 

@@ -6,7 +6,7 @@ import { test } from "node:test";
 import { parseCluster } from "../../src/cluster/parse.js";
 import { readTextFile } from "../../src/config/read-file.js";
 import { keepUploadedCluster, keptUploadedClusters, uploadedClustersDir } from "../../src/daemon/uploaded-clusters.js";
-import { Discovery } from "../../src/gateway/discovery.js";
+import { Discovery } from "../../src/daemon/discovery.js";
 import { within } from "../integration/practice-cluster.js";
 
 // A cluster a remote client's `up` uploaded is watched by the daemon like its own: kept on disk

@@ -1,0 +1,61 @@
+import { homedir } from "node:os";
+import path from "node:path";
+import type { ClusterNode } from "../cluster/cluster.js";
+import type { ClusterSession } from "../nodes/session.js";
+import type { Recipe } from "../recipe/recipe.js";
+import { UserError } from "../config/errors.js";
+import { openStateStore } from "../store/open.js";
+import { storeDir, type StateStore } from "../store/store.js";
+import { consoleOutput, type Output } from "./output.js";
+import { gpusPerNode, loadCluster, loadRecipe } from "./lookup.js";
+
+// Their home is package-info.ts, which the bin entry reads before anything else loads.
+export { PACKAGE_ROOT, packageVersion } from "../config/package-info.js";
+// Their home is lookup.ts, which loads no store.
+export { recipeDirs, foundRecipes, imageRoots, localRecipes, resolveRecipeRef, localRecipeLookups, loadRecipe, userConfigDirs, defaultClusterName, skippedFileWarning, findCluster, clusterPath, optionalClusterPath, loadCluster, readClusterFile, clusterOf, gpusPerNode } from "./lookup.js";
+
+/** Runs `fn` with the store open, and closes it however `fn` ends. */
+export async function withStore<T>(fn: (store: StateStore) => T | Promise<T>, warn: (line: string) => void = consoleOutput.err): Promise<T> {
+  const store = openStore(warn);
+  try {
+    return await fn(store);
+  } finally {
+    store.close();
+  }
+}
+
+/**
+ * The store of this user on this machine ($XDG_STATE_HOME/launcher/launcher.db); when it is corrupt
+ * or cannot be opened, a stand-in and one warning line (src/store/open.ts): commands never stop
+ * for want of history.
+ */
+export function openStore(warn: (line: string) => void = consoleOutput.err): StateStore {
+  return openStateStore(path.join(storeDir(process.env, homedir()), "launcher.db"), warn, () => new Date());
+}
+
+/** The command line that runs this same launcher (dist or sources) with other arguments. */
+export function selfArgv(args: readonly string[]): string[] {
+  return [process.execPath, ...process.execArgv, process.argv[1] ?? "launcher", ...args];
+}
+
+/** A recipe checked against a cluster, and a session open to the cluster's nodes. */
+export async function recipeOnCluster(ref: string, clusterOption: string | undefined, io: Output): Promise<{ recipe: Recipe; session: ClusterSession }> {
+  const cluster = loadCluster(clusterOption);
+  const recipe = loadRecipe(ref, (ds) => io.diagnostics(ds), gpusPerNode(cluster));
+  // Loaded here: the session's SSH and Docker code is no cost to commands that only read files.
+  const { openSession } = await import("../nodes/session.js");
+  return { recipe, session: await openSession(cluster) };
+}
+
+/** A comma-separated --nodes: the names, in the order given. */
+export function parseNodes(value: string | undefined): string[] | undefined {
+  return value === undefined ? undefined : value.split(",").map((n) => n.trim()).filter(Boolean);
+}
+
+/** The nodes a comma-separated --nodes names, in the cluster's order; all of them without it. */
+export function namedNodes(session: ClusterSession, option: string | undefined): ClusterNode[] {
+  const names = parseNodes(option);
+  const unknown = (names ?? []).filter((n) => !session.cluster.nodes.some((c) => c.name === n));
+  if (unknown.length > 0) throw new UserError(`no node ${unknown.join(", ")} in ${session.cluster.file}`, `its nodes are ${session.cluster.nodes.map((n) => n.name).join(", ")}`);
+  return session.cluster.nodes.filter((n) => names === undefined || names.includes(n.name));
+}

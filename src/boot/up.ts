@@ -1,0 +1,500 @@
+import { setTimeout as delay } from "node:timers/promises";
+import { RemoteError } from "../config/errors.js";
+import { advanceBoot, INITIAL_BOOT, splitTimestamp, timeMs, type BootState } from "../engine/boot-log.js";
+import { failureHint, warningNote } from "./explain.js";
+import { adapterOf } from "../engine/registry.js";
+import type { NodeSpec, Plan } from "../plan/plan.js";
+import { dropCaches, imageUnsettled, preflight, readPlanNodes, sameNameOnCluster, type NodeReading, type PendingReadings } from "./preflight.js";
+import { abortable, checkInterrupted, Detached, interruption } from "../config/abort.js";
+import { createdBy, newBootId, stampBoot } from "./boot.js";
+import { culprit, ownCause, timeoutBlame } from "./blame.js";
+import type { Progress } from "../nodes/progress.js";
+import { redactText } from "../config/redact.js";
+import { checkReady, ReadyRetry } from "./readiness.js";
+import { dockerOf, type ClusterSession } from "../nodes/session.js";
+import type { DockerClient } from "../remote/docker.js";
+import { formatRemoval, removeContainers } from "../nodes/down.js";
+import { DEPLOYMENT_LABEL, LABELS } from "../contract/deployment.js";
+import { ensureImage } from "../transfer/images.js";
+import { fitText, type FitReport } from "../memory/fit.js";
+import { startGuard } from "../memory/guard.js";
+import { nodeFloorGiB, type Trip } from "../memory/memory-watch.js";
+import { clusterRoutes } from "../transfer/route.js";
+import { traced, traceMark } from "../remote/trace.js";
+
+export interface UpOptions {
+  readonly timeoutMs: number;
+  /** Aborts the boot (Ctrl-C, SIGTERM): everything started is removed. */
+  readonly signal: AbortSignal;
+  readonly progress: Progress;
+  /** Send the image to nodes that lack it or hold another build (default); false: refuse instead. */
+  readonly push?: boolean;
+  /** Free the page cache on the plan's nodes before the preflight (root or passwordless sudo). */
+  readonly dropCaches?: boolean;
+  /** Said once preflight passed, with the memory fit of every node (the store keeps its weights for `plan`). */
+  readonly fitted?: (plan: Plan, fit: FitReport) => void;
+  /**
+   * The daemon running the boot stops and leaves it to the next daemon (src/app/adopt.ts): once
+   * containers run, the watch just ends in Detached, nothing rolled back; before, it is an
+   * interruption like `signal`'s (nothing was started, so nothing is left).
+   */
+  readonly detach?: AbortSignal;
+  /**
+   * Said once, just before the first container starts: the plan as this boot runs it (stamped with
+   * its id), the id, and when the boot times out (ms since the epoch). What a daemon keeps so that
+   * the next one can watch the boot again.
+   */
+  readonly starting?: (plan: Plan, bootId: string, deadline: number) => void;
+  /**
+   * A supervisor's restart of a group that just ran this very plan (src/supervise/supervisor.ts): the
+   * old group of the deployment, being removed meanwhile, ends when this settles (rejects when it
+   * could not be). The image and preflight checks run alongside it, counting the old group as
+   * gone, and the first container starts once both are done. The cluster-wide look for another
+   * deployment of this name is skipped: the removal lists every node and removes all of this name.
+   */
+  readonly recreating?: Promise<void>;
+}
+
+export type UpResult = {
+  readonly status: "ready" | "already-running";
+  readonly endpoint: string;
+  readonly served_model: string;
+  readonly seconds: number;
+  /** The id this boot's containers carry (launcher.boot); absent when nothing was started. */
+  readonly boot?: string;
+};
+
+interface Failure {
+  readonly node: string;
+  readonly rank: number;
+  readonly message: string;
+  readonly cause?: string;
+  /** Lines that did not stop the engine but likely explain the failure (a plugin that failed to load). */
+  readonly warnings?: readonly string[];
+  readonly lastLines: readonly string[];
+  /** When it happened on the node (the log line's timestamp), to find the node that failed first. */
+  readonly time?: string;
+  /** What to do, when launcher knows better than the engine's log (the memory guard). */
+  readonly hint?: string;
+  /** Launcher's own figures, said before the log's last lines (the memory guard's). */
+  readonly figures?: readonly string[];
+}
+
+// A lost peer makes the other ranks fail too, within moments: wait this long, then blame the first.
+export const SETTLE_MS = 600;
+// The longest the settle waits on top for ended logs' containers to be looked up.
+const ENDINGS_WAIT_MS = 5_000;
+const ROLLBACK_GRACE_SECONDS = 3;
+
+/** The watch ended (a failure heard, an interrupt, a detach): what the wait for one rejects with. */
+class WatchEnded extends Error {
+  constructor() {
+    super("the boot's watch ended");
+    this.name = "WatchEnded";
+  }
+}
+
+/** What a thrown value says, on one bounded line, whatever was thrown (a callback may throw anything). */
+export function describeThrown(e: unknown): string {
+  let text: string;
+  try {
+    text = e instanceof Error ? `${e.message}` : String(e);
+  } catch {
+    text = Object.prototype.toString.call(e);
+  }
+  const line = text.replace(/\s+/g, " ").trim() || (e instanceof Error ? e.name : "no message");
+  return line.length > 300 ? `${line.slice(0, 300)}...` : line;
+}
+
+/** A note that cannot fail the rollback: the progress callback may be the very fault being handled. */
+function sayNote(progress: Progress, text: string): void {
+  try {
+    progress.note(text);
+  } catch {
+    // The rollback goes on, and the original fault is what is thrown.
+  }
+}
+
+/**
+ * launcher's own fault (a bug, a callback that threw) with containers maybe started: nothing
+ * half-started is left behind, and the fault itself is what the error funnel reports. A removal that
+ * fails too (the SSH connection lost meanwhile) is said, never thrown in the fault's place: the
+ * fault is the cause, and the removal's failure only what is left to clean up.
+ */
+async function rollBackOwnFault(e: unknown, deployment: string, bootId: string, session: ClusterSession, progress: Progress): Promise<never> {
+  sayNote(progress, `launcher failed while booting ${deployment} (${describeThrown(e)}); removing every container this boot (${bootId}) created ...`);
+  try {
+    const removed = await removeContainers(session, createdBy(bootId), ROLLBACK_GRACE_SECONDS);
+    // A node that could not be reached keeps what it runs: said with the command that finishes there.
+    for (const [i, line] of formatRemoval(removed, `launcher down deployment/${deployment}`, "summary").entries()) sayNote(progress, i === 0 ? `rolled back: ${line}` : line);
+  } catch (removal) {
+    sayNote(progress, `could not remove the containers of boot ${bootId} (${describeThrown(removal)}): run \`launcher down deployment/${deployment}\` once the nodes answer`);
+  }
+  throw e;
+}
+const LAST_LINES = 15;
+
+/** What a node's log said about its failure. */
+const seen = (state: BootState): Pick<Failure, "cause" | "warnings" | "lastLines"> => ({
+  ...(state.cause === undefined ? {} : { cause: state.cause }),
+  ...(state.warnings === undefined ? {} : { warnings: state.warnings }),
+  lastLines: state.lastLines,
+});
+
+class BootFailed extends Error {
+  constructor(readonly failure: Failure) {
+    super(failure.message);
+  }
+}
+
+/**
+ * Starts a plan on its nodes and waits until it serves. From its first instant an interrupt
+ * (options.signal) stops it: before any container starts it just ends; after, it rolls back.
+ * Any failure removes every container THIS boot created (they carry its `launcher.boot` id) on
+ * every node before it is reported, and nothing else: nothing is left half-started, and no other
+ * deployment is touched.
+ */
+export async function up(plan: Plan, session: ClusterSession, options: UpOptions): Promise<UpResult> {
+  const started = Date.now();
+  // Before any container runs, a daemon that stops leaves nothing behind: it is an interrupt then.
+  const signal = options.detach === undefined ? options.signal : AbortSignal.any([options.signal, options.detach]);
+  const note = (text: string): void => options.progress.note(text);
+  const recreating = options.recreating;
+  const readNodes = (): PendingReadings => {
+    const read = readPlanNodes(plan, session, signal);
+    void traced("node reads", undefined, () => read.all).catch(() => undefined);
+    return read;
+  };
+  const push = (): Promise<unknown> => traced("image push", undefined, () => ensureImage(plan.recipe.docker_image, plan.nodes.map((n) => dockerOf(session, n.node)), note, signal, clusterRoutes(session.cluster.nodes)));
+  // Read here, under the nodes' claims (up's caller holds them): no other launcher starts a
+  // container on these nodes until they are released, so the look for the same deployment, the
+  // memory fit and the mount paths see what the boot will meet. Read-only, so asked at once, while
+  // the look for the same deployment runs; dropping the page cache changes what they say, so with
+  // it they are asked after the drop.
+  const early = options.dropCaches === true ? undefined : readNodes();
+  const checks = async (): Promise<Awaited<ReturnType<typeof preflight>>> => {
+    let readings: PendingReadings;
+    if (options.dropCaches === true) {
+      if (options.push !== false) await push();
+      for (const line of await dropCaches(plan, session, signal)) note(line);
+      readings = readNodes();
+    } else {
+      // Asked above already (early), unless the page cache was to be dropped first.
+      readings = early ?? readNodes();
+      // A node lacks the image or holds another build: whether the push sent it or found nothing
+      // left to send (another launcher sent it meanwhile), what the nodes hold is asked again.
+      if (options.push !== false && imageUnsettled(await abortable(readings.nodes, signal, "before the image push; no container was started"))) {
+        await push();
+        readings = readNodes();
+      }
+    }
+    note(`preflight of ${plan.deployment} on ${plan.nodes.map((n) => n.node).join(", ")} ...`);
+    return traced("preflight", undefined, () => preflight(plan, session, signal, recreating === undefined ? undefined : new Set([plan.deployment]), readings.all));
+  };
+  try {
+    if (recreating === undefined) {
+      const looked = early === undefined ? session : sharingListings(session, early.nodes);
+      const same = await traced("same-name check", undefined, () => sameNameOnCluster(plan, looked, signal, note));
+      if (same !== undefined) return { status: "already-running", endpoint: same.endpoint, served_model: same.served_model, seconds: 0 };
+    }
+    const image = recreating === undefined ? await checks() : await alongside(checks(), recreating);
+    if (image.version !== undefined) {
+      note(`image ${plan.recipe.docker_image}: ${plan.recipe.engine} ${image.version}`);
+      options.progress.engine?.(image.version);
+    }
+    if (image.unread !== undefined) note(`warning: image ${plan.recipe.docker_image}: ${image.unread}`);
+    if (image.fit !== undefined) {
+      note(fitText(image.fit));
+      options.fitted?.(plan, image.fit);
+    }
+    checkInterrupted(signal, `before any container of ${plan.deployment} started; nothing to roll back`);
+    const bootId = newBootId();
+    const stamped = stampBoot(plan, bootId);
+    options.starting?.(stamped, bootId, Date.now() + options.timeoutMs);
+    return await boot(stamped, bootId, session, options, started, "start", image.fit);
+  } finally {
+    options.progress.done();
+  }
+}
+
+/**
+ * The session as the look for the same deployment sees it: on the plan's nodes, the launcher
+ * containers come from the preflight's read of them (one listing per node per `up`, not two); the
+ * nodes outside the plan are listed on their own. A node whose read failed is listed again, so that
+ * what is said of it is the listing's own reason.
+ */
+function sharingListings(session: ClusterSession, readings: Promise<ReadonlyMap<string, NodeReading>>): ClusterSession {
+  const docker = new Map(
+    [...session.docker].map(([node, real]) => {
+      const shared = Object.create(real) as DockerClient;
+      shared.containers = async (label: string) => {
+        const reading = label === DEPLOYMENT_LABEL ? (await readings.catch(() => undefined))?.get(node) : undefined;
+        return reading !== undefined && !("problem" in reading) ? [...reading.containers] : real.containers(label);
+      };
+      return [node, shared] as const;
+    }),
+  );
+  return { ...session, docker };
+}
+
+/**
+ * The checks of a new group and the removal of the old one, run together: both end before this
+ * does (no removal still running when the boot fails), and the removal's failure (a node that does
+ * not answer) is the one said when both fail, as it is the cause of the other.
+ */
+async function alongside<T>(checks: Promise<T>, removal: Promise<void>): Promise<T> {
+  const [checked, removed] = await Promise.allSettled([checks, removal]);
+  if (removed.status === "rejected") throw removed.reason;
+  if (checked.status === "rejected") throw checked.reason;
+  return checked.value;
+}
+
+/**
+ * Watches a boot whose containers were started by another process (a daemon that died, see
+ * src/app/adopt.ts) exactly as `up` watches its own: each container's log read again from its
+ * first line through the same parser, then ready, or any failure (an exited rank, a fatal line,
+ * the timeout, `options.signal`) rolls back every container of that boot. Starts nothing.
+ * `docker logs --follow` "will first return all logs from the beginning and then continue
+ * streaming" (moby/moby man/src/container/logs.md), so the boot's state is rebuilt whole, and the
+ * log of a container that already exited ends, which the watcher takes for the exit it is.
+ */
+export async function watchBoot(plan: Plan, bootId: string, session: ClusterSession, options: UpOptions, started: number): Promise<UpResult> {
+  try {
+    return await boot(plan, bootId, session, options, started, "watch");
+  } finally {
+    options.progress.done();
+  }
+}
+
+/**
+ * The starts ("watch": they ran already), the watch and, on any failure, the rollback of this
+ * boot's containers.
+ */
+async function boot(plan: Plan, bootId: string, session: ClusterSession, options: UpOptions, started: number, mode: "start" | "watch", fit?: FitReport): Promise<UpResult> {
+  const engine = adapterOf(plan.recipe.engine);
+  // The plan was made with this engine's adapter, so a missing one here is launcher's bug (exit 70).
+  if (engine === undefined) throw new Error(`no adapter for engine ${plan.recipe.engine}`);
+  const watch = new AbortController();
+  const stopWatching = (): void => fail({ node: "launcher", rank: -1, message: interruption(options.signal).message, lastLines: [] }, true);
+  // No await since the last check: an interrupt from here on is heard, and rolls back.
+  options.signal.addEventListener("abort", stopWatching, { once: true });
+  // A daemon that stops leaves the boot as it is, for the next one to adopt: the watch just ends.
+  let detached = false;
+  const leave = (): void => {
+    detached = true;
+    watch.abort();
+  };
+  options.detach?.addEventListener("abort", leave, { once: true });
+  const states = new Map<string, BootState>(plan.nodes.map((n) => [n.node, INITIAL_BOOT]));
+  const byNode = new Map(plan.nodes.map((n) => [n.node, n]));
+  const failures: Failure[] = [];
+  let failure: Failure | undefined;
+  let readyResolve: (() => void) | undefined;
+  const retry = new ReadyRetry();
+  const headReady = new Promise<void>((resolve) => (readyResolve = resolve));
+  // Nodes whose log said the engine failed: their watchers read on until the settle, because the
+  // root cause may come after the fatal line (below).
+  const fatalNodes = new Set<string>();
+  // The one to blame (./blame.ts): a node whose log names a cause of its own first; then the
+  // first to fail, by its log line's time (launcher's own failures, with no time, in the order seen).
+  const earliest = (): Failure | undefined => {
+    const first = culprit(failures, (f) => {
+      const at = f.time === undefined ? undefined : timeMs(f.time);
+      return { ownCause: ownCause(states.get(f.node)), ...(at === undefined ? {} : { atMs: at }), order: failures.indexOf(f) };
+    });
+    const state = first !== undefined && fatalNodes.has(first.node) ? states.get(first.node) : undefined;
+    return first === undefined || state === undefined ? first : { ...first, ...seen(state) };
+  };
+  // Nodes whose log ended and whose container is being looked up: the settle waits for them
+  // (bounded), because a rank that died first is often the one whose end is heard last (its
+  // container's state is one more SSH round trip away, slow on a busy machine, while the head's
+  // "died unexpectedly" line is already there).
+  const endings = new Set<Promise<void>>();
+  const fail = (f: Failure, now = false): void => {
+    failures.push(f);
+    if (failures.length === 1 && !now) {
+      setTimeout(() => {
+        void Promise.race([Promise.allSettled([...endings]), delay(ENDINGS_WAIT_MS, undefined, { ref: false })]).then(() => {
+          failure ??= earliest();
+          watch.abort();
+        });
+      }, SETTLE_MS);
+    } else if (now) {
+      failure ??= earliest();
+      watch.abort();
+    }
+  };
+  const failureWait = new Promise<never>((_, reject) => watch.signal.addEventListener("abort", () => reject(new WatchEnded()), { once: true }));
+  failureWait.catch(() => undefined);
+
+  const watchNode = async (spec: NodeSpec): Promise<void> => {
+    const docker = dockerOf(session, spec.node);
+    let lastTime: string | undefined;
+    let first = true;
+    for await (const raw of docker.logs(spec.container, { follow: true, signal: watch.signal })) {
+      if (first) traceMark("first log line", spec.node);
+      first = false;
+      const { text, time } = splitTimestamp(raw);
+      lastTime = time ?? lastTime;
+      const state = advanceBoot(engine, states.get(spec.node) ?? INITIAL_BOOT, text);
+      states.set(spec.node, state);
+      options.progress.node(spec.node, state);
+      if (state.fatal !== undefined && !fatalNodes.has(spec.node)) {
+        // A worker's record (stdout, another process) and the wrapper that kills `vllm serve`
+        // (stderr) reach docker through two pipes, in either order on a busy machine: keep reading
+        // until the settle, so a root cause printed "after" the wrapper is still the one named.
+        fatalNodes.add(spec.node);
+        fail({ node: spec.node, rank: spec.rank, message: "the engine failed", ...seen(state), ...(time ? { time } : {}) });
+      }
+      // Past its init line the engine's API comes up any moment: from then on /health is polled
+      // (uvicorn's "Application startup complete" alone is hidden by --uvicorn-log-level warning).
+      if (spec.rank === 0) retry.headState(state.ready);
+      if (spec.rank === 0 && (state.ready || state.pastInit === true)) {
+        if (readyResolve !== undefined) traceMark(state.ready ? "ready line" : "past init", spec.node);
+        readyResolve?.();
+        readyResolve = undefined;
+      }
+    }
+    if (watch.signal.aborted || fatalNodes.has(spec.node)) return;
+    // The log ended: the container exited (a serving engine never ends its log on its own).
+    const ending = (async (): Promise<void> => {
+      const info = (await docker.containers(`${DEPLOYMENT_LABEL}=${plan.deployment}`)).find((c) => c.name === spec.container);
+      const state = states.get(spec.node) ?? INITIAL_BOOT;
+      fail({
+        node: spec.node,
+        rank: spec.rank,
+        message: info === undefined ? "container disappeared" : `container exited with status ${info.exitCode}`,
+        ...seen(state),
+        ...((lastTime ?? info?.finishedAt) === undefined ? {} : { time: (lastTime ?? info?.finishedAt) as string }),
+      });
+    })();
+    endings.add(ending);
+    try {
+      await ending;
+    } finally {
+      endings.delete(ending);
+    }
+  };
+
+  const startNode = async (name: string): Promise<void> => {
+    const spec = byNode.get(name);
+    // After a failure, an interrupt or a guard trip (its report comes once the kills are done),
+    // start nothing more.
+    if (spec === undefined || watch.signal.aborted || guard.tripped() !== undefined) return;
+    try {
+      await traced("docker run", name, () => dockerOf(session, name).run(spec.argv, spec.env));
+    } catch (e) {
+      const detail = e instanceof RemoteError ? e.detail : String(e);
+      throw new BootFailed({ node: name, rank: spec.rank, message: "docker run failed", ...(detail ? { cause: detail.split("\n").slice(-1)[0] ?? detail } : {}), lastLines: detail ? detail.split("\n") : [] });
+    }
+    follow(spec);
+  };
+
+  const follow = (spec: NodeSpec): void => {
+    options.progress.node(spec.node, INITIAL_BOOT);
+    void watchNode(spec).catch((e: unknown) => fail({ node: spec.node, rank: spec.rank, message: `lost the log stream: ${(e as Error).message}`, lastLines: [] }));
+  };
+
+  // From before the first container starts until the watch ends: a node whose available memory
+  // falls below its floor gets the deployment killed on every node, before the machine wedges.
+  const guardStop = new AbortController();
+  const guard = startGuard({
+    nodes: plan.nodes.map((n) => ({
+      node: n.node,
+      docker: dockerOf(session, n.node),
+      floorGiB: nodeFloorGiB(session.cluster, n.node),
+      containers: [n.container],
+    })),
+    ...(fit === undefined ? {} : { fit: (node: string) => fit.nodes.find((f) => f.node === node)?.lines ?? [] }),
+    phaseOf: (node) => (states.get(node) ?? INITIAL_BOOT).phase,
+    signal: guardStop.signal,
+    onSample: (node, sample) => options.progress.memory?.(node, sample),
+    onLost: (node, why) => options.progress.note(`warning: memory guard on ${node} stopped (${why}); that node's memory is not watched`),
+    onTrip: (trip) => fail(tripFailure(trip), true),
+  });
+  const tripFailure = (trip: Trip): Failure => ({
+    node: trip.node,
+    rank: byNode.get(trip.node)?.rank ?? -1,
+    message: trip.message,
+    hint: trip.hint,
+    figures: trip.detail,
+    lastLines: states.get(trip.node)?.lastLines ?? [],
+  });
+
+  const timeout = setTimeout(() => {
+    // Blame the rank that holds the others up, not the head that waits for it.
+    const ranks = plan.nodes.map((n) => ({ node: n.node, rank: n.rank, state: states.get(n.node) ?? INITIAL_BOOT }));
+    const seconds = Math.round(options.timeoutMs / 1000);
+    const { blamed, message } = timeoutBlame(engine, ranks, seconds) ?? { blamed: { node: "?", rank: 0, state: INITIAL_BOOT }, message: `timed out after ${seconds} s` };
+    fail({ node: blamed.node, rank: blamed.rank, message, lastLines: blamed.state.lastLines }, true);
+  }, options.timeoutMs);
+
+  try {
+    // The plan's order: the head last for mp (workers wait for it), first for Ray; the rest at once.
+    // Every `docker run` of a step is waited for, even when one fails: a run still creating its
+    // container while the rollback lists them would leave that container behind.
+    const startAll = async (names: readonly string[]): Promise<void> => {
+      const results = await Promise.allSettled(names.map(startNode));
+      const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
+      if (failed !== undefined) throw failed.reason;
+    };
+    const headName = plan.nodes[0]?.node;
+    const others = plan.start_order.filter((n) => n !== headName);
+    if (mode === "watch") {
+      for (const spec of plan.nodes) follow(spec);
+    } else if (plan.start_order[0] === headName) {
+      await startAll([headName as string]);
+      await startAll(others);
+    } else {
+      await startAll(others);
+      if (headName !== undefined) await startAll([headName]);
+    }
+    for (let tries = 0; ; tries++) {
+      await Promise.race([headReady, failureWait]);
+      const check = await traced("readiness check", undefined, () => checkReady(plan.endpoint, plan.served_model, watch.signal, engine.healthPath, plan.api_key));
+      if (check.ok) break;
+      if (watch.signal.aborted) break;
+      // /health can lag the init line by a moment: asked again soon, or as the head's log says its
+      // API is up; any real failure arrives through the watchers (failureWait).
+      await retry.wait(tries, failureWait);
+    }
+    if (detached) throw new Detached(plan.deployment);
+    // Ready while the guard was killing it is no boot.
+    const tripping = guard.tripped();
+    if (tripping !== undefined) throw new BootFailed(tripFailure(await tripping));
+    if (failure !== undefined) throw new BootFailed(failure);
+    return { status: "ready", endpoint: plan.endpoint, served_model: plan.served_model, seconds: (Date.now() - started) / 1000, boot: bootId };
+  } catch (e) {
+    if (detached) throw new Detached(plan.deployment);
+    if (!(e instanceof BootFailed) && !(e instanceof WatchEnded)) {
+      watch.abort();
+      return await rollBackOwnFault(e, plan.deployment, bootId, session, options.progress);
+    }
+    // A guard trip is the failure, whatever the ranks it killed logged on their way out.
+    const trip = await guard.tripped();
+    const f = trip !== undefined ? tripFailure(trip) : e instanceof BootFailed ? e.failure : (failure ?? { node: "launcher", rank: -1, message: options.signal.aborted ? interruption(options.signal).message : "aborted", lastLines: [] });
+    watch.abort();
+    options.progress.note(`boot failed on ${f.node}: ${f.message}; removing every container this boot (${bootId}) of ${plan.deployment} created ...`);
+    const removed = await removeContainers(session, createdBy(bootId), ROLLBACK_GRACE_SECONDS);
+    const where = f.rank >= 0 ? `${f.node} (rank ${f.rank})` : f.node;
+    // The same hint `launcher explain` gives for this log (src/boot/explain.ts): one wording per cause.
+    const hint = f.hint ?? (f.rank >= 0 ? failureHint(engine, f.cause, f.lastLines) : undefined);
+    const detail = [
+      ...(f.figures ?? []),
+      ...(f.cause ? [`cause: ${f.cause}`] : []),
+      ...(hint ? [`hint: ${hint}`] : []),
+      ...(f.warnings ?? []).map((w) => `warning: ${warningNote(w)}`),
+      ...(f.lastLines.length > 0 ? [`last lines of ${f.node}'s log:`, ...f.lastLines.slice(-LAST_LINES)] : []),
+      ...formatRemoval(removed, `launcher down deployment/${plan.deployment}`, "summary").map((l, i) => (i === 0 ? `rolled back: ${l}` : l)),
+    ].join("\n");
+    // The engine's own lines may hold its API key (vLLM's "non-default args" before it redacted them).
+    const secrets = plan.api_key === undefined ? [] : [plan.api_key];
+    throw new RemoteError(where, redactText(`boot of ${plan.deployment} failed: ${f.message}`, secrets), redactText(detail, secrets));
+  } finally {
+    clearTimeout(timeout);
+    watch.abort();
+    guardStop.abort();
+    options.signal.removeEventListener("abort", stopWatching);
+    options.detach?.removeEventListener("abort", leave);
+  }
+}

@@ -1,0 +1,84 @@
+import { DEPLOYMENT_LABEL } from "../contract/deployment.js";
+import { listNodes, reasonOf, type Labelled, type NodeListing } from "./labels.js";
+import type { ClusterSession } from "./session.js";
+
+export interface Removed {
+  readonly node: string;
+  readonly container: string;
+  readonly deployment: string;
+  readonly wasRunning: boolean;
+}
+
+/** What stopping did on one node: its containers are gone, or it could not be reached. */
+export type NodeOutcome =
+  | { readonly node: string; readonly kind: "removed"; readonly removed: readonly Removed[] }
+  | { readonly node: string; readonly kind: "unreachable"; readonly reason: string; readonly deployments: readonly string[] };
+
+/**
+ * Stops (SIGTERM, a grace period, then kill) and removes the listed containers that `match`, on
+ * every node in parallel. Labels decide what matches, so it works without any local state; a node
+ * that cannot be reached is said so, and a later run finishes there.
+ */
+export async function removeListed(
+  listing: readonly NodeListing[],
+  match: (c: Labelled) => boolean,
+  graceSeconds: number,
+  strays = false,
+  /** Up to one container per node whose last log lines are read in the same round trip as its node's removal (no grace then): a restart's blame and root cause. */
+  lastWords?: { readonly containers: ReadonlyMap<string, string>; readonly tail: number; readonly heard: (node: string, lines: readonly string[]) => void },
+): Promise<NodeOutcome[]> {
+  return Promise.all(
+    listing.map(async (l): Promise<NodeOutcome> => {
+      if (!l.reachable) return { node: l.node, kind: "unreachable", reason: l.reason, deployments: [] };
+      const removed = [
+        ...l.containers.filter(match).map((c) => ({ node: l.node, container: c.c.name, deployment: c.labels.deployment, wasRunning: c.c.running })),
+        // `--all` means every container that says it is launcher's, readable labels or not.
+        ...(strays ? l.strays.map((c) => ({ node: l.node, container: c.name, deployment: c.labels[DEPLOYMENT_LABEL] ?? "?", wasRunning: c.running })) : []),
+      ];
+      try {
+        const names = removed.map((r) => r.container);
+        const reading = lastWords?.containers.get(l.node);
+        if (lastWords !== undefined && reading !== undefined) lastWords.heard(l.node, await l.docker.logsThenRemove(reading, lastWords.tail, names));
+        else await l.docker.stopAndRemove(names, graceSeconds);
+        return { node: l.node, kind: "removed", removed };
+      } catch (e) {
+        return { node: l.node, kind: "unreachable", reason: reasonOf(e), deployments: [...new Set(removed.map((r) => r.deployment))] };
+      }
+    }),
+  );
+}
+
+/** Lists the nodes and removes what matches: rollbacks, lane swaps, the demo's teardown (with strays). */
+export async function removeContainers(session: ClusterSession, match: (c: Labelled) => boolean, graceSeconds: number, strays = false): Promise<NodeOutcome[]> {
+  return removeListed(await listNodes(session), match, graceSeconds, strays);
+}
+
+export const removedOf = (outcomes: readonly NodeOutcome[]): Removed[] => outcomes.flatMap((o) => (o.kind === "removed" ? o.removed : []));
+export const unreachableOf = (outcomes: readonly NodeOutcome[]): Extract<NodeOutcome, { kind: "unreachable" }>[] =>
+  outcomes.filter((o): o is Extract<NodeOutcome, { kind: "unreachable" }> => o.kind === "unreachable");
+
+/**
+ * Is this deployment gone from every node? Not when one of its nodes (from its labels; any node
+ * when the labels do not say) could not be reached.
+ */
+export function fullyStopped(outcomes: readonly NodeOutcome[], deployment: string, nodesOf: (deployment: string) => readonly string[] | undefined): boolean {
+  const nodes = nodesOf(deployment);
+  return unreachableOf(outcomes).every((u) => !u.deployments.includes(deployment) && nodes !== undefined && !nodes.includes(u.node));
+}
+
+/**
+ * What stopping did, as `down` prints it (a line per container) and a rollback reports it (one
+ * summary line): then every node that could not be reached, with the reason and the command that
+ * finishes there once it answers.
+ */
+export function formatRemoval(outcomes: readonly NodeOutcome[], again: string, detail: "per-container" | "summary"): string[] {
+  const removed = removedOf(outcomes);
+  const lines =
+    detail === "summary"
+      ? [`removed ${removed.length} container${removed.length === 1 ? "" : "s"} (${removed.map((r) => `${r.node}/${r.container}`).join(", ") || "none"})`]
+      : removed.map((r) => `stopped ${r.deployment}: ${r.node} ${r.container}${r.wasRunning ? "" : " (had already exited)"}`);
+  for (const u of unreachableOf(outcomes)) {
+    lines.push(`NOT stopped on ${u.node}: unreachable (${u.reason}); what runs there stays until \`${again}\` is run again once it answers`);
+  }
+  return lines;
+}

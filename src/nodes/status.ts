@@ -1,0 +1,158 @@
+import type { EngineAdapter } from "../engine/adapter.js";
+import { advanceBoot, INITIAL_BOOT, splitTimestamp } from "../engine/boot-log.js";
+import { adapterOf } from "../engine/registry.js";
+import { CONTAINER_STATES, containerName, encodeRestartPolicy, type DeploymentState, type DeploymentStatus, type RankStatus, type StatusLine, type StatusPhase } from "../contract/deployment.js";
+import { listNodes, type Labelled } from "./labels.js";
+import type { ClusterSession } from "./session.js";
+
+export type { DeploymentStatus, RankStatus } from "../contract/deployment.js";
+
+const STARTING_WINDOW_MS = 60_000;
+
+/** One deployment's ranks as the labels show them, before anyone asks its head. */
+export interface RankView {
+  readonly ranks: readonly RankStatus[];
+  readonly missing: readonly string[];
+  /** Nodes of the deployment that could not be read. */
+  readonly unreachable: readonly string[];
+  /** Ranks not created yet beside fresh running ones: `up` is still starting them. */
+  readonly starting: boolean;
+}
+
+/** What the head says: /health answers 200, else the boot phase its log shows (if it can be read). */
+export interface HeadProbe {
+  readonly healthy: boolean;
+  readonly phase?: StatusPhase;
+}
+
+/**
+ * Every rank of one deployment from its containers' labels and from which nodes could be read. A
+ * rank whose node could not be read is "unreachable", never "no container": only a node that
+ * answered can say a container is not there.
+ */
+export function rankView(members: readonly Labelled[], unreachableNodes: ReadonlySet<string>, now: Date): RankView {
+  const first = members[0]?.labels;
+  const nnodes = first?.nnodes ?? members.length;
+  const nodes = members.find((m) => m.labels.nodes !== undefined)?.labels.nodes;
+  const ranks: RankStatus[] = members.map(({ node, c, labels }) => ({
+    rank: labels.rank,
+    node,
+    container: c.name,
+    // Docker's API knows only these states; anything else does not run either.
+    state: CONTAINER_STATES.find((s) => s === c.state) ?? "dead",
+    ...(c.running ? {} : { exit_code: c.exitCode, finished_at: c.finishedAt }),
+    started_at: c.startedAt,
+  }));
+  const missing: string[] = [];
+  const lost = new Set<string>();
+  let notCreated = 0;
+  for (let r = 0; r < nnodes; r++) {
+    const rank = ranks.find((x) => x.rank === r);
+    // Containers started before the nodes label: any unreadable node may hold a missing rank.
+    const where = nodes?.[r];
+    const onLostNode = where === undefined ? unreachableNodes.size > 0 : unreachableNodes.has(where);
+    if (rank === undefined && onLostNode) {
+      const node = where ?? [...unreachableNodes].sort().join("|");
+      for (const n of where === undefined ? unreachableNodes : [where]) lost.add(n);
+      ranks.push({ rank: r, node, container: first === undefined ? "?" : containerName(first.deployment, r), state: "unreachable" });
+    } else if (rank === undefined) {
+      missing.push(`rank ${r} (no container)`);
+      notCreated++;
+    } else if (rank.state !== "running") missing.push(`rank ${r} on ${rank.node} (${rank.state}${rank.exit_code === undefined ? "" : `, exit ${rank.exit_code}`})`);
+  }
+  ranks.sort((a, b) => a.rank - b.rank);
+  const running = ranks.filter((r) => r.state === "running");
+  // `up` creates the containers one after another (workers, then the head): ranks not created
+  // yet beside fresh running ones are a start in progress, not a loss.
+  const starting =
+    notCreated > 0 && notCreated === missing.length && running.length > 0 && running.every((r) => now.getTime() - Date.parse(r.started_at ?? "") < STARTING_WINDOW_MS);
+  return { ranks, missing, unreachable: [...lost].sort(), starting };
+}
+
+/** Does judging this deployment need its head asked? Only when no rank is known to be gone. */
+export const needsHeadProbe = (v: RankView): boolean => !v.starting && v.missing.length === 0;
+
+/**
+ * The deployment's status, from its ranks and (when asked) its head. A multi-node engine cannot
+ * serve with a rank gone, however many others still run; one whose head answers /health serves,
+ * even when a node of it cannot be read over SSH; one that neither can be read nor answers
+ * cannot be judged.
+ */
+export function judge(v: RankView, head: HeadProbe | undefined): { status: DeploymentState; phase: StatusPhase } {
+  if (v.starting) return { status: "booting", phase: "starting" };
+  if (v.missing.length > 0) return { status: "degraded", phase: "-" };
+  if (head?.healthy === true) return { status: "serving", phase: "serving" };
+  if (v.unreachable.length > 0) return { status: "unreachable", phase: "unknown" };
+  return { status: "booting", phase: head?.phase ?? "unknown" };
+}
+
+async function probeHead(session: ClusterSession, v: RankView, endpoint: string, engine: EngineAdapter | undefined): Promise<HeadProbe> {
+  // An engine this launcher has no adapter for (a newer launcher's container) cannot be judged.
+  if (engine === undefined) return { healthy: false };
+  try {
+    const res = await fetch(`${endpoint}${engine.healthPath}`, { signal: AbortSignal.timeout(2000) });
+    if (res.status === 200) return { healthy: true };
+  } catch {
+    // not answering yet: read the boot phase from the log
+  }
+  const head = v.ranks.find((r) => r.rank === 0);
+  const docker = head === undefined || head.state === "unreachable" ? undefined : session.docker.get(head.node);
+  if (head === undefined || docker === undefined) return { healthy: false };
+  let state = INITIAL_BOOT;
+  try {
+    for await (const line of docker.logs(head.container, { tail: 400 })) state = advanceBoot(engine, state, splitTimestamp(line).text);
+  } catch {
+    return { healthy: false };
+  }
+  return { healthy: false, phase: state.phase };
+}
+
+/** Every deployment found on the nodes; the containers' labels are the source of truth. */
+export async function clusterStatus(session: ClusterSession, now: Date): Promise<StatusLine & { readonly reasons: ReadonlyMap<string, string>; readonly problems: readonly string[] }> {
+  const listing = await listNodes(session);
+  const reasons = new Map<string, string>();
+  const problems: string[] = [];
+  const groups = new Map<string, Labelled[]>();
+  for (const l of listing) {
+    if (!l.reachable) {
+      reasons.set(l.node, l.reason);
+      continue;
+    }
+    problems.push(...l.undecodable);
+    // One group per name and launch: a container that copies a deployment's labels but not its
+    // launch (launcher.boot) is shown beside it, never counted as one of its ranks.
+    for (const c of l.containers) {
+      const k = `${c.labels.deployment}\u0000${c.labels.boot ?? ""}`;
+      (groups.get(k) ?? groups.set(k, []).get(k))?.push(c);
+    }
+  }
+  const unreachableNodes = new Set(reasons.keys());
+  const deployments = await Promise.all(
+    [...groups].sort(([a], [b]) => a.localeCompare(b)).map(async ([, members]): Promise<DeploymentStatus> => {
+      const first = (members[0] as Labelled).labels;
+      const deployment = first.deployment;
+      const view = rankView(members, unreachableNodes, now);
+      const { status, phase } = judge(view, needsHeadProbe(view) ? await probeHead(session, view, first.endpoint, adapterOf(first.engine)) : undefined);
+      const startedTimes = view.ranks.filter((r) => r.state === "running").map((r) => Date.parse(r.started_at ?? "")).filter((t) => !Number.isNaN(t));
+      return {
+        deployment,
+        recipe: first.recipe,
+        recipe_hash: first.recipe_hash,
+        ...(first.engine === undefined ? {} : { engine: first.engine }),
+        ...(first.lane === undefined ? {} : { lane: first.lane }),
+        ...(first.restart === undefined ? {} : { restart: encodeRestartPolicy(first.restart) }),
+        ...(first.restarts === undefined ? {} : { restarts: first.restarts }),
+        ...(first.boot === undefined ? {} : { boot: first.boot }),
+        served_model: first.served_model,
+        endpoint: first.endpoint,
+        status,
+        phase,
+        ...(startedTimes.length === 0 ? {} : { uptime_seconds: Math.round((now.getTime() - Math.min(...startedTimes)) / 1000) }),
+        missing: view.missing,
+        unreachable: view.unreachable,
+        ranks: view.ranks,
+      };
+    }),
+  );
+  return { deployments, unreachable: [...unreachableNodes].sort(), at: now.toISOString(), reasons, problems };
+}
