@@ -16,7 +16,7 @@ import path from "node:path";
 import { launcher, onHost, rigDown, rigUp, startGateway, variant, within } from "../test/integration/practice-cluster.js";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? "5");
-/** launcher serve's default --poll (src/cli/serve.ts), in seconds, given explicitly (the test helper defaults to 1 s): the unit the README's claims are in. */
+/** launcher serve's default --poll (src/daemon/config.ts SERVE_DEFAULTS), in seconds, given explicitly (the test helper defaults to 1 s): the unit the README's claims are in. */
 const POLL_S = 2;
 process.env.LAUNCHER_USE_DIST = "1";
 spawnSync("npm", ["run", "build"], { stdio: "ignore" });

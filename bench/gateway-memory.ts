@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 
 const BODIES = Number(process.env.BENCH_BODIES ?? "8");
 const BODY_BYTES = Number(process.env.BENCH_BODY_MB ?? "50") * 1_000_000;
-/** launcher serve's limit of one request's body (src/cli/serve.ts). */
+/** launcher serve's limit of one request's body (src/gateway/budget.ts MAX_BODY_BYTES). */
 const MAX_BODY_BYTES = 64 * 1024 * 1024;
 const HOLD_MS = 2000;
 const MIB = 1024 * 1024;

@@ -4,6 +4,7 @@ import type { Plan } from "../plan/plan.js";
 import { decodeSavedPlan } from "../plan/saved.js";
 import type { BootInProgress, StateStore, SwapRecord } from "../store/store.js";
 import { Detached } from "../config/abort.js";
+import { DEFAULTS, seconds } from "../contract/defaults.js";
 import { createdBy } from "../boot/boot.js";
 import { claimPlanNodes, DEFAULT_LEASE_MS } from "../claims/claims.js";
 import type { BootEntry, BootRegistry } from "../supervise/boots.js";
@@ -11,6 +12,7 @@ import { formatRemoval, removeContainers } from "../nodes/down.js";
 import { listNodes, type NodeListing } from "../nodes/labels.js";
 import { recordedWatch } from "../lanes/launch.js";
 import { stopReplacedIn } from "../lanes/lane.js";
+import { afterFailedAdoptedBoot, servedOf, serving } from "../lanes/lane-state.js";
 import { clusterStatus } from "../nodes/status.js";
 import { deploymentKey, holdOrBusy, isAlive, laneKey } from "../claims/locks.js";
 import type { ClusterSession } from "../nodes/session.js";
@@ -25,7 +27,7 @@ import type { UpOutcome } from "../boot/up-events.js";
  * started (the store's boots in progress, src/lanes/launch.ts: the plan as it runs, stamped with
  * its launcher.boot id, and its deadline) and what the nodes show (the containers carrying that id).
  * Nothing is started again: each container's log is read again from its first line through the
- * watcher `up` uses (src/boot/up.ts watchBoot), and the boot either becomes ready (recorded as `up`
+ * watcher `up` uses (src/boot/up.ts watchAdoptedBoot), and the boot either becomes ready (recorded as `up`
  * records it) or is rolled back (every container of that boot on every node). A boot whose
  * containers did not all start before its daemon died can never become ready: it is rolled back at
  * once.
@@ -95,12 +97,6 @@ export interface AdoptDeps {
   readonly restartAdopted?: (plan: Plan, attempt: number, failure: Failure, ended: Promise<AdoptedEnd>) => void;
 }
 
-const ROLLBACK_GRACE_SECONDS = 3;
-/**
- * How long an old deployment of a lane may finish its requests once the adopted new one serves:
- * `up --drain`'s default, as the store does not keep the `--drain` the boot was given.
- */
-const ADOPTED_DRAIN_MS = 2 * 60_000;
 /** setTimeout's longest wait (a 32-bit signed count of ms): a longer one fires at once. */
 const LONGEST_TIMER_MS = 2 ** 31 - 1;
 
@@ -202,13 +198,13 @@ async function adopted(kept: BootInProgress, deps: AdoptDeps, emit: (e: UpEvent)
     if (lane !== undefined) {
       // The rest of its lane swap (src/lanes/lane.ts upInLane): the lane serves it; a swap beside
       // the old deployment (disjoint nodes) drains and stops the old one now.
-      store.setLane({ name: lane, cluster: plan.cluster, deployment: plan.deployment, recipe: plan.recipe.id, served_model: plan.served_model, state: "serving", since: at() });
+      store.setLane(serving(lane, plan.cluster, servedOf(plan), at()));
       const swap = runningSwap(store, lane, plan.deployment);
       const replaced = new Set(swap?.mode === "disjoint" ? (swap.from_deployment?.split(",") ?? []) : []);
       if (replaced.size > 0) {
         progress.note(`lane ${lane} now serves ${plan.deployment}`);
         const { deployments } = await clusterStatus(session, now());
-        await stopReplacedIn(session, deployments.filter((d) => replaced.has(d.deployment) && d.lane === lane), { lane, store, now, drainMs: ADOPTED_DRAIN_MS, signal, progress, cluster: plan.cluster });
+        await stopReplacedIn(session, deployments.filter((d) => replaced.has(d.deployment) && d.lane === lane), { lane, store, now, drainMs: DEFAULTS.drain.ms, signal, progress, cluster: plan.cluster });
       }
       if (swap !== undefined) store.endSwap(swap.id, "ok", at());
     }
@@ -221,9 +217,8 @@ async function adopted(kept: BootInProgress, deps: AdoptDeps, emit: (e: UpEvent)
     if (kept.lane !== undefined) {
       const swap = runningSwap(store, kept.lane, kept.deployment);
       if (swap !== undefined) store.endSwap(swap.id, signal.aborted ? "interrupted" : "failed", at(), message);
-      // A lane switching to it had its old deployment stopped before this boot started: nothing to serve now.
-      const lane = store.lane(kept.lane);
-      if (lane?.state === "switching" && lane.switching_to === kept.deployment) store.setLane({ name: kept.lane, cluster: kept.cluster, state: "empty", since: at() });
+      const next = afterFailedAdoptedBoot(store.lane(kept.lane), kept.deployment, at());
+      if (next !== undefined) store.setLane(next);
     }
     throw e;
   } finally {
@@ -239,7 +234,7 @@ const runningSwap = (store: StateStore, lane: string, deployment: string): SwapR
  * row ends failed, its row of boots in progress goes; the error says why and what was removed.
  */
 async function abandon(kept: BootInProgress, session: ClusterSession, deps: AdoptDeps, why: string): Promise<never> {
-  const removed = await removeContainers(session, createdBy(kept.boot), ROLLBACK_GRACE_SECONDS);
+  const removed = await removeContainers(session, createdBy(kept.boot), seconds(DEFAULTS.rollbackGrace));
   const error = new RemoteError(
     "launcher",
     `boot of ${kept.deployment} failed: ${why}`,

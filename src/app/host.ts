@@ -1,16 +1,16 @@
-import { homedir } from "node:os";
-import path from "node:path";
 import type { ClusterNode } from "../cluster/cluster.js";
 import type { ClusterSession } from "../nodes/session.js";
 import type { Recipe } from "../recipe/recipe.js";
 import { UserError } from "../config/errors.js";
-import { openStateStore } from "../store/open.js";
-import { storeDir, type StateStore } from "../store/store.js";
+import type { StateStore } from "../store/store.js";
+import { processEnvironment } from "./environment.js";
 import { consoleOutput, type Output } from "./output.js";
 import { gpusPerNode, loadCluster, loadRecipe } from "./lookup.js";
 
 // Their home is package-info.ts, which the bin entry reads before anything else loads.
 export { PACKAGE_ROOT, packageVersion } from "../config/package-info.js";
+// Its home is environment.ts, the host environment's one face.
+export { selfArgv } from "./environment.js";
 // Their home is lookup.ts, which loads no store.
 export { recipeDirs, foundRecipes, imageRoots, localRecipes, resolveRecipeRef, localRecipeLookups, loadRecipe, userConfigDirs, defaultClusterName, skippedFileWarning, findCluster, clusterPath, optionalClusterPath, loadCluster, readClusterFile, clusterOf, gpusPerNode } from "./lookup.js";
 
@@ -30,12 +30,7 @@ export async function withStore<T>(fn: (store: StateStore) => T | Promise<T>, wa
  * for want of history.
  */
 export function openStore(warn: (line: string) => void = consoleOutput.err): StateStore {
-  return openStateStore(path.join(storeDir(process.env, homedir()), "launcher.db"), warn, () => new Date());
-}
-
-/** The command line that runs this same launcher (dist or sources) with other arguments. */
-export function selfArgv(args: readonly string[]): string[] {
-  return [process.execPath, ...process.execArgv, process.argv[1] ?? "launcher", ...args];
+  return processEnvironment().openStore(warn);
 }
 
 /** A recipe checked against a cluster, and a session open to the cluster's nodes. */

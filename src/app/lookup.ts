@@ -16,11 +16,24 @@ import { chooseCluster, configDirs, foundInCurrentFolder, sshFileProblem, type C
 import { FOUND_FILE_RULE, FOUND_RECIPE_RULE, foundFileTrust, foundRecipeTrust } from "../config/private-dir.js";
 
 // Where this machine's recipes, clusters and image folders are, and reading them: apart from
-// load.ts, which opens the store too, so that commands that only read files (validate) load
-// neither the store nor better-sqlite3. load.ts re-exports all of it for every other command.
+// host.ts, which opens the store too, so that commands that only read files (validate) load
+// neither the store nor better-sqlite3. host.ts re-exports all of it for every other command.
 
-export function recipeDirs(): string[] {
-  const fromEnv = process.env.LAUNCHER_RECIPES;
+/**
+ * Where files are looked for: the environment's variables (LAUNCHER_RECIPES, LAUNCHER_CLUSTER,
+ * XDG_CONFIG_HOME, ...) and the home folder; relative paths are the current folder's. Each reader
+ * takes one (./environment.ts makes one per process); without it, this process's.
+ */
+export interface Places {
+  readonly vars: Readonly<Record<string, string | undefined>>;
+  readonly home: string;
+}
+
+/** This process's places: process.env and the home folder, read when asked. */
+export const thisProcess = (): Places => ({ vars: process.env, home: homedir() });
+
+export function recipeDirs(places: Places = thisProcess()): string[] {
+  const fromEnv = places.vars.LAUNCHER_RECIPES;
   const dirs = fromEnv ? fromEnv.split(":").filter(Boolean) : [];
   return [...dirs, path.resolve("recipes"), path.join(PACKAGE_ROOT, "recipes")];
 }
@@ -45,13 +58,13 @@ export function foundRecipes(warn: (line: string) => void = consoleOutput.warn):
 }
 
 /** Where image folders live: docker-images/ beside each recipes/ folder, and $LAUNCHER_DOCKER_IMAGES. */
-export function imageRoots(): string[] {
-  const fromEnv = process.env.LAUNCHER_DOCKER_IMAGES;
-  return [...(fromEnv ? fromEnv.split(":").filter(Boolean) : []), ...recipeDirs().map((d) => path.join(path.dirname(d), "docker-images"))];
+export function imageRoots(places: Places = thisProcess()): string[] {
+  const fromEnv = places.vars.LAUNCHER_DOCKER_IMAGES;
+  return [...(fromEnv ? fromEnv.split(":").filter(Boolean) : []), ...recipeDirs(places).map((d) => path.join(path.dirname(d), "docker-images"))];
 }
 
 /** The recipe folders of this machine, as a source. */
-export const localRecipes = (): RecipeSource => fileRecipeSource(recipeDirs(), foundRecipes());
+export const localRecipes = (places: Places = thisProcess()): RecipeSource => fileRecipeSource(recipeDirs(places), foundRecipes());
 
 export function resolveRecipeRef(ref: string, gpusPerNode?: number, checks: Pick<ResolveOptions, "imageFolders"> = {}, source: RecipeSource = localRecipes()): Resolved {
   return resolveRecipe(ref, source, { ...checks, ...(gpusPerNode === undefined ? {} : { gpusPerNode }) });
@@ -61,8 +74,8 @@ export function resolveRecipeRef(ref: string, gpusPerNode?: number, checks: Pick
  * The recipe files `ref` resolves to on this machine (itself and its `extends` parents), as a
  * daemon elsewhere is sent them; none when this machine has no such recipe (the daemon may).
  */
-export function localRecipeLookups(ref: string): RecipeLookup[] {
-  const { source, lookups } = recordingSource(localRecipes());
+export function localRecipeLookups(ref: string, places: Places = thisProcess()): RecipeLookup[] {
+  const { source, lookups } = recordingSource(localRecipes(places));
   resolveRecipe(ref, source);
   return lookups;
 }
@@ -78,7 +91,7 @@ export function loadRecipe(ref: string, warn: (d: readonly Diagnostic[]) => void
 }
 
 /** The config folder of this user ($XDG_CONFIG_HOME/launcher, default ~/.config/launcher). */
-export const userConfigDirs = (): ConfigDirs => configDirs(process.env, homedir());
+export const userConfigDirs = (places: Places = thisProcess()): ConfigDirs => configDirs(places.vars, places.home);
 
 /** The default cluster's name, as `cluster use` wrote it; undefined when none was chosen. */
 export function defaultClusterName(dirs: ConfigDirs = userConfigDirs()): string | undefined {
@@ -95,9 +108,9 @@ const warned = new Set<string>();
  * $LAUNCHER_CLUSTER (empty counts as unset), ./cluster.toml, then the default cluster. A file of
  * the current folder that fails the trust check is passed over with a warning on `warn`.
  */
-export function findCluster(option: string | undefined, warn: (line: string) => void = consoleOutput.warn): ClusterChoice {
-  const dirs = userConfigDirs();
-  const env = process.env.LAUNCHER_CLUSTER || undefined;
+export function findCluster(option: string | undefined, warn: (line: string) => void = consoleOutput.warn, places: Places = thisProcess()): ClusterChoice {
+  const dirs = userConfigDirs(places);
+  const env = places.vars.LAUNCHER_CLUSTER || undefined;
   const defaultName = defaultClusterName(dirs);
   const choice = chooseCluster({ dirs, ...(option === undefined ? {} : { option }), ...(env === undefined ? {} : { env }), ...(defaultName === undefined ? {} : { defaultName }), exists: existsSync, trust: foundFileTrust });
   for (const s of choice.skipped ?? []) {
@@ -108,8 +121,8 @@ export function findCluster(option: string | undefined, warn: (line: string) => 
   return choice;
 }
 
-export function clusterPath(option: string | undefined): string {
-  const choice = findCluster(option);
+export function clusterPath(option: string | undefined, places: Places = thisProcess()): string {
+  const choice = findCluster(option, undefined, places);
   if (!choice.found) throw new UserError(choice.message, choice.hint);
   if (foundInCurrentFolder(choice)) checkFoundSshFiles(choice.file);
   return choice.file;
@@ -133,20 +146,20 @@ function checkFoundSshFiles(file: string): void {
 }
 
 /** The cluster file to read when one is given or found, else undefined (for commands that can do without). */
-export function optionalClusterPath(option: string | undefined): string | undefined {
-  const choice = findCluster(option);
+export function optionalClusterPath(option: string | undefined, places: Places = thisProcess()): string | undefined {
+  const choice = findCluster(option, undefined, places);
   // Nothing anywhere is fine here; a cluster named but missing is still an error.
   if (!choice.found && choice.source === undefined) return undefined;
-  return clusterPath(option);
+  return clusterPath(option, places);
 }
 
-export function loadCluster(option: string | undefined): Cluster {
-  return clusterOf(readClusterFile(option));
+export function loadCluster(option: string | undefined, places: Places = thisProcess()): Cluster {
+  return clusterOf(readClusterFile(option, places));
 }
 
 /** The cluster file a command names (or finds), as it is on this machine: its name here and its text. */
-export function readClusterFile(option: string | undefined): { file: string; text: string } {
-  const file = clusterPath(option);
+export function readClusterFile(option: string | undefined, places: Places = thisProcess()): { file: string; text: string } {
+  const file = clusterPath(option, places);
   return { file, text: readTextFile(file, "cluster file") };
 }
 

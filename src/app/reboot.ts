@@ -5,15 +5,13 @@ import type { ClusterSession } from "../nodes/session.js";
 import { progressEvents, type UpEvent } from "../boot/up-events.js";
 import { bootKept } from "./up-use-case.js";
 import type { UpOutcome } from "../boot/up-events.js";
-
-/** A boot the supervisor issues may take as long as one `up` gives it by default. */
-const REBOOT_TIMEOUT_MS = 60 * 60_000;
+import { DEFAULTS } from "../contract/defaults.js";
 
 /**
  * The daemon's restart of a kept plan, through the one `up` use case (src/app/up-use-case.ts
  * bootKept): its words and progress become the boot's events (`emit`), which the daemon's boot
- * registry keeps for `attach` as it does for a submitted `up`. Throws when it fails, after its
- * rollback.
+ * registry keeps for `attach` as it does for a submitted `up`. It may take as long as `up` gives a
+ * boot by default. Throws when it fails, after its rollback.
  */
 export function bootAgain(
   plan: Plan,
@@ -31,7 +29,7 @@ export function bootAgain(
   return bootKept(
     plan,
     session,
-    { store, say, progress: progressEvents(emit, () => now().getTime()), signal, now, leaseMs: DEFAULT_LEASE_MS, timeoutMs: REBOOT_TIMEOUT_MS, push: true, ...(detach === undefined ? {} : { detach }) },
+    { store, say, progress: progressEvents(emit, () => now().getTime()), signal, now, leaseMs: DEFAULT_LEASE_MS, timeoutMs: DEFAULTS.upTimeout.ms, push: true, ...(detach === undefined ? {} : { detach }) },
     `launcher serve (restart of ${plan.deployment})`,
     recreating,
   );

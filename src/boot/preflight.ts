@@ -3,7 +3,7 @@ import { connect } from "node:net";
 import { RemoteError, UserError } from "../config/errors.js";
 import type { NodeSpec, Plan } from "../plan/plan.js";
 import type { Recipe } from "../recipe/recipe.js";
-import { LIST_SCRIPT, type ContainerInfo, type DockerClient } from "../remote/docker.js";
+import { LIST_SCRIPT, type ContainerInfo, type Docker } from "../remote/docker.js";
 import { DEPLOYMENT_LABEL } from "../contract/deployment.js";
 import { unreachable, type ExecResult } from "../remote/transport.js";
 import { dockerOf, type ClusterSession } from "../nodes/session.js";
@@ -141,7 +141,7 @@ export function readSections(stdout: string, nonce: string): Map<string, ExecRes
 }
 
 /** One node's answers, in one round trip (READ_SCRIPT); a node that cannot answer says why, naming itself. */
-async function readNode(spec: NodeSpec, docker: DockerClient, signal: AbortSignal): Promise<NodeReading> {
+async function readNode(spec: NodeSpec, docker: Docker, signal: AbortSignal): Promise<NodeReading> {
   const nonce = randomBytes(16).toString("hex");
   const mounts = spec.mounts.map((m) => `${m.read_only ? "ro" : "rw"}:${m.host}`);
   const r = await docker.transport.exec(["sh", "-c", READ_SCRIPT, "sh", nonce, spec.image, DEPLOYMENT_LABEL, LIST_SCRIPT, MOUNT_SCRIPT, ...mounts], { timeoutMs: READ_TIMEOUT_MS, signal });
@@ -158,7 +158,7 @@ async function readNode(spec: NodeSpec, docker: DockerClient, signal: AbortSigna
   try {
     containers = docker.listing(part("containers"));
   } catch (e) {
-    // A RemoteError is docker's own failure (DockerClient.listing): the daemon did not answer.
+    // A RemoteError is docker's own failure (SshDocker.listing): the daemon did not answer.
     // Anything else is output that is no listing; its parser's words would quote it (and its env).
     const problem = e instanceof RemoteError ? `Docker unreachable: ${lastTwo(e.detail ?? e.message)}` : "its container listing (docker inspect) could not be read as JSON";
     return { node: spec.node, problem: `${who}: ${problem}` };
@@ -206,14 +206,24 @@ export function imageUnsettled(nodes: ReadonlyMap<string, NodeReading>): boolean
   return ids.size > 1 || ids.has(undefined);
 }
 
-async function checkNodes(plan: Plan, session: ClusterSession, replacing: ReadonlySet<string>, signal: AbortSignal, read: PlanReadings): Promise<PreflightResult> {
-  const problems: string[] = [];
-  const imageIds = new Map<string, string | undefined>();
-  const existing: ContainerInfo[] = [];
-  const held = new Map<string, Set<string>>();
-  const meminfo = new Map<string, Meminfo>();
-  const freedFirst = new Set<string>();
-  let headReplaced = false;
+/** What the plan's nodes answered, sorted for the checks: each node's image, memory and what runs there. */
+interface NodeFacts {
+  readonly problems: string[];
+  /** Each node that answered, with the image ID it holds (undefined: none). */
+  readonly imageIds: Map<string, string | undefined>;
+  /** Containers of this very deployment (another launcher started it since `up` looked). */
+  readonly existing: ContainerInfo[];
+  /** Other deployments running on the plan's nodes, with those nodes. */
+  readonly held: Map<string, Set<string>>;
+  readonly meminfo: Map<string, Meminfo>;
+  /** Nodes a deployment this one replaces runs on: freed before the start. */
+  readonly freedFirst: Set<string>;
+  headReplaced: boolean;
+}
+
+function nodeFacts(plan: Plan, session: ClusterSession, replacing: ReadonlySet<string>, read: PlanReadings): NodeFacts {
+  const facts: NodeFacts = { problems: [], imageIds: new Map(), existing: [], held: new Map(), meminfo: new Map(), freedFirst: new Set(), headReplaced: false };
+  const { problems, imageIds, existing, held, meminfo, freedFirst } = facts;
   for (const spec of plan.nodes) {
     const reading = read.nodes.get(spec.node);
     if (reading === undefined) continue;
@@ -231,7 +241,7 @@ async function checkNodes(plan: Plan, session: ClusterSession, replacing: Readon
     for (const c of containers) {
       const name = c.labels[DEPLOYMENT_LABEL] ?? "?";
       if (replacing.has(name)) {
-        headReplaced ||= spec.rank === 0;
+        facts.headReplaced ||= spec.rank === 0;
         freedFirst.add(spec.node);
       }
       else if (name === plan.deployment) {
@@ -242,6 +252,11 @@ async function checkNodes(plan: Plan, session: ClusterSession, replacing: Readon
       else if (c.running) (held.get(name) ?? held.set(name, new Set()).get(name))?.add(spec.node);
     }
   }
+  return facts;
+}
+
+async function checkNodes(plan: Plan, session: ClusterSession, replacing: ReadonlySet<string>, signal: AbortSignal, read: PlanReadings): Promise<PreflightResult> {
+  const { problems, imageIds, existing, held, meminfo, freedFirst, headReplaced } = nodeFacts(plan, session, replacing, read);
   const planNodes = session.cluster.nodes.filter((n) => plan.nodes.some((s) => s.node === n.name) && imageIds.has(n.name));
   const weights = read.weights;
   // With HF_HUB_OFFLINE=1 the engine cannot fetch what is missing: find out now, not at minute 20.

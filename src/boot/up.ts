@@ -3,6 +3,8 @@ import { RemoteError } from "../config/errors.js";
 import { advanceBoot, INITIAL_BOOT, splitTimestamp, timeMs, type BootState } from "../engine/boot-log.js";
 import { failureHint, warningNote } from "./explain.js";
 import { adapterOf } from "../engine/registry.js";
+import type { EngineAdapter } from "../engine/adapter.js";
+import { DEFAULTS, seconds } from "../contract/defaults.js";
 import type { NodeSpec, Plan } from "../plan/plan.js";
 import { dropCaches, imageUnsettled, preflight, readPlanNodes, sameNameOnCluster, type NodeReading, type PendingReadings } from "./preflight.js";
 import { abortable, checkInterrupted, Detached, interruption } from "../config/abort.js";
@@ -12,12 +14,12 @@ import type { Progress } from "../nodes/progress.js";
 import { redactText } from "../config/redact.js";
 import { checkReady, ReadyRetry } from "./readiness.js";
 import { dockerOf, type ClusterSession } from "../nodes/session.js";
-import type { DockerClient } from "../remote/docker.js";
+import type { Docker } from "../remote/docker.js";
 import { formatRemoval, removeContainers } from "../nodes/down.js";
 import { DEPLOYMENT_LABEL, LABELS } from "../contract/deployment.js";
 import { ensureImage } from "../transfer/images.js";
 import { fitText, type FitReport } from "../memory/fit.js";
-import { startGuard } from "../memory/guard.js";
+import { startGuard, type Guard } from "../memory/guard.js";
 import { nodeFloorGiB, type Trip } from "../memory/memory-watch.js";
 import { clusterRoutes } from "../transfer/route.js";
 import { traced, traceMark } from "../remote/trace.js";
@@ -84,7 +86,6 @@ interface Failure {
 export const SETTLE_MS = 600;
 // The longest the settle waits on top for ended logs' containers to be looked up.
 const ENDINGS_WAIT_MS = 5_000;
-const ROLLBACK_GRACE_SECONDS = 3;
 
 /** The watch ended (a failure heard, an interrupt, a detach): what the wait for one rejects with. */
 class WatchEnded extends Error {
@@ -124,7 +125,7 @@ function sayNote(progress: Progress, text: string): void {
 async function rollBackOwnFault(e: unknown, deployment: string, bootId: string, session: ClusterSession, progress: Progress): Promise<never> {
   sayNote(progress, `launcher failed while booting ${deployment} (${describeThrown(e)}); removing every container this boot (${bootId}) created ...`);
   try {
-    const removed = await removeContainers(session, createdBy(bootId), ROLLBACK_GRACE_SECONDS);
+    const removed = await removeContainers(session, createdBy(bootId), seconds(DEFAULTS.rollbackGrace));
     // A node that could not be reached keeps what it runs: said with the command that finishes there.
     for (const [i, line] of formatRemoval(removed, `launcher down deployment/${deployment}`, "summary").entries()) sayNote(progress, i === 0 ? `rolled back: ${line}` : line);
   } catch (removal) {
@@ -211,7 +212,7 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
     const bootId = newBootId();
     const stamped = stampBoot(plan, bootId);
     options.starting?.(stamped, bootId, Date.now() + options.timeoutMs);
-    return await boot(stamped, bootId, session, options, started, "start", image.fit);
+    return await runBoot(stamped, bootId, session, options, started, "start", image.fit);
   } finally {
     options.progress.done();
   }
@@ -226,7 +227,7 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
 function sharingListings(session: ClusterSession, readings: Promise<ReadonlyMap<string, NodeReading>>): ClusterSession {
   const docker = new Map(
     [...session.docker].map(([node, real]) => {
-      const shared = Object.create(real) as DockerClient;
+      const shared = Object.create(real) as Docker;
       shared.containers = async (label: string) => {
         const reading = label === DEPLOYMENT_LABEL ? (await readings.catch(() => undefined))?.get(node) : undefined;
         return reading !== undefined && !("problem" in reading) ? [...reading.containers] : real.containers(label);
@@ -258,243 +259,316 @@ async function alongside<T>(checks: Promise<T>, removal: Promise<void>): Promise
  * streaming" (moby/moby man/src/container/logs.md), so the boot's state is rebuilt whole, and the
  * log of a container that already exited ends, which the watcher takes for the exit it is.
  */
-export async function watchBoot(plan: Plan, bootId: string, session: ClusterSession, options: UpOptions, started: number): Promise<UpResult> {
+export async function watchAdoptedBoot(plan: Plan, bootId: string, session: ClusterSession, options: UpOptions, started: number): Promise<UpResult> {
   try {
-    return await boot(plan, bootId, session, options, started, "watch");
+    return await runBoot(plan, bootId, session, options, started, "watch");
   } finally {
     options.progress.done();
   }
 }
 
 /**
- * The starts ("watch": they ran already), the watch and, on any failure, the rollback of this
- * boot's containers.
+ * One boot's watch, shared by its steps: what each node's log said, the failures heard, and the
+ * signal that ends the watch (a failure settled, an interrupt, a detach).
  */
-async function boot(plan: Plan, bootId: string, session: ClusterSession, options: UpOptions, started: number, mode: "start" | "watch", fit?: FitReport): Promise<UpResult> {
-  const engine = adapterOf(plan.recipe.engine);
-  // The plan was made with this engine's adapter, so a missing one here is launcher's bug (exit 70).
-  if (engine === undefined) throw new Error(`no adapter for engine ${plan.recipe.engine}`);
-  const watch = new AbortController();
-  const stopWatching = (): void => fail({ node: "launcher", rank: -1, message: interruption(options.signal).message, lastLines: [] }, true);
-  // No await since the last check: an interrupt from here on is heard, and rolls back.
-  options.signal.addEventListener("abort", stopWatching, { once: true });
-  // A daemon that stops leaves the boot as it is, for the next one to adopt: the watch just ends.
-  let detached = false;
-  const leave = (): void => {
-    detached = true;
-    watch.abort();
-  };
-  options.detach?.addEventListener("abort", leave, { once: true });
-  const states = new Map<string, BootState>(plan.nodes.map((n) => [n.node, INITIAL_BOOT]));
-  const byNode = new Map(plan.nodes.map((n) => [n.node, n]));
-  const failures: Failure[] = [];
-  let failure: Failure | undefined;
-  let readyResolve: (() => void) | undefined;
-  const retry = new ReadyRetry();
-  const headReady = new Promise<void>((resolve) => (readyResolve = resolve));
+class BootWatch {
+  readonly states: Map<string, BootState>;
+  readonly byNode: Map<string, NodeSpec>;
+  private readonly failures: Failure[] = [];
+  /** The failure to report, once the settle after the first one heard is over (at once for an interrupt, a timeout, a guard trip). */
+  failure: Failure | undefined;
   // Nodes whose log said the engine failed: their watchers read on until the settle, because the
-  // root cause may come after the fatal line (below).
-  const fatalNodes = new Set<string>();
-  // The one to blame (./blame.ts): a node whose log names a cause of its own first; then the
-  // first to fail, by its log line's time (launcher's own failures, with no time, in the order seen).
-  const earliest = (): Failure | undefined => {
-    const first = culprit(failures, (f) => {
-      const at = f.time === undefined ? undefined : timeMs(f.time);
-      return { ownCause: ownCause(states.get(f.node)), ...(at === undefined ? {} : { atMs: at }), order: failures.indexOf(f) };
-    });
-    const state = first !== undefined && fatalNodes.has(first.node) ? states.get(first.node) : undefined;
-    return first === undefined || state === undefined ? first : { ...first, ...seen(state) };
-  };
+  // root cause may come after the fatal line (watchNode).
+  readonly fatalNodes = new Set<string>();
   // Nodes whose log ended and whose container is being looked up: the settle waits for them
   // (bounded), because a rank that died first is often the one whose end is heard last (its
   // container's state is one more SSH round trip away, slow on a busy machine, while the head's
   // "died unexpectedly" line is already there).
-  const endings = new Set<Promise<void>>();
-  const fail = (f: Failure, now = false): void => {
-    failures.push(f);
-    if (failures.length === 1 && !now) {
-      setTimeout(() => {
-        void Promise.race([Promise.allSettled([...endings]), delay(ENDINGS_WAIT_MS, undefined, { ref: false })]).then(() => {
-          failure ??= earliest();
-          watch.abort();
-        });
-      }, SETTLE_MS);
-    } else if (now) {
-      failure ??= earliest();
-      watch.abort();
-    }
-  };
-  const failureWait = new Promise<never>((_, reject) => watch.signal.addEventListener("abort", () => reject(new WatchEnded()), { once: true }));
-  failureWait.catch(() => undefined);
+  private readonly endings = new Set<Promise<void>>();
+  private readonly ended = new AbortController();
+  /** Rejects with WatchEnded once the watch ends: what every wait of the boot races against. */
+  readonly failureWait: Promise<never>;
+  readonly retry = new ReadyRetry();
+  private readyResolve: (() => void) | undefined;
+  /** Resolves once the head's log is past its init line (or ready): readiness is polled from then on. */
+  readonly headReady: Promise<void>;
+  /** A daemon that stops left the boot as it is, for the next one to adopt: the watch just ended. */
+  detached = false;
 
-  const watchNode = async (spec: NodeSpec): Promise<void> => {
-    const docker = dockerOf(session, spec.node);
-    let lastTime: string | undefined;
-    let first = true;
-    for await (const raw of docker.logs(spec.container, { follow: true, signal: watch.signal })) {
-      if (first) traceMark("first log line", spec.node);
-      first = false;
-      const { text, time } = splitTimestamp(raw);
-      lastTime = time ?? lastTime;
-      const state = advanceBoot(engine, states.get(spec.node) ?? INITIAL_BOOT, text);
-      states.set(spec.node, state);
-      options.progress.node(spec.node, state);
-      if (state.fatal !== undefined && !fatalNodes.has(spec.node)) {
-        // A worker's record (stdout, another process) and the wrapper that kills `vllm serve`
-        // (stderr) reach docker through two pipes, in either order on a busy machine: keep reading
-        // until the settle, so a root cause printed "after" the wrapper is still the one named.
-        fatalNodes.add(spec.node);
-        fail({ node: spec.node, rank: spec.rank, message: "the engine failed", ...seen(state), ...(time ? { time } : {}) });
-      }
-      // Past its init line the engine's API comes up any moment: from then on /health is polled
-      // (uvicorn's "Application startup complete" alone is hidden by --uvicorn-log-level warning).
-      if (spec.rank === 0) retry.headState(state.ready);
-      if (spec.rank === 0 && (state.ready || state.pastInit === true)) {
-        if (readyResolve !== undefined) traceMark(state.ready ? "ready line" : "past init", spec.node);
-        readyResolve?.();
-        readyResolve = undefined;
-      }
-    }
-    if (watch.signal.aborted || fatalNodes.has(spec.node)) return;
-    // The log ended: the container exited (a serving engine never ends its log on its own).
-    const ending = (async (): Promise<void> => {
-      const info = (await docker.containers(`${DEPLOYMENT_LABEL}=${plan.deployment}`)).find((c) => c.name === spec.container);
-      const state = states.get(spec.node) ?? INITIAL_BOOT;
-      fail({
-        node: spec.node,
-        rank: spec.rank,
-        message: info === undefined ? "container disappeared" : `container exited with status ${info.exitCode}`,
-        ...seen(state),
-        ...((lastTime ?? info?.finishedAt) === undefined ? {} : { time: (lastTime ?? info?.finishedAt) as string }),
-      });
-    })();
-    endings.add(ending);
+  constructor(
+    readonly plan: Plan,
+    readonly engine: EngineAdapter,
+    readonly session: ClusterSession,
+    readonly options: UpOptions,
+  ) {
+    this.states = new Map(plan.nodes.map((n) => [n.node, INITIAL_BOOT]));
+    this.byNode = new Map(plan.nodes.map((n) => [n.node, n]));
+    this.headReady = new Promise<void>((resolve) => (this.readyResolve = resolve));
+    this.failureWait = new Promise<never>((_, reject) => this.ended.signal.addEventListener("abort", () => reject(new WatchEnded()), { once: true }));
+    this.failureWait.catch(() => undefined);
+  }
+
+  get signal(): AbortSignal {
+    return this.ended.signal;
+  }
+
+  end(): void {
+    this.ended.abort();
+  }
+
+  stateOf(node: string): BootState {
+    return this.states.get(node) ?? INITIAL_BOOT;
+  }
+
+  /**
+   * A failure heard. The first one ends the watch after the settle (a lost peer makes the other
+   * ranks fail too, within moments) and the ended logs' container look-ups (bounded); `now` ends it
+   * at once (an interrupt, the timeout, a guard trip). Then the one to blame is chosen (earliest).
+   */
+  fail(f: Failure, now = false): void {
+    this.failures.push(f);
+    if (now) return this.settle();
+    if (this.failures.length > 1) return;
+    setTimeout(() => {
+      void Promise.race([Promise.allSettled([...this.endings]), delay(ENDINGS_WAIT_MS, undefined, { ref: false })]).then(() => this.settle());
+    }, SETTLE_MS);
+  }
+
+  private settle(): void {
+    this.failure ??= this.earliest();
+    this.ended.abort();
+  }
+
+  // The one to blame (./blame.ts): a node whose log names a cause of its own first; then the
+  // first to fail, by its log line's time (launcher's own failures, with no time, in the order seen).
+  private earliest(): Failure | undefined {
+    const first = culprit(this.failures, (f) => {
+      const at = f.time === undefined ? undefined : timeMs(f.time);
+      return { ownCause: ownCause(this.states.get(f.node)), ...(at === undefined ? {} : { atMs: at }), order: this.failures.indexOf(f) };
+    });
+    const state = first !== undefined && this.fatalNodes.has(first.node) ? this.states.get(first.node) : undefined;
+    return first === undefined || state === undefined ? first : { ...first, ...seen(state) };
+  }
+
+  /** A container's log ended and its container is being looked up: the settle waits for it. */
+  async ending(lookup: Promise<void>): Promise<void> {
+    this.endings.add(lookup);
     try {
-      await ending;
+      await lookup;
     } finally {
-      endings.delete(ending);
+      this.endings.delete(lookup);
     }
-  };
+  }
 
-  const startNode = async (name: string): Promise<void> => {
-    const spec = byNode.get(name);
-    // After a failure, an interrupt or a guard trip (its report comes once the kills are done),
-    // start nothing more.
-    if (spec === undefined || watch.signal.aborted || guard.tripped() !== undefined) return;
-    try {
-      await traced("docker run", name, () => dockerOf(session, name).run(spec.argv, spec.env));
-    } catch (e) {
-      const detail = e instanceof RemoteError ? e.detail : String(e);
-      throw new BootFailed({ node: name, rank: spec.rank, message: "docker run failed", ...(detail ? { cause: detail.split("\n").slice(-1)[0] ?? detail } : {}), lastLines: detail ? detail.split("\n") : [] });
-    }
-    follow(spec);
-  };
+  /** The head's log: past its init line the engine's API comes up any moment, and /health is polled from then on. */
+  headSaid(node: string, state: BootState): void {
+    this.retry.headState(state.ready);
+    if (!state.ready && state.pastInit !== true) return;
+    if (this.readyResolve !== undefined) traceMark(state.ready ? "ready line" : "past init", node);
+    this.readyResolve?.();
+    this.readyResolve = undefined;
+  }
 
-  const follow = (spec: NodeSpec): void => {
-    options.progress.node(spec.node, INITIAL_BOOT);
-    void watchNode(spec).catch((e: unknown) => fail({ node: spec.node, rank: spec.rank, message: `lost the log stream: ${(e as Error).message}`, lastLines: [] }));
-  };
+  tripFailure(trip: Trip): Failure {
+    return { node: trip.node, rank: this.byNode.get(trip.node)?.rank ?? -1, message: trip.message, hint: trip.hint, figures: trip.detail, lastLines: this.states.get(trip.node)?.lastLines ?? [] };
+  }
+}
 
-  // From before the first container starts until the watch ends: a node whose available memory
-  // falls below its floor gets the deployment killed on every node, before the machine wedges.
-  const guardStop = new AbortController();
-  const guard = startGuard({
-    nodes: plan.nodes.map((n) => ({
-      node: n.node,
-      docker: dockerOf(session, n.node),
-      floorGiB: nodeFloorGiB(session.cluster, n.node),
-      containers: [n.container],
-    })),
+/** One line of a node's log, read into its boot state. */
+function heard(w: BootWatch, spec: NodeSpec, text: string, time: string | undefined): void {
+  const state = advanceBoot(w.engine, w.stateOf(spec.node), text);
+  w.states.set(spec.node, state);
+  w.options.progress.node(spec.node, state);
+  if (state.fatal !== undefined && !w.fatalNodes.has(spec.node)) {
+    // A worker's record (stdout, another process) and the wrapper that kills `vllm serve`
+    // (stderr) reach docker through two pipes, in either order on a busy machine: keep reading
+    // until the settle, so a root cause printed "after" the wrapper is still the one named.
+    w.fatalNodes.add(spec.node);
+    w.fail({ node: spec.node, rank: spec.rank, message: "the engine failed", ...seen(state), ...(time ? { time } : {}) });
+  }
+  // uvicorn's "Application startup complete" alone is hidden by --uvicorn-log-level warning.
+  if (spec.rank === 0) w.headSaid(spec.node, state);
+}
+
+/** Follows one container's log until the watch ends; a log that ends on its own is its container's exit. */
+async function watchNode(w: BootWatch, spec: NodeSpec): Promise<void> {
+  const docker = dockerOf(w.session, spec.node);
+  let lastTime: string | undefined;
+  let first = true;
+  for await (const raw of docker.logs(spec.container, { follow: true, signal: w.signal })) {
+    if (first) traceMark("first log line", spec.node);
+    first = false;
+    const { text, time } = splitTimestamp(raw);
+    lastTime = time ?? lastTime;
+    heard(w, spec, text, time);
+  }
+  if (w.signal.aborted || w.fatalNodes.has(spec.node)) return;
+  // The log ended: the container exited (a serving engine never ends its log on its own).
+  await w.ending(containerEnded(w, docker, spec, lastTime));
+}
+
+/** The failure of a container whose log ended: how it exited, as its node lists it. */
+async function containerEnded(w: BootWatch, docker: ReturnType<typeof dockerOf>, spec: NodeSpec, lastTime: string | undefined): Promise<void> {
+  const info = (await docker.containers(`${DEPLOYMENT_LABEL}=${w.plan.deployment}`)).find((c) => c.name === spec.container);
+  const time = lastTime ?? info?.finishedAt;
+  w.fail({
+    node: spec.node,
+    rank: spec.rank,
+    message: info === undefined ? "container disappeared" : `container exited with status ${info.exitCode}`,
+    ...seen(w.stateOf(spec.node)),
+    ...(time === undefined ? {} : { time }),
+  });
+}
+
+function follow(w: BootWatch, spec: NodeSpec): void {
+  w.options.progress.node(spec.node, INITIAL_BOOT);
+  void watchNode(w, spec).catch((e: unknown) => w.fail({ node: spec.node, rank: spec.rank, message: `lost the log stream: ${(e as Error).message}`, lastLines: [] }));
+}
+
+async function startNode(w: BootWatch, guard: Guard, name: string): Promise<void> {
+  const spec = w.byNode.get(name);
+  // After a failure, an interrupt or a guard trip (its report comes once the kills are done),
+  // start nothing more.
+  if (spec === undefined || w.signal.aborted || guard.tripped() !== undefined) return;
+  try {
+    await traced("docker run", name, () => dockerOf(w.session, name).run(spec.argv, spec.env));
+  } catch (e) {
+    const detail = e instanceof RemoteError ? e.detail : String(e);
+    throw new BootFailed({ node: name, rank: spec.rank, message: "docker run failed", ...(detail ? { cause: detail.split("\n").slice(-1)[0] ?? detail } : {}), lastLines: detail ? detail.split("\n") : [] });
+  }
+  follow(w, spec);
+}
+
+/**
+ * Starts the containers in the plan's order: the head last for mp (workers wait for it), first for
+ * Ray; the rest at once. "watch": they ran already, their logs are followed. Every `docker run` of a
+ * step is waited for, even when one fails: a run still creating its container while the rollback
+ * lists them would leave that container behind.
+ */
+async function startContainers(w: BootWatch, guard: Guard, mode: "start" | "watch"): Promise<void> {
+  const { plan } = w;
+  if (mode === "watch") {
+    for (const spec of plan.nodes) follow(w, spec);
+    return;
+  }
+  const startAll = async (names: readonly string[]): Promise<void> => {
+    const failed = (await Promise.allSettled(names.map((n) => startNode(w, guard, n)))).find((r): r is PromiseRejectedResult => r.status === "rejected");
+    if (failed !== undefined) throw failed.reason;
+  };
+  const head = plan.nodes[0]?.node;
+  const others = plan.start_order.filter((n) => n !== head);
+  const steps = plan.start_order[0] === head ? [[head], others] : [others, head === undefined ? [] : [head]];
+  for (const step of steps) await startAll(step.filter((n): n is string => n !== undefined));
+}
+
+/** Waits until the head answers a chat request, or the watch ends (then WatchEnded). */
+async function awaitReady(w: BootWatch): Promise<void> {
+  const { plan, engine } = w;
+  for (let tries = 0; ; tries++) {
+    await Promise.race([w.headReady, w.failureWait]);
+    const check = await traced("readiness check", undefined, () => checkReady(plan.endpoint, plan.served_model, w.signal, engine.healthPath, plan.api_key));
+    if (check.ok || w.signal.aborted) return;
+    // /health can lag the init line by a moment: asked again soon, or as the head's log says its
+    // API is up; any real failure arrives through the watchers (failureWait).
+    await w.retry.wait(tries, w.failureWait);
+  }
+}
+
+/**
+ * From before the first container starts until the watch ends: a node whose available memory
+ * falls below its floor gets the deployment killed on every node, before the machine wedges.
+ */
+function guardMemory(w: BootWatch, fit: FitReport | undefined, stop: AbortSignal): Guard {
+  const { plan, session, options } = w;
+  return startGuard({
+    nodes: plan.nodes.map((n) => ({ node: n.node, docker: dockerOf(session, n.node), floorGiB: nodeFloorGiB(session.cluster, n.node), containers: [n.container] })),
     ...(fit === undefined ? {} : { fit: (node: string) => fit.nodes.find((f) => f.node === node)?.lines ?? [] }),
-    phaseOf: (node) => (states.get(node) ?? INITIAL_BOOT).phase,
-    signal: guardStop.signal,
+    phaseOf: (node) => w.stateOf(node).phase,
+    signal: stop,
     onSample: (node, sample) => options.progress.memory?.(node, sample),
     onLost: (node, why) => options.progress.note(`warning: memory guard on ${node} stopped (${why}); that node's memory is not watched`),
-    onTrip: (trip) => fail(tripFailure(trip), true),
+    onTrip: (trip) => w.fail(w.tripFailure(trip), true),
   });
-  const tripFailure = (trip: Trip): Failure => ({
-    node: trip.node,
-    rank: byNode.get(trip.node)?.rank ?? -1,
-    message: trip.message,
-    hint: trip.hint,
-    figures: trip.detail,
-    lastLines: states.get(trip.node)?.lastLines ?? [],
-  });
+}
 
-  const timeout = setTimeout(() => {
-    // Blame the rank that holds the others up, not the head that waits for it.
-    const ranks = plan.nodes.map((n) => ({ node: n.node, rank: n.rank, state: states.get(n.node) ?? INITIAL_BOOT }));
-    const seconds = Math.round(options.timeoutMs / 1000);
-    const { blamed, message } = timeoutBlame(engine, ranks, seconds) ?? { blamed: { node: "?", rank: 0, state: INITIAL_BOOT }, message: `timed out after ${seconds} s` };
-    fail({ node: blamed.node, rank: blamed.rank, message, lastLines: blamed.state.lastLines }, true);
+/** The boot's --timeout: the rank that holds the others up is blamed, not the head that waits for it. */
+function timeoutAfter(w: BootWatch): NodeJS.Timeout {
+  const { plan, engine, options } = w;
+  return setTimeout(() => {
+    const ranks = plan.nodes.map((n) => ({ node: n.node, rank: n.rank, state: w.stateOf(n.node) }));
+    const after = Math.round(options.timeoutMs / 1000);
+    const { blamed, message } = timeoutBlame(engine, ranks, after) ?? { blamed: { node: "?", rank: 0, state: INITIAL_BOOT }, message: `timed out after ${after} s` };
+    w.fail({ node: blamed.node, rank: blamed.rank, message, lastLines: blamed.state.lastLines }, true);
   }, options.timeoutMs);
+}
 
+/**
+ * The starts ("watch": they ran already), the watch and, on any failure, the rollback of this
+ * boot's containers.
+ */
+async function runBoot(plan: Plan, bootId: string, session: ClusterSession, options: UpOptions, started: number, mode: "start" | "watch", fit?: FitReport): Promise<UpResult> {
+  const engine = adapterOf(plan.recipe.engine);
+  // The plan was made with this engine's adapter, so a missing one here is launcher's bug (exit 70).
+  if (engine === undefined) throw new Error(`no adapter for engine ${plan.recipe.engine}`);
+  const w = new BootWatch(plan, engine, session, options);
+  const stopWatching = (): void => w.fail({ node: "launcher", rank: -1, message: interruption(options.signal).message, lastLines: [] }, true);
+  // No await since the last check: an interrupt from here on is heard, and rolls back.
+  options.signal.addEventListener("abort", stopWatching, { once: true });
+  // A daemon that stops leaves the boot as it is, for the next one to adopt: the watch just ends.
+  const leave = (): void => {
+    w.detached = true;
+    w.end();
+  };
+  options.detach?.addEventListener("abort", leave, { once: true });
+  const guardStop = new AbortController();
+  const guard = guardMemory(w, fit, guardStop.signal);
+  const timeout = timeoutAfter(w);
   try {
-    // The plan's order: the head last for mp (workers wait for it), first for Ray; the rest at once.
-    // Every `docker run` of a step is waited for, even when one fails: a run still creating its
-    // container while the rollback lists them would leave that container behind.
-    const startAll = async (names: readonly string[]): Promise<void> => {
-      const results = await Promise.allSettled(names.map(startNode));
-      const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
-      if (failed !== undefined) throw failed.reason;
-    };
-    const headName = plan.nodes[0]?.node;
-    const others = plan.start_order.filter((n) => n !== headName);
-    if (mode === "watch") {
-      for (const spec of plan.nodes) follow(spec);
-    } else if (plan.start_order[0] === headName) {
-      await startAll([headName as string]);
-      await startAll(others);
-    } else {
-      await startAll(others);
-      if (headName !== undefined) await startAll([headName]);
-    }
-    for (let tries = 0; ; tries++) {
-      await Promise.race([headReady, failureWait]);
-      const check = await traced("readiness check", undefined, () => checkReady(plan.endpoint, plan.served_model, watch.signal, engine.healthPath, plan.api_key));
-      if (check.ok) break;
-      if (watch.signal.aborted) break;
-      // /health can lag the init line by a moment: asked again soon, or as the head's log says its
-      // API is up; any real failure arrives through the watchers (failureWait).
-      await retry.wait(tries, failureWait);
-    }
-    if (detached) throw new Detached(plan.deployment);
+    await startContainers(w, guard, mode);
+    await awaitReady(w);
+    if (w.detached) throw new Detached(plan.deployment);
     // Ready while the guard was killing it is no boot.
     const tripping = guard.tripped();
-    if (tripping !== undefined) throw new BootFailed(tripFailure(await tripping));
-    if (failure !== undefined) throw new BootFailed(failure);
+    if (tripping !== undefined) throw new BootFailed(w.tripFailure(await tripping));
+    if (w.failure !== undefined) throw new BootFailed(w.failure);
     return { status: "ready", endpoint: plan.endpoint, served_model: plan.served_model, seconds: (Date.now() - started) / 1000, boot: bootId };
   } catch (e) {
-    if (detached) throw new Detached(plan.deployment);
+    if (w.detached) throw new Detached(plan.deployment);
     if (!(e instanceof BootFailed) && !(e instanceof WatchEnded)) {
-      watch.abort();
+      w.end();
       return await rollBackOwnFault(e, plan.deployment, bootId, session, options.progress);
     }
     // A guard trip is the failure, whatever the ranks it killed logged on their way out.
     const trip = await guard.tripped();
-    const f = trip !== undefined ? tripFailure(trip) : e instanceof BootFailed ? e.failure : (failure ?? { node: "launcher", rank: -1, message: options.signal.aborted ? interruption(options.signal).message : "aborted", lastLines: [] });
-    watch.abort();
-    options.progress.note(`boot failed on ${f.node}: ${f.message}; removing every container this boot (${bootId}) of ${plan.deployment} created ...`);
-    const removed = await removeContainers(session, createdBy(bootId), ROLLBACK_GRACE_SECONDS);
-    const where = f.rank >= 0 ? `${f.node} (rank ${f.rank})` : f.node;
-    // The same hint `launcher explain` gives for this log (src/boot/explain.ts): one wording per cause.
-    const hint = f.hint ?? (f.rank >= 0 ? failureHint(engine, f.cause, f.lastLines) : undefined);
-    const detail = [
-      ...(f.figures ?? []),
-      ...(f.cause ? [`cause: ${f.cause}`] : []),
-      ...(hint ? [`hint: ${hint}`] : []),
-      ...(f.warnings ?? []).map((w) => `warning: ${warningNote(w)}`),
-      ...(f.lastLines.length > 0 ? [`last lines of ${f.node}'s log:`, ...f.lastLines.slice(-LAST_LINES)] : []),
-      ...formatRemoval(removed, `launcher down deployment/${plan.deployment}`, "summary").map((l, i) => (i === 0 ? `rolled back: ${l}` : l)),
-    ].join("\n");
-    // The engine's own lines may hold its API key (vLLM's "non-default args" before it redacted them).
-    const secrets = plan.api_key === undefined ? [] : [plan.api_key];
-    throw new RemoteError(where, redactText(`boot of ${plan.deployment} failed: ${f.message}`, secrets), redactText(detail, secrets));
+    const f = trip !== undefined ? w.tripFailure(trip) : e instanceof BootFailed ? e.failure : (w.failure ?? { node: "launcher", rank: -1, message: options.signal.aborted ? interruption(options.signal).message : "aborted", lastLines: [] });
+    w.end();
+    return await rollBack(w, f, bootId);
   } finally {
     clearTimeout(timeout);
-    watch.abort();
+    w.end();
     guardStop.abort();
     options.signal.removeEventListener("abort", stopWatching);
     options.detach?.removeEventListener("abort", leave);
   }
+}
+
+/** A boot that failed: every container it created is removed, and the failure is thrown with what was removed. */
+async function rollBack(w: BootWatch, f: Failure, bootId: string): Promise<never> {
+  const { plan, session, engine, options } = w;
+  options.progress.note(`boot failed on ${f.node}: ${f.message}; removing every container this boot (${bootId}) of ${plan.deployment} created ...`);
+  const removed = await removeContainers(session, createdBy(bootId), seconds(DEFAULTS.rollbackGrace));
+  const where = f.rank >= 0 ? `${f.node} (rank ${f.rank})` : f.node;
+  // The same hint `launcher explain` gives for this log (src/boot/explain.ts): one wording per cause.
+  const hint = f.hint ?? (f.rank >= 0 ? failureHint(engine, f.cause, f.lastLines) : undefined);
+  const detail = [
+    ...(f.figures ?? []),
+    ...(f.cause ? [`cause: ${f.cause}`] : []),
+    ...(hint ? [`hint: ${hint}`] : []),
+    ...(f.warnings ?? []).map((w) => `warning: ${warningNote(w)}`),
+    ...(f.lastLines.length > 0 ? [`last lines of ${f.node}'s log:`, ...f.lastLines.slice(-LAST_LINES)] : []),
+    ...formatRemoval(removed, `launcher down deployment/${plan.deployment}`, "summary").map((l, i) => (i === 0 ? `rolled back: ${l}` : l)),
+  ].join("\n");
+  // The engine's own lines may hold its API key (vLLM's "non-default args" before it redacted them).
+  const secrets = plan.api_key === undefined ? [] : [plan.api_key];
+  throw new RemoteError(where, redactText(`boot of ${plan.deployment} failed: ${f.message}`, secrets), redactText(detail, secrets));
 }

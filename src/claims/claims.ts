@@ -149,7 +149,7 @@ export const claimOrder = (nodes: readonly string[]): string[] => [...new Set(no
 // $1 op (take | renew | release), $2 our claim id, $3 the id we expect to replace ("" = none),
 // $4 our record (one line of JSON). Exit 0 done, 3 held by another (prints "held AGE", its id,
 // its record), 4 our claim is gone, anything else: the node could not do it.
-const CLAIM_SCRIPT = `set -u
+export const CLAIM_SCRIPT = `set -u
 dir="$HOME/.cache/launcher/claims"
 mkdir -p "$dir" && chmod 700 "$dir" || exit 90
 command -v flock >/dev/null 2>&1 || { echo "flock(1) not found on this node (package util-linux)" >&2; exit 91; }

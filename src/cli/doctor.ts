@@ -1,11 +1,11 @@
 import type { Command } from "commander";
 import { adapterOrDefault } from "../engine/registry.js";
-import { detectAndRecord } from "../nodes/doctor.js";
+import { detectAndRecord, type NodeProbe } from "../nodes/doctor.js";
 import { openSession } from "../nodes/session.js";
 import { loadCluster, withStore } from "../app/host.js";
 import type { Output } from "../app/output.js";
 import { colourFor, SEVERITY_STYLE } from "../app/colour.js";
-import { KIB_PER_GIB, type Meminfo } from "../memory/meminfo.js";
+import { KIB_PER_GIB, meminfoJson, type Meminfo, type MeminfoJson } from "../memory/meminfo.js";
 import { clusterOption, jsonOption, outputOption } from "./options.js";
 
 /** "97.3/119.7 GiB available (page cache 6.1)": what the fit check of up and plan compares with. */
@@ -13,6 +13,12 @@ function memoryLine(m: Meminfo | undefined): string {
   if (m === undefined) return "?";
   const g = (kib: number): string => (kib / KIB_PER_GIB).toFixed(1);
   return `${g(m.availableKiB)}/${g(m.totalKiB)} GiB available (page cache ${g(m.cachedKiB + m.reclaimableSlabKiB)})`;
+}
+
+/** A node's probe as `doctor --json` prints it: its memory in snake_case keys, and the user SSH logs in as. */
+export function doctorNodeJson(n: NodeProbe, sshUser: string | undefined): Omit<NodeProbe, "memory"> & { readonly memory?: MeminfoJson; readonly ssh_user?: string } {
+  const { memory, ...rest } = n;
+  return { ...rest, ...(memory === undefined ? {} : { memory: meminfoJson(memory) }), ...(sshUser === undefined ? {} : { ssh_user: sshUser }) };
 }
 
 export function registerDoctor(program: Command, io: Output): void {
@@ -33,7 +39,7 @@ export function registerDoctor(program: Command, io: Output): void {
       if (errors.length > 0) process.exitCode = 1;
       if (opts.json) {
         const users = new Map(detected.cluster.nodes.map((c) => [c.name, c.user]));
-        io.json({ ok: errors.length === 0, nodes: report.nodes.map((n) => ({ ...n, ...(users.get(n.node) === undefined ? {} : { ssh_user: users.get(n.node) }) })), env, findings: report.findings });
+        io.json({ ok: errors.length === 0, nodes: report.nodes.map((n) => doctorNodeJson(n, users.get(n.node))), env, findings: report.findings });
         return;
       }
       // Who SSH logs in as, also for a node whose cluster entry names no user (openSession asked ssh -G).

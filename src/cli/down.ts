@@ -3,13 +3,23 @@ import { EXIT_USER, RemoteError, UserError } from "../config/errors.js";
 import { cancelBoot, listBoots, type DaemonTarget } from "../daemon/client.js";
 import { decodeError } from "../boot/up-events.js";
 import { daemonOption, findDaemon } from "./daemon-target.js";
-import { formatRemoval, fullyStopped, removedOf, removeListed, unreachableOf } from "../nodes/down.js";
-import { listNodes, parseTarget, targetDeployments } from "../nodes/labels.js";
+import { formatRemoval, removedOf, stopDeployments, unreachableOf, type Removed } from "../nodes/down.js";
+import { listNodes, parseTarget, targetDeployments, type Labelled } from "../nodes/labels.js";
+import { afterDown } from "../lanes/lane-state.js";
+import { DEFAULTS } from "../contract/defaults.js";
 import { openSession } from "../nodes/session.js";
 import { loadCluster, withStore } from "../app/host.js";
 import { parseGraceSeconds } from "./duration.js";
 import type { Output } from "../app/output.js";
 import { clusterOption, jsonOption, outputOption } from "./options.js";
+
+/** A removed container as `down --json` prints it: snake_case keys, as every JSON answer. */
+export const removedJson = (r: Removed): { readonly node: string; readonly container: string; readonly deployment: string; readonly was_running: boolean } => ({
+  node: r.node,
+  container: r.container,
+  deployment: r.deployment,
+  was_running: r.wasRunning,
+});
 
 /**
  * Cancels in the daemon what `down` names there: with --all every boot in progress (then the nodes
@@ -45,7 +55,7 @@ export function registerDown(program: Command, io: Output): void {
     .argument("[target]", "deployment, lane or recipe name (deployment/NAME, lane/NAME, recipe/NAME when a name fits several)")
     .option("--all", "every launcher deployment on the cluster")
     .addOption(clusterOption())
-    .option("--grace <duration>", "how long between SIGTERM and kill (10s, 1m; plain seconds too)", "10s")
+    .option("--grace <duration>", "how long between SIGTERM and kill (10s, 1m; plain seconds too)", DEFAULTS.stopGrace.text)
     .addOption(jsonOption("print what was stopped as JSON")).addOption(outputOption())
     .addOption(daemonOption())
     .action(async (target: string | undefined, opts: { all?: boolean; cluster?: string; grace: string; json?: boolean; daemon?: string }) => {
@@ -69,24 +79,17 @@ export function registerDown(program: Command, io: Output): void {
       const chosen = targetDeployments(opts.all ? undefined : target, found, "down");
       // One store for the whole command (a store that cannot be opened warns once).
       const { outcomes, unreachable } = await withStore(async (store) => {
-        // Said before anything is removed: a daemon supervising it (up --restart) must not take the
-        // ranks this removes for a failure and boot the group again.
-        for (const name of chosen) store.deploymentStopping(session.cluster.name, name, new Date().toISOString());
-        const outcomes = await removeListed(listing, (c) => chosen.has(c.labels.deployment), grace, opts.all === true);
         const nodesOf = (name: string): readonly string[] | undefined => found.find((c) => c.labels.deployment === name && c.labels.nodes !== undefined)?.labels.nodes;
-        const stopped = [...chosen].filter((name) => fullyStopped(outcomes, name, nodesOf));
+        const how = { graceSeconds: grace, match: (c: Labelled) => chosen.has(c.labels.deployment), strays: opts.all === true, nodesOf };
+        const { outcomes } = await stopDeployments(listing, [...chosen], { store, cluster: session.cluster.name, now: () => new Date() }, how);
         const unreachable = unreachableOf(outcomes);
         const laneName = target === undefined ? undefined : ((t) => (t.kind === undefined || t.kind === "lane" ? t.name : undefined))(parseTarget(target));
-        const at = new Date().toISOString();
-        for (const name of stopped) store.deploymentStopped(session.cluster.name, name, at);
-        // A lane named here is emptied even when nothing ran in it (say, its launcher was killed
-        // mid-swap), but not while a node that did not answer may still run it.
-        const lane = laneName === undefined ? undefined : store.lane(laneName);
-        if (lane !== undefined && lane.state !== "empty" && unreachable.length === 0) store.setLane({ name: lane.name, cluster: lane.cluster, state: "empty", since: at });
+        const lane = laneName === undefined ? undefined : afterDown(store.lane(laneName), unreachable.length > 0, new Date().toISOString());
+        if (lane !== undefined) store.setLane(lane);
         return { outcomes, unreachable };
       });
       const again = `launcher down ${opts.all ? "--all" : (target as string)}`;
-      if (opts.json) io.json({ removed: removedOf(outcomes), unreachable: unreachable.map((u) => ({ node: u.node, reason: u.reason })), complete: unreachable.length === 0 });
+      if (opts.json) io.json({ removed: removedOf(outcomes).map(removedJson), unreachable: unreachable.map((u) => ({ node: u.node, reason: u.reason })), complete: unreachable.length === 0 });
       else if (outcomes.every((o) => o.kind === "removed" && o.removed.length === 0)) io.out(`nothing to stop${target === undefined ? "" : ` for ${target}`}`);
       else for (const line of formatRemoval(outcomes, again, "per-container")) io.out(line);
       if (unreachable.length > 0) {

@@ -7,7 +7,7 @@ import { describePath, mib, transferProgress } from "../nodes/progress.js";
 import { clusterRoutes, RELAY_ASKED } from "../transfer/route.js";
 import { dockerOf, openSession, type ClusterSession } from "../nodes/session.js";
 import type { Recipe } from "../recipe/recipe.js";
-import { DockerClient } from "../remote/docker.js";
+import { SshDocker, type Docker } from "../remote/docker.js";
 import { localTransport } from "../remote/local.js";
 import { gpusPerNode, imageRoots, loadCluster, loadRecipe, namedNodes, recipeOnCluster } from "../app/host.js";
 import type { ClusterNode } from "../cluster/cluster.js";
@@ -30,7 +30,7 @@ export async function runImagesBuild(ref: string, flags: ImageFlags & { local?: 
   if (target === undefined) throw new UserError(`docker-images/${recipe.docker_image_dir}/Dockerfile not found`, `looked in ${imageRoots().join(", ")}`);
   const session = cluster === undefined ? undefined : await openSession(cluster);
   const head = session?.cluster.nodes[0]?.name;
-  const builder = flags.local || session === undefined || head === undefined ? new DockerClient(localTransport()) : dockerOf(session, head);
+  const builder = flags.local || session === undefined || head === undefined ? new SshDocker(localTransport()) : dockerOf(session, head);
   const built = await buildImage(target, folders, builder, (t) => io.err(t));
   const id = await builder.imageId(recipe.docker_image);
   if (flags.json) io.json({ image: recipe.docker_image, id, node: builder.node, built: built.map((b) => ({ folder: b.name, image: b.tag })) });
@@ -41,9 +41,9 @@ export async function runImagesBuild(ref: string, flags: ImageFlags & { local?: 
 export async function runImagesPush(ref: string, flags: ImageFlags & { from?: string; nodes?: string; relay?: boolean }, io: Output): Promise<void> {
   const { recipe, session } = await recipeOnCluster(ref, flags.cluster, io);
   const image = recipe.docker_image;
-  let source: DockerClient;
+  let source: Docker;
   let known: NodeImage[] | undefined;
-  if (flags.from === "local") source = new DockerClient(localTransport());
+  if (flags.from === "local") source = new SshDocker(localTransport());
   else if (flags.from !== undefined) source = dockerOf(session, (namedNodes(session, flags.from)[0] as ClusterNode).name);
   else {
     known = await imageReport(image, [...session.docker.values()]);

@@ -13,7 +13,13 @@ export function clusterOption(): Option {
   return new Option("-c, --cluster <file|name>", CLUSTER_OPTION_DESCRIPTION);
 }
 
-/** `--json`: what the command prints, as one JSON object. */
+/**
+ * `--json`: what the command prints, as one JSON object. Every key of it is snake_case, a unit in
+ * the key's tail (`total_kib`, `need_gib`, `start_ms`, `uptime_seconds`), as vLLM's result keys
+ * are; a shape kept in camelCase inside launcher is printed through its JSON encoder (meminfoJson,
+ * nodeFitJson). Keys that are data (environment variables, node names, fabric IPs) stay as they
+ * are. test/unit/json-keys.test.ts walks the answers.
+ */
 export function jsonOption(description = "print as one JSON object"): Option {
   return new Option("--json", description);
 }

@@ -1,64 +1,15 @@
 import type { Command } from "commander";
-import type { Cluster } from "../cluster/cluster.js";
-import { planDeployment, type Plan } from "../plan/plan.js";
+import type { Plan } from "../plan/plan.js";
 import { planJson, planText, unknownNode } from "../plan/render.js";
 import { nearest } from "../config/suggest.js";
 import { UserError } from "../config/errors.js";
 import { mergeDetected, type DetectedValue } from "../cluster/detect.js";
-import { describeFabricGap } from "../cluster/fabric-env.js";
-import { gpusPerNode, loadCluster, loadRecipe, parseNodes, withStore } from "../app/host.js";
+import { loadCluster, withStore } from "../app/host.js";
+import { planFromFlags, type PlanFlags } from "../app/plan-flags.js";
 import type { Output } from "../app/output.js";
 import { withSshDefaults } from "../nodes/session.js";
-import { fitFromKept, fitText } from "../memory/fit.js";
+import { fitFromKept, fitText, nodeFitJson } from "../memory/fit.js";
 import { clusterOption, jsonOption, outputOption } from "./options.js";
-import type { RestartPolicy } from "../contract/deployment.js";
-import type { RecipeSource } from "../recipe/resolve.js";
-
-export interface PlanFlags {
-  cluster?: string;
-  port?: string;
-  lane?: string;
-  name?: string;
-  nodes?: string;
-  /** `up --restart`, already decoded (up.ts); `plan` has no such flag. */
-  restartPolicy?: RestartPolicy;
-}
-
-
-export function parsePort(value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const port = Number(value);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UserError(`--port ${value} is not a TCP port (1-65535)`);
-  return port;
-}
-
-/**
- * How a multi-node plan with a node lacking its fabric IP or interface is taken: `plan` warns (it
- * may run before any detection), `up` refuses once it has probed the nodes, and `up`'s first plan,
- * made before the probe only to report recipe errors early, ignores it.
- */
-export type FabricGapMode = "ignore" | "warn" | "error";
-
-/** Recipe + cluster + command-line options -> a plan, or a UserError with every diagnostic. */
-export function planFromFlags(ref: string, flags: PlanFlags, io: Output, cluster: Cluster = loadCluster(flags.cluster), gaps: FabricGapMode = "warn", recipes?: RecipeSource): Plan {
-  const recipe = loadRecipe(ref, (ds) => io.diagnostics(ds), gpusPerNode(cluster), recipes);
-  const port = parsePort(flags.port);
-  const nodes = parseNodes(flags.nodes);
-  const result = planDeployment(recipe, cluster, {
-    ...(nodes === undefined ? {} : { nodes }),
-    ...(port === undefined ? {} : { apiPort: port }),
-    ...(flags.lane === undefined ? {} : { lane: flags.lane }),
-    ...(flags.name === undefined ? {} : { deployment: flags.name }),
-    ...(flags.restartPolicy === undefined ? {} : { restart: flags.restartPolicy }),
-  });
-  if (!result.ok) throw new UserError(`cannot plan ${ref} on ${cluster.file}`, undefined, result.diagnostics);
-  const described = result.plan.fabric_gaps.map((g) => describeFabricGap(g, cluster.file));
-  if (gaps === "error" && described.length > 0) {
-    throw new UserError(`cannot start ${ref}: ${described.map((d) => d.message).join("; ")}`, described.map((d) => d.hint).join("; "));
-  }
-  if (gaps === "warn") for (const d of described) io.warn(`${d.message}; ${d.hint}`);
-  return result.plan;
-}
 
 /** "spark2: fabric_ip 10.0.0.2, gid_index 3" for each planned node that took values from detection. */
 export function detectedNote(plan: Plan, detected: ReadonlyMap<string, readonly DetectedValue[]>): string[] {
@@ -103,7 +54,7 @@ export function registerPlan(program: Command, io: Output): void {
       const weights = await withStore((store) => store.weights(plan.cluster, plan.recipe.model));
       const fit = fitFromKept(plan.recipe, plan.nodes.map((n) => n.node), memory, weights);
       const readAt = [...memory.values()].map((m) => m.read_at).sort()[0];
-      if (opts.json) io.json({ ...(planJson(plan, filter) as Record<string, unknown>), memory_fit: { read_at: readAt ?? null, nodes: fit.nodes } });
+      if (opts.json) io.json({ ...(planJson(plan, filter) as Record<string, unknown>), memory_fit: { read_at: readAt ?? null, nodes: fit.nodes.map(nodeFitJson) } });
       else io.out(`${planText(plan, filter)}\n${fitText(fit)}\n  (memory as launcher doctor read it${readAt === undefined ? ": never; run launcher doctor" : ` at ${readAt}`}${weights.size === 0 ? "; the weights' size is kept by the first up of this model" : ""})`);
     });
 }

@@ -1,29 +1,24 @@
 import path from "node:path";
 import type { Command } from "commander";
-import type { Cluster } from "../cluster/cluster.js";
 import { Interrupted } from "../config/abort.js";
-import { DEFAULT_LEASE_MS } from "../claims/claims.js";
-import { progressEvents, type UpEvent } from "../boot/up-events.js";
-import { upUseCase, type Planner, type UpHost, type UpRequest } from "../app/up-use-case.js";
+import type { UpEvent } from "../boot/up-events.js";
+import { upUseCase } from "../app/up-use-case.js";
 import type { UpOutcome } from "../boot/up-events.js";
 import { formatTrace, runTraced, Trace, type TraceRecord } from "../remote/trace.js";
-import type { Plan } from "../plan/plan.js";
-import type { BootIdentity } from "../supervise/boots.js";
-import type { StateStore } from "../store/store.js";
 import { RemoteError, UserError } from "../config/errors.js";
 import { RUN_A_DAEMON, submitBoot, type DaemonTarget } from "../daemon/client.js";
-import type { UpSubmission } from "../daemon/protocol.js";
-import { submissionPathProblem, submittedCluster, submittedRecipes, type Caller, type DaemonScope } from "../daemon/admit.js";
+import type { UpSubmission } from "../app/up-submission.js";
+import { acceptedEvent, prepareUp, upHost } from "../app/prepare-up.js";
 import { BootView, watchBoot } from "./boot-view.js";
 import { daemonOption, findDaemon } from "./daemon-target.js";
-import { parseDuration } from "./duration.js";
 import { withInterrupts } from "./interrupts.js";
-import { clusterOf, findCluster, loadCluster, localRecipeLookups, localRecipes, openStore, readClusterFile } from "../app/host.js";
-import { uploadedSource, type RecipeLookup } from "../recipe/uploaded-source.js";
+import { findCluster, localRecipeLookups, readClusterFile } from "../app/host.js";
+import { processEnvironment } from "../app/environment.js";
+import type { RecipeLookup } from "../recipe/uploaded-source.js";
 import type { Output } from "../app/output.js";
-import { planFromFlags, type PlanFlags } from "./plan.js";
+import type { PlanFlags } from "../app/plan-flags.js";
 import { clusterOption, jsonOption, outputOption } from "./options.js";
-import { decodeRestartPolicy } from "../contract/deployment.js";
+import { DEFAULTS } from "../contract/defaults.js";
 
 export interface UpFlags extends PlanFlags {
   timeout?: string;
@@ -36,83 +31,6 @@ export interface UpFlags extends PlanFlags {
   restart?: string;
   trace?: boolean;
 }
-
-/** A command line's `up`, checked, planned and ready to run wherever it runs (this process or the daemon). */
-export interface PreparedUp {
-  readonly request: UpRequest;
-  readonly cluster: Cluster;
-  /** Planned before any node is touched, so that a recipe error comes first. */
-  readonly first: Plan;
-  readonly plan: Planner;
-  readonly timeoutMs: number;
-  readonly drainMs: number;
-  readonly push: boolean;
-  readonly dropCaches: boolean;
-  readonly leaseMs: number;
-}
-
-/**
- * `up`'s flags as the daemon receives them and as this process reads them: the same checks and
- * the same messages either way. `daemon`: run for a client, whose submission names nothing on
- * this machine but the daemon's own clusters and recipes (src/daemon/admit.ts), unless `caller`
- * is the daemon's own user.
- */
-export function prepareUp(s: UpSubmission, io: Output, daemon?: DaemonScope, caller: Caller = "client"): PreparedUp {
-  const timeoutMs = parseDuration(s.timeout ?? "60m", "--timeout");
-  const drainMs = parseDuration(s.drain ?? "2m", "--drain");
-  // Short leases are for tests that kill an `up`; the default suits real boots (README, "Two machines").
-  const leaseMs = process.env.LAUNCHER_CLAIM_LEASE ? parseDuration(process.env.LAUNCHER_CLAIM_LEASE, "$LAUNCHER_CLAIM_LEASE") : DEFAULT_LEASE_MS;
-  // In a daemon: what the client sent, and the daemon's own clusters and recipes by name only.
-  // Here: this user's own files, as the command line names them.
-  const pathProblem = daemon === undefined ? undefined : submissionPathProblem(s, caller);
-  if (pathProblem !== undefined) throw new UserError(pathProblem);
-  const cluster = daemon !== undefined ? submittedCluster(s, daemon, caller) : s.cluster_file === undefined ? loadCluster(s.cluster) : clusterOf(s.cluster_file);
-  const recipes = daemon !== undefined ? submittedRecipes(s, daemon) : s.recipes === undefined || s.recipes.length === 0 ? undefined : uploadedSource(s.recipes, localRecipes());
-  const restart = s.restart === undefined ? undefined : decodeRestartPolicy(s.restart);
-  if (restart !== undefined && !restart.ok) {
-    throw new UserError(`--restart ${restart.problem}`, "pass --restart on-failure (restart the whole group each time it fails after it served) or --restart on-failure:N (at most N times); launcher serve does the restarting");
-  }
-  const flags: PlanFlags = {
-    ...(restart === undefined ? {} : { restartPolicy: restart.policy }),
-    ...(s.port === undefined ? {} : { port: s.port }),
-    ...(s.lane === undefined ? {} : { lane: s.lane }),
-    ...(s.name === undefined ? {} : { name: s.name }),
-    ...(s.nodes === undefined ? {} : { nodes: s.nodes }),
-  };
-  const plan: Planner = (nodes, c, gaps) => planFromFlags(s.ref, nodes === undefined ? flags : { ...flags, nodes: nodes.join(",") }, io, c, gaps, recipes);
-  // Planning first: a recipe error is reported before any node or lock is touched.
-  const first = plan(undefined, cluster, "ignore");
-  const request: UpRequest = { ref: s.ref, ...flags };
-  return { request, cluster, first, plan, timeoutMs, drainMs, push: s.push !== false, dropCaches: s.drop_caches === true, leaseMs };
-}
-
-/** The use case's host: its words go out as events through `emit`. */
-export function upHost(p: PreparedUp, store: StateStore, emit: (e: UpEvent) => void, signal: AbortSignal, detach?: AbortSignal): UpHost {
-  return {
-    ...(detach === undefined ? {} : { detach }),
-    plan: p.plan,
-    store,
-    say: (text) => emit({ type: "say", text, t: Date.now() }),
-    progress: progressEvents(emit, Date.now),
-    signal,
-    now: () => new Date(),
-    leaseMs: p.leaseMs,
-    timeoutMs: p.timeoutMs,
-    drainMs: p.drainMs,
-    push: p.push,
-    ...(p.dropCaches ? { dropCaches: true } : {}),
-  };
-}
-
-/** What a prepared boot is known by from then on: its deployment, cluster and lane. */
-export const identityOf = (p: PreparedUp): BootIdentity => ({
-  deployment: p.first.deployment,
-  cluster: p.first.cluster,
-  ...(p.request.lane === undefined ? {} : { lane: p.request.lane }),
-});
-
-/** The accepted event of a boot that runs in this process (the daemon's registry says its own). */
-export const acceptedEvent = (p: PreparedUp): UpEvent => ({ type: "accepted", ...identityOf(p), t: Date.now() });
 
 const submissionOf = (ref: string, f: UpFlags): UpSubmission => ({
   ref,
@@ -190,11 +108,13 @@ export const GUARD_STOPS_AT_READY = (deployment: string): string =>
 
 /** The boot in this process: it lives and dies with it (a signal rolls it back). */
 async function upHere(submission: UpSubmission, json: boolean, io: Output, signal: AbortSignal, trace?: Trace): Promise<void> {
-  const prepared = prepareUp(submission, io);
+  // Where this user's clusters, recipes and store are: one environment for all of it.
+  const env = processEnvironment();
+  const prepared = prepareUp(submission, io, { env });
   const view = new BootView(io, process.stderr);
   const emit = (e: UpEvent): void => view.show(e);
   emit(acceptedEvent(prepared));
-  const store = openStore();
+  const store = env.openStore(env.console.err);
   try {
     const run = (): Promise<UpOutcome> => upUseCase(prepared.request, prepared.cluster, prepared.first, upHost(prepared, store, emit, signal));
     const outcome = trace === undefined ? await run() : await runTraced(trace, run);
@@ -230,8 +150,8 @@ export function registerUp(program: Command, io: Output): void {
     .option("--name <deployment>", "deployment name (default: the recipe name)")
     .option("--nodes <names>", "comma-separated nodes to use, head first (default: the first ones; in a lane, the first free ones)")
     .option("--port <port>", "API port on the head")
-    .option("--timeout <duration>", "give up (and roll back) after this long", "60m")
-    .option("--drain <duration>", "in a lane swap, how long the old deployment may finish running requests", "2m")
+    .option("--timeout <duration>", "give up (and roll back) after this long", DEFAULTS.upTimeout.text)
+    .option("--drain <duration>", "in a lane swap, how long the old deployment may finish running requests", DEFAULTS.drain.text)
     .option("--restart <policy>", "on-failure[:N]: launcher serve recreates the whole group when it fails after it was ready (at most N times)")
     .option("--no-push", "fail instead of sending the image to nodes that lack it or hold another build")
     .option("--drop-caches", "free the page cache on the nodes before the memory fit check (as root or with sudo without a password)")

@@ -1,14 +1,14 @@
 import type { Output } from "../app/output.js";
 import { UserError } from "../config/errors.js";
-import { identityOf, prepareUp, upHost, type PreparedUp } from "../cli/up.js";
+import { identityOf, prepareUp, upHost, type PreparedUp } from "../app/prepare-up.js";
 import type { BootEntry, BootRegistry } from "../supervise/boots.js";
 import { decodeError, encodeError, type UpEvent } from "../boot/up-events.js";
 import { upUseCase } from "../app/up-use-case.js";
 import type { StateStore } from "../store/store.js";
 import type { Cluster } from "../cluster/cluster.js";
-import type { UpSubmission } from "./protocol.js";
+import type { UpSubmission } from "../app/up-submission.js";
 import { engineKeyRefusal } from "./engine-key.js";
-import type { Caller, DaemonScope } from "./admit.js";
+import type { Caller, DaemonScope } from "../app/admit.js";
 
 /** An Output whose every word becomes an event of the boot (the daemon has no terminal of its own). */
 export function eventOutput(emit: (e: UpEvent) => void): Output {
@@ -43,7 +43,7 @@ export function bootSubmitter(
     readonly accepted: (cluster: Cluster, file: { readonly file: string; readonly text: string }) => void;
     /**
      * The daemon's own user booted on a cluster file of its machine that is not one of the
-     * daemon's (src/daemon/admit.ts, Caller): watched from its own file from now on, as an
+     * daemon's (src/app/admit.ts, Caller): watched from its own file from now on, as an
      * uploaded one is, so that what runs there is routed and supervised.
      */
     readonly ownerFile?: (cluster: Cluster) => void;
@@ -59,14 +59,14 @@ export function bootSubmitter(
     const refused = (e: unknown): readonly UpEvent[] => [...early, { type: "error", error: encodeError(e), t: Date.now() }];
     let prepared: PreparedUp;
     try {
-      prepared = prepareUp(s, io, scope, caller);
+      prepared = prepareUp(s, io, { daemon: scope, caller });
     } catch (e) {
       return refused(e);
     }
     const accepted = identityOf(prepared);
     const noKey = engineKeyRequired ? engineKeyRefusal(prepared.first) : undefined;
     if (noKey !== undefined) return refused(noKey);
-    // A file sent that is one of the daemon's own (src/daemon/admit.ts) is that cluster, not an upload.
+    // A file sent that is one of the daemon's own (src/app/admit.ts) is that cluster, not an upload.
     const upload = s.cluster_file !== undefined && !scope.own.includes(prepared.cluster) ? s.cluster_file : undefined;
     const refusal = upload === undefined ? undefined : uploaded?.refuse(prepared.cluster, upload);
     if (refusal !== undefined) return refused(new UserError(refusal));

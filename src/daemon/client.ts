@@ -1,6 +1,7 @@
 import { UserError } from "../config/errors.js";
 import { decodeEvent, type UpEvent } from "../boot/up-events.js";
-import { BootListSchema, CONTROL_PATHS, type BootSummary, type LocalDaemon, type UpSubmission } from "./protocol.js";
+import { BootListSchema, CONTROL_PATHS, type BootSummary, type LocalDaemon } from "./protocol.js";
+import type { UpSubmission } from "../app/up-submission.js";
 
 /** A daemon to talk to, and the admin key to show it (never in the URL, never printed). */
 export interface DaemonTarget {

@@ -1,8 +1,9 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { BootEntry, BootRegistry } from "../supervise/boots.js";
 import { encodeEvent, type UpEvent } from "../boot/up-events.js";
-import { CONTROL_ROUTES, NDJSON, summarizeBoot, UpSubmissionSchema, type UpSubmission } from "./protocol.js";
-import { submissionPathProblem, type Caller } from "./admit.js";
+import { CONTROL_ROUTES, NDJSON, summarizeBoot } from "./protocol.js";
+import { UpSubmissionSchema, type UpSubmission } from "../app/up-submission.js";
+import { submissionPathProblem, type Caller } from "../app/admit.js";
 import { presentedKey } from "../gateway/auth.js";
 import { allowedMethods, routeParams, type MethodTable } from "../gateway/methods.js";
 
@@ -22,7 +23,7 @@ export interface ControlOptions {
   readonly registry: BootRegistry;
   /**
    * Starts a boot, or gives the events of its refusal (a recipe error: its last event is the error).
-   * `caller`: "owner" through the owner socket, else "client" (src/daemon/admit.ts says what each may name).
+   * `caller`: "owner" through the owner socket, else "client" (src/app/admit.ts says what each may name).
    */
   readonly submit: (submission: UpSubmission, caller: Caller) => BootEntry | readonly UpEvent[];
   readonly maxBodyBytes: number;

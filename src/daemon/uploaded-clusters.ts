@@ -1,8 +1,7 @@
 import { createHash } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import type { Cluster } from "../cluster/cluster.js";
-import { clientBaseName, clusterFileNameProblem } from "./protocol.js";
+import { clientBaseName, clusterFileNameProblem } from "../app/up-submission.js";
 
 /*
  * Cluster files a remote client uploaded with its `up` (UpSubmission.cluster_file), kept by the
@@ -13,9 +12,10 @@ import { clientBaseName, clusterFileNameProblem } from "./protocol.js";
  * Each is kept under its own folder (named by a hash of the cluster's name: any name, no escaping)
  * with the client's file name, so that a file that does not name its cluster gets the same name
  * here (the name defaults to the file's base name, src/cluster/parse.ts). A client's file sets no
- * [ssh] or [docker] (src/daemon/admit.ts refuses them): the kept file is the client's text with the
- * daemon's own two tables after it (composeUploaded), so that the watcher of discovery, which reads
- * the file, reaches the nodes as the daemon does.
+ * [ssh] or [docker] (src/app/admit.ts refuses them): the kept file is the client's text with the
+ * daemon's own two tables after it (src/app/admit.ts composeUploaded), so that the watcher of
+ * discovery, which reads the file, reaches the nodes as the daemon does. What the daemon does with
+ * them while it runs: ./watched-clusters.ts.
  */
 
 /** The folder of uploaded cluster files under the daemon's state folder. */
@@ -77,7 +77,7 @@ export function idleUploaded(busySince: Map<string, number>, busy: ReadonlySet<s
 /**
  * The name a client's file is kept under: its base name, ending in .toml (which keptUploadedClusters
  * looks for; basename(kept, ".toml") is then still the cluster's default name). A name the
- * submission's decoder would have refused (protocol.ts clusterFileNameProblem) becomes one named by
+ * submission's decoder would have refused (src/app/up-submission.ts clusterFileNameProblem) becomes one named by
  * the cluster, so that keeping never fails on a name, nor leaves the cluster's folder.
  */
 export function keptFileName(file: string, cluster: string): string {
@@ -115,33 +115,3 @@ export function keptUploadedClusters(dir: string): string[] {
     }
   });
 }
-
-/** Where the daemon's own tables start in a kept file: what comes before is the client's text. */
-const DAEMON_TABLES = "\n# launcher serve: this daemon's own [ssh] and [docker] (a client's cluster file may not set them)\n";
-
-/** A TOML basic string: JSON's escapes, and DEL, which TOML also wants escaped (TOML 1.0, "String"). */
-const tomlString = (s: string): string => JSON.stringify(s).replaceAll("\x7f", "\\u007F");
-const tomlArray = (a: readonly string[]): string => `[${a.map(tomlString).join(", ")}]`;
-
-/**
- * A client's cluster file (checked: no [ssh], no [docker]) with `own`'s [ssh] and [docker] after
- * it, paths absolute: what the daemon boots, supervises and watches on. Appended, so that each
- * line of the client's text keeps its number in diagnostics.
- */
-export function composeUploaded(clientText: string, own: Cluster): string {
-  const ssh = own.ssh;
-  const lines = [
-    "[ssh]",
-    ...(ssh.config === undefined ? [] : [`config = ${tomlString(path.resolve(ssh.config))}`]),
-    ...(ssh.known_hosts === undefined ? [] : [`known_hosts = ${tomlString(path.resolve(ssh.known_hosts))}`]),
-    ...(ssh.identity === undefined ? [] : [`identity = ${tomlString(path.resolve(ssh.identity))}`]),
-    `options = ${tomlArray(ssh.options)}`,
-    "[docker]",
-    `run_args = ${tomlArray(own.run_args)}`,
-    `extra_args = ${tomlArray(own.extra_args)}`,
-  ];
-  return `${clientText}${DAEMON_TABLES}${lines.join("\n")}\n`;
-}
-
-/** The client's part of a kept file (all of it for a file kept before the daemon's tables were added). */
-export const clientPart = (kept: string): string => kept.split(DAEMON_TABLES)[0] ?? kept;

@@ -21,7 +21,18 @@ export interface KeySources {
   readonly env: string | undefined;
   /** The key file's path and text, when `--api-key-file` was given. */
   readonly file?: { readonly path: string; readonly text: string };
+  /** What the keys are called in the errors (default API_KEY_WORDS); `env` is the variable read into `env`. */
+  readonly words?: KeyWords;
 }
+
+/** How the errors of a set of keys name their variable and their file. */
+export interface KeyWords {
+  readonly env: string;
+  readonly file: string;
+}
+
+/** The inference keys' words. */
+export const API_KEY_WORDS: KeyWords = { env: "LAUNCHER_API_KEY", file: "API key file" };
 
 /**
  * The keys the gateway accepts. Never a blank one: an empty `--api-key` (what `--api-key "$KEY"`
@@ -30,6 +41,7 @@ export interface KeySources {
  * No message repeats a key.
  */
 export function collectKeys(sources: KeySources): string[] {
+  const words = sources.words ?? API_KEY_WORDS;
   const keys: string[] = [];
   for (const k of sources.flags) {
     if (blank(k)) throw new UserError("--api-key was given an empty key (probably an unset variable: --api-key \"$KEY\" with KEY unset)", "set the variable, or pass --api-key-file FILE");
@@ -37,12 +49,12 @@ export function collectKeys(sources: KeySources): string[] {
   }
   if (sources.env !== undefined) {
     const fromEnv = sources.env.split(",").map((k) => k.trim()).filter((k) => k !== "");
-    if (fromEnv.length === 0) throw new UserError("LAUNCHER_API_KEY is set but holds no key (probably set from an unset variable)", "set it to KEY[,KEY...], or unset it");
+    if (fromEnv.length === 0) throw new UserError(`${words.env} is set but holds no key (probably set from an unset variable)`, "set it to KEY[,KEY...], or unset it");
     keys.push(...fromEnv);
   }
   if (sources.file !== undefined) {
     const fromFile = parseKeyFile(sources.file.text);
-    if (fromFile.length === 0) throw new UserError(`the API key file ${sources.file.path} holds no key`, "one key per line; # starts a comment");
+    if (fromFile.length === 0) throw new UserError(`the ${words.file} ${sources.file.path} holds no key`, "one key per line; # starts a comment");
     keys.push(...fromFile);
   }
   return keys;

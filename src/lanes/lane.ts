@@ -1,8 +1,11 @@
 import { RemoteError, UserError } from "../config/errors.js";
 import type { Plan } from "../plan/plan.js";
-import type { StateStore, SwapMode } from "../store/store.js";
+import type { LaneRecord, StateStore, SwapMode } from "../store/store.js";
 import type { LaneUpResult } from "../boot/up-events.js";
-import { formatRemoval, fullyStopped, removeContainers, unreachableOf } from "../nodes/down.js";
+import { formatRemoval, stopDeployments } from "../nodes/down.js";
+import { listNodes } from "../nodes/labels.js";
+import { DEFAULTS, seconds } from "../contract/defaults.js";
+import { afterFailedSwap, restored, servedOf, serving, switching } from "./lane-state.js";
 import { adapterOf } from "../engine/registry.js";
 import { drain } from "./drain.js";
 import { recordedUp } from "./launch.js";
@@ -35,17 +38,15 @@ export interface LaneUpOptions extends UpOptions {
   readonly findings: readonly Finding[];
 }
 
-
-const STOP_GRACE_SECONDS = 10;
-
 function runningNodes(d: DeploymentStatus): string[] {
   return d.ranks.filter((r) => r.state === "running").map((r) => r.node);
 }
 
 /**
  * Drains each deployment a lane's new one replaces (its running requests get `drainMs`), then
- * stops it on every node; `stopping` is told just before the first removal. Also what a daemon
- * does for a swap whose boot it adopted (src/app/adopt.ts).
+ * stops it on every node and records it (src/nodes/down.ts stopDeployments); `stopping` is told
+ * just before the first removal. Also what a daemon does for a swap whose boot it adopted
+ * (src/app/adopt.ts).
  */
 export async function stopReplacedIn(
   session: ClusterSession,
@@ -53,19 +54,41 @@ export async function stopReplacedIn(
   options: Pick<LaneUpOptions, "lane" | "store" | "now" | "drainMs" | "signal" | "progress"> & { readonly cluster: string },
   stopping: () => void = () => undefined,
 ): Promise<void> {
-  const { lane, store } = options;
+  const { lane, store, now, cluster } = options;
   for (const d of replacing) {
     options.progress.note(`lane ${lane}: draining ${d.deployment} (up to ${Math.round(options.drainMs / 1000)} s for running requests) ...`);
-    const drained = await drain(d.endpoint, options.drainMs, options.signal, adapterOf(d.engine), store.engineKey(options.cluster, d.deployment));
+    const drained = await drain(d.endpoint, options.drainMs, options.signal, adapterOf(d.engine), store.engineKey(cluster, d.deployment));
     if (!drained.drained) options.progress.note(`lane ${lane}: ${d.deployment} still runs ${drained.running} request(s); stopping it anyway`);
     checkInterrupted(options.signal, `before stopping ${d.deployment}: nothing was stopped`);
     stopping();
-    const outcomes = await removeContainers(session, (c) => c.labels.deployment === d.deployment, STOP_GRACE_SECONDS);
+    const nodes = [...new Set(d.ranks.map((r) => r.node))];
+    const { outcomes, stopped } = await stopDeployments(await listNodes(session), [d.deployment], { store, cluster, now }, { graceSeconds: seconds(DEFAULTS.stopGrace), nodesOf: () => nodes });
     // Recorded stopped only when it is: a node that did not answer may still run it.
-    if (fullyStopped(outcomes, d.deployment, () => [...new Set(d.ranks.map((r) => r.node))])) store.deploymentStopped(options.cluster, d.deployment, options.now().toISOString());
-    else for (const line of formatRemoval(outcomes, `launcher down deployment/${d.deployment}`, "summary").slice(1)) options.progress.note(`lane ${lane}: ${line}`);
+    if (stopped.length === 0) for (const line of formatRemoval(outcomes, `launcher down deployment/${d.deployment}`, "summary").slice(1)) options.progress.note(`lane ${lane}: ${line}`);
     options.progress.note(`lane ${lane}: stopped ${d.deployment}`);
   }
+}
+
+/** Where the new deployment goes and how the swap runs, from what the lane's old ones hold. */
+function placeInLane(
+  planOn: (nodes?: readonly string[]) => Plan,
+  wanted: Plan,
+  explicitNodes: boolean,
+  session: ClusterSession,
+  lane: { readonly name: string; readonly deployments: readonly DeploymentStatus[]; readonly replacing: readonly DeploymentStatus[]; readonly same: boolean },
+): { plan: Plan; mode: SwapMode } {
+  const replacingNames = new Set(lane.replacing.map((d) => d.deployment));
+  const heldBy = new Map<string, string>();
+  for (const d of lane.deployments) for (const n of runningNodes(d)) heldBy.set(n, d.deployment);
+  // One name cannot run twice: the old version goes first.
+  if (lane.same) return { plan: wanted, mode: "same" };
+  if (explicitNodes) {
+    const overlap = wanted.nodes.some((n) => replacingNames.has(heldBy.get(n.node) ?? ""));
+    return { plan: wanted, mode: lane.replacing.length === 0 ? "first" : overlap ? "overlap" : "disjoint" };
+  }
+  const placed = placeSwap(session.cluster.nodes.map((n) => n.name), wanted.nodes.length, heldBy, replacingNames);
+  if (!placed.ok) throw new UserError(`no room for ${wanted.deployment} in lane ${lane.name}: ${placed.message}`, "stop a deployment (launcher down NAME) or name the nodes with --nodes");
+  return { plan: planOn(placed.nodes), mode: lane.replacing.length === 0 ? "first" : placed.mode };
 }
 
 /**
@@ -78,7 +101,6 @@ export async function stopReplacedIn(
  */
 export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, explicitNodes: boolean, session: ClusterSession, options: LaneUpOptions): Promise<LaneUpResult> {
   const { lane, store, now } = options;
-  const at = (): string => now().toISOString();
   // Until the new deployment's containers run, a daemon that stops (options.detach) leaves nothing
   // behind: it interrupts the steps before them like a signal (the boot itself is left, not undone).
   const early = options.detach === undefined ? options.signal : AbortSignal.any([options.signal, options.detach]);
@@ -93,28 +115,11 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
   // it runs when none were named); anything else of this name in the lane is replaced below.
   const asked = same === undefined || explicitNodes ? wanted : planOn([...same.ranks].sort((a, b) => a.rank - b.rank).map((r) => r.node));
   if (same !== undefined && olds.length === 0 && judgeExisting(asked, same).same) {
-    store.setLane({ name: lane, cluster: wanted.cluster, deployment: same.deployment, recipe: same.recipe, served_model: same.served_model, state: "serving", since: store.lane(lane)?.since ?? at() });
+    store.setLane(serving(lane, wanted.cluster, same, store.lane(lane)?.since ?? now().toISOString()));
     return { status: "already-running", deployment: same.deployment, endpoint: same.endpoint, served_model: same.served_model, seconds: 0, mode: "same", replaced: [] };
   }
   const replacing = [...olds, ...(same === undefined ? [] : [same])];
-  const replacingNames = new Set(replacing.map((d) => d.deployment));
-
-  let plan = wanted;
-  let mode: SwapMode;
-  const heldBy = new Map<string, string>();
-  for (const d of deployments) for (const n of runningNodes(d)) heldBy.set(n, d.deployment);
-  if (same !== undefined) {
-    // One name cannot run twice: the old version goes first.
-    mode = "same";
-  } else if (explicitNodes) {
-    const overlap = wanted.nodes.some((n) => replacingNames.has(heldBy.get(n.node) ?? ""));
-    mode = replacing.length === 0 ? "first" : overlap ? "overlap" : "disjoint";
-  } else {
-    const placed = placeSwap(session.cluster.nodes.map((n) => n.name), wanted.nodes.length, heldBy, replacingNames);
-    if (!placed.ok) throw new UserError(`no room for ${wanted.deployment} in lane ${lane}: ${placed.message}`, "stop a deployment (launcher down NAME) or name the nodes with --nodes");
-    plan = planOn(placed.nodes);
-    mode = replacing.length === 0 ? "first" : placed.mode;
-  }
+  const { plan, mode } = placeInLane(planOn, wanted, explicitNodes, session, { name: lane, deployments, replacing, same: same !== undefined });
   const blocking = fabricBlockers(options.findings, plan.nodes.map((n) => n.node));
   if (blocking.length > 0) throw fabricCheckFailed(blocking);
   const releaseName = holdOrBusy(store, [deploymentKey(plan.cluster, plan.deployment)], options.what, now);
@@ -125,85 +130,109 @@ export async function upInLane(planOn: (nodes?: readonly string[]) => Plan, expl
     releaseName();
     throw e;
   }
-  const swapId = store.beginSwap({
-    lane,
+  try {
+    return await swapLane({ plan, mode, replacing, session, options, early, stoppedAny: false });
+  } finally {
+    await claims.release();
+    releaseName();
+  }
+}
+
+/** One swap of a lane, under its claims: what it runs and how far it got. */
+interface Swap {
+  readonly plan: Plan;
+  readonly mode: SwapMode;
+  readonly replacing: readonly DeploymentStatus[];
+  readonly session: ClusterSession;
+  readonly options: LaneUpOptions;
+  /** The interrupt, and the daemon stopping, until the new deployment's containers run. */
+  readonly early: AbortSignal;
+  /** Has any old deployment begun to be stopped? */
+  stoppedAny: boolean;
+  /** The boot id of the new deployment once it serves: what an interrupt after that removes. */
+  booted?: string | undefined;
+}
+
+/** The swap recorded from its start to its end, and on a failure the lane set back as far as it can be. */
+async function swapLane(s: Swap): Promise<LaneUpResult> {
+  const { plan, mode, replacing, options } = s;
+  const at = (): string => options.now().toISOString();
+  const swapId = options.store.beginSwap({
+    lane: options.lane,
     mode,
     ...(replacing[0] === undefined ? {} : { from_deployment: replacing.map((d) => d.deployment).join(","), from_recipe: replacing.map((d) => d.recipe).join(",") }),
     to_deployment: plan.deployment,
     to_recipe: plan.recipe.id,
     started_at: at(),
   });
-  const laneServing = (): void =>
-    store.setLane({ name: lane, cluster: plan.cluster, deployment: plan.deployment, recipe: plan.recipe.id, served_model: plan.served_model, state: "serving", since: at() });
-  const laneBefore = store.lane(lane);
-  let stoppedAny = false;
-  /** The boot id of the new deployment once it serves: what an interrupt after that removes. */
-  let booted: string | undefined;
-  const notInterrupted = (what: string): void => checkInterrupted(early, `before ${what}: nothing was stopped`);
-  const stopReplaced = (signal: AbortSignal): Promise<void> => stopReplacedIn(session, replacing, { ...options, signal, cluster: plan.cluster }, () => (stoppedAny = true));
-
+  const laneBefore = options.store.lane(options.lane);
   try {
-    if (mode === "first" || mode === "disjoint") {
-      const result = await recordedUp(plan, session, options, store, now);
-      booted = result.boot;
-      laneServing();
-      if (mode === "disjoint") options.progress.note(`lane ${lane} now serves ${plan.deployment}`);
-      await stopReplaced(options.signal);
-      store.endSwap(swapId, "ok", at());
-      return { ...result, deployment: plan.deployment, mode, replaced: replacing.map((d) => d.deployment) };
-    }
-    // Check everything but the nodes the old deployment frees before stopping it: a typo must
-    // not cost the lane its model.
-    if (options.push !== false) await ensureImage(plan.recipe.docker_image, plan.nodes.map((n) => dockerOf(session, n.node)), (t) => options.progress.note(t), early, clusterRoutes(session.cluster.nodes));
-    await preflight(plan, session, early, replacingNames);
-    notInterrupted(`switching lane ${lane}`);
-    store.setLane({
-      name: lane,
-      cluster: plan.cluster,
-      ...(replacing[0] === undefined ? {} : { deployment: replacing[0].deployment, recipe: replacing[0].recipe, served_model: replacing[0].served_model }),
-      state: "switching",
-      switching_to: plan.deployment,
-      since: at(),
-    });
-    options.progress.note(`lane ${lane} is switching: it answers 503 until ${plan.deployment} is ready`);
-    await stopReplaced(early);
-    // The image went out before the old deployment stopped: no second look.
-    const result = await recordedUp(plan, session, { ...options, push: false }, store, now);
-    laneServing();
-    store.endSwap(swapId, "ok", at());
+    const result = mode === "first" || mode === "disjoint" ? await bootBeside(s) : await bootInPlace(s);
+    options.store.endSwap(swapId, "ok", at());
     return { ...result, deployment: plan.deployment, mode, replaced: replacing.map((d) => d.deployment) };
   } catch (e) {
     // The daemon stopped and left the boot to the next one: the swap stays as it is (src/app/adopt.ts).
     if (e instanceof Detached) throw e;
-    const outcome = early.aborted ? "interrupted" : "failed";
-    const old = replacing[0];
-    if (options.signal.aborted && booted !== undefined && !stoppedAny) {
-      // Interrupted while the old one drained: the new one already serves, but the swap was
-      // stopped and the old one still runs, so it is undone; nothing else is touched.
-      const removed = await removeContainers(session, createdBy(booted), STOP_GRACE_SECONDS);
-      if (unreachableOf(removed).length === 0) store.deploymentStopped(plan.cluster, plan.deployment, at());
-      if (laneBefore === undefined) store.setLane({ name: lane, cluster: plan.cluster, state: "empty", since: at() });
-      else store.setLane(laneBefore);
-      const back = old === undefined ? `lane ${lane} is empty` : `lane ${lane} serves ${old.deployment} again`;
-      const err = interruption(options.signal, `the swap of lane ${lane} was undone (the new ${plan.deployment}: ${formatRemoval(removed, `launcher down deployment/${plan.deployment}`, "summary").join("; ")}); ${back}; nothing was stopped`);
-      store.endSwap(swapId, outcome, at(), err.message);
-      throw err;
-    }
-    store.endSwap(swapId, outcome, at(), e instanceof Error ? e.message : String(e));
-    const laneNow = store.lane(lane);
-    if (laneNow?.state === "switching" && !stoppedAny && old !== undefined) {
-      // Nothing was stopped yet: the lane goes back to what it served.
-      store.setLane({ name: lane, cluster: plan.cluster, deployment: old.deployment, recipe: old.recipe, served_model: old.served_model, state: "serving", since: laneNow.since });
-    } else if (laneNow?.state === "switching") {
-      // The old deployment is gone (or going): the lane has nothing to serve.
-      store.setLane({ name: lane, cluster: plan.cluster, state: "empty", since: at() });
-      const empty = `lane ${lane} is now empty (its old deployment was stopped for this one)`;
-      if (e instanceof RemoteError) throw new RemoteError(e.node, `${e.message}; ${empty}`, e.detail);
-      if (e instanceof Interrupted) throw new Interrupted(e.signalName, `${e.what}; ${empty}`);
-    }
-    throw e;
-  } finally {
-    await claims.release();
-    releaseName();
+    throw await swapFailed(s, e, swapId, laneBefore);
   }
+}
+
+const stopReplaced = (s: Swap, signal: AbortSignal): Promise<void> =>
+  stopReplacedIn(s.session, s.replacing, { ...s.options, signal, cluster: s.plan.cluster }, () => (s.stoppedAny = true));
+
+/** Free nodes: the new deployment boots beside the old ones, the lane switches once it serves, then the old ones go. */
+async function bootBeside(s: Swap): Promise<UpResult> {
+  const { plan, session, options } = s;
+  const result = await recordedUp(plan, session, options, options.store, options.now);
+  s.booted = result.boot;
+  options.store.setLane(serving(options.lane, plan.cluster, servedOf(plan), options.now().toISOString()));
+  if (s.mode === "disjoint") options.progress.note(`lane ${options.lane} now serves ${plan.deployment}`);
+  await stopReplaced(s, options.signal);
+  return result;
+}
+
+/** The new deployment needs the old one's nodes (or name): the lane switches, the old one goes, then the new one boots. */
+async function bootInPlace(s: Swap): Promise<UpResult> {
+  const { plan, session, options, early, replacing } = s;
+  const { lane, store, now } = options;
+  // Check everything but the nodes the old deployment frees before stopping it: a typo must
+  // not cost the lane its model.
+  if (options.push !== false) await ensureImage(plan.recipe.docker_image, plan.nodes.map((n) => dockerOf(session, n.node)), (t) => options.progress.note(t), early, clusterRoutes(session.cluster.nodes));
+  await preflight(plan, session, early, new Set(replacing.map((d) => d.deployment)));
+  checkInterrupted(early, `before switching lane ${lane}: nothing was stopped`);
+  store.setLane(switching(lane, plan.cluster, replacing[0], plan.deployment, now().toISOString()));
+  options.progress.note(`lane ${lane} is switching: it answers 503 until ${plan.deployment} is ready`);
+  await stopReplaced(s, early);
+  // The image went out before the old deployment stopped: no second look.
+  const result = await recordedUp(plan, session, { ...options, push: false }, store, now);
+  store.setLane(serving(lane, plan.cluster, servedOf(plan), now().toISOString()));
+  return result;
+}
+
+/** A swap that failed or was interrupted: recorded so, the lane set back (or emptied), and the error to throw. */
+async function swapFailed(s: Swap, e: unknown, swapId: number, laneBefore: LaneRecord | undefined): Promise<unknown> {
+  const { plan, options, replacing } = s;
+  const { lane, store } = options;
+  const at = (): string => options.now().toISOString();
+  const outcome = s.early.aborted ? "interrupted" : "failed";
+  const old = replacing[0];
+  if (options.signal.aborted && s.booted !== undefined && !s.stoppedAny) {
+    // Interrupted while the old one drained: the new one already serves, but the swap was
+    // stopped and the old one still runs, so it is undone; nothing else is touched.
+    const { outcomes } = await stopDeployments(await listNodes(s.session), [plan.deployment], { store, cluster: plan.cluster, now: options.now }, { graceSeconds: seconds(DEFAULTS.stopGrace), match: createdBy(s.booted) });
+    store.setLane(restored(laneBefore, lane, plan.cluster, at()));
+    const back = old === undefined ? `lane ${lane} is empty` : `lane ${lane} serves ${old.deployment} again`;
+    const err = interruption(options.signal, `the swap of lane ${lane} was undone (the new ${plan.deployment}: ${formatRemoval(outcomes, `launcher down deployment/${plan.deployment}`, "summary").join("; ")}); ${back}; nothing was stopped`);
+    store.endSwap(swapId, outcome, at(), err.message);
+    return err;
+  }
+  store.endSwap(swapId, outcome, at(), e instanceof Error ? e.message : String(e));
+  const next = afterFailedSwap(store.lane(lane), old, s.stoppedAny, plan.cluster, at());
+  if (next !== undefined) store.setLane(next);
+  if (next?.state !== "empty") return e;
+  // The old deployment is gone (or going): the lane has nothing to serve.
+  const empty = `lane ${lane} is now empty (its old deployment was stopped for this one)`;
+  if (e instanceof RemoteError) return new RemoteError(e.node, `${e.message}; ${empty}`, e.detail);
+  if (e instanceof Interrupted) return new Interrupted(e.signalName, `${e.what}; ${empty}`);
+  return e;
 }

@@ -6,7 +6,7 @@ import type { BootInProgress, StateStore } from "../store/store.js";
 import { Detached } from "../config/abort.js";
 import type { Progress } from "../nodes/progress.js";
 import type { ClusterSession } from "../nodes/session.js";
-import { up, watchBoot, type UpOptions, type UpResult } from "../boot/up.js";
+import { up, watchAdoptedBoot, type UpOptions, type UpResult } from "../boot/up.js";
 
 /** How a boot is written to the store: its progress (phases, figures), then its end. */
 interface Recorder {
@@ -165,7 +165,7 @@ export async function recordedWatch(kept: BootInProgress, plan: Plan, session: C
     begun: (id) => store.bootInProgressRecorded(kept.boot, id),
   });
   try {
-    const result = await watchBoot(plan, kept.boot, session, { ...options, progress: rec.progress }, Date.parse(kept.started_at));
+    const result = await watchAdoptedBoot(plan, kept.boot, session, { ...options, progress: rec.progress }, Date.parse(kept.started_at));
     rec.ready();
     store.endBootInProgress(kept.boot);
     return result;

@@ -99,6 +99,25 @@ export interface FitReport {
   readonly ask: MemoryAsk;
 }
 
+/** A node's fit as `plan --json` prints it (`memory_fit.nodes`): snake_case keys, the unit in the key's tail. */
+export interface NodeFitJson {
+  readonly node: string;
+  readonly verdict: FitVerdict;
+  readonly lines: readonly string[];
+  readonly problems: readonly FitProblem[];
+  readonly need_gib?: number;
+  readonly weights_bytes?: number;
+}
+
+export const nodeFitJson = (n: NodeFit): NodeFitJson => ({
+  node: n.node,
+  verdict: n.verdict,
+  lines: n.lines,
+  problems: n.problems,
+  ...(n.needGiB === undefined ? {} : { need_gib: n.needGiB }),
+  ...(n.weightsBytes === undefined ? {} : { weights_bytes: n.weightsBytes }),
+});
+
 const g = (n: number): string => (Math.round(n * 10) / 10).toFixed(1);
 
 /** The fit of every node of a deployment (nodes in rank order). */

@@ -1,4 +1,4 @@
-import { untilReaderGoes, type ArmedKill, type DockerClient } from "../remote/docker.js";
+import { untilReaderGoes, type ArmedKill, type Docker } from "../remote/docker.js";
 import {
   describeTrip,
   nodeMemory,
@@ -14,7 +14,7 @@ import {
 /** One node the guard watches: its floor and the containers of the deployment it kills there. */
 export interface GuardedNode {
   readonly node: string;
-  readonly docker: DockerClient;
+  readonly docker: Docker;
   readonly floorGiB: number;
   readonly containers: readonly string[];
 }
@@ -69,7 +69,7 @@ export function startGuard(options: GuardOptions): Guard {
   let tripped: Promise<Trip> | undefined;
 
   // Each node's kill is made ready when its watch starts, so that a trip is a line written to an
-  // open session (see DockerClient.armKill).
+  // open session (see SshDocker.armKill).
   const armed = new Map<string, ArmedKill>();
   options.signal.addEventListener("abort", () => armed.forEach((a) => void a.disarm()), { once: true });
 

@@ -46,3 +46,25 @@ export function parseMeminfo(text: string): MeminfoResult {
 }
 
 export const KIB_PER_GIB = 1024 * 1024;
+
+/**
+ * Meminfo as `--json` prints it (`launcher doctor`): snake_case keys with the unit in the key's
+ * tail, the one key style of every JSON answer. The store keeps its own encoding of Meminfo.
+ */
+export interface MeminfoJson {
+  readonly total_kib: number;
+  readonly available_kib: number;
+  readonly free_kib: number;
+  readonly cached_kib: number;
+  readonly shmem_kib: number;
+  readonly reclaimable_slab_kib: number;
+}
+
+export const meminfoJson = (m: Meminfo): MeminfoJson => ({
+  total_kib: m.totalKiB,
+  available_kib: m.availableKiB,
+  free_kib: m.freeKiB,
+  cached_kib: m.cachedKiB,
+  shmem_kib: m.shmemKiB,
+  reclaimable_slab_kib: m.reclaimableSlabKiB,
+});

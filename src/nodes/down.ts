@@ -1,6 +1,7 @@
 import { DEPLOYMENT_LABEL } from "../contract/deployment.js";
 import { listNodes, reasonOf, type Labelled, type NodeListing } from "./labels.js";
 import type { ClusterSession } from "./session.js";
+import type { StateStore } from "../store/store.js";
 
 export interface Removed {
   readonly node: string;
@@ -46,6 +47,39 @@ export async function removeListed(
       }
     }),
   );
+}
+
+/** What a stop is recorded in: the store's marks of a deployment being stopped and stopped. */
+export interface StopRecord {
+  readonly store: Pick<StateStore, "deploymentStopping" | "deploymentStopped">;
+  readonly cluster: string;
+  readonly now: () => Date;
+}
+
+export interface StopHow {
+  readonly graceSeconds: number;
+  /** Which containers go (default: every container of the named deployments). */
+  readonly match?: (c: Labelled) => boolean;
+  /** `--all`: launcher's containers whose labels cannot be read go too. */
+  readonly strays?: boolean;
+  /** The nodes each deployment runs on, from its labels (see fullyStopped); default: unknown, so any node that does not answer may run it. */
+  readonly nodesOf?: (deployment: string) => readonly string[] | undefined;
+}
+
+/**
+ * Stops deployments on every node and records it, the one way `down`, a lane swap and a cancelled
+ * restart do it: each is marked stopping before anything is removed (a daemon supervising it must
+ * not take the removal for a failure and boot it again), and stopped once no node that may run it
+ * failed to answer. The deployments recorded stopped are returned with the removal's outcomes.
+ */
+export async function stopDeployments(listing: readonly NodeListing[], names: readonly string[], record: StopRecord, how: StopHow): Promise<{ outcomes: NodeOutcome[]; stopped: string[] }> {
+  const { store, cluster, now } = record;
+  for (const name of names) store.deploymentStopping(cluster, name, now().toISOString());
+  const outcomes = await removeListed(listing, how.match ?? ((c) => names.includes(c.labels.deployment)), how.graceSeconds, how.strays === true);
+  const stopped = names.filter((name) => fullyStopped(outcomes, name, how.nodesOf ?? (() => undefined)));
+  const at = now().toISOString();
+  for (const name of stopped) store.deploymentStopped(cluster, name, at);
+  return { outcomes, stopped };
 }
 
 /** Lists the nodes and removes what matches: rollbacks, lane swaps, the demo's teardown (with strays). */

@@ -2,7 +2,7 @@ import { RemoteError } from "../config/errors.js";
 import type { ImageFacts } from "../engine/image-contract.js";
 import { engineAdapter } from "../engine/registry.js";
 import type { Plan } from "../plan/plan.js";
-import type { DockerClient } from "../remote/docker.js";
+import type { Docker } from "../remote/docker.js";
 
 /** Where what was read of an image is kept between runs (the store), by image ID. */
 export interface ImageFactsCache {
@@ -32,7 +32,7 @@ export interface ImageCheck {
  * Reads the image's entrypoint and engine version on one node (or takes them from the cache: an
  * image ID names one exact content) and asks the recipe's engine what is wrong with them.
  */
-export async function checkImage(plan: Plan, docker: DockerClient, imageId: string, cache: ImageFactsCache | undefined, signal?: AbortSignal): Promise<ImageCheck> {
+export async function checkImage(plan: Plan, docker: Docker, imageId: string, cache: ImageFactsCache | undefined, signal?: AbortSignal): Promise<ImageCheck> {
   const contract = engineAdapter(plan.recipe.engine)?.image;
   if (contract === undefined) return { problems: [] };
   const image = plan.recipe.docker_image;
@@ -68,7 +68,7 @@ export async function checkImage(plan: Plan, docker: DockerClient, imageId: stri
   return { problems, ...(facts.version === null ? {} : { version: facts.version }), ...(unread === undefined ? {} : { unread }) };
 }
 
-function couldNotRead(docker: DockerClient, image: string, e: unknown): string {
+function couldNotRead(docker: Docker, image: string, e: unknown): string {
   if (!(e instanceof RemoteError)) throw e;
   return `${docker.node}: could not read image ${image}: ${e.message}${e.detail ? ` (${e.detail.split("\n").slice(-2).join(" ")})` : ""}`;
 }

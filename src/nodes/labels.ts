@@ -1,5 +1,5 @@
 import { RemoteError, UserError } from "../config/errors.js";
-import type { ContainerInfo, DockerClient } from "../remote/docker.js";
+import type { ContainerInfo, Docker } from "../remote/docker.js";
 import { UnreachableError } from "../remote/transport.js";
 import { decodeLabels, DEPLOYMENT_LABEL, type DeploymentLabels } from "../contract/deployment.js";
 import type { ClusterSession } from "./session.js";
@@ -15,7 +15,7 @@ export interface Labelled {
 export type NodeListing =
   | {
       readonly node: string;
-      readonly docker: DockerClient;
+      readonly docker: Docker;
       readonly reachable: true;
       readonly containers: readonly Labelled[];
       /** Containers with a launcher.deployment label whose other labels do not decode. */

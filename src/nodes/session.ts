@@ -2,14 +2,14 @@ import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
 import type { Cluster, ClusterNode } from "../cluster/cluster.js";
 import { defaultHome } from "../cluster/parse.js";
-import { DockerClient } from "../remote/docker.js";
+import { SshDocker, type Docker } from "../remote/docker.js";
 import { resolveSshDestination, sshTransport } from "../remote/ssh.js";
 import type { ImageFactsCache } from "./image-check.js";
 import { tracedTransport } from "../remote/trace.js";
 
 export interface ClusterSession {
   readonly cluster: Cluster;
-  readonly docker: ReadonlyMap<string, DockerClient>;
+  readonly docker: ReadonlyMap<string, Docker>;
   /** What earlier runs read of images, by ID (the store); none: every preflight reads them. */
   readonly images?: ImageFactsCache;
 }
@@ -94,11 +94,11 @@ async function withAddressIp(head: ClusterNode): Promise<ClusterNode> {
 export async function openSession(cluster: Cluster): Promise<ClusterSession> {
   const enriched = await withSshDefaults(cluster);
   const nodes = enriched.nodes;
-  const docker = new Map(nodes.map((n) => [n.name, new DockerClient(tracedTransport(sshTransport(n, cluster.ssh)))]));
+  const docker = new Map(nodes.map((n) => [n.name, new SshDocker(tracedTransport(sshTransport(n, cluster.ssh)))]));
   return { cluster: enriched, docker };
 }
 
-export function dockerOf(session: ClusterSession, node: string): DockerClient {
+export function dockerOf(session: ClusterSession, node: string): Docker {
   const d = session.docker.get(node);
   if (d === undefined) throw new Error(`no node ${node} in the session`);
   return d;

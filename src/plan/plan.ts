@@ -199,7 +199,7 @@ export function planDeployment(recipe: Recipe, cluster: Cluster, options: PlanOp
       ...cluster.extra_args,
       "--shm-size", recipe.shm_size,
       // docker/cli opts/parse.go parseKeyValueFile os.Opens the path: /dev/stdin is the pipe
-      // that DockerClient.run writes the env into, so no value is on any command line.
+      // that SshDocker.run writes the env into, so no value is on any command line.
       ...(Object.keys(env).length === 0 ? [] : ["--env-file", ENV_FROM_STDIN]),
       ...mounts.flatMap((m) => ["--volume", `${m.host}:${m.container}${m.read_only ? ":ro" : ""}`]),
       ...(entry === undefined ? [] : ["--entrypoint", entry]),

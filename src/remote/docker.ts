@@ -3,7 +3,7 @@ import { envFileText } from "../config/env-file.js";
 import { RemoteError, UserError } from "../config/errors.js";
 import { execChecked, outputTail, unreachable, type ExecResult, type Transport } from "./transport.js";
 
-/** Where `docker run` reads the env file from: the remote command's stdin (DockerClient.run). */
+/** Where `docker run` reads the env file from: the remote command's stdin (SshDocker.run). */
 export const ENV_FROM_STDIN = "/dev/stdin";
 
 export interface ContainerInfo {
@@ -16,14 +16,6 @@ export interface ContainerInfo {
   readonly startedAt: string;
   readonly finishedAt: string;
   readonly image: string;
-}
-
-interface InspectJson {
-  Id: string;
-  Name: string;
-  Image: string;
-  Config: { Labels: Record<string, string> | null };
-  State: { Status: string; Running: boolean; ExitCode: number; StartedAt: string; FinishedAt: string };
 }
 
 const PS_FAILED = 97;
@@ -68,7 +60,7 @@ exit "$status"`;
 const ARMED_KILL_SCRIPT = `read -r _ || exit 0
 exec docker kill -- "$@"`;
 
-/** A `docker kill` made ready on a node (DockerClient.armKill). */
+/** A `docker kill` made ready on a node (SshDocker.armKill). */
 export interface ArmedKill {
   /** Kills now; resolves when docker has answered. */
   fire(): Promise<void>;
@@ -128,11 +120,6 @@ export function envOffCommandLine(argv: readonly string[], env: Readonly<Record<
 }
 
 /**
- * The few Docker operations launcher needs, run on a node through its transport. Names and
- * images come after `--`: every docker command parses its flags with spf13/pflag, which ends
- * them at `--` (flag.go parseArgs), so a value can never be read as an option.
- */
-/**
  * Where `docker logs --since` starts: seconds back from the node's own clock (a Go duration, which
  * the docker client on the node computes from its time, so clock skew between here and the node
  * does not matter), or an instant as Unix seconds (no time zone to guess). Both forms are in
@@ -175,7 +162,106 @@ export function decodeDockerEvent(line: string): DockerEvent | undefined {
   return { type: e.Type, action: e.Action, id: e.Actor.ID, attributes: e.Actor.Attributes ?? {} };
 }
 
-export class DockerClient {
+/**
+ * Every operation launcher asks of one node's Docker, in the manner of testcontainers-node's
+ * ContainerClient (packages/testcontainers/src/container-runtime/clients/container/container-client.ts):
+ * SshDocker runs them on the node through its transport; test/support/fake-node.ts's FakeNode
+ * keeps them in memory. `transport` is the node's shell, for the scripts that are not Docker's
+ * (preflight's batched read, claims, the memory watch, transfers).
+ */
+export interface Docker {
+  readonly node: string;
+  readonly transport: Transport;
+  serverVersion(): Promise<string>;
+  /** The image's ID, or undefined when the node does not have it. */
+  imageId(image: string): Promise<string | undefined>;
+  /** The image's ENTRYPOINT (.Config.Entrypoint), null when it has none. */
+  imageEntrypoint(image: string): Promise<string[] | null>;
+  /** `argv` run once in the image (its first word as the entrypoint): no network, no labels, removed after. */
+  runInImage(image: string, argv: readonly string[], timeoutMs: number, signal?: AbortSignal): Promise<{ code: number; output: string }>;
+  /** Containers (running or not) that carry `label` (a key, or key=value). */
+  containers(label: string): Promise<ContainerInfo[]>;
+  /** What LIST_SCRIPT printed on this node, read (a batched read runs it: src/boot/preflight.ts). */
+  listing(r: ExecResult): ContainerInfo[];
+  /** `names` stopped at once (each waited for), then containers(label). */
+  stopThenList(label: string, names: readonly string[]): Promise<ContainerInfo[]>;
+  /** The last `tail` lines of `container`'s log, then `names` removed (killed if they run). */
+  logsThenRemove(container: string, tail: number, names: readonly string[]): Promise<string[]>;
+  /** `docker run` of a plan's argv, `env` given as an env file on stdin: the new container's ID. */
+  run(argv: readonly string[], env?: Readonly<Record<string, string>>): Promise<string>;
+  /** SIGTERM, up to `graceSeconds`, then SIGKILL; then removal. Missing containers are fine. */
+  stopAndRemove(names: readonly string[], graceSeconds: number): Promise<void>;
+  /** SIGTERM, up to `graceSeconds`, then SIGKILL, each waited for; their records stay. */
+  stop(names: readonly string[], graceSeconds: number): Promise<void>;
+  /** Removes the containers (killing any still running); missing ones are fine. */
+  remove(names: readonly string[]): Promise<void>;
+  /** SIGKILL at once; the containers stay, stopped. */
+  kill(names: readonly string[]): Promise<void>;
+  /** `kill`, made ready ahead (the memory guard's one race with the kernel). */
+  armKill(names: readonly string[]): ArmedKill;
+  /** The container's log lines; with `follow`, until the container ends or `signal` aborts. */
+  logs(container: string, options?: LogsOptions): AsyncIterable<string>;
+  /** `docker events` lines (JSON: decodeDockerEvent) of containers that carry `label`, kept to `actions`, until `signal` aborts. */
+  events(label: string, actions: readonly string[], signal: AbortSignal): AsyncIterable<string>;
+}
+
+export interface LogsOptions {
+  readonly follow?: boolean;
+  readonly tail?: number;
+  readonly since?: LogsSince;
+  readonly signal?: AbortSignal;
+}
+
+interface InspectJson {
+  Id: string;
+  Name: string;
+  Image: string;
+  Config: { Labels: Record<string, string> | null };
+  State: { Status: string; Running: boolean; ExitCode: number; StartedAt: string; FinishedAt: string };
+}
+
+/** `docker inspect`'s JSON of `containers`, as LIST_SCRIPT prints it (a fake node prints the same). */
+export const inspectJson = (containers: readonly ContainerInfo[]): string =>
+  JSON.stringify(
+    containers.map(
+      (c): InspectJson => ({
+        Id: c.id,
+        Name: `/${c.name}`,
+        Image: c.image,
+        Config: { Labels: { ...c.labels } },
+        State: { Status: c.state, Running: c.running, ExitCode: c.exitCode, StartedAt: c.startedAt, FinishedAt: c.finishedAt },
+      }),
+    ),
+  );
+
+/**
+ * What LIST_SCRIPT printed on `transport`'s node, read. A container removed between ps and
+ * inspect is simply gone; inspect still prints the others.
+ */
+export function readListing(transport: Transport, r: ExecResult): ContainerInfo[] {
+  const lost = unreachable(transport, r);
+  if (lost !== undefined) throw lost;
+  if (r.code === PS_FAILED || (r.code !== 0 && r.stdout.trim() === "")) throw new RemoteError(transport.node, `docker ps failed (exit ${r.code})`, outputTail(r));
+  const json = JSON.parse(r.stdout.trim() || "[]") as InspectJson[];
+  return json.map((c) => ({
+    id: c.Id,
+    name: c.Name.replace(/^\//, ""),
+    labels: c.Config.Labels ?? {},
+    state: c.State.Status,
+    running: c.State.Running,
+    exitCode: c.State.ExitCode,
+    startedAt: c.State.StartedAt,
+    finishedAt: c.State.FinishedAt,
+    image: c.Image,
+  }));
+}
+
+/**
+ * Docker on a node, run through its transport (SSH, or this machine's shell). Names and images
+ * come after `--`: every docker command parses its flags with spf13/pflag, which ends them at
+ * `--` (flag.go parseArgs), so a value can never be read as an option.
+ */
+export class SshDocker implements Docker {
   constructor(readonly transport: Transport) {}
 
   get node(): string {
@@ -224,24 +310,8 @@ export class DockerClient {
     return this.listing(await this.transport.exec(["sh", "-c", LIST_SCRIPT, "sh", label], { timeoutMs: 20_000 }));
   }
 
-  /** What LIST_SCRIPT printed, read (also where a batched read ran it: src/boot/preflight.ts). */
   listing(r: ExecResult): ContainerInfo[] {
-    const lost = unreachable(this.transport, r);
-    if (lost !== undefined) throw lost;
-    if (r.code === PS_FAILED || (r.code !== 0 && r.stdout.trim() === "")) throw new RemoteError(this.node, `docker ps failed (exit ${r.code})`, outputTail(r));
-    // A container removed between ps and inspect is simply gone; inspect still prints the others.
-    const json = JSON.parse(r.stdout.trim() || "[]") as InspectJson[];
-    return json.map((c) => ({
-      id: c.Id,
-      name: c.Name.replace(/^\//, ""),
-      labels: c.Config.Labels ?? {},
-      state: c.State.Status,
-      running: c.State.Running,
-      exitCode: c.State.ExitCode,
-      startedAt: c.State.StartedAt,
-      finishedAt: c.State.FinishedAt,
-      image: c.Image,
-    }));
+    return readListing(this.transport, r);
   }
 
   /** `docker stop --time 0` of `names` (each waited for until it ended), then containers(label): one round trip. */
@@ -343,7 +413,7 @@ export class DockerClient {
   }
 
   /** The container's log lines; with `follow`, the follower on the node ends when the reader does. */
-  logs(container: string, options: { follow?: boolean; tail?: number; since?: LogsSince; signal?: AbortSignal } = {}): AsyncIterable<string> {
+  logs(container: string, options: LogsOptions = {}): AsyncIterable<string> {
     const argv = [
       "docker", "logs", "--timestamps",
       ...(options.follow ? ["--follow"] : []),

@@ -11,7 +11,7 @@ export interface Span {
   /** The node it ran on, when it ran on one. */
   readonly node?: string;
   /** Ms since the trace began. */
-  readonly startMs: number;
+  readonly start_ms: number;
   /** Ms it took; 0 for a mark (a moment: the head's ready line). */
   readonly ms: number;
 }
@@ -50,18 +50,18 @@ export class Trace {
     return () => {
       if (ended) return;
       ended = true;
-      this.add({ name, ...(node === undefined ? {} : { node }), startMs: start - this.origin, ms: this.clock() - start });
+      this.add({ name, ...(node === undefined ? {} : { node }), start_ms: start - this.origin, ms: this.clock() - start });
     };
   }
 
   /** A moment, as a span of no length. */
   mark(name: string, node?: string): void {
-    this.add({ name, ...(node === undefined ? {} : { node }), startMs: this.clock() - this.origin, ms: 0 });
+    this.add({ name, ...(node === undefined ? {} : { node }), start_ms: this.clock() - this.origin, ms: 0 });
   }
 
   /** The spans by their start (ties: the longer, enclosing one first). */
   record(): TraceRecord {
-    const spans = [...this.first, ...this.last].sort((a, b) => a.startMs - b.startMs || b.ms - a.ms);
+    const spans = [...this.first, ...this.last].sort((a, b) => a.start_ms - b.start_ms || b.ms - a.ms);
     return { spans, dropped: this.over };
   }
 
@@ -80,7 +80,7 @@ const secs = (ms: number): string => (ms / 1000).toFixed(3);
 
 /** The trace as text lines: start offset, duration, node and name, in start order. */
 export function formatTrace(record: TraceRecord): string[] {
-  const lines = record.spans.map((s) => `  +${secs(s.startMs).padStart(7)} s ${s.ms === 0 ? "      -  " : `${secs(s.ms).padStart(7)} s`}  ${(s.node ?? "").padEnd(10)} ${s.name}`);
+  const lines = record.spans.map((s) => `  +${secs(s.start_ms).padStart(7)} s ${s.ms === 0 ? "      -  " : `${secs(s.ms).padStart(7)} s`}  ${(s.node ?? "").padEnd(10)} ${s.name}`);
   return ["trace of this up (start offset, duration, node, span):", ...lines, ...(record.dropped > 0 ? [`  (${record.dropped} more spans not kept)`] : [])];
 }
 

@@ -1,4 +1,4 @@
-import { decodeDockerEvent, type DockerClient, type DockerEvent } from "../remote/docker.js";
+import { decodeDockerEvent, type Docker, type DockerEvent } from "../remote/docker.js";
 import { DEPLOYMENT_LABEL, LABELS } from "../contract/deployment.js";
 import type { ClusterSession } from "../nodes/session.js";
 import { rankExited, type Failure } from "./supervise.js";
@@ -50,7 +50,7 @@ const pause = (ms: number, signal: AbortSignal): Promise<void> =>
   });
 
 /** Follows one node's events until `signal` aborts; a stream that ends is started again, after 1 s, 2 s, ... 30 s while it keeps failing. */
-async function followNode(node: string, docker: DockerClient, onDeath: (d: RankDeath) => void, log: (line: string) => void, signal: AbortSignal): Promise<void> {
+async function followNode(node: string, docker: Docker, onDeath: (d: RankDeath) => void, log: (line: string) => void, signal: AbortSignal): Promise<void> {
   let failures = 0;
   while (!signal.aborted) {
     const started = Date.now();

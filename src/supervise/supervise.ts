@@ -1,5 +1,6 @@
 import { timeMs } from "../engine/boot-log.js";
 import { decodeRestartPolicy, type DeploymentStatus, type RestartPolicy } from "../contract/deployment.js";
+import { DEFAULTS } from "../contract/defaults.js";
 
 /**
  * The supervisor's decisions, as a pure function of what it saw and when: the daemon
@@ -23,7 +24,7 @@ export interface SuperviseTiming {
   readonly resetAfterMs: number;
 }
 
-export const DEFAULT_TIMING: SuperviseTiming = { confirmMs: 2000, backoffMs: 10_000, maxBackoffMs: 300_000, resetAfterMs: 600_000 };
+export const DEFAULT_TIMING: SuperviseTiming = { confirmMs: 2000, backoffMs: DEFAULTS.restartBackoff.ms, maxBackoffMs: 300_000, resetAfterMs: 600_000 };
 
 /** Why a group that served is to be recreated; `rank`/`node` name the dead rank when there is one. */
 export const FAILURE_KINDS = ["rank-exited", "unhealthy", "node-unreachable", "memory-guard"] as const;

@@ -13,7 +13,8 @@ import type { RankDeath } from "./deaths.js";
 import { SETTLE_MS } from "../boot/up.js";
 import type { UpEvent } from "../boot/up-events.js";
 import type { UpOutcome } from "../boot/up-events.js";
-import { formatRemoval, removeContainers, removeListed, unreachableOf } from "../nodes/down.js";
+import { formatRemoval, removeListed, stopDeployments, unreachableOf } from "../nodes/down.js";
+import { DEFAULTS, seconds } from "../contract/defaults.js";
 import { listNodes, type Labelled } from "../nodes/labels.js";
 import { deploymentKey, holdOrBusy, laneKey } from "../claims/locks.js";
 import type { ClusterSession } from "../nodes/session.js";
@@ -102,8 +103,6 @@ const seenOf = (plan: Plan, restarts: number): Seen => ({
   ranks: [],
 });
 
-/** Stop signal for a dying rank's container before the group is recreated: it is dead weight. */
-const REMOVE_GRACE_SECONDS = 3;
 /** How much of a dead rank's log is read for its root cause. */
 const CAUSE_TAIL_LINES = 2000;
 
@@ -387,11 +386,10 @@ export class Supervisor {
         // `launcher down NAME` cancelled it: as any down, nothing of the deployment is left (the old
         // group too, when the cancel came before its removal), and it is not booted again.
         tried.cancelled = true;
-        store.deploymentStopping(cluster, deployment, at());
-        if (session !== undefined) {
-          const removed = await removeContainers(session, (c) => c.labels.deployment === deployment, REMOVE_GRACE_SECONDS);
-          for (const line of formatRemoval(removed, `launcher down deployment/${deployment}`, "summary")) say(line);
-          if (unreachableOf(removed).length === 0) store.deploymentStopped(cluster, deployment, at());
+        if (session === undefined) store.deploymentStopping(cluster, deployment, at());
+        else {
+          const { outcomes } = await stopDeployments(await listNodes(session), [deployment], { store, cluster, now: () => new Date(this.deps.now()) }, { graceSeconds: seconds(DEFAULTS.rollbackGrace) });
+          for (const line of formatRemoval(outcomes, `launcher down deployment/${deployment}`, "summary")) say(line);
         }
       }
       say(`restart ${attempt} ${tried.cancelled ? "cancelled" : "failed"}: ${tried.error.split("\n")[0] ?? ""}`);

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { RemoteError, UserError } from "../config/errors.js";
 import { buildOrder, fromImages, type ImageFolder } from "../plan/image-build.js";
-import type { DockerClient } from "../remote/docker.js";
+import type { Docker } from "../remote/docker.js";
 import { transferProgress, type TransferProgress } from "../nodes/progress.js";
 import { execChecked, spawnLocal, type RawProcess } from "../remote/transport.js";
 import { runChain, startSource, type StartedSource } from "./chain.js";
@@ -62,7 +62,7 @@ export const shortId = (id: string | undefined): string => (id === undefined ? "
 /** Where to push from: the first node (in cluster order, so the head first) that has the image. */
 export const pushSource = (report: readonly NodeImage[]): string | undefined => report.find((r) => r.id !== undefined)?.node;
 
-export async function imageReport(image: string, dockers: readonly DockerClient[]): Promise<NodeImage[]> {
+export async function imageReport(image: string, dockers: readonly Docker[]): Promise<NodeImage[]> {
   return Promise.all(
     dockers.map(async (d): Promise<NodeImage> => {
       try {
@@ -76,7 +76,7 @@ export async function imageReport(image: string, dockers: readonly DockerClient[
 }
 
 /** Builds `target` on `builder`, bases first where the builder lacks them. Returns what was built. */
-export async function buildImage(target: ImageFolder, folders: readonly ImageFolder[], builder: DockerClient, note: (text: string) => void): Promise<ImageFolder[]> {
+export async function buildImage(target: ImageFolder, folders: readonly ImageFolder[], builder: Docker, note: (text: string) => void): Promise<ImageFolder[]> {
   const bases = new Set<string>();
   const seen = new Set<string>();
   const collect = async (f: ImageFolder): Promise<void> => {
@@ -195,7 +195,7 @@ exit 1`;
 export const loadOnly = (id: string): string[] => withDockerApi("sh", LOAD_ONLY_SCRIPT, [id]);
 
 /** Returns what the source's save command wrote to stderr (the layer filter's count). */
-async function relayImage(image: string, id: string, command: readonly string[], source: DockerClient, need: readonly DockerClient[], bytes: Map<string, number>, progress: TransferProgress, signal?: AbortSignal): Promise<string> {
+async function relayImage(image: string, id: string, command: readonly string[], source: Docker, need: readonly Docker[], bytes: Map<string, number>, progress: TransferProgress, signal?: AbortSignal): Promise<string> {
   if (need.length === 0) return "";
   for (const t of need) bytes.set(t.node, 0);
   const save = source.transport.spawn(command);
@@ -266,7 +266,7 @@ export function handled<T>(p: Promise<T>): Promise<T> {
 }
 
 /** What one SSH round trip finds on each node: the hop's tools and the free space where `docker load` writes. */
-const probeDocker = (d: DockerClient, layers: boolean): Promise<NodeProbe> =>
+const probeDocker = (d: Docker, layers: boolean): Promise<NodeProbe> =>
   execChecked(d.transport, ["sh", "-c", PROBE_SCRIPT, "sh", "docker", "", layers ? "layers" : ""], "checking the node before the push", 30_000).then((out) => parseProbe(d.node, out));
 
 /**
@@ -292,13 +292,13 @@ function parseImageFacts(out: string): { size: number; layers: string[]; layerSi
  * content does not match the config's diff ID (moby/moby image/tarexport/load.go, "invalid diffID
  * for layer"): the same ID is the same image, bit for bit, whatever carried it.
  */
-export async function pushImage(image: string, source: DockerClient, targets: readonly DockerClient[], progress: TransferProgress, signal?: AbortSignal, direct: PushOptions = {}): Promise<PushResult> {
+export async function pushImage(image: string, source: Docker, targets: readonly Docker[], progress: TransferProgress, signal?: AbortSignal, direct: PushOptions = {}): Promise<PushResult> {
   const started = Date.now();
   const routes = direct.routes ?? new Map<string, NodeRoute>();
   const knownId = direct.known?.find((r) => r.node === source.node)?.id;
   const knownBefore = targets.flatMap((t) => direct.known?.filter((r) => r.node === t.node && r.error === undefined) ?? []);
   const known = knownId !== undefined && knownBefore.length === targets.length ? { id: knownId, before: knownBefore } : undefined;
-  const lacking = (id: string, before: readonly NodeImage[]): DockerClient[] => targets.filter((t) => before.find((b) => b.node === t.node)?.id !== id);
+  const lacking = (id: string, before: readonly NodeImage[]): Docker[] => targets.filter((t) => before.find((b) => b.node === t.node)?.id !== id);
   // Node to node where it may be, the source's hop starts first, as soon as some node is known to
   // lack the image: Docker's own image store writes its whole export (every layer, to a temporary
   // folder under its root) before `docker save` gives the first byte (moby image/tarexport/save.go:
@@ -311,7 +311,7 @@ export async function pushImage(image: string, source: DockerClient, targets: re
   // The source's whole save: the early start and the chain's fallback run it through the layer
   // filter; the relay runs it when no layer is left out (else saveWithout).
   const wholeSave = dockerSave(image);
-  const startEarly = (need: readonly DockerClient[]): StartedSource | undefined =>
+  const startEarly = (need: readonly Docker[]): StartedSource | undefined =>
     need.length > 0 && direct.relay === undefined && routes.has(source.node) && need.some((t) => routes.has(t.node)) ? startSource({ node: source.node, transport: source.transport, command: wholeSave, filter: TAR_FILTER_PERL }) : undefined;
   let sender = known === undefined ? undefined : startEarly(lacking(known.id, known.before));
   // The checks before the bytes (hop tools, free space, the image's size) are asked together with
@@ -371,7 +371,7 @@ export async function pushImage(image: string, source: DockerClient, targets: re
         notSent = out;
         progress.note?.(`  left out ${out.files} of the image's ${layers.length} layers (${(out.bytes / 1048576).toFixed(1)} MiB): every node stores them already`);
       };
-      const byName = (names: readonly string[]): DockerClient[] => need.filter((t) => names.includes(t.node));
+      const byName = (names: readonly string[]): Docker[] => need.filter((t) => names.includes(t.node));
       const relayed = (list: readonly { node: string; why: string }[], branch = signal): Promise<void> => {
         for (const r of list) {
           how.set(r.node, { path: "relay", why: r.why });
@@ -382,7 +382,7 @@ export async function pushImage(image: string, source: DockerClient, targets: re
       };
       const chain = async (branch: AbortSignal): Promise<readonly { node: string; why: string }[]> => {
         if (plan.direct.length === 0) return [];
-        const receivers = plan.direct.map((r) => ({ ...r, transport: (need.find((t) => t.node === r.node) as DockerClient).transport, sink: loadOnly(id), skip: 0 }));
+        const receivers = plan.direct.map((r) => ({ ...r, transport: (need.find((t) => t.node === r.node) as Docker).transport, sink: loadOnly(id), skip: 0 }));
         const filterArgs = skip === undefined ? [] : layerEntries(skip.names);
         // runChain owns the started hop from here: it ends it whatever happens.
         const started = sender;
@@ -454,7 +454,7 @@ export async function pushImage(image: string, source: DockerClient, targets: re
  * Before a boot: every node of the plan gets the image the head has (or the first node that has
  * it), so no rank starts with another build or none. Nothing to do costs one `inspect` per node.
  */
-export async function ensureImage(image: string, nodes: readonly DockerClient[], note: (text: string) => void, signal: AbortSignal, routes?: ReadonlyMap<string, NodeRoute>): Promise<PushResult | undefined> {
+export async function ensureImage(image: string, nodes: readonly Docker[], note: (text: string) => void, signal: AbortSignal, routes?: ReadonlyMap<string, NodeRoute>): Promise<PushResult | undefined> {
   const report = await abortable(imageReport(image, nodes), signal, "before the image push; no container was started");
   // A node that does not answer is preflight's to report, with the others' problems.
   if (report.some((r) => r.error !== undefined)) return undefined;

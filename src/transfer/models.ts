@@ -4,7 +4,7 @@ import { RESUMED_PARTIAL } from "../plan/pull-space.js";
 import { hfHomeOfHub } from "../plan/pull.js";
 import { blobSha256, parseInspection, revisionProblem, snapshotTotals, weightsLocation, type SnapshotFile } from "../plan/weights.js";
 import type { Recipe } from "../recipe/recipe.js";
-import type { DockerClient } from "../remote/docker.js";
+import type { Docker } from "../remote/docker.js";
 import { execChecked, outputTail, unreachable } from "../remote/transport.js";
 import { handled, joinPipe } from "./images.js";
 import { inPool } from "../config/pool.js";
@@ -78,7 +78,7 @@ function located(recipe: Recipe, node: ClusterNode): Located {
 const CACHE_HINT = "something other than huggingface_hub changed this cache (a container that mounts it read-write?): remove the repo folder there and run the sync again";
 
 /** One CACHE_PERL operation on a node: its stdout; a refusal names the node and what was refused. */
-async function cacheOp(docker: DockerClient, argv: readonly string[], what: string, options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<string> {
+async function cacheOp(docker: Docker, argv: readonly string[], what: string, options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<string> {
   const r = await docker.transport.exec(argv, { timeoutMs: options.timeoutMs ?? 120_000, ...(options.signal === undefined ? {} : { signal: options.signal }) });
   if (r.code === UNSAFE_EXIT) throw new RemoteError(docker.node, `${what}: refused, the cache there is not as huggingface_hub leaves it`, r.stderr.trim().split("\n").slice(-4).join("\n"), CACHE_HINT);
   if (r.code !== 0) throw unreachable(docker.transport, r) ?? new RemoteError(docker.node, `${what} failed (exit ${r.code})`, outputTail(r));
@@ -93,7 +93,7 @@ interface Inspected {
   readonly ref?: { readonly name: string; readonly commit: string };
 }
 
-async function inspectNode(recipe: Recipe, docker: DockerClient, node: ClusterNode, signal?: AbortSignal): Promise<Inspected> {
+async function inspectNode(recipe: Recipe, docker: Docker, node: ClusterNode, signal?: AbortSignal): Promise<Inspected> {
   const loc = located(recipe, node);
   const out = await cacheOp(docker, cacheArgv("inspect", loc.root, loc.repo, loc.pin), `checking the weights in ${loc.path}`, { timeoutMs: 60_000, ...(signal === undefined ? {} : { signal }) });
   const seen = parseInspection(node.name, loc.path, loc.pin, out);
@@ -108,7 +108,7 @@ async function inspectNode(recipe: Recipe, docker: DockerClient, node: ClusterNo
 }
 
 const inspectAll = (recipe: Recipe, session: ClusterSession, nodes: readonly ClusterNode[], signal?: AbortSignal): Promise<Inspected[]> =>
-  Promise.all(nodes.map((node) => inspectNode(recipe, session.docker.get(node.name) as DockerClient, node, signal)));
+  Promise.all(nodes.map((node) => inspectNode(recipe, session.docker.get(node.name) as Docker, node, signal)));
 
 /** `signal` ends the checks still running (a cache on a hung network filesystem must not hold up a Ctrl-C). */
 export async function weightsReport(recipe: Recipe, session: ClusterSession, nodes: readonly ClusterNode[], signal?: AbortSignal): Promise<NodeWeights[]> {
@@ -139,7 +139,7 @@ export interface SyncOptions {
   readonly relay?: string;
 }
 
-const ok = (docker: DockerClient, argv: readonly string[], what: string): Promise<string> => execChecked(docker.transport, argv, what, 120_000);
+const ok = (docker: Docker, argv: readonly string[], what: string): Promise<string> => execChecked(docker.transport, argv, what, 120_000);
 
 /** Where a file of the snapshot is on one node: the cache's root and the path under it. */
 interface Place {
@@ -149,7 +149,7 @@ interface Place {
 const placeArgs = (p: Place): [string, string] => [p.root, p.rel];
 
 /** Streams one file's bytes from `offset` on: the source's `read` into the target's partial file (`append`), through this machine. */
-async function copyFrom(source: DockerClient, target: DockerClient, from: Place, to: Place, offset: number, signal: AbortSignal, onBytes: (n: number) => void): Promise<void> {
+async function copyFrom(source: Docker, target: Docker, from: Place, to: Place, offset: number, signal: AbortSignal, onBytes: (n: number) => void): Promise<void> {
   const read = source.transport.spawn(cacheArgv("read", from.root, from.rel, String(offset)));
   read.stdin.end();
   const write = target.transport.spawn(cacheArgv("append", to.root, to.rel));
@@ -196,7 +196,7 @@ interface FileJob {
  * The SHA-256 of each file whose name is not one (git-stored blobs, named by their git SHA-1, and
  * plain files), computed on the source, so that every node checks every file it took.
  */
-async function sourceDigests(source: DockerClient, loc: Located, rels: readonly string[]): Promise<Map<string, string>> {
+async function sourceDigests(source: Docker, loc: Located, rels: readonly string[]): Promise<Map<string, string>> {
   if (rels.length === 0) return new Map();
   const out = (await cacheOp(source, cacheArgv("hash", loc.root, ...rels.map((r) => `${loc.repo}/${r}`)), "hashing the small files of the snapshot")).split("\n").filter(Boolean);
   if (out.length !== rels.length || !out.every((h) => /^[0-9a-f]{64}$/.test(h))) throw new RemoteError(source.node, "hashing the small files of the snapshot gave no digest for each", out.slice(0, 4).join("\n"));
@@ -208,7 +208,7 @@ async function sourceDigests(source: DockerClient, loc: Located, rels: readonly 
  * go in), no stale partial plain file, and how much of each blob it holds. Every path is checked
  * on the node (CACHE_PERL): a link planted in its cache refuses the node here.
  */
-async function prepareTarget(docker: DockerClient, loc: Located, revision: string, files: readonly SnapshotFile[], blobs: ReadonlyMap<string, { size: number }>): Promise<Map<string, number>> {
+async function prepareTarget(docker: Docker, loc: Located, revision: string, files: readonly SnapshotFile[], blobs: ReadonlyMap<string, { size: number }>): Promise<Map<string, number>> {
   const snap = `${loc.repo}/snapshots/${revision}`;
   const plain = files.filter((f) => f.blob === undefined);
   const dirs = new Set([`${loc.repo}/blobs`, `${loc.repo}/refs`, snap, ...plain.flatMap((f) => (f.path.includes("/") ? [`${snap}/${f.path.slice(0, f.path.lastIndexOf("/"))}`] : []))]);
@@ -244,14 +244,14 @@ export async function syncWeights(recipe: Recipe, session: ClusterSession, nodes
     throw new UserError(`model ${recipe.model} is on no node:\n${report.map((r) => `  - ${r.node}: ${r.reason ?? "?"} (${r.path})`).join("\n")}`, "download it on one node first (huggingface-cli download), then sync");
   }
   const revision = had.weights.revision as string;
-  const source = session.docker.get(had.weights.node) as DockerClient;
+  const source = session.docker.get(had.weights.node) as Docker;
   const sourceLoc = had.loc;
   const snap = `snapshots/${revision}`;
   const blobs = new Map<string, { size: number }>();
   for (const f of had.files) if (f.blob !== undefined) blobs.set(f.blob, { size: f.size });
 
   const targets = inspected.filter((i) => !i.weights.present);
-  const docker = (node: string): DockerClient => session.docker.get(node) as DockerClient;
+  const docker = (node: string): Docker => session.docker.get(node) as Docker;
   const locOf = new Map(targets.map((t) => [t.weights.node, t.loc]));
   // Before any byte moves: every target has room for what it lacks, and the hop's tools. Asked
   // while the folders are made and the blobs read (one round trip fewer before the bytes).

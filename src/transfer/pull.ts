@@ -5,7 +5,7 @@ import { redactText } from "../config/redact.js";
 import { COMMAND_NOT_FOUND, DOCKER_FAILED, DOWNLOADERS, checkDownload, downloadRunArgs, hfHomeOfHub, type Downloader } from "../plan/pull.js";
 import { weightsLocation } from "../plan/weights.js";
 import type { Recipe } from "../recipe/recipe.js";
-import type { DockerClient } from "../remote/docker.js";
+import type { Docker } from "../remote/docker.js";
 import { syncWeights, weightsReport, type SyncResult } from "./models.js";
 import { mib, type TransferProgress } from "../nodes/progress.js";
 import { checkPullSpace } from "./pull-space.js";
@@ -54,7 +54,7 @@ function lines(stream: NodeJS.ReadableStream, each: (line: string) => void): voi
 }
 
 /** One download attempt with one downloader: its exit code and its last output lines. */
-async function runDownload(docker: DockerClient, hfHome: string, args: readonly string[], name: string, token: string, signal: AbortSignal, note: (line: string) => void): Promise<{ code: number; tail: string[] }> {
+async function runDownload(docker: Docker, hfHome: string, args: readonly string[], name: string, token: string, signal: AbortSignal, note: (line: string) => void): Promise<{ code: number; tail: string[] }> {
   const p = docker.transport.spawn(["sh", "-c", PULL_SCRIPT, "sh", hfHome, ...args]);
   p.stdin.end(`${token}\n`);
   const tail: string[] = [];
@@ -107,7 +107,7 @@ export async function pullModel(recipe: Recipe, session: ClusterSession, nodes: 
   const had = before.find((r) => r.present);
   let download: PullResult["download"];
   if (had === undefined) {
-    const docker = session.docker.get(target.name) as DockerClient;
+    const docker = session.docker.get(target.name) as Docker;
     const hfHome = hfHomeOfHub(loc.hub);
     const token = options.token ?? "";
     const secrets = token === "" ? [] : [token];

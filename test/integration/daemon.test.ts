@@ -4,11 +4,11 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { BOOT_PHASES } from "../../src/contract/deployment.js";
-import { CLUSTER, launcher, launcherContainers, launcherProcess, ok, practiceSuite, STATE_HOME, startGateway, variant, within, type Run } from "./practice-cluster.js";
+import { CLUSTER, launcher, launcherContainers, launcherProcess, ok, practiceSuite, STATE_HOME, variant, within, type Run } from "./practice-cluster.js";
 
 // One practice host: a one-node variant whose boot takes a few seconds (each boot phase waits), so
-// that a client can be signalled, and a boot cancelled, while it runs.
+// that a client can be signalled while it runs. Detach (--detach, SIGHUP), attach and down's cancel
+// through a daemon are test/unit/daemon-detach.test.ts's, against the control API in process.
 const dir = practiceSuite(1, "launcher-daemon-");
 const slow = (name: string): string => variant(dir, name, "practice-2x", `required_nodes = 1\ntensor_parallel_size = 1\n[env]\nPRACTICE_PHASE_DELAY_MS = "1500"\n`);
 
@@ -25,69 +25,6 @@ function exited(child: ReturnType<typeof launcherProcess>): { done: Promise<Run>
 const containersOf = (name: string): string[] => launcherContainers(1).filter((c) => c.includes(`launcher-${name}-`));
 
 describe("launcher serve --control: boots that outlive their client", { concurrency: false }, () => {
-  test("a client killed with SIGHUP mid-boot detaches; the boot (a lane's) becomes ready; attach shows it from its start", async () => {
-    const recipe = slow("hup");
-    // No --daemon and no LAUNCHER_DAEMON: the CLI finds the daemon of this machine by itself.
-    const daemon = await startGateway(["--control"]);
-    let client: ReturnType<typeof launcherProcess> | undefined;
-    try {
-      client = launcherProcess(["up", recipe, "--lane", "hup-lane", "--timeout", "2m"]);
-      const run = exited(client);
-      await within(60_000, "the boot's container runs", async () => (containersOf("hup").length > 0 ? true : undefined));
-      client.kill("SIGHUP");
-      const r = await run.done;
-      assert.equal(r.code, 129, r.stderr);
-      assert.match(r.stderr, /detached from the boot of hup; it goes on in the daemon at http:\/\/127\.0\.0\.1:\d+ \(launcher attach hup follows it/);
-      assert.ok(containersOf("hup").length > 0, "the boot goes on");
-      const attached = ok(await launcher(["attach", "hup"], 120_000), "attach");
-      assert.match(attached.stdout, /^hup is ready in \d+\.\d s: http:\/\/[\d.]+:8000\/v1 \(model "practice"\); lane hup-lane serves it\n$/);
-      // From its start: the line said before anything started, and the phases up to the last.
-      assert.match(attached.stderr, /launcher: putting hup in lane hup-lane/);
-      for (const phase of [BOOT_PHASES[0], BOOT_PHASES.at(-1)]) assert.match(attached.stderr, new RegExp(`\\] n1 +${phase as string}\\b`));
-      const json = JSON.parse(ok(await launcher(["attach", "hup", "--json"]), "attach --json").stdout) as { status: string; deployment: string };
-      assert.deepEqual([json.status, json.deployment], ["ready", "hup"]);
-      assert.deepEqual(containersOf("hup"), ["n1:launcher-hup-r0:running"]);
-    } finally {
-      // If the boot never started, the client is still running it: it must not outlive the test.
-      client?.kill("SIGKILL");
-      await daemon.stop();
-      await launcher(["down", "deployment/hup", "--grace", "1"], 60_000, { LAUNCHER_DAEMON: "none" });
-    }
-  });
-
-  test("up --detach returns at once with the name; down NAME cancels the boot in progress and nothing is left", async () => {
-    const recipe = slow("gone");
-    const daemon = await startGateway(["--control"]);
-    try {
-      const r = ok(await launcher(["up", recipe, "--detach", "--daemon", daemon.url]), "up --detach");
-      assert.equal(r.stdout, "gone\n");
-      await within(60_000, "the detached boot starts its container", async () => (containersOf("gone").length > 0 ? true : undefined));
-      const following = launcher(["attach", "gone"], 120_000, { LAUNCHER_DAEMON: daemon.url });
-      const down = ok(await launcher(["down", "gone"], 120_000, { LAUNCHER_DAEMON: daemon.url }), "down");
-      assert.match(down.stdout, /^cancelled the boot of gone in the daemon at http:\/\/127\.0\.0\.1:\d+: boot of gone failed: interrupted \(launcher down\)/);
-      assert.match(down.stdout, /rolled back: removed 1 container \(n1\/launcher-gone-r0\)/);
-      assert.deepEqual(containersOf("gone"), []);
-      // Whoever followed it sees the failure, with up's exit status.
-      const f = await following;
-      assert.equal(f.code, 1, f.stderr);
-      // One "launcher: " on the line (issue 25: the failure is launcher's own, not a node's).
-      assert.match(f.stderr, /^launcher: boot of gone failed: interrupted \(launcher down\)/m);
-      assert.doesNotMatch(f.stderr, /launcher: launcher:/);
-      // down --all: every boot in progress in the daemon is cancelled too (and rolled back there).
-      const other = slow("gone-too");
-      ok(await launcher(["up", other, "--detach"], 60_000, { LAUNCHER_DAEMON: daemon.url }), "up --detach");
-      await within(60_000, "the second detached boot starts its container", async () => (containersOf("gone-too").length > 0 ? true : undefined));
-      const all = ok(await launcher(["down", "--all"], 120_000, { LAUNCHER_DAEMON: daemon.url }), "down --all");
-      assert.match(all.stderr, /launcher: cancelled the boot of gone-too in the daemon at /);
-      assert.deepEqual(containersOf("gone-too"), []);
-    } finally {
-      // A stopped daemon leaves its boots running (adopt.test.ts): cancel them while it is up, so
-      // gone/gone-too do not hold the only host when an assertion above failed.
-      await launcher(["down", "--all", "--grace", "1"], 60_000, { LAUNCHER_DAEMON: daemon.url });
-      await daemon.stop();
-    }
-  });
-
   test("without a daemon today's behaviour stays: Ctrl-C rolls the boot back, and the message says how to run a daemon", async () => {
     const recipe = slow("here");
     const client = launcherProcess(["up", recipe, "--timeout", "2m"], { LAUNCHER_DAEMON: "none" });

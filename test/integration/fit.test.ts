@@ -1,32 +1,14 @@
 import assert from "node:assert/strict";
 import { GUARD_STOPS_AT_READY } from "../../src/cli/up.js";
 import { describe, test } from "node:test";
-import { launcher, launcherContainers, ok, onHost, practiceSuite, variant } from "./practice-cluster.js";
+import { launcher, ok, onHost, practiceSuite } from "./practice-cluster.js";
 
 // The memory fit before a boot, on a 2-host practice cluster (both hosts share this machine's
-// /proc/meminfo, which each reads as its own).
+// /proc/meminfo, which each reads as its own). Which fits are refused is test/unit/up-decisions.test.ts's.
 const HOSTS = 2;
-const dir = practiceSuite(HOSTS, "launcher-fit-");
+practiceSuite(HOSTS, "launcher-fit-");
 
 describe("the memory fit before any container starts", { concurrency: false }, () => {
-  test("a KV budget larger than a node's memory stops up before any container starts, naming node and figures", async () => {
-    // 200 GiB of KV cache: more than this machine's total on every node.
-    const recipe = variant(dir, "fit-too-big", "practice-2x", 'args = ["--kv-cache-memory", "214748364800"]\n');
-    try {
-      const r = await launcher(["up", recipe], 240_000);
-      assert.equal(r.code, 1, r.stderr);
-      assert.match(r.stderr, /preflight failed for fit-too-big; no container was started/);
-      for (const node of ["n1", "n2"]) {
-        assert.match(r.stderr, new RegExp(`${node}: the deployment needs \\d+\\.\\d GiB, more than the node's total \\d+\\.\\d GiB`));
-        assert.match(r.stderr, new RegExp(`${node}: need \\d+\\.\\d GiB = weights 0\\.0 .* \\+ KV cache 200\\.0 \\(--kv-cache-memory 214748364800\\)`));
-      }
-      assert.doesNotMatch(r.stderr, /\n\s+at /, "no stack");
-      assert.deepEqual(launcherContainers(HOSTS), [], "no container on any host");
-    } finally {
-      await launcher(["down", "fit-too-big", "--grace", "1"]);
-    }
-  });
-
   test("a deployment that fits boots; up --drop-caches says on each node whether it could, and prints the arithmetic node by node", async () => {
     try {
       const r = ok(await launcher(["up", "practice-2x", "--drop-caches"], 240_000), "up");

@@ -2,14 +2,13 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { describe, test } from "node:test";
 import { RANK_STATES, type StatusLine } from "../../src/contract/deployment.js";
-import { launcher, launcherContainers, launcherProcess, onHost, startGateway, variant, within, type Run, ok, practiceSuite } from "./practice-cluster.js";
+import { launcher, launcherContainers, launcherProcess, onHost, startGateway, within, ok, practiceSuite } from "./practice-cluster.js";
 
-// Unreachable nodes, ambiguous targets and what launcher leaves running on the nodes, on a
-// 2-host practice cluster.
+// Unreachable nodes and what launcher leaves running on the nodes, on a 2-host practice cluster.
+// How down resolves a name that fits several deployments is test/unit/down-targets.test.ts's.
 const HOSTS = 2;
 // Fresh hosts, not the shared ones (practiceSuite): the file cuts management links.
-const dir = practiceSuite(HOSTS, "launcher-unreach-", { fresh: true });
-
+practiceSuite(HOSTS, "launcher-unreach-", { fresh: true });
 
 /** Cuts (or restores) host i's management link on this machine's side: SSH and HTTP to it go silent. */
 const link = (i: number, state: "up" | "down"): void => {
@@ -20,7 +19,7 @@ const link = (i: number, state: "up" | "down"): void => {
 const followers = (i: number): number => Number(onHost(i, ["sh", "-c", "pgrep -c -u \"$(id -u)\" -f 'docker log[s]' || true"]).trim());
 const noFollowers = (what: string) => within(15_000, what, async () => ([1, 2].every((i) => followers(i) === 0) ? true : undefined));
 
-describe("unreachable nodes, ambiguous targets, nothing left behind", { concurrency: false }, () => {
+describe("unreachable nodes, nothing left behind", { concurrency: false }, () => {
   test("neither up nor an interrupted logs --follow leaves a docker logs process on the nodes", async () => {
     ok(await launcher(["up", "practice-2x"], 240_000), "up");
     try {
@@ -104,31 +103,4 @@ describe("unreachable nodes, ambiguous targets, nothing left behind", { concurre
     assert.match(again.stdout, /stopped practice-2x: n2 launcher-practice-2x-r1/);
     assert.deepEqual(launcherContainers(HOSTS), []);
   }
-
-  test("down of a name that fits several deployments refuses and lists them; a qualified name stops exactly one", async () => {
-    const solo = variant(dir, "solo", "practice-2x", "required_nodes = 1\ntensor_parallel_size = 1\n");
-    try {
-      ok(await launcher(["up", solo, "--name", "alpha", "--nodes", "n1"], 240_000), "up alpha");
-      // beta's lane is called alpha: one word, two deployments.
-      ok(await launcher(["up", solo, "--name", "beta", "--lane", "alpha", "--nodes", "n2"], 240_000), "up beta");
-      for (const name of ["alpha", "solo"]) {
-        const r = await launcher(["down", name]);
-        assert.equal(r.code, 1, name);
-        assert.match(r.stderr, new RegExp(`${name} names 2 deployments: deployment/alpha \\(recipe solo\\), deployment/beta \\(recipe solo, lane alpha\\)`));
-        assert.match(r.stderr, /launcher down deployment\/alpha/);
-        assert.doesNotMatch(r.stderr, /at .*\.ts:\d+/, "no stack trace");
-      }
-      assert.equal(launcherContainers(HOSTS).length, 2, "nothing was stopped");
-      const logs = await launcher(["logs", "alpha", "--tail", "1"]);
-      assert.equal(logs.code, 1, "logs resolves targets the same way");
-      assert.match(logs.stderr, /alpha names 2 deployments/);
-
-      assert.match(ok(await launcher(["down", "deployment/alpha", "--grace", "1"]), "down deployment/alpha").stdout, /stopped alpha: n1/);
-      assert.deepEqual(launcherContainers(HOSTS), ["n2:launcher-beta-r0:running"]);
-      assert.match(ok(await launcher(["down", "lane/alpha", "--grace", "1"]), "down lane/alpha").stdout, /stopped beta: n2/);
-      assert.deepEqual(launcherContainers(HOSTS), []);
-    } finally {
-      await launcher(["down", "recipe/solo", "--grace", "1"]);
-    }
-  });
 });

@@ -6,9 +6,11 @@ import path from "node:path";
 import { describe, test } from "node:test";
 import { launcher, launcherContainers, launcherUntil, onHost, slowLinks, variant, practiceSuite } from "./practice-cluster.js";
 
-// `up` hardening (issue 9): a name unique across the cluster, a rollback that removes only its
-// own boot's containers, a signal heard at any step, "already running" only when it is so, and a
-// hang blamed on the rank that holds the boot up. 4 hosts: a second deployment on n3,n4.
+// `up` hardening (issue 9) on the wire: a signal heard at any step (push, preflight, a lane's
+// drain), a hung boot left by a killed `up` (its claims taken over), and a hang blamed on the rank
+// that holds the boot up, all rolled back. The decisions themselves (same name, another port, busy
+// nodes, a rollback of only its own boot, blame) are test/unit/up-decisions.test.ts's, over a
+// FakeCluster. 4 hosts: a second deployment on n3,n4.
 const HOSTS = 4;
 // Fresh hosts, not the shared ones (practiceSuite): the file slows n3's links and removes its practice image.
 const dir = practiceSuite(HOSTS, "launcher-up-", { fresh: true });
@@ -30,39 +32,6 @@ async function lastBoot(): Promise<{ outcome: string; deployment?: string; recip
 }
 
 describe("up hardening on the practice cluster", { concurrency: false }, () => {
-  test("same name on other nodes is refused, naming where it runs; the serving one is untouched", async () => {
-    try {
-      const first = await launcher(["up", "practice-2x"]);
-      assert.equal(first.code, 0, first.stderr);
-      const r = await launcher(["up", "practice-2x", "--nodes", "n3,n4"]);
-      assert.equal(r.code, 1, r.stderr);
-      assert.match(r.stderr, /deployment practice-2x already exists on n1, n2 \(serving\) with other options: .*nodes n1,n2, asked n3,n4/);
-      assert.match(r.stderr, /unique across the cluster/);
-      assert.match(r.stderr, /--name OTHER.*launcher down practice-2x/);
-      assert.deepEqual(launcherContainers(HOSTS), ["n1:launcher-practice-2x-r0:running", "n2:launcher-practice-2x-r1:running"]);
-      // Under another name it runs beside it.
-      const other = await launcher(["up", "practice-2x", "--nodes", "n3,n4", "--name", "practice-2x-b", "--port", "8001"]);
-      assert.equal(other.code, 0, other.stderr);
-    } finally {
-      await downAll();
-    }
-  });
-
-  test("a rollback removes only the containers its own boot created", async () => {
-    const recipe = variant(dir, "dup", "practice-2x", `[env]\nPRACTICE_FAULT = "hang"\n`);
-    try {
-      const boot = await upUntil([recipe, "--timeout", "8s"], /n1 +loading/);
-      // Meanwhile another launcher's boot of the same name (its own launcher.boot id) on n3.
-      onHost(3, ["docker", "create", "--name", "launcher-dup-r0", "--label", "launcher.deployment=dup", "--label", "launcher.boot=0123456789ab", "practice-engine:local", "practice/tiny-moe"]);
-      assert.equal(await boot.closed, 1, boot.stderr());
-      assert.match(boot.stderr(), /timed out after 8 s/);
-      assert.match(boot.stderr(), /rolled back: removed 2 containers \(n1\/launcher-dup-r0, n2\/launcher-dup-r1\)/);
-      assert.deepEqual(launcherContainers(HOSTS), ["n3:launcher-dup-r0:created"]);
-    } finally {
-      await downAll();
-    }
-  });
-
   test("Ctrl-C while the image is pushed: the push stops, nothing starts, history says interrupted", async () => {
     onHost(3, ["docker", "image", "rm", "--force", "practice-engine:local"]);
     // Slow enough that the push is still going when the signal comes.
@@ -124,23 +93,6 @@ describe("up hardening on the practice cluster", { concurrency: false }, () => {
       // The killed up's claims are not waited out: its pid is gone from this machine.
       assert.match(r.stderr, new RegExp(`n1: taking over the claim of \`launcher up ${recipe}\` \\(pid ${boot.child.pid} on [^)]*\\): that process no longer runs on this machine`));
       assert.equal(launcherContainers(HOSTS).length, 2, "nothing started, nothing removed");
-    } finally {
-      await downAll();
-    }
-  });
-
-  test("up with another --port than the running one is refused, saying what differs", async () => {
-    try {
-      const first = await launcher(["up", "practice-2x"]);
-      assert.equal(first.code, 0, first.stderr);
-      const r = await launcher(["up", "practice-2x", "--port", "9000", "--json"]);
-      assert.equal(r.code, 1, r.stdout + r.stderr);
-      assert.doesNotMatch(r.stdout, /already-running/);
-      assert.match(r.stderr, /endpoint http:\/\/10\.231\.0\.11:8000, asked http:\/\/10\.231\.0\.11:9000/);
-      assert.deepEqual(launcherContainers(HOSTS), ["n1:launcher-practice-2x-r0:running", "n2:launcher-practice-2x-r1:running"]);
-      const same = await launcher(["up", "practice-2x"]);
-      assert.equal(same.code, 0, same.stderr);
-      assert.match(same.stdout, /already running this recipe/);
     } finally {
       await downAll();
     }

@@ -15,12 +15,13 @@ import type { UpEvent } from "../../src/boot/up-events.js";
 import { decodeError } from "../../src/boot/up-events.js";
 import type { Plan } from "../../src/plan/plan.js";
 import { encodeSavedPlan } from "../../src/plan/saved.js";
-import type { ContainerInfo, DockerClient } from "../../src/remote/docker.js";
+import type { ContainerInfo, Docker } from "../../src/remote/docker.js";
 import { Store, type BootInProgress } from "../../src/store/store.js";
 import { Detached } from "../../src/config/abort.js";
 import { within } from "../integration/practice-cluster.js";
-import { fakeNode, readyEngine } from "./fake-node.js";
-import { SETTLE_MS, watchBoot } from "../../src/boot/up.js";
+import { fakeNode, readyEngine } from "../support/docker-parts.js";
+import { FakeNode } from "../support/fake-node.js";
+import { SETTLE_MS, watchAdoptedBoot } from "../../src/boot/up.js";
 
 // Adoption of boots a dead daemon left: which are adopted, what the nodes must show, and the
 // adopted boot watched to its end (ready, failed, cancelled, left again) against fake nodes.
@@ -97,7 +98,7 @@ const twoRanks = {
 const listed = (node: string, containers: readonly ContainerInfo[]): NodeListing => ({
   node,
   reachable: true,
-  docker: {} as DockerClient,
+  docker: new FakeNode(node),
   containers: containers.map((c) => ({ node, c, labels: { deployment: "d" } as never })),
   strays: [],
   undecodable: [],
@@ -136,7 +137,7 @@ function leftBehind(plan: Plan, withRestart: boolean): { store: Store; history: 
   return { store, history };
 }
 
-const session = (docker: DockerClient): ClusterSession => ({ cluster: { nodes: [] }, docker: new Map([["n1", docker]]) }) as unknown as ClusterSession;
+const session = (docker: Docker): ClusterSession => ({ cluster: { nodes: [] }, docker: new Map([["n1", docker]]) }) as unknown as ClusterSession;
 const deps = (store: Store, registry: BootRegistry, s: ClusterSession, logs: string[] = []) => ({ store, registry, clusters: ["c"], session: async (c: string) => (c === "c" ? s : undefined), log: (l: string) => logs.push(l), now: () => new Date() });
 const SERVING_LOG = ["2026-01-01T00:00:02.000000000Z (APIServer pid=1) INFO 01-01 00:00:02 [api_server.py:1] Starting vLLM API server 0 on http://0.0.0.0:8000"];
 
@@ -149,7 +150,7 @@ test("adopt: a boot left by a dead daemon is watched again (nothing started) and
     const removed: string[] = [];
     const run: string[] = [];
     const docker = fakeNode("n1", [info(0, "n1", true)], SERVING_LOG, false, removed);
-    (docker as unknown as { run: (a: string[]) => void }).run = (a) => void run.push(a.join(" "));
+    docker.run = async (a) => (run.push(a.join(" ")), "cid");
     const registry = new BootRegistry(Date.now);
     const logs: string[] = [];
     const adopted = adoptBoots(deps(store, registry, session(docker), logs));
@@ -305,10 +306,10 @@ test("watch: the rank whose container ended first is blamed even when its end is
   const head = fakeNode("n1", [info(0, "n1", true)], ["2026-01-01T00:00:06.000000000Z (EngineCore_DP0 pid=1) ERROR 01-01 00:00:06 [multiproc_executor.py:154] Worker proc VllmWorker-1 died unexpectedly, shutting down executor."], false, removed);
   const worker = fakeNode("n2", [info(1, "n2", false)], ["2026-01-01T00:00:05.000000000Z (Worker_TP1 pid=1) INFO 01-01 00:00:05 [multiproc_executor.py:702] Worker exiting"], true, removed);
   // On a busy machine the worker's container state is one slow SSH round trip away: longer than the settle.
-  const slowWorker = { ...worker, containers: async (...a: Parameters<DockerClient["containers"]>) => (await new Promise((r) => setTimeout(r, SETTLE_MS + 900)), worker.containers(...a)) } as unknown as DockerClient;
+  const slowWorker: Docker = Object.assign(Object.create(worker) as Docker, { containers: async (...a: Parameters<Docker["containers"]>) => (await new Promise((r) => setTimeout(r, SETTLE_MS + 900)), worker.containers(...a)) });
   const s = { cluster: { nodes: [] }, docker: new Map([["n1", head], ["n2", slowWorker]]) } as unknown as ClusterSession;
   const progress = { node: () => undefined, note: () => undefined, done: () => undefined };
-  const error = await watchBoot(twoRanks, BOOT, s, { timeoutMs: 60_000, signal: new AbortController().signal, progress }, Date.now()).then(
+  const error = await watchAdoptedBoot(twoRanks, BOOT, s, { timeoutMs: 60_000, signal: new AbortController().signal, progress }, Date.now()).then(
     () => assert.fail("the boot failed"),
     (e: Error) => e,
   );

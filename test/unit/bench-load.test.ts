@@ -9,7 +9,8 @@ import { benchDeps, benchTarget, levelRequests, type BenchOptions } from "../../
 import { encodeLabels, type DeploymentLabels } from "../../src/contract/deployment.js";
 import type { ClusterSession } from "../../src/nodes/session.js";
 import type { BenchRun } from "../../src/contract/evidence.js";
-import type { ContainerInfo, DockerClient } from "../../src/remote/docker.js";
+import type { ContainerInfo } from "../../src/remote/docker.js";
+import { FakeNode } from "../support/fake-node.js";
 
 const require = createRequire(import.meta.url);
 // The practice engine's own HTTP API and speculative decoding (CommonJS, node built-ins only).
@@ -107,7 +108,8 @@ const labels = (over: Partial<DeploymentLabels>): DeploymentLabels => ({
 
 function fakeSession(endpoint: string): ClusterSession {
   const c: ContainerInfo = { id: "i", name: "launcher-d1-r0", labels: encodeLabels(labels({ endpoint, lane: "chat" })), state: "running", running: true, exitCode: 0, startedAt: "t", finishedAt: "t", image: "practice-engine:local" };
-  const docker = { containers: async () => [c] } as unknown as DockerClient;
+  const docker = new FakeNode("n1");
+  docker.add(c.name, c.labels, { image: c.image });
   return { cluster: { name: "c" }, docker: new Map([["n1", docker]]) } as unknown as ClusterSession;
 }
 

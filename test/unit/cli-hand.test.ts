@@ -10,7 +10,7 @@ import { parseGraceSeconds, parseSince } from "../../src/cli/duration.js";
 import { CLUSTER_OPTION_DESCRIPTION } from "../../src/cli/options.js";
 import { allCommands, asksForJson } from "../../src/cli/usage.js";
 import { completionScript, completionTree } from "../../src/cli/completion.js";
-import { DockerClient, logsSinceArg } from "../../src/remote/docker.js";
+import { SshDocker, logsSinceArg } from "../../src/remote/docker.js";
 import { formatDiagnostic, formatDiagnosticWith } from "../../src/config/diagnostic.js";
 import { colourFor, SEVERITY_STYLE } from "../../src/app/colour.js";
 import { jsonAnswer } from "../../src/app/output.js";
@@ -307,7 +307,7 @@ test("logs --since reaches docker logs as its own option, before the container",
       throw new Error("not used");
     },
   };
-  const docker = new DockerClient(transport);
+  const docker = new SshDocker(transport);
   for await (const _ of docker.logs("c-0", { tail: 5, since: parseSince("10m", "--since") })) void _;
   for await (const _ of docker.logs("c-0", { since: parseSince("2026-12-03T05:00:00Z", "--since"), follow: true })) void _;
   assert.deepEqual(seen[0], ["docker", "logs", "--timestamps", "--tail", "5", "--since", "600s", "--", "c-0"]);

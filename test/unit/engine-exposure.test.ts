@@ -7,8 +7,8 @@ import { resolveRecipe } from "../../src/recipe/resolve.js";
 import { planDeployment, type Plan } from "../../src/plan/plan.js";
 import { planJson, planText } from "../../src/plan/render.js";
 import { apiAddress } from "../../src/plan/api-address.js";
-import { DockerClient } from "../../src/remote/docker.js";
-import { recordingTransport } from "./fake-node.js";
+import { SshDocker } from "../../src/remote/docker.js";
+import { recordingTransport } from "../support/docker-parts.js";
 import { BASE, memorySource } from "./memory-source.js";
 
 // Issue 24: the head's engine listens only where launcher reaches it, a recipe cannot open vLLM's
@@ -108,7 +108,7 @@ test("the engine's key leaves the command line for its env: --api-key K, --api-k
   assert.match(two.join("\n"), /recipe\.toml:\d+:\d+: error: --api-key gives 2 keys: launcher passes the engine its key in VLLM_API_KEY, which holds one/);
 });
 
-test("no env value is on docker run's command line: --env-file /dev/stdin, and DockerClient.run writes the env file to stdin", async () => {
+test("no env value is on docker run's command line: --env-file /dev/stdin, and SshDocker.run writes the env file to stdin", async () => {
   const plan = planOf(BASE.replace("[env]\n", '[env]\nSECRET_TOKEN = "hunter2-secret"\n'));
   for (const n of plan.nodes) {
     assert.ok(!n.argv.includes("--env"), `${n.node}: ${n.argv.join(" ")}`);
@@ -119,7 +119,7 @@ test("no env value is on docker run's command line: --env-file /dev/stdin, and D
   const { transport, calls } = recordingTransport("a1");
   const head = plan.nodes[0];
   assert.ok(head);
-  assert.equal(await new DockerClient(transport).run(head.argv, head.env), "cid");
+  assert.equal(await new SshDocker(transport).run(head.argv, head.env), "cid");
   assert.deepEqual(calls[0]?.argv, head.argv);
   assert.equal(calls[0]?.options?.stdin, Object.entries(head.env).map(([k, v]) => `${k}=${v}\n`).join(""));
   assert.match(calls[0]?.options?.stdin ?? "", /^SECRET_TOKEN=hunter2-secret$/m);

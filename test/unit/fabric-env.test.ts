@@ -7,7 +7,8 @@ import { ENGINES } from "../../src/engine/registry.js";
 import { VLLM_NODE_ENV_KEYS } from "../../src/engine/vllm/node-env.js";
 import { parseCluster } from "../../src/cluster/parse.js";
 import { UserError } from "../../src/config/errors.js";
-import { detectedNote, planFromFlags } from "../../src/cli/plan.js";
+import { detectedNote } from "../../src/cli/plan.js";
+import { planFromFlags } from "../../src/app/plan-flags.js";
 import type { Output } from "../../src/app/output.js";
 
 const spark = (name: string, extra: Partial<ClusterNode> = {}): ClusterNode => ({

@@ -7,7 +7,7 @@ import { checkImage, type ImageFactsCache } from "../../src/nodes/image-check.js
 import { planDeployment, type Plan } from "../../src/plan/plan.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";
 import { fileRecipeSource } from "../../src/recipe/fs-source.js";
-import { DockerClient } from "../../src/remote/docker.js";
+import { SshDocker, type Docker } from "../../src/remote/docker.js";
 import type { ExecResult, Transport } from "../../src/remote/transport.js";
 import { Store } from "../../src/store/store.js";
 
@@ -42,7 +42,7 @@ test("the image contract: vllm serve as ENTRYPOINT unless the recipe sets one; -
 });
 
 /** A node whose Docker answers inspect and run from canned results, counting the runs. */
-function fakeNode(entrypoint: string, versionRun: ExecResult): { docker: DockerClient; runs: string[][] } {
+function fakeNode(entrypoint: string, versionRun: ExecResult): { docker: Docker; runs: string[][] } {
   const runs: string[][] = [];
   const transport: Transport = {
     node: "n1",
@@ -58,7 +58,7 @@ function fakeNode(entrypoint: string, versionRun: ExecResult): { docker: DockerC
       throw new Error("not used");
     },
   };
-  return { docker: new DockerClient(transport), runs };
+  return { docker: new SshDocker(transport), runs };
 }
 
 function practicePlan(): Plan {

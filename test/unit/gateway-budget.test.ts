@@ -15,7 +15,7 @@ import { parseCluster } from "../../src/cluster/parse.js";
 import { readTextFile } from "../../src/config/read-file.js";
 import { BootRegistry } from "../../src/supervise/boots.js";
 import { CONTROL_PREFIX } from "../../src/contract/control-api.js";
-import { clusterFileNameProblem, UpSubmissionSchema, type UpSubmission } from "../../src/daemon/protocol.js";
+import { clusterFileNameProblem, UpSubmissionSchema, type UpSubmission } from "../../src/app/up-submission.js";
 import { keepUploadedCluster, keptUploadedClusters, uploadedClustersDir } from "../../src/daemon/uploaded-clusters.js";
 import { BODY_BUDGET_BYTES, ByteBudget, keepFreeFor, MAX_BODY_BYTES, MAX_CONTROL_BODY_BYTES, nextRoom, readBudgeted, SMALL_BODIES_KEEP, SMALL_BODY_BYTES, type BudgetedRead } from "../../src/gateway/budget.js";
 import { controlApi } from "../../src/daemon/control.js";

@@ -18,7 +18,7 @@ import {
   type MemorySample,
   type Trip,
 } from "../../src/memory/memory-watch.js";
-import { DockerClient, untilReaderGoes } from "../../src/remote/docker.js";
+import { SshDocker, untilReaderGoes } from "../../src/remote/docker.js";
 import { streamLocal, type ExecResult, type Transport } from "../../src/remote/transport.js";
 import { PassThrough } from "node:stream";
 import { within } from "../integration/practice-cluster.js";
@@ -147,7 +147,7 @@ function fakeNode(node: string) {
         }
       },
     }),
-    // The armed kill (DockerClient.armKill): a shell that runs docker kill on the line it reads.
+    // The armed kill (SshDocker.armKill): a shell that runs docker kill on the line it reads.
     spawn: (argv) => {
       const stdin = new PassThrough();
       let input = "";
@@ -163,7 +163,7 @@ function fakeNode(node: string) {
     },
   };
   return {
-    docker: new DockerClient(transport),
+    docker: new SshDocker(transport),
     commands,
     say: (s: MemorySample) => {
       lines.push(`mem ${s.totalKiB} ${s.availableKiB}`);
@@ -280,7 +280,7 @@ test("an armed kill runs docker kill -- NAMES on the node when fired, and nothin
     writeFileSync(path.join(dir, "docker"), `#!/bin/sh\necho "$@" >> "${dir}/calls"\n`);
     chmodSync(path.join(dir, "docker"), 0o755);
     process.env.PATH = `${dir}:${saved ?? ""}`;
-    const docker = new DockerClient(localTransport("n1"));
+    const docker = new SshDocker(localTransport("n1"));
     const fired = docker.armKill(["launcher-a-r0", "-rf"]);
     const idle = docker.armKill(["launcher-b-r0"]);
     await fired.fire();

@@ -10,7 +10,7 @@ import { ADDRESS, CONTAINER_PATH, DEPLOYMENT_NAME, DOCKER_SIZE, HCA, HOME, HOST,
 import { MAX_REMOTE_COMMAND_BYTES } from "../../src/config/shell-words.js";
 import { planDeployment } from "../../src/plan/plan.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";
-import { DockerClient } from "../../src/remote/docker.js";
+import { SshDocker } from "../../src/remote/docker.js";
 import { sshCommandArgs } from "../../src/remote/ssh.js";
 import type { ExecResult, Transport } from "../../src/remote/transport.js";
 import { BASE, memorySource } from "./memory-source.js";
@@ -143,7 +143,7 @@ test("the small Docker client puts names and images after --", async () => {
       throw new Error("not used");
     },
   };
-  const docker = new DockerClient(transport);
+  const docker = new SshDocker(transport);
   await docker.imageId("-x");
   await docker.stopAndRemove(["-a", "b"], 1);
   for await (const _ of docker.logs("-c", { tail: 5 })) void _;
@@ -211,7 +211,7 @@ test("a restart's one-round-trip scripts: stop (no grace) then list, and one con
         throw new Error("not used");
       },
     };
-    const docker = new DockerClient(transport);
+    const docker = new SshDocker(transport);
     const listed = await docker.stopThenList("launcher.deployment", ["-a", "b"]);
     assert.deepEqual(listed.map((c) => `${c.name} ${c.state}`), ["launcher-d-r0 exited"]);
     const lines = await docker.logsThenRemove("-c", 2000, ["-a", "b"]);

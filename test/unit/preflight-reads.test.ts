@@ -9,7 +9,7 @@ import { imageUnsettled, READ_SCRIPT, readPlanNodes, readSections, type NodeRead
 import { ReadyRetry, readyRetryMs } from "../../src/boot/readiness.js";
 import type { ClusterSession } from "../../src/nodes/session.js";
 import type { Plan } from "../../src/plan/plan.js";
-import { DockerClient, LIST_SCRIPT } from "../../src/remote/docker.js";
+import { SshDocker, LIST_SCRIPT } from "../../src/remote/docker.js";
 import { localTransport } from "../../src/remote/local.js";
 import type { Transport } from "../../src/remote/transport.js";
 
@@ -80,7 +80,7 @@ async function readTwoNodes(mode: "up" | "down" | "garbled", wrap: (t: Transport
   const names = ["n1", "n2"];
   const session = {
     cluster: { nodes: names.map((name) => ({ name, host: name })) },
-    docker: new Map(names.map((n) => [n, new DockerClient(counted(wrap(localTransport(n)), calls))])),
+    docker: new Map(names.map((n) => [n, new SshDocker(counted(wrap(localTransport(n)), calls))])),
   } as unknown as ClusterSession;
   const plan = {
     deployment: "d",

@@ -11,8 +11,8 @@ import { test } from "node:test";
 import fc from "fast-check";
 import { parseCluster } from "../../src/cluster/parse.js";
 import { UserError } from "../../src/config/errors.js";
-import { clusterFileProblems, submissionPathProblem, submittedCluster, submittedRecipes, type DaemonScope } from "../../src/daemon/admit.js";
-import { UpSubmissionSchema } from "../../src/daemon/protocol.js";
+import { clusterFileProblems, submissionPathProblem, submittedCluster, submittedRecipes, type DaemonScope } from "../../src/app/admit.js";
+import { UpSubmissionSchema } from "../../src/app/up-submission.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";
 import { assertPositioned, holds, mutatedText, reportInputsTried, typedOutcome } from "./property.js";
 

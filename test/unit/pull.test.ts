@@ -11,7 +11,7 @@ import { COMMAND_NOT_FOUND, CONTAINER_HF_HOME, READ_TOKEN, downloadRunArgs, hfHo
 import { fileRecipeSource } from "../../src/recipe/fs-source.js";
 import type { Recipe } from "../../src/recipe/recipe.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";
-import { DockerClient } from "../../src/remote/docker.js";
+import { SshDocker } from "../../src/remote/docker.js";
 import type { Transport } from "../../src/remote/transport.js";
 
 const spec: DownloadSpec = { image: "vllm/vllm-openai:v0.11.0", hfHome: "/mnt/nas/ai/huggingface", model: "deepseek-ai/DeepSeek-V4-Flash-Vision-Exp", name: "launcher-pull-0a1b2c3d", downloader: "hf" };
@@ -143,7 +143,7 @@ function fakeNode(runs: FakeRun[], disk: FakeDisk = {}) {
       return { stdin, stdout, done, kill: () => (stdout.end(), end({ code: 143, stderr: "" })) };
     },
   };
-  const session = { cluster: { name: "c", nodes: [NODE] }, docker: new Map([["n1", new DockerClient(transport)]]) } as unknown as ClusterSession;
+  const session = { cluster: { name: "c", nodes: [NODE] }, docker: new Map([["n1", new SshDocker(transport)]]) } as unknown as ClusterSession;
   return { session, calls };
 }
 

@@ -9,10 +9,10 @@ import type { UpOutcome } from "../../src/boot/up-events.js";
 import { routeTable } from "../../src/gateway/routes.js";
 import type { Plan } from "../../src/plan/plan.js";
 import { encodeSavedPlan } from "../../src/plan/saved.js";
-import type { ContainerInfo, DockerClient } from "../../src/remote/docker.js";
+import type { ContainerInfo, Docker } from "../../src/remote/docker.js";
 import { Store } from "../../src/store/store.js";
 import { within } from "../integration/practice-cluster.js";
-import { dockerFrom } from "./fake-node.js";
+import { dockerFrom } from "../support/docker-parts.js";
 import { supervisorOf } from "./supervisor-fixture.js";
 
 // The restart's 503 names the rank the restart blamed, the one history records (issue 25: the
@@ -42,7 +42,7 @@ const seen: Seen = {
 };
 
 /** A node whose rank of `d` has ended (at `finishedAt`, with `exitCode`), its log `log`. */
-function ended(node: string, rank: number, exitCode: number, finishedAt: string, log: readonly string[]): DockerClient {
+function ended(node: string, rank: number, exitCode: number, finishedAt: string, log: readonly string[]): Docker {
   let gone = false;
   const info: ContainerInfo = { id: `id${rank}`, name: `launcher-d-r${rank}`, labels: labels(rank, node), state: "exited", running: false, exitCode, startedAt: "t", finishedAt, image: "img" };
   return dockerFrom({

@@ -7,10 +7,10 @@ import { Supervisor, type Seen } from "../../src/supervise/supervisor.js";
 import type { UpOutcome } from "../../src/boot/up-events.js";
 import type { Plan } from "../../src/plan/plan.js";
 import { encodeSavedPlan } from "../../src/plan/saved.js";
-import type { ContainerInfo, DockerClient } from "../../src/remote/docker.js";
+import type { ContainerInfo, Docker } from "../../src/remote/docker.js";
 import { Store } from "../../src/store/store.js";
 import { within } from "../integration/practice-cluster.js";
-import { dockerFrom } from "./fake-node.js";
+import { dockerFrom } from "../support/docker-parts.js";
 import { supervisorOf } from "./supervisor-fixture.js";
 
 // The supervisor's shell against fakes: what it removes, what it boots, what it records.
@@ -18,7 +18,7 @@ import { supervisorOf } from "./supervisor-fixture.js";
 const labels = (rank: number, node: string) =>
   encodeLabels({ deployment: "d", recipe: "r", recipe_hash: "h", engine: "vllm", served_model: "m", rank, role: rank === 0 ? "head" : "worker", node, nnodes: 2, nodes: ["n1", "n2"], cluster: "c", endpoint: "http://n1:8000", lane: "chat", restart: { mode: "on-failure", max: 3 } });
 
-function fakeDocker(node: string, rank: number, log: readonly string[], removed: string[]): DockerClient {
+function fakeDocker(node: string, rank: number, log: readonly string[], removed: string[]): Docker {
   let gone = false;
   // The worker (rank 1) died; the head still runs.
   let info: ContainerInfo = { id: `id${rank}`, name: `launcher-d-r${rank}`, labels: labels(rank, node), state: rank === 0 ? "running" : "exited", running: rank === 0, exitCode: rank === 0 ? 0 : 1, startedAt: "t", finishedAt: rank === 0 ? "0001-01-01T00:00:00Z" : "2026-01-01T00:00:01Z", image: "img" };
@@ -371,7 +371,7 @@ test("supervisor: a cancel that comes before the old group was removed still lea
   let readCause: (() => void) | undefined;
   const n2 = fakeDocker("n2", 1, [], removed);
   // The dead rank's log is slow to read: `down` comes meanwhile.
-  const slowLogs = Object.assign(Object.create(n2) as DockerClient, {
+  const slowLogs = Object.assign(Object.create(n2) as Docker, {
     logs: async function* () {
       await new Promise<void>((resolve) => (readCause = resolve));
       yield "2026-01-01T00:00:00.000000000Z bye";
@@ -401,10 +401,10 @@ test("supervisor: a rank's die event restarts the group at once, naming the rank
   served(store);
   const removed: string[] = [];
   // The head crashed first; the worker lost it a moment later, and its death was heard of first.
-  const ended = (rank: number, node: string, at: string, log: readonly string[]): DockerClient => {
+  const ended = (rank: number, node: string, at: string, log: readonly string[]): Docker => {
     const d = fakeDocker(node, rank, log, removed);
     const listed = async (): Promise<ContainerInfo[]> => [{ id: `id${rank}`, name: `launcher-d-r${rank}`, labels: labels(rank, node), state: "exited", running: false, exitCode: 1, startedAt: "t", finishedAt: at, image: "img" }];
-    return Object.assign(Object.create(d) as DockerClient, { containers: listed });
+    return Object.assign(Object.create(d) as Docker, { containers: listed });
   };
   const headLog = ["2026-01-01T00:00:00.000000000Z RuntimeError: CUDA error: an illegal memory access was encountered"];
   const session = { cluster: {}, docker: new Map([["n1", ended(0, "n1", "2026-01-01T00:00:01.5Z", headLog)], ["n2", ended(1, "n2", "2026-01-01T00:00:01.523456789Z", [])]]) } as unknown as ClusterSession;
@@ -430,10 +430,10 @@ test("supervisor: a worker that only lost its head ended first: the head, with i
   served(store);
   const removed: string[] = [];
   const read: string[] = [];
-  const ended = (rank: number, node: string, at: string, log: readonly string[]): DockerClient => {
+  const ended = (rank: number, node: string, at: string, log: readonly string[]): Docker => {
     const d = fakeDocker(node, rank, log, removed);
     const listed = async (): Promise<ContainerInfo[]> => (removed.some((r) => r.startsWith(`${node}:`)) ? [] : [{ id: `id${rank}`, name: `launcher-d-r${rank}`, labels: labels(rank, node), state: "exited", running: false, exitCode: 1, startedAt: "t", finishedAt: at, image: "img" }]);
-    return Object.assign(Object.create(d) as DockerClient, {
+    return Object.assign(Object.create(d) as Docker, {
       containers: listed,
       logs: async function* (container: string) {
         read.push(`${node}:${container}`);
@@ -458,9 +458,9 @@ test("supervisor: the head ended by itself saying only that a process of its own
   const store = twoRankStore();
   const removed: string[] = [];
   // The head exited on its own at 00:00:01; the worker ran until the restart stopped it (00:00:09, exit 137).
-  const node = (name: string, rank: number, log: readonly string[], running: boolean): DockerClient => {
+  const node = (name: string, rank: number, log: readonly string[], running: boolean): Docker => {
     let info: ContainerInfo = { id: `id${rank}`, name: `launcher-d-r${rank}`, labels: labels(rank, name), state: running ? "running" : "exited", running, exitCode: running ? 0 : 1, startedAt: "t", finishedAt: running ? "0001-01-01T00:00:00Z" : "2026-01-01T00:00:01Z", image: "img" };
-    return Object.assign(Object.create(fakeDocker(name, rank, log, removed)) as DockerClient, {
+    return Object.assign(Object.create(fakeDocker(name, rank, log, removed)) as Docker, {
       containers: async () => (removed.some((r) => r.startsWith(`${name}:`)) ? [] : [info]),
       stop: async () => void (info.running && (info = { ...info, state: "exited", running: false, exitCode: 137, finishedAt: "2026-01-01T00:00:09Z" })),
     });
@@ -479,9 +479,9 @@ test("supervisor: a restart stops the old group at once (no settle, no grace) an
   const removed: string[] = [];
   const stops: string[] = [];
   const removals: (() => void)[] = [];
-  const gated = (node: string, rank: number, log: readonly string[]): DockerClient => {
+  const gated = (node: string, rank: number, log: readonly string[]): Docker => {
     const d = fakeDocker(node, rank, log, removed);
-    return Object.assign(Object.create(d) as DockerClient, {
+    return Object.assign(Object.create(d) as Docker, {
       stop: async (names: readonly string[], grace: number) => {
         stops.push(`${node}:${names.join(",")} grace ${grace}`);
         await d.stop(names, grace);
@@ -538,9 +538,9 @@ test("supervisor: a group that failed with every rank running (an unhealthy head
   store.savePlan("c", "d", encodeSavedPlan(plan), "t");
   served(store);
   const removed: string[] = [];
-  const running = (node: string, rank: number, stoppedAt: string): DockerClient => {
+  const running = (node: string, rank: number, stoppedAt: string): Docker => {
     let info: ContainerInfo = { id: `id${rank}`, name: `launcher-d-r${rank}`, labels: labels(rank, node), state: "running", running: true, exitCode: 0, startedAt: "t", finishedAt: "0001-01-01T00:00:00Z", image: "img" };
-    return Object.assign(Object.create(fakeDocker(node, rank, [], removed)) as DockerClient, {
+    return Object.assign(Object.create(fakeDocker(node, rank, [], removed)) as Docker, {
       containers: async () => (removed.includes(`${node}:${info.name}`) ? [] : [info]),
       stop: async () => void (info = { ...info, state: "exited", running: false, exitCode: 137, finishedAt: stoppedAt }),
     });

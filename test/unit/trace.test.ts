@@ -21,8 +21,8 @@ test("a span keeps its start offset from the trace's origin and its duration; a 
   end(); // a second end changes nothing
   assert.deepEqual(trace.record(), {
     spans: [
-      { name: "preflight", startMs: 5, ms: 30 },
-      { name: "ready line", node: "spark-1", startMs: 25, ms: 0 },
+      { name: "preflight", start_ms: 5, ms: 30 },
+      { name: "ready line", node: "spark-1", start_ms: 25, ms: 0 },
     ],
     dropped: 0,
   });
@@ -57,7 +57,7 @@ test("the spans kept are bounded: the first and the last half kept, the middle c
 });
 
 test("formatTrace: one line per span with offset, duration and node", () => {
-  const lines = formatTrace({ spans: [{ name: "docker run", node: "spark-2", startMs: 1234, ms: 56 }, { name: "ready line", startMs: 2000, ms: 0 }], dropped: 0 });
+  const lines = formatTrace({ spans: [{ name: "docker run", node: "spark-2", start_ms: 1234, ms: 56 }, { name: "ready line", start_ms: 2000, ms: 0 }], dropped: 0 });
   assert.equal(lines.length, 3);
   assert.match(lines[1] ?? "", /^\s+\+\s*1\.234 s\s+0\.056 s\s+spark-2\s+docker run$/);
   assert.match(lines[2] ?? "", /^\s+\+\s*2\.000 s\s+-\s+ready line$/);
@@ -113,5 +113,5 @@ test("tracedTransport: each exec is a span on its node, named by its command; ou
   assert.equal(r.stdout, "ok");
   await t.exec(["true"]);
   assert.equal(calls.length, 2);
-  assert.deepEqual(trace.record().spans, [{ name: "ssh cat", node: "spark-3", startMs: 0, ms: 0 }]);
+  assert.deepEqual(trace.record().spans, [{ name: "ssh cat", node: "spark-3", start_ms: 0, ms: 0 }]);
 });

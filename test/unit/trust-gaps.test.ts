@@ -18,9 +18,9 @@ import { fileRecipeSource } from "../../src/recipe/fs-source.js";
 import { catalogueSource } from "../../src/recipe/uploaded-source.js";
 import { apiKeyOf, withoutApiKeyFlags } from "../../src/recipe/args.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";
-import { DockerClient, envOffCommandLine } from "../../src/remote/docker.js";
+import { SshDocker, envOffCommandLine } from "../../src/remote/docker.js";
 import { parseCluster } from "../../src/cluster/parse.js";
-import { recordingTransport } from "./fake-node.js";
+import { recordingTransport } from "../support/docker-parts.js";
 import { BASE, memorySource } from "./memory-source.js";
 
 // Review of issue 24: local files launcher finds on its own, env names that reach the container,
@@ -206,9 +206,9 @@ describe("H6: no env value on docker run's command line, whatever plan it came f
     assert.throws(() => envOffCommandLine(["docker", "run", "--env", "K=v", "img"], {}), (e: unknown) => e instanceof UserError && /no `--` before the image/.test(e.message));
   });
 
-  test("DockerClient.run sends an old plan's env on stdin, not on ssh's command line (fails before: --env VLLM_API_KEY=... was in argv)", async () => {
+  test("SshDocker.run sends an old plan's env on stdin, not on ssh's command line (fails before: --env VLLM_API_KEY=... was in argv)", async () => {
     const { transport, calls } = recordingTransport("a1");
-    assert.equal(await new DockerClient(transport).run(OLD, { VLLM_API_KEY: "sk-old" }), "cid");
+    assert.equal(await new SshDocker(transport).run(OLD, { VLLM_API_KEY: "sk-old" }), "cid");
     assert.ok(!calls[0]?.argv.some((a) => a.includes("sk-old")), calls[0]?.argv.join(" "));
     assert.match(calls[0]?.options?.stdin ?? "", /^VLLM_API_KEY=sk-old$/m);
   });

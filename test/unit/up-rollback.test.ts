@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { encodeLabels, LABELS } from "../../src/contract/deployment.js";
 import type { ClusterSession } from "../../src/nodes/session.js";
-import { describeThrown, watchBoot } from "../../src/boot/up.js";
-import type { ContainerInfo, DockerClient } from "../../src/remote/docker.js";
-import { readyEngine, SERVING_BOOT, servingNode, servingPlan } from "./fake-node.js";
+import { describeThrown, watchAdoptedBoot } from "../../src/boot/up.js";
+import type { ContainerInfo, Docker } from "../../src/remote/docker.js";
+import { readyEngine, SERVING_BOOT, servingNode, servingPlan } from "../support/docker-parts.js";
 
 // launcher's own fault mid-boot (a callback that threw): the rollback removes the boot's
 // containers, and a rollback that fails too never takes the fault's place.
@@ -14,8 +14,8 @@ const BOOT = SERVING_BOOT;
 const plan = servingPlan;
 
 /** The nodes of a session whose listing fails (the SSH connection lost just as the rollback lists them). */
-class LostOnListing extends Map<string, DockerClient> {
-  override [Symbol.iterator](): MapIterator<[string, DockerClient]> {
+class LostOnListing extends Map<string, Docker> {
+  override [Symbol.iterator](): MapIterator<[string, Docker]> {
     throw new Error("ssh: connection to n1 lost");
   }
 }
@@ -35,7 +35,7 @@ test("a callback that throws mid-boot and a rollback that fails too: the callbac
     };
     const docker = new LostOnListing([["n1", servingNode([])]]);
     const session = { cluster: { nodes: [] }, docker } as unknown as ClusterSession;
-    await assert.rejects(watchBoot(plan(engine.url), BOOT, session, { timeoutMs: 20_000, signal: new AbortController().signal, progress }, Date.now()), (e: unknown) => e === fault);
+    await assert.rejects(watchAdoptedBoot(plan(engine.url), BOOT, session, { timeoutMs: 20_000, signal: new AbortController().signal, progress }, Date.now()), (e: unknown) => e === fault);
     assert.match(notes[0] ?? "", /^launcher failed while booting d \(progress display broke\); removing every container this boot \(0123456789ab\) created/);
     assert.match(notes[1] ?? "", /^could not remove the containers of boot 0123456789ab \(ssh: connection to n1 lost\): run `launcher down deployment\/d` once the nodes answer$/);
   } finally {
@@ -58,7 +58,7 @@ test("a callback fault whose notes throw too, and that is no Error: it is what i
       done: () => undefined,
     };
     const session = { cluster: { nodes: [] }, docker: new Map([["n1", servingNode(removed)]]) } as unknown as ClusterSession;
-    await assert.rejects(watchBoot(plan(engine.url), BOOT, session, { timeoutMs: 20_000, signal: new AbortController().signal, progress }, Date.now()), (e: unknown) => e === "a bare string");
+    await assert.rejects(watchAdoptedBoot(plan(engine.url), BOOT, session, { timeoutMs: 20_000, signal: new AbortController().signal, progress }, Date.now()), (e: unknown) => e === "a bare string");
     assert.deepEqual(removed, ["n1:launcher-d-r0"]);
   } finally {
     engine.server.close();
@@ -87,7 +87,7 @@ test("a callback fault whose message is \"aborted\" is launcher's own fault, not
       done: () => undefined,
     };
     const session = { cluster: { nodes: [] }, docker: new Map([["n1", servingNode(removed)]]) } as unknown as ClusterSession;
-    await assert.rejects(watchBoot(plan(engine.url), BOOT, session, { timeoutMs: 20_000, signal: new AbortController().signal, progress }, Date.now()), (e: unknown) => e === fault);
+    await assert.rejects(watchAdoptedBoot(plan(engine.url), BOOT, session, { timeoutMs: 20_000, signal: new AbortController().signal, progress }, Date.now()), (e: unknown) => e === fault);
     assert.deepEqual(removed, ["n1:launcher-d-r0"]);
   } finally {
     engine.server.close();

@@ -6,8 +6,7 @@ import type { Cluster } from "../cluster/cluster.js";
 import { parseCluster } from "../cluster/parse.js";
 import { isHostPath, uploadedSource } from "../recipe/uploaded-source.js";
 import type { RecipeSource } from "../recipe/resolve.js";
-import type { UpSubmission } from "./protocol.js";
-import { composeUploaded } from "./uploaded-clusters.js";
+import type { UpSubmission } from "./up-submission.js";
 
 /*
  * What a client's submission may name on the daemon's machine. The client is not the daemon's
@@ -24,6 +23,7 @@ import { composeUploaded } from "./uploaded-clusters.js";
  * exception: it is as trusted as the same command run in its own process, so its `cluster` is read
  * as its CLI reads it (a path, or a name of its config folder). Its recipes still come as the
  * files its CLI sent (src/cli/up.ts forTheDaemon sends them either way).
+ * Clusters uploaded and kept by the daemon: src/daemon/uploaded-clusters.ts.
  */
 
 /** Who sent a submission: the daemon's own user through its socket, or an admin key's holder over TCP (any machine). */
@@ -149,3 +149,33 @@ function namedCluster(option: string, scope: DaemonScope, caller: Caller): Clust
 
 /** The recipes a submission resolves from: the files the client sent, then the daemon's catalogue by name. */
 export const submittedRecipes = (s: UpSubmission, scope: DaemonScope): RecipeSource => uploadedSource(s.recipes ?? [], scope.catalogue);
+
+/** Where the daemon's own tables start in a kept file: what comes before is the client's text. */
+const DAEMON_TABLES = "\n# launcher serve: this daemon's own [ssh] and [docker] (a client's cluster file may not set them)\n";
+
+/** A TOML basic string: JSON's escapes, and DEL, which TOML also wants escaped (TOML 1.0, "String"). */
+const tomlString = (s: string): string => JSON.stringify(s).replaceAll("\x7f", "\\u007F");
+const tomlArray = (a: readonly string[]): string => `[${a.map(tomlString).join(", ")}]`;
+
+/**
+ * A client's cluster file (checked: no [ssh], no [docker]) with `own`'s [ssh] and [docker] after
+ * it, paths absolute: what the daemon boots, supervises and watches on. Appended, so that each
+ * line of the client's text keeps its number in diagnostics.
+ */
+export function composeUploaded(clientText: string, own: Cluster): string {
+  const ssh = own.ssh;
+  const lines = [
+    "[ssh]",
+    ...(ssh.config === undefined ? [] : [`config = ${tomlString(path.resolve(ssh.config))}`]),
+    ...(ssh.known_hosts === undefined ? [] : [`known_hosts = ${tomlString(path.resolve(ssh.known_hosts))}`]),
+    ...(ssh.identity === undefined ? [] : [`identity = ${tomlString(path.resolve(ssh.identity))}`]),
+    `options = ${tomlArray(ssh.options)}`,
+    "[docker]",
+    `run_args = ${tomlArray(own.run_args)}`,
+    `extra_args = ${tomlArray(own.extra_args)}`,
+  ];
+  return `${clientText}${DAEMON_TABLES}${lines.join("\n")}\n`;
+}
+
+/** The client's part of a kept file (all of it for a file kept before the daemon's tables were added). */
+export const clientPart = (kept: string): string => kept.split(DAEMON_TABLES)[0] ?? kept;

@@ -1,58 +1,63 @@
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { encodeLabels, LABELS } from "../../src/contract/deployment.js";
 import type { Plan } from "../../src/plan/plan.js";
-import type { ContainerInfo, DockerClient } from "../../src/remote/docker.js";
+import type { ContainerInfo, Docker, LogsOptions } from "../../src/remote/docker.js";
 import type { ExecOptions, ExecResult, Transport } from "../../src/remote/transport.js";
+import { startFakeEngine, type FakeEngine } from "./fake-engine.js";
+import { FakeNode } from "./fake-node.js";
 
-// Fake nodes for the unit tests: a node's DockerClient made of a few parts, a node's transport that
-// records what it is asked to run, and a stand-in engine that answers as a ready one does.
+// Hand-made nodes for tests that script a node's answers operation by operation (what a
+// supervisor reads, in which order) rather than keep its containers (FakeNode): a FakeNode whose
+// listing, stop, removal and logs are the test's own functions.
 
-/** What a fake node's DockerClient is made of; the rest of DockerClient is not there. */
+/** The operations a hand-made node answers itself; the rest are FakeNode's. */
 export interface DockerParts {
   containers(label?: string): Promise<ContainerInfo[]>;
   /** Default: nothing to stop. */
   stop?(names: readonly string[], seconds?: number): Promise<void>;
   stopAndRemove(names: readonly string[], seconds?: number): Promise<void>;
-  logs(container: string, options?: { follow?: boolean; tail?: number; signal?: AbortSignal }): AsyncIterable<string>;
+  logs(container: string, options?: LogsOptions): AsyncIterable<string>;
 }
 
 /**
- * A fake node's DockerClient of `parts`, with the one-round-trip forms (stopThenList,
- * logsThenRemove) made of the parts, as the scripts on a node do them. A plain object: a test may
- * add to it (run, transport).
+ * A node of `parts`, with the one-round-trip forms (stopThenList, logsThenRemove) made of the
+ * parts, as the scripts on a node do them.
  */
-export function dockerFrom(parts: DockerParts): DockerClient {
-  return {
-    stop: async () => undefined,
+export function dockerFrom(parts: DockerParts, node = "fake"): Docker {
+  // `this`, not the object made here: a test may derive a node from this one (Object.create) and
+  // answer some parts anew, which the one-round-trip forms then use.
+  return Object.assign(new FakeNode(node), {
+    stop: async (): Promise<void> => undefined,
     ...parts,
-    async stopThenList(this: DockerClient, label: string, names: readonly string[]) {
+    async stopThenList(this: Docker, label: string, names: readonly string[]): Promise<ContainerInfo[]> {
       await this.stop(names, 0);
       return this.containers(label);
     },
-    async logsThenRemove(this: DockerClient, container: string, tail: number, names: readonly string[]) {
+    async logsThenRemove(this: Docker, container: string, tail: number, names: readonly string[]): Promise<string[]> {
       const lines: string[] = [];
       for await (const l of this.logs(container, { tail })) lines.push(l);
       await this.stopAndRemove(names, 0);
       return lines;
     },
-  } as unknown as DockerClient;
+  });
 }
 
 /**
  * A node whose containers follow `log`, then either wait (a boot still going) or end (they
  * exited). What is removed is pushed to `removed` as `node:container`, and is listed no more.
  */
-export function fakeNode(node: string, containers: readonly ContainerInfo[], log: readonly string[], ends: boolean, removed: string[]): DockerClient {
-  return dockerFrom({
-    containers: async () => containers.filter((c) => !removed.includes(`${node}:${c.name}`)),
-    stopAndRemove: async (names) => void removed.push(...names.map((n) => `${node}:${n}`)),
-    logs: async function* (_c, o = {}) {
-      yield* log;
-      if (ends || o.follow !== true) return;
-      await new Promise<void>((resolve) => (o.signal?.aborted ? resolve() : o.signal?.addEventListener("abort", () => resolve(), { once: true })));
+export function fakeNode(node: string, containers: readonly ContainerInfo[], log: readonly string[], ends: boolean, removed: string[]): Docker {
+  return dockerFrom(
+    {
+      containers: async () => containers.filter((c) => !removed.includes(`${node}:${c.name}`)),
+      stopAndRemove: async (names) => void removed.push(...names.map((n) => `${node}:${n}`)),
+      logs: async function* (_c, o = {}) {
+        yield* log;
+        if (ends || o.follow !== true) return;
+        await new Promise<void>((resolve) => (o.signal?.aborted ? resolve() : o.signal?.addEventListener("abort", () => resolve(), { once: true })));
+      },
     },
-  });
+    node,
+  );
 }
 
 /** The plan of servingNode's deployment d, its engine at `url`. */
@@ -72,23 +77,15 @@ export const servingPlan = (url: string): Plan =>
 export const SERVING_BOOT = "0123456789ab";
 
 /** A node serving deployment d's one rank (launch SERVING_BOOT); what is removed goes to `removed` as `n1:container`. */
-export function servingNode(removed: string[]): DockerClient {
+export function servingNode(removed: string[]): Docker {
   const labels = { ...encodeLabels({ deployment: "d", recipe: "r", recipe_hash: "h", engine: "vllm", served_model: "m", rank: 0, role: "head", node: "n1", nnodes: 1, nodes: ["n1"], cluster: "c", endpoint: "http://n1:8000" }), [LABELS.boot]: SERVING_BOOT };
   const c: ContainerInfo = { id: "id0", name: "launcher-d-r0", labels, state: "running", running: true, exitCode: 0, startedAt: "2026-01-01T00:00:01Z", finishedAt: "0001-01-01T00:00:00Z", image: "img" };
   const log = ["2026-01-01T00:00:02.000000000Z (APIServer pid=1) INFO 01-01 00:00:02 [api_server.py:1] Starting vLLM API server 0 on http://0.0.0.0:8000"];
   return fakeNode("n1", [c], log, false, removed);
 }
 
-/** A stand-in engine on loopback: /health 200 and a streamed token, as a ready vLLM answers. */
-export async function readyEngine(): Promise<{ url: string; server: Server }> {
-  const server = createServer((req, res) => {
-    if (req.url === "/health") return void res.writeHead(200).end();
-    res.writeHead(200, { "content-type": "text/event-stream" });
-    res.end('data: {"choices":[{"delta":{"content":"hi"}}]}\n\ndata: [DONE]\n\n');
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
-}
+/** A stand-in engine on loopback, ready (test/support/fake-engine.ts). */
+export const readyEngine = (): Promise<FakeEngine> => startFakeEngine();
 
 /** A transport to node `node` that records each command (argv and options) and answers `docker run` with container id `cid`. */
 export function recordingTransport(node = "a1"): { transport: Transport; calls: { argv: readonly string[]; options?: ExecOptions }[] } {

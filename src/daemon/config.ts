@@ -1,0 +1,105 @@
+import { UserError } from "../config/errors.js";
+import { parseDuration } from "../config/duration.js";
+import { DEFAULTS } from "../contract/defaults.js";
+import { collectKeys, type KeyWords } from "../gateway/auth.js";
+import { isLoopback, parseListen, type ListenAddress } from "../gateway/listen.js";
+
+/** `launcher serve`'s flags as commander gives them: each default is SERVE_DEFAULTS's. */
+export interface ServeFlags {
+  listen?: string;
+  cluster?: string[];
+  apiKey?: string[];
+  apiKeyFile?: string;
+  poll?: string;
+  restartBackoff?: string;
+  upstreamTimeout?: string;
+  idleTimeout?: string;
+  control?: boolean;
+  adminKeyFile?: string;
+}
+
+/** The defaults of serve's flags, said once: `--help` shows them and daemonConfig applies them. */
+export const SERVE_DEFAULTS = {
+  listen: "127.0.0.1:8080",
+  poll: "2s",
+  restartBackoff: DEFAULTS.restartBackoff.text,
+  upstreamTimeout: "60m",
+  idleTimeout: "10m",
+} as const;
+
+/** What a daemon runs with: every flag of serve checked and turned into values. */
+export interface DaemonConfig {
+  /** The address to listen on, and --listen as given (its errors quote it). */
+  readonly listen: ListenAddress;
+  readonly listenText: string;
+  /** The inference keys (none: loopback only). */
+  readonly apiKeys: readonly string[];
+  /** Whether the control API is served, and its admin keys (none: its own user's socket only). */
+  readonly control: boolean;
+  readonly adminKeys: readonly string[];
+  /** The cluster files named (--cluster, else the one found), in order: the first is the default. */
+  readonly clusterFiles: readonly string[];
+  readonly pollMs: number;
+  readonly restartBackoffMs: number;
+  readonly upstreamTimeoutMs: number;
+  readonly idleTimeoutMs: number;
+}
+
+/** What daemonConfig reads besides the flags: the environment's keys, and files by path. */
+export interface ConfigReaders {
+  /** A file's text; its errors name `what` (src/config/read-file.ts readTextFile). */
+  readonly readFile: (file: string, what: string) => string;
+  /** The cluster file `--cluster option` names (or the one found), or a UserError (src/app/lookup.ts clusterPath). */
+  readonly clusterPath: (option: string | undefined) => string;
+}
+
+/** The admin keys' words in collectKeys's errors: the same problems as the inference keys', said of them. */
+export const ADMIN_KEY_WORDS: KeyWords = { env: "LAUNCHER_ADMIN_KEY", file: "admin key file" };
+
+/** The inference keys: --api-key (each), $LAUNCHER_API_KEY and --api-key-file. */
+function apiKeys(flags: ServeFlags, env: Readonly<Record<string, string | undefined>>, read: ConfigReaders): string[] {
+  const file = flags.apiKeyFile === undefined ? undefined : { path: flags.apiKeyFile, text: read.readFile(flags.apiKeyFile, "API key file") };
+  return collectKeys({ flags: flags.apiKey ?? [], env: env.LAUNCHER_API_KEY, ...(file === undefined ? {} : { file }) });
+}
+
+/**
+ * The admin keys of the control API: $LAUNCHER_ADMIN_KEY (comma-separated) or --admin-key-file;
+ * never a flag holding the key itself, which `ps` would show.
+ */
+function adminKeys(flags: ServeFlags, env: Readonly<Record<string, string | undefined>>, read: ConfigReaders): string[] {
+  const file = flags.adminKeyFile === undefined ? undefined : { path: flags.adminKeyFile, text: read.readFile(flags.adminKeyFile, ADMIN_KEY_WORDS.file) };
+  return collectKeys({ flags: [], env: env[ADMIN_KEY_WORDS.env], words: ADMIN_KEY_WORDS, ...(file === undefined ? {} : { file }) });
+}
+
+/**
+ * serve's flags -> the daemon's config, or the first UserError, in the order the flags were
+ * always checked: the address, the keys (and who may listen where), the poll, the cluster files,
+ * then the durations. Reads only through `read` and `env`.
+ */
+export function daemonConfig(flags: ServeFlags, env: Readonly<Record<string, string | undefined>>, read: ConfigReaders): DaemonConfig {
+  const listenText = flags.listen ?? SERVE_DEFAULTS.listen;
+  const listen = parseListen(listenText);
+  if (listen === undefined) throw new UserError(`--listen ${listenText} is not HOST:PORT`, "for example 127.0.0.1:8080 or 0.0.0.0:8080");
+  const keys = apiKeys(flags, env, read);
+  if (keys.length === 0 && !isLoopback(listen.host)) {
+    throw new UserError(`refusing to listen on ${listen.host} without an API key: anyone on that network could use the cluster`, "pass --api-key-file FILE (or set LAUNCHER_API_KEY), or listen on 127.0.0.1");
+  }
+  // Without an admin key the control API answers its own user's socket only, never TCP.
+  const admin = flags.control === true ? adminKeys(flags, env, read) : [];
+  // A client that may chat must not be able to launch containers: the two kinds of key never meet.
+  if (admin.some((k) => keys.includes(k))) throw new UserError("an admin key is also an inference key", "give the control API a key of its own (--admin-key-file / LAUNCHER_ADMIN_KEY)");
+  const pollMs = parseDuration(flags.poll ?? SERVE_DEFAULTS.poll, "--poll");
+  const clusterFiles = (flags.cluster ?? [undefined]).map((f) => read.clusterPath(f));
+  return {
+    listen,
+    listenText,
+    apiKeys: keys,
+    control: flags.control === true,
+    adminKeys: admin,
+    clusterFiles,
+    pollMs,
+    restartBackoffMs: parseDuration(flags.restartBackoff ?? SERVE_DEFAULTS.restartBackoff, "--restart-backoff"),
+    upstreamTimeoutMs: parseDuration(flags.upstreamTimeout ?? SERVE_DEFAULTS.upstreamTimeout, "--upstream-timeout"),
+    idleTimeoutMs: parseDuration(flags.idleTimeout ?? SERVE_DEFAULTS.idleTimeout, "--idle-timeout"),
+  };
+}

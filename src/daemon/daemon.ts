@@ -1,0 +1,267 @@
+import { UserError } from "../config/errors.js";
+import { engineApiMethods, engineRefusedRoutes } from "../engine/registry.js";
+import { vouchFrom } from "../claims/ownership.js";
+import { keyChecker } from "../gateway/auth.js";
+import type { Gateway } from "../gateway/server.js";
+import type { GatewayMetrics } from "../gateway/metrics.js";
+import { MAX_BODY_BYTES, MAX_CONTROL_BODY_BYTES } from "../gateway/budget.js";
+import { DEPLOYMENT_STATUSES } from "../contract/deployment.js";
+import { CONTROL_PREFIX } from "../contract/control-api.js";
+import { BootRegistry } from "../supervise/boots.js";
+import type { Supervisor } from "../supervise/supervisor.js";
+import type { StateStore } from "../store/store.js";
+import type { Cluster } from "../cluster/cluster.js";
+import { adoptBoots } from "../app/adopt.js";
+import type { DaemonScope } from "../app/admit.js";
+import type { Environment } from "../app/environment.js";
+import { Discovery, staleAfterMs, type WatchSource } from "./discovery.js";
+import { controlApi, type ControlOptions } from "./control.js";
+import { bootSubmitter } from "./boots-host.js";
+import { addEngineKeyHow } from "./engine-key.js";
+import { listenControlSocket, type ControlSocket } from "./control-socket.js";
+import { uploadedClustersDir } from "./uploaded-clusters.js";
+import { supervisorFor, superviseFrom } from "./supervision.js";
+import { RouteCache } from "./route-cache.js";
+import { clustersToWatch, WatchedClusters, type WatchedFile } from "./watched-clusters.js";
+import type { DaemonConfig } from "./config.js";
+
+/** The longest a client may take to send a whole request (a 64 MiB body at ~1 MB/s). */
+export const REQUEST_TIMEOUT_MS = 120_000;
+
+/** The longest a stopping daemon waits for its boots to let go (a drain cannot be cut short). */
+const DETACH_MS = 5_000;
+
+/** How long requests in flight get once a stopping daemon stops listening. */
+const IN_FLIGHT_GRACE_MS = 10_000;
+
+/** How long the daemon waits for discovery's first read of every cluster before it serves. */
+const FIRST_POLL_MS = 30_000;
+
+/** What the daemon asks of the process that runs it, beyond its environment. */
+export interface DaemonHooks {
+  /**
+   * Tells this user's CLI where the daemon and its control socket are (src/cli/daemon-target.ts
+   * advertiseLocalDaemon); returns how to take that back. None: no one is told.
+   */
+  readonly advertise?: (listenHost: string, port: number, socket: string) => () => void;
+}
+
+/** The daemon's parts, each made once at start. */
+interface Parts {
+  readonly config: DaemonConfig;
+  readonly env: Environment;
+  readonly log: (line: string) => void;
+  readonly store: StateStore;
+  readonly discovery: Discovery;
+  readonly registry: BootRegistry;
+  readonly supervisor: Supervisor;
+  readonly watched: WatchedClusters;
+  readonly clusters: readonly Cluster[];
+  readonly gateway: Gateway;
+  /** The control API's options (with --control), served over TCP and through the socket. */
+  readonly control: ControlOptions | undefined;
+}
+
+/** What runs once the daemon listens, to be stopped in its order. */
+interface Running {
+  readonly supervising: ReturnType<typeof superviseFrom>;
+  readonly socket: ControlSocket | undefined;
+  readonly advertised: (() => void) | undefined;
+}
+
+/**
+ * `launcher serve` as one object: the gateway, the control API, discovery, supervision, the boot
+ * registry and the store, started in their order by Daemon.start and stopped in theirs by stop().
+ */
+export class Daemon {
+  private stopping: Promise<void> | undefined;
+
+  private constructor(
+    private readonly parts: Parts,
+    private readonly running: Running,
+    /** The port it listens on (the one the system chose for --listen HOST:0). */
+    readonly port: number,
+  ) {}
+
+  /**
+   * Starts a daemon: the cluster files are read first (a broken one stops it with its errors),
+   * then it listens (an address it cannot have stops it before anything else starts), adopts the
+   * boots a daemon of this store left, waits for discovery's first read, then supervises.
+   */
+  static async start(config: DaemonConfig, env: Environment, hooks: DaemonHooks = {}): Promise<Daemon> {
+    const parts = await assemble(config, env);
+    await listenOn(parts);
+    // Boots a daemon of this store left (killed, even with kill -9, or stopped) are watched again
+    // from their containers' logs: each ends ready or rolled back, and `attach`/`down` reach it.
+    adoptBoots({
+      store: parts.store,
+      registry: parts.registry,
+      clusters: parts.clusters.map((c) => c.name),
+      session: (name) => parts.watched.sessions.get(name) ?? Promise.resolve(undefined),
+      log: parts.log,
+      now: () => new Date(),
+      // A restart's boot is the supervisor's from now on: a failure goes to its backoff.
+      restartAdopted: (plan, attempt, failure, ended) => parts.supervisor.adoptedRestart(plan, attempt, failure, ended),
+    });
+    parts.discovery.start();
+    await parts.discovery.ready(FIRST_POLL_MS);
+    const supervising = superviseFrom(parts.discovery, parts.supervisor, parts.watched.sessions, parts.log);
+    parts.watched.followDeaths(supervising);
+    const addr = parts.gateway.server.address();
+    const port = typeof addr === "object" && addr !== null ? addr.port : config.listen.port;
+    const { socket, advertised } = await announce(parts, port, hooks);
+    return new Daemon(parts, { supervising, socket, advertised }, port);
+  }
+
+  /**
+   * Stops it, once however often asked. A boot in progress outlives the daemon, as it outlives its
+   * client: it is left running on the nodes (never rolled back by a stop or a restart of the
+   * daemon), its clients hear so, and the next daemon adopts it (src/app/adopt.ts). `launcher
+   * down NAME` rolls it back. Requests in flight get IN_FLIGHT_GRACE_MS.
+   */
+  stop(): Promise<void> {
+    this.stopping ??= this.stopInOrder();
+    return this.stopping;
+  }
+
+  private async stopInOrder(): Promise<void> {
+    const { gateway, registry, log, env, supervisor, discovery, store } = this.parts;
+    const inFlight = gateway.inFlight();
+    env.console.err(`launcher serve: stopping (${inFlight} request${inFlight === 1 ? "" : "s"} in flight get up to ${IN_FLIGHT_GRACE_MS / 1000} s)`);
+    for (const b of registry.list().filter((x) => x.running)) log(`leaving the boot of ${b.identity.deployment} to the next launcher serve (launcher down ${b.identity.deployment} removes it)`);
+    await registry.detachAll("launcher serve stopping", DETACH_MS).catch(() => undefined);
+    await new Promise<void>((resolve) => {
+      gateway.server.close(() => resolve());
+      gateway.server.closeIdleConnections();
+      setTimeout(() => {
+        gateway.server.closeAllConnections();
+        resolve();
+      }, IN_FLIGHT_GRACE_MS).unref();
+    });
+    this.running.supervising.stop();
+    await supervisor.stop();
+    this.running.advertised?.();
+    await this.running.socket?.close();
+    await discovery.stop();
+    await gateway.close();
+    store.close();
+  }
+}
+
+/** Every part of the daemon, made and wired, nothing started yet. */
+async function assemble(config: DaemonConfig, env: Environment): Promise<Parts> {
+  const log = (line: string): void => env.console.err(`launcher serve: ${line}`);
+  const uploadedDir = uploadedClustersDir(env.stateDir);
+  // Read here first, so that a broken cluster file stops the daemon at start with its errors.
+  const files = clustersToWatch(config.clusterFiles, uploadedDir, env, log);
+  const clusters = files.map((w) => w.cluster);
+  // The daemon lives for weeks: a store lost to a passing fault (a lock another launcher held
+  // past the busy timeout, a full disk freed) is opened again, not done without for good.
+  const store = env.openStore((line) => env.console.err(line), { reopen: true });
+  const watchSource = (name: string, file: string): WatchSource => ({ cluster: name, argv: env.selfArgv(["status", "--watch", `${config.pollMs}ms`, "--json", "--exit-with-stdin", "--cluster", file]) });
+  const discovery = new Discovery(
+    files.map((w) => watchSource(w.cluster.name, w.file)),
+    log,
+    staleAfterMs(config.pollMs),
+    // A deployment this store holds running is only its recorded launch: copied labels are
+    // reported, never obeyed. One it never launched (another machine's) is routed as any.
+    vouchFrom(store, () => new Date()),
+  );
+  // Loaded here, not with the CLI: undici and prom-client are a quarter of every command's
+  // start (about 0.2 s here), and only serve uses them. `up --detach` then `attach` (a new
+  // process) shows a boot's first lines late by about that much.
+  const [{ GatewayMetrics }, { createGateway }, { engineKeys }] = await Promise.all([import("../gateway/metrics.js"), import("../gateway/server.js"), import("../gateway/engine-keys.js")]);
+  const metrics = new GatewayMetrics();
+  const registry = new BootRegistry(Date.now);
+  const watched = new WatchedClusters(files, config.clusterFiles.length, uploadedDir, discovery, watchSource, registry, log);
+  const supervisor = supervisorFor(watched.sessions, store, discovery, registry, log, config.restartBackoffMs);
+  discovery.subscribe((snap) => watched.forgetIdle(snap.deployments));
+  // Recorded by the `up` that booted it (src/lanes/launch.ts): read from the store once per
+  // route table, not on every request (src/gateway/engine-keys.ts says why that is as fresh).
+  const keysOfEngines = engineKeys((cluster, deployment) => store.engineKey(cluster, deployment));
+  const routes = new RouteCache({ store, discovery, supervisor, now: Date.now, tableMade: () => keysOfEngines.clear(), snapshotSeen: (snapshot) => countDeployments(metrics, snapshot.deployments) });
+  const submit = bootSubmitter(registry, store, scopeOf(config, files, env, log), log, {
+    refuse: (cluster, file) => watched.refusal(cluster, file),
+    accepted: (cluster, file) => watched.uploaded(cluster, file),
+    ownerFile: (cluster) => watched.ownerFile(cluster),
+  }, config.apiKeys.length > 0);
+  const control = config.control ? { registry, submit, maxBodyBytes: MAX_CONTROL_BODY_BYTES } : undefined;
+  const gateway = createGateway({
+    // Over TCP: the admin key only. Through the socket (announce): this user only.
+    ...(control === undefined ? {} : { control: controlApi({ ...control, ...(config.adminKeys.length === 0 ? {} : { checkAdmin: keyChecker(config.adminKeys) }) }) }),
+    routes: () => routes.routes(),
+    ...(config.apiKeys.length === 0 ? {} : { checkKey: keyChecker(config.apiKeys) }),
+    metrics,
+    health: () => {
+      const s = discovery.snapshot();
+      return { deployments: s.deployments.length, strangers: s.strangers, unreachable: s.unreachable, discovered_at: s.at?.toISOString() ?? null, supervision: supervisor.describe() };
+    },
+    staleness: () => discovery.staleness(),
+    // Asked right after routes() on each request: kept per table, a lane's new deployment is read anew.
+    engineKey: (t) => keysOfEngines.get(t),
+    // Every engine's routes: the gateway fronts deployments of any engine at once.
+    apiMethods: engineApiMethods(),
+    apiRefused: engineRefusedRoutes(),
+    ...(config.apiKeys.length > 0 ? { requireEngineKey: { how: addEngineKeyHow } } : {}),
+    requestTimeoutMs: REQUEST_TIMEOUT_MS,
+    upstreamFailed: () => discovery.refreshSoon(),
+    headersTimeoutMs: config.upstreamTimeoutMs,
+    bodyTimeoutMs: config.idleTimeoutMs,
+    maxBodyBytes: MAX_BODY_BYTES,
+  });
+  return { config, env, log, store, discovery, registry, supervisor, watched, clusters, gateway, control };
+}
+
+/** The gateway's gauge of deployments by status, from a new snapshot. */
+function countDeployments(metrics: GatewayMetrics, deployments: readonly { readonly status: string }[]): void {
+  for (const status of DEPLOYMENT_STATUSES) metrics.deployments.set({ status }, deployments.filter((d) => d.status === status).length);
+}
+
+/**
+ * All a client's submission may name here: the daemon's own clusters by name, its recipes by
+ * name. Its own user (the socket) reads cluster files as its CLI does; a copy of one of its own is that one.
+ */
+function scopeOf(config: DaemonConfig, files: readonly WatchedFile[], env: Environment, log: (line: string) => void): DaemonScope {
+  const own = files.slice(0, config.clusterFiles.length);
+  return {
+    own: own.map((w) => w.cluster),
+    catalogue: env.recipeCatalogue(log),
+    ownTexts: new Map(own.map((w) => [w.cluster.name, w.text])),
+    load: (option) => env.loadCluster(option),
+  };
+}
+
+/** Why an address cannot be listened on, by the system's error code (listen(2), Node's net errors). */
+const LISTEN_FAILURES: Readonly<Record<string, string>> = {
+  EADDRINUSE: "is already in use",
+  EADDRNOTAVAIL: "is not an address of this machine",
+  EACCES: "needs privileges (a port below 1024?)",
+};
+
+/** Listens first: an address that cannot be had stops the daemon (its gateway and store closed) before anything else starts. */
+async function listenOn(parts: Parts): Promise<void> {
+  const { gateway, config } = parts;
+  await new Promise<void>((resolve, reject) => {
+    gateway.server.once("error", (e: NodeJS.ErrnoException) => {
+      const why = LISTEN_FAILURES[e.code ?? ""] ?? `cannot be listened on (${e.code ?? e.message})`;
+      reject(new UserError(`--listen ${config.listenText} ${why}`, "pass --listen HOST:PORT with an address of this machine and a free port"));
+    });
+    gateway.server.listen(config.listen.port, config.listen.host, resolve);
+  }).catch(async (e: unknown) => {
+    await gateway.close();
+    parts.store.close();
+    throw e;
+  });
+}
+
+/** Says where it listens, opens the control socket (with --control) and tells this user's CLI of it. */
+async function announce(parts: Parts, port: number, hooks: DaemonHooks): Promise<Omit<Running, "supervising">> {
+  const { config, env, clusters } = parts;
+  const keys = config.apiKeys.length;
+  const shown = config.listen.host.includes(":") ? `[${config.listen.host}]` : config.listen.host;
+  env.console.err(`launcher serve: listening on http://${shown}:${port}/v1 (${keys === 0 ? "no API key: loopback only" : `${keys} API key${keys === 1 ? "" : "s"}`}; clusters ${clusters.map((c) => c.name).join(", ")})`);
+  if (parts.control === undefined) return { socket: undefined, advertised: undefined };
+  const socket = await listenControlSocket(env.stateDir, controlApi({ ...parts.control, ownerSocket: true }), REQUEST_TIMEOUT_MS);
+  env.console.err(`launcher serve: control API on http://${shown}:${port}${CONTROL_PREFIX} (${config.adminKeys.length === 0 ? "no admin key: refused over TCP" : "admin key required"}) and on ${socket.path} (this user only)`);
+  return { socket, advertised: hooks.advertise?.(config.listen.host, port, socket.path) };
+}

@@ -1,0 +1,79 @@
+import type { Discovery, Snapshot } from "./discovery.js";
+import { watchDeaths } from "../supervise/deaths.js";
+import { bootAgain } from "../app/reboot.js";
+import type { ClusterSession } from "../nodes/session.js";
+import { DEFAULT_TIMING } from "../supervise/supervise.js";
+import { Supervisor } from "../supervise/supervisor.js";
+import { ReadyGuards } from "../supervise/ready-guard.js";
+import type { StateStore } from "../store/store.js";
+import type { BootRegistry } from "../supervise/boots.js";
+
+// The daemon's supervision wiring: a Supervisor (src/supervise/supervisor.ts) fed by discovery's
+// snapshots and the nodes' container deaths, restarting through the daemon's boot registry.
+
+/**
+ * The daemon's supervisor over these clusters (src/supervise/supervisor.ts): restarts boot through
+ * src/app/reboot.ts in the daemon's boot registry. One SSH session per cluster, opened at start
+ * (locally only: no node is contacted) and kept, so that its connections are shared.
+ */
+export function supervisorFor(sessions: ReadonlyMap<string, Promise<ClusterSession>>, store: StateStore, discovery: Discovery, registry: BootRegistry, log: (line: string) => void, backoffMs: number): Supervisor {
+  const session = (name: string): Promise<ClusterSession | undefined> => sessions.get(name) ?? Promise.resolve(undefined);
+  // Every serving deployment's memory is watched until it is gone; a trip is a failure to the supervisor.
+  const memory = new ReadyGuards({ session, store, log, now: Date.now, onTrip: (cluster, deployment, trip) => supervisor.memoryTripped(cluster, deployment, trip) });
+  const supervisor: Supervisor = new Supervisor({
+    memory,
+    store,
+    session,
+    boot: (plan, session, signal, emit, detach, recreating) => bootAgain(plan, session, signal, store, emit, undefined, detach, recreating),
+    boots: registry,
+    refresh: () => discovery.refreshSoon(),
+    log,
+    now: Date.now,
+    timing: { ...DEFAULT_TIMING, backoffMs },
+  });
+  return supervisor;
+}
+
+/** How often the supervisor looks for a backoff that is over. */
+const SUPERVISE_EVERY_MS = 100;
+
+/**
+ * Feeds the supervisor each new discovery snapshot as it arrives, and each rank death the nodes'
+ * Docker reports (src/supervise/deaths.ts) as it happens; returns how to stop.
+ */
+export function superviseFrom(discovery: Discovery, supervisor: Supervisor, sessions: ReadonlyMap<string, Promise<ClusterSession>>, log: (line: string) => void): { stop: () => void; follow: (cluster: string, session: Promise<ClusterSession>) => void; unfollow: (cluster: string) => void } {
+  const observe = (s: Snapshot): void => {
+    if (s.at !== undefined) supervisor.observe(s.deployments, s.at.getTime());
+  };
+  // What was read before (the first poll, which the daemon waited for), then each new poll.
+  observe(discovery.snapshot());
+  const unsubscribe = discovery.subscribe(observe);
+  const timer = setInterval(() => supervisor.tick(), SUPERVISE_EVERY_MS);
+  const deaths = new AbortController();
+  // One follower per cluster: an uploaded cluster replaced or forgotten stops its old one.
+  const following = new Map<string, AbortController>();
+  const unfollow = (cluster: string): void => {
+    following.get(cluster)?.abort();
+    following.delete(cluster);
+  };
+  const follow = (cluster: string, session: Promise<ClusterSession>): void => {
+    unfollow(cluster);
+    const mine = new AbortController();
+    following.set(cluster, mine);
+    const signal = AbortSignal.any([deaths.signal, mine.signal]);
+    void session.then(
+      (opened) => watchDeaths(opened, (d) => supervisor.died(cluster, d), (line) => log(`supervise: ${line}`), signal),
+      (e: unknown) => log(`supervise: cannot follow the container events of ${cluster} (${(e as Error).message}); deaths are seen by the polls only`),
+    );
+  };
+  for (const [cluster, session] of sessions) follow(cluster, session);
+  return {
+    follow,
+    unfollow,
+    stop: () => {
+      unsubscribe();
+      clearInterval(timer);
+      deaths.abort();
+    },
+  };
+}
