@@ -170,6 +170,137 @@ export interface ChainOutcome {
   readonly sourceSaid: string;
 }
 
+/** A receiver's hop, started, with the secret only it and the hop that connects to it know. */
+interface StartedReceiver {
+  readonly r: ChainReceiver;
+  readonly secret: string;
+  readonly hop: Hop;
+}
+
+/** A receiver that joined the chain, and the node it takes the stream from. */
+interface Joined {
+  readonly r: ChainReceiver;
+  readonly hop: Hop;
+  readonly from: string;
+}
+
+/** Where the chain's walk left off: who joined, who is the relay's, and the last hop linked. */
+interface Walked {
+  readonly joined: Joined[];
+  readonly unreached: { node: string; why: string }[];
+  readonly current: Hop;
+}
+
+/**
+ * Every receiver's hop and the sender's, started. One secret per receiver, told only to it and to
+ * the hop that connects to it: a node that learns one (it is on that node's stdin) can open no
+ * other receiver of the chain. Whatever fails while the hops start (a command too long for a node,
+ * a spawn refused) ends those already started, the given source's too: none is left holding an
+ * SSH session open.
+ */
+function startHops(source: ChainSource | StartedSource, receivers: readonly ChainReceiver[], progress: (node: string, bytes: number, done: boolean) => void): { sender: Hop; hops: StartedReceiver[] } {
+  const begun: Hop[] = "hop" in source ? [source.hop] : [];
+  try {
+    const hops = receivers.map((r): StartedReceiver => {
+      const secret = randomBytes(32).toString("hex");
+      const onEvent = (e: HopEvent): void => {
+        if (e.kind === "bytes" || e.kind === "done") progress(r.node, e.bytes, e.kind === "done");
+      };
+      const hop = new Hop(r.node, r.transport.spawn(hopArgv("recv", r.listen, r.skip, r.sink)), secret, onEvent, r.dest === undefined ? r.node : `${r.node}:${r.dest}`);
+      begun.push(hop);
+      return { r, secret, hop };
+    });
+    return { sender: "hop" in source ? source.hop : sendingHop(source), hops };
+  } catch (e) {
+    for (const h of begun) h.end();
+    throw e;
+  }
+}
+
+/**
+ * Every hop is told at once where the next one listens (a receiving hop reads that line only once
+ * its own sender got in), and the last one that it is the end: the chain links itself and starts
+ * pumping in one round trip from here, not one per node. Returns who told each hop (and how many
+ * events that one had then), and the hop told it is the end.
+ */
+function tellAll(sender: Hop, hops: readonly StartedReceiver[], ports: readonly (HopEvent | undefined)[]): { told: Map<Hop, { by: Hop; mark: number }>; end: Hop | undefined } {
+  const told = new Map<Hop, { by: Hop; mark: number }>();
+  let before: Hop = sender;
+  for (const [i, { r, secret, hop }] of hops.entries()) {
+    const p = ports[i];
+    if (p?.kind !== "port") continue;
+    told.set(hop, { by: before, mark: before.events.length });
+    before.send(control.next(r.connect, p.port, secret));
+    before = hop;
+  }
+  const end = before === sender ? undefined : before;
+  end?.send(control.last());
+  return { told, end };
+}
+
+/**
+ * Waits for each link in turn. Where a link fails, the hop before it is told the next address
+ * instead (or, by the caller, that it is now the end); a hop that failed itself ends the walk, and
+ * whoever was not asked goes to the relay too.
+ */
+async function walkChain(sender: Hop, hops: readonly StartedReceiver[], ports: readonly (HopEvent | undefined)[], told: ReadonlyMap<Hop, { by: Hop; mark: number }>): Promise<Walked> {
+  const unreached: { node: string; why: string }[] = [];
+  const joined: Joined[] = [];
+  let current = sender;
+  for (const [i, { r, secret, hop }] of hops.entries()) {
+    const p = ports[i];
+    if (p?.kind !== "port") {
+      unreached.push({ node: r.node, why: `${r.node} could not listen: ${hop.silence()}` });
+      hop.close();
+      continue;
+    }
+    let mark = told.get(hop)?.by === current ? (told.get(hop)?.mark as number) : undefined;
+    if (mark === undefined) {
+      mark = current.events.length;
+      current.send(control.next(r.connect, p.port, secret));
+    }
+    const answer = await current.wait(mark, (e) => (e.kind === "connected" || e.kind === "unreachable" || e.kind === "error" ? e : undefined));
+    if (answer?.kind === "connected") {
+      joined.push({ r, hop, from: current.node });
+      current = hop;
+      continue;
+    }
+    hop.close();
+    if (answer?.kind === "unreachable") {
+      unreached.push({ node: r.node, why: `${r.path} address ${r.connect}:${p.port} not reachable from ${current.node} (${answer.why})` });
+      continue;
+    }
+    // The hop that was to connect failed itself: nothing after it can be chained.
+    unreached.push({ node: r.node, why: `${current.node} could not pass the payload on: ${current.silence()}` });
+    break;
+  }
+  for (const { r, hop } of hops) {
+    if (!joined.some((j) => j.r === r) && !unreached.some((u) => u.node === r.node)) {
+      unreached.push({ node: r.node, why: `the chain stopped before ${r.node}` });
+      hop.close();
+    }
+  }
+  return { joined, unreached, current };
+}
+
+/** Once the sender and every joined hop ended: who took the stream whole, and why each other did not. */
+function settle(sourceNode: string, sender: Hop, sent: { code: number; stderr: string } | undefined, joined: readonly Joined[], ends: readonly { code: number; stderr: string }[]): Pick<ChainOutcome, "delivered" | "failed"> {
+  const total = sender.doneBytes();
+  const delivered: ChainOutcome["delivered"][number][] = [];
+  const failed: { node: string; why: string }[] = [];
+  for (const [i, j] of joined.entries()) {
+    const end = ends[i] as { code: number; stderr: string };
+    const got = j.hop.doneBytes();
+    if (end.code === 0 && got !== undefined && total !== undefined && got === total && sent?.code === 0) delivered.push({ node: j.r.node, from: j.from, path: j.r.path, bytes: got });
+    else {
+      // The source first: when it failed (its command, its filter), each receiver's own error is only the consequence.
+      const why = sent?.code !== 0 ? `the source ${sourceNode} failed: ${sender.silence()}` : end.code !== 0 ? j.hop.silence() : (j.hop.error() ?? `took ${got ?? 0} of ${total ?? "?"} bytes`);
+      failed.push({ node: j.r.node, why });
+    }
+  }
+  return { delivered, failed };
+}
+
 /**
  * Moves one stream from `source` through every receiver, node to node: each receiver listens
  * first, then launcher tells each hop in turn where the next one listens, so a node that cannot be
@@ -191,36 +322,7 @@ export async function runChain(
     if ("hop" in source) source.stop();
     throw e;
   }
-  const unreached: { node: string; why: string }[] = [];
-  const start = (node: string, transport: Transport, argv: string[], secret: string | undefined, where?: string): Hop =>
-    new Hop(
-      node,
-      transport.spawn(argv),
-      secret,
-      (e) => {
-        if (secret !== undefined && (e.kind === "bytes" || e.kind === "done")) progress(node, e.bytes, e.kind === "done");
-      },
-      where,
-    );
-  // One secret per receiver, told only to it and to the hop that connects to it: a node that
-  // learns one (it is on that node's stdin) can open no other receiver of the chain.
-  // Whatever fails while the hops start (a command too long for a node, a spawn refused) ends those
-  // already started, the given source's too: none is left holding an SSH session open.
-  const begun: Hop[] = "hop" in source ? [source.hop] : [];
-  let hops: { r: ChainReceiver; secret: string; hop: Hop }[];
-  let sender: Hop;
-  try {
-    hops = receivers.map((r) => {
-      const secret = randomBytes(32).toString("hex");
-      const hop = start(r.node, r.transport, hopArgv("recv", r.listen, r.skip, r.sink), secret, r.dest === undefined ? r.node : `${r.node}:${r.dest}`);
-      begun.push(hop);
-      return { r, secret, hop };
-    });
-    sender = "hop" in source ? source.hop : sendingHop(source);
-  } catch (e) {
-    for (const h of begun) h.end();
-    throw e;
-  }
+  const { sender, hops } = startHops(source, receivers, progress);
   for (const line of argLines) sender.send(line);
   const all = [sender, ...hops.map((h) => h.hop)];
   const stop = (): void => {
@@ -231,57 +333,8 @@ export async function runChain(
   try {
     const ports = await Promise.all(hops.map(({ hop }) => hop.wait(0, (e) => (e.kind === "port" || e.kind === "error" ? e : undefined))));
     step("listening");
-    // Every hop is told at once where the next one listens (a receiving hop reads that line only
-    // once its own sender got in), and the last one that it is the end: the chain links itself and
-    // starts pumping in one round trip from here, not one per node. Where a link fails, the walk
-    // below tells the hop before it the next address instead (or that it is now the end).
-    const told = new Map<Hop, { by: Hop; mark: number }>();
-    let before: Hop = sender;
-    for (const [i, { r, secret, hop }] of hops.entries()) {
-      const p = ports[i];
-      if (p?.kind !== "port") continue;
-      told.set(hop, { by: before, mark: before.events.length });
-      before.send(control.next(r.connect, p.port, secret));
-      before = hop;
-    }
-    const end = before === sender ? undefined : before;
-    end?.send(control.last());
-    const joined: { r: ChainReceiver; hop: Hop; from: string }[] = [];
-    let current = sender;
-    for (const [i, { r, secret, hop }] of hops.entries()) {
-      const p = ports[i];
-      if (p?.kind !== "port") {
-        unreached.push({ node: r.node, why: `${r.node} could not listen: ${hop.silence()}` });
-        hop.close();
-        continue;
-      }
-      let mark = told.get(hop)?.by === current ? (told.get(hop)?.mark as number) : undefined;
-      if (mark === undefined) {
-        mark = current.events.length;
-        current.send(control.next(r.connect, p.port, secret));
-      }
-      const answer = await current.wait(mark, (e) => (e.kind === "connected" || e.kind === "unreachable" || e.kind === "error" ? e : undefined));
-      if (answer?.kind === "connected") {
-        joined.push({ r, hop, from: current.node });
-        current = hop;
-        continue;
-      }
-      hop.close();
-      if (answer?.kind === "unreachable") {
-        unreached.push({ node: r.node, why: `${r.path} address ${r.connect}:${p.port} not reachable from ${current.node} (${answer.why})` });
-        continue;
-      }
-      // The hop that was to connect failed itself: nothing after it can be chained.
-      unreached.push({ node: r.node, why: `${current.node} could not pass the payload on: ${current.silence()}` });
-      break;
-    }
-    // Whoever was not asked (the walk stopped on a hop that failed) goes to the relay too.
-    for (const { r, hop } of hops) {
-      if (!joined.some((j) => j.r === r) && !unreached.some((u) => u.node === r.node)) {
-        unreached.push({ node: r.node, why: `the chain stopped before ${r.node}` });
-        hop.close();
-      }
-    }
+    const { told, end } = tellAll(sender, hops, ports);
+    const { joined, unreached, current } = await walkChain(sender, hops, ports, told);
     if (joined.length === 0) {
       // Killed, not just told to end: its command (docker save) may still be writing Docker's
       // export, and waiting for that to end on a broken pipe would hold the relay up for as long.
@@ -294,20 +347,7 @@ export async function runChain(
     const [sent, ...ends] = await Promise.all([sender.done, ...joined.map((j) => j.hop.done)]);
     step("done");
     for (const h of all) h.close();
-    const total = sender.doneBytes();
-    const delivered: ChainOutcome["delivered"][number][] = [];
-    const failed: { node: string; why: string }[] = [];
-    for (const [i, j] of joined.entries()) {
-      const end = ends[i] as { code: number; stderr: string };
-      const got = j.hop.doneBytes();
-      if (end.code === 0 && got !== undefined && total !== undefined && got === total && sent?.code === 0) delivered.push({ node: j.r.node, from: j.from, path: j.r.path, bytes: got });
-      else {
-        // The source first: when it failed (its command, its filter), each receiver's own error is only the consequence.
-        const why = sent?.code !== 0 ? `the source ${source.node} failed: ${sender.silence()}` : end.code !== 0 ? j.hop.silence() : (j.hop.error() ?? `took ${got ?? 0} of ${total ?? "?"} bytes`);
-        failed.push({ node: j.r.node, why });
-      }
-    }
-    return { delivered, unreached, failed, sent: total ?? 0, sourceSaid: sent?.stderr ?? "" };
+    return { ...settle(source.node, sender, sent, joined, ends), unreached, sent: sender.doneBytes() ?? 0, sourceSaid: sent?.stderr ?? "" };
   } finally {
     signal?.removeEventListener("abort", stop);
     if (signal?.aborted) await Promise.all(all.map((h) => h.done));

@@ -7,8 +7,8 @@ import { transferProgress, type TransferProgress } from "../nodes/progress.js";
 import { execChecked, spawnLocal, type RawProcess } from "../remote/transport.js";
 import { runChain, startSource, type StartedSource } from "./chain.js";
 import { dockerSave, withDockerApi } from "./docker-api.js";
-import { diffIdsOf, layerEntries, leftOut, saveWithout, TAR_FILTER_PERL } from "./layers.js";
-import { checkSpace, parseProbe, planRoutes, pushSkip, PROBE_SCRIPT, type NodeProbe, type NodeRoute, type TransferPath } from "./route.js";
+import { diffIdsOf, layerEntries, leftOut, saveWithout, TAR_FILTER_PERL, type LayerSkip } from "./layers.js";
+import { checkSpace, parseProbe, planRoutes, pushSkip, PROBE_SCRIPT, type NodeProbe, type NodeRoute, type RoutePlan, type TransferPath } from "./route.js";
 import { together } from "./together.js";
 import { abortable, checkInterrupted } from "../config/abort.js";
 
@@ -283,6 +283,181 @@ function parseImageFacts(out: string): { size: number; layers: string[]; layerSi
   return { size: Number(size), layers, ...(sizes.length === layers.length ? { layerSizes: sizes } : {}) };
 }
 
+/** The source's ID and every target's as the caller found them just before (PushOptions.known), when it found them all. */
+function knownIds(source: Docker, targets: readonly Docker[], known: readonly NodeImage[] | undefined): { id: string; before: readonly NodeImage[] } | undefined {
+  const knownId = known?.find((r) => r.node === source.node)?.id;
+  const knownBefore = targets.flatMap((t) => known?.filter((r) => r.node === t.node && r.error === undefined) ?? []);
+  return knownId !== undefined && knownBefore.length === targets.length ? { id: knownId, before: knownBefore } : undefined;
+}
+
+const lacking = (targets: readonly Docker[], id: string, before: readonly NodeImage[]): Docker[] => targets.filter((t) => before.find((b) => b.node === t.node)?.id !== id);
+
+/** The source's ID and each target's (asked now unless known): refused when the source lacks the image or a target does not answer. */
+async function askIds(image: string, source: Docker, targets: readonly Docker[], known: { id: string; before: readonly NodeImage[] } | undefined): Promise<{ id: string; before: readonly NodeImage[] }> {
+  const [id, before] = known === undefined ? await Promise.all([source.imageId(image), imageReport(image, targets)]) : [known.id, known.before];
+  if (id === undefined) throw new UserError(`image ${image} is not on ${source.node}, so it cannot be sent from there`, "build it first (launcher images build RECIPE), or name another source with --from");
+  const unreachable = before.filter((b) => b.error !== undefined);
+  if (unreachable.length > 0) throw new RemoteError(unreachable.map((u) => u.node).join(", "), "cannot push: the node does not answer", unreachable.map((u) => `${u.node}: ${u.error ?? ""}`).join("\n"));
+  return { id, before };
+}
+
+/** The checks before the bytes, started at once, each awaited only if needed (handled). */
+interface EarlyChecks {
+  readonly source: Promise<NodeProbe | undefined>;
+  readonly probes: ReadonlyMap<string, Promise<NodeProbe>>;
+  readonly image: Promise<ReturnType<typeof parseImageFacts>>;
+}
+
+function startChecks(image: string, source: Docker, targets: readonly Docker[], routes: ReadonlyMap<string, NodeRoute>): EarlyChecks {
+  return {
+    // The source's too, also for the relay: its save goes through the layer filter only where perl
+    // runs. A chain cannot go without it; the relay just sends every layer then.
+    source: handled(routes.has(source.node) ? probeDocker(source, false) : probeDocker(source, false).catch(() => undefined)),
+    probes: new Map(targets.map((t) => [t.node, handled(probeDocker(t, true))])),
+    image: handled(execChecked(source.transport, ["sh", "-c", IMAGE_FACTS_SCRIPT, "sh", image], "reading the image's size and layers", 20_000).then(parseImageFacts)),
+  };
+}
+
+/** How a target was sent the image: the path, the node it came from, why through this machine. */
+interface How {
+  readonly path: TransferPath;
+  readonly from?: string;
+  readonly why?: string;
+}
+
+/** One push under way, to the targets that lack the image (`need`). */
+interface PushRun {
+  readonly image: string;
+  readonly id: string;
+  readonly source: Docker;
+  readonly need: readonly Docker[];
+  readonly routes: ReadonlyMap<string, NodeRoute>;
+  readonly direct: PushOptions;
+  readonly progress: TransferProgress;
+  readonly signal: AbortSignal | undefined;
+  /** The source's whole save (dockerSave). */
+  readonly wholeSave: readonly string[];
+  /** What each node was sent. */
+  readonly bytes: Map<string, number>;
+  readonly how: Map<string, How>;
+  /** Layer files the source's filter said it left out. */
+  notSent?: { readonly files: number; readonly bytes: number };
+  /** The source's hop started early, until the chain takes it over or it is stopped. */
+  sender: StartedSource | undefined;
+}
+
+/** The free space each target needs: `docker load` unpacks the whole archive (what is sent, the stored layers left out) once before it stores it. */
+function checkRoom(image: string, need: readonly Docker[], probes: readonly NodeProbe[], facts: ReturnType<typeof parseImageFacts>, skip: LayerSkip | undefined): void {
+  const { size, layerSizes } = facts;
+  // `docker load` unpacks the whole archive in its temporary folder (under Docker's root) before
+  // it stores the layers (moby/moby image/tarexport/load.go, untar into os.MkdirTemp): twice what is sent.
+  const stays = skip === undefined || layerSizes === undefined ? 0 : skip.dropped.reduce((sum, i) => sum + (layerSizes[i] ?? 0), 0);
+  const sent = size - stays;
+  checkSpace(
+    probes,
+    new Map(need.map((t) => [t.node, 2 * sent])),
+    `image ${image} (${(sent / 1048576).toFixed(0)} MiB${stays > 0 ? ` to send of ${(size / 1048576).toFixed(0)} MiB: the rest is stored there already` : ""}, unpacked once to a temporary folder, then stored)`,
+  );
+}
+
+/**
+ * What the source's filter counted as left out, said once. Said from that count, not from the
+ * plan: a Docker whose archive names its layers otherwise (an image store kept by containerd) gets
+ * them all, and is not told otherwise.
+ */
+function heard(run: PushRun, layers: number, stderr: string): void {
+  const out = leftOut(stderr);
+  if (out === undefined || run.notSent !== undefined) return;
+  run.notSent = out;
+  run.progress.note?.(`  left out ${out.files} of the image's ${layers} layers (${(out.bytes / 1048576).toFixed(1)} MiB): every node stores them already`);
+}
+
+/** The relay (its own `save`) to the nodes of `list`, each marked with why. */
+function relayed(run: PushRun, save: readonly string[], layers: number, list: readonly { node: string; why: string }[], branch = run.signal): Promise<void> {
+  for (const r of list) {
+    run.how.set(r.node, { path: "relay", why: r.why });
+    // Said when it is news: not for --relay, nor where node to node was never possible.
+    if (run.direct.routes !== undefined && run.direct.relay === undefined) run.progress.note?.(`  ${r.node.padEnd(10)} through this machine: ${r.why}`);
+  }
+  const names = list.map((r) => r.node);
+  return relayImage(run.image, run.id, save, run.source, run.need.filter((t) => names.includes(t.node)), run.bytes, run.progress, branch).then((said) => heard(run, layers, said));
+}
+
+/** The chain to the planned nodes: those it could not reach, for the relay. */
+async function chainImage(run: PushRun, plan: RoutePlan, skip: LayerSkip | undefined, layers: number, branch: AbortSignal): Promise<readonly { node: string; why: string }[]> {
+  if (plan.direct.length === 0) return [];
+  const { image, source } = run;
+  const receivers = plan.direct.map((r) => ({ ...r, transport: (run.need.find((t) => t.node === r.node) as Docker).transport, sink: loadOnly(run.id), skip: 0 }));
+  const filterArgs = skip === undefined ? [] : layerEntries(skip.names);
+  // runChain owns the started hop from here: it ends it whatever happens.
+  const started = run.sender;
+  run.sender = undefined;
+  const out = await runChain(
+    started ?? { node: source.node, transport: source.transport, command: run.wholeSave, filter: TAR_FILTER_PERL },
+    receivers,
+    (node, n, done) => {
+      run.bytes.set(node, n);
+      const h = run.how.get(node);
+      run.progress.node(node, n, done, h?.from === undefined ? undefined : `from ${h.from} over ${h.path}`);
+    },
+    { signal: branch, filterArgs },
+  );
+  checkInterrupted(branch, `the push of ${image} was stopped; no container was started`);
+  heard(run, layers, out.sourceSaid);
+  for (const d of out.delivered) run.how.set(d.node, { path: d.path, from: d.from });
+  if (out.failed.length > 0) throw new RemoteError(out.failed.map((f) => f.node).join(", "), `sending ${image} node to node failed`, out.failed.map((f) => `${f.node}: ${f.why}`).join("\n"), "run the push again; --relay sends it through this machine instead");
+  return out.unreached;
+}
+
+/** The bytes to every node of `run.need`: the checks' answers, the space, the plan, then the chain and the relay at once. */
+async function send(run: PushRun, early: EarlyChecks): Promise<void> {
+  const { image, source, need, direct } = run;
+  const [sourceProbe, probes, facts] = await Promise.all([early.source, Promise.all(need.map((t) => early.probes.get(t.node) as Promise<NodeProbe>)), early.image]);
+  // The layers every node sent the image already stores stay where they are (src/transfer/layers.ts),
+  // on either path: each gets the same archive.
+  const skip = pushSkip(facts.layers, sourceProbe, probes);
+  checkRoom(image, need, probes, facts, skip);
+  const plan = planRoutes(source.node, run.routes.has(source.node) ? sourceProbe : undefined, probes, run.routes, direct.relay ?? (direct.routes === undefined ? "node to node was not asked for" : undefined));
+  if (plan.direct.length === 0) {
+    // Every node goes through the relay, whose own save starts now: the early one would hold its
+    // export (a whole copy of the image in Docker's root) until the relay ended.
+    run.sender?.stop();
+    run.sender = undefined;
+  }
+  const save = skip === undefined ? run.wholeSave : saveWithout(image, skip.names);
+  const layers = facts.layers.length;
+  // As planned: each node from the one before it (the outcome says where each really came from).
+  for (const [i, r] of plan.direct.entries()) run.how.set(r.node, { path: r.path, from: plan.direct[i - 1]?.node ?? source.node });
+  let unreached: readonly { node: string; why: string }[] = [];
+  try {
+    await together(run.signal, [
+      async (branch) => {
+        unreached = await chainImage(run, plan, skip, layers, branch);
+      },
+      (branch) => relayed(run, save, layers, plan.relay, branch),
+    ]);
+    await relayed(run, save, layers, unreached);
+  } catch (e) {
+    // A layer the probe saw may be gone by the load (an image prune meanwhile): the next push's
+    // probe no longer sees it, and sends it.
+    if (skip === undefined || !(e instanceof RemoteError)) throw e;
+    throw new RemoteError(e.node, e.message, e.detail, `${e.hint === undefined ? "" : `${e.hint}; `}the archive left out ${skip.layers} layers every node stored: if one was removed meanwhile (docker image prune), running the push again sends it`);
+  }
+}
+
+function pushedNode(run: PushRun, t: Docker, before: readonly NodeImage[]): PushedNode {
+  const had = before.find((b) => b.node === t.node)?.id;
+  const sent = run.bytes.has(t.node);
+  const h = run.how.get(t.node);
+  return {
+    node: t.node,
+    action: sent ? "sent" : "had",
+    bytes: run.bytes.get(t.node) ?? 0,
+    ...(had === undefined || !sent ? {} : { before: had }),
+    ...(h === undefined || !sent ? {} : { path: h.path, ...(h.from === undefined ? {} : { from: h.from }), ...(h.why === undefined ? {} : { why: h.why }) }),
+  };
+}
+
 /**
  * Sends `image` from `source` to every target that lacks it or holds another ID, then checks every
  * node's ID against the source's. With `direct.routes`, node to node: a chain from the source
@@ -295,10 +470,7 @@ function parseImageFacts(out: string): { size: number; layers: string[]; layerSi
 export async function pushImage(image: string, source: Docker, targets: readonly Docker[], progress: TransferProgress, signal?: AbortSignal, direct: PushOptions = {}): Promise<PushResult> {
   const started = Date.now();
   const routes = direct.routes ?? new Map<string, NodeRoute>();
-  const knownId = direct.known?.find((r) => r.node === source.node)?.id;
-  const knownBefore = targets.flatMap((t) => direct.known?.filter((r) => r.node === t.node && r.error === undefined) ?? []);
-  const known = knownId !== undefined && knownBefore.length === targets.length ? { id: knownId, before: knownBefore } : undefined;
-  const lacking = (id: string, before: readonly NodeImage[]): Docker[] => targets.filter((t) => before.find((b) => b.node === t.node)?.id !== id);
+  const known = knownIds(source, targets, direct.known);
   // Node to node where it may be, the source's hop starts first, as soon as some node is known to
   // lack the image: Docker's own image store writes its whole export (every layer, to a temporary
   // folder under its root) before `docker save` gives the first byte (moby image/tarexport/save.go:
@@ -313,116 +485,21 @@ export async function pushImage(image: string, source: Docker, targets: readonly
   const wholeSave = dockerSave(image);
   const startEarly = (need: readonly Docker[]): StartedSource | undefined =>
     need.length > 0 && direct.relay === undefined && routes.has(source.node) && need.some((t) => routes.has(t.node)) ? startSource({ node: source.node, transport: source.transport, command: wholeSave, filter: TAR_FILTER_PERL }) : undefined;
-  let sender = known === undefined ? undefined : startEarly(lacking(known.id, known.before));
+  const sender = known === undefined ? undefined : startEarly(lacking(targets, known.id, known.before));
   // The checks before the bytes (hop tools, free space, the image's size) are asked together with
   // which nodes lack the image: one round trip before the bytes, not two. A node that has it was
   // asked for nothing it needs; a failed probe counts only for a node that is sent the image.
-  const early = {
-    // The source's too, also for the relay: its save goes through the layer filter only where perl
-    // runs. A chain cannot go without it; the relay just sends every layer then.
-    source: handled(routes.has(source.node) ? probeDocker(source, false) : probeDocker(source, false).catch(() => undefined)),
-    probes: new Map(targets.map((t) => [t.node, handled(probeDocker(t, true))])),
-    image: handled(execChecked(source.transport, ["sh", "-c", IMAGE_FACTS_SCRIPT, "sh", image], "reading the image's size and layers", 20_000).then(parseImageFacts)),
-  };
-  const ask = async (): Promise<{ id: string; before: readonly NodeImage[] }> => {
-    const [id, before] = known === undefined ? await Promise.all([source.imageId(image), imageReport(image, targets)]) : [known.id, known.before];
-    if (id === undefined) throw new UserError(`image ${image} is not on ${source.node}, so it cannot be sent from there`, "build it first (launcher images build RECIPE), or name another source with --from");
-    const unreachable = before.filter((b) => b.error !== undefined);
-    if (unreachable.length > 0) throw new RemoteError(unreachable.map((u) => u.node).join(", "), "cannot push: the node does not answer", unreachable.map((u) => `${u.node}: ${u.error ?? ""}`).join("\n"));
-    return { id, before };
-  };
-  const { id, before } = await ask().catch((e: unknown) => {
+  const early = startChecks(image, source, targets, routes);
+  const { id, before } = await askIds(image, source, targets, known).catch((e: unknown) => {
     sender?.stop();
     throw e;
   });
-  const need = lacking(id, before);
-  sender ??= startEarly(need);
-  const bytes = new Map<string, number>();
-  const how = new Map<string, { path: TransferPath; from?: string; why?: string }>();
-  let notSent: { readonly files: number; readonly bytes: number } | undefined;
+  const need = lacking(targets, id, before);
+  const run: PushRun = { image, id, source, need, routes, direct, progress, signal, wholeSave, bytes: new Map(), how: new Map(), sender: sender ?? startEarly(need) };
   try {
-    if (need.length > 0) {
-      const [sourceProbe, probes, { size, layers, layerSizes }] = await Promise.all([early.source, Promise.all(need.map((t) => early.probes.get(t.node) as Promise<NodeProbe>)), early.image]);
-      // The layers every node sent the image already stores stay where they are (src/transfer/layers.ts),
-      // on either path: each gets the same archive.
-      const skip = pushSkip(layers, sourceProbe, probes);
-      // `docker load` unpacks the whole archive in its temporary folder (under Docker's root) before
-      // it stores the layers (moby/moby image/tarexport/load.go, untar into os.MkdirTemp): twice what is sent.
-      const stays = skip === undefined || layerSizes === undefined ? 0 : skip.dropped.reduce((sum, i) => sum + (layerSizes[i] ?? 0), 0);
-      const sent = size - stays;
-      checkSpace(
-        probes,
-        new Map(need.map((t) => [t.node, 2 * sent])),
-        `image ${image} (${(sent / 1048576).toFixed(0)} MiB${stays > 0 ? ` to send of ${(size / 1048576).toFixed(0)} MiB: the rest is stored there already` : ""}, unpacked once to a temporary folder, then stored)`,
-      );
-      const plan = planRoutes(source.node, routes.has(source.node) ? sourceProbe : undefined, probes, routes, direct.relay ?? (direct.routes === undefined ? "node to node was not asked for" : undefined));
-      if (plan.direct.length === 0) {
-        // Every node goes through the relay, whose own save starts now: the early one would hold its
-        // export (a whole copy of the image in Docker's root) until the relay ended.
-        sender?.stop();
-        sender = undefined;
-      }
-      const save = skip === undefined ? wholeSave : saveWithout(image, skip.names);
-      // Said from what the filter counted, not from the plan: a Docker whose archive names its layers
-      // otherwise (an image store kept by containerd) gets them all, and is not told otherwise.
-      const heard = (stderr: string): void => {
-        const out = leftOut(stderr);
-        if (out === undefined || notSent !== undefined) return;
-        notSent = out;
-        progress.note?.(`  left out ${out.files} of the image's ${layers.length} layers (${(out.bytes / 1048576).toFixed(1)} MiB): every node stores them already`);
-      };
-      const byName = (names: readonly string[]): Docker[] => need.filter((t) => names.includes(t.node));
-      const relayed = (list: readonly { node: string; why: string }[], branch = signal): Promise<void> => {
-        for (const r of list) {
-          how.set(r.node, { path: "relay", why: r.why });
-          // Said when it is news: not for --relay, nor where node to node was never possible.
-          if (direct.routes !== undefined && direct.relay === undefined) progress.note?.(`  ${r.node.padEnd(10)} through this machine: ${r.why}`);
-        }
-        return relayImage(image, id, save, source, byName(list.map((r) => r.node)), bytes, progress, branch).then(heard);
-      };
-      const chain = async (branch: AbortSignal): Promise<readonly { node: string; why: string }[]> => {
-        if (plan.direct.length === 0) return [];
-        const receivers = plan.direct.map((r) => ({ ...r, transport: (need.find((t) => t.node === r.node) as Docker).transport, sink: loadOnly(id), skip: 0 }));
-        const filterArgs = skip === undefined ? [] : layerEntries(skip.names);
-        // runChain owns the started hop from here: it ends it whatever happens.
-        const started = sender;
-        sender = undefined;
-        const out = await runChain(
-          started ?? { node: source.node, transport: source.transport, command: wholeSave, filter: TAR_FILTER_PERL },
-          receivers,
-          (node, n, done) => {
-            bytes.set(node, n);
-            const h = how.get(node);
-            progress.node(node, n, done, h?.from === undefined ? undefined : `from ${h.from} over ${h.path}`);
-          },
-          { signal: branch, filterArgs },
-        );
-        checkInterrupted(branch, `the push of ${image} was stopped; no container was started`);
-        heard(out.sourceSaid);
-        for (const d of out.delivered) how.set(d.node, { path: d.path, from: d.from });
-        if (out.failed.length > 0) throw new RemoteError(out.failed.map((f) => f.node).join(", "), `sending ${image} node to node failed`, out.failed.map((f) => `${f.node}: ${f.why}`).join("\n"), "run the push again; --relay sends it through this machine instead");
-        return out.unreached;
-      };
-      // As planned: each node from the one before it (the outcome says where each really came from).
-      for (const [i, r] of plan.direct.entries()) how.set(r.node, { path: r.path, from: plan.direct[i - 1]?.node ?? source.node });
-      let unreached: readonly { node: string; why: string }[] = [];
-      try {
-        await together(signal, [
-          async (branch) => {
-            unreached = await chain(branch);
-          },
-          (branch) => relayed(plan.relay, branch),
-        ]);
-        await relayed(unreached);
-      } catch (e) {
-        // A layer the probe saw may be gone by the load (an image prune meanwhile): the next push's
-        // probe no longer sees it, and sends it.
-        if (skip === undefined || !(e instanceof RemoteError)) throw e;
-        throw new RemoteError(e.node, e.message, e.detail, `${e.hint === undefined ? "" : `${e.hint}; `}the archive left out ${skip.layers} layers every node stored: if one was removed meanwhile (docker image prune), running the push again sends it`);
-      }
-    }
+    if (need.length > 0) await send(run, early);
   } finally {
-    sender?.stop();
+    run.sender?.stop();
   }
   const after = await imageReport(image, targets);
   const wrong = after.filter((a) => a.id !== id);
@@ -433,19 +510,8 @@ export async function pushImage(image: string, source: Docker, targets: readonly
     image,
     id,
     source: source.node,
-    nodes: targets.map((t): PushedNode => {
-      const had = before.find((b) => b.node === t.node)?.id;
-      const sent = bytes.has(t.node);
-      const h = how.get(t.node);
-      return {
-        node: t.node,
-        action: sent ? "sent" : "had",
-        bytes: bytes.get(t.node) ?? 0,
-        ...(had === undefined || !sent ? {} : { before: had }),
-        ...(h === undefined || !sent ? {} : { path: h.path, ...(h.from === undefined ? {} : { from: h.from }), ...(h.why === undefined ? {} : { why: h.why }) }),
-      };
-    }),
-    ...(notSent === undefined ? {} : { layers_not_sent: notSent.files, bytes_not_sent: notSent.bytes }),
+    nodes: targets.map((t) => pushedNode(run, t, before)),
+    ...(run.notSent === undefined ? {} : { layers_not_sent: run.notSent.files, bytes_not_sent: run.notSent.bytes }),
     seconds: (Date.now() - started) / 1000,
   };
 }

@@ -11,7 +11,7 @@ import { inPool } from "../config/pool.js";
 import type { TransferProgress } from "../nodes/progress.js";
 import { runChain } from "./chain.js";
 import { definedEnd, endWhy } from "./hop.js";
-import { checkSpace, clusterRoutes, parseProbe, planRoutes, PROBE_SCRIPT, type NodeProbe, type TransferPath } from "./route.js";
+import { checkSpace, clusterRoutes, parseProbe, planRoutes, PROBE_SCRIPT, type NodeProbe, type NodeRoute, type RoutePlan, type TransferPath } from "./route.js";
 import { cacheArgv, CACHE_PERL, UNSAFE_EXIT } from "./hf-cache.js";
 import { together } from "./together.js";
 import type { ClusterSession } from "../nodes/session.js";
@@ -225,6 +225,193 @@ async function prepareTarget(docker: Docker, loc: Located, revision: string, fil
   return offsets;
 }
 
+/** The node the snapshot comes from, what it holds (its revision, blobs) and the nodes that lack it. */
+interface SyncSource {
+  readonly had: Inspected;
+  readonly revision: string;
+  /** snapshots/REVISION, under the repo. */
+  readonly snap: string;
+  readonly blobs: ReadonlyMap<string, { size: number }>;
+  readonly targets: readonly Inspected[];
+}
+
+function syncSource(recipe: Recipe, inspected: readonly Inspected[]): SyncSource {
+  const had = inspected.find((i) => i.weights.present);
+  if (had === undefined) {
+    throw new UserError(`model ${recipe.model} is on no node:\n${inspected.map(({ weights: r }) => `  - ${r.node}: ${r.reason ?? "?"} (${r.path})`).join("\n")}`, "download it on one node first (huggingface-cli download), then sync");
+  }
+  const revision = had.weights.revision as string;
+  const blobs = new Map<string, { size: number }>();
+  for (const f of had.files) if (f.blob !== undefined) blobs.set(f.blob, { size: f.size });
+  return { had, revision, snap: `snapshots/${revision}`, blobs, targets: inspected.filter((i) => !i.weights.present) };
+}
+
+/**
+ * Each file to send with what each target already holds of it: the SHA-256 of those not named by
+ * one asked of the source while every target is prepared (prepareTarget).
+ */
+async function fileJobs(src: SyncSource, source: Docker, docker: (node: string) => Docker): Promise<FileJob[]> {
+  const { had, snap, blobs, targets } = src;
+  const plain = had.files.filter((f) => f.blob === undefined);
+  const unnamed = targets.length === 0 ? [] : [...[...blobs.keys()].filter((b) => blobSha256(b) === undefined).map((b) => `blobs/${b}`), ...plain.map((f) => `${snap}/${f.path}`)];
+  const [digests, states] = await Promise.all([
+    sourceDigests(source, had.loc, unnamed),
+    Promise.all(targets.map(async (t) => ({ node: t.weights.node, offsets: await prepareTarget(docker(t.weights.node), t.loc, src.revision, had.files, blobs) }))),
+  ]);
+  return [
+    ...[...blobs].map(([name, b]): FileJob => ({
+      label: name.slice(0, 16),
+      rel: `blobs/${name}`,
+      size: b.size,
+      sha256: blobSha256(name) ?? (digests.get(`blobs/${name}`) as string),
+      offsets: new Map(states.flatMap((s) => (s.offsets.has(name) ? [[s.node, s.offsets.get(name) as number] as const] : []))),
+      blob: true,
+    })),
+    ...plain.map((f): FileJob => ({
+      label: f.path,
+      rel: `${snap}/${f.path}`,
+      size: f.size,
+      sha256: digests.get(`${snap}/${f.path}`) as string,
+      offsets: new Map(targets.map((t) => [t.weights.node, 0])),
+      blob: false,
+    })),
+  ];
+}
+
+/** What one target was sent, for the result. */
+interface Sent {
+  bytes: number;
+  resumed: number;
+  blobs: number;
+  from?: string;
+  path?: TransferPath;
+}
+
+/** One sync under way: where the bytes come from and go, how each target is served, what each was sent so far. */
+interface SyncRun {
+  readonly source: Docker;
+  readonly sourceLoc: Located;
+  readonly docker: (node: string) => Docker;
+  readonly locOf: ReadonlyMap<string, Located>;
+  readonly routes: ReadonlyMap<string, NodeRoute>;
+  readonly plan: RoutePlan;
+  /** Targets served through this machine, and why. */
+  readonly relayWhy: Map<string, string>;
+  readonly relay: string | undefined;
+  readonly totals: ReadonlyMap<string, Sent>;
+  /** Bytes of the files still on their way, per node: the progress line is what is done plus these. */
+  readonly moving: ReadonlyMap<string, Map<FileJob, number>>;
+  readonly progress: TransferProgress;
+}
+
+/** A target goes through this machine: said once (files go several at once: the first to find a node unreachable says why). */
+function sayRelay(run: SyncRun, node: string, why: string): void {
+  if (run.relayWhy.has(node)) return;
+  run.relayWhy.set(node, why);
+  if (run.relay === undefined) run.progress.note?.(`  ${node.padEnd(10)} through this machine: ${why}`);
+}
+
+const fromPlace = (run: SyncRun, job: FileJob): Place => ({ root: run.sourceLoc.root, rel: `${run.sourceLoc.repo}/${job.rel}` });
+function toPlace(run: SyncRun, node: string, job: FileJob, suffix = ""): Place {
+  const loc = run.locOf.get(node) as Located;
+  return { root: loc.root, rel: `${loc.repo}/${job.rel}${suffix}` };
+}
+
+function showFile(run: SyncRun, job: FileJob, node: string, bytes: number, detail: string): void {
+  const m = run.moving.get(node) as Map<FileJob, number>;
+  m.set(job, bytes);
+  run.progress.node(node, (run.totals.get(node)?.bytes ?? 0) + [...m.values()].reduce((a, b) => a + b, 0), false, `${job.label}  ${detail}`);
+}
+
+function landed(run: SyncRun, node: string, job: FileJob, bytes: number): void {
+  (run.totals.get(node) as Sent).bytes += bytes;
+  run.moving.get(node)?.delete(job);
+}
+
+/** One file to one node through this machine, from what it holds of it on. */
+async function relayFile(run: SyncRun, job: FileJob, node: string, branch: AbortSignal): Promise<void> {
+  let n = 0;
+  await copyFrom(run.source, run.docker(node), fromPlace(run, job), toPlace(run, node, job, PARTIAL), job.offsets.get(node) ?? 0, branch, (c) => {
+    n += c;
+    showFile(run, job, node, n, "through this machine");
+  });
+  landed(run, node, job, n);
+  (run.totals.get(node) as Sent).path = "relay";
+}
+
+/** One file node to node through the `direct` targets (from the least any of them holds), then the relay to those the chain could not reach. */
+async function chainFile(run: SyncRun, job: FileJob, direct: readonly NodeRoute[], branch: AbortSignal): Promise<void> {
+  if (direct.length === 0) return;
+  const from = Math.min(...direct.map((r) => job.offsets.get(r.node) ?? 0));
+  const ahead = (node: string): number => (job.offsets.get(node) ?? 0) - from;
+  const partial = (node: string): [string, string] => placeArgs(toPlace(run, node, job, PARTIAL));
+  const out = await runChain(
+    { node: run.source.node, transport: run.source.transport, command: cacheArgv("read", run.sourceLoc.root, fromPlace(run, job).rel, String(from)) },
+    direct.map((r) => ({ ...r, transport: run.docker(r.node).transport, sink: cacheArgv("append", ...partial(r.node)), dest: partial(r.node).join("/"), skip: ahead(r.node) })),
+    (node, bytes) => showFile(run, job, node, Math.max(0, bytes - ahead(node)), `over ${run.routes.get(node)?.path ?? "?"}`),
+    { signal: branch },
+  );
+  if (branch.aborted) throw interrupted();
+  if (out.failed.length > 0) throw new RemoteError(out.failed.map((f) => f.node).join(", "), `sending ${job.label} node to node failed`, out.failed.map((f) => `${f.node}: ${f.why}`).join("\n"), "run the sync again: it resumes; --relay sends through this machine instead");
+  for (const d of out.delivered) {
+    landed(run, d.node, job, d.bytes - ahead(d.node));
+    const t = run.totals.get(d.node) as Sent;
+    t.from = d.from;
+    t.path = d.path;
+  }
+  for (const u of out.unreached) sayRelay(run, u.node, u.why);
+  await together(branch, out.unreached.map((u) => (b: AbortSignal) => relayFile(run, job, u.node, b)));
+}
+
+/** One file to every node that lacks it (the chain and the relay at once), then checked into place on each. */
+async function sendFile(run: SyncRun, job: FileJob, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) throw interrupted();
+  const needing = [...job.offsets.keys()];
+  if (needing.length === 0) return;
+  for (const n of needing) (run.totals.get(n) as Sent).resumed += job.offsets.get(n) ?? 0;
+  const direct = run.plan.direct.filter((r) => needing.includes(r.node) && !run.relayWhy.has(r.node));
+  const relayed = needing.filter((n) => run.relayWhy.has(n) && !direct.some((r) => r.node === n));
+  await together(signal, [(b: AbortSignal) => chainFile(run, job, direct, b), ...relayed.map((n) => (b: AbortSignal) => relayFile(run, job, n, b))]);
+  await Promise.all(
+    needing.map(async (n) => {
+      const at = toPlace(run, n, job);
+      await cacheOp(run.docker(n), finishFile(at.root, at.rel, job.size, job.sha256), `checking ${job.label}`);
+      if (job.blob) (run.totals.get(n) as Sent).blobs++;
+    }),
+  );
+}
+
+/** Each target's snapshot folder linked and its ref written, once every file is in place. */
+async function linkSnapshots(run: SyncRun, src: SyncSource): Promise<void> {
+  // Links exactly as parseInspection accepted them: each into blobs/ of this repo.
+  const links = src.had.files.flatMap((x) => (x.link === undefined ? [] : [x.path, x.link]));
+  const ref = src.had.ref;
+  await Promise.all(
+    src.targets.map(async (t) => {
+      const target = run.docker(t.weights.node);
+      await cacheOp(target, cacheArgv("link", t.loc.root, `${t.loc.repo}/${src.snap}`, ...links), "linking the snapshot");
+      if (ref !== undefined) await cacheOp(target, cacheArgv("ref", t.loc.root, `${t.loc.repo}/refs/${ref.name}`, ref.commit), `writing refs/${ref.name}`);
+      run.progress.node(t.weights.node, run.totals.get(t.weights.node)?.bytes ?? 0, true);
+    }),
+  );
+}
+
+function syncedNode(run: SyncRun, r: NodeWeights): SyncedNode {
+  const t = run.totals.get(r.node);
+  if (r.present || t === undefined) return { node: r.node, action: "had", bytes: 0, resumed_bytes: 0, blobs: 0 };
+  const why = run.relayWhy.get(r.node);
+  return {
+    node: r.node,
+    action: "copied",
+    bytes: t.bytes,
+    resumed_bytes: t.resumed,
+    blobs: t.blobs,
+    ...(t.path === undefined ? {} : { path: t.path }),
+    ...(t.from === undefined || t.path === "relay" ? {} : { from: t.from }),
+    ...(why === undefined || t.path !== "relay" ? {} : { why }),
+  };
+}
+
 /**
  * Copies the snapshot (only the files of that revision and the blobs they point to) from a node
  * that has it to every node that lacks it. Node to node by default: for each file, a chain from
@@ -238,163 +425,46 @@ async function prepareTarget(docker: Docker, loc: Located, revision: string, fil
  */
 export async function syncWeights(recipe: Recipe, session: ClusterSession, nodes: readonly ClusterNode[], progress: TransferProgress, signal: AbortSignal, options: SyncOptions = {}): Promise<SyncResult> {
   const inspected = await inspectAll(recipe, session, nodes);
-  const report = inspected.map((i) => i.weights);
-  const had = inspected.find((i) => i.weights.present);
-  if (had === undefined) {
-    throw new UserError(`model ${recipe.model} is on no node:\n${report.map((r) => `  - ${r.node}: ${r.reason ?? "?"} (${r.path})`).join("\n")}`, "download it on one node first (huggingface-cli download), then sync");
-  }
-  const revision = had.weights.revision as string;
-  const source = session.docker.get(had.weights.node) as Docker;
-  const sourceLoc = had.loc;
-  const snap = `snapshots/${revision}`;
-  const blobs = new Map<string, { size: number }>();
-  for (const f of had.files) if (f.blob !== undefined) blobs.set(f.blob, { size: f.size });
-
-  const targets = inspected.filter((i) => !i.weights.present);
+  const src = syncSource(recipe, inspected);
   const docker = (node: string): Docker => session.docker.get(node) as Docker;
-  const locOf = new Map(targets.map((t) => [t.weights.node, t.loc]));
+  const source = docker(src.had.weights.node);
+  const { targets } = src;
   // Before any byte moves: every target has room for what it lacks, and the hop's tools. Asked
   // while the folders are made and the blobs read (one round trip fewer before the bytes).
-  const routes = clusterRoutes(session.cluster.nodes);
   const probe = (node: string, path: string): Promise<NodeProbe> => ok(docker(node), ["sh", "-c", PROBE_SCRIPT, "sh", "path", path], "checking the node before the sync").then((out) => parseProbe(node, out));
   const probing = handled(Promise.all([
-    options.relay === undefined && targets.length > 0 ? probe(source.node, sourceLoc.path) : Promise.resolve(undefined),
+    options.relay === undefined && targets.length > 0 ? probe(source.node, src.had.loc.path) : Promise.resolve(undefined),
     Promise.all(targets.map((t) => probe(t.weights.node, t.loc.path))),
   ]));
-  const unnamed = targets.length === 0 ? [] : [...[...blobs.keys()].filter((b) => blobSha256(b) === undefined).map((b) => `blobs/${b}`), ...had.files.filter((f) => f.blob === undefined).map((f) => `${snap}/${f.path}`)];
-  const [digests, states] = await Promise.all([
-    sourceDigests(source, sourceLoc, unnamed),
-    Promise.all(targets.map(async (t) => ({ node: t.weights.node, offsets: await prepareTarget(docker(t.weights.node), t.loc, revision, had.files, blobs) }))),
-  ]);
-  const jobs: FileJob[] = [
-    ...[...blobs].map(([name, b]): FileJob => ({
-      label: name.slice(0, 16),
-      rel: `blobs/${name}`,
-      size: b.size,
-      sha256: blobSha256(name) ?? (digests.get(`blobs/${name}`) as string),
-      offsets: new Map(states.flatMap((s) => (s.offsets.has(name) ? [[s.node, s.offsets.get(name) as number] as const] : []))),
-      blob: true,
-    })),
-    ...had.files.filter((x) => x.blob === undefined).map((f): FileJob => ({
-      label: f.path,
-      rel: `${snap}/${f.path}`,
-      size: f.size,
-      sha256: digests.get(`${snap}/${f.path}`) as string,
-      offsets: new Map(targets.map((t) => [t.weights.node, 0])),
-      blob: false,
-    })),
-  ];
-  const fromPlace = (job: FileJob): Place => ({ root: sourceLoc.root, rel: `${sourceLoc.repo}/${job.rel}` });
-  const toPlace = (node: string, job: FileJob, suffix = ""): Place => {
-    const loc = locOf.get(node) as Located;
-    return { root: loc.root, rel: `${loc.repo}/${job.rel}${suffix}` };
-  };
-
+  const jobs = await fileJobs(src, source, docker);
   const [sourceProbe, probes] = await probing;
   const targetNodes = targets.map((t) => t.weights.node);
   const need = new Map(targetNodes.map((n) => [n, jobs.reduce((sum, j) => sum + (j.offsets.has(n) ? j.size - (j.offsets.get(n) ?? 0) : 0), 0)]));
   checkSpace(probes, need, `model ${recipe.model}`);
+  const routes = clusterRoutes(session.cluster.nodes);
   const plan = planRoutes(source.node, sourceProbe, probes, routes, options.relay);
-  const relayWhy = new Map(plan.relay.map((r) => [r.node, r.why]));
-  const sayRelay = (node: string, why: string): void => {
-    // Files go several at once: the first to find a node unreachable says why, once.
-    if (relayWhy.has(node)) return;
-    relayWhy.set(node, why);
-    if (options.relay === undefined) progress.note?.(`  ${node.padEnd(10)} through this machine: ${why}`);
+  const run: SyncRun = {
+    source,
+    sourceLoc: src.had.loc,
+    docker,
+    locOf: new Map(targets.map((t) => [t.weights.node, t.loc])),
+    routes,
+    plan,
+    relayWhy: new Map(),
+    relay: options.relay,
+    totals: new Map(targetNodes.map((n) => [n, { bytes: 0, resumed: 0, blobs: 0 }])),
+    moving: new Map(targetNodes.map((n) => [n, new Map()])),
+    progress,
   };
-  for (const r of plan.relay) sayRelay(r.node, r.why);
-
-  const totals = new Map(targetNodes.map((n) => [n, { bytes: 0, resumed: 0, blobs: 0, from: undefined as string | undefined, path: undefined as TransferPath | undefined }]));
-  // Bytes of the files still on their way, per node: the progress line is what is done plus these.
-  const moving = new Map<string, Map<FileJob, number>>(targetNodes.map((n) => [n, new Map()]));
-  const landed = (node: string, job: FileJob, bytes: number): void => {
-    (totals.get(node) as { bytes: number }).bytes += bytes;
-    moving.get(node)?.delete(job);
-  };
+  for (const r of plan.relay) sayRelay(run, r.node, r.why);
   // Several files at once: a file's own costs (starting its hops, linking the chain, checking the
   // file at the end: round trips, not bytes) overlap another's bytes, and small files (config,
   // tokenizer) no longer wait one after another. An interrupt stops each file's own transfer
   // (runChain, copyFrom) and is thrown once they all ended, as the first failure.
-  await inPool(jobs, FILES_AT_ONCE, undefined, async (job) => {
-    if (signal.aborted) throw interrupted();
-    const needing = [...job.offsets.keys()];
-    if (needing.length === 0) return;
-    for (const n of needing) (totals.get(n) as { resumed: number }).resumed += job.offsets.get(n) ?? 0;
-    const show = (node: string, bytes: number, detail: string): void => {
-      const m = moving.get(node) as Map<FileJob, number>;
-      m.set(job, bytes);
-      progress.node(node, (totals.get(node)?.bytes ?? 0) + [...m.values()].reduce((a, b) => a + b, 0), false, `${job.label}  ${detail}`);
-    };
-    const direct = plan.direct.filter((r) => needing.includes(r.node) && !relayWhy.has(r.node));
-    const relayOne = async (node: string, branch: AbortSignal): Promise<void> => {
-      let n = 0;
-      await copyFrom(source, docker(node), fromPlace(job), toPlace(node, job, PARTIAL), job.offsets.get(node) ?? 0, branch, (c) => {
-        n += c;
-        show(node, n, "through this machine");
-      });
-      landed(node, job, n);
-      (totals.get(node) as { path?: TransferPath }).path = "relay";
-    };
-    const chain = async (branch: AbortSignal): Promise<void> => {
-      if (direct.length === 0) return;
-      const from = Math.min(...direct.map((r) => job.offsets.get(r.node) ?? 0));
-      const out = await runChain(
-        { node: source.node, transport: source.transport, command: cacheArgv("read", sourceLoc.root, fromPlace(job).rel, String(from)) },
-        direct.map((r) => ({ ...r, transport: docker(r.node).transport, sink: cacheArgv("append", ...placeArgs(toPlace(r.node, job, PARTIAL))), dest: placeArgs(toPlace(r.node, job, PARTIAL)).join("/"), skip: (job.offsets.get(r.node) ?? 0) - from })),
-        (node, bytes) => show(node, Math.max(0, bytes - ((job.offsets.get(node) ?? 0) - from)), `over ${routes.get(node)?.path ?? "?"}`),
-        { signal: branch },
-      );
-      if (branch.aborted) throw interrupted();
-      if (out.failed.length > 0) throw new RemoteError(out.failed.map((f) => f.node).join(", "), `sending ${job.label} node to node failed`, out.failed.map((f) => `${f.node}: ${f.why}`).join("\n"), "run the sync again: it resumes; --relay sends through this machine instead");
-      for (const d of out.delivered) {
-        landed(d.node, job, d.bytes - ((job.offsets.get(d.node) ?? 0) - from));
-        const t = totals.get(d.node) as { from?: string; path?: TransferPath };
-        t.from = d.from;
-        t.path = d.path;
-      }
-      for (const u of out.unreached) sayRelay(u.node, u.why);
-      await together(branch, out.unreached.map((u) => (b: AbortSignal) => relayOne(u.node, b)));
-    };
-    await together(signal, [chain, ...needing.filter((n) => relayWhy.has(n) && !direct.some((r) => r.node === n)).map((n) => (b: AbortSignal) => relayOne(n, b))]);
-    await Promise.all(
-      needing.map(async (n) => {
-        const at = toPlace(n, job);
-        await cacheOp(docker(n), finishFile(at.root, at.rel, job.size, job.sha256), `checking ${job.label}`);
-        if (job.blob) (totals.get(n) as { blobs: number }).blobs++;
-      }),
-    );
-  });
-  // Links exactly as parseInspection accepted them: each into blobs/ of this repo.
-  const links = had.files.flatMap((x) => (x.link === undefined ? [] : [x.path, x.link]));
-  const ref = had.ref;
-  await Promise.all(
-    targets.map(async (t) => {
-      const target = docker(t.weights.node);
-      await cacheOp(target, cacheArgv("link", t.loc.root, `${t.loc.repo}/${snap}`, ...links), "linking the snapshot");
-      if (ref !== undefined) await cacheOp(target, cacheArgv("ref", t.loc.root, `${t.loc.repo}/refs/${ref.name}`, ref.commit), `writing refs/${ref.name}`);
-      progress.node(t.weights.node, totals.get(t.weights.node)?.bytes ?? 0, true);
-    }),
-  );
+  await inPool(jobs, FILES_AT_ONCE, undefined, (job) => sendFile(run, job, signal));
+  await linkSnapshots(run, src);
   const after = await weightsReport(recipe, session, nodes);
   const still = after.filter((a) => !a.present);
   if (still.length > 0) throw new RemoteError(still.map((s) => s.node).join(", "), "after the sync the snapshot is still incomplete", still.map((s) => `${s.node}: ${s.reason ?? "?"}`).join("\n"));
-  return {
-    source: had.weights.node,
-    revision,
-    nodes: report.map((r): SyncedNode => {
-      const t = totals.get(r.node);
-      if (r.present || t === undefined) return { node: r.node, action: "had", bytes: 0, resumed_bytes: 0, blobs: 0 };
-      const why = relayWhy.get(r.node);
-      return {
-        node: r.node,
-        action: "copied",
-        bytes: t.bytes,
-        resumed_bytes: t.resumed,
-        blobs: t.blobs,
-        ...(t.path === undefined ? {} : { path: t.path }),
-        ...(t.from === undefined || t.path === "relay" ? {} : { from: t.from }),
-        ...(why === undefined || t.path !== "relay" ? {} : { why }),
-      };
-    }),
-  };
+  return { source: src.had.weights.node, revision: src.revision, nodes: inspected.map((i) => syncedNode(run, i.weights)) };
 }

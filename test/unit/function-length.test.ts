@@ -8,7 +8,7 @@ import ts from "typescript";
 const DEPLOY = ["nodes", "transfer", "claims", "boot", "lanes", "supervise", "measure", "setup", "memory", "app"];
 const LIMIT = 80;
 /** Still past the limit, to be split (each by its file and name); none may be added. */
-const KNOWN = new Set(["transfer/models.ts syncWeights", "transfer/images.ts pushImage", "transfer/chain.ts runChain"]);
+const KNOWN = new Set<string>([]);
 
 const SRC = path.join(import.meta.dirname, "../../src");
 
