@@ -3,7 +3,7 @@ import { UserError } from "../config/errors.js";
 
 /**
  * The options several commands share, declared once: the same flags, short forms and help text
- * wherever they appear (how --cluster's value is resolved is load.ts's business).
+ * wherever they appear (how --cluster's value is resolved is src/app/lookup.ts's business).
  */
 
 export const CLUSTER_OPTION_DESCRIPTION = "cluster file or name (default: $LAUNCHER_CLUSTER, ./cluster.toml, then the default cluster in ~/.config/launcher)";

@@ -51,7 +51,7 @@ export interface GatewayOptions {
   readonly requestTimeoutMs: number;
   /** The longest a client may take to send a request's headers (default CLIENT_HEADERS_TIMEOUT_MS). */
   readonly clientHeadersTimeoutMs?: number;
-  /** The daemon's control API (./control.ts), under CONTROL_PREFIX with its own admin key; absent: off. */
+  /** The daemon's control API (src/daemon/control.ts), under CONTROL_PREFIX with its own admin key; absent: off. */
   readonly control?: (req: IncomingMessage, res: ServerResponse, path: string) => Promise<void>;
 }
 

@@ -32,7 +32,7 @@ export interface LaneUpOptions extends UpOptions {
   readonly drainMs: number;
   /** The command, for "busy" messages. */
   readonly what: string;
-  /** Claims the plan's nodes on the nodes themselves, or fails with "busy" (./claims.ts). */
+  /** Claims the plan's nodes on the nodes themselves, or fails with "busy" (src/claims/claims.ts). */
   readonly claim: (plan: Plan) => Promise<NodeClaims>;
   /** What the fabric probe found; those on the nodes finally chosen stop the swap. */
   readonly findings: readonly Finding[];

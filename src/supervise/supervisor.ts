@@ -468,7 +468,7 @@ export class Supervisor {
       if (engine !== undefined && container !== undefined) heard.set(container, readBoot(engine, lines));
     };
     // Every rank was stopped just above, so all have ended: one this restart stopped has no cause
-    // and ended last, and goes after the ranks that died by themselves (./blame.ts).
+    // and ended last, and goes after the ranks that died by themselves (src/boot/blame.ts).
     const blame = (): Failure => {
       const at = (c: Labelled): number => timeMs(c.c.finishedAt) ?? Number.POSITIVE_INFINITY;
       const first = culprit(ended, (c) => ({ ownCause: ownCause(heard.get(c.c.name)), atMs: at(c), order: c.labels.rank }));

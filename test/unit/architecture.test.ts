@@ -54,8 +54,12 @@ test("folders of one rank may not import each other, nor modules import each oth
   assert.match(circle.out, /error no-circular: src\/boot\/a\.ts →/);
 });
 
-test("a folder without a rank is refused until the map names it", () => {
+test("a folder without a rank is refused until the map names it, and so is a module loose in src/", () => {
   const r = check({ "src/misc/thing.ts": importing("../config/errors.js"), "src/config/errors.ts": EXPORT });
   assert.notEqual(r.code, 0);
   assert.match(r.out, /error every-folder-has-a-rank: src\/misc\/thing\.ts/);
+  // A loose module would carry any import past the ranks: config/ reaching gateway/ through it.
+  const loose = check({ "src/config/kinds.ts": importing("../shim.js"), "src/shim.ts": `export * from "./gateway/paths.js";\n`, "src/gateway/paths.ts": EXPORT });
+  assert.notEqual(loose.code, 0);
+  assert.match(loose.out, /error every-folder-has-a-rank: src\/shim\.ts → src\/gateway\/paths\.ts/);
 });

@@ -100,12 +100,16 @@ test("a rollback removes only the containers its own boot created, not another b
       // Meanwhile another launcher's boot of the same name (its own launcher.boot id, every other
       // label a rank of this deployment carries) on n3.
       const labels = { ...plan.nodes[0]?.labels, "launcher.node": "n3", "launcher.boot": "0123456789ab" };
-      if (c.labels["launcher.rank"] === "0") fc.node("n3").add("launcher-dup-r0", labels, { state: "created" });
+      if (c.labels["launcher.rank"] === "0") {
+        fc.node("n3").add("launcher-dup-r0", labels, { state: "created" });
+        // And one on a node of this boot: a rollback by name or by deployment on its own nodes would take it.
+        fc.node("n1").add("launcher-dup-r9", { ...labels, "launcher.node": "n1" }, { state: "created" });
+      }
       return script(c, n);
     };
     const text = await refused(fc.up(plan, { timeoutMs: 400 }), RemoteError, /timed out after 0 s/, /rolled back: removed 2 containers \(n1\/launcher-dup-r0, n2\/launcher-dup-r1\)/);
     assert.doesNotMatch(text, /n3/);
-    assert.deepEqual(fc.containers(), ["n3:launcher-dup-r0:created"]);
+    assert.deepEqual(fc.containers(), ["n1:launcher-dup-r9:created", "n3:launcher-dup-r0:created"]);
   }));
 
 test("an mp worker that hangs is blamed, not the head that waits for it; everything rolled back", () =>
@@ -124,6 +128,7 @@ test("Ray: the worker that never registered is named, not the head waiting for i
   withCluster({}, async (fc) => {
     fc.script = (c, n) => n.say(c.name, ...(c.labels["launcher.rank"] === "0" ? RAY_HEAD_UP : RAY_WORKER_NOT_JOINED));
     const ray = RECIPE.replace('distributed_backend = "mp"', 'distributed_backend = "ray"');
+    assert.notEqual(ray, RECIPE, "the recipe names its backend");
     const text = await refused(
       fc.up(fc.plan(ray, { deployment: "ray-late" }), { timeoutMs: 400 }),
       RemoteError,
