@@ -246,7 +246,13 @@ export class Store implements EvidenceStore {
     return undefined;
   }
 
-  /** Changes whenever another connection commits: a cheap "has anything changed?" for the daemon. */
+  /**
+   * Changes whenever anyone commits: a cheap "has anything changed?" for the daemon. PRAGMA
+   * data_version changes only for other connections' commits (https://www.sqlite.org/pragma.html#pragma_data_version),
+   * and the daemon's own boots write through this one (a lane swap it runs), so this connection's
+   * own changes (total_changes(), https://www.sqlite.org/lang_corefunc.html#total_changes) are
+   * added: both only grow, so their sum moves when either does.
+   */
   dataVersion(): number {
     return this.perRequest().dataVersion.get() as number;
   }
@@ -258,7 +264,7 @@ export class Store implements EvidenceStore {
    */
   private perRequest(): NonNullable<Store["prepared"]> {
     this.prepared ??= {
-      dataVersion: this.db.prepare("PRAGMA data_version").pluck(),
+      dataVersion: this.db.prepare("SELECT (SELECT data_version FROM pragma_data_version()) + total_changes()").pluck(),
       engineKey: this.db.prepare("SELECT api_key FROM deployments WHERE cluster = ? AND name = ? AND stopped_at IS NULL").pluck(),
     };
     return this.prepared;

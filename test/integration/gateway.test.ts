@@ -5,11 +5,14 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
-import { hostname } from "node:os";
-import { Store } from "../../src/store/store.js";
-import { launcher, launcherContainers, launcherProcess, onHost, STATE_HOME, startGateway, variant, within, type Daemon, type Run, ok, suiteDown, suiteUp } from "./practice-cluster.js";
+import { launcher, launcherContainers, onHost, startGateway, variant, within, type Daemon, ok, suiteDown, suiteUp } from "./practice-cluster.js";
 
-// The gateway, lanes and the store on the practice cluster (4 hosts, practice engine).
+// The gateway, lanes and the store on the practice cluster (4 hosts, practice engine): what only
+// the wire shows (discovery across processes, the official client, a real engine's streams, a
+// killed container). What a client is answered while a model boots, loses a rank or is swapped
+// onto its own nodes is test/unit/gateway-decisions.test.ts's; two ups of one lane,
+// test/unit/launch-decisions.test.ts's (of the same nodes, up-decisions.test.ts's); a lane left
+// switching by a dead up, lane-switching.test.ts's.
 const HOSTS = 4;
 const dir = mkdtempSync(path.join(tmpdir(), "launcher-gw-"));
 const KEY = "sk-launcher-test-7c1f";
@@ -84,9 +87,6 @@ async function laneServes(lane: string, recipe: string, nodes: readonly string[]
   return served;
 }
 
-/** The launcher containers on `nodes` ("n1:launcher-x-r0:running"). */
-const containersOn = (nodes: readonly string[]): string[] => launcherContainers(HOSTS).filter((c) => nodes.some((n) => c.startsWith(`${n}:`)));
-
 /** One Prometheus sample of the gateway's /metrics; 0 when the series is not there yet. */
 async function metric(series: string): Promise<number> {
   const text = await (await fetch(`${gw.url}/metrics`)).text();
@@ -98,9 +98,7 @@ async function metric(series: string): Promise<number> {
 const B = variant(dir, "practice-b", "practice-2x", `args = ["--served-model-name", "practice-b"]\n`);
 const C = variant(dir, "practice-c", "practice-2x", `args = ["--served-model-name", "practice-c"]\n[env]\nPRACTICE_PHASE_DELAY_MS = "400"\n`);
 const OOM = variant(dir, "practice-oom", "practice-2x", `[env]\nPRACTICE_FAULT = "oom"\n`);
-const SLOW_BOOT = variant(dir, "slow-boot", "practice-2x", `[env]\nPRACTICE_PHASE_DELAY_MS = "1500"\n`);
 const N12 = ["n1", "n2"];
-const N34 = ["n3", "n4"];
 
 describe("launcher serve on the practice cluster", { concurrency: false }, () => {
   // The bounds here are what a loaded 2-core machine may need, not the product's latency: the time
@@ -158,37 +156,6 @@ describe("launcher serve on the practice cluster", { concurrency: false }, () =>
     assert.equal(e.code, "model_not_found");
     assert.match(e.message, /the model `no-such-model` does not exist; known models: main, practice/);
     assert.equal(await metric('launcher_gateway_errors_total{model="(unknown)",lane="",kind="unknown_model"}'), before + 1, "counted in /metrics");
-  });
-
-  test("a booting model: 503 with its phase and Retry-After; ready: 200; a node gone: 503 naming it (the time printed)", async (t) => {
-    const slow = variant(dir, "slow", "practice-2x", `args = ["--served-model-name", "practice-slow"]\n[env]\nPRACTICE_PHASE_DELAY_MS = "1500"\n`);
-    for (const d of (await deployments()).filter((x) => nodesOf(x).some((n) => N34.includes(n)))) ok(await launcher(["down", `deployment/${d.deployment}`, "--grace", "1"]), "free n3, n4");
-    const boot = launcher(["up", slow, "--nodes", "n3,n4"], 120_000);
-    try {
-      const booting = await within(30_000, "practice-slow answers 503 booting", async () => {
-        const e = await apiError(() => chatModel("practice-slow")).catch(() => undefined);
-        return e?.status === 503 && e.code === "model_booting" ? e : undefined;
-      });
-      const phase = /model practice-slow \(deployment slow\) is booting: phase (\S+)/.exec(booting.value.message)?.[1];
-      assert.ok(BOOT_PHASES.some((p) => p === phase && p !== "serving"), booting.value.message);
-      assert.equal(booting.value.headers?.get("retry-after"), "10");
-      ok(await boot, "up slow");
-      await within(15_000, "practice-slow serving", async () => ((await chatModel("practice-slow").catch(() => undefined)) === "practice-slow" ? true : undefined));
-
-      onHost(4, ["docker", "kill", "launcher-slow-r1"]);
-      const gone = await within(15_000, "practice-slow answers 503 degraded", async () => {
-        const e = await apiError(() => chatModel("practice-slow")).catch(() => undefined);
-        return e?.status === 503 && e.code === "deployment_degraded" ? e : undefined;
-      });
-      assert.match(gone.value.message, /is not serving: missing .*rank 1 on n4 \(exited, exit 137\)/);
-      t.diagnostic(`503 degraded ${gone.ms} ms after the rank was killed`);
-      ok(await launcher(["down", "slow"]), "down slow");
-      await within(15_000, "practice-slow forgotten", async () => ((await apiError(() => chatModel("practice-slow"))).status === 404 ? true : undefined));
-    } finally {
-      // The boot ends before its cleanup (else down races it), then nothing of slow is left on n3, n4.
-      await boot;
-      await launcher(["down", "deployment/slow", "--grace", "1"]);
-    }
   });
 
   test("an engine that breaks the connection: 502, never retried", async () => {
@@ -340,72 +307,6 @@ describe("launcher serve on the practice cluster", { concurrency: false }, () =>
     assert.deepEqual(launcherContainers(HOSTS), ["n3:launcher-practice-b-r0:running", "n4:launcher-practice-b-r1:running"]);
   });
 
-  test("lane swap onto its own nodes: 503 switching during the swap, then the new model answers", async () => {
-    await laneServes("main", B, N34, { exact: true, only: true });
-    const up = launcher(["up", C, "--lane", "main", "--nodes", "n3,n4", "--json"], 120_000);
-    const seen: string[] = [];
-    const answered = await within(60_000, "practice-c answers in lane main", async () => {
-      try {
-        const model = await chatModel("main");
-        seen.push(model);
-        return model === "practice-c" ? model : undefined;
-      } catch (e) {
-        seen.push(e instanceof OpenAI.APIError ? `${e.status} ${e.code ?? ""}` : String(e));
-        return undefined;
-      }
-    });
-    assert.equal(answered.value, "practice-c");
-    const result = JSON.parse(ok(await up, "overlap up").stdout) as { mode: string };
-    assert.equal(result.mode, "overlap");
-    assert.ok(seen.includes("503 lane_switching"), seen.join(", "));
-    const unexpected = seen.filter((s) => s !== "practice-b" && s !== "practice-c" && s !== "503 lane_switching");
-    assert.deepEqual(unexpected, [], "only the old model, 503 switching, then the new model");
-  });
-
-  test("two ups aimed at one lane, or at the same nodes, at once: one proceeds, the other is busy at once", async () => {
-    const race = async (a: string[], b: string[]): Promise<[Run, Run]> => {
-      const first = launcherProcess(a);
-      let out1 = "";
-      let err1 = "";
-      first.stdout.on("data", (d: Buffer) => (out1 += d.toString()));
-      first.stderr.on("data", (d: Buffer) => (err1 += d.toString()));
-      const done1 = new Promise<Run>((resolve) => first.on("close", (code) => resolve({ code, stdout: out1, stderr: err1 })));
-      try {
-        // The first holds its locks from before it touches a node until it is done. The bound is
-        // generous: on a loaded 2-core machine the image check and preflight (memory fit included)
-        // before "starting" took over 10 s.
-        await within(30_000, "the first up is under way", async () => (/launcher: (starting|putting)/.test(err1) ? true : undefined));
-        const second = await launcher(b, 60_000);
-        return [await done1, second];
-      } finally {
-        // A failed wait must not leave the first up booting on past the test.
-        if (first.exitCode === null && first.signalCode === null) first.kill("SIGKILL");
-      }
-    };
-    for (const d of (await deployments()).filter((x) => x.lane === "side" || ["x1", "x2"].includes(x.deployment) || nodesOf(x).some((n) => N12.includes(n)))) ok(await launcher(["down", `deployment/${d.deployment}`, "--grace", "1"]), "free n1, n2");
-    // The first boots slowly (about 8 s), so the second surely comes while it is under way.
-    const slow = SLOW_BOOT;
-    try {
-      const [one, two] = await race(["up", slow, "--lane", "side"], ["up", "practice-2x", "--lane", "side"]);
-      ok(one, "first up");
-      assert.equal(two.code, 1);
-      assert.match(two.stderr, /busy: lane side is in use by `launcher up \S+slow-boot --lane side` \(pid \d+/);
-      assert.deepEqual(containersOn(N12), ["n1:launcher-slow-boot-r0:running", "n2:launcher-slow-boot-r1:running"], "nothing runs twice");
-      ok(await launcher(["down", "side"]), "down side");
-      const lanes = JSON.parse(ok(await launcher(["lanes", "--json"]), "lanes").stdout) as { lanes: { lane: string; state: string }[] };
-      assert.equal(lanes.lanes.find((l) => l.lane === "side")?.state, "empty", "down emptied it");
-
-      const [a, b] = await race(["up", slow, "--name", "x1", "--nodes", "n1,n2"], ["up", "practice-2x", "--name", "x2", "--nodes", "n2,n1"]);
-      ok(a, "x1");
-      assert.equal(b.code, 1);
-      assert.match(b.stderr, /busy: node n1 is claimed by `launcher up \S+slow-boot` \(pid \d+ on \S+, since \S+, deployment x1\)/);
-      ok(await launcher(["down", "x1"]), "down x1");
-    } finally {
-      // Whatever a failed check above left: the lane's boot, x1, or an x2 that was not refused.
-      for (const target of ["lane/side", "deployment/x1", "deployment/x2"]) await launcher(["down", target, "--grace", "1"]);
-    }
-  });
-
   test("lanes and history: what each lane serves, its swaps, and every boot's phases", async () => {
     // Its own lane, from an empty cluster: a first boot, a swap onto its own nodes, a failed swap.
     // (What a failed swap leaves, the lane and each node's containers, is test/unit/lane-swap.test.ts's.)
@@ -440,31 +341,6 @@ describe("launcher serve on the practice cluster", { concurrency: false }, () =>
     assert.match(text, /practice-c \([0-9a-f]{12}\)  ready after [\d.]+ s  on n1, n2  lane hist/);
     const afterLoading = BOOT_PHASES[BOOT_PHASES.indexOf("loading") + 1] ?? "?";
     assert.match(text, new RegExp(`starting [\\d.]+ s -> loading [\\d.]+ s \\(model 84\\.12 GiB in [\\d.]+ s\\) -> ${afterLoading}`));
-  });
-
-  test("a lane left 'switching' by an up that died is ignored; one whose up still runs answers 503", async () => {
-    const main = await laneServes("main", "practice-2x", N12);
-    const store = new Store(path.join(STATE_HOME, "launcher", "launcher.db"));
-    const before = store.lane("main");
-    assert.ok(before);
-    const me = { pid: process.pid, host: hostname(), what: "launcher up (this test)" };
-    try {
-      // As a killed up leaves it: marked switching, no live holder of the lane's lock.
-      store.setLane({ ...before, state: "switching", switching_to: "never-started" });
-      await within(15_000, "the stale switch is ignored", async () => ((await chatModel("main").catch(() => undefined)) === main.served_model ? true : undefined));
-      assert.equal(store.acquire(["lane:main"], me, new Date().toISOString(), () => true).ok, true);
-      store.setLane({ ...before, state: "switching", switching_to: "on-its-way", since: new Date().toISOString() });
-      const e = await within(15_000, "a live switch answers 503", async () => {
-        const err = await apiError(() => chatModel("main")).catch(() => undefined);
-        return err?.code === "lane_switching" ? err : undefined;
-      });
-      assert.match(e.value.message, new RegExp(`lane main is switching from ${main.deployment} to on-its-way`));
-    } finally {
-      store.release(["lane:main"], me);
-      store.setLane(before);
-      store.close();
-    }
-    assert.equal(await chatModel("main"), main.served_model);
   });
 
   test("a deployment that dies turns to 503 (the time printed)", async (t) => {

@@ -25,7 +25,8 @@ const METRICS = (model: string): string =>
     "",
   ].join("\n");
 
-const chunk = (content: string): string => `data: ${JSON.stringify({ object: "chat.completion.chunk", choices: [{ index: 0, delta: { content } }] })}\n\n`;
+/** One streamed chunk; `model` is the served name, as vLLM sets it in each chunk. */
+const chunk = (model: string, content: string): string => `data: ${JSON.stringify({ object: "chat.completion.chunk", model, choices: [{ index: 0, delta: { content } }] })}\n\n`;
 
 /** Listens on `host:port` (port 0: any free one). */
 export async function startFakeEngine(options: { host?: string; port?: number; model?: string } = {}): Promise<FakeEngine> {
@@ -46,7 +47,7 @@ export async function startFakeEngine(options: { host?: string; port?: number; m
         chats.push(body);
       }
       res.writeHead(200, { "content-type": "text/event-stream" });
-      res.end(`${chunk("hi")}data: [DONE]\n\n`);
+      res.end(`${chunk(model, "hi")}data: [DONE]\n\n`);
     });
   });
   const host = options.host ?? "127.0.0.1";
