@@ -4,12 +4,15 @@ import path from "node:path";
 import { describe, test } from "node:test";
 import OpenAI from "openai";
 import { Store, type RestartRecord } from "../../src/store/store.js";
-import { launcher, launcherContainers, launcherProcess, ok, onHost, practiceSuite, STATE_HOME, variant, within } from "./practice-cluster.js";
+import { launcher, launcherContainers, launcherProcess, ok, onHost, practiceSuite, STATE_HOME, within } from "./practice-cluster.js";
 
 // Supervision (`up --restart`, the daemon recreating a group that failed after it served), on 2
-// practice hosts. Each test starts its own daemon and deployment and removes both.
+// practice hosts, end to end: docker's die event, heard over SSH, starts a restart that the
+// client, attach and the store all see. The decisions (at most N restarts with each cause, a
+// restart cancelled by down, a daemon started again counting on from the labels) are proved over
+// fake nodes in test/unit/serve-decisions.test.ts, and the policy in test/unit/supervise.test.ts.
 const HOSTS = 2;
-const dir = practiceSuite(HOSTS, "launcher-supervise-");
+practiceSuite(HOSTS, "launcher-supervise-");
 
 interface Daemon {
   readonly url: string;
@@ -17,8 +20,8 @@ interface Daemon {
   log(): string;
   /** Its log, each line stamped with when it came (ms since `from`): what a failed assertion shows. */
   timed(from: number): string;
-  /** SIGTERM, then SIGKILL after 15 s; or SIGKILL at once (`kill -9`, as a crash). */
-  stop(signal?: "SIGTERM" | "SIGKILL"): Promise<void>;
+  /** SIGTERM, then SIGKILL after 15 s. */
+  stop(): Promise<void>;
 }
 
 /** `launcher serve` (polling every 500 ms unless `args` say otherwise), on a free loopback port, once it listens. */
@@ -40,9 +43,9 @@ async function daemon(args: readonly string[] = ["--poll", "500ms"]): Promise<Da
     child,
     log: () => stderr,
     timed: (from) => stamped.map((l) => l.replace(/^(\d+)/, (ms) => `+${Number(ms) - from}`)).join("\n"),
-    stop: async (signal = "SIGTERM") => {
+    stop: async () => {
       if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill(signal);
+      child.kill("SIGTERM");
       const t = setTimeout(() => child.kill("SIGKILL"), 15_000);
       await exited;
       clearTimeout(t);
@@ -148,98 +151,6 @@ describe("supervision: launcher serve recreates a group that fails after it serv
     } finally {
       await gw.stop();
       await launcher(["down", "deployment/sup-a", "--grace", "1"], 120_000, here);
-    }
-  });
-
-  test("launcher down NAME during a restart's boot cancels it through the daemon: rolled back, nothing left on any node, the deployment forgotten and not booted again", { timeout: 180_000 }, async () => {
-    // Slow phases: the restart's boot lasts seconds, long enough to be cancelled in the middle.
-    const slow = variant(dir, "sup-slow", "practice-2x", `[env]\nPRACTICE_PHASE_DELAY_MS = "1500"\n`);
-    const gw = await daemon(["--control"]);
-    const here = { LAUNCHER_DAEMON: "none" };
-    try {
-      ok(await launcher(["up", slow, "--name", "sup-c", "--restart", "on-failure"], 120_000, here), "up --restart");
-      await within(15_000, "the daemon supervising sup-c as ready", async () => {
-        const health = (await (await fetch(`${gw.url}/health`, { signal: AbortSignal.timeout(5000) })).json()) as { supervision?: Record<string, string> };
-        return Object.entries(health.supervision ?? {}).some(([k, v]) => k.endsWith("/sup-c") && v === "ready") ? true : undefined;
-      });
-      onHost(2, ["docker", "kill", "launcher-sup-c-r1"]);
-      // The old group removed and the new one started: the restart's boot is under way.
-      await within(30_000, "the restart's new group booting", async () =>
-        /supervise: sup-c: removed 2 containers/.test(gw.log()) && containersOf("sup-c").length === 2 && containersOf("sup-c").every((c) => c.endsWith(":running")) ? true : undefined,
-      );
-      const down = ok(await launcher(["down", "deployment/sup-c"], 60_000, { LAUNCHER_DAEMON: gw.url }), "down sup-c through the daemon");
-      assert.match(down.stdout, /cancelled the boot of sup-c in the daemon/);
-      assert.match(down.stdout, /rolled back: removed 2 containers/);
-      assert.deepEqual(containersOf("sup-c"), [], "nothing left on any node");
-      await within(10_000, "the restart recorded as cancelled", async () => restarts("sup-c").find((r) => r.outcome === "cancelled"));
-      const health = (await (await fetch(`${gw.url}/health`, { signal: AbortSignal.timeout(5000) })).json()) as { supervision?: Record<string, string> };
-      assert.ok(!Object.keys(health.supervision ?? {}).some((k) => k.endsWith("/sup-c")), `forgotten: ${JSON.stringify(health.supervision)}`);
-      // Marked stopped, so no daemon (this one or a later one) boots it again.
-      const store = new Store(path.join(STATE_HOME, "launcher", "launcher.db"));
-      try {
-        assert.equal(store.deploymentServed("practice", "sup-c"), false);
-      } finally {
-        store.close();
-      }
-      assert.deepEqual(restarts("sup-c").map((r) => r.outcome), ["cancelled"]);
-    } finally {
-      await gw.stop();
-      await launcher(["down", "deployment/sup-c", "--grace", "1"], 120_000, here);
-    }
-  });
-
-  test("a group that keeps crashing after ready: restarted at most N times, each with the root cause from the dead rank's log, then left degraded", { timeout: 180_000 }, async () => {
-    const crashing = variant(dir, "sup-crash", "practice-2x", `[env]\nPRACTICE_FAULT = "crash_after_ready"\nPRACTICE_CRASH_AFTER_MS = "4000"\n`);
-    const gw = await daemon();
-    try {
-      ok(await launcher(["up", crashing, "--restart", "on-failure:1"], 120_000), "up --restart on-failure:1");
-      await within(90_000, "the daemon gives up after 1 restart", async () => (/supervise: sup-crash: .*not restarting it: it was restarted 1 time/.test(gw.log()) ? true : undefined));
-      const records = restarts("sup-crash");
-      assert.equal(records.length, 1, JSON.stringify(records));
-      const [r] = records;
-      assert.equal(r?.outcome, "ready");
-      assert.equal(r?.node, "n1", gw.timed(Date.now()));
-      assert.equal(r?.cause, "RuntimeError: CUDA error: an illegal memory access was encountered");
-      const hist = JSON.parse(ok(await launcher(["history", "--json"]), "history").stdout) as { restarts: { deployment: string; cause?: string }[] };
-      assert.equal(hist.restarts.find((x) => x.deployment === "sup-crash")?.cause, r?.cause);
-      // Given up: the group is left as it is (the gateway says degraded, not restarting). Asked
-      // until so: a give-up decided from docker's die event can come before the poll that routes it.
-      const seen = await askUntil(client(gw), "practice", (a) => a.startsWith("503 deployment_degraded"), 15_000);
-      // Before that poll, the dead head may be asked (502); nothing else, above all not restarting.
-      const unexpected = seen.filter((a) => !["503 deployment_degraded", "502 upstream_failed"].some((e) => a.startsWith(e)));
-      assert.deepEqual(unexpected, [], `only degraded, or the dead head's 502, once given up: ${seen.join(" | ")}`);
-    } finally {
-      await gw.stop();
-      await launcher(["down", "deployment/sup-crash", "--grace", "1"]);
-    }
-  });
-
-  test("a daemon killed with SIGKILL and started again adopts a serving deployment: routed, supervised, nothing booted twice", { timeout: 180_000 }, async () => {
-    const first = await daemon();
-    let second: Daemon | undefined;
-    try {
-      ok(await launcher(["up", "practice-2x", "--name", "sup-b", "--lane", "adopt", "--restart", "on-failure"], 120_000), "up --restart");
-      await askUntil(client(first), "adopt", (a) => a === "200 practice", 10_000);
-      const before = containersOf("sup-b");
-      const startedBefore = onHost(1, ["docker", "inspect", "--format", "{{.State.StartedAt}}", "launcher-sup-b-r0"]).trim();
-      await first.stop("SIGKILL");
-      second = await daemon();
-      const c = client(second);
-      // Routed at once, and the same containers: adopting boots nothing.
-      await askUntil(c, "adopt", (a) => a === "200 practice", 10_000);
-      assert.deepEqual(containersOf("sup-b"), before);
-      assert.equal(onHost(1, ["docker", "inspect", "--format", "{{.State.StartedAt}}", "launcher-sup-b-r0"]).trim(), startedBefore);
-      assert.deepEqual(restarts("sup-b"), []);
-      // Supervised again: a worker killed now is restarted by the new daemon.
-      onHost(2, ["docker", "kill", "launcher-sup-b-r1"]);
-      const seen = await askUntil(c, "adopt", servedAfterRestart, 60_000);
-      assert.ok(seen.some((s) => s.startsWith("503 deployment_restarting")), seen.join(" | "));
-      await within(10_000, "the restart recorded as ready", async () => restarts("sup-b").find((x) => x.outcome === "ready"));
-      assert.deepEqual(containersOf("sup-b"), ["n1:launcher-sup-b-r0:running", "n2:launcher-sup-b-r1:running"]);
-    } finally {
-      await first.stop("SIGKILL");
-      await second?.stop();
-      await launcher(["down", "deployment/sup-b", "--grace", "1"]);
     }
   });
 });

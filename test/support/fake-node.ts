@@ -48,6 +48,20 @@ export const meminfoText = (totalGiB: number, availableGiB: number): string => {
   return `MemTotal:       ${kib(totalGiB)} kB\nMemFree:        ${kib(availableGiB)} kB\nMemAvailable:   ${kib(availableGiB)} kB\nBuffers:               0 kB\nCached:                0 kB\nShmem:                 0 kB\n`;
 };
 
+let lastEndNs = 0n;
+/**
+ * Now as `docker inspect` gives a container's State.FinishedAt: RFC 3339 with nanoseconds (Go's
+ * time.RFC3339Nano), each stamp later than the last. Two ranks that end in one millisecond keep
+ * their order, as Docker's stamps keep it, so a restart's blame (the rank that ended first) is not
+ * left to a tie.
+ */
+export function dockerNow(): string {
+  const ns = BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6));
+  lastEndNs = ns > lastEndNs ? ns : lastEndNs + 1n;
+  const whole = new Date(Number(lastEndNs / 1_000_000n)).toISOString().slice(0, 19);
+  return `${whole}.${(lastEndNs % 1_000_000_000n).toString().padStart(9, "0")}Z`;
+}
+
 /** A docker log line as `docker logs --timestamps` prints it, stamped now. */
 export const stamped = (line: string, at = new Date()): string => `${at.toISOString().replace("Z", "000000Z")} ${line}`;
 
@@ -130,7 +144,7 @@ export class FakeNode implements Docker {
   exit(name: string, code: number): void {
     const box = this.boxes.get(name);
     if (box === undefined || !box.info.running) return;
-    box.info = { ...box.info, state: "exited", running: false, exitCode: code, finishedAt: new Date().toISOString() };
+    box.info = { ...box.info, state: "exited", running: false, exitCode: code, finishedAt: dockerNow() };
     this.wakeAll(box);
     this.onExit(box.info);
     const attributes = { ...box.info.labels, name, image: box.info.image, exitCode: String(code) };
