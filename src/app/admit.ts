@@ -36,7 +36,7 @@ export interface DaemonScope {
   readonly catalogue: RecipeSource;
   /** The text of each of `own`'s files, by cluster name: a client's file that is one of them is that cluster. */
   readonly ownTexts?: ReadonlyMap<string, string>;
-  /** Reads a cluster file as the daemon user's CLI does (src/app/host.ts loadCluster): for its owner's submissions only. */
+  /** Reads a cluster file as the daemon user's CLI does (src/app/lookup.ts loadCluster): for its owner's submissions only. */
   readonly load?: (option: string) => Cluster;
 }
 

@@ -5,15 +5,18 @@ import type { RecipeSource } from "../recipe/resolve.js";
 import { catalogueSource } from "../recipe/uploaded-source.js";
 import { openStateStore } from "../store/open.js";
 import { storeDir, type StateStore } from "../store/store.js";
+import type { ClusterSession } from "../nodes/session.js";
 import { clusterOf, clusterPath, foundRecipes, loadCluster, localRecipes, readClusterFile, recipeDirs, type Places } from "./lookup.js";
 import { consoleOutput, type Output } from "./output.js";
 
 /**
- * Where this process finds its recipes, clusters and store, and where it speaks: made once from
- * process.env and the home folder by the entry that runs (processEnvironment), and handed down,
- * so that a test gives a daemon or `up`'s preparation one over a folder of its own
- * (environmentOf). Relative paths are still the current folder's. The CLI's other commands still
- * call ./lookup.ts and ./host.ts, which read this process's places by default.
+ * Where this process finds its recipes, clusters, store and nodes, and where it speaks: made once
+ * from process.env and the home folder by the entry that runs (processEnvironment), and handed
+ * down, so that a test gives a daemon or `up`'s preparation one over a folder of its own
+ * (environmentOf) and nodes of its own. Relative paths are the current folder's. The daemon and
+ * `up` read launcher's variables, files and nodes only through the one they are handed; the CLI's
+ * other commands read this process's places through ./this-process.ts, which binds
+ * ./lookup.ts's readers to them.
  */
 export interface Environment {
   /** The variables of the environment (LAUNCHER_API_KEY, LAUNCHER_ADMIN_KEY, ...). */
@@ -39,6 +42,11 @@ export interface Environment {
   recipeCatalogue(warn: (line: string) => void): RecipeSource;
   /** The command line that runs this same launcher with other arguments (the daemon's watchers). */
   selfArgv(args: readonly string[]): string[];
+  /**
+   * A session on a cluster's nodes, where `up` (in this process or a daemon) runs its boot:
+   * over SSH (src/nodes/session.ts openSession) unless a test gives fake nodes.
+   */
+  openSession(cluster: Cluster): Promise<ClusterSession>;
   readonly console: Output;
 }
 
@@ -51,11 +59,13 @@ export function environmentOf(places: Places, console: Output): Environment {
     openStore: (warn, options = {}) => openStateStore(path.join(stateDir, "launcher.db"), warn, () => new Date(), options.reopen === true ? { reopen: {} } : {}),
     clusterPath: (option) => clusterPath(option, places),
     readClusterFile: (option) => readClusterFile(option, places),
-    localRecipes: () => localRecipes(places),
+    localRecipes: () => localRecipes(places, console.warn),
     clusterOf,
     loadCluster: (option) => loadCluster(option, places),
     recipeCatalogue: (warn) => catalogueSource(recipeDirs(places), foundRecipes(warn)),
     selfArgv,
+    // Loaded when a boot opens it: commands that read only files load no SSH code.
+    openSession: async (cluster) => (await import("../nodes/session.js")).openSession(cluster),
     console,
   };
 }

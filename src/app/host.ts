@@ -5,14 +5,8 @@ import { UserError } from "../config/errors.js";
 import type { StateStore } from "../store/store.js";
 import { processEnvironment } from "./environment.js";
 import { consoleOutput, type Output } from "./output.js";
-import { gpusPerNode, loadCluster, loadRecipe } from "./lookup.js";
-
-// Their home is package-info.ts, which the bin entry reads before anything else loads.
-export { PACKAGE_ROOT, packageVersion } from "../config/package-info.js";
-// Its home is environment.ts, the host environment's one face.
-export { selfArgv } from "./environment.js";
-// Their home is lookup.ts, which loads no store.
-export { recipeDirs, foundRecipes, imageRoots, localRecipes, resolveRecipeRef, localRecipeLookups, loadRecipe, userConfigDirs, defaultClusterName, skippedFileWarning, findCluster, clusterPath, optionalClusterPath, loadCluster, readClusterFile, clusterOf, gpusPerNode } from "./lookup.js";
+import { gpusPerNode } from "./lookup.js";
+import { loadCluster, loadRecipe } from "./this-process.js";
 
 /** Runs `fn` with the store open, and closes it however `fn` ends. */
 export async function withStore<T>(fn: (store: StateStore) => T | Promise<T>, warn: (line: string) => void = consoleOutput.err): Promise<T> {

@@ -1,5 +1,4 @@
 import { existsSync } from "node:fs";
-import { homedir } from "node:os";
 import path from "node:path";
 import type { Cluster } from "../cluster/cluster.js";
 import { parseCluster } from "../cluster/parse.js";
@@ -15,24 +14,24 @@ import { PACKAGE_ROOT } from "../config/package-info.js";
 import { chooseCluster, configDirs, foundInCurrentFolder, sshFileProblem, type ClusterChoice, type ConfigDirs, type SkippedFile } from "../cluster/locate.js";
 import { FOUND_FILE_RULE, FOUND_RECIPE_RULE, foundFileTrust, foundRecipeTrust } from "../config/private-dir.js";
 
-// Where this machine's recipes, clusters and image folders are, and reading them: apart from
-// host.ts, which opens the store too, so that commands that only read files (validate) load
-// neither the store nor better-sqlite3. host.ts re-exports all of it for every other command.
+// Where recipes, clusters and image folders are for given places, and reading them. The daemon and
+// `up` call these with the places of the Environment they were handed (./environment.ts); the
+// CLI's other commands call ./this-process.ts, which gives them this process's. Apart from
+// environment.ts, which opens the store too, so that commands that only read files (validate)
+// load neither the store nor better-sqlite3.
 
 /**
  * Where files are looked for: the environment's variables (LAUNCHER_RECIPES, LAUNCHER_CLUSTER,
- * XDG_CONFIG_HOME, ...) and the home folder; relative paths are the current folder's. Each reader
- * takes one (./environment.ts makes one per process); without it, this process's.
+ * XDG_CONFIG_HOME, ...) and the home folder; relative paths are the current folder's. Every reader
+ * here is given one: the daemon and `up` the places of the Environment they were handed
+ * (./environment.ts), the CLI's other commands this process's (./this-process.ts).
  */
 export interface Places {
   readonly vars: Readonly<Record<string, string | undefined>>;
   readonly home: string;
 }
 
-/** This process's places: process.env and the home folder, read when asked. */
-export const thisProcess = (): Places => ({ vars: process.env, home: homedir() });
-
-export function recipeDirs(places: Places = thisProcess()): string[] {
+export function recipeDirs(places: Places): string[] {
   const fromEnv = places.vars.LAUNCHER_RECIPES;
   const dirs = fromEnv ? fromEnv.split(":").filter(Boolean) : [];
   return [...dirs, path.resolve("recipes"), path.join(PACKAGE_ROOT, "recipes")];
@@ -58,15 +57,15 @@ export function foundRecipes(warn: (line: string) => void = consoleOutput.warn):
 }
 
 /** Where image folders live: docker-images/ beside each recipes/ folder, and $LAUNCHER_DOCKER_IMAGES. */
-export function imageRoots(places: Places = thisProcess()): string[] {
+export function imageRoots(places: Places): string[] {
   const fromEnv = places.vars.LAUNCHER_DOCKER_IMAGES;
   return [...(fromEnv ? fromEnv.split(":").filter(Boolean) : []), ...recipeDirs(places).map((d) => path.join(path.dirname(d), "docker-images"))];
 }
 
 /** The recipe folders of this machine, as a source. */
-export const localRecipes = (places: Places = thisProcess()): RecipeSource => fileRecipeSource(recipeDirs(places), foundRecipes());
+export const localRecipes = (places: Places, warn: (line: string) => void): RecipeSource => fileRecipeSource(recipeDirs(places), foundRecipes(warn));
 
-export function resolveRecipeRef(ref: string, gpusPerNode?: number, checks: Pick<ResolveOptions, "imageFolders"> = {}, source: RecipeSource = localRecipes()): Resolved {
+export function resolveRecipeRef(ref: string, source: RecipeSource, gpusPerNode?: number, checks: Pick<ResolveOptions, "imageFolders"> = {}): Resolved {
   return resolveRecipe(ref, source, { ...checks, ...(gpusPerNode === undefined ? {} : { gpusPerNode }) });
 }
 
@@ -74,15 +73,15 @@ export function resolveRecipeRef(ref: string, gpusPerNode?: number, checks: Pick
  * The recipe files `ref` resolves to on this machine (itself and its `extends` parents), as a
  * daemon elsewhere is sent them; none when this machine has no such recipe (the daemon may).
  */
-export function localRecipeLookups(ref: string, places: Places = thisProcess()): RecipeLookup[] {
-  const { source, lookups } = recordingSource(localRecipes(places));
+export function localRecipeLookups(ref: string, places: Places, warn: (line: string) => void): RecipeLookup[] {
+  const { source, lookups } = recordingSource(localRecipes(places, warn));
   resolveRecipe(ref, source);
   return lookups;
 }
 
-/** Loads a recipe (from this machine's folders unless `source` says otherwise) or throws a UserError carrying every diagnostic; warnings go to `warn`. */
-export function loadRecipe(ref: string, warn: (d: readonly Diagnostic[]) => void, gpusPerNode?: number, source?: RecipeSource): Recipe {
-  const resolved = resolveRecipeRef(ref, gpusPerNode, {}, source);
+/** Loads a recipe from `source` or throws a UserError carrying every diagnostic; warnings go to `warn`. */
+export function loadRecipe(ref: string, source: RecipeSource, warn: (d: readonly Diagnostic[]) => void, gpusPerNode?: number): Recipe {
+  const resolved = resolveRecipeRef(ref, source, gpusPerNode);
   if (resolved.recipe === undefined || hasErrors(resolved.diagnostics)) {
     throw new UserError(`recipe ${ref} has errors`, "fix the errors above; `launcher validate` lists them", resolved.diagnostics);
   }
@@ -91,10 +90,10 @@ export function loadRecipe(ref: string, warn: (d: readonly Diagnostic[]) => void
 }
 
 /** The config folder of this user ($XDG_CONFIG_HOME/launcher, default ~/.config/launcher). */
-export const userConfigDirs = (places: Places = thisProcess()): ConfigDirs => configDirs(places.vars, places.home);
+export const userConfigDirs = (places: Places): ConfigDirs => configDirs(places.vars, places.home);
 
 /** The default cluster's name, as `cluster use` wrote it; undefined when none was chosen. */
-export function defaultClusterName(dirs: ConfigDirs = userConfigDirs()): string | undefined {
+export function defaultClusterName(dirs: ConfigDirs): string | undefined {
   if (!existsSync(dirs.defaultFile)) return undefined;
   return readTextFile(dirs.defaultFile, "default cluster name").trim() || undefined;
 }
@@ -108,7 +107,7 @@ const warned = new Set<string>();
  * $LAUNCHER_CLUSTER (empty counts as unset), ./cluster.toml, then the default cluster. A file of
  * the current folder that fails the trust check is passed over with a warning on `warn`.
  */
-export function findCluster(option: string | undefined, warn: (line: string) => void = consoleOutput.warn, places: Places = thisProcess()): ClusterChoice {
+export function findCluster(option: string | undefined, places: Places, warn: (line: string) => void = consoleOutput.warn): ClusterChoice {
   const dirs = userConfigDirs(places);
   const env = places.vars.LAUNCHER_CLUSTER || undefined;
   const defaultName = defaultClusterName(dirs);
@@ -121,8 +120,8 @@ export function findCluster(option: string | undefined, warn: (line: string) => 
   return choice;
 }
 
-export function clusterPath(option: string | undefined, places: Places = thisProcess()): string {
-  const choice = findCluster(option, undefined, places);
+export function clusterPath(option: string | undefined, places: Places): string {
+  const choice = findCluster(option, places);
   if (!choice.found) throw new UserError(choice.message, choice.hint);
   if (foundInCurrentFolder(choice)) checkFoundSshFiles(choice.file);
   return choice.file;
@@ -146,19 +145,19 @@ function checkFoundSshFiles(file: string): void {
 }
 
 /** The cluster file to read when one is given or found, else undefined (for commands that can do without). */
-export function optionalClusterPath(option: string | undefined, places: Places = thisProcess()): string | undefined {
-  const choice = findCluster(option, undefined, places);
+export function optionalClusterPath(option: string | undefined, places: Places): string | undefined {
+  const choice = findCluster(option, places);
   // Nothing anywhere is fine here; a cluster named but missing is still an error.
   if (!choice.found && choice.source === undefined) return undefined;
   return clusterPath(option, places);
 }
 
-export function loadCluster(option: string | undefined, places: Places = thisProcess()): Cluster {
+export function loadCluster(option: string | undefined, places: Places): Cluster {
   return clusterOf(readClusterFile(option, places));
 }
 
 /** The cluster file a command names (or finds), as it is on this machine: its name here and its text. */
-export function readClusterFile(option: string | undefined, places: Places = thisProcess()): { file: string; text: string } {
+export function readClusterFile(option: string | undefined, places: Places): { file: string; text: string } {
   const file = clusterPath(option, places);
   return { file, text: readTextFile(file, "cluster file") };
 }

@@ -4,7 +4,7 @@ import { UserError } from "../config/errors.js";
 import { describeFabricGap } from "../cluster/fabric-env.js";
 import type { RestartPolicy } from "../contract/deployment.js";
 import type { RecipeSource } from "../recipe/resolve.js";
-import { gpusPerNode, loadCluster, loadRecipe } from "./lookup.js";
+import { gpusPerNode, loadRecipe } from "./lookup.js";
 import { parseNodes } from "./host.js";
 import type { Output } from "./output.js";
 
@@ -36,8 +36,8 @@ export function parsePort(value: string | undefined): number | undefined {
 export type FabricGapMode = "ignore" | "warn" | "error";
 
 /** Recipe + cluster + command-line options -> a plan, or a UserError with every diagnostic. */
-export function planFromFlags(ref: string, flags: PlanFlags, io: Output, cluster: Cluster = loadCluster(flags.cluster), gaps: FabricGapMode = "warn", recipes?: RecipeSource): Plan {
-  const recipe = loadRecipe(ref, (ds) => io.diagnostics(ds), gpusPerNode(cluster), recipes);
+export function planFromFlags(ref: string, flags: PlanFlags, io: Output, cluster: Cluster, gaps: FabricGapMode, recipes: RecipeSource): Plan {
+  const recipe = loadRecipe(ref, recipes, (ds) => io.diagnostics(ds), gpusPerNode(cluster));
   const port = parsePort(flags.port);
   const nodes = parseNodes(flags.nodes);
   const result = planDeployment(recipe, cluster, {

@@ -12,7 +12,7 @@ import { uploadedSource } from "../recipe/uploaded-source.js";
 import type { Planner, UpHost, UpRequest } from "./up-use-case.js";
 import type { UpSubmission } from "./up-submission.js";
 import { submissionPathProblem, submittedCluster, submittedRecipes, type Caller, type DaemonScope } from "./admit.js";
-import { processEnvironment, type Environment } from "./environment.js";
+import type { Environment } from "./environment.js";
 import { planFromFlags, type PlanFlags } from "./plan-flags.js";
 import type { Output } from "./output.js";
 
@@ -31,6 +31,8 @@ export interface PreparedUp {
   readonly push: boolean;
   readonly dropCaches: boolean;
   readonly leaseMs: number;
+  /** How its boot reaches the nodes: the environment's (src/app/environment.ts Environment.openSession). */
+  readonly openSession: Environment["openSession"];
 }
 
 /** Where a submission is prepared: in a daemon (for whom), and on which environment. */
@@ -42,16 +44,22 @@ export interface PrepareWhere {
    */
   readonly daemon?: DaemonScope;
   readonly caller?: Caller;
-  /** Where this user's clusters and recipes are, and $LAUNCHER_CLAIM_LEASE (default: this process's). */
-  readonly env?: Pick<Environment, "vars" | "loadCluster" | "clusterOf" | "localRecipes">;
+  /**
+   * Where this user's clusters and recipes are, $LAUNCHER_CLAIM_LEASE, and how the nodes are
+   * reached: the CLI's process environment, or the daemon's (which a test makes over a folder).
+   */
+  readonly env: PrepareEnvironment;
 }
+
+/** What of the environment `up`'s preparation reads. */
+export type PrepareEnvironment = Pick<Environment, "vars" | "loadCluster" | "clusterOf" | "localRecipes" | "openSession">;
 
 /**
  * `up`'s flags as the daemon receives them and as this process reads them: the same checks and
  * the same messages either way.
  */
-export function prepareUp(s: UpSubmission, io: Output, where: PrepareWhere = {}): PreparedUp {
-  const { daemon, caller = "client", env = processEnvironment() } = where;
+export function prepareUp(s: UpSubmission, io: Output, where: PrepareWhere): PreparedUp {
+  const { daemon, caller = "client", env } = where;
   const lease = env.vars.LAUNCHER_CLAIM_LEASE;
   const timeoutMs = parseDuration(s.timeout ?? DEFAULTS.upTimeout.text, "--timeout");
   const drainMs = parseDuration(s.drain ?? DEFAULTS.drain.text, "--drain");
@@ -78,7 +86,7 @@ export function prepareUp(s: UpSubmission, io: Output, where: PrepareWhere = {})
   // Planning first: a recipe error is reported before any node or lock is touched.
   const first = plan(undefined, cluster, "ignore");
   const request: UpRequest = { ref: s.ref, ...flags };
-  return { request, cluster, first, plan, timeoutMs, drainMs, push: s.push !== false, dropCaches: s.drop_caches === true, leaseMs };
+  return { request, cluster, first, plan, timeoutMs, drainMs, push: s.push !== false, dropCaches: s.drop_caches === true, leaseMs, openSession: (c) => env.openSession(c) };
 }
 
 /** The use case's host: its words go out as events through `emit`. */
@@ -96,6 +104,7 @@ export function upHost(p: PreparedUp, store: StateStore, emit: (e: UpEvent) => v
     drainMs: p.drainMs,
     push: p.push,
     ...(p.dropCaches ? { dropCaches: true } : {}),
+    openSession: p.openSession,
   };
 }
 

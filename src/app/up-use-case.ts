@@ -18,7 +18,7 @@ import { traced } from "../remote/trace.js";
 /**
  * The whole `up` use case (lock, detect fabric, re-plan, check, claim, launch or swap a lane,
  * record), in one place that both hosts of it call: the CLI without a daemon (src/cli/up.ts) and
- * the daemon (src/supervise/boots.ts, behind `launcher serve`'s control API). Neither host decides
+ * the daemon (src/daemon/boots-host.ts, behind `launcher serve`'s control API). Neither host decides
  * anything of the boot itself; they only say where its words go and what stops it.
  */
 
@@ -56,6 +56,11 @@ export interface UpHost {
   readonly push: boolean;
   /** Free the page cache on the nodes before the preflight (where the SSH user may). */
   readonly dropCaches?: boolean;
+  /**
+   * How the nodes are reached (src/app/environment.ts Environment.openSession); absent: over SSH
+   * (src/nodes/session.ts openSession). The fabric probe then runs over that session's transports.
+   */
+  readonly openSession?: (cluster: Cluster) => Promise<ClusterSession>;
 }
 
 
@@ -77,7 +82,7 @@ export async function upUseCase(request: UpRequest, cluster: Cluster, first: Pla
     // Each node's own fabric fills what the cluster file leaves out; the findings are checked once
     // the nodes are known (a lane picks its own).
     const probing = "while probing the nodes' fabric; nothing was started";
-    const opened = await abortable(traced("open session (ssh -G, DNS)", undefined, () => openSession(cluster)), signal, probing);
+    const opened = await abortable(traced("open session (ssh -G, DNS)", undefined, () => (host.openSession ?? openSession)(cluster)), signal, probing);
     const detected = await abortable(traced("fabric probe", undefined, () => detectAndRecord(opened, store, now().toISOString(), { peers: false })), signal, probing);
     const session = withImageFacts(detected.session, store, now);
     const findings = detected.report.findings;

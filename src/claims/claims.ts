@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { z } from "zod";
 import { UserError } from "../config/errors.js";
+import { DEFAULTS } from "../contract/defaults.js";
 import type { Plan } from "../plan/plan.js";
 import { outputTail, type Transport } from "../remote/transport.js";
 import { isAlive } from "./locks.js";
@@ -50,7 +51,7 @@ import { dockerOf, type ClusterSession } from "../nodes/session.js";
  */
 
 /** How long a claim outlives its last renewal when nothing else is said ($LAUNCHER_CLAIM_LEASE). */
-export const DEFAULT_LEASE_MS = 60_000;
+export const DEFAULT_LEASE_MS = DEFAULTS.claimLease.ms;
 
 const ClaimRecordSchema = z.object({
   id: z.string().min(1),

@@ -7,9 +7,10 @@ import type { LevelProgress } from "../measure/bench/load.js";
 import { benchDeps, benchTarget } from "../measure/bench/bench.js";
 import { openSession } from "../nodes/session.js";
 import type { ServeResult } from "../contract/evidence.js";
-import { parseDuration } from "./duration.js";
+import { parseDuration } from "../config/duration.js";
 import { withInterrupts } from "./interrupts.js";
-import { loadCluster, openStore } from "../app/host.js";
+import { loadCluster } from "../app/this-process.js";
+import { openStore } from "../app/host.js";
 import type { Output } from "../app/output.js";
 import { clusterOption, jsonOption, outputOption, parseCount } from "./options.js";
 

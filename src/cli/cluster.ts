@@ -7,7 +7,7 @@ import { UserError } from "../config/errors.js";
 import { probeHosts, parseHostArg } from "../setup/cluster-init.js";
 import { checkClusterName, namedClusters, refuseOverwrite, useCluster, writeClusterFile } from "../setup/cluster-config.js";
 import { existsSync } from "node:fs";
-import { defaultClusterName, findCluster, loadCluster, userConfigDirs } from "../app/host.js";
+import { defaultClusterName, findCluster, loadCluster, userConfigDirs } from "../app/this-process.js";
 import type { Output } from "../app/output.js";
 
 interface InitOptions {

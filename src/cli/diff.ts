@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { diffRecipes, formatChanges } from "../recipe/diff.js";
-import { loadRecipe } from "../app/host.js";
+import { loadRecipe } from "../app/this-process.js";
 import type { Output } from "../app/output.js";
 import { jsonOption, outputOption } from "./options.js";
 

@@ -3,12 +3,13 @@ import { EXIT_USER, RemoteError, UserError } from "../config/errors.js";
 import { cancelBoot, listBoots, type DaemonTarget } from "../daemon/client.js";
 import { decodeError } from "../boot/up-events.js";
 import { daemonOption, findDaemon } from "./daemon-target.js";
-import { formatRemoval, removedOf, stopDeployments, unreachableOf, type Removed } from "../nodes/down.js";
-import { listNodes, parseTarget, targetDeployments, type Labelled } from "../nodes/labels.js";
-import { afterDown } from "../lanes/lane-state.js";
+import { formatRemoval, removedOf, type Removed } from "../nodes/down.js";
+import { parseTarget } from "../nodes/labels.js";
+import { down, type DownResult } from "../app/down.js";
 import { DEFAULTS } from "../contract/defaults.js";
 import { openSession } from "../nodes/session.js";
-import { loadCluster, withStore } from "../app/host.js";
+import { loadCluster } from "../app/this-process.js";
+import { withStore } from "../app/host.js";
 import { parseGraceSeconds } from "./duration.js";
 import type { Output } from "../app/output.js";
 import { clusterOption, jsonOption, outputOption } from "./options.js";
@@ -20,6 +21,23 @@ export const removedJson = (r: Removed): { readonly node: string; readonly conta
   deployment: r.deployment,
   was_running: r.wasRunning,
 });
+
+/** `down --json`'s answer: what was removed, the nodes that did not answer, and whether that is all. */
+export const downJson = (r: DownResult): { readonly removed: readonly ReturnType<typeof removedJson>[]; readonly unreachable: readonly { readonly node: string; readonly reason: string }[]; readonly complete: boolean } => ({
+  removed: removedOf(r.outcomes).map(removedJson),
+  unreachable: r.unreachable.map((u) => ({ node: u.node, reason: u.reason })),
+  complete: r.unreachable.length === 0,
+});
+
+/** `down`'s lines on stdout: a line per container stopped and per node not reached, or that there was nothing to stop. */
+export function downText(r: DownResult, target: string | undefined): string[] {
+  if (r.outcomes.every((o) => o.kind === "removed" && o.removed.length === 0)) return [`nothing to stop${target === undefined ? "" : ` for ${target}`}`];
+  return formatRemoval(r.outcomes, r.again, "per-container");
+}
+
+/** Not done: what the unreachable nodes run is unknown, and the labels will still say so (stderr; exit status 1). */
+export const unfinishedLine = (r: DownResult): string =>
+  `launcher: ${r.unreachable.map((u) => u.node).join(", ")} could not be reached: what runs there was not stopped; once it answers, \`${r.again}\` finishes the job`;
 
 /**
  * Cancels in the daemon what `down` names there: with --all every boot in progress (then the nodes
@@ -73,28 +91,13 @@ export function registerDown(program: Command, io: Output): void {
         }
       }
       const session = await openSession(loadCluster(opts.cluster));
-      const listing = await listNodes(session);
-      const found = listing.flatMap((l) => (l.reachable ? l.containers : []));
-      if (!opts.all) for (const l of listing) for (const p of l.reachable ? l.undecodable : []) io.warn(p);
-      const chosen = targetDeployments(opts.all ? undefined : target, found, "down");
+      const request = { target, all: opts.all === true, graceSeconds: grace, now: () => new Date(), warn: (line: string) => io.warn(line) };
       // One store for the whole command (a store that cannot be opened warns once).
-      const { outcomes, unreachable } = await withStore(async (store) => {
-        const nodesOf = (name: string): readonly string[] | undefined => found.find((c) => c.labels.deployment === name && c.labels.nodes !== undefined)?.labels.nodes;
-        const how = { graceSeconds: grace, match: (c: Labelled) => chosen.has(c.labels.deployment), strays: opts.all === true, nodesOf };
-        const { outcomes } = await stopDeployments(listing, [...chosen], { store, cluster: session.cluster.name, now: () => new Date() }, how);
-        const unreachable = unreachableOf(outcomes);
-        const laneName = target === undefined ? undefined : ((t) => (t.kind === undefined || t.kind === "lane" ? t.name : undefined))(parseTarget(target));
-        const lane = laneName === undefined ? undefined : afterDown(store.lane(laneName), unreachable.length > 0, new Date().toISOString());
-        if (lane !== undefined) store.setLane(lane);
-        return { outcomes, unreachable };
-      });
-      const again = `launcher down ${opts.all ? "--all" : (target as string)}`;
-      if (opts.json) io.json({ removed: removedOf(outcomes).map(removedJson), unreachable: unreachable.map((u) => ({ node: u.node, reason: u.reason })), complete: unreachable.length === 0 });
-      else if (outcomes.every((o) => o.kind === "removed" && o.removed.length === 0)) io.out(`nothing to stop${target === undefined ? "" : ` for ${target}`}`);
-      else for (const line of formatRemoval(outcomes, again, "per-container")) io.out(line);
-      if (unreachable.length > 0) {
-        // Not done: what the unreachable nodes run is unknown, and the labels will still say so.
-        io.err(`launcher: ${unreachable.map((u) => u.node).join(", ")} could not be reached: what runs there was not stopped; once it answers, \`${again}\` finishes the job`);
+      const result = await down(session, request, (fn) => withStore(fn));
+      if (opts.json) io.json(downJson(result));
+      else for (const line of downText(result, target)) io.out(line);
+      if (result.unreachable.length > 0) {
+        io.err(unfinishedLine(result));
         process.exitCode = EXIT_USER;
       }
     });

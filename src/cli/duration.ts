@@ -2,9 +2,6 @@ import { UserError } from "../config/errors.js";
 import { parseDuration } from "../config/duration.js";
 import type { LogsSince } from "../remote/docker.js";
 
-// Its home is the kernel: `up`'s preparation (src/app/prepare-up.ts) and the daemon's config read durations too.
-export { parseDuration } from "../config/duration.js";
-
 /**
  * `logs --since`: a duration back from now (`10m`) or an instant with its time zone
  * (`2026-12-03T05:00:00Z`); a date without a zone would be read in this machine's zone, so it is

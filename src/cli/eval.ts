@@ -10,9 +10,10 @@ import { parseEvalSet } from "../measure/eval/set.js";
 import { REASONING_EFFORTS, requestOptions, type ReasoningEffort } from "../measure/eval/request-options.js";
 import type { EvalRun } from "../contract/evidence.js";
 import { apiKeyFileOption, gatewayOf } from "./gateway-key.js";
-import { parseDuration } from "./duration.js";
+import { parseDuration } from "../config/duration.js";
 import { withInterrupts } from "./interrupts.js";
-import { loadCluster, optionalClusterPath, withStore } from "../app/host.js";
+import { loadCluster, optionalClusterPath } from "../app/this-process.js";
+import { withStore } from "../app/host.js";
 import { clusterOption, jsonOption, outputOption, parseCount } from "./options.js";
 import type { Output } from "../app/output.js";
 

@@ -3,8 +3,9 @@ import path from "node:path";
 import { userInfo } from "node:os";
 import type { Command } from "commander";
 import { daemonUnitText, stableLauncherArgv } from "../daemon/systemd.js";
-import { clusterPath, PACKAGE_ROOT } from "../app/host.js";
-import { realPath } from "../config/package-info.js";
+import { clusterPath } from "../app/this-process.js";
+import { PACKAGE_ROOT, realPath } from "../config/package-info.js";
+import { DEFAULT_LISTEN } from "../contract/defaults.js";
 import type { Output } from "../app/output.js";
 import { clusterOption } from "./options.js";
 
@@ -50,7 +51,7 @@ export function registerExport(program: Command, io: Output): void {
     .command("systemd")
     .description("print a systemd unit that runs the daemon (launcher serve --control) and brings it back after a reboot")
     .option("--system", "a system unit (runs as this user; /etc/systemd/system) instead of a user unit (~/.config/systemd/user)")
-    .option("--listen <host:port>", "the daemon's address", "127.0.0.1:8080")
+    .option("--listen <host:port>", "the daemon's address", DEFAULT_LISTEN)
     .addOption(clusterOption())
     .option("--api-key-file <file>", "the inference keys' file the daemon reads")
     .option("--admin-key-file <file>", "the control API's admin keys' file the daemon reads")

@@ -9,7 +9,9 @@ import { dockerOf, openSession, type ClusterSession } from "../nodes/session.js"
 import type { Recipe } from "../recipe/recipe.js";
 import { SshDocker, type Docker } from "../remote/docker.js";
 import { localTransport } from "../remote/local.js";
-import { gpusPerNode, imageRoots, loadCluster, loadRecipe, namedNodes, recipeOnCluster } from "../app/host.js";
+import { gpusPerNode } from "../app/lookup.js";
+import { imageRoots, loadCluster, loadRecipe } from "../app/this-process.js";
+import { namedNodes, recipeOnCluster } from "../app/host.js";
 import type { ClusterNode } from "../cluster/cluster.js";
 import type { Output } from "../app/output.js";
 import { clusterOption, jsonOption, outputOption } from "./options.js";

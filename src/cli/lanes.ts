@@ -11,7 +11,7 @@ export function registerLanes(program: Command, io: Output): void {
     .addOption(jsonOption("print as JSON")).addOption(outputOption())
     .action(async (opts: { cluster?: string; swaps: string; json?: boolean }) => {
       // Loaded here, not above: `lanes --help` and every other command start without them.
-      const [{ clusterStatus }, { openSession }, { loadCluster, optionalClusterPath, withStore }] = await Promise.all([import("../nodes/status.js"), import("../nodes/session.js"), import("../app/host.js")]);
+      const [{ clusterStatus }, { openSession }, { loadCluster, optionalClusterPath }, { withStore }] = await Promise.all([import("../nodes/status.js"), import("../nodes/session.js"), import("../app/this-process.js"), import("../app/host.js")]);
       await withStore(async (store) => {
         const limit = parseCount(opts.swaps, "--swaps");
         // The nodes are the truth: with a cluster at hand, say what really runs in each lane.

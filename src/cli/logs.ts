@@ -1,10 +1,11 @@
 import type { Command } from "commander";
 import { EXIT_USER, UserError } from "../config/errors.js";
 import { splitTimestamp } from "../engine/boot-log.js";
-import { listNodes, targetDeployments } from "../nodes/labels.js";
 import { openSession } from "../nodes/session.js";
+import { logSources } from "../app/logs.js";
 import { redactText } from "../config/redact.js";
-import { loadCluster, openStore } from "../app/host.js";
+import { loadCluster } from "../app/this-process.js";
+import { openStore } from "../app/host.js";
 import type { Output } from "../app/output.js";
 import { withInterrupts } from "./interrupts.js";
 import { clusterOption, followOption, parseCount, tailOption } from "./options.js";
@@ -27,13 +28,7 @@ export function registerLogs(program: Command, io: Output): void {
       const since = opts.since === undefined ? undefined : parseSince(opts.since, "--since");
       const read = { tail, ...(since === undefined ? {} : { since }) };
       const session = await openSession(loadCluster(opts.cluster));
-      if (opts.node !== undefined && !session.docker.has(opts.node)) {
-        throw new UserError(`no node ${opts.node} in ${session.cluster.file}`, `nodes: ${[...session.docker.keys()].join(", ")}`);
-      }
-      const listing = await listNodes(session, opts.node === undefined ? undefined : new Set([opts.node]));
-      const chosen = targetDeployments(target, listing.flatMap((l) => (l.reachable ? l.containers : [])), "logs");
-      const sources = listing.flatMap((l) => (l.reachable ? l.containers.filter((c) => chosen.has(c.labels.deployment)).map((c) => ({ node: l.node, docker: l.docker, c: c.c })) : []));
-      const lost = listing.flatMap((l) => (l.reachable ? [] : [`${l.node} (${l.reason})`]));
+      const { chosen, sources, lost } = await logSources(session, target, opts.node);
       // What an unreachable node logged is unknown: said, and the exit status is 1, but the others are shown.
       if (lost.length > 0) {
         io.warn(`could not read ${lost.join(", ")}; its logs are not shown`);

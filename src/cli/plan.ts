@@ -4,7 +4,8 @@ import { planJson, planText, unknownNode } from "../plan/render.js";
 import { nearest } from "../config/suggest.js";
 import { UserError } from "../config/errors.js";
 import { mergeDetected, type DetectedValue } from "../cluster/detect.js";
-import { loadCluster, withStore } from "../app/host.js";
+import { loadCluster, localRecipes } from "../app/this-process.js";
+import { withStore } from "../app/host.js";
 import { planFromFlags, type PlanFlags } from "../app/plan-flags.js";
 import type { Output } from "../app/output.js";
 import { withSshDefaults } from "../nodes/session.js";
@@ -37,7 +38,7 @@ export function registerPlan(program: Command, io: Output): void {
       // Fabric values that doctor or up detected fill what the cluster file leaves out.
       const { stored, memory } = await withStore((store) => ({ stored: store.facts(cluster.name), memory: store.memory(cluster.name) }));
       const merged = mergeDetected(cluster, stored.facts);
-      const plan = planFromFlags(ref, opts, io, merged.cluster);
+      const plan = planFromFlags(ref, opts, io, merged.cluster, "warn", localRecipes());
       // Only values really taken from detection are called detected; none, no note.
       const taken = detectedNote(plan, merged.detected);
       if (taken.length > 0) {

@@ -12,7 +12,7 @@ import { acceptedEvent, prepareUp, upHost } from "../app/prepare-up.js";
 import { BootView, watchBoot } from "./boot-view.js";
 import { daemonOption, findDaemon } from "./daemon-target.js";
 import { withInterrupts } from "./interrupts.js";
-import { findCluster, localRecipeLookups, readClusterFile } from "../app/host.js";
+import { findCluster, localRecipeLookups, readClusterFile } from "../app/this-process.js";
 import { processEnvironment } from "../app/environment.js";
 import type { RecipeLookup } from "../recipe/uploaded-source.js";
 import type { Output } from "../app/output.js";

@@ -12,23 +12,31 @@ const openProblem = (e: unknown): string => {
   return code === "ENOENT" ? "not found" : code === "EACCES" ? "cannot be read (permission denied)" : `cannot be opened (${code ?? (e as Error).message})`;
 };
 
+/** A file to read and the path its errors name, when the user knows it by another (relative, as typed) than the one opened. */
+export interface NamedFile {
+  readonly path: string;
+  readonly shown: string;
+}
+
 /**
  * The one way launcher reads a file the user names (cluster, recipe, key file): only a regular
  * file, only up to `maxBytes`, as UTF-8. A folder, a device (/dev/zero) or a FIFO is a UserError
- * naming it, never a hang or a crash: the file is opened non-blocking (a FIFO without a writer
- * would block open), checked with fstat on that same descriptor, and read with a bound.
+ * naming it (as `named.shown`, given one), never a hang or a crash: the file is opened
+ * non-blocking (a FIFO without a writer would block open), checked with fstat on that same
+ * descriptor, and read with a bound.
  */
-export function readTextFile(file: string, what: string, maxBytes = MAX_CONFIG_BYTES): string {
+export function readTextFile(named: string | NamedFile, what: string, maxBytes = MAX_CONFIG_BYTES): string {
+  const { path, shown } = typeof named === "string" ? { path: named, shown: named } : named;
   let fd: number;
   try {
-    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
   } catch (e) {
-    throw new UserError(`${what} ${file} ${openProblem(e)}`);
+    throw new UserError(`${what} ${shown} ${openProblem(e)}`);
   }
   try {
     const st = fstatSync(fd);
-    if (!st.isFile()) throw new UserError(`${what} ${file} is ${kindOf(st)}, not a file`, `give the path of the ${what} itself`);
-    const tooBig = (): UserError => new UserError(`${what} ${file} is larger than ${maxBytes} bytes`, `a ${what} is a small text file; check that this is the right file`);
+    if (!st.isFile()) throw new UserError(`${what} ${shown} is ${kindOf(st)}, not a file`, `give the path of the ${what} itself`);
+    const tooBig = (): UserError => new UserError(`${what} ${shown} is larger than ${maxBytes} bytes`, `a ${what} is a small text file; check that this is the right file`);
     if (st.size > maxBytes) throw tooBig();
     // Read to EOF but never past the bound: the file may grow between fstat and read.
     const buf = Buffer.alloc(maxBytes + 1);
@@ -42,7 +50,7 @@ export function readTextFile(file: string, what: string, maxBytes = MAX_CONFIG_B
     return buf.subarray(0, length).toString("utf8");
   } catch (e) {
     if (e instanceof UserError) throw e;
-    throw new UserError(`${what} ${file} cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+    throw new UserError(`${what} ${shown} cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
   } finally {
     closeSync(fd);
   }

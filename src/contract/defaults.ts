@@ -13,7 +13,7 @@ const duration = (text: string): DefaultDuration => ({ text, ms: parseDuration(t
 export const seconds = (d: DefaultDuration): number => Math.ceil(d.ms / 1000);
 
 /**
- * The deploy code's defaults, each written here only: the flags' defaults and help, the daemon's
+ * launcher's defaults, each written here only: the flags' defaults and help, the daemon's
  * submissions without the flag, and the steps that have no flag (an adopted boot, a rollback).
  */
 export const DEFAULTS = {
@@ -33,4 +33,21 @@ export const DEFAULTS = {
   rollbackGrace: duration("3s"),
   /** `serve --restart-backoff`: the wait before a group's second restart in a row, doubled for each further one. */
   restartBackoff: duration("10s"),
+  /** How far restartBackoff's doubling goes (src/supervise/supervise.ts SuperviseTiming). */
+  restartBackoffMax: duration("5m"),
+  /** A deployment that served this long since its last restart starts its backoff anew. */
+  restartResetAfter: duration("10m"),
+  /** How far apart two polls must see an unhealthy engine or a silent node before its group is recreated. */
+  restartConfirm: duration("2s"),
+  /** `$LAUNCHER_CLAIM_LEASE`: how long a node claim outlives its last renewal (src/claims/claims.ts). */
+  claimLease: duration("60s"),
+  /** `serve --poll`: how often the daemon reads the clusters' labels. */
+  poll: duration("2s"),
+  /** `serve --upstream-timeout`: the longest wait for an engine's first byte (a long non-streamed generation). */
+  upstreamTimeout: duration("60m"),
+  /** `serve --idle-timeout`: the longest silence from an engine in the middle of an answer. */
+  idleTimeout: duration("10m"),
 } as const;
+
+/** `serve --listen` and `export systemd --listen`: the daemon's address, loopback only. */
+export const DEFAULT_LISTEN = "127.0.0.1:8080";

@@ -1,6 +1,6 @@
 import type { Output } from "../app/output.js";
 import { UserError } from "../config/errors.js";
-import { identityOf, prepareUp, upHost, type PreparedUp } from "../app/prepare-up.js";
+import { identityOf, prepareUp, upHost, type PreparedUp, type PrepareEnvironment } from "../app/prepare-up.js";
 import type { BootEntry, BootRegistry } from "../supervise/boots.js";
 import { decodeError, encodeError, type UpEvent } from "../boot/up-events.js";
 import { upUseCase } from "../app/up-use-case.js";
@@ -30,6 +30,8 @@ export function eventOutput(emit: (e: UpEvent) => void): Output {
 export function bootSubmitter(
   registry: BootRegistry,
   store: StateStore,
+  /** The daemon's environment: $LAUNCHER_CLAIM_LEASE, its owner's cluster files, how its boots reach the nodes. */
+  env: PrepareEnvironment,
   /** The daemon's own clusters and recipes: all a submission may name on its machine. */
   scope: DaemonScope,
   log: (line: string) => void,
@@ -59,7 +61,7 @@ export function bootSubmitter(
     const refused = (e: unknown): readonly UpEvent[] => [...early, { type: "error", error: encodeError(e), t: Date.now() }];
     let prepared: PreparedUp;
     try {
-      prepared = prepareUp(s, io, { daemon: scope, caller });
+      prepared = prepareUp(s, io, { daemon: scope, caller, env });
     } catch (e) {
       return refused(e);
     }

@@ -1,6 +1,6 @@
 import { UserError } from "../config/errors.js";
 import { parseDuration } from "../config/duration.js";
-import { DEFAULTS } from "../contract/defaults.js";
+import { DEFAULT_LISTEN, DEFAULTS } from "../contract/defaults.js";
 import { collectKeys, type KeyWords } from "../gateway/auth.js";
 import { isLoopback, parseListen, type ListenAddress } from "../gateway/listen.js";
 
@@ -18,13 +18,13 @@ export interface ServeFlags {
   adminKeyFile?: string;
 }
 
-/** The defaults of serve's flags, said once: `--help` shows them and daemonConfig applies them. */
+/** The defaults of serve's flags as written on its command line (src/contract/defaults.ts says each): `--help` shows them and daemonConfig applies them. */
 export const SERVE_DEFAULTS = {
-  listen: "127.0.0.1:8080",
-  poll: "2s",
+  listen: DEFAULT_LISTEN,
+  poll: DEFAULTS.poll.text,
   restartBackoff: DEFAULTS.restartBackoff.text,
-  upstreamTimeout: "60m",
-  idleTimeout: "10m",
+  upstreamTimeout: DEFAULTS.upstreamTimeout.text,
+  idleTimeout: DEFAULTS.idleTimeout.text,
 } as const;
 
 /** What a daemon runs with: every flag of serve checked and turned into values. */
@@ -72,9 +72,11 @@ function adminKeys(flags: ServeFlags, env: Readonly<Record<string, string | unde
 }
 
 /**
- * serve's flags -> the daemon's config, or the first UserError, in the order the flags were
- * always checked: the address, the keys (and who may listen where), the poll, the cluster files,
- * then the durations. Reads only through `read` and `env`.
+ * serve's flags -> the daemon's config, or the first UserError, in this order: the address, the
+ * keys (their files read, and who may listen where), every duration, and last the cluster files'
+ * paths (looked up, not read: the daemon reads them as it starts). So each flag's own value is
+ * judged before anything is looked for on disk but the key files it names. Reads only through
+ * `read` and `env`.
  */
 export function daemonConfig(flags: ServeFlags, env: Readonly<Record<string, string | undefined>>, read: ConfigReaders): DaemonConfig {
   const listenText = flags.listen ?? SERVE_DEFAULTS.listen;
@@ -88,18 +90,12 @@ export function daemonConfig(flags: ServeFlags, env: Readonly<Record<string, str
   const admin = flags.control === true ? adminKeys(flags, env, read) : [];
   // A client that may chat must not be able to launch containers: the two kinds of key never meet.
   if (admin.some((k) => keys.includes(k))) throw new UserError("an admin key is also an inference key", "give the control API a key of its own (--admin-key-file / LAUNCHER_ADMIN_KEY)");
-  const pollMs = parseDuration(flags.poll ?? SERVE_DEFAULTS.poll, "--poll");
-  const clusterFiles = (flags.cluster ?? [undefined]).map((f) => read.clusterPath(f));
-  return {
-    listen,
-    listenText,
-    apiKeys: keys,
-    control: flags.control === true,
-    adminKeys: admin,
-    clusterFiles,
-    pollMs,
+  const durations = {
+    pollMs: parseDuration(flags.poll ?? SERVE_DEFAULTS.poll, "--poll"),
     restartBackoffMs: parseDuration(flags.restartBackoff ?? SERVE_DEFAULTS.restartBackoff, "--restart-backoff"),
     upstreamTimeoutMs: parseDuration(flags.upstreamTimeout ?? SERVE_DEFAULTS.upstreamTimeout, "--upstream-timeout"),
     idleTimeoutMs: parseDuration(flags.idleTimeout ?? SERVE_DEFAULTS.idleTimeout, "--idle-timeout"),
   };
+  const clusterFiles = (flags.cluster ?? [undefined]).map((f) => read.clusterPath(f));
+  return { listen, listenText, apiKeys: keys, control: flags.control === true, adminKeys: admin, clusterFiles, ...durations };
 }

@@ -2,8 +2,9 @@ import { UserError } from "../config/errors.js";
 import { engineApiMethods, engineRefusedRoutes } from "../engine/registry.js";
 import { vouchFrom } from "../claims/ownership.js";
 import { keyChecker } from "../gateway/auth.js";
-import type { Gateway } from "../gateway/server.js";
-import type { GatewayMetrics } from "../gateway/metrics.js";
+import { createGateway, type Gateway } from "../gateway/server.js";
+import { GatewayMetrics } from "../gateway/metrics.js";
+import { engineKeys } from "../gateway/engine-keys.js";
 import { MAX_BODY_BYTES, MAX_CONTROL_BODY_BYTES } from "../gateway/budget.js";
 import { DEPLOYMENT_STATUSES } from "../contract/deployment.js";
 import { CONTROL_PREFIX } from "../contract/control-api.js";
@@ -26,7 +27,7 @@ import { clustersToWatch, WatchedClusters, type WatchedFile } from "./watched-cl
 import type { DaemonConfig } from "./config.js";
 
 /** The longest a client may take to send a whole request (a 64 MiB body at ~1 MB/s). */
-export const REQUEST_TIMEOUT_MS = 120_000;
+const REQUEST_TIMEOUT_MS = 120_000;
 
 /** The longest a stopping daemon waits for its boots to let go (a drain cannot be cut short). */
 const DETACH_MS = 5_000;
@@ -89,7 +90,7 @@ export class Daemon {
    * boots a daemon of this store left, waits for discovery's first read, then supervises.
    */
   static async start(config: DaemonConfig, env: Environment, hooks: DaemonHooks = {}): Promise<Daemon> {
-    const parts = await assemble(config, env);
+    const parts = assemble(config, env);
     await listenOn(parts);
     // Boots a daemon of this store left (killed, even with kill -9, or stopped) are watched again
     // from their containers' logs: each ends ready or rolled back, and `attach`/`down` reach it.
@@ -149,7 +150,7 @@ export class Daemon {
 }
 
 /** Every part of the daemon, made and wired, nothing started yet. */
-async function assemble(config: DaemonConfig, env: Environment): Promise<Parts> {
+function assemble(config: DaemonConfig, env: Environment): Parts {
   const log = (line: string): void => env.console.err(`launcher serve: ${line}`);
   const uploadedDir = uploadedClustersDir(env.stateDir);
   // Read here first, so that a broken cluster file stops the daemon at start with its errors.
@@ -167,10 +168,6 @@ async function assemble(config: DaemonConfig, env: Environment): Promise<Parts> 
     // reported, never obeyed. One it never launched (another machine's) is routed as any.
     vouchFrom(store, () => new Date()),
   );
-  // Loaded here, not with the CLI: undici and prom-client are a quarter of every command's
-  // start (about 0.2 s here), and only serve uses them. `up --detach` then `attach` (a new
-  // process) shows a boot's first lines late by about that much.
-  const [{ GatewayMetrics }, { createGateway }, { engineKeys }] = await Promise.all([import("../gateway/metrics.js"), import("../gateway/server.js"), import("../gateway/engine-keys.js")]);
   const metrics = new GatewayMetrics();
   const registry = new BootRegistry(Date.now);
   const watched = new WatchedClusters(files, config.clusterFiles.length, uploadedDir, discovery, watchSource, registry, log);
@@ -180,7 +177,7 @@ async function assemble(config: DaemonConfig, env: Environment): Promise<Parts> 
   // route table, not on every request (src/gateway/engine-keys.ts says why that is as fresh).
   const keysOfEngines = engineKeys((cluster, deployment) => store.engineKey(cluster, deployment));
   const routes = new RouteCache({ store, discovery, supervisor, now: Date.now, tableMade: () => keysOfEngines.clear(), snapshotSeen: (snapshot) => countDeployments(metrics, snapshot.deployments) });
-  const submit = bootSubmitter(registry, store, scopeOf(config, files, env, log), log, {
+  const submit = bootSubmitter(registry, store, env, scopeOf(config, files, env, log), log, {
     refuse: (cluster, file) => watched.refusal(cluster, file),
     accepted: (cluster, file) => watched.uploaded(cluster, file),
     ownerFile: (cluster) => watched.ownerFile(cluster),

@@ -2,16 +2,15 @@ import { error, flagLoc, type Diagnostic } from "../config/diagnostic.js";
 import { DEPLOYMENT_NAME, kindProblem } from "../config/kinds.js";
 import { MAX_REMOTE_COMMAND_BYTES, remoteCommandBytes } from "../config/shell-words.js";
 import type { Cluster, ClusterNode } from "../cluster/cluster.js";
-import type { EngineAdapter } from "../engine/adapter.js";
+import type { EngineAdapter, RankCommand } from "../engine/adapter.js";
 import { adapterOf, engineAdapter, ENGINES, type EngineRegistry } from "../engine/registry.js";
 import { apiKeyOf, engineInputDiagnostics, findAnyFlag, flagsOfWords, withoutApiKeyFlags } from "../recipe/args.js";
-import { apiAddress } from "./api-address.js";
+import { apiAddress, type ApiAddress } from "./api-address.js";
 import type { Recipe } from "../recipe/recipe.js";
 import { recipeHash } from "../recipe/resolve.js";
 import { fabricGaps, type FabricGap } from "../cluster/fabric-env.js";
 import { ENV_FROM_STDIN } from "../remote/docker.js";
 import { containerName, encodeLabels, type RestartPolicy } from "../contract/deployment.js";
-
 
 export interface MountSpec {
   readonly host: string;
@@ -101,150 +100,206 @@ function pickNodes(cluster: Cluster, count: number, names: readonly string[] | u
   return { ok: true, nodes: names.map((name, rank) => ({ ...(cluster.nodes.find((n) => n.name === name) as ClusterNode), rank })) };
 }
 
-/** The pure heart of launcher: a recipe and a cluster in, the exact container of every node out. */
-export function planDeployment(recipe: Recipe, cluster: Cluster, options: PlanOptions = {}): PlanResult {
-  const diagnostics: Diagnostic[] = [];
-  const clusterLoc = { file: cluster.file, line: 1, col: 1 };
+/** What every node's container shares: worked out once from the recipe, the cluster and the options. */
+interface PlanContext {
+  readonly recipe: Recipe;
+  readonly cluster: Cluster;
+  readonly options: PlanOptions;
+  readonly engine: EngineAdapter;
+  readonly deployment: string;
+  readonly nodes: readonly ClusterNode[];
+  readonly apiPort: number;
+  readonly masterAddr: string;
+  readonly api: ApiAddress;
+  /** The recipe's args without the key flags, and the key as the engine's env gets it. */
+  readonly args: readonly string[];
+  readonly keyEnv: Readonly<Record<string, string>>;
+  readonly hash: string;
+  readonly served: string;
+}
+
+/** A problem of the recipe as a whole: its file, line 1 (a recipe made another way has no positions). */
+const recipeTop = (recipe: Recipe): { file: string; line: number; col: number } => ({ file: recipe.file, line: 1, col: 1 });
+const clusterTop = (cluster: Cluster): { file: string; line: number; col: number } => ({ file: cluster.file, line: 1, col: 1 });
+
+/** The nodes the deployment runs on, head first, or the one diagnostic saying why there are none. */
+function planNodes(recipe: Recipe, cluster: Cluster, options: PlanOptions): { ok: true; nodes: ClusterNode[] } | { ok: false; diagnostic: Diagnostic } {
   if (cluster.nodes.length < recipe.required_nodes) {
-    return {
-      ok: false,
-      diagnostics: [error(clusterLoc, `recipe ${recipe.id} needs ${recipe.required_nodes} nodes, the cluster has ${cluster.nodes.length}`, "add nodes to the cluster file or pick a recipe for fewer nodes")],
-    };
+    return { ok: false, diagnostic: error(clusterTop(cluster), `recipe ${recipe.id} needs ${recipe.required_nodes} nodes, the cluster has ${cluster.nodes.length}`, "add nodes to the cluster file or pick a recipe for fewer nodes") };
   }
   const picked = pickNodes(cluster, recipe.required_nodes, options.nodes);
   // Nodes named with --nodes are wrong on the command line, not in the cluster file.
-  if (!picked.ok) return { ok: false, diagnostics: [error(options.nodes === undefined ? clusterLoc : flagLoc("--nodes"), picked.message, picked.hint)] };
-  const nodes = picked.nodes;
+  return picked.ok ? picked : { ok: false, diagnostic: error(options.nodes === undefined ? clusterTop(cluster) : flagLoc("--nodes"), picked.message, picked.hint) };
+}
+
+/** --name and --lane become container names and labels: the same kind check as the files'. */
+function nameDiagnostics(recipe: Recipe, deployment: string, options: PlanOptions): Diagnostic[] {
+  const named = [["--name", "deployment name (--name)", deployment], ["--lane", "lane name (--lane)", options.lane]] as const;
+  return named.flatMap(([flag, field, value]) => {
+    const problem = value === undefined ? undefined : kindProblem(DEPLOYMENT_NAME, field, value);
+    // A bad --name or --lane is the flag's fault; a recipe id unfit for a name is the recipe's.
+    const at = flag === "--name" && options.deployment === undefined ? recipeTop(recipe) : flagLoc(flag);
+    return problem === undefined ? [] : [error(at, problem.message, problem.hint)];
+  });
+}
+
+/** The context every node's spec is made from, with the problems of the recipe and the names. */
+function planContext(recipe: Recipe, cluster: Cluster, options: PlanOptions, engine: EngineAdapter, nodes: readonly ClusterNode[]): { context: PlanContext; diagnostics: Diagnostic[] } {
+  const deployment = options.deployment ?? recipe.id;
   const head = nodes[0] as ClusterNode;
+  const apiPort = options.apiPort ?? cluster.api_port;
+  // A recipe is checked where it is resolved (with positions); one made another way still is.
+  const top = recipeTop(recipe);
+  const inputs = engineInputDiagnostics(recipe, engine, { flag: () => top, env: () => top, mount: () => top }).filter((d) => d.severity === "error");
+  // The key goes to the engine in its env, never in its (or ssh's, or docker's) arguments; a
+  // key flag wins over the env variable, as in the engine (EngineFlags.apiKey).
+  const keyed = withoutApiKeyFlags(recipe.args, engine.flags);
+  const context: PlanContext = {
+    recipe,
+    cluster,
+    options,
+    engine,
+    deployment,
+    nodes,
+    apiPort,
+    masterAddr: head.fabric_ip ?? head.address ?? head.host,
+    api: apiAddress(cluster, head, apiPort),
+    args: keyed.args,
+    keyEnv: keyed.key === undefined ? {} : { [engine.flags.apiKey.env]: keyed.key },
+    hash: recipeHash(recipe),
+    served: servedModelName(recipe, engine),
+  };
+  return { context, diagnostics: [...nameDiagnostics(recipe, deployment, options), ...inputs] };
+}
+
+/** The recipe's mounts on `node` (`~` is that node's home); one it cannot place is a diagnostic. */
+function nodeMounts(ctx: PlanContext, node: ClusterNode, diagnostics: Diagnostic[]): MountSpec[] {
+  return ctx.recipe.extra_mounts.flatMap((m) => {
+    const host = expandHome(m.host, node);
+    if (host !== undefined) return [{ host, container: m.container, read_only: m.read_only }];
+    diagnostics.push(error(clusterTop(ctx.cluster), `node ${node.name}: mount ${m.host} uses ~ but the node's user is unknown`, `set user (or home) for ${node.name} in the cluster file`));
+    return [];
+  });
+}
+
+/** The labels of `node`'s container: what status, down and the gateway read back. */
+function nodeLabels(ctx: PlanContext, node: ClusterNode, role: NodeSpec["role"]): Record<string, string> {
+  const { options } = ctx;
+  return encodeLabels({
+    deployment: ctx.deployment,
+    recipe: ctx.recipe.id,
+    recipe_hash: ctx.hash,
+    served_model: ctx.served,
+    rank: node.rank,
+    role,
+    node: node.name,
+    nnodes: ctx.nodes.length,
+    nodes: ctx.nodes.map((n) => n.name),
+    engine: ctx.engine.name,
+    cluster: ctx.cluster.name,
+    endpoint: ctx.api.endpoint,
+    ...(options.lane === undefined ? {} : { lane: options.lane }),
+    ...(options.restart === undefined ? {} : { restart: options.restart }),
+  });
+}
+
+/** The one `docker run` of a node: every option before `--`, then the image and its command. */
+function dockerRunArgv(ctx: PlanContext, parts: { container: string; labels: Readonly<Record<string, string>>; env: Readonly<Record<string, string>>; mounts: readonly MountSpec[]; cmd: RankCommand }): string[] {
+  const { recipe, cluster } = ctx;
+  const [entry, ...entryArgs] = parts.cmd.entrypoint ?? [];
+  return [
+    "docker", "run", "--detach",
+    "--name", parts.container,
+    ...Object.entries(parts.labels).flatMap(([k, v]) => ["--label", `${k}=${v}`]),
+    ...cluster.run_args,
+    ...cluster.extra_args,
+    "--shm-size", recipe.shm_size,
+    // docker/cli opts/parse.go parseKeyValueFile os.Opens the path: /dev/stdin is the pipe
+    // that SshDocker.run writes the env into, so no value is on any command line.
+    ...(Object.keys(parts.env).length === 0 ? [] : ["--env-file", ENV_FROM_STDIN]),
+    ...parts.mounts.flatMap((m) => ["--volume", `${m.host}:${m.container}${m.read_only ? ":ro" : ""}`]),
+    ...(entry === undefined ? [] : ["--entrypoint", entry]),
+    // pflag ends docker run's options at `--` (spf13/pflag flag.go parseArgs), and docker run
+    // stops parsing at the image (docker/cli run.go: SetInterspersed(false)): the image and
+    // the command after it are never options, whatever they say.
+    "--",
+    recipe.docker_image,
+    ...entryArgs,
+    ...parts.cmd.command,
+  ];
+}
+
+/** Everything `node` runs; its problems (a mount, a command too long) go to `diagnostics`. */
+function nodeSpec(ctx: PlanContext, node: ClusterNode, diagnostics: Diagnostic[]): NodeSpec {
+  const { recipe, engine, nodes } = ctx;
+  const mounts = nodeMounts(ctx, node, diagnostics);
+  const cmd = engine.rankCommand({ ...recipe, args: ctx.args }, {
+    rank: node.rank,
+    nnodes: nodes.length,
+    masterAddr: ctx.masterAddr,
+    masterPort: ctx.cluster.master_port,
+    apiPort: ctx.apiPort,
+    apiHost: ctx.api.bind,
+    ...(node.fabric_ip === undefined ? {} : { nodeIp: node.fabric_ip }),
+    nodes: nodes.map((n) => (n.fabric_ip === undefined ? { name: n.name } : { name: n.name, ip: n.fabric_ip })),
+  });
+  // The engine's own env first: the recipe's `[env]` overrides it, the fabric env is launcher's.
+  const env: Record<string, string> = { ...cmd.env, ...recipe.env, ...ctx.keyEnv };
+  for (const m of recipe.extra_mounts) if (m.env !== undefined) env[m.env] = m.container;
+  Object.assign(env, engine.nodeEnv(recipe, node));
+  const role = node.rank === 0 ? "head" : "worker";
+  const container = containerName(ctx.deployment, node.rank);
+  const labels = nodeLabels(ctx, node, role);
+  const argv = dockerRunArgv(ctx, { container, labels, env, mounts, cmd });
+  const bytes = remoteCommandBytes(argv);
+  if (bytes > MAX_REMOTE_COMMAND_BYTES) {
+    diagnostics.push(
+      error(
+        recipeTop(recipe),
+        `recipe ${recipe.id}: the docker run command for ${node.name} is ${bytes} bytes, more than the ${MAX_REMOTE_COMMAND_BYTES} a node's kernel takes as one command (E2BIG)`,
+        "shorten the recipe's args, env and mounts (a long JSON value can often go in a file in a mounted folder)",
+      ),
+    );
+  }
+  return { rank: node.rank, role, node: node.name, host: node.host, image: recipe.docker_image, container, env, mounts, labels, argv };
+}
+
+/** The plan itself, once every node's spec is made without a problem. */
+function assemblePlan(ctx: PlanContext, specs: NodeSpec[]): Plan {
+  const { recipe, options, engine } = ctx;
+  const head = ctx.nodes[0] as ClusterNode;
+  const workers = specs.filter((s) => s.rank > 0).map((s) => s.node);
+  const apiKey = apiKeyOf(recipe.args, recipe.env, engine.flags);
+  return {
+    deployment: ctx.deployment,
+    ...(options.lane === undefined ? {} : { lane: options.lane }),
+    ...(options.restart === undefined ? {} : { restart: options.restart }),
+    recipe,
+    recipe_hash: ctx.hash,
+    served_model: ctx.served,
+    cluster: ctx.cluster.name,
+    endpoint: ctx.api.endpoint,
+    master_addr: ctx.masterAddr,
+    master_port: ctx.cluster.master_port,
+    api_port: ctx.apiPort,
+    nodes: specs,
+    start_order: engine.startsHeadFirst(recipe) ? [head.name, ...workers] : [...workers, head.name],
+    ...(apiKey === undefined ? {} : { api_key: apiKey }),
+    fabric_gaps: fabricGaps(ctx.nodes),
+  };
+}
+
+/** The pure heart of launcher: a recipe and a cluster in, the exact container of every node out. */
+export function planDeployment(recipe: Recipe, cluster: Cluster, options: PlanOptions = {}): PlanResult {
+  const picked = planNodes(recipe, cluster, options);
+  if (!picked.ok) return { ok: false, diagnostics: [picked.diagnostic] };
   // Validation accepts only the registry's names; a recipe built another way still gets a user error.
   const engine = engineAdapter(recipe.engine, options.engines ?? ENGINES);
   if (engine === undefined) {
     const known = Object.keys(options.engines ?? ENGINES).join(", ");
-    return { ok: false, diagnostics: [error({ file: recipe.file, line: 1, col: 1 }, `recipe ${recipe.id}: no engine "${recipe.engine}"`, `set engine to one of ${known}`)] };
+    return { ok: false, diagnostics: [error(recipeTop(recipe), `recipe ${recipe.id}: no engine "${recipe.engine}"`, `set engine to one of ${known}`)] };
   }
-  const deployment = options.deployment ?? recipe.id;
-  // --name and --lane become container names and labels: the same kind check as the files'.
-  for (const [flag, field, value] of [["--name", "deployment name (--name)", deployment], ["--lane", "lane name (--lane)", options.lane]] as const) {
-    const problem = value === undefined ? undefined : kindProblem(DEPLOYMENT_NAME, field, value);
-    // A bad --name or --lane is the flag's fault; a recipe id unfit for a name is the recipe's.
-    const at = flag === "--name" && options.deployment === undefined ? { file: recipe.file, line: 1, col: 1 } : flagLoc(flag);
-    if (problem !== undefined) diagnostics.push(error(at, problem.message, problem.hint));
-  }
-  const apiPort = options.apiPort ?? cluster.api_port;
-  const masterAddr = head.fabric_ip ?? head.address ?? head.host;
-  const api = apiAddress(cluster, head, apiPort);
-  const endpoint = api.endpoint;
-  // A recipe is checked where it is resolved (with positions); one made another way still is.
-  const top = { file: recipe.file, line: 1, col: 1 };
-  diagnostics.push(...engineInputDiagnostics(recipe, engine, { flag: () => top, env: () => top, mount: () => top }).filter((d) => d.severity === "error"));
-  // The key goes to the engine in its env, never in its (or ssh's, or docker's) arguments; a
-  // key flag wins over the env variable, as in the engine (EngineFlags.apiKey).
-  const keyed = withoutApiKeyFlags(recipe.args, engine.flags);
-  const keyEnv: Record<string, string> = keyed.key === undefined ? {} : { [engine.flags.apiKey.env]: keyed.key };
-  const hash = recipeHash(recipe);
-  const served = servedModelName(recipe, engine);
-
-  const specs: NodeSpec[] = [];
-  for (const node of nodes) {
-    const mounts: MountSpec[] = [];
-    for (const m of recipe.extra_mounts) {
-      const host = expandHome(m.host, node);
-      if (host === undefined) {
-        diagnostics.push(
-          error(clusterLoc, `node ${node.name}: mount ${m.host} uses ~ but the node's user is unknown`, `set user (or home) for ${node.name} in the cluster file`),
-        );
-        continue;
-      }
-      mounts.push({ host, container: m.container, read_only: m.read_only });
-    }
-    const cmd = engine.rankCommand({ ...recipe, args: keyed.args }, {
-      rank: node.rank,
-      nnodes: nodes.length,
-      masterAddr,
-      masterPort: cluster.master_port,
-      apiPort,
-      apiHost: api.bind,
-      ...(node.fabric_ip === undefined ? {} : { nodeIp: node.fabric_ip }),
-      nodes: nodes.map((n) => (n.fabric_ip === undefined ? { name: n.name } : { name: n.name, ip: n.fabric_ip })),
-    });
-    // The engine's own env first: the recipe's `[env]` overrides it, the fabric env is launcher's.
-    const env: Record<string, string> = { ...cmd.env, ...recipe.env, ...keyEnv };
-    for (const m of recipe.extra_mounts) if (m.env !== undefined) env[m.env] = m.container;
-    Object.assign(env, engine.nodeEnv(recipe, node));
-
-    const role = node.rank === 0 ? "head" : "worker";
-    const container = containerName(deployment, node.rank);
-    const labels = encodeLabels({
-      deployment,
-      recipe: recipe.id,
-      recipe_hash: hash,
-      served_model: served,
-      rank: node.rank,
-      role,
-      node: node.name,
-      nnodes: nodes.length,
-      nodes: nodes.map((n) => n.name),
-      engine: engine.name,
-      cluster: cluster.name,
-      endpoint,
-      ...(options.lane === undefined ? {} : { lane: options.lane }),
-      ...(options.restart === undefined ? {} : { restart: options.restart }),
-    });
-    const [entry, ...entryArgs] = cmd.entrypoint ?? [];
-    const argv = [
-      "docker", "run", "--detach",
-      "--name", container,
-      ...Object.entries(labels).flatMap(([k, v]) => ["--label", `${k}=${v}`]),
-      ...cluster.run_args,
-      ...cluster.extra_args,
-      "--shm-size", recipe.shm_size,
-      // docker/cli opts/parse.go parseKeyValueFile os.Opens the path: /dev/stdin is the pipe
-      // that SshDocker.run writes the env into, so no value is on any command line.
-      ...(Object.keys(env).length === 0 ? [] : ["--env-file", ENV_FROM_STDIN]),
-      ...mounts.flatMap((m) => ["--volume", `${m.host}:${m.container}${m.read_only ? ":ro" : ""}`]),
-      ...(entry === undefined ? [] : ["--entrypoint", entry]),
-      // pflag ends docker run's options at `--` (spf13/pflag flag.go parseArgs), and docker run
-      // stops parsing at the image (docker/cli run.go: SetInterspersed(false)): the image and
-      // the command after it are never options, whatever they say.
-      "--",
-      recipe.docker_image,
-      ...entryArgs,
-      ...cmd.command,
-    ];
-    const bytes = remoteCommandBytes(argv);
-    if (bytes > MAX_REMOTE_COMMAND_BYTES) {
-      diagnostics.push(
-        error(
-          { file: recipe.file, line: 1, col: 1 },
-          `recipe ${recipe.id}: the docker run command for ${node.name} is ${bytes} bytes, more than the ${MAX_REMOTE_COMMAND_BYTES} a node's kernel takes as one command (E2BIG)`,
-          "shorten the recipe's args, env and mounts (a long JSON value can often go in a file in a mounted folder)",
-        ),
-      );
-    }
-    specs.push({ rank: node.rank, role, node: node.name, host: node.host, image: recipe.docker_image, container, env, mounts, labels, argv });
-  }
-  if (diagnostics.length > 0) return { ok: false, diagnostics };
-  const workers = specs.filter((s) => s.rank > 0).map((s) => s.node);
-  const apiKey = apiKeyOf(recipe.args, recipe.env, engine.flags);
-  const start_order = engine.startsHeadFirst(recipe) ? [head.name, ...workers] : [...workers, head.name];
-  return {
-    ok: true,
-    plan: {
-      deployment,
-      ...(options.lane === undefined ? {} : { lane: options.lane }),
-      ...(options.restart === undefined ? {} : { restart: options.restart }),
-      recipe,
-      recipe_hash: hash,
-      served_model: served,
-      cluster: cluster.name,
-      endpoint,
-      master_addr: masterAddr,
-      master_port: cluster.master_port,
-      api_port: apiPort,
-      nodes: specs,
-      start_order,
-      ...(apiKey === undefined ? {} : { api_key: apiKey }),
-      fabric_gaps: fabricGaps(nodes),
-    },
-  };
+  const { context, diagnostics } = planContext(recipe, cluster, options, engine, picked.nodes);
+  const specs = picked.nodes.map((node) => nodeSpec(context, node, diagnostics));
+  return diagnostics.length > 0 ? { ok: false, diagnostics } : { ok: true, plan: assemblePlan(context, specs) };
 }

@@ -25,10 +25,10 @@ function read(file: string, given?: string): FoundRecipe | { error: string } {
   const id = base === RECIPE_FILE ? path.basename(path.dirname(abs)) : base.replace(/\.toml$/, "");
   const shown = shownPath(abs, given);
   try {
-    return { file: shown, id, text: readTextFile(abs, "recipe") };
+    return { file: shown, id, text: readTextFile({ path: abs, shown }, "recipe") };
   } catch (e) {
     // A folder named recipe.toml, a device, a huge file: a diagnostic like "not found", not a crash.
-    if (e instanceof UserError) return { error: e.message.replace(abs, shown) };
+    if (e instanceof UserError) return { error: e.message };
     throw e;
   }
 }

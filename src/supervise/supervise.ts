@@ -24,7 +24,7 @@ export interface SuperviseTiming {
   readonly resetAfterMs: number;
 }
 
-export const DEFAULT_TIMING: SuperviseTiming = { confirmMs: 2000, backoffMs: DEFAULTS.restartBackoff.ms, maxBackoffMs: 300_000, resetAfterMs: 600_000 };
+export const DEFAULT_TIMING: SuperviseTiming = { confirmMs: DEFAULTS.restartConfirm.ms, backoffMs: DEFAULTS.restartBackoff.ms, maxBackoffMs: DEFAULTS.restartBackoffMax.ms, resetAfterMs: DEFAULTS.restartResetAfter.ms };
 
 /** Why a group that served is to be recreated; `rank`/`node` name the dead rank when there is one. */
 export const FAILURE_KINDS = ["rank-exited", "unhealthy", "node-unreachable", "memory-guard"] as const;

@@ -9,7 +9,7 @@ import { renderClusterToml, type DetectedCluster } from "../../src/cluster/write
 import { nodeNames, parseHostArg } from "../../src/setup/cluster-init.js";
 import { useCluster, writeClusterFile } from "../../src/setup/cluster-config.js";
 import { UserError } from "../../src/config/errors.js";
-import { clusterPath, optionalClusterPath } from "../../src/app/host.js";
+import { clusterPath, optionalClusterPath } from "../../src/app/this-process.js";
 
 const dirs = configDirs({ XDG_CONFIG_HOME: "/cfg" }, "/home/u");
 const lookup = (files: string[], rest: Partial<ClusterLookup> = {}): ClusterLookup => ({ dirs, exists: (f) => files.includes(f), trust: () => undefined, ...rest });

@@ -8,11 +8,12 @@ import path from "node:path";
 import { test } from "node:test";
 import { formatDiagnostic } from "../../src/config/diagnostic.js";
 import { buildProgram } from "../../src/cli/main.js";
-import { packageVersion, PACKAGE_ROOT } from "../../src/app/host.js";
+import { packageVersion, PACKAGE_ROOT } from "../../src/config/package-info.js";
 import { recipeHash, resolveRecipe, type RecipeSource } from "../../src/recipe/resolve.js";
 import { recordingSource, uploadedSource } from "../../src/recipe/uploaded-source.js";
 import { forTheDaemon } from "../../src/cli/up.js";
 import { prepareUp } from "../../src/app/prepare-up.js";
+import { processEnvironment } from "../../src/app/environment.js";
 import { UpSubmissionSchema } from "../../src/app/up-submission.js";
 import { UserError } from "../../src/config/errors.js";
 import type { Output } from "../../src/app/output.js";
@@ -146,7 +147,7 @@ test("the daemon plans a submission from the files it carries (recipe chain and 
   const { source, lookups } = recordingSource(clientSource);
   resolveRecipe("mine/chat", source);
   const s = UpSubmissionSchema.parse({ ref: "mine/chat", cluster: "laptop.toml", recipes: lookups, cluster_file: { file: "/home/me/laptop.toml", text: CLUSTER_TEXT } });
-  const prepared = prepareUp(s, quiet);
+  const prepared = prepareUp(s, quiet, { env: processEnvironment() });
   assert.equal(prepared.cluster.name, "laptop-cluster");
   assert.equal(prepared.first.deployment, "chat");
   assert.deepEqual(prepared.first.nodes.map((n) => n.node), ["s1"]);
@@ -154,12 +155,12 @@ test("the daemon plans a submission from the files it carries (recipe chain and 
   const broken = lookups.map((l) => (l.file === "mine/base/recipe.toml" ? { ...l, text: l.text.replace("pipeline_parallel_size = 1", "pipeline_parallel_size = 0") } : l));
   let said: readonly Diagnostic[] = [];
   assert.throws(
-    () => prepareUp({ ...s, recipes: broken }, quiet),
+    () => prepareUp({ ...s, recipes: broken }, quiet, { env: processEnvironment() }),
     (e: unknown) => e instanceof UserError && (said = e.diagnostics ?? []).length > 0,
   );
   assert.match(said.map(formatDiagnostic).join("\n"), /^mine\/base\/recipe\.toml:8:26: error: pipeline_parallel_size must be at least 1$/m);
   assert.throws(
-    () => prepareUp({ ...s, cluster_file: { file: "/home/me/laptop.toml", text: "name = 3\n" } }, quiet),
+    () => prepareUp({ ...s, cluster_file: { file: "/home/me/laptop.toml", text: "name = 3\n" } }, quiet, { env: processEnvironment() }),
     (e: unknown) => e instanceof UserError && e.message === "cluster file /home/me/laptop.toml has errors",
   );
 });

@@ -88,3 +88,10 @@ test("an empty key source is refused in the words of its own kind, and names its
   refused({ control: true, adminKeyFile: odd }, {}, /^the admin key file \/keys\/LAUNCHER_API_KEY API key file holds no key$/, readers({ [odd]: "\n" }));
   refused({ apiKey: [""] }, {}, /^--api-key was given an empty key/);
 });
+
+test("every duration is judged before a cluster file is looked for: a bad flag is named even when --cluster names nothing", () => {
+  refused({ cluster: ["nowhere"], poll: "often" }, {}, /^--poll "often" is not a duration$/);
+  refused({ cluster: ["nowhere"], restartBackoff: "1x" }, {}, /^--restart-backoff "1x" is not a duration$/);
+  refused({ cluster: ["nowhere"], upstreamTimeout: "" }, {}, /^--upstream-timeout "" is not a duration$/);
+  refused({ cluster: ["nowhere"], idleTimeout: "-1s" }, {}, /^--idle-timeout "-1s" is not a duration$/);
+});

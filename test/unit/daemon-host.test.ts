@@ -14,7 +14,9 @@ import { CONTROL_PATHS } from "../../src/daemon/protocol.js";
 // The daemon started in this process on an environment of a folder of its own: its store, its
 // uploaded clusters and its socket are where that environment says, its lines go to its console,
 // and discovery's watchers are the command line it gives (here a stand-in that prints one empty
-// poll a second). The one node refuses SSH at once: nothing leaves this machine.
+// poll a second). The one node refuses SSH at once: nothing leaves this machine. Its stop is heard
+// step by step: through what it takes (its console, its store from the environment, the
+// advertisement's take-back) and, for the parts it makes itself, by wrapping them once it runs.
 
 const NODES = '[[nodes]]\nname = "s1"\nhost = "127.0.0.1"\nport = 1\n';
 
@@ -37,6 +39,42 @@ function folderEnvironment(dir: string, lines: string[], watchers: string[][]): 
       return [process.execPath, "-e", WATCHER];
     },
   };
+}
+
+/**
+ * The parts a running Daemon stops, as it names them (private to it: reached by name here, so a
+ * rename fails this test loudly rather than hearing nothing).
+ */
+interface StoppedParts {
+  readonly parts: {
+    readonly registry: { detachAll(by: string, ms: number): Promise<void> };
+    readonly gateway: { readonly server: { close(cb?: (e?: Error) => void): unknown }; close(): Promise<void> };
+    readonly supervisor: { stop(): Promise<void> };
+    readonly discovery: { stop(): Promise<void> };
+  };
+  readonly running: { readonly supervising: { stop(): void }; readonly socket: { close(): Promise<void> } | undefined };
+}
+
+/** Has `method` of `o` push `step` on `steps` each time it is called (then do what it did). */
+function hear<O extends object, K extends keyof O>(o: O, method: K, step: string, steps: string[]): void {
+  const original = o[method] as (...args: unknown[]) => unknown;
+  o[method] = ((...args: unknown[]) => {
+    steps.push(step);
+    return original.apply(o, args);
+  }) as O[K];
+}
+
+/** Each step of the daemon's stop that it makes itself, heard on `steps` as it is taken. */
+function hearStop(daemon: Daemon, steps: string[]): void {
+  const { parts, running } = daemon as unknown as StoppedParts;
+  hear(parts.registry, "detachAll", "detach the boots", steps);
+  hear(parts.gateway.server, "close", "close the server", steps);
+  hear(running.supervising, "stop", "stop following discovery", steps);
+  hear(parts.supervisor, "stop", "stop the supervisor", steps);
+  assert.ok(running.socket !== undefined, "--control: a socket to close");
+  hear(running.socket, "close", "close the control socket", steps);
+  hear(parts.discovery, "stop", "stop discovery", steps);
+  hear(parts.gateway, "close", "close the gateway", steps);
 }
 
 /** A GET over TCP or over a Unix socket: its status and body. */
@@ -62,7 +100,18 @@ test("a daemon on an environment of its own folder: it serves, keeps its store a
     writeFileSync(path.join(dir, "config", "launcher", "default-cluster"), "home\n");
     const lines: string[] = [];
     const watchers: string[][] = [];
-    const env = folderEnvironment(dir, lines, watchers);
+    const steps: string[] = [];
+    const folder = folderEnvironment(dir, lines, watchers);
+    // Its console and its store are the environment's: each heard as a step of the stop.
+    const env: Environment = {
+      ...folder,
+      console: { ...folder.console, err: (text) => (text.startsWith("launcher serve: stopping") && steps.push("say it stops"), folder.console.err(text)) },
+      openStore: (warn, options) => {
+        // The store may be a proxy (src/store/guarded.ts): its close is heard through another.
+        const store = folder.openStore(warn, options);
+        return new Proxy(store, { get: (t, k) => (k === "close" ? () => (steps.push("close the store"), t.close()) : (Reflect.get(t, k) as unknown)) });
+      },
+    };
     assert.equal(env.stateDir, path.join(dir, "state", "launcher"));
     keepUploadedCluster(uploadedClustersDir(env.stateDir), "lab", { file: "lab.toml", text: `name = "lab"\n${NODES}` });
     const config = daemonConfig({ listen: "127.0.0.1:0", control: true, poll: "1s" }, env.vars, { readFile: () => "", clusterPath: env.clusterPath });
@@ -70,7 +119,7 @@ test("a daemon on an environment of its own folder: it serves, keeps its store a
     daemon = await Daemon.start(config, env, {
       advertise: (host, port, socket) => {
         advertised.push(`${host}:${port} ${socket}`);
-        return () => void advertised.push("taken back");
+        return () => void (advertised.push("taken back"), steps.push("take back the advertisement"));
       },
     });
     assert.ok(daemon.port > 0);
@@ -89,9 +138,25 @@ test("a daemon on an environment of its own folder: it serves, keeps its store a
     assert.deepEqual(JSON.parse((await get({ socketPath: socket }, CONTROL_PATHS.boots)).body), { boots: [] });
     assert.equal((await get({ port: daemon.port }, CONTROL_PATHS.boots)).status, 401);
 
+    hearStop(daemon, steps);
     const stopped = daemon.stop();
     assert.equal(daemon.stop(), stopped, "a second stop is the first");
     await stopped;
+    // Boots are let go while clients can still hear so; no request comes in once supervision
+    // stops; this user's CLI stops being told of the socket before it goes; the store goes last,
+    // after everything that writes to it.
+    assert.deepEqual(steps, [
+      "say it stops",
+      "detach the boots",
+      "close the server",
+      "stop following discovery",
+      "stop the supervisor",
+      "take back the advertisement",
+      "close the control socket",
+      "stop discovery",
+      "close the gateway",
+      "close the store",
+    ]);
     assert.ok(lines.includes("launcher serve: stopping (0 requests in flight get up to 10 s)"), lines.join("\n"));
     assert.deepEqual(advertised.at(-1), "taken back");
     assert.equal(existsSync(socket), false, "the socket is gone");

@@ -8,6 +8,7 @@ import { UserError } from "../../src/config/errors.js";
 import { forTheDaemon } from "../../src/cli/up.js";
 import { refusedSettings, submissionPathProblem, submittedCluster, type Caller, type DaemonScope } from "../../src/app/admit.js";
 import { bootSubmitter } from "../../src/daemon/boots-host.js";
+import { processEnvironment } from "../../src/app/environment.js";
 import { CONTROL_PATHS } from "../../src/daemon/protocol.js";
 import type { UpSubmission } from "../../src/app/up-submission.js";
 import { BootRegistry } from "../../src/supervise/boots.js";
@@ -85,7 +86,7 @@ const RECIPES = [{ ref: "chat", file: "/laptop/chat/recipe.toml", id: "chat", te
 /** The refusal of a submission stopped at the registry (reached only once everything before it said yes). */
 function submitted(s: UpSubmission, caller: Caller, uploads: string[]): Error {
   const registry = { start: () => { throw new UserError("reached the registry"); }, list: () => [] } as unknown as BootRegistry;
-  const submit = bootSubmitter(registry, {} as StateStore, scope(), () => undefined, {
+  const submit = bootSubmitter(registry, {} as StateStore, processEnvironment(), scope(), () => undefined, {
     refuse: (c) => {
       uploads.push(`refuse ${c.name}`);
       return undefined;
@@ -140,7 +141,7 @@ test("boots: a cluster file of the owner's machine that is not one of the daemon
   const watched: string[] = [];
   const entry = { ended: new Promise(() => undefined) };
   const registry = { start: () => entry, list: () => [] } as unknown as BootRegistry;
-  const submit = bootSubmitter(registry, {} as StateStore, scope(), () => undefined, {
+  const submit = bootSubmitter(registry, {} as StateStore, processEnvironment(), scope(), () => undefined, {
     refuse: () => undefined,
     accepted: (c) => void watched.push(`upload ${c.name}`),
     ownerFile: (c) => void watched.push(`owner ${c.name} ${c.file}`),

@@ -11,6 +11,7 @@ import { UserError } from "../../src/config/errors.js";
 import type { Cluster } from "../../src/cluster/cluster.js";
 import { findDaemon } from "../../src/cli/daemon-target.js";
 import { bootSubmitter } from "../../src/daemon/boots-host.js";
+import { processEnvironment } from "../../src/app/environment.js";
 import { composeUploaded, submissionPathProblem, type DaemonScope } from "../../src/app/admit.js";
 import { localDaemonVerdict, type LocalDaemonFacts } from "../../src/daemon/local-daemon.js";
 import { CONTROL_PATHS } from "../../src/daemon/protocol.js";
@@ -47,7 +48,7 @@ test("a cluster file sent with a boot may not set [ssh] or [docker]: each key is
   const dir = mkdtempSync(path.join(tmpdir(), "launcher-trust-"));
   const marker = path.join(dir, "proxy-ran");
   try {
-    const submit = bootSubmitter(new BootRegistry(Date.now), {} as StateStore, scopeOf(dir), quietLog);
+    const submit = bootSubmitter(new BootRegistry(Date.now), {} as StateStore, processEnvironment(), scopeOf(dir), quietLog);
     const text = [
       'name = "laptop"',
       "[ssh]",
@@ -104,7 +105,7 @@ test("a submission names no path of the daemon's machine: ref, cluster and every
     // A path the client read and sent is content, not a path here.
     assert.equal(submissionPathProblem({ ref: "/home/me/r", recipes: [{ ref: "/home/me/r", file: "/home/me/r/recipe.toml", id: "r", text: BASE }] }), undefined);
 
-    const submit = bootSubmitter(new BootRegistry(Date.now), {} as StateStore, scopeOf(path.join(dir, "recipes")), quietLog);
+    const submit = bootSubmitter(new BootRegistry(Date.now), {} as StateStore, processEnvironment(), scopeOf(path.join(dir, "recipes")), quietLog);
     // extends by path, and by a bare name that the CLI would look for beside the referring file
     // (here the client's file name, which the daemon's disk resolves to `dir/client`).
     for (const parent of [secret, "../secret.toml", "client"]) {
@@ -122,7 +123,7 @@ test("a submission names no path of the daemon's machine: ref, cluster and every
 });
 
 test("a cluster file named as one of the daemon's own clusters is refused (it never silently becomes the daemon's)", () => {
-  const submit = bootSubmitter(new BootRegistry(Date.now), {} as StateStore, scopeOf("/nonexistent"), quietLog);
+  const submit = bootSubmitter(new BootRegistry(Date.now), {} as StateStore, processEnvironment(), scopeOf("/nonexistent"), quietLog);
   const e = refusal(submit({ ref: "chat", cluster_file: { file: "/home/me/home.toml", text: NODES } }));
   assert.match(e.message, /^cluster file \/home\/me\/home\.toml is named "home", as one of the daemon's own clusters is/);
 });

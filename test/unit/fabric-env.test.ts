@@ -9,6 +9,7 @@ import { parseCluster } from "../../src/cluster/parse.js";
 import { UserError } from "../../src/config/errors.js";
 import { detectedNote } from "../../src/cli/plan.js";
 import { planFromFlags } from "../../src/app/plan-flags.js";
+import { localRecipes } from "../../src/app/this-process.js";
 import type { Output } from "../../src/app/output.js";
 
 const spark = (name: string, extra: Partial<ClusterNode> = {}): ClusterNode => ({
@@ -76,18 +77,18 @@ const TWO_BARE = `name = "c"\n[[nodes]]\nname = "a1"\nhost = "a1"\nuser = "u"\nf
 test("plan warns about a node without fabric values, naming it and launcher doctor; up refuses", () => {
   const c = cluster(TWO_BARE);
   const io = capture();
-  const plan = planFromFlags("practice-2x", {}, io, c, "warn");
+  const plan = planFromFlags("practice-2x", {}, io, c, "warn", localRecipes());
   assert.equal(plan.nodes.length, 2);
   assert.equal(io.errors.length, 1, io.errors.join("\n"));
   assert.match(io.errors[0] ?? "", /warning: node a2 has no fabric IP or fabric interface/);
   assert.match(io.errors[0] ?? "", /launcher doctor --cluster c\.toml/);
   assert.throws(
-    () => planFromFlags("practice-2x", {}, capture(), c, "error"),
+    () => planFromFlags("practice-2x", {}, capture(), c, "error", localRecipes()),
     (e: unknown) => e instanceof UserError && /node a2 has no fabric IP/.test(e.message) && /launcher doctor/.test(e.hint ?? ""),
   );
   // up's first plan, made before the probe only to find recipe errors, says nothing.
   const quiet = capture();
-  planFromFlags("practice-2x", {}, quiet, c, "ignore");
+  planFromFlags("practice-2x", {}, quiet, c, "ignore", localRecipes());
   assert.deepEqual(quiet.errors, []);
 });
 
@@ -103,7 +104,7 @@ test("plan says detected only for values really taken from detection", () => {
     { field: "gid_index", value: "3" },
   ]);
   const io = capture();
-  const plan = planFromFlags("practice-2x", {}, io, merged.cluster, "warn");
+  const plan = planFromFlags("practice-2x", {}, io, merged.cluster, "warn", localRecipes());
   assert.deepEqual(io.errors, [], "every node has its fabric now");
   assert.deepEqual(detectedNote(plan, merged.detected), ["a2: fabric_ip 10.0.0.2, fabric_iface eth1, gid_index 3"]);
   const onlyFile = mergeDetected(cluster(full), new Map([["a1", facts]]));

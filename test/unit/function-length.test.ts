@@ -4,8 +4,8 @@ import path from "node:path";
 import { test } from "node:test";
 import ts from "typescript";
 
-/** The deploy code: every folder from nodes/ up to app/ (src/README.md's ranks 6 to 10). */
-const DEPLOY = ["nodes", "transfer", "claims", "boot", "lanes", "supervise", "measure", "setup", "memory", "app"];
+/** The deploy code: the plan and memory (src/README.md's rank 4), every folder from nodes/ up to app/ (ranks 6 to 10), and the daemon (12). */
+const DEPLOY = ["plan", "memory", "nodes", "transfer", "claims", "boot", "lanes", "supervise", "measure", "setup", "app", "daemon"];
 const LIMIT = 80;
 /** Still past the limit, to be split (each by its file and name); none may be added. */
 const KNOWN = new Set<string>([]);

@@ -8,10 +8,15 @@ import { stopDeployments } from "../../src/nodes/down.js";
 import { listNodes } from "../../src/nodes/labels.js";
 import { clusterStatus } from "../../src/nodes/status.js";
 import type { Plan } from "../../src/plan/plan.js";
-import { DEFAULTS, seconds } from "../../src/contract/defaults.js";
+import { DEFAULT_LISTEN, DEFAULTS, seconds } from "../../src/contract/defaults.js";
 import { parseDuration } from "../../src/config/duration.js";
 import { registerDown } from "../../src/cli/down.js";
 import { registerUp } from "../../src/cli/up.js";
+import { registerServe } from "../../src/cli/serve.js";
+import { registerExport } from "../../src/cli/export.js";
+import { daemonConfig } from "../../src/daemon/config.js";
+import { DEFAULT_TIMING } from "../../src/supervise/supervise.js";
+import { DEFAULT_LEASE_MS } from "../../src/claims/claims.js";
 import type { Output } from "../../src/app/output.js";
 
 const T0 = "2026-01-01T00:00:00.000Z";
@@ -88,4 +93,31 @@ test("each default is said once: the flags' defaults (and so their help) are DEF
   for (const d of Object.values(DEFAULTS)) assert.equal(parseDuration(d.text, "x"), d.ms);
   assert.equal(seconds(DEFAULTS.stopGrace), 10);
   assert.equal(seconds(DEFAULTS.rollbackGrace), 3);
+});
+
+test("each of serve's defaults is said once: its flags' defaults (and help), the config without them, the supervisor's timing and the claim lease are DEFAULTS'", () => {
+  const program = new Command();
+  registerServe(program, {} as Output);
+  registerExport(program, {} as Output);
+  const serve = program.commands.find((c) => c.name() === "serve");
+  const systemd = program.commands.find((c) => c.name() === "export")?.commands.find((c) => c.name() === "systemd");
+  const option = (command: Command | undefined, flag: string): unknown => command?.options.find((o) => o.long === flag)?.defaultValue;
+  assert.equal(option(serve, "--listen"), DEFAULT_LISTEN);
+  assert.equal(option(systemd, "--listen"), DEFAULT_LISTEN);
+  assert.equal(option(serve, "--poll"), DEFAULTS.poll.text);
+  assert.equal(option(serve, "--restart-backoff"), DEFAULTS.restartBackoff.text);
+  assert.equal(option(serve, "--upstream-timeout"), DEFAULTS.upstreamTimeout.text);
+  assert.equal(option(serve, "--idle-timeout"), DEFAULTS.idleTimeout.text);
+  // Without commander (a daemon started from code): the same values, from the same place.
+  const config = daemonConfig({}, {}, { readFile: () => "", clusterPath: () => "/c.toml" });
+  assert.equal(config.listenText, DEFAULT_LISTEN);
+  assert.deepEqual(
+    [config.pollMs, config.restartBackoffMs, config.upstreamTimeoutMs, config.idleTimeoutMs],
+    [DEFAULTS.poll.ms, DEFAULTS.restartBackoff.ms, DEFAULTS.upstreamTimeout.ms, DEFAULTS.idleTimeout.ms],
+  );
+  assert.deepEqual(DEFAULT_TIMING, { confirmMs: DEFAULTS.restartConfirm.ms, backoffMs: DEFAULTS.restartBackoff.ms, maxBackoffMs: DEFAULTS.restartBackoffMax.ms, resetAfterMs: DEFAULTS.restartResetAfter.ms });
+  assert.equal(DEFAULT_LEASE_MS, DEFAULTS.claimLease.ms);
+  // As the README says them: serve's 60m, 10m and 2s, a restart confirmed over 2 s, backed off up to 5 minutes, anew after 10, a lease of 60 s.
+  const { upstreamTimeout, idleTimeout, poll, restartConfirm, restartBackoffMax, restartResetAfter, claimLease } = DEFAULTS;
+  assert.deepEqual([upstreamTimeout, idleTimeout, poll, restartConfirm, restartBackoffMax, restartResetAfter, claimLease].map((d) => d.ms), [3_600_000, 600_000, 2_000, 2_000, 300_000, 600_000, 60_000]);
 });

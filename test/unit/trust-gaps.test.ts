@@ -4,7 +4,9 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, w
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { clusterPath, foundRecipes, localRecipes, PACKAGE_ROOT, recipeDirs } from "../../src/app/host.js";
+import { foundRecipes } from "../../src/app/lookup.js";
+import { clusterPath, localRecipes, recipeDirs } from "../../src/app/this-process.js";
+import { PACKAGE_ROOT } from "../../src/config/package-info.js";
 import { sshFileProblem } from "../../src/cluster/locate.js";
 import { formatDiagnostic } from "../../src/config/diagnostic.js";
 import { UserError } from "../../src/config/errors.js";
