@@ -7,7 +7,7 @@ import { claimPlanNodes, type NodeClaims } from "../claims/claims.js";
 import { detectAndRecord, fabricBlockers, fabricCheckFailed } from "../nodes/doctor.js";
 import { upInLane } from "../lanes/lane.js";
 import type { LaneUpResult, UpOutcome } from "../boot/up-events.js";
-import { recordedUp } from "../lanes/launch.js";
+import { recordedUp } from "../boot/launch.js";
 import { deploymentKey, holdOrBusy, laneKey } from "../claims/locks.js";
 import type { Progress } from "../nodes/progress.js";
 import { openSession, type ClusterSession } from "../nodes/session.js";
@@ -44,7 +44,7 @@ export interface UpHost {
   /** Aborts the boot (a signal in the CLI, `down NAME` through the daemon): everything started is rolled back. */
   readonly signal: AbortSignal;
   /**
-   * The daemon stops and leaves the boot to the next daemon (src/app/adopt.ts); absent in the
+   * The daemon stops and leaves the boot to the next daemon (src/daemon/adopt.ts); absent in the
    * CLI, where a signal rolls back. A boot that may be left is kept in the store while it runs.
    */
   readonly detach?: AbortSignal;

@@ -36,7 +36,7 @@ export interface UpOptions {
   /** Said once preflight passed, with the memory fit of every node (the store keeps its weights for `plan`). */
   readonly fitted?: (plan: Plan, fit: FitReport) => void;
   /**
-   * The daemon running the boot stops and leaves it to the next daemon (src/app/adopt.ts): once
+   * The daemon running the boot stops and leaves it to the next daemon (src/daemon/adopt.ts): once
    * containers run, the watch just ends in Detached, nothing rolled back; before, it is an
    * interruption like `signal`'s (nothing was started, so nothing is left).
    */
@@ -252,7 +252,7 @@ async function alongside<T>(checks: Promise<T>, removal: Promise<void>): Promise
 
 /**
  * Watches a boot whose containers were started by another process (a daemon that died, see
- * src/app/adopt.ts) exactly as `up` watches its own: each container's log read again from its
+ * src/daemon/adopt.ts) exactly as `up` watches its own: each container's log read again from its
  * first line through the same parser, then ready, or any failure (an exited rank, a fatal line,
  * the timeout, `options.signal`) rolls back every container of that boot. Starts nothing.
  * `docker logs --follow` "will first return all logs from the beginning and then continue

@@ -4,7 +4,7 @@ import type { StateStore } from "../store/store.js";
  * Whose containers are these? Labels are written by whoever runs `docker run`, so a container that
  * carries a deployment's labels proves nothing by itself. What launcher itself wrote is the launch
  * id (launcher.boot) it recorded in its store just before the deployment's first container started
- * (src/lanes/launch.ts). While this store holds a deployment as running (it serves, or is being
+ * (src/boot/launch.ts). While this store holds a deployment as running (it serves, or is being
  * taken down with its engine key still given out, or a kept boot of it is in progress), only
  * containers carrying that id are the deployment's: any other group of that name is a stranger,
  * reported, never routed, restarted or given a lane (the gateway would hand it that deployment's

@@ -56,7 +56,7 @@ export function abortable<T>(work: Promise<T>, signal: AbortSignal, what: string
 /**
  * The daemon running a boot stopped (SIGTERM, SIGINT) and left the boot on the nodes, as a kill -9
  * would: nothing was rolled back and nothing recorded as its end, because the next daemon adopts
- * the boot from the store and the containers' labels (src/app/adopt.ts) and ends it there.
+ * the boot from the store and the containers' labels (src/daemon/adopt.ts) and ends it there.
  */
 export class Detached extends UserError {
   constructor(readonly deployment: string) {

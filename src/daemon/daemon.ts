@@ -12,7 +12,7 @@ import { BootRegistry } from "../supervise/boots.js";
 import type { Supervisor } from "../supervise/supervisor.js";
 import type { StateStore } from "../store/store.js";
 import type { Cluster } from "../cluster/cluster.js";
-import { adoptBoots } from "../app/adopt.js";
+import { adoptBoots } from "./adopt.js";
 import type { DaemonScope } from "../app/admit.js";
 import type { Environment } from "../app/environment.js";
 import { Discovery, staleAfterMs, type WatchSource } from "./discovery.js";
@@ -117,7 +117,7 @@ export class Daemon {
   /**
    * Stops it, once however often asked. A boot in progress outlives the daemon, as it outlives its
    * client: it is left running on the nodes (never rolled back by a stop or a restart of the
-   * daemon), its clients hear so, and the next daemon adopts it (src/app/adopt.ts). `launcher
+   * daemon), its clients hear so, and the next daemon adopts it (src/daemon/adopt.ts). `launcher
    * down NAME` rolls it back. Requests in flight get IN_FLIGHT_GRACE_MS.
    */
   stop(): Promise<void> {
@@ -173,7 +173,7 @@ function assemble(config: DaemonConfig, env: Environment): Parts {
   const watched = new WatchedClusters(files, config.clusterFiles.length, uploadedDir, discovery, watchSource, registry, log);
   const supervisor = supervisorFor(watched.sessions, store, discovery, registry, log, config.restartBackoffMs);
   discovery.subscribe((snap) => watched.forgetIdle(snap.deployments));
-  // Recorded by the `up` that booted it (src/lanes/launch.ts): read from the store once per
+  // Recorded by the `up` that booted it (src/boot/launch.ts): read from the store once per
   // route table, not on every request (src/gateway/engine-keys.ts says why that is as fresh).
   const keysOfEngines = engineKeys((cluster, deployment) => store.engineKey(cluster, deployment));
   const routes = new RouteCache({ store, discovery, supervisor, now: Date.now, tableMade: () => keysOfEngines.clear(), snapshotSeen: (snapshot) => countDeployments(metrics, snapshot.deployments) });

@@ -1,6 +1,6 @@
 import type { Discovery, Snapshot } from "./discovery.js";
 import { watchDeaths } from "../supervise/deaths.js";
-import { bootAgain } from "../app/reboot.js";
+import { bootAgain } from "./reboot.js";
 import type { ClusterSession } from "../nodes/session.js";
 import { DEFAULT_TIMING } from "../supervise/supervise.js";
 import { Supervisor } from "../supervise/supervisor.js";
@@ -13,7 +13,7 @@ import type { BootRegistry } from "../supervise/boots.js";
 
 /**
  * The daemon's supervisor over these clusters (src/supervise/supervisor.ts): restarts boot through
- * src/app/reboot.ts in the daemon's boot registry. One SSH session per cluster, opened at start
+ * src/daemon/reboot.ts in the daemon's boot registry. One SSH session per cluster, opened at start
  * (locally only: no node is contacted) and kept, so that its connections are shared.
  */
 export function supervisorFor(sessions: ReadonlyMap<string, Promise<ClusterSession>>, store: StateStore, discovery: Discovery, registry: BootRegistry, log: (line: string) => void, backoffMs: number): Supervisor {

@@ -8,7 +8,7 @@ import { DEFAULTS, seconds } from "../contract/defaults.js";
 import { afterFailedSwap, restored, servedOf, serving, switching } from "./lane-state.js";
 import { adapterOf } from "../engine/registry.js";
 import { drain } from "./drain.js";
-import { recordedUp } from "./launch.js";
+import { recordedUp } from "../boot/launch.js";
 import { deploymentKey, holdOrBusy } from "../claims/locks.js";
 import type { NodeClaims } from "../claims/claims.js";
 import { placeSwap } from "./placement.js";
@@ -46,7 +46,7 @@ function runningNodes(d: DeploymentStatus): string[] {
  * Drains each deployment a lane's new one replaces (its running requests get `drainMs`), then
  * stops it on every node and records it (src/nodes/down.ts stopDeployments); `stopping` is told
  * just before the first removal. Also what a daemon does for a swap whose boot it adopted
- * (src/app/adopt.ts).
+ * (src/daemon/adopt.ts).
  */
 export async function stopReplacedIn(
   session: ClusterSession,
@@ -171,7 +171,7 @@ async function swapLane(s: Swap): Promise<LaneUpResult> {
     options.store.endSwap(swapId, "ok", at());
     return { ...result, deployment: plan.deployment, mode, replaced: replacing.map((d) => d.deployment) };
   } catch (e) {
-    // The daemon stopped and left the boot to the next one: the swap stays as it is (src/app/adopt.ts).
+    // The daemon stopped and left the boot to the next one: the swap stays as it is (src/daemon/adopt.ts).
     if (e instanceof Detached) throw e;
     throw await swapFailed(s, e, swapId, laneBefore);
   }

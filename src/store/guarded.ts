@@ -36,7 +36,7 @@ export function nextReopenWait(previousMs: number | undefined): number {
  * (./fault.ts) puts the store out of use. The connection is closed, `failed` hears of the fault
  * once (to warn, and to set a damaged file aside), and that call and every later one answer as the
  * NullStore does: records nothing, reads as empty. A command thus goes on as it would without a
- * store, and what must not go on unrecorded asks `fault()` (src/lanes/launch.ts). Any other error
+ * store, and what must not go on unrecorded asks `fault()` (src/boot/launch.ts). Any other error
  * (a bug) passes through unchanged.
  *
  * Without `reopen` (a one-shot command) that lasts for the rest of the process. With it, a call

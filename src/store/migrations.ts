@@ -121,7 +121,7 @@ export const MIGRATIONS: readonly string[] = [
    ALTER TABLE deployments ADD COLUMN stopping_at TEXT;`,
   // The boots a daemon runs, from just before their first container starts until they end: the
   // plan as it runs (stamped with its launcher.boot id), its history row, its deadline and the
-  // daemon's process. A daemon started after that one died adopts them (src/app/adopt.ts).
+  // daemon's process. A daemon started after that one died adopts them (src/daemon/adopt.ts).
   `CREATE TABLE boots_in_progress (
      boot TEXT PRIMARY KEY,
      cluster TEXT NOT NULL,
@@ -200,7 +200,7 @@ export const MIGRATIONS: readonly string[] = [
      at TEXT NOT NULL
    );`,
   // 11: the launcher.boot id each deployment was last launched with, written just before its first
-  // container starts (src/lanes/launch.ts): a container whose labels name the deployment but
+  // container starts (src/boot/launch.ts): a container whose labels name the deployment but
   // carry another id is not that deployment's (src/claims/ownership.ts). Boots a daemon left in
   // progress carry theirs already; a deployment serving before it gets '' (UNRECORDED_LAUNCH): the
   // first launch the daemon sees of it is taken as its own, once.

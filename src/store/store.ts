@@ -103,8 +103,8 @@ export interface RestartRecord extends NewRestart {
 }
 
 /**
- * A boot a daemon runs (src/lanes/launch.ts), kept from just before its first container starts
- * until it ends, so that a daemon started after that one died adopts it (src/app/adopt.ts).
+ * A boot a daemon runs (src/boot/launch.ts), kept from just before its first container starts
+ * until it ends, so that a daemon started after that one died adopts it (src/daemon/adopt.ts).
  */
 export interface NewBootInProgress {
   /** Its launcher.boot id: every container of it carries it. */

@@ -79,7 +79,7 @@ export type SuperviseEvent =
   | { readonly kind: "tick"; readonly at: number }
   /**
    * Restart number `attempt`, issued by a daemon that died during its boot, was adopted by this one
-   * (src/app/adopt.ts): its boot owns the group until it ends (`restart-ended`), as one this
+   * (src/daemon/adopt.ts): its boot owns the group until it ends (`restart-ended`), as one this
    * daemon issued would.
    */
   | { readonly kind: "adopted"; readonly at: number; readonly attempt: number; readonly failure: Failure }

@@ -30,10 +30,10 @@ export interface SupervisorDeps {
   readonly session: (cluster: string) => Promise<ClusterSession | undefined>;
   /**
    * Boots a plan and waits until it serves, rolling back on failure (throws then), saying what it
-   * does through `emit`. The daemon's one call into the `up` use case (src/app/reboot.ts), so
+   * does through `emit`. The daemon's one call into the `up` use case (src/daemon/reboot.ts), so
    * that a boot is the same wherever it is started from.
    */
-  /** `signal`: `down NAME` (rolls back); `detach`: the daemon stops and leaves the boot to the next (src/app/adopt.ts). */
+  /** `signal`: `down NAME` (rolls back); `detach`: the daemon stops and leaves the boot to the next (src/daemon/adopt.ts). */
   /** `recreating`: the old group's removal, under way (src/boot/up.ts UpOptions.recreating). */
   readonly boot: (plan: Plan, session: ClusterSession, signal: AbortSignal, emit: (e: UpEvent) => void, detach: AbortSignal, recreating: Promise<void>) => Promise<UpOutcome>;
   /** Where restarts run: the daemon's boot registry, so that `attach NAME` follows one and `down NAME` cancels it. */
@@ -187,7 +187,7 @@ export class Supervisor {
   }
 
   /**
-   * A restart's boot that a daemon which died had issued, adopted by this daemon (src/app/adopt.ts):
+   * A restart's boot that a daemon which died had issued, adopted by this daemon (src/daemon/adopt.ts):
    * supervised as a restart under way from now on, so that its end is handed to the supervision
    * the same way whatever the polls saw meanwhile (none may see it: a boot that fails fast is
    * rolled back before the first poll): ready, or failed and tried again after the backoff (at
@@ -254,7 +254,7 @@ export class Supervisor {
     while (this.running.size > 0) await Promise.allSettled([...this.running]);
   }
 
-  /** Stops: restarts under way are interrupted before their new group starts, and left to the next daemon once it runs (src/app/adopt.ts); waited for. */
+  /** Stops: restarts under way are interrupted before their new group starts, and left to the next daemon once it runs (src/daemon/adopt.ts); waited for. */
   async stop(): Promise<void> {
     this.stopping.abort();
     this.deps.memory?.stop();
@@ -339,7 +339,7 @@ export class Supervisor {
     const of = entry.policy.max === undefined ? "" : ` of at most ${entry.policy.max}`;
     // The daemon stopping interrupts the steps before the new group starts (nothing of it is left
     // then), and leaves its boot, once started, to the next daemon as every boot of a daemon is
-    // (src/app/adopt.ts): that is no `down`, the deployment stays known.
+    // (src/daemon/adopt.ts): that is no `down`, the deployment stays known.
     const leaving = AbortSignal.any([detach, this.stopping.signal]);
     const stop = AbortSignal.any([signal, leaving]);
     const cancelledByDown = (): boolean => signal.aborted && !leaving.aborted;

@@ -34,12 +34,12 @@ import { planDeployment, type Plan, type PlanOptions } from "../../src/plan/plan
 import type { Progress } from "../../src/nodes/progress.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";
 import type { ContainerInfo } from "../../src/remote/docker.js";
-import { memorySource } from "../unit/memory-source.js";
+import { memorySource } from "./memory-source.js";
 import { freePort, startFakeEngine, type FakeEngine } from "./fake-engine.js";
 import { FakeNode, type FakeImage } from "./fake-node.js";
 
 /** A recipe of two ranks (mp), image img:local, served as "served": memory-source.ts's BASE. */
-export { BASE as RECIPE } from "../unit/memory-source.js";
+export { BASE as RECIPE } from "./memory-source.js";
 
 export const IMAGE = "img:local";
 export const IMAGE_ID = "sha256:1111111111111111111111111111111111111111111111111111111111111111";

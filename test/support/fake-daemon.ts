@@ -1,7 +1,7 @@
 /**
  * `launcher serve`'s supervision and adoption over a FakeCluster, in this process: the real
  * Supervisor (src/supervise/supervisor.ts), its restarts booted by the daemon's own call
- * (src/app/reboot.ts bootAgain) in a real BootRegistry, adoption at start (src/app/adopt.ts), the
+ * (src/daemon/reboot.ts bootAgain) in a real BootRegistry, adoption at start (src/daemon/adopt.ts), the
  * gateway's route table made by the daemon's RouteCache, and a real store. What the daemon gets
  * from a `launcher status --watch --json` process, it reads here by calling that command's
  * function (src/nodes/status.ts clusterStatus) on the fake nodes; docker's die events come from
@@ -18,8 +18,8 @@
  *   d.answer("served");                                            // what the gateway answers for a name
  *   await d.stop();                                                // leaves boots in progress, as a stopping daemon does
  */
-import { bootAgain } from "../../src/app/reboot.js";
-import { adoptBoots } from "../../src/app/adopt.js";
+import { bootAgain } from "../../src/daemon/reboot.js";
+import { adoptBoots } from "../../src/daemon/adopt.js";
 import type { UpEvent } from "../../src/boot/up-events.js";
 import { RouteCache } from "../../src/daemon/route-cache.js";
 import type { Snapshot } from "../../src/daemon/discovery.js";

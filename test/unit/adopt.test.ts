@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import path from "node:path";
 import { test } from "node:test";
-import { adoptBoots, foundOf, orphansOf, timeLeft } from "../../src/app/adopt.js";
+import { adoptBoots, foundOf, orphansOf, timeLeft } from "../../src/daemon/adopt.js";
 import { BootRegistry } from "../../src/supervise/boots.js";
 import { thisMachine } from "../../src/claims/claims.js";
 import { encodeLabels, LABELS } from "../../src/contract/deployment.js";

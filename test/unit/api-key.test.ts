@@ -10,7 +10,7 @@ import { planDeployment } from "../../src/plan/plan.js";
 import { planJson, planText } from "../../src/plan/render.js";
 import { diffRecipes, formatChanges } from "../../src/recipe/diff.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";
-import { BASE, memorySource } from "./memory-source.js";
+import { BASE, memorySource } from "../support/memory-source.js";
 import { readFileSync } from "node:fs";
 
 // vLLM with --api-key or VLLM_API_KEY answers 401 on /v1 routes without `Authorization: Bearer KEY`

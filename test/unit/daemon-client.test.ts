@@ -23,7 +23,7 @@ import { controlApi } from "../../src/daemon/control.js";
 import { askDaemon, daemonBootLines } from "../../src/cli/status.js";
 import { DAEMON_BOOT_STATES } from "../../src/daemon/protocol.js";
 import { RemoteError } from "../../src/config/errors.js";
-import { BASE, memorySource } from "./memory-source.js";
+import { BASE, memorySource } from "../support/memory-source.js";
 import { within } from "../integration/practice-cluster.js";
 
 const MAIN = path.resolve("src/cli/main.ts");

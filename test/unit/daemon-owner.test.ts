@@ -16,7 +16,7 @@ import { decodeError, type UpEvent } from "../../src/boot/up-events.js";
 import { keyChecker } from "../../src/gateway/auth.js";
 import { controlApi } from "../../src/daemon/control.js";
 import type { StateStore } from "../../src/store/store.js";
-import { BASE } from "./memory-source.js";
+import { BASE } from "../support/memory-source.js";
 
 // The daemon's own user through its socket is as trusted as `up` in its own process; a file sent
 // over TCP that is one of the daemon's own, byte for byte, is that cluster.

@@ -21,7 +21,7 @@ import { decodeError, decodeEvent, type UpEvent } from "../../src/boot/up-events
 import { catalogueSource } from "../../src/recipe/uploaded-source.js";
 import type { StateStore } from "../../src/store/store.js";
 import { within } from "../integration/practice-cluster.js";
-import { BASE } from "./memory-source.js";
+import { BASE } from "../support/memory-source.js";
 
 // Issue 24, the daemon's side: nothing a client submits runs as the daemon's user, reads its
 // files or sets how its SSH and Docker run; and only the daemon's own user is "this user".

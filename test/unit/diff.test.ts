@@ -3,7 +3,7 @@ import { test } from "node:test";
 import { diffRecipes, formatChanges } from "../../src/recipe/diff.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";
 import type { Recipe } from "../../src/recipe/recipe.js";
-import { memorySource } from "./memory-source.js";
+import { memorySource } from "../support/memory-source.js";
 
 /** A one-node recipe whose args are `args` (TOML array elements, as written in a recipe file). */
 const recipe = (args: string): Recipe => {

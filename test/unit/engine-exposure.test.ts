@@ -9,7 +9,7 @@ import { planJson, planText } from "../../src/plan/render.js";
 import { apiAddress } from "../../src/plan/api-address.js";
 import { SshDocker } from "../../src/remote/docker.js";
 import { recordingTransport } from "../support/docker-parts.js";
-import { BASE, memorySource } from "./memory-source.js";
+import { BASE, memorySource } from "../support/memory-source.js";
 
 // Issue 24: the head's engine listens only where launcher reaches it, a recipe cannot open vLLM's
 // unauthenticated admin routes without saying so, and no key or env value is on a command line.

@@ -4,7 +4,7 @@ import { formatDiagnostic } from "../../src/config/diagnostic.js";
 import { vllmFlags } from "../../src/engine/vllm/flags.js";
 import { apiKeyOf, flagKey, flagsOfWords } from "../../src/recipe/args.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";
-import { BASE, memorySource } from "./memory-source.js";
+import { BASE, memorySource } from "../support/memory-source.js";
 
 // Flags as vLLM's parser reads them: vllm/engine/arg_utils.py (EngineArgs.add_cli_args),
 // vllm/entrypoints/openai/cli_args.py (make_arg_parser, FrontendArgs),

@@ -6,7 +6,7 @@ import path from "node:path";
 import { after, test } from "node:test";
 import { formatDiagnostic } from "../../src/config/diagnostic.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";
-import { memorySource } from "./memory-source.js";
+import { memorySource } from "../support/memory-source.js";
 
 const RECIPE = `name = "mine"\ndocker_image = "mine:local"\ndocker_image_dir = "mine"\nmodel = "org/m"\n`;
 const source = memorySource({

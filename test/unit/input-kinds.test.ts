@@ -13,7 +13,7 @@ import { resolveRecipe } from "../../src/recipe/resolve.js";
 import { SshDocker } from "../../src/remote/docker.js";
 import { sshCommandArgs } from "../../src/remote/ssh.js";
 import type { ExecResult, Transport } from "../../src/remote/transport.js";
-import { BASE, memorySource } from "./memory-source.js";
+import { BASE, memorySource } from "../support/memory-source.js";
 
 const FILE = "recipes/bad/recipe.toml";
 const recipeErrors = (text: string): string[] =>

@@ -8,14 +8,14 @@ import type { UpOptions } from "../../src/boot/up.js";
 import { Detached } from "../../src/config/abort.js";
 import { RemoteError, UserError } from "../../src/config/errors.js";
 import { LABELS } from "../../src/contract/deployment.js";
-import { recordedUp, recordedWatch } from "../../src/lanes/launch.js";
+import { recordedUp, recordedWatch } from "../../src/boot/launch.js";
 import type { Plan } from "../../src/plan/plan.js";
 import { decodeSavedPlan } from "../../src/plan/saved.js";
 import { Store } from "../../src/store/store.js";
 import { API_UP, FakeCluster, HEAD_WAITING, RECIPE, UP_TO_MAX_LEN, WORKER_CONNECTED } from "../support/fake-cluster.js";
 import { startFakeEngine } from "../support/fake-engine.js";
 
-// What src/lanes/launch.ts writes of a boot, run for real over a FakeCluster (test/support) and a
+// What src/boot/launch.ts writes of a boot, run for real over a FakeCluster (test/support) and a
 // real store: a refusal is no boot, an interrupt is, the launch id is in the store before the
 // first container, a boot a daemon may leave is kept until it ends (and stays when the daemon
 // leaves it), an adopted boot continues its own history row.

@@ -9,7 +9,7 @@ import { resolveRecipe } from "../../src/recipe/resolve.js";
 import { planDeployment, type Plan } from "../../src/plan/plan.js";
 import { planJson, planText } from "../../src/plan/render.js";
 import { assertGolden } from "./golden.js";
-import { BASE, memorySource } from "./memory-source.js";
+import { BASE, memorySource } from "../support/memory-source.js";
 
 const cluster = (file: string): Cluster => {
   const c = parseCluster(file, readFileSync(file, "utf8")).cluster;

@@ -12,7 +12,7 @@ import fc from "fast-check";
 import { hasErrors } from "../../src/config/diagnostic.js";
 import { parseCluster } from "../../src/cluster/parse.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";
-import { memorySource } from "./memory-source.js";
+import { memorySource } from "../support/memory-source.js";
 import { assertPositioned, holds, mutatedText, reportInputsTried, typedOutcome } from "./property.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");

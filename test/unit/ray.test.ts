@@ -11,7 +11,7 @@ import { vllm } from "../../src/engine/vllm/adapter.js";
 import { RAY_JOIN_CHECK, RAY_NON_CARRY_OVER_FILE, RAY_NOT_JOINED } from "../../src/engine/vllm/ray.js";
 import { planDeployment, type NodeSpec } from "../../src/plan/plan.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";
-import { BASE, memorySource } from "./memory-source.js";
+import { BASE, memorySource } from "../support/memory-source.js";
 
 const cluster = parseCluster(
   "c.toml",

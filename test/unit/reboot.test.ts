@@ -3,14 +3,14 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
-import { bootAgain } from "../../src/app/reboot.js";
+import { bootAgain } from "../../src/daemon/reboot.js";
 import type { UpEvent } from "../../src/boot/up-events.js";
 import { UserError } from "../../src/config/errors.js";
 import { DEFAULTS } from "../../src/contract/defaults.js";
 import { Store } from "../../src/store/store.js";
 import { FakeCluster, RECIPE } from "../support/fake-cluster.js";
 
-// The daemon's restart of a kept plan (src/app/reboot.ts bootAgain), run for real over a
+// The daemon's restart of a kept plan (src/daemon/reboot.ts bootAgain), run for real over a
 // FakeCluster (test/support) and a real store: what it hands the one `up` use case (the claims'
 // command, the push, the timeout, the daemon's detach, the old group's removal under way) and how
 // its words come back as the boot's events.

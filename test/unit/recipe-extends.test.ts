@@ -3,7 +3,7 @@ import { test } from "node:test";
 import { formatDiagnostic } from "../../src/config/diagnostic.js";
 import { diffRecipes, formatChanges } from "../../src/recipe/diff.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";
-import { BASE, memorySource } from "./memory-source.js";
+import { BASE, memorySource } from "../support/memory-source.js";
 
 const MOUNTS = `
 [[extra_mounts]]

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { formatDiagnostic, type Diagnostic } from "../../src/config/diagnostic.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";
-import { BASE, memorySource } from "./memory-source.js";
+import { BASE, memorySource } from "../support/memory-source.js";
 
 const FILE = "recipes/bad/recipe.toml";
 

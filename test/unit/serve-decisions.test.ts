@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { hostname } from "node:os";
 import { test } from "node:test";
-import { bootAgain } from "../../src/app/reboot.js";
+import { bootAgain } from "../../src/daemon/reboot.js";
 import { RemoteError } from "../../src/config/errors.js";
 import { BOOT_PHASES, LABELS } from "../../src/contract/deployment.js";
 import { decodeError, type UpEvent } from "../../src/boot/up-events.js";

@@ -9,7 +9,7 @@ import { after, test } from "node:test";
 import Database from "better-sqlite3";
 import { StoreFault, UserError, reportError } from "../../src/config/errors.js";
 import { encodeLabels, LABELS } from "../../src/contract/deployment.js";
-import { recordedWatch, recordStart } from "../../src/lanes/launch.js";
+import { recordedWatch, recordStart } from "../../src/boot/launch.js";
 import type { ClusterSession } from "../../src/nodes/session.js";
 import type { ContainerInfo, Docker } from "../../src/remote/docker.js";
 import type { Plan } from "../../src/plan/plan.js";

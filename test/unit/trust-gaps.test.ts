@@ -23,7 +23,7 @@ import { resolveRecipe } from "../../src/recipe/resolve.js";
 import { SshDocker, envOffCommandLine } from "../../src/remote/docker.js";
 import { parseCluster } from "../../src/cluster/parse.js";
 import { recordingTransport } from "../support/docker-parts.js";
-import { BASE, memorySource } from "./memory-source.js";
+import { BASE, memorySource } from "../support/memory-source.js";
 
 // Review of issue 24: local files launcher finds on its own, env names that reach the container,
 // env values on a saved plan's command line, an abbreviated key flag, the head's bind address.

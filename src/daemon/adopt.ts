@@ -10,7 +10,7 @@ import { claimPlanNodes, DEFAULT_LEASE_MS } from "../claims/claims.js";
 import type { BootEntry, BootRegistry } from "../supervise/boots.js";
 import { formatRemoval, removeContainers } from "../nodes/down.js";
 import { listNodes, type NodeListing } from "../nodes/labels.js";
-import { recordedWatch } from "../lanes/launch.js";
+import { recordedWatch } from "../boot/launch.js";
 import { stopReplacedIn } from "../lanes/lane.js";
 import { afterFailedAdoptedBoot, servedOf, serving } from "../lanes/lane-state.js";
 import { clusterStatus } from "../nodes/status.js";
@@ -24,7 +24,7 @@ import type { UpOutcome } from "../boot/up-events.js";
 /*
  * Adoption: a daemon started after another died (even `kill -9`) takes over the boots that one was
  * running. What it starts from is what the dead daemon wrote just before each boot's first container
- * started (the store's boots in progress, src/lanes/launch.ts: the plan as it runs, stamped with
+ * started (the store's boots in progress, src/boot/launch.ts: the plan as it runs, stamped with
  * its launcher.boot id, and its deadline) and what the nodes show (the containers carrying that id).
  * Nothing is started again: each container's log is read again from its first line through the
  * watcher `up` uses (src/boot/up.ts watchAdoptedBoot), and the boot either becomes ready (recorded as `up`

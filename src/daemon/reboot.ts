@@ -3,7 +3,7 @@ import type { StateStore } from "../store/store.js";
 import { DEFAULT_LEASE_MS } from "../claims/claims.js";
 import type { ClusterSession } from "../nodes/session.js";
 import { progressEvents, type UpEvent } from "../boot/up-events.js";
-import { bootKept } from "./up-use-case.js";
+import { bootKept } from "../app/up-use-case.js";
 import type { UpOutcome } from "../boot/up-events.js";
 import { DEFAULTS } from "../contract/defaults.js";
 
@@ -20,7 +20,7 @@ export function bootAgain(
   store: StateStore,
   emit: (e: UpEvent) => void,
   now: () => Date = () => new Date(),
-  /** The daemon stops: the boot is left to the next daemon, which adopts it (src/app/adopt.ts), as `up`'s boots are. */
+  /** The daemon stops: the boot is left to the next daemon, which adopts it (src/daemon/adopt.ts), as `up`'s boots are. */
   detach?: AbortSignal,
   /** The old group's removal, under way: see UpOptions.recreating. */
   recreating?: Promise<void>,

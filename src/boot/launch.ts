@@ -6,7 +6,7 @@ import type { BootInProgress, StateStore } from "../store/store.js";
 import { Detached } from "../config/abort.js";
 import type { Progress } from "../nodes/progress.js";
 import type { ClusterSession } from "../nodes/session.js";
-import { up, watchAdoptedBoot, type UpOptions, type UpResult } from "../boot/up.js";
+import { up, watchAdoptedBoot, type UpOptions, type UpResult } from "./up.js";
 
 /** How a boot is written to the store: its progress (phases, figures), then its end. */
 interface Recorder {
@@ -95,7 +95,7 @@ function recorder(plan: Plan, options: UpOptions, store: StateStore, now: () => 
  * What must be in the store before a boot's first container starts, whoever runs it: its launch id
  * (from then on only containers carrying it count as the deployment's, src/claims/ownership.ts:
  * the daemon routes and supervises no other), and for a boot a daemon runs and may leave, the
- * boot itself (what the next daemon adopts, src/app/adopt.ts). A store that fails here (or
+ * boot itself (what the next daemon adopts, src/daemon/adopt.ts). A store that fails here (or
  * failed earlier in this command) starts nothing: a boot it could not record would run unrouted,
  * or unwatched once its daemon stops. It is the one store fault that stops a command; every other
  * write of a boot is history, and the boot goes on without it (src/store/guarded.ts says so). A
@@ -127,7 +127,7 @@ export function recordStart(store: StateStore, stamped: Plan, bootId: string, bo
  * `up`, with the boot written to the store: every phase of every node, the figures, the outcome.
  * A boot that a daemon runs (one it may leave: `options.detach`) is also kept in the store's boots
  * in progress from just before its first container starts until it ends, so that a daemon started
- * after this one died adopts it (src/app/adopt.ts); one it left stays there.
+ * after this one died adopts it (src/daemon/adopt.ts); one it left stays there.
  */
 export async function recordedUp(plan: Plan, session: ClusterSession, options: UpOptions, store: StateStore, now: () => Date): Promise<UpResult> {
   // The boot counts from here, but is written only once a container runs.
