@@ -21,10 +21,12 @@ export function sshArgs(node: ClusterNode, ssh: SshSettings, dir: string = contr
     "-o", "ControlMaster=auto",
     "-o", `ControlPath=${dir}/%C`,
     "-o", "ControlPersist=60",
+    // Before the timeouts below: ssh keeps the first value it obtains for each option
+    // (ssh_config(5)), so a cluster file's ConnectTimeout or ServerAliveInterval is the one used.
+    ...ssh.options.flatMap((o) => ["-o", o]),
     "-o", "ConnectTimeout=10",
     "-o", "ServerAliveInterval=5",
     "-o", "ServerAliveCountMax=3",
-    ...ssh.options.flatMap((o) => ["-o", o]),
     ...(node.user === undefined ? [] : ["-l", node.user]),
     ...(node.port === undefined ? [] : ["-p", String(node.port)]),
   ];

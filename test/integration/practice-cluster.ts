@@ -51,10 +51,12 @@ const launcherStep = async (step: string[]): Promise<void> => {
 /**
  * Makes the practice hosts, then, as a user would: builds the practice engine on the head and
  * pushes it (or loads this run's archive of it on each host), and copies the practice model from
- * the head to the others.
+ * the head to the others. `sshOptions`: put in the cluster file's [ssh] section before any of
+ * that, so every ssh connection launcher opens to the hosts has them (SuiteOptions.sshOptions).
  */
-export async function rigUp(nodes: number): Promise<void> {
+export async function rigUp(nodes: number, sshOptions?: readonly string[]): Promise<void> {
   sh([RIG, "up", String(nodes)], `rig up ${nodes}`);
+  if (sshOptions !== undefined) writeFileSync(CLUSTER, withSshOptions(readFileSync(CLUSTER, "utf8"), sshOptions));
   seedModel(1, 1 << 20);
   const archived = REUSE && existsSync(IMAGE_ARCHIVE);
   if (archived) await Promise.all(hostIndexes(nodes).map((i) => sshFile(i, ["docker", "load", "--quiet"], { stdin: IMAGE_ARCHIVE })));
@@ -288,6 +290,30 @@ export interface SuiteOptions {
    * such damage too and makes the hosts again if it finds some, but a file should not count on it.
    */
   readonly fresh?: boolean;
+  /**
+   * ssh -o options the file's cluster file adds in its [ssh] section (QUICK_SILENCE_SSH: a file
+   * that cuts links, so that ssh gives up on a silent host in seconds rather than in 10-15).
+   * The file then gets hosts made for it, as with `fresh`.
+   */
+  readonly sshOptions?: readonly string[];
+}
+
+/**
+ * How soon ssh gives up on a host gone silent, for a file that cuts management links: a new
+ * connection after 3 s (ConnectTimeout), an open one after 3 unanswered keepalives 1 s apart
+ * (ServerAliveInterval x ServerAliveCountMax; ssh_config(5)). With launcher's own, 10 s and 5 s x 3
+ * (src/remote/ssh.ts), each SSH round that met a cut link cost the test 10-15 s. sshArgs passes a
+ * cluster file's [ssh] options before its own, and ssh keeps the first value it obtains for each
+ * (ssh_config(5): "the first obtained value will be used"). The rig's hosts are on this machine's
+ * bridge: a host that answers does so well within these, also on a loaded machine.
+ */
+export const QUICK_SILENCE_SSH = ["ConnectTimeout=3", "ServerAliveInterval=1", "ServerAliveCountMax=3"] as const;
+
+/** A cluster file's text with `options` set in its [ssh] section (the rig's file has one, without options). Pure. */
+export function withSshOptions(toml: string, options: readonly string[]): string {
+  if (!/^\[ssh\]$/m.test(toml) || /^options\s*=/m.test(toml)) throw new Error("practice cluster file: expected an [ssh] section without options");
+  // JSON's string form of these plain ASCII words is also TOML's basic string.
+  return toml.replace(/^\[ssh\]$/m, `[ssh]\noptions = [${options.map((o) => JSON.stringify(o)).join(", ")}]`);
 }
 
 /** The most hosts a reusing file asks for: one rig of this many serves them all. */
@@ -416,7 +442,10 @@ async function makeSharedRig(): Promise<void> {
  * file alone. Either way its cluster file names the first `hosts` hosts and the state folder is new.
  */
 export async function suiteUp(hosts: number, options: SuiteOptions = {}): Promise<void> {
-  if (!REUSE || options.fresh === true || hosts > REUSE_HOSTS) return rigUp(hosts);
+  // With sshOptions, fresh hosts too: ssh's shared connections to a reused rig's hosts, which
+  // launcher keeps open 60 s past their last use (ControlPersist, src/remote/ssh.ts), were opened
+  // without them, and a connection keeps the options it was opened with.
+  if (!REUSE || options.fresh === true || options.sshOptions !== undefined || hosts > REUSE_HOSTS) return rigUp(hosts, options.sshOptions);
   const why = await resetRig(hosts);
   if (why !== undefined) {
     process.stderr.write(`practice cluster: making ${REUSE_HOSTS} hosts to share (not reused: ${why})\n`);
@@ -432,7 +461,7 @@ export async function suiteUp(hosts: number, options: SuiteOptions = {}): Promis
  */
 export async function suiteDown(options: SuiteOptions = {}): Promise<void> {
   if (!REUSE) await launcher(["down", "--all", "--grace", "1"]);
-  if (!REUSE || options.fresh === true) rigDown();
+  if (!REUSE || options.fresh === true || options.sshOptions !== undefined) rigDown();
 }
 
 /**
