@@ -9,7 +9,8 @@ import { listNodes } from "../../src/nodes/labels.js";
 import { stopDeployments } from "../../src/nodes/down.js";
 import { clusterStatus } from "../../src/nodes/status.js";
 import { Store } from "../../src/store/store.js";
-import { FakeCluster, HEAD_WAITING, IMAGE, RECIPE, UP_TO_MAX_LEN, WORKER_CONNECTED, WORKER_CONNECTING, type FakeClusterOptions } from "../support/fake-cluster.js";
+import { FakeCluster, HEAD_WAITING, IMAGE, RECIPE, UP_TO_MAX_LEN, WORKER_CONNECTED, WORKER_CONNECTING } from "../support/fake-cluster.js";
+import { refused, withCluster } from "../support/refusals.js";
 
 // `up`'s launch decisions over fake nodes (test/support), moved from the practice cluster: a boot
 // that hangs (blamed, timed out, rolled back), a deployment that crashes after it was ready (no
@@ -17,30 +18,6 @@ import { FakeCluster, HEAD_WAITING, IMAGE, RECIPE, UP_TO_MAX_LEN, WORKER_CONNECT
 // and a lane another `up` is putting a recipe in. The rig keeps one boot end to end
 // (test/integration/launch.test.ts "2 nodes: up, answer a chat request, up again is a no-op") and
 // the failure a real engine prints and launcher reads through docker logs ("fault oom").
-
-/** Everything an error says: message, detail and hint, as the error funnel prints them. */
-const said = (e: unknown): string => (e instanceof RemoteError ? `${e.node}: ${e.message}\n${e.detail ?? ""}\n${e.hint ?? ""}` : e instanceof UserError ? `${e.message}\n${e.hint ?? ""}` : String(e));
-
-async function withCluster(options: FakeClusterOptions, body: (fc: FakeCluster) => Promise<void>): Promise<void> {
-  const fc = await FakeCluster.start(options);
-  try {
-    await body(fc);
-  } finally {
-    await fc.close();
-  }
-}
-
-/** Rejects with a UserError or RemoteError (never a stack-only Error) whose words match every pattern. */
-async function refused(p: Promise<unknown>, kind: typeof UserError | typeof RemoteError, ...patterns: RegExp[]): Promise<string> {
-  let text = "";
-  await assert.rejects(p, (e: unknown) => {
-    assert.ok(e instanceof kind, `not a ${kind.name}: ${String(e)}`);
-    text = said(e);
-    return true;
-  });
-  for (const p of patterns) assert.match(text, p);
-  return text;
-}
 
 test("a boot that hangs before the rendezvous (PRACTICE_FAULT=hang): timed out in phase loading, the head's last lines shown, everything rolled back", () =>
   withCluster({}, async (fc) => {

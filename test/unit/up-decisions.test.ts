@@ -6,7 +6,8 @@ import { RemoteError, UserError } from "../../src/config/errors.js";
 import { Store } from "../../src/store/store.js";
 import { freePort } from "../support/fake-engine.js";
 import { meminfoText } from "../support/fake-node.js";
-import { FakeCluster, HEAD_WAITING, IMAGE_ID, RAY_HEAD_UP, RAY_WORKER_NOT_JOINED, RECIPE, WORKER_CONNECTING, type FakeClusterOptions } from "../support/fake-cluster.js";
+import { FakeCluster, HEAD_WAITING, IMAGE_ID, RAY_HEAD_UP, RAY_WORKER_NOT_JOINED, RECIPE, WORKER_CONNECTING } from "../support/fake-cluster.js";
+import { refused, withCluster } from "../support/refusals.js";
 
 // up()'s decisions, run for real over a FakeCluster (test/support/): which deployment is refused,
 // what a rollback removes, which rank a timeout blames, which image and which memory fit are
@@ -14,30 +15,6 @@ import { FakeCluster, HEAD_WAITING, IMAGE_ID, RAY_HEAD_UP, RAY_WORKER_NOT_JOINED
 // rig keeps one end-to-end test per family, for what only the wire shows: the hung worker blamed
 // and rolled back, and a hung boot's claims taken over (test/integration/up-hardening.test.ts), an
 // image's real entrypoint and version (image-contract.test.ts), real /proc/meminfo (fit.test.ts).
-
-/** Everything an error says: message, detail and hint, as the error funnel prints them. */
-const said = (e: unknown): string => (e instanceof RemoteError ? `${e.node}: ${e.message}\n${e.detail ?? ""}\n${e.hint ?? ""}` : e instanceof UserError ? `${e.message}\n${e.hint ?? ""}` : String(e));
-
-async function withCluster(options: FakeClusterOptions, body: (fc: FakeCluster) => Promise<void>): Promise<void> {
-  const fc = await FakeCluster.start(options);
-  try {
-    await body(fc);
-  } finally {
-    await fc.close();
-  }
-}
-
-/** Rejects with a UserError or RemoteError (never a stack-only Error) whose words match every pattern. */
-async function refused(p: Promise<unknown>, kind: typeof UserError | typeof RemoteError, ...patterns: RegExp[]): Promise<string> {
-  let text = "";
-  await assert.rejects(p, (e: unknown) => {
-    assert.ok(e instanceof kind, `not a ${kind.name}: ${String(e)}`);
-    text = said(e);
-    return true;
-  });
-  for (const p of patterns) assert.match(text, p);
-  return text;
-}
 
 const runsOn = (fc: FakeCluster, ...nodes: string[]): number => nodes.reduce((n, node) => n + fc.node(node).asked("run").length, 0);
 
