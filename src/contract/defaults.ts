@@ -13,8 +13,10 @@ const duration = (text: string): DefaultDuration => ({ text, ms: parseDuration(t
 export const seconds = (d: DefaultDuration): number => Math.ceil(d.ms / 1000);
 
 /**
- * launcher's defaults, each written here only: the flags' defaults and help, the daemon's
- * submissions without the flag, and the steps that have no flag (an adopted boot, a rollback).
+ * The defaults of deploying and serving (up, down, serve, claims, restarts), each written here
+ * only: the flags' defaults and help, the daemon's submissions without the flag, and the steps
+ * that have no flag (an adopted boot, a rollback). The measuring commands' own (bench, eval) stay
+ * with their code in src/measure/.
  */
 export const DEFAULTS = {
   /** `up --timeout`: a boot not ready by then is rolled back; also a supervisor's reboot of a kept plan. */

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from "node:util";
 import { heldByLiveProcess, laneKey } from "../claims/locks.js";
 import { asRouted } from "../lanes/lane-state.js";
 import { routeTable, type RouteTable } from "../gateway/routes.js";
@@ -29,10 +30,11 @@ export interface RouteSources {
 }
 
 /**
- * The gateway's route table, rebuilt only when the labels, the store or the supervisor changed.
+ * The gateway's route table, rebuilt only when the labels, the lanes or the supervisor changed.
  * The store is checked on every request because a lane switch must take effect before its old
  * deployment is stopped; a group being recreated answers with a Retry-After that shrinks, so the
- * table is rebuilt on each request then.
+ * table is rebuilt on each request then. Most store writes are not lanes (a boot's phases, the
+ * memory guard's samples every few seconds): those change neither the table nor the polling.
  */
 export class RouteCache {
   private lanes: LaneRecord[];
@@ -56,12 +58,13 @@ export class RouteCache {
     const snapshot = discovery.snapshot();
     const recheck = this.lanes.some((l) => l.state === "switching") && this.from.now() - this.switchingCheckedAt > SWITCHING_RECHECK_MS;
     if (version !== this.storeVersion || recheck) {
+      const lanes = lanesAsServed(store);
       // A lane changed: the labels are worth reading again now.
-      if (version !== this.storeVersion) discovery.refreshSoon();
+      if (version !== this.storeVersion && !isDeepStrictEqual(lanes, this.lanes)) discovery.refreshSoon();
+      if (!isDeepStrictEqual(lanes, this.lanes)) this.table = undefined;
       this.storeVersion = version;
       this.switchingCheckedAt = this.from.now();
-      this.lanes = lanesAsServed(store);
-      this.table = undefined;
+      this.lanes = lanes;
     }
     if (supervisor.version !== this.supervisorVersion || supervisor.restarting().length > 0) {
       this.supervisorVersion = supervisor.version;

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { ClusterNode, SshSettings } from "../cluster/cluster.js";
 import { UserError } from "../config/errors.js";
 import { privateRuntimeDir } from "../config/private-dir.js";
@@ -11,6 +12,14 @@ import { runLocal, spawnLocal, streamLocal, type ExecOptions, type ExecResult, t
  */
 export const controlDir = (): string => privateRuntimeDir("ssh", "ssh's connection-sharing folder");
 
+/**
+ * A shared connection keeps the options of the ssh that opened it: one opened under other
+ * [ssh] options (another cluster file's ConnectTimeout, say) must not be reused, so the options
+ * name a socket of their own. %C hashes only the local and remote host, port and user (ssh_config(5)).
+ */
+const controlPath = (dir: string, options: readonly string[]): string =>
+  options.length === 0 ? `${dir}/%C` : `${dir}/%C-${createHash("sha256").update(options.join("\n")).digest("hex").slice(0, 8)}`;
+
 /** ssh options for one node: connection reuse, strict host keys, and the cluster file's settings. */
 export function sshArgs(node: ClusterNode, ssh: SshSettings, dir: string = controlDir()): string[] {
   return [
@@ -19,7 +28,7 @@ export function sshArgs(node: ClusterNode, ssh: SshSettings, dir: string = contr
     ...(ssh.identity === undefined ? [] : ["-i", ssh.identity, "-o", "IdentitiesOnly=yes"]),
     "-o", "BatchMode=yes",
     "-o", "ControlMaster=auto",
-    "-o", `ControlPath=${dir}/%C`,
+    "-o", `ControlPath=${controlPath(dir, ssh.options)}`,
     "-o", "ControlPersist=60",
     // Before the timeouts below: ssh keeps the first value it obtains for each option
     // (ssh_config(5)), so a cluster file's ConnectTimeout or ServerAliveInterval is the one used.

@@ -57,7 +57,7 @@ let lastEndNs = 0n;
  */
 export function dockerNow(): string {
   const ns = BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6));
-  lastEndNs = ns > lastEndNs ? ns : lastEndNs + 1n;
+  lastEndNs = ns > lastEndNs ? ns : lastEndNs + 1000n;
   const whole = new Date(Number(lastEndNs / 1_000_000n)).toISOString().slice(0, 19);
   return `${whole}.${(lastEndNs % 1_000_000_000n).toString().padStart(9, "0")}Z`;
 }

@@ -33,7 +33,7 @@ const home = mkdtempSync(path.join(tmpdir(), "launcher-detach-"));
 const RECIPE_REF = "fake-2x";
 const RECIPES = path.join(home, "recipes");
 /** A home of its own: only the daemon advertised below is found, no store or cluster of this user. */
-const { LAUNCHER_DAEMON: _ignored, LAUNCHER_CLAIM_LEASE: _lease, ...inherited } = process.env;
+const { LAUNCHER_DAEMON: _ignored, LAUNCHER_CLAIM_LEASE: _lease, LAUNCHER_CLUSTER: _cluster, ...inherited } = process.env;
 const ENV = { ...inherited, NODE_OPTIONS: "", HOME: home, XDG_STATE_HOME: path.join(home, "state"), XDG_RUNTIME_DIR: path.join(home, "run"), XDG_CONFIG_HOME: path.join(home, "config"), CI: "true", LAUNCHER_RECIPES: RECIPES };
 
 interface Run {
@@ -48,7 +48,7 @@ const children = new Set<ReturnType<typeof spawn>>();
 
 /** The CLI as a process: what it printed so far, and its end. */
 function cli(args: readonly string[]): { child: ReturnType<typeof spawn>; stderr: () => string; done: Promise<Run> } {
-  const child = spawn(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, ...args], { env: ENV });
+  const child = spawn(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, ...args], { env: ENV, cwd: home });
   children.add(child);
   let stdout = "";
   let stderr = "";

@@ -134,7 +134,8 @@ async function swapOntoOwnNodes(fc: FakeCluster, store: Store, gw: FakeGateway):
   const seen: string[] = [];
   let switching: Answer | undefined;
   const client = (async () => {
-    for (let i = 0; i < 200 && seen.at(-1) !== "practice-c"; i++) {
+    const deadline = Date.now() + 60_000;
+    for (let i = 0; i < 10_000 && Date.now() < deadline && seen.at(-1) !== "practice-c"; i++) {
       await gw.poll();
       const a = await gw.chat("main");
       if (a.code === "lane_switching") switching = a;

@@ -154,6 +154,8 @@ test("two ups aimed at one lane: while one holds the lane, the other is busy at 
         timeoutMs: 20_000,
         drainMs: 0,
         push: false,
+        // The fake nodes, so that "nothing asked of any node" would see a question if one were asked.
+        openSession: async () => fc.session,
       };
       await refused(
         upUseCase({ ref: "practice-2x", lane: "side" }, fc.cluster, plan, host),

@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import path from "node:path";
@@ -42,7 +44,7 @@ test("a lane left switching by an up that died is served as it was; one whose up
   }
 });
 
-test("the route table is kept while nothing changed; a store write, a new snapshot or a supervisor change makes it again", () => {
+test("the route table is kept while nothing changed; a lane written, a new snapshot or a supervisor change makes it again", () => {
   const { daemon, up, done } = stores();
   try {
     let snapshot: Snapshot = { deployments: [], strangers: [], unreachable: [] };
@@ -66,6 +68,12 @@ test("the route table is kept while nothing changed; a store write, a new snapsh
     assert.notEqual(second, first);
     assert.deepEqual(heard, { refresh: 1, snapshots: 0, tables: 2 }, "a lane changed: the labels are read again soon");
 
+    // The daemon's own writes that are not lanes (the memory guard's samples, every few seconds
+    // per node) neither rebuild the table nor make discovery poll before its interval.
+    daemon.saveWatchedMemory("lab", "n1", "chat-old", { totalKiB: 100, availableKiB: 50 }, "2026-01-01T00:00:01Z");
+    assert.equal(cache.routes(), second);
+    assert.deepEqual(heard, { refresh: 1, snapshots: 0, tables: 2 }, "no lane changed: no poll, the same table");
+
     snapshot = { ...snapshot, at: new Date(0) };
     const third = cache.routes();
     assert.notEqual(third, second);
@@ -75,15 +83,42 @@ test("the route table is kept while nothing changed; a store write, a new snapsh
     assert.notEqual(cache.routes(), third);
     assert.equal(heard.tables, 4);
 
-    // A switching lane (its up alive) is looked at again once a second, store change or not.
+    // A switching lane whose up lives is looked at again once a second, and nothing changes.
     up.acquire([laneKey("chat")], { pid: process.pid, host: hostname(), what: "up" }, "2026-01-01T00:00:00Z", () => true);
     up.setLane(lane("chat", "switching"));
     const switching = cache.routes();
     now += 500;
     assert.equal(cache.routes(), switching);
     now += 600;
+    assert.equal(cache.routes(), switching, "looked at again: its up lives, so nothing changed");
+  } finally {
+    done();
+  }
+});
+
+test("a switching lane whose up dies, with nothing written to the store, is served as it was at the next look", async () => {
+  const { daemon, up, done } = stores();
+  // The lane's `up`: a process of its own, so that it can die without a word to the store.
+  const holder = spawn("sleep", ["60"], { stdio: "ignore" });
+  try {
+    const pid = holder.pid as number;
+    assert.deepEqual(up.acquire([laneKey("chat")], { pid, host: hostname(), what: "up" }, "2026-01-01T00:00:00Z", () => true), { ok: true });
+    up.setLane(lane("chat", "switching"));
+    let now = 0;
+    const snapshot: Snapshot = { deployments: [], strangers: [], unreachable: [] };
+    const cache = new RouteCache({ store: daemon, discovery: { snapshot: () => snapshot, refreshSoon: () => undefined }, supervisor: { version: 0, restarting: () => [] }, snapshotSeen: () => undefined, tableMade: () => undefined, now: () => now });
+    const switching = cache.routes();
+    now += 1100;
+    assert.equal(cache.routes(), switching, "looked at again: its up lives, so nothing changed");
+    const exited = once(holder, "exit");
+    holder.kill("SIGKILL");
+    await exited;
+    now += 500;
+    assert.equal(cache.routes(), switching, "not looked at again before a second has passed");
+    now += 600;
     assert.notEqual(cache.routes(), switching);
   } finally {
+    holder.kill("SIGKILL");
     done();
   }
 });
