@@ -7,6 +7,16 @@ export interface ManagedFlag {
   readonly flags: readonly string[];
   /** What the user should do instead of writing the flag. */
   readonly instead: string;
+  /** Why the flag is refused, when it is not one launcher writes itself (removed, per rank, no HTTP API). */
+  readonly why?: string;
+}
+
+/** A flag that takes one of a few values. */
+export interface FlagChoice {
+  readonly flags: readonly string[];
+  readonly values: readonly string[];
+  /** What to write instead of another value. */
+  readonly instead: string;
 }
 
 /** A parallel size given as an engine flag that multiplies the GPUs a deployment needs. */
@@ -18,8 +28,12 @@ export interface WorldSizeFlag {
 
 /** How the engine's argument parser reads the recipe's args (see src/recipe/args.ts). */
 export interface EngineFlags {
-  /** Flags launcher writes itself: never in a recipe (every alias listed). */
+  /** Flags launcher writes itself, or refuses (`why`): never in a recipe (every alias listed). */
   readonly managed: readonly ManagedFlag[];
+  /** Single-dash flags that take their value in the same word too (`-n2` is `-n 2`). */
+  readonly attached?: readonly string[];
+  /** Flags that take one of a few values. */
+  readonly choices?: readonly FlagChoice[];
   /** Flags that take no value. */
   readonly boolean: readonly string[];
   /** Flags that take every following word up to the next flag. */
@@ -139,6 +153,11 @@ export interface EngineAdapter {
    * guards): a recipe sets them only with `unsafe_dev_routes = true`. `opens` says what, for messages.
    */
   readonly devSwitches?: readonly { readonly env: string; readonly opens: string }[];
+  /**
+   * Env keys with which the engine itself rewrites env launcher manages per node (`managedEnv`): a
+   * recipe that sets one gets a warning with `says(value)`; one that sets it without `needs`, an error.
+   */
+  readonly envOverrides?: readonly { readonly env: string; readonly says: (value: string) => string; readonly needs?: string }[];
   readonly bootPhases: readonly BootPhase[];
   /** Splits one raw line into what the engine's log format puts in it. */
   readonly readLine: (raw: string) => LogLine;
@@ -148,6 +167,13 @@ export interface EngineAdapter {
   readonly exceptionPattern: RegExp;
   /** Exceptions that only say another process failed before: never named as the root cause. */
   readonly wrapperPatterns: readonly RegExp[];
+  /**
+   * A cause's real message when the exception line only names the error's kind and the message
+   * follows it: given the cause and the bodies of the (few) lines after it from the same process,
+   * the cause to show instead, or undefined (none yet, or the cause needs none). A refined cause
+   * that matches `peerLossPatterns` is a lost peer's.
+   */
+  readonly refineCause?: (cause: string, after: readonly string[]) => string | undefined;
   /**
    * Fatal lines that only say a peer process died: a node whose cause is one of these failed
    * because another node did, so of two failed nodes the one with a cause of its own is explained.

@@ -1,4 +1,4 @@
-import type { BootPhase } from "../contract/deployment.js";
+import { BOOT_PHASES, type BootPhase } from "../contract/deployment.js";
 import type { EngineAdapter, LogLine } from "./adapter.js";
 
 /** What launcher knows about one node's boot, read from its log lines. */
@@ -37,6 +37,7 @@ export const INITIAL_BOOT: BootState = { phase: "starting", figures: {}, ready: 
 const KEEP_LINES = 40;
 const CAUSE_LINES = 12;
 const MAX_WARNINGS = 5;
+const REFINE_WITHIN = 12;
 // `docker logs --timestamps` prefixes every line with an RFC 3339 time.
 export const TIMESTAMP = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z) (.*)$/;
 
@@ -68,7 +69,9 @@ export function advanceBoot(adapter: EngineAdapter, state: BootState, raw: strin
   for (const p of adapter.bootPhases) {
     const m = p.pattern.exec(line.body);
     if (!m) continue;
-    phase = p.phase;
+    // A phase never goes back: a headless node logs its config (`Resolved architecture`) before its
+    // own start line (vllm/entrypoints/cli/serve.py run_headless builds the config first).
+    if (BOOT_PHASES.indexOf(p.phase) > BOOT_PHASES.indexOf(phase)) phase = p.phase;
     for (const [name, group] of Object.entries(p.figures ?? {})) {
       const value = m[group];
       if (value !== undefined) figures[name] = value.replace(/,/g, "");
@@ -106,6 +109,14 @@ export function advanceBoot(adapter: EngineAdapter, state: BootState, raw: strin
       }
     }
   }
+  if (cause !== undefined && cause === state.cause) {
+    const refined = refineCause(adapter, state, lastLines);
+    if (refined !== undefined) {
+      cause = refined;
+      causeLines = causeContext(lastLines, line);
+      causeIsPeerLoss = adapter.peerLossPatterns.some((p) => p.test(refined)) ? true : undefined;
+    }
+  }
   return {
     phase,
     figures,
@@ -121,6 +132,18 @@ export function advanceBoot(adapter: EngineAdapter, state: BootState, raw: strin
     ...(headless === true ? { headless: true as const } : {}),
     ...(warningRecord === undefined ? {} : { warningRecord }),
   };
+}
+
+/** The adapter's fuller cause, from the lines of the cause's process since the cause's own line. */
+function refineCause(adapter: EngineAdapter, state: BootState, lastLines: readonly string[]): string | undefined {
+  const causeText = state.causeLines?.[state.causeLines.length - 1];
+  if (adapter.refineCause === undefined || state.cause === undefined || causeText === undefined) return undefined;
+  const at = lastLines.lastIndexOf(causeText);
+  // Other processes' lines may come between, but not many: past that, stop reading the cause again.
+  if (at < 0 || lastLines.length - at > REFINE_WITHIN) return undefined;
+  const proc = adapter.readLine(causeText).proc;
+  const after = lastLines.slice(at + 1).filter((l) => proc === undefined || adapter.readLine(l).proc === proc);
+  return adapter.refineCause(state.cause, after.map((l) => adapter.readLine(l).body));
 }
 
 /** The cause's traceback: the lines just before it from the same process (other ranks interleave). */

@@ -5,6 +5,7 @@ export function flagNames(table: EngineFlags): string[] {
   return [
     ...table.managed.flatMap((m) => m.flags),
     ...table.singleNode.flatMap((m) => m.flags),
+    ...(table.choices ?? []).flatMap((c) => c.flags),
     ...table.boolean,
     ...table.many,
     ...table.json,

@@ -28,7 +28,7 @@ export interface ParsedArgs {
 }
 
 /** How many values each flag takes; flags it does not name take one when a non-flag word follows. */
-export type FlagShapes = Pick<EngineFlags, "boolean" | "many">;
+export type FlagShapes = Pick<EngineFlags, "boolean" | "many" | "attached">;
 
 const NO_SHAPES: FlagShapes = { boolean: [], many: [] };
 
@@ -58,6 +58,16 @@ function booleanKeys(shapes: FlagShapes): Set<string> {
   return keys;
 }
 
+/** Whether the flag takes no value (an on/off flag or its `--no-` twin). */
+export const takesNoValue = (name: string, shapes: FlagShapes): boolean => booleanKeys(shapes).has(flagKey(name));
+
+/** `-n2` as `-n` and `2` when `-n` is a flag that takes its value in the same word (EngineFlags.attached). */
+function attachedValue(word: string, shapes: FlagShapes): { name: string; value: string } | undefined {
+  if (word.startsWith("--") || word.includes("=")) return undefined;
+  const name = (shapes.attached ?? []).find((a) => word.length > a.length && word.startsWith(a));
+  return name === undefined ? undefined : { name, value: word.slice(name.length) };
+}
+
 export function parseFlags(words: readonly Word[], shapes: FlagShapes = NO_SHAPES): ParsedArgs {
   const boolean = booleanKeys(shapes);
   const many = keySet(shapes.many);
@@ -72,9 +82,9 @@ export function parseFlags(words: readonly Word[], shapes: FlagShapes = NO_SHAPE
     }
     // argparse takes `--name=value` and `-x=value` alike (ArgumentParser._parse_optional).
     const eq = w.word.indexOf("=");
-    if (eq > 1) {
-      const value = w.word.slice(eq + 1);
-      flags.push({ name: w.word.slice(0, eq), value, values: [value], element: w.element });
+    const joined = eq > 1 ? { name: w.word.slice(0, eq), value: w.word.slice(eq + 1) } : attachedValue(w.word, shapes);
+    if (joined !== undefined) {
+      flags.push({ name: joined.name, value: joined.value, values: [joined.value], element: w.element });
       continue;
     }
     const key = flagKey(w.word);
@@ -182,12 +192,13 @@ export interface EngineInputLocs {
 
 /**
  * What a resolved recipe hands the engine that launcher must refuse or warn about: env switches
- * that open the engine's admin routes (unless `unsafe_dev_routes = true`), an API key flag with
- * more keys than the engine's env variable holds, env values docker's env file cannot carry.
+ * that open the engine's admin routes (unless `unsafe_dev_routes = true`), env with which the
+ * engine rewrites env launcher manages, an API key flag with more keys than the engine's env
+ * variable holds, env values docker's env file cannot carry.
  */
 export function engineInputDiagnostics(
   recipe: Pick<Recipe, "args" | "env" | "extra_mounts" | "unsafe_dev_routes">,
-  engine: Pick<EngineAdapter, "flags" | "devSwitches">,
+  engine: Pick<EngineAdapter, "flags" | "devSwitches" | "envOverrides">,
   at: EngineInputLocs,
 ): Diagnostic[] {
   const out: Diagnostic[] = [];
@@ -202,6 +213,12 @@ export function engineInputDiagnostics(
       if (recipe.unsafe_dev_routes === true) out.push(warning(n.loc, `${n.what} opens ${s.opens}: keep the engine's address private (api_bind)`));
       else out.push(error(n.loc, `${n.what} opens ${s.opens}`, "remove it, or state the risk with unsafe_dev_routes = true at the top of the recipe"));
     }
+  }
+  for (const o of engine.envOverrides ?? []) {
+    const value = recipe.env[o.env];
+    if (value === undefined) continue;
+    out.push(warning(at.env(o.env), `env ${o.env}: ${o.says(value)}`));
+    if (o.needs !== undefined && recipe.env[o.needs] === undefined) out.push(error(at.env(o.env), `env ${o.env} is set without ${o.needs}: the engine refuses one without the other`, `set both, or neither`));
   }
   const keyFlag = findAnyFlag(flagsOfWords(recipe.args, engine.flags), engine.flags.apiKey.flags);
   if (keyFlag !== undefined && keyFlag.values.filter((v) => v !== "").length > 1) {

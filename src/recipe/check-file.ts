@@ -4,7 +4,8 @@ import { schemaDiagnostics } from "../config/schema-issues.js";
 import { splitShellWords } from "../config/shell-words.js";
 import type { TomlDocument, TomlPath } from "../config/toml-document.js";
 import { adapterOrDefault } from "../engine/registry.js";
-import { flagKey, isCommentWord, managedFlagOf, parseFlags, takesJson, type Flag, type Word } from "./args.js";
+import type { EngineFlags } from "../engine/adapter.js";
+import { flagKey, isCommentWord, managedFlagOf, parseFlags, takesJson, takesNoValue, type Flag, type Word } from "./args.js";
 import { MOUNT_KEYS, RECIPE_KEYS, recipeFileSchema, type RecipeFile } from "./schema.js";
 
 /** The checks of one recipe file on its own; checks across the `extends` chain come later. */
@@ -86,36 +87,13 @@ export function checkRecipeFile(doc: TomlDocument): CheckedFile {
   });
   const { flags, stray } = parseFlags(words, adapter.flags);
 
-  for (const flag of flags) {
-    const at = doc.locate(["args", flag.element]);
-    const managed = managedFlagOf(flag.name, adapter.flags);
-    if (managed?.abbreviates !== undefined) {
-      diagnostics.push(
-        error(at, `${flag.name} abbreviates ${managed.abbreviates.join(" or ")}, which launcher manages (the engine's parser takes a unique prefix for the whole flag)`, managed.managed.instead),
-      );
-    } else if (managed !== undefined) {
-      diagnostics.push(error(at, `${flag.name} is managed by launcher and must not be in args`, managed.managed.instead));
-    }
-    if (adapter.flags.flagFiles.some((f) => flagKey(f) === flagKey(flag.name))) {
-      diagnostics.push(
-        warning(at, `${flag.name} ${flag.value ?? ""}: the engine reads more flags from this file inside the container, where launcher cannot check them`, "keep launcher-managed flags and --api-key out of it; put the API key in args or env so that launcher can send it"),
-      );
-    }
-    flag.values.forEach((v, n) => {
-      if (!takesJson(flag.name, v, adapter.flags)) return;
-      try {
-        JSON.parse(v);
-      } catch (e) {
-        const element = n === 0 ? (flag.valueElement ?? flag.element) : flag.element;
-        diagnostics.push(
-          error(doc.locate(["args", element]), `${flag.name}: value is not valid JSON (${(e as Error).message})`, "write the JSON inside single quotes: '{\"key\": 1}'"),
-        );
-      }
-    });
-  }
+  for (const flag of flags) diagnostics.push(...flagDiagnostics(doc, flag, adapter.flags));
   for (const w of stray) {
     const at = doc.locate(["args", w.element]);
-    if (isCommentWord(w.word)) {
+    const before = onOffBefore(w, words, adapter.flags);
+    if (before !== undefined) {
+      diagnostics.push(error(at, `args: ${JSON.stringify(w.word)} follows ${before}, an on/off flag that takes no value: the engine's parser would stop on it`, onOffFix(before)));
+    } else if (isCommentWord(w.word)) {
       diagnostics.push(error(at, `args: ${JSON.stringify(w.word)} is a comment written inside an args string: the engine would get its words as arguments`, "put the comment outside the quotes (a TOML # comment on its own line)"));
     } else {
       diagnostics.push(error(at, `args: ${JSON.stringify(w.word)} is not a flag nor a flag's value: the engine's parser would stop on it`, "the model is the recipe's model key; args hold --flags and their values"));
@@ -155,6 +133,59 @@ export function checkRecipeFile(doc: TomlDocument): CheckedFile {
     }
   });
   return { value, words, flags, stray, diagnostics, invalidKeys };
+}
+
+/** What is wrong with one flag as written: managed or refused, a value it cannot take, JSON that does not parse. */
+function flagDiagnostics(doc: TomlDocument, flag: Flag, table: EngineFlags): Diagnostic[] {
+  const out: Diagnostic[] = [];
+  const at = doc.locate(["args", flag.element]);
+  const managed = managedFlagOf(flag.name, table);
+  const why = managed?.managed.why;
+  if (managed?.abbreviates !== undefined) {
+    const what = why === undefined ? "which launcher manages" : `which launcher refuses: ${why}`;
+    out.push(error(at, `${flag.name} abbreviates ${managed.abbreviates.join(" or ")}, ${what} (the engine's parser takes a unique prefix for the whole flag)`, managed.managed.instead));
+  } else if (managed !== undefined) {
+    out.push(error(at, why === undefined ? `${flag.name} is managed by launcher and must not be in args` : `${flag.name}: ${why}`, managed.managed.instead));
+  }
+  const valueAt = doc.locate(["args", flag.valueElement ?? flag.element]);
+  out.push(...flagValueDiagnostics(flag, table).map((d) => error(valueAt, d.message, d.fix)));
+  if (table.flagFiles.some((f) => flagKey(f) === flagKey(flag.name))) {
+    out.push(
+      warning(at, `${flag.name} ${flag.value ?? ""}: the engine reads more flags from this file inside the container, where launcher cannot check them`, "keep launcher-managed flags and --api-key out of it; put the API key in args or env so that launcher can send it"),
+    );
+  }
+  flag.values.forEach((v, n) => {
+    if (!takesJson(flag.name, v, table)) return;
+    try {
+      JSON.parse(v);
+    } catch (e) {
+      const element = n === 0 ? (flag.valueElement ?? flag.element) : flag.element;
+      out.push(
+        error(doc.locate(["args", element]), `${flag.name}: value is not valid JSON (${(e as Error).message})`, "write the JSON inside single quotes: '{\"key\": 1}'"),
+      );
+    }
+  });
+  return out;
+}
+
+const onOffFix = (name: string): string => `write ${name} alone, or leave it out`;
+
+/** The on/off flag a stray word follows directly (`--enforce-eager true`), if any. */
+function onOffBefore(w: Word, words: readonly Word[], table: EngineFlags): string | undefined {
+  const prev = words[words.indexOf(w) - 1]?.word;
+  return prev !== undefined && prev.startsWith("-") && takesNoValue(prev, table) ? prev : undefined;
+}
+
+/** A value the flag cannot take: one given to an on/off flag (`--x=true`), one outside its choices or none. */
+function flagValueDiagnostics(flag: Flag, table: EngineFlags): { message: string; fix: string }[] {
+  const choice = (table.choices ?? []).find((c) => c.flags.some((f) => flagKey(f) === flagKey(flag.name)));
+  if (choice !== undefined && flag.value === undefined) return [{ message: `${flag.name} takes one of ${choice.values.join(", ")}, and none follows it`, fix: choice.instead }];
+  if (flag.value === undefined) return [];
+  // argparse refuses `--x=v` for a flag that takes none: "ignored explicit argument 'v'".
+  if (takesNoValue(flag.name, table)) return [{ message: `${flag.name}=${flag.value}: ${flag.name} is an on/off flag and takes no value`, fix: onOffFix(flag.name) }];
+  if (choice === undefined || choice.values.includes(flag.value)) return [];
+  const shown = flag.value.length > 40 ? `${flag.value.slice(0, 40)}...` : flag.value;
+  return [{ message: `${flag.name} ${shown}: takes one of ${choice.values.join(", ")}`, fix: choice.instead }];
 }
 
 /** The element itself when it is a JSON object or array as written, else undefined. */

@@ -20,11 +20,13 @@ const heapUsed = (): number => {
 
 const T = "2026-01-01T00:00:00.000000000Z";
 const CORE = "(EngineCore_DP0 pid=7)";
-// A log that flips its figures and its phase line after line (every line changed what a node showed).
+// A log that changes its figures line after line and repeats its phase lines (what a node shows
+// changes on every KV cache line; a phase never goes back, so the architecture lines after the
+// first change nothing).
 const flipping = (i: number): string =>
-  i % 3 === 0
+  i % 3 === 1
     ? `${T} ${CORE} INFO 01-01 00:00:00 [kv_cache_utils.py:1] GPU KV cache size: ${i} tokens`
-    : i % 3 === 1
+    : i % 3 === 0
       ? `${T} ${CORE} INFO 01-01 00:00:00 [model.py:1] Resolved architecture: Qwen3ForCausalLM`
       : `${T} ${CORE} INFO 01-01 00:00:00 [core.py:1] step ${i}`;
 const ENDING = [

@@ -119,7 +119,8 @@ test("--max-model-len longer than the model: the pydantic error's own line gives
   ].join("\n");
   const e = explainLog(vllm, log);
   assert.equal(e.failed, true);
-  assert.match(e.cause ?? "", /ValidationError: 1 validation error for ModelConfig/);
+  // The cause is the message under the exception line (the class in front), not the exception line.
+  assert.match(e.cause ?? "", /^ModelConfig: User-specified max_model_len \(65536\) is greater than the derived max_model_len/);
   assert.match(e.hint ?? "", /--max-model-len 65536 is longer than the model supports \(max_position_embeddings=32768 in its config\.json\): lower --max-model-len to 32768/);
 });
 

@@ -21,10 +21,11 @@ test("the version `vllm --version` prints (vllm/entrypoints/cli/main.py: argpars
   assert.equal(vllmImage.parseVersion("usage: vllm [-h]\nvllm: error: unrecognized arguments\n"), null);
 });
 
-test("older than multi-node support: by release numbers; nightlies of the release and untagged source builds are not", () => {
+test("older than multi-node support: by release numbers, its release candidates included; nightlies of the release and untagged source builds are not", () => {
   assert.equal(MULTINODE_MIN_VERSION, "0.11.1");
-  for (const v of ["0.10.2", "0.11.0", "0.9.2.post1", "0.11.0rc3"]) assert.equal(olderThan(v, MULTINODE_MIN_VERSION), true, v);
-  for (const v of ["0.11.1", "0.11.1rc1", "0.11.1.dev12+gabc", "0.12.0", "1.0", "0.1.dev1+gdeadbee"]) assert.equal(olderThan(v, MULTINODE_MIN_VERSION), false, v);
+  // The 0.11.1 release candidates were cut before --nnodes (issue 28): PEP 440 puts rcN before the release.
+  for (const v of ["0.10.2", "0.11.0", "0.9.2.post1", "0.11.0rc3", "0.11.1rc0", "0.11.1rc7", "0.11.1a1", "0.11.1b2"]) assert.equal(olderThan(v, MULTINODE_MIN_VERSION), true, v);
+  for (const v of ["0.11.1", "0.11.1.post1", "0.11.2rc1", "0.11.1.dev12+gabc", "0.12.0", "1.0", "0.1.dev1+gdeadbee"]) assert.equal(olderThan(v, MULTINODE_MIN_VERSION), false, v);
 });
 
 test("the image contract: vllm serve as ENTRYPOINT unless the recipe sets one; --nnodes support on mp; each problem names image and version", () => {

@@ -97,7 +97,7 @@ test("an inline Jinja --chat-template is a string, not JSON that fails to parse"
 test("a word after a flag that takes no value is an error, not that flag's value", () => {
   const { errors } = resolve(withArgs('    "--enforce-eager", "yes",'));
   assert.equal(errors.length, 1, errors.join("\n"));
-  assert.match(errors[0] ?? "", /:12:24: error: args: "yes" is not a flag nor a flag's value/);
+  assert.match(errors[0] ?? "", /:12:24: error: args: "yes" follows --enforce-eager, an on\/off flag that takes no value/);
   assert.deepEqual(resolve(withArgs('    "--no-enable-prefix-caching",')).errors, []);
 });
 

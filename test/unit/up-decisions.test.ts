@@ -157,7 +157,7 @@ test("fit: a KV budget larger than a node's total memory stops up before any con
 test("fit: a node whose available memory is short (not its total) is refused, that node only, saying what holds it", () =>
   withCluster({}, async (fc) => {
     fc.node("n2").setMemory(128, 40);
-    const text = await refused(fc.up(fc.plan(RECIPE)), UserError, /n2: the deployment needs 121\.2 GiB, but only 40\.0 of 128\.0 GiB are available now: 88\.0 GiB in use/);
+    const text = await refused(fc.up(fc.plan(RECIPE)), UserError, /n2: the deployment needs 123\.8 GiB, but only 40\.0 of 128\.0 GiB are available now: 88\.0 GiB in use/);
     assert.doesNotMatch(text, /n1: the deployment needs/);
     assert.doesNotMatch(text, /more than the node's total/);
     assert.deepEqual(fc.containers(), []);
@@ -167,7 +167,7 @@ test("a boot that fits prints the arithmetic node by node and starts each rank o
   withCluster({}, async (fc) => {
     const r = await fc.up(fc.plan(RECIPE));
     assert.equal(r.status, "ready");
-    assert.match(fc.notes.join("\n"), /memory fit \(GiB\):\n {2}n1: need 121\.2 GiB = engine budget 115\.2/);
+    assert.match(fc.notes.join("\n"), /memory fit \(GiB\):\n {2}n1: need 123\.8 GiB = engine budget 117\.8/);
     assert.deepEqual(fc.started, ["n2/launcher-r-r1", "n1/launcher-r-r0"]);
     // Every container carries the boot's id, the one up returns.
     for (const n of fc.nodes) for (const c of await n.containers("launcher.deployment=r")) assert.equal(c.labels["launcher.boot"], r.boot);

@@ -333,7 +333,9 @@ test('fault crash_after_ready', async () => {
   const e = run(['m', '--port', String(await freePort()), '--host', '127.0.0.1'], { PRACTICE_FAULT: 'crash_after_ready', PRACTICE_CRASH_AFTER_MS: '200' });
   await e.waitFor(READY);
   assert.equal((await e.exit()).code, 1);
-  assert.match(e.out, /\[core\.py:795\] RuntimeError: CUDA error: an illegal memory access was encountered\n$/);
+  assert.match(e.out, /\[core\.py:795\] RuntimeError: CUDA error: an illegal memory access was encountered\n/);
+  // Then the API server's engine core monitor (vllm/v1/engine/core_client.py), last.
+  assert.match(e.out, /\(APIServer pid=\d+\) ERROR [\d: -]+ \[core_client\.py:564\] Engine core proc EngineCore_DP0 died unexpectedly, shutting down client\.\n$/);
 });
 
 async function twoRanks(env = {}, nnodes = 2) {
@@ -384,10 +386,23 @@ test('fault worker_exit (3 ranks): last worker exits, everybody fails', async ()
   const [w1, w2] = workers;
   assert.equal((await w2.exit()).code, 1);
   assert.match(w2.out, /Worker exiting: simulated fault \(practice-engine\)/);
+  // Today's form: the node's own executor names its killed worker's exit code (multiproc_executor.py start_worker_monitor).
+  assert.match(w2.out, /\(Worker_TP2 pid=\d+\) ERROR [\d: -]+ \[multiproc_executor\.py:275\] Worker proc VllmWorker-2 died unexpectedly \(exit code: -9\), shutting down executor\.$/m);
   assert.equal((await head.exit()).code, 1);
-  assert.match(head.out, /Worker proc VllmWorker-2 died unexpectedly/);
+  assert.match(head.out, /Worker proc VllmWorker-2 died unexpectedly, shutting down executor\./);
   assert.doesNotMatch(head.out, READY);
   assert.equal((await w1.exit()).code, 1);
+});
+
+test('fault worker_exit on the head: its own killed worker, today and in the v0.11 style', async () => {
+  for (const [style, line] of [
+    ['current', /\(EngineCore_DP0 pid=\d+\) ERROR [\d: -]+ \[multiproc_executor\.py:275\] Worker proc VllmWorker-0 died unexpectedly \(exit code: -9\), shutting down executor\./],
+    ['v0.11', /EngineCore_DP0 pid=\d+\)\x1b\[0;0m ERROR [\d: -]+ \[multiproc_executor\.py:154\] Worker proc VllmWorker-0 died unexpectedly, shutting down executor\./],
+  ]) {
+    const e = run(['m', '--port', String(await freePort()), '--host', '127.0.0.1'], { PRACTICE_FAULT: 'worker_exit', PRACTICE_FAULT_RANK: '0', PRACTICE_LOG_STYLE: style });
+    assert.equal((await e.exit()).code, 1);
+    assert.match(e.out, line);
+  }
 });
 
 test('rendezvous timeout counts the workers that joined', async () => {

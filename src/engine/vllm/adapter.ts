@@ -1,12 +1,12 @@
 import type { EngineAdapter, LineTime, LogLine } from "../adapter.js";
 import { vllmRankCommand, vllmStartsHeadFirst } from "./command.js";
 import { VLLM_DEV_SWITCHES } from "./dev-switches.js";
-import { vllmFlags } from "./flags.js";
+import { vllmFlags, vllmSpellings } from "./flags.js";
 import { vllmHint } from "./hints.js";
 import { vllmImage } from "./image.js";
-import { VLLM_NODE_ENV_KEYS, vllmNodeEnv } from "./node-env.js";
+import { VLLM_ENV_OVERRIDES, VLLM_NODE_ENV_KEYS, vllmNodeEnv } from "./node-env.js";
 import { VLLM_FORWARDED, VLLM_REFUSED } from "./routes.js";
-import { BOOT_PHASES, EXCEPTION, FATAL, PEER_LOSS, readVllmLine, RENDEZVOUS, WARNINGS, WRAPPERS } from "./log-shapes.js";
+import { BOOT_PHASES, EXCEPTION, FATAL, PEER_LOSS, readVllmLine, refineVllmCause, RENDEZVOUS, WARNINGS, WRAPPERS } from "./log-shapes.js";
 
 // The header's time is vllm/logger.py's _DATE_FORMAT "%m-%d %H:%M:%S" (read in log-shapes.ts). It
 // has no year: it goes on a leap year's clock, and is only compared within one log.
@@ -27,8 +27,9 @@ export const vllm: EngineAdapter = {
   // 503 when it died. vllm/v1/metrics/loggers.py: the gauge `vllm:num_requests_running`
   // ("Number of requests in model execution batches"), one series per engine, on /metrics.
   // vllm/config/model.py: ModelConfig.served_model_name and revision, whose flags
-  // (vllm/engine/arg_utils.py add_cli_args) are --served-model-name and --revision.
-  modelFlags: { servedName: ["--served-model-name"], revision: ["--revision"] },
+  // (vllm/engine/arg_utils.py add_cli_args) are --served-model-name and --revision, each also
+  // under the prefixes argparse takes for it (`--served-model`, ./flags.ts).
+  modelFlags: { servedName: vllmSpellings(["--served-model-name"]), revision: vllmSpellings(["--revision"]) },
   healthPath: "/health",
   metricsPath: "/metrics",
   runningRequestsMetric: "vllm:num_requests_running",
@@ -40,6 +41,8 @@ export const vllm: EngineAdapter = {
   specDecodeMetrics: { accepted: "vllm:spec_decode_num_accepted_tokens_total", drafted: "vllm:spec_decode_num_draft_tokens_total" },
   flags: vllmFlags,
   managedEnv: VLLM_NODE_ENV_KEYS,
+  // VLLM_NIC_SELECTION_VARS and VLLM_GPU_NIC_PCIE_MAPPING: ./node-env.ts, with vLLM's source.
+  envOverrides: VLLM_ENV_OVERRIDES,
   // Admin and development routes an env switch opens: ./dev-switches.ts, with vLLM's source.
   devSwitches: VLLM_DEV_SWITCHES,
   // Every line shape below: src/engine/vllm/log-shapes.ts, each with its place in vLLM's source.
@@ -48,20 +51,23 @@ export const vllm: EngineAdapter = {
   fatalPatterns: FATAL,
   exceptionPattern: EXCEPTION,
   wrapperPatterns: WRAPPERS,
+  refineCause: refineVllmCause,
   peerLossPatterns: PEER_LOSS,
   warningPatterns: WARNINGS,
   readyPattern: /Application startup complete/,
   hintFor: vllmHint,
   lineTime,
   // vllm/config/cache.py CacheConfig: `kv_cache_memory_bytes`, "Size of KV Cache per GPU in bytes
-  // ... (when not-None) ignores gpu_memory_utilization"; `gpu_memory_utilization` defaults to 0.9.
+  // ... (when not-None) ignores gpu_memory_utilization"; `gpu_memory_utilization: float =
+  // Field(default=0.92, gt=0, le=1)`, "If unspecified, will use the default value of 0.92" (0.9
+  // for most of vLLM's history, 0.92 by the release ./options.ts names).
   // vllm/v1/worker/gpu_worker.py: init_device takes requested_memory = total_memory x
   // gpu_memory_utilization (and refuses to start when less is free); determine_available_memory
   // returns kv_cache_memory_bytes as it is when set ("skipped memory profiling"), else
   // requested_memory - non_kv_cache_memory (weights, peak activations, non-torch memory): weights,
   // working memory and KV stay within total x utilization. Recipes write `--kv-cache-memory`, which
   // argparse takes as the unique prefix of `--kv-cache-memory-bytes` (see ./flags.ts, allow_abbrev).
-  memoryFlags: { kvCacheBytes: ["--kv-cache-memory-bytes", "--kv-cache-memory"], utilization: ["--gpu-memory-utilization"], defaultUtilization: 0.9 },
+  memoryFlags: { kvCacheBytes: vllmSpellings(["--kv-cache-memory-bytes"]), utilization: vllmSpellings(["--gpu-memory-utilization"]), defaultUtilization: 0.92 },
   // The rendezvous of the ranks across nodes, mp and Ray: RENDEZVOUS in ./log-shapes.ts.
   rendezvousPatterns: RENDEZVOUS,
   // The gateway forwards these and nothing else under /v1 (./routes.ts, read from vLLM's routers,

@@ -108,6 +108,26 @@ const RULES: readonly Rule[] = [
     pattern: /CUDA-capable device\(s\) is\/are busy or unavailable/,
     say: () => "the GPU is held by another process (a container of another deployment?): `launcher status` lists what runs; `nvidia-smi` on the node shows who holds it",
   },
+  // vllm/v1/executor/multiproc_executor.py `start_worker_monitor` (log-shapes.ts WORKER_KILLED): a
+  // worker of this node ended by a signal (or with no code), so with no exception of its own. After
+  // every rule above: a worker that raised (an NCCL error) gets this line too, with exit code 1.
+  // Exit code -N is signal N (Python's multiprocessing `Process.exitcode`); -9 is SIGKILL, which
+  // nothing in vLLM sends: on unified memory (DGX Spark), the kernel's OOM killer (mm/oom_kill.c logs
+  // "Out of memory: Killed process").
+  {
+    pattern: /Worker proc (\S+) died unexpectedly \(exit code: (-\d+|None)\)/,
+    say: (m) =>
+      m[2] === "-9"
+        ? `worker ${m[1] as string} was killed (SIGKILL, exit code -9) with no error of its own: on unified memory (DGX Spark) that is almost always the kernel's OOM killer (\`journalctl -k | grep -i "out of memory"\` on the node shows it): lower --gpu-memory-utilization (0.05 at a time) or --max-model-len, and drop the page cache on the node (\`sync; echo 3 > /proc/sys/vm/drop_caches\` as root)`
+        : `worker ${m[1] as string} of this node died with no Python error of its own (exit code ${m[2] as string}${m[2] === "None" ? "" : `: signal ${(m[2] as string).slice(1)}`}): a crash in native code or a kill; \`journalctl -k\` on the node shows what the kernel saw`,
+  },
+  // vllm/v1/engine/core_client.py `start_engine_core_monitor` (log-shapes.ts ENGINE_CORE_DIED): last,
+  // since the engine core's own reason, when the log has it, is what a rule above reads.
+  {
+    pattern: /Engine core proc(?:ess)? (\S+) died unexpectedly/,
+    say: (m) =>
+      `the engine core process (${m[1] as string}) died: its reason is in the lines before it (\`launcher logs\`); if none is there, it was killed, on unified memory (DGX Spark) most often by the kernel's OOM killer (\`journalctl -k\` on the node): lower --gpu-memory-utilization`,
+  },
 ];
 
 /** Every rule's pattern, for the test that each reads a line in linear time. */

@@ -15,7 +15,8 @@ const SERVE_ENTRYPOINT = ["vllm", "serve"] as const;
  * --master-port (vllm/engine/arg_utils.py, parallel_group.add_argument("--nnodes", "-n", ...);
  * added by vllm-project/vllm PR #23691 "[V1] Support MP Executor for multi node distributed
  * inference", merged after v0.11.0 and released in mid-November 2025 with v0.11.1: users of the
- * 0.11.1 containers met its multi-node MP behaviour at once, NVIDIA-NeMo/Skills issue #1059).
+ * 0.11.1 containers met its multi-node MP behaviour at once, NVIDIA-NeMo/Skills issue #1059). Its
+ * release candidates 0.11.1rc0 to rc7 were cut before it and lack --nnodes (issue 28).
  * launcher passes them on every mp rank, one node included: an older vLLM stops at "unrecognized
  * arguments".
  */
@@ -37,9 +38,14 @@ function parseVersion(output: string): string | null {
 
 const release = (version: string): number[] => (/^\d+(?:\.\d+)*/.exec(version)?.[0] ?? "").split(".").map(Number);
 
+/** PEP 440 pre-release segments (a, b, rc) come before their release: 0.11.1rc7 < 0.11.1. */
+const PRE_RELEASE = /^\d+(?:\.\d+)*(?:a|b|rc)\d+/;
+
 /**
- * Whether `version` is older than `min`, by release numbers: a pre-release or dev build of the
- * minimum release counts as that release (nightly images are built from main after the feature).
+ * Whether `version` is older than `min`, by release numbers, with PEP 440's order for a
+ * pre-release: an alpha, beta or release candidate of the minimum release is older than it (the
+ * 0.11.1 candidates lack what 0.11.1 brought). A dev build of the minimum release counts as that
+ * release: nightly images are built from main, and main had the feature before the release.
  * setuptools-scm names a checkout without tags 0.1.devN (its fallback version): that says nothing
  * of the code, so it is never called older.
  */
@@ -51,7 +57,7 @@ export function olderThan(version: string, min: string): boolean {
     const d = (a[i] ?? 0) - (b[i] ?? 0);
     if (d !== 0) return d < 0;
   }
-  return false;
+  return PRE_RELEASE.test(version) && !PRE_RELEASE.test(min);
 }
 
 const isServe = (entrypoint: readonly string[] | null): boolean =>

@@ -65,6 +65,61 @@ export function readVllmLine(raw: string): LogLine {
 // CUDA out of memory …`, a bare `AssertionError`).
 export const EXCEPTION = /^(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception|Exit)(?:: .*)?$/;
 
+// pydantic_core's ValidationError (vLLM's config dataclasses are pydantic dataclasses): the
+// exception line says only how many errors and for which class, "pydantic_core._pydantic_core.
+// ValidationError: 1 validation error for ParallelConfig"; the message is an indented line under it,
+// "  Value error, num_redundant_experts should be used with EPLB.16. [type=value_error, …]" (a
+// model validator's ValueError), or a field's name line and then "  Input should be greater than 0
+// [type=greater_than, …]" (pydantic-core src/errors/validation_exception.rs, as quoted in vLLM issues:
+// /work/notes/vllm28-research.md 2.7). The "For further information visit …" line after it is no cause.
+const VALIDATION_ERROR = /ValidationError: \d+ validation errors? for (\w+)/;
+const VALIDATION_DETAIL = /^(?:Value error, )?(.*?) \[type=\w+/;
+const VALIDATION_FIELD = /^\w[\w.]*$/;
+
+// Ray's ActorDiedError (ray python/ray/exceptions.py): "The actor died unexpectedly before finishing
+// this task." and then, one per line, "\tclass_name: …", "\tactor_id: …", "\tpid: …", "\tname: …",
+// "\tnamespace: …", "\tip: <node ip>" (each only when known), and GCS's reason: for a lost node
+// "The actor is dead because its node has died. Node Id: <hex>" (ray src/ray/gcs
+// gcs_actor_manager.cc GenNodeDiedCause), for a lost process "The actor is dead because its worker
+// process has died. …" (/work/notes/vllm28-research.md 2.6).
+const ACTOR_DIED = /ActorDiedError: The actor died unexpectedly before finishing this task/;
+const ACTOR_REASON = /^The actor is dead because /;
+const ACTOR_FIELD = /^(class_name|ip): ([\w.:-]+)$/;
+/** The reason that says the actor's node, not the head's own process, is what died. */
+export const ACTOR_NODE_DIED = /^(?:\w+ on [\w.:-]+: )?The actor is dead because its node has died/;
+
+/**
+ * The real message of a cause that only names an error's kind: of a pydantic ValidationError, its
+ * first error line among the (at most two) message lines that follow it in the same process, with
+ * the class and the field ("ParallelConfig: num_redundant_experts should be used with EPLB.16.",
+ * "EPLBConfig.window_size: Input should be greater than 0"); of Ray's ActorDiedError, GCS's reason
+ * with the actor's class and node ("RayWorkerProc on 10.0.0.2: The actor is dead because its node
+ * has died. …"). Undefined while there is none.
+ */
+export function refineVllmCause(cause: string, after: readonly string[]): string | undefined {
+  if (ACTOR_DIED.test(cause)) return actorDied(after);
+  const v = VALIDATION_ERROR.exec(cause);
+  if (v === null) return undefined;
+  for (const [i, body] of after.slice(0, 2).entries()) {
+    const d = VALIDATION_DETAIL.exec(body);
+    if (d === null) continue;
+    const field = i > 0 && VALIDATION_FIELD.test(after[i - 1] as string) ? `.${after[i - 1] as string}` : "";
+    return `${v[1] as string}${field}: ${d[1] as string}`;
+  }
+  return undefined;
+}
+
+function actorDied(after: readonly string[]): string | undefined {
+  const reason = after.findIndex((l) => ACTOR_REASON.test(l));
+  if (reason < 0) return undefined;
+  const fields = new Map(after.slice(0, reason).flatMap((l) => {
+    const f = ACTOR_FIELD.exec(l);
+    return f === null ? [] : [[f[1] as string, f[2] as string] as const];
+  }));
+  const where = [fields.get("class_name") ?? "actor", ...(fields.has("ip") ? [`on ${fields.get("ip") as string}`] : [])].join(" ");
+  return `${where}: ${after[reason] as string}`;
+}
+
 /** Exceptions vLLM raises only to say that another process failed before: never the root cause. */
 export const WRAPPERS: readonly RegExp[] = [
   // vllm/v1/executor/multiproc_executor.py `WorkerProc.wait_for_ready`, raised in the engine core
@@ -122,6 +177,13 @@ export const BOOT_PHASES: readonly BootPhase[] = [
   // vllm/entrypoints/openai/api_server.py `run_server_worker`: "Starting vLLM server on %s" (older
   // "Starting vLLM API server %d on %s"), logged just before uvicorn starts listening.
   { phase: "serving", pattern: /Starting vLLM (?:API )?server/, sets: ["pastInit"] },
+  // The Rust frontend (VLLM_USE_RUST_FRONTEND=1): rust/src/server/src/lib.rs logs
+  // `info!(%bind_address, model = %model, "starting OpenAI server")` once its listener is bound, just
+  // before axum::serve; rust/src/cmd/src/logging.rs VllmEventFormatter writes "(RustFrontend pid=N)
+  // INFO MM-DD hh:mm:ss [server/src/lib.rs:L] " and then the message before the fields. The header's
+  // exact [file:line] and the fields' order are inferred from the formatter, not seen on a real line
+  // (/work/notes/vllm28-research.md 2.9); only the message's start is relied on.
+  { phase: "serving", pattern: /^starting OpenAI server\b/, sets: ["pastInit"] },
   // uvicorn's own line; `--uvicorn-log-level warning` hides it, so readiness never waits for it alone.
   { phase: "serving", pattern: /Application startup complete/, sets: ["pastInit"] },
 ];
@@ -142,6 +204,11 @@ export const BOOT_PHASES: readonly BootPhase[] = [
  */
 export const RENDEZVOUS: readonly RegExp[] = [
   /^world_size=\d+ rank=\d+ local_rank=-?\d+ distributed_init_method=/,
+  // The head's engine core just before it spawns its workers for a multi-node group:
+  // vllm/v1/executor/multiproc_executor.py `_init_executor` (node_rank_within_dp == 0), "DP group
+  // leader: node_rank=%d, node_rank_within_dp=%d, master_addr=%s, mq_connect_ip=%s (local), world_size=%d,
+  // local_world_size=%d" (/work/notes/vllm28-research.md 2.2).
+  /^DP group leader: node_rank=\d+/,
   // The practice engine's own rendezvous (docker-images/practice-engine/lib/rendezvous.js, not
   // vLLM's words): its head "waiting for N headless worker(s) on ADDR:PORT", a worker "connected to
   // master at ADDR:PORT" once its connection is open (not "connecting", which a worker that never
@@ -158,12 +225,26 @@ export const RENDEZVOUS: readonly RegExp[] = [
  * Fatal lines that say another process died first: a node whose boot ends with one of these and no
  * exception of its own failed because a peer did (explain names the peer's node when its log has it).
  */
+/**
+ * The API server's monitor of its engine core: vllm/v1/engine/core_client.py
+ * `start_engine_core_monitor`, "Engine core proc %s died unexpectedly, shutting down client." ("proc",
+ * not "process", in the source; either is read). Fatal also after the API is up: a deployment that
+ * served and then lost its engine core failed. It only says another process died first (its reason
+ * is a line before, often WORKER_KILLED), and vLLM prints it at some shutdowns too (research notes
+ * 2.5): so it is a lost peer's line, and a rank with a reason of its own is blamed before it.
+ */
+export const ENGINE_CORE_DIED = /Engine core proc(?:ess)? \S+ died unexpectedly/;
+
 export const PEER_LOSS: readonly RegExp[] = [
-  // vllm/v1/executor/multiproc_executor.py `monitor_workers`: "Worker proc %s died unexpectedly,
-  // shutting down executor."; the Ray executor's (vllm/v1/executor/ray_executor_v2.py) "RayWorkerProc
-  // rank=%s died unexpectedly, shutting down executor."
-  // The name is a process name without a space (VllmWorker-1, Worker_TP0, rank=1).
-  /Worker ?[Pp]roc \S+ died unexpectedly/,
+  ENGINE_CORE_DIED,
+  // Ray's ActorDiedError as refineVllmCause words it: the actor's node died, so another node failed.
+  ACTOR_NODE_DIED,
+  // Older builds' vllm/v1/executor/multiproc_executor.py `monitor_workers`: "Worker proc %s died
+  // unexpectedly, shutting down executor." (no exit code; today's form, with one, is the node's own
+  // failure: WORKER_KILLED); the Ray executor's (vllm/v1/executor/ray_executor_v2.py @a76acc98)
+  // "RayWorkerProc rank=%s died unexpectedly, shutting down executor.", whose rank may be on another node.
+  // The name is a process name without a space (VllmWorker-1, Worker_TP0, rank=[1]).
+  /Worker ?[Pp]roc \S+ died unexpectedly, shutting down/,
   // A rank that lost the process holding torch's TCPStore (the head): torch's recvBytes
   // (torch/csrc/distributed/c10d/Utils.hpp) "Failed to recv, got 0 bytes. Connection was likely
   // closed. Did the remote server shutdown or crash?", logged by TCPStore.cpp's "[c10d] recvValue
@@ -178,8 +259,19 @@ export const PEER_LOSS: readonly RegExp[] = [
   /\[c10d\] (?:recvValue|recvBytes|sendBytes)\w* failed on SocketImpl\([^()]*\): (?:Broken pipe|Connection reset by peer)/,
 ];
 
+/**
+ * A worker process of this node that died: vllm/v1/executor/multiproc_executor.py
+ * `start_worker_monitor` (current main, see /work/notes/vllm28-research.md 2.4) waits on the
+ * sentinels of this node's own workers only and logs "Worker proc %s died unexpectedly (exit code:
+ * %s), shutting down executor." with `proc.exitcode`: -N is signal N (-9 SIGKILL, on a Spark almost
+ * always the kernel's OOM killer), None when it had none. The node's own failure, never a peer's.
+ */
+export const WORKER_KILLED = /Worker proc \S+ died unexpectedly \(exit code: (-?\d+|None)\)/;
+
+
 export const FATAL: readonly RegExp[] = [
   ...WRAPPERS,
+  WORKER_KILLED,
   // The GPU worker's start-up check (vllm/v1/worker/gpu_worker.py `init_device`; moved to
   // vllm/v1/worker/utils.py `request_memory` in later builds): "Free memory on device cuda:0 (X/Y GiB)
   // on startup is less than desired GPU memory utilization (U, Z GiB). …" (older builds leave the device out).

@@ -25,3 +25,32 @@ export function vllmNodeEnv(recipe: Pick<EngineRecipe, "distributed_backend">, n
   }
   return env;
 }
+
+/** The per-node keys launcher manages among the names `list` gives (comma-separated, each `NAME[:suffix]`). */
+const managedAmong = (list: string): string[] =>
+  list.split(",").map((v) => v.trim().split(":")[0] ?? "").filter((name) => VLLM_NODE_ENV_KEYS.includes(name));
+
+/**
+ * vllm/v1/executor/vllm_net_devices.py set_worker_net_device (mp and uniproc workers): with both
+ * VLLM_GPU_NIC_PCIE_MAPPING (GPU_BDF=NIC_BDF pairs) and VLLM_NIC_SELECTION_VARS (env names, each
+ * `NAME[:suffix]`) set, each worker finds the RDMA device of the NIC mapped to its GPU and puts it
+ * in front of each named variable's value (`value = f"{rdma_dev}{suffix}"`, then
+ * `f"{value},{existing}"`): NCCL_IB_HCA or UCX_NET_DEVICES then lead with vLLM's choice, not
+ * launcher's per-node value. One without the other raises ("both must be set together").
+ */
+export const VLLM_ENV_OVERRIDES = [
+  {
+    env: "VLLM_NIC_SELECTION_VARS",
+    needs: "VLLM_GPU_NIC_PCIE_MAPPING",
+    says: (value: string): string => {
+      const managed = managedAmong(value);
+      const over = managed.length === 0 ? `none of the NCCL/UCX variables launcher manages per node (${FABRIC_ENV_KEYS.join(", ")})` : `${managed.join(", ")}, which launcher sets per node from the cluster file`;
+      return `vLLM's workers put the RDMA device that VLLM_GPU_NIC_PCIE_MAPPING maps to their GPU in front of each variable it lists: here ${over}`;
+    },
+  },
+  {
+    env: "VLLM_GPU_NIC_PCIE_MAPPING",
+    needs: "VLLM_NIC_SELECTION_VARS",
+    says: (): string => `with VLLM_NIC_SELECTION_VARS, vLLM's workers choose their NIC from this map and put it in front of the NCCL/UCX variables that lists (launcher sets ${FABRIC_ENV_KEYS.filter((k) => /HCA|NET_DEVICES/.test(k)).join(" and ")} per node)`,
+  },
+] as const;

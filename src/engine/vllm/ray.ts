@@ -3,9 +3,10 @@ import { shellQuote } from "../../config/shell-words.js";
 import type { EngineRecipe as Recipe, RankCommand, RankContext } from "../adapter.js";
 import type { ImageProbe, ImageUse } from "../image-contract.js";
 
-// vLLM's Ray backend as it really starts (vLLM's examples/online_serving/run_cluster.sh): a Ray head
-// (`ray start --head`), workers joining it (`ray start --block --address=HEAD:PORT`), and one
-// `vllm serve --distributed-executor-backend ray` on the head once every node has joined.
+// vLLM's Ray backend as it really starts (vLLM's examples/ray_serving/run_cluster.sh, formerly
+// examples/online_serving/): a Ray head (`ray start --head`), workers joining it (`ray start
+// --block --address=HEAD:PORT`), and one `vllm serve --distributed-executor-backend ray` on the
+// head once every node has joined.
 
 export const RAY_PORT = 6379;
 
@@ -24,16 +25,24 @@ export const RAY_JOIN_SECONDS_ENV = "LAUNCHER_RAY_JOIN_SECONDS";
 export const RAY_NODE_ENV: Readonly<Record<string, string>> = { RAY_memory_monitor_refresh_ms: "0" };
 
 /**
- * vLLM copies the head's env to every Ray worker: every name under the prefixes VLLM_, LMCACHE_,
- * NCCL_, UCX_, HF_, HUGGING_FACE_ (plus VLLM_RAY_ENV_VAR_PREFIXES_TO_COPY), except its own
- * worker-specific ones (VLLM_HOST_IP, VLLM_HOST_PORT, LOCAL_RANK, CUDA_VISIBLE_DEVICES) and the
- * names listed in VLLM_CONFIG_ROOT/ray_non_carry_over_env_vars.json (vllm/ray/ray_env.py
- * get_env_vars_to_copy; vllm/v1/executor/ray_executor.py WORKER_SPECIFIC_ENV_VARS;
- * VLLM_CONFIG_ROOT defaults to ${XDG_CONFIG_HOME:-~/.config}/vllm, vllm/envs.py). The workers
- * then overwrite their own env with the head's values (RayWorkerWrapper.update_environment_variables).
- * Launcher's per-node fabric env (each node's own interface, HCAs, GID index, IP) must not be
- * replaced by the head's, so every per-node key goes in that file: all of them, not only those
- * under today's prefixes, since a user can add prefixes (GLOO_ ...) with an env var.
+ * vLLM gives every Ray worker the head's env, but for the names listed in
+ * VLLM_CONFIG_ROOT/ray_non_carry_over_env_vars.json (vllm/ray/ray_env.py RAY_NON_CARRY_OVER_ENV_VARS;
+ * VLLM_CONFIG_ROOT defaults to ${XDG_CONFIG_HOME:-~/.config}/vllm, vllm/envs.py). Two executors:
+ * - RayExecutorV2, the default (vllm/envs.py VLLM_USE_RAY_V2_EXECUTOR_BACKEND, default "1"):
+ *   vllm/v1/executor/ray_env_utils.py get_driver_env_vars takes the head's whole os.environ minus
+ *   the worker-specific names and that file's, and ray_executor_v2.py initialize_worker sets each
+ *   with os.environ.setdefault: a worker keeps a value of its own and gets the head's for every
+ *   name it lacks.
+ * - RayDistributedExecutor (VLLM_USE_RAY_V2_EXECUTOR_BACKEND=0): vllm/ray/ray_env.py
+ *   get_env_vars_to_copy takes the names under VLLM_, LMCACHE_, NCCL_, UCX_, HF_, HUGGING_FACE_
+ *   (more with VLLM_RAY_EXTRA_ENV_VAR_PREFIXES_TO_COPY, names with VLLM_RAY_EXTRA_ENV_VARS_TO_COPY)
+ *   minus the same exclusions, and the workers overwrite their own values with them
+ *   (update_environment_variables).
+ * Launcher's per-node fabric env (each node's own interface, HCAs, GID index, IP) must be the
+ * node's own under both: a worker's own values would survive V2, but a key one node has and
+ * another lacks (NCCL_IB_HCA on a node without an HCA) would come from the head, and the legacy
+ * executor would replace them all. So every per-node key goes in that file: all of them, not
+ * only those under the legacy prefixes, since V2 copies every name.
  */
 export const RAY_NON_CARRY_OVER_FILE = "ray_non_carry_over_env_vars.json";
 export const rayNonCarryOverKeys = (): string[] => [...VLLM_NODE_ENV_KEYS].sort();
