@@ -32,6 +32,7 @@ import { watchDeaths } from "../../src/supervise/deaths.js";
 import { DEFAULT_TIMING } from "../../src/supervise/supervise.js";
 import { Supervisor } from "../../src/supervise/supervisor.js";
 import type { FakeCluster } from "./fake-cluster.js";
+import { until } from "./until.js";
 
 export interface FakeDaemonOptions {
   /** serve --restart-backoff (default 1 s, as the rig's daemons run). */
@@ -138,12 +139,8 @@ export class FakeDaemon {
   }
 
   /** Resolves once `check` answers true, polled every 20 ms; fails after `ms`, naming `what` and the daemon's log. */
-  async until(what: string, check: () => boolean, ms = 20_000): Promise<void> {
-    const end = Date.now() + ms;
-    while (!check()) {
-      if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}; the fake daemon logged:\n${this.logs.join("\n")}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
+  until(what: string, check: () => boolean, ms = 20_000): Promise<void> {
+    return until(what, check, ms, () => `; the fake daemon logged:\n${this.logs.join("\n")}`);
   }
 
   /** Stops as src/daemon/daemon.ts Daemon.stop does: boots in progress left to the next daemon, supervision stopped. */
@@ -151,12 +148,7 @@ export class FakeDaemon {
     if (this.stopping.signal.aborted) return;
     for (const b of this.registry.list().filter((x) => x.running)) this.logs.push(`leaving the boot of ${b.identity.deployment} to the next launcher serve`);
     await this.registry.detachAll("launcher serve stopping", DETACH_MS).catch(() => undefined);
-    this.stopping.abort();
-    for (const t of this.timers) clearInterval(t);
-    await this.queued;
-    await this.reading;
-    await this.supervisor.stop();
-    await this.deaths;
+    await this.halt();
   }
 
   /**
@@ -167,6 +159,11 @@ export class FakeDaemon {
   async kill(): Promise<void> {
     const running = this.registry.list().filter((x) => x.running);
     if (running.length > 0) throw new Error(`the fake daemon cannot be killed while it boots ${running.map((b) => b.identity.deployment).join(", ")}: stop() it`);
+    await this.halt();
+  }
+
+  /** No more polls, reads, supervision or death events; what was under way has ended. */
+  private async halt(): Promise<void> {
     this.stopping.abort();
     for (const t of this.timers) clearInterval(t);
     await this.queued;

@@ -15,6 +15,7 @@ import { Store } from "../../src/store/store.js";
 import { bootSubmitter } from "../../src/daemon/boots-host.js";
 import { controlApi, type ControlOptions } from "../../src/daemon/control.js";
 import { listenControlSocket, type ControlSocket } from "../../src/daemon/control-socket.js";
+import { until } from "../support/until.js";
 import { FakeCluster, HEAD_WAITING, RECIPE, WORKER_CONNECTED } from "../support/fake-cluster.js";
 
 // `up --detach`, a client that detaches on SIGHUP, `attach` and `down NAME` through a daemon: the
@@ -58,14 +59,8 @@ function cli(args: readonly string[]): { child: ReturnType<typeof spawn>; stderr
   return { child, stderr: () => stderr, done };
 }
 
-/** Resolves once `check` holds, polled every 20 ms; fails after `ms` naming `what`. */
-async function until(what: string, check: () => boolean, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+/** A condition of the CLI's output or the fake nodes, bounded by the test's own wait. */
+const waitFor = (what: string, check: () => boolean): Promise<void> => until(what, check, 30_000);
 
 const quiet: Output = { out: () => undefined, err: () => undefined, warn: () => undefined, json: () => undefined, diagnostics: () => undefined };
 
@@ -153,7 +148,7 @@ test("a client killed with SIGHUP mid-boot detaches (129); the boot (a lane's) g
   // No --daemon and no LAUNCHER_DAEMON: the CLI finds this user's daemon on this machine by itself.
   const client = cli(["up", RECIPE_REF, "--name", "hup", "--lane", "hup-lane"]);
   try {
-    await until("the client shows the boot's first phase", () => new RegExp(`\\] n1 +${BOOT_PHASES[0]}\\b`).test(client.stderr()));
+    await waitFor("the client shows the boot's first phase", () => new RegExp(`\\] n1 +${BOOT_PHASES[0]}\\b`).test(client.stderr()));
     client.child.kill("SIGHUP");
     const r = await client.done;
     assert.equal(r.code, 129, r.stderr);
@@ -162,7 +157,7 @@ test("a client killed with SIGHUP mid-boot detaches (129); the boot (a lane's) g
     assert.deepEqual([submitted.at(-1)?.lane, submitted.at(-1)?.caller], ["hup-lane", "owner"], "through the owner's socket");
 
     const attach = cli(["attach", "hup"]);
-    await until("attach replays the boot", () => new RegExp(`launcher: putting ${RECIPE_REF} in lane hup-lane`).test(attach.stderr()));
+    await waitFor("attach replays the boot", () => new RegExp(`launcher: putting ${RECIPE_REF} in lane hup-lane`).test(attach.stderr()));
     gates.get("hup")?.();
     const attached = await attach.done;
     assert.equal(attached.code, 0, attached.stderr);
@@ -187,7 +182,7 @@ test("up --detach prints the name and returns once accepted; down NAME cancels t
   assert.equal(registry.find("gone")?.running, true, "the boot goes on in the daemon");
 
   const following = cli(["attach", "gone", "--daemon", url]);
-  await until("attach follows gone", () => /\] n3 +starting/.test(following.stderr()));
+  await waitFor("attach follows gone", () => /\] n3 +starting/.test(following.stderr()));
   assert.deepEqual(containersOf("gone"), ["n3:launcher-gone-r0:running", "n4:launcher-gone-r1:running"], "its containers run, its head waiting for its gate");
   const down = await cli(["down", "gone", "--daemon", url]).done;
   assert.equal(down.code, 0, down.stderr);
@@ -206,7 +201,7 @@ test("up --detach prints the name and returns once accepted; down NAME cancels t
   // down --all: every boot in progress in the daemon is cancelled (and rolled back there) before
   // the nodes are cleared from here (which this test's home, with no cluster file, cannot do).
   ok(await cli(["up", RECIPE_REF, "--name", "gone-too", "--nodes", "n3,n4", "--detach", "--daemon", url]).done, "up --detach gone-too");
-  await until("gone-too's containers run", () => containersOf("gone-too").length === 2);
+  await waitFor("gone-too's containers run", () => containersOf("gone-too").length === 2);
   const all = await cli(["down", "--all", "--daemon", url]).done;
   assert.match(all.stderr, /^launcher: cancelled the boot of gone-too in the daemon at http:\/\/127\.0\.0\.1:\d+$/m);
   assert.equal(registry.find("gone-too")?.running, false);
