@@ -2,7 +2,8 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import type { Cluster } from "../cluster/cluster.js";
 import { parseCluster } from "../cluster/parse.js";
-import { hasErrors, type Diagnostic } from "../config/diagnostic.js";
+import { formatDiagnostic, hasErrors, sortDiagnostics, type Diagnostic } from "../config/diagnostic.js";
+import type { ArgsJudge } from "../nodes/image-check.js";
 import { fileRecipeSource, type FoundHere } from "../recipe/fs-source.js";
 import type { Recipe } from "../recipe/recipe.js";
 import { resolveRecipe, type RecipeSource, type ResolveOptions, type Resolved } from "../recipe/resolve.js";
@@ -65,7 +66,7 @@ export function imageRoots(places: Places): string[] {
 /** The recipe folders of this machine, as a source. */
 export const localRecipes = (places: Places, warn: (line: string) => void): RecipeSource => fileRecipeSource(recipeDirs(places), foundRecipes(warn));
 
-export function resolveRecipeRef(ref: string, source: RecipeSource, gpusPerNode?: number, checks: Pick<ResolveOptions, "imageFolders"> = {}): Resolved {
+export function resolveRecipeRef(ref: string, source: RecipeSource, gpusPerNode?: number, checks: Pick<ResolveOptions, "imageFolders" | "flagsFor"> = {}): Resolved {
   return resolveRecipe(ref, source, { ...checks, ...(gpusPerNode === undefined ? {} : { gpusPerNode }) });
 }
 
@@ -172,4 +173,15 @@ export function clusterOf(f: { readonly file: string; readonly text: string }): 
 /** GPUs per node, from the head: the parallel-size check assumes nodes alike, as Sparks are. */
 export function gpusPerNode(cluster: Cluster): number {
   return cluster.nodes[0]?.gpus ?? 1;
+}
+
+/**
+ * The recipe's args judged again by a flag table (the image's own parser, read in up's preflight):
+ * its errors as `file:line:col: message (hint)`, from the very files `ref` was planned from.
+ */
+export function argsJudge(ref: string, source: RecipeSource, gpusPerNode: number): ArgsJudge {
+  return (flags) => {
+    const resolved = resolveRecipeRef(ref, source, gpusPerNode, { flagsFor: () => flags });
+    return sortDiagnostics(resolved.diagnostics.filter((d) => d.severity === "error")).map((d) => formatDiagnostic(d).replace("\n  hint: ", "; "));
+  };
 }

@@ -14,6 +14,8 @@ import type { UpSubmission } from "./up-submission.js";
 import { submissionPathProblem, submittedCluster, submittedRecipes, type Caller, type DaemonScope } from "./admit.js";
 import type { Environment } from "./environment.js";
 import { planFromFlags, type PlanFlags } from "./plan-flags.js";
+import { argsJudge, gpusPerNode } from "./lookup.js";
+import type { ArgsJudge } from "../nodes/image-check.js";
 import type { Output } from "./output.js";
 
 // `up`'s request made ready to run: the CLI runs it in its own process (src/cli/up.ts), the
@@ -33,6 +35,8 @@ export interface PreparedUp {
   readonly leaseMs: number;
   /** How its boot reaches the nodes: the environment's (src/app/environment.ts Environment.openSession). */
   readonly openSession: Environment["openSession"];
+  /** The recipe's args judged by the image's own parser in preflight, from the files it was planned from. */
+  readonly judgeArgs: ArgsJudge;
 }
 
 /** Where a submission is prepared: in a daemon (for whom), and on which environment. */
@@ -86,7 +90,8 @@ export function prepareUp(s: UpSubmission, io: Output, where: PrepareWhere): Pre
   // Planning first: a recipe error is reported before any node or lock is touched.
   const first = plan(undefined, cluster, "ignore");
   const request: UpRequest = { ref: s.ref, ...flags };
-  return { request, cluster, first, plan, timeoutMs, drainMs, push: s.push !== false, dropCaches: s.drop_caches === true, leaseMs, openSession: (c) => env.openSession(c) };
+  const judgeArgs = argsJudge(s.ref, recipes, gpusPerNode(cluster));
+  return { request, cluster, first, plan, timeoutMs, drainMs, push: s.push !== false, dropCaches: s.drop_caches === true, leaseMs, openSession: (c) => env.openSession(c), judgeArgs };
 }
 
 /** The use case's host: its words go out as events through `emit`. */
@@ -105,6 +110,7 @@ export function upHost(p: PreparedUp, store: StateStore, emit: (e: UpEvent) => v
     push: p.push,
     ...(p.dropCaches ? { dropCaches: true } : {}),
     openSession: p.openSession,
+    judgeArgs: p.judgeArgs,
   };
 }
 

@@ -14,6 +14,7 @@ import { openSession, type ClusterSession } from "../nodes/session.js";
 import type { UpOptions, UpResult } from "../boot/up.js";
 import type { FitReport } from "../memory/fit.js";
 import { traced } from "../remote/trace.js";
+import type { ArgsJudge } from "../nodes/image-check.js";
 
 /**
  * The whole `up` use case (lock, detect fabric, re-plan, check, claim, launch or swap a lane,
@@ -61,6 +62,8 @@ export interface UpHost {
    * (src/nodes/session.ts openSession). The fabric probe then runs over that session's transports.
    */
   readonly openSession?: (cluster: Cluster) => Promise<ClusterSession>;
+  /** The recipe's args judged again by the image's own parser in preflight (src/app/lookup.ts argsJudge). */
+  readonly judgeArgs?: ArgsJudge;
 }
 
 
@@ -125,7 +128,7 @@ function bootStep(session: ClusterSession, host: BootHost, what: string): { opti
   const progress = host.progress;
   // A claim taken over by another launcher (this one froze past its lease) stops the boot.
   const claimLost = new AbortController();
-  const options = { timeoutMs: host.timeoutMs, signal: AbortSignal.any([host.signal, claimLost.signal]), progress, push: host.push, ...(host.dropCaches === true ? { dropCaches: true } : {}), fitted: (plan: Plan, fit: FitReport) => keepWeights(host.store, plan, fit, host.now()), ...(host.detach === undefined ? {} : { detach: host.detach }) };
+  const options = { timeoutMs: host.timeoutMs, signal: AbortSignal.any([host.signal, claimLost.signal]), progress, push: host.push, ...(host.dropCaches === true ? { dropCaches: true } : {}), fitted: (plan: Plan, fit: FitReport) => keepWeights(host.store, plan, fit, host.now()), ...(host.detach === undefined ? {} : { detach: host.detach }), ...(host.judgeArgs === undefined ? {} : { judgeArgs: host.judgeArgs }) };
   const onLost = (message: string): void => {
     progress.note(message);
     claimLost.abort();

@@ -13,7 +13,7 @@ import { weightsLocation } from "../plan/weights.js";
 import { abortable } from "../config/abort.js";
 import { judgeExisting } from "../nodes/existing.js";
 import { clusterStatus, type DeploymentStatus } from "../nodes/status.js";
-import { checkImage, type ImageCheck } from "../nodes/image-check.js";
+import { checkImage, type ArgsJudge, type ImageCheck } from "../nodes/image-check.js";
 import { fitDeployment, fitProblems, fitText, type FitReport } from "../memory/fit.js";
 import { parseMeminfo, type Meminfo } from "../memory/meminfo.js";
 import { floorProblem, nodeFloorGiB } from "../memory/memory-watch.js";
@@ -61,8 +61,8 @@ export function missingImage(recipe: Pick<Recipe, "id" | "docker_image" | "docke
  * An interrupt ends it at once (it starts nothing that would need undoing). `readings`: what
  * readPlanNodes read of the nodes (up asks it alongside its look for the same deployment); none: read now.
  */
-export function preflight(plan: Plan, session: ClusterSession, signal: AbortSignal, replacing: ReadonlySet<string> = new Set(), readings?: Promise<PlanReadings>): Promise<PreflightResult> {
-  const work = (readings ?? readPlanNodes(plan, session, signal).all).then((read) => checkNodes(plan, session, replacing, signal, read));
+export function preflight(plan: Plan, session: ClusterSession, signal: AbortSignal, replacing: ReadonlySet<string> = new Set(), readings?: Promise<PlanReadings>, judge?: ArgsJudge): Promise<PreflightResult> {
+  const work = (readings ?? readPlanNodes(plan, session, signal).all).then((read) => checkNodes(plan, session, replacing, signal, read, judge));
   return abortable(work, signal, `during the preflight of ${plan.deployment}; no container was started`);
 }
 
@@ -255,8 +255,20 @@ function nodeFacts(plan: Plan, session: ClusterSession, replacing: ReadonlySet<s
   return facts;
 }
 
-async function checkNodes(plan: Plan, session: ClusterSession, replacing: ReadonlySet<string>, signal: AbortSignal, read: PlanReadings): Promise<PreflightResult> {
+async function checkNodes(plan: Plan, session: ClusterSession, replacing: ReadonlySet<string>, signal: AbortSignal, read: PlanReadings, judge?: ArgsJudge): Promise<PreflightResult> {
   const { problems, imageIds, existing, held, meminfo, freedFirst, headReplaced } = nodeFacts(plan, session, replacing, read);
+  const missing = plan.nodes.filter((n) => imageIds.has(n.node) && imageIds.get(n.node) === undefined).map((n) => n.node);
+  const ids = new Set([...imageIds.values()].filter((v): v is string => v !== undefined));
+  const head = plan.nodes[0];
+  // The image as the engine needs it (entrypoint, version, its own parser judging the args), read
+  // on the head once every node is known to hold the same one; before the fit, which takes the
+  // engine's memory default from that parser.
+  let image: ImageCheck = { problems: [] };
+  const [onlyId] = ids;
+  if (head !== undefined && ids.size === 1 && missing.length === 0 && onlyId !== undefined) {
+    image = await traced("image contract", head.node, () => checkImage(plan, dockerOf(session, head.node), onlyId, session.images, signal, judge));
+    problems.push(...image.problems);
+  }
   const planNodes = session.cluster.nodes.filter((n) => plan.nodes.some((s) => s.node === n.name) && imageIds.has(n.name));
   const weights = read.weights;
   // With HF_HUB_OFFLINE=1 the engine cannot fetch what is missing: find out now, not at minute 20.
@@ -275,6 +287,7 @@ async function checkNodes(plan: Plan, session: ClusterSession, replacing: Readon
       const gone = freedFirst.has(n.node);
       return { node: n.node, ...(mem === undefined || gone ? {} : { meminfo: mem }), ...(bytes === undefined ? {} : { weightsBytes: bytes }), deployments: others };
     }),
+    image.judged?.defaultUtilization,
   );
   const fitted = fitProblems(fit);
   if (fitted.errors.length > 0) problems.push(...fitted.errors, `the memory fit, node by node:\n${fitText(fit).split("\n").map((l) => `    ${l}`).join("\n")}`);
@@ -283,20 +296,9 @@ async function checkNodes(plan: Plan, session: ClusterSession, replacing: Readon
     const inOrder = rankOrder.filter((n) => nodes.has(n));
     problems.push(`${inOrder.join(", ")} held by deployment ${name}: stop it first (launcher down ${name})`);
   }
-  const missing = plan.nodes.filter((n) => imageIds.has(n.node) && imageIds.get(n.node) === undefined).map((n) => n.node);
   if (missing.length > 0) problems.push(missingImage(plan.recipe, missing, missing.length === plan.nodes.length));
-  const ids = new Set([...imageIds.values()].filter((v): v is string => v !== undefined));
   if (ids.size > 1) {
     problems.push(`image ${plan.recipe.docker_image} differs between nodes: ${[...imageIds].map(([n, id]) => `${n} ${shortId(id)}`).join(", ")}; every rank needs the same image ID: launcher images push ${plan.recipe.id}`);
-  }
-  const head = plan.nodes[0];
-  // The image as the engine needs it (entrypoint, version), read on the head once every node is
-  // known to hold the same one.
-  let image: ImageCheck = { problems: [] };
-  const [onlyId] = ids;
-  if (head !== undefined && ids.size === 1 && missing.length === 0 && onlyId !== undefined) {
-    image = await traced("image contract", head.node, () => checkImage(plan, dockerOf(session, head.node), onlyId, session.images, signal));
-    problems.push(...image.problems);
   }
   // A port held by one of our own deployments is already reported above.
   if (head !== undefined && existing.length === 0 && held.size === 0 && !headReplaced) {
@@ -306,7 +308,8 @@ async function checkNodes(plan: Plan, session: ClusterSession, replacing: Readon
   if (problems.length > 0) {
     throw new UserError(`preflight failed for ${plan.deployment}; no container was started:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
   }
-  return { ...(image.version === undefined ? {} : { version: image.version }), ...(image.unread === undefined ? {} : { unread: image.unread }), fit };
+  const { problems: _, ...said } = image;
+  return { ...said, fit };
 }
 
 // Documentation/admin-guide/sysctl/vm.rst (torvalds/linux), drop_caches: writing 3 frees the clean

@@ -23,6 +23,7 @@ import { startGuard, type Guard } from "../memory/guard.js";
 import { nodeFloorGiB, type Trip } from "../memory/memory-watch.js";
 import { clusterRoutes } from "../transfer/route.js";
 import { traced, traceMark } from "../remote/trace.js";
+import type { ArgsJudge } from "../nodes/image-check.js";
 
 export interface UpOptions {
   readonly timeoutMs: number;
@@ -55,6 +56,12 @@ export interface UpOptions {
    * deployment of this name is skipped: the removal lists every node and removes all of this name.
    */
   readonly recreating?: Promise<void>;
+  /**
+   * The recipe's args judged again by the image's own parser, once preflight has read it (the
+   * recipe's host makes it: it has the recipe's files, so errors keep their positions). Absent (a
+   * supervisor's restart of a plan already judged): not judged again.
+   */
+  readonly judgeArgs?: ArgsJudge;
 }
 
 export type UpResult = {
@@ -190,7 +197,7 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
       }
     }
     note(`preflight of ${plan.deployment} on ${plan.nodes.map((n) => n.node).join(", ")} ...`);
-    return traced("preflight", undefined, () => preflight(plan, session, signal, recreating === undefined ? undefined : new Set([plan.deployment]), readings.all));
+    return traced("preflight", undefined, () => preflight(plan, session, signal, recreating === undefined ? undefined : new Set([plan.deployment]), readings.all, options.judgeArgs));
   };
   try {
     if (recreating === undefined) {
@@ -204,6 +211,9 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
       options.progress.engine?.(image.version);
     }
     if (image.unread !== undefined) note(`warning: image ${plan.recipe.docker_image}: ${image.unread}`);
+    const by = image.judged?.flags.judge;
+    if (by !== undefined) note(`image ${plan.recipe.docker_image}: args judged by its own parser (${by.engine} ${by.version})`);
+    if (image.tableJudged !== undefined) note(`image ${plan.recipe.docker_image}: args judged by launcher's table only: ${image.tableJudged}`);
     if (image.fit !== undefined) {
       note(fitText(image.fit));
       options.fitted?.(plan, image.fit);

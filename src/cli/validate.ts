@@ -1,12 +1,13 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import type { Command } from "commander";
-import { hasErrors, type Diagnostic } from "../config/diagnostic.js";
+import { hasErrors } from "../config/diagnostic.js";
 import { gpusPerNode } from "../app/lookup.js";
-import { loadCluster, imageRoots, resolveRecipeRef } from "../app/this-process.js";
+import { loadCluster, imageRoots, localRecipes } from "../app/this-process.js";
 import { imageFolders } from "../plan/image-folders.js";
 import type { Output } from "../app/output.js";
 import { UserError } from "../config/errors.js";
+import { judgedLines, validateRecipes } from "../app/validate.js";
 import { clusterOption, jsonOption, outputOption } from "./options.js";
 
 export function registerValidate(program: Command, io: Output): void {
@@ -15,23 +16,25 @@ export function registerValidate(program: Command, io: Output): void {
     .description("check recipes: every problem of a file at once, as path:line:col")
     .argument("<recipe...>", "recipe name, folder or recipe.toml")
     .addOption(clusterOption())
+    .option("--image <image>", "judge the args by this image's own engine parser (read with this machine's docker, kept by image ID)")
     .addOption(jsonOption("print the findings as JSON")).addOption(outputOption())
-    .action((refs: string[], opts: { cluster?: string; json?: boolean }) => {
+    .action(async (refs: string[], opts: { cluster?: string; json?: boolean; image?: string }) => {
       const gpus = opts.cluster === undefined ? undefined : gpusPerNode(loadCluster(opts.cluster));
-      const all: Diagnostic[] = [];
       // Only roots that exist are named where a docker_image_dir finds no folder.
       const roots = imageRoots().filter((r) => existsSync(r));
       const folders = { roots: [...new Set(roots.map((r) => path.relative(process.cwd(), r) || r))], names: imageFolders(roots).map((f) => f.name) };
-      const results = refs.map((ref) => {
-        const r = resolveRecipeRef(ref, gpus, { imageFolders: folders });
-        all.push(...r.diagnostics);
-        return { ref, file: r.recipe?.file, ok: !hasErrors(r.diagnostics), diagnostics: r.diagnostics };
+      const results = await validateRecipes(refs, localRecipes(), {
+        ...(gpus === undefined ? {} : { gpusPerNode: gpus }),
+        imageFolders: folders,
+        ...(opts.image === undefined ? {} : { image: { name: opts.image, docker: localDocker } }),
       });
+      const all = results.flatMap((r) => r.diagnostics);
       if (opts.json) {
         io.json({ ok: !hasErrors(all), recipes: results });
       } else {
         io.diagnostics(all);
         for (const r of results) if (r.ok) io.out(`${r.file ?? r.ref}: ok`);
+        for (const line of judgedLines(results)) io.err(line);
       }
       // With --json the results above carry every diagnostic: exit 1 without a second JSON document.
       if (hasErrors(all) && opts.json) process.exitCode = 1;
@@ -40,4 +43,12 @@ export function registerValidate(program: Command, io: Output): void {
         throw new UserError(`${bad.length} of ${refs.length} recipe${refs.length === 1 ? "" : "s"} invalid: ${bad.join(", ")}`);
       }
     });
+}
+
+/** This machine's docker, and the store's image facts (kept by image ID): loaded only for --image. */
+async function localDocker() {
+  const [{ SshDocker }, { localTransport }, { openStore }] = await Promise.all([import("../remote/docker.js"), import("../remote/local.js"), import("../app/host.js")]);
+  const store = openStore();
+  const now = new Date().toISOString();
+  return { docker: new SshDocker(localTransport()), cache: { get: (id: string) => store.imageFacts(id), put: (id: string, facts: Parameters<typeof store.saveImageFacts>[1]) => store.saveImageFacts(id, facts, now) } };
 }

@@ -1,5 +1,6 @@
 import type { ClusterNode } from "../cluster/cluster.js";
 import type { BootPhase as Phase } from "../contract/deployment.js";
+import type { ArgparseDump } from "./argparse-dump.js";
 import type { ImageContract } from "./image-contract.js";
 
 /** What launcher needs to know about one inference engine. */
@@ -26,8 +27,27 @@ export interface WorldSizeFlag {
   readonly flags: readonly string[];
 }
 
+/** Who judged a flag table: the image's own parser, or launcher's table of one engine version. */
+export interface FlagsJudge {
+  readonly by: "image" | "table";
+  /** The engine as people name it ("vLLM"). */
+  readonly engine: string;
+  /** The engine version the parser (or the table) is of. */
+  readonly version: string;
+  /** The image whose parser it is (by: "image"). */
+  readonly image?: string;
+}
+
 /** How the engine's argument parser reads the recipe's args (see src/recipe/args.ts). */
 export interface EngineFlags {
+  /** Whose parser this is; absent: a table of no stated version. */
+  readonly judge?: FlagsJudge;
+  /**
+   * Every option string the parser knows (aliases, `--no-` twins): a flag none of them is or
+   * abbreviates is refused by the image's own parser, and warned about by a table. Absent: unknown
+   * flags are not checked.
+   */
+  readonly known?: readonly string[];
   /** Flags launcher writes itself, or refuses (`why`): never in a recipe (every alias listed). */
   readonly managed: readonly ManagedFlag[];
   /** Single-dash flags that take their value in the same word too (`-n2` is `-n 2`). */
@@ -146,6 +166,12 @@ export interface EngineAdapter {
   readonly specDecodeMetrics?: { readonly accepted: string; readonly drafted: string };
   /** The engine's command line: managed flags (with every alias), value shapes, JSON flags, ... */
   readonly flags: EngineFlags;
+  /**
+   * The engine's command line as an image's own parser describes it (src/engine/argparse-dump.ts;
+   * the dump program is the image contract's `parserCommand`): the same policy as `flags`, with
+   * the image's options, shapes and defaults. Absent: the engine's images cannot describe it.
+   */
+  readonly flagsFrom?: (dump: ArgparseDump, image: string) => JudgedFlags;
   /** Env keys launcher sets per node; a recipe must not set them. */
   readonly managedEnv: readonly string[];
   /**
@@ -179,6 +205,14 @@ export interface EngineAdapter {
    * because another node did, so of two failed nodes the one with a cause of its own is explained.
    */
   readonly peerLossPatterns: readonly RegExp[];
+  /**
+   * The address (as the engine's line writes it, an IP) of the peer a lost peer's cause names, when
+   * it names one: the node of the boot with that address is blamed, not the rank that heard of its
+   * loss (src/boot/blame.ts peerNamed). Absent: the engine's lines name no peer.
+   */
+  readonly peerAddress?: (cause: string) => string | undefined;
+  /** The address a node's own log line says the node has: how a saved log, with no cluster, finds a named peer. */
+  readonly nodeAddress?: (body: string) => string | undefined;
   /** Lines that do not stop the engine but likely explain a later failure; their record's exception goes with them. */
   readonly warningPatterns: readonly RegExp[];
   /** The line that says the API is up. */
@@ -209,6 +243,13 @@ export interface EngineAdapter {
    * them from the recipe's args); undefined: the engine cannot say, and no fit check is made.
    */
   readonly memoryFlags?: EngineMemoryFlags;
+}
+
+/** An image's parser made into a flag table, with the defaults launcher's checks take from it. */
+export interface JudgedFlags {
+  readonly flags: EngineFlags;
+  /** The memory share the engine takes when no flag says (EngineMemoryFlags.defaultUtilization), when the parser gives it. */
+  readonly defaultUtilization?: number;
 }
 
 export interface EngineMemoryFlags {

@@ -16,5 +16,6 @@ export function flagNames(table: EngineFlags): string[] {
     ...table.backend,
     ...table.apiKey.flags,
     ...table.flagFiles,
+    ...(table.known ?? []),
   ];
 }

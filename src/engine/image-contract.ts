@@ -1,9 +1,15 @@
+import type { ArgparseDump } from "./argparse-dump.js";
+
 /** What launcher reads of an engine image, once per image ID (the store caches it by ID). */
 export interface ImageFacts {
   /** The image's ENTRYPOINT (`docker image inspect`, .Config.Entrypoint); null when it has none. */
   readonly entrypoint: readonly string[] | null;
   /** The engine version the image reports; null when it could not be read. */
   readonly version: string | null;
+  /** The image's own argument parser (ImageContract.parserCommand), when it could be read. */
+  readonly parser?: ArgparseDump;
+  /** Why the image could not describe its parser (no Python, an engine too old), when it could not. */
+  readonly parserUnread?: string;
 }
 
 /** How a deployment uses the image: the parts of a recipe the image must fit. */
@@ -25,6 +31,11 @@ export interface ImageProbe {
 export interface ImageContract {
   /** Run in the image (its first word replacing the ENTRYPOINT) to print the engine's version. */
   readonly versionCommand: readonly string[];
+  /**
+   * Run in the image (its first word replacing the ENTRYPOINT) to print its argument parser as
+   * src/engine/argparse-dump.ts reads it: no GPU, no network, no engine started.
+   */
+  readonly parserCommand?: readonly string[];
   /** The version in what `versionCommand` printed, or null. */
   parseVersion(output: string): string | null;
   /** What is wrong with this image for this use, each naming the image and its version; [] when fine. */

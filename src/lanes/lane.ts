@@ -198,7 +198,7 @@ async function bootInPlace(s: Swap): Promise<UpResult> {
   // Check everything but the nodes the old deployment frees before stopping it: a typo must
   // not cost the lane its model.
   if (options.push !== false) await ensureImage(plan.recipe.docker_image, plan.nodes.map((n) => dockerOf(session, n.node)), (t) => options.progress.note(t), early, clusterRoutes(session.cluster.nodes));
-  await preflight(plan, session, early, new Set(replacing.map((d) => d.deployment)));
+  await preflight(plan, session, early, new Set(replacing.map((d) => d.deployment)), undefined, options.judgeArgs);
   checkInterrupted(early, `before switching lane ${lane}: nothing was stopped`);
   store.setLane(switching(lane, plan.cluster, replacing[0], plan.deployment, now().toISOString()));
   options.progress.note(`lane ${lane} is switching: it answers 503 until ${plan.deployment} is ready`);

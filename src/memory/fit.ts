@@ -34,8 +34,10 @@ export type MemoryAsk =
   | { readonly kind: "utilization"; readonly fraction: number; readonly source: string }
   | { readonly kind: "unknown"; readonly problem: string };
 
-export function memoryAsk(recipe: Pick<Recipe, "engine" | "args">): MemoryAsk {
-  const table = adapterOf(recipe.engine)?.memoryFlags;
+export function memoryAsk(recipe: Pick<Recipe, "engine" | "args">, imageDefault?: number): MemoryAsk {
+  const engine = adapterOf(recipe.engine)?.memoryFlags;
+  // The image's own parser's default, when it was read, over the engine's table.
+  const table = engine === undefined || imageDefault === undefined ? engine : { ...engine, defaultUtilization: imageDefault };
   if (table === undefined) return { kind: "unknown", problem: `engine ${recipe.engine} does not say how much memory it claims` };
   const flags = flagsOfWords(recipe.args);
   const kv = findAnyFlag(flags, table.kvCacheBytes);
@@ -120,9 +122,12 @@ export const nodeFitJson = (n: NodeFit): NodeFitJson => ({
 
 const g = (n: number): string => (Math.round(n * 10) / 10).toFixed(1);
 
-/** The fit of every node of a deployment (nodes in rank order). */
-export function fitDeployment(recipe: Pick<Recipe, "engine" | "args" | "tensor_parallel_size" | "pipeline_parallel_size" | "shm_size">, nodes: readonly NodeMemoryFacts[]): FitReport {
-  const ask = memoryAsk(recipe);
+/**
+ * The fit of every node of a deployment (nodes in rank order). `defaultUtilization`: the share the
+ * engine takes without a flag, as the image's own parser gives it (else the engine's table's).
+ */
+export function fitDeployment(recipe: Pick<Recipe, "engine" | "args" | "tensor_parallel_size" | "pipeline_parallel_size" | "shm_size">, nodes: readonly NodeMemoryFacts[], defaultUtilization?: number): FitReport {
+  const ask = memoryAsk(recipe, defaultUtilization);
   return { ask, nodes: nodes.map((n) => fitNode(recipe, ask, n)) };
 }
 

@@ -1,5 +1,7 @@
 import { RemoteError } from "../config/errors.js";
-import type { ImageFacts } from "../engine/image-contract.js";
+import type { EngineFlags, JudgedFlags } from "../engine/adapter.js";
+import { readArgparseDump } from "../engine/argparse-dump.js";
+import type { ImageContract, ImageFacts, ImageUse } from "../engine/image-contract.js";
 import { engineAdapter } from "../engine/registry.js";
 import type { Plan } from "../plan/plan.js";
 import type { Docker } from "../remote/docker.js";
@@ -26,32 +28,79 @@ export interface ImageCheck {
   readonly version?: string;
   /** Why the version could not be read, when it could not. */
   readonly unread?: string;
+  /** The image's own parser made into the engine's flag table, when it could be read. */
+  readonly judged?: JudgedFlags;
+  /** Why the args were judged by launcher's table rather than the image's parser, when they were. */
+  readonly tableJudged?: string;
 }
 
 /**
- * Reads the image's entrypoint and engine version on one node (or takes them from the cache: an
- * image ID names one exact content) and asks the recipe's engine what is wrong with them.
+ * The recipe's args judged by a flag table (the image's own parser): each error as
+ * `file:line:col: message`, [] when the args pass. The recipe's host makes it (it has the files).
  */
-export async function checkImage(plan: Plan, docker: Docker, imageId: string, cache: ImageFactsCache | undefined, signal?: AbortSignal): Promise<ImageCheck> {
-  const contract = engineAdapter(plan.recipe.engine)?.image;
-  if (contract === undefined) return { problems: [] };
+export type ArgsJudge = (flags: EngineFlags) => readonly string[];
+
+/**
+ * Reads the image's entrypoint, engine version and argument parser on one node (or takes them
+ * from the cache: an image ID names one exact content), asks the recipe's engine what is wrong
+ * with them, and judges the recipe's args by the image's own parser (`judge`).
+ */
+export async function checkImage(plan: Plan, docker: Docker, imageId: string, cache: ImageFactsCache | undefined, signal?: AbortSignal, judge?: ArgsJudge): Promise<ImageCheck> {
+  const engine = engineAdapter(plan.recipe.engine);
+  if (engine === undefined) return { problems: [] };
   const image = plan.recipe.docker_image;
-  let facts = cache?.get(imageId);
-  let unread: string | undefined;
-  if (facts === undefined) {
-    try {
-      const [entrypoint, run] = await Promise.all([docker.imageEntrypoint(image), docker.runInImage(image, contract.versionCommand, VERSION_TIMEOUT_MS, signal)]);
-      const version = run.code === 0 ? contract.parseVersion(run.output) : null;
-      if (version === null) unread = `\`${contract.versionCommand.join(" ")}\` in the image printed no version (exit ${run.code}: ${run.output.trim().split("\n").slice(-2).join(" ")})`;
-      facts = { entrypoint, version };
-    } catch (e) {
-      return { problems: [couldNotRead(docker, image, e)] };
-    }
-    // Only a full reading is kept: a version that could not be read is asked for again next time.
-    if (facts.version !== null) cache?.put(imageId, facts);
-  }
+  const read = await imageFacts(docker, image, imageId, engine.image, cache, signal);
+  if ("problem" in read) return { problems: [read.problem] };
+  const { facts, unread } = read;
   const use = { backend: plan.recipe.distributed_backend, ...(plan.recipe.entrypoint === undefined ? {} : { entrypoint: plan.recipe.entrypoint }) };
-  const problems = contract.problems(image, facts, use);
+  const problems = [...engine.image.problems(image, facts, use), ...(await probeImage(docker, image, engine.image, use, signal))];
+  const judged = facts.parser === undefined ? undefined : engine.flagsFrom?.(facts.parser, image);
+  const refused = judged === undefined || judge === undefined ? [] : judge(judged.flags);
+  const by = judged?.flags.judge;
+  if (refused.length > 0) problems.push(`the args of ${plan.recipe.id}, judged by ${by === undefined ? "the image's own parser" : `${by.engine} ${by.version}'s own parser`} in image ${image} (read on ${docker.node}):\n${refused.map((r) => `      ${r}`).join("\n")}`);
+  return {
+    problems,
+    ...(facts.version === null ? {} : { version: facts.version }),
+    ...(unread === undefined ? {} : { unread }),
+    ...(judged === undefined ? {} : { judged }),
+    ...(judged === undefined && engine.flagsFrom !== undefined ? { tableJudged: facts.parserUnread ?? "the image's parser was not read" } : {}),
+  };
+}
+
+/** What the image says of itself, read once per image ID; a reading that failed is asked again next time. */
+export async function imageFacts(docker: Docker, image: string, imageId: string, contract: ImageContract, cache: ImageFactsCache | undefined, signal?: AbortSignal): Promise<{ facts: ImageFacts; unread?: string } | { problem: string }> {
+  const cached = cache?.get(imageId);
+  // Facts kept before launcher read parsers lack one: only the parser is asked for then.
+  if (cached !== undefined && (contract.parserCommand === undefined || cached.parser !== undefined || cached.parserUnread !== undefined)) return { facts: cached };
+  try {
+    const [entrypoint, run, parser] = await Promise.all([
+      cached === undefined ? docker.imageEntrypoint(image) : cached.entrypoint,
+      cached === undefined ? docker.runInImage(image, contract.versionCommand, VERSION_TIMEOUT_MS, signal) : undefined,
+      contract.parserCommand === undefined ? undefined : docker.runInImage(image, contract.parserCommand, VERSION_TIMEOUT_MS, signal),
+    ]);
+    const version = run === undefined ? (cached?.version ?? null) : run.code === 0 ? contract.parseVersion(run.output) : null;
+    const unread = run === undefined || version !== null ? undefined : `\`${contract.versionCommand.join(" ")}\` in the image printed no version (exit ${run.code}: ${run.output.trim().split("\n").slice(-2).join(" ")})`;
+    const facts: ImageFacts = { entrypoint, version, ...parserFacts(contract, parser) };
+    // Only a full reading is kept: a version that could not be read, or a parser Docker could not run, is asked for again.
+    if (facts.version !== null && parser?.code !== DOCKER_ERROR) cache?.put(imageId, facts);
+    return { facts, ...(unread === undefined ? {} : { unread }) };
+  } catch (e) {
+    return { problem: couldNotRead(docker, image, e) };
+  }
+}
+
+/** The parser the dump program printed, or why there is none (the image has no Python, the program failed). */
+function parserFacts(contract: ImageContract, run: { code: number; output: string } | undefined): Pick<ImageFacts, "parser" | "parserUnread"> {
+  if (run === undefined) return {};
+  const what = `\`${contract.parserCommand?.[0] ?? "?"}\` in the image`;
+  if (run.code !== 0) return { parserUnread: `${what} could not describe the engine's parser (exit ${run.code}${run.code === 127 ? ": not found" : ""})` };
+  const dump = readArgparseDump(run.output);
+  return dump.ok ? { parser: dump.dump } : { parserUnread: `${what}: ${dump.problem}` };
+}
+
+/** What else this use needs inside the image (a program), each asked of it. */
+async function probeImage(docker: Docker, image: string, contract: ImageContract, use: ImageUse, signal?: AbortSignal): Promise<string[]> {
+  const problems: string[] = [];
   for (const probe of contract.probes?.(use) ?? []) {
     let r: { code: number; output: string };
     try {
@@ -65,7 +114,7 @@ export async function checkImage(plan: Plan, docker: Docker, imageId: string, ca
     if (r.code === DOCKER_ERROR) problems.push(`${docker.node}: could not check image ${image} (${ran})`);
     else if (r.code !== 0) problems.push(`${docker.node}: ${probe.problem(image)} (${ran})`);
   }
-  return { problems, ...(facts.version === null ? {} : { version: facts.version }), ...(unread === undefined ? {} : { unread }) };
+  return problems;
 }
 
 function couldNotRead(docker: Docker, image: string, e: unknown): string {

@@ -2,6 +2,7 @@ import { error, warning, type Diagnostic, type Loc } from "../config/diagnostic.
 import { envLineProblem } from "../config/env-file.js";
 import type { EngineAdapter, EngineFlags, ManagedFlag } from "../engine/adapter.js";
 import { flagNames } from "../engine/flag-names.js";
+import { nearest } from "../config/suggest.js";
 import type { Mount, Recipe } from "./recipe.js";
 
 /** One engine flag as written in a recipe's args, with the args element it came from. */
@@ -141,6 +142,33 @@ export function managedFlagOf(name: string, table: EngineFlags): { managed: Mana
   const longs = table.managed.flatMap((m) => m.flags.filter((f) => f.startsWith("--") && flagKey(f).startsWith(key)).map((f) => ({ m, f })));
   const first = longs[0];
   return first === undefined ? undefined : { managed: first.m, abbreviates: longs.map((l) => l.f) };
+}
+
+/** Whether the engine's parser knows a flag as written, and what it takes it for. */
+export type OptionMatch = { readonly kind: "known" } | { readonly kind: "ambiguous"; readonly candidates: readonly string[] } | { readonly kind: "unknown"; readonly nearest?: string };
+
+/**
+ * Whether an argparse parser with these option strings takes `name` (a flag as written, its
+ * `=value` split off): CPython Lib/argparse.py (3.12) _parse_optional takes an exact option
+ * first, then _get_option_tuples: every option that starts with the word (allow_abbrev, which
+ * vLLM's parser leaves on), one match being that option and several "ambiguous option"; a
+ * single-dash word whose first two characters are an option is that option with its value
+ * attached (`-n2`). vLLM's dotted form (`--compilation-config.mode`, `-cc.mode`) is read by
+ * FlexibleArgumentParser as the flag before the dot (vllm/utils/argparse_utils.py).
+ */
+export function matchOption(name: string, known: readonly string[]): OptionMatch {
+  const key = flagKey(name);
+  const dashes = key.startsWith("--") ? 2 : 1;
+  const dot = key.indexOf(".", dashes);
+  const word = dot < 0 ? key : key.slice(0, dot);
+  const options = keySet(known);
+  if (options.has(word)) return { kind: "known" };
+  if (dashes === 1 && word.length > 2 && options.has(word.slice(0, 2))) return { kind: "known" };
+  const candidates = [...options].filter((o) => o.startsWith(word) && word.length > dashes);
+  if (candidates.length === 1) return { kind: "known" };
+  if (candidates.length > 1) return { kind: "ambiguous", candidates };
+  const near = nearest(word, [...options]);
+  return near === undefined ? { kind: "unknown" } : { kind: "unknown", nearest: near };
 }
 
 /** Whether the engine parses this flag's value as JSON; a JSON-or-string flag only when written `{...}`. */

@@ -1,11 +1,11 @@
-import { error, warning, type Diagnostic } from "../config/diagnostic.js";
+import { error, warning, type Diagnostic, type Loc } from "../config/diagnostic.js";
 import { CONTAINER_PATH, DOCKER_SIZE, HOST_PATH, IMAGE, kindDiagnostics } from "../config/kinds.js";
 import { schemaDiagnostics } from "../config/schema-issues.js";
 import { splitShellWords } from "../config/shell-words.js";
 import type { TomlDocument, TomlPath } from "../config/toml-document.js";
 import { adapterOrDefault } from "../engine/registry.js";
 import type { EngineFlags } from "../engine/adapter.js";
-import { flagKey, isCommentWord, managedFlagOf, parseFlags, takesJson, takesNoValue, type Flag, type Word } from "./args.js";
+import { flagKey, isCommentWord, managedFlagOf, matchOption, parseFlags, takesJson, takesNoValue, type Flag, type Word } from "./args.js";
 import { MOUNT_KEYS, RECIPE_KEYS, recipeFileSchema, type RecipeFile } from "./schema.js";
 
 /** The checks of one recipe file on its own; checks across the `extends` chain come later. */
@@ -56,7 +56,10 @@ function swallowedKeys(doc: TomlDocument, raw: Record<string, unknown>): Diagnos
   return out;
 }
 
-export function checkRecipeFile(doc: TomlDocument): CheckedFile {
+/** The flag table an engine's args are judged by (an image's own parser), or undefined: the engine's table. */
+export type FlagsFor = (engine: string) => EngineFlags | undefined;
+
+export function checkRecipeFile(doc: TomlDocument, flagsFor?: FlagsFor): CheckedFile {
   const raw = structuredClone(doc.value);
   const diagnostics = swallowedKeys(doc, raw);
   const parsed = recipeFileSchema.safeParse(raw);
@@ -65,6 +68,7 @@ export function checkRecipeFile(doc: TomlDocument): CheckedFile {
   const value = (parsed.success ? parsed.data : partialValue(raw)) as RecipeFile;
   const invalidKeys = new Set(Object.keys(raw).filter((k) => !(k in value)));
   const adapter = adapterOrDefault(value.engine);
+  const table = flagsFor?.(adapter.name) ?? adapter.flags;
 
   const words: Word[] = [];
   (value.args ?? []).forEach((element, i) => {
@@ -85,12 +89,12 @@ export function checkRecipeFile(doc: TomlDocument): CheckedFile {
     }
     for (const word of split.words) words.push({ word, element: i });
   });
-  const { flags, stray } = parseFlags(words, adapter.flags);
+  const { flags, stray } = parseFlags(words, table);
 
-  for (const flag of flags) diagnostics.push(...flagDiagnostics(doc, flag, adapter.flags));
+  for (const flag of flags) diagnostics.push(...flagDiagnostics(doc, flag, table));
   for (const w of stray) {
     const at = doc.locate(["args", w.element]);
-    const before = onOffBefore(w, words, adapter.flags);
+    const before = onOffBefore(w, words, table);
     if (before !== undefined) {
       diagnostics.push(error(at, `args: ${JSON.stringify(w.word)} follows ${before}, an on/off flag that takes no value: the engine's parser would stop on it`, onOffFix(before)));
     } else if (isCommentWord(w.word)) {
@@ -147,6 +151,7 @@ function flagDiagnostics(doc: TomlDocument, flag: Flag, table: EngineFlags): Dia
   } else if (managed !== undefined) {
     out.push(error(at, why === undefined ? `${flag.name} is managed by launcher and must not be in args` : `${flag.name}: ${why}`, managed.managed.instead));
   }
+  if (managed === undefined) out.push(...unknownFlagDiagnostics(at, flag, table));
   const valueAt = doc.locate(["args", flag.valueElement ?? flag.element]);
   out.push(...flagValueDiagnostics(flag, table).map((d) => error(valueAt, d.message, d.fix)));
   if (table.flagFiles.some((f) => flagKey(f) === flagKey(flag.name))) {
@@ -166,6 +171,32 @@ function flagDiagnostics(doc: TomlDocument, flag: Flag, table: EngineFlags): Dia
     }
   });
   return out;
+}
+
+/** Whose parser judged the args, as messages name it. */
+export function judgeText(table: EngineFlags): string {
+  const j = table.judge;
+  if (j === undefined) return "the engine's flag table";
+  return j.by === "image" ? `${j.engine} ${j.version} in image ${j.image ?? "?"}` : `launcher's table of ${j.engine} ${j.version}`;
+}
+
+/**
+ * A flag the parser does not know, or abbreviates ambiguously: the image's own parser stops on it
+ * (an error); launcher's table of one version may just be older or newer than the image (a warning).
+ */
+function unknownFlagDiagnostics(at: Loc, flag: Flag, table: EngineFlags): Diagnostic[] {
+  if (table.known === undefined) return [];
+  const match = matchOption(flag.name, table.known);
+  if (match.kind === "known") return [];
+  const image = table.judge?.by === "image";
+  const say = image ? error : warning;
+  const later = image ? "" : "; the image's own parser judges it when up runs";
+  if (match.kind === "ambiguous") {
+    const shown = match.candidates.slice(0, 6).join(", ");
+    return [say(at, `${flag.name} could stand for ${shown}${match.candidates.length > 6 ? ", ..." : ""} in ${judgeText(table)}: its parser stops with "ambiguous option"${later}`, "write the whole flag")];
+  }
+  const fix = match.nearest === undefined ? (image ? "remove it, or use an image whose engine takes it" : "check its spelling, or judge it now: launcher validate --image IMAGE") : `did you mean ${match.nearest}?`;
+  return [say(at, `${flag.name} is not a flag of ${judgeText(table)}${image ? ': its parser stops with "unrecognized arguments"' : ""}${later}`, fix)];
 }
 
 const onOffFix = (name: string): string => `write ${name} alone, or leave it out`;

@@ -4,7 +4,7 @@ import { splitShellWords } from "../config/shell-words.js";
 import { parseTomlDocument, type TomlDocument } from "../config/toml-document.js";
 import { adapterOrDefault } from "../engine/registry.js";
 import { engineInputDiagnostics, findAnyFlag, findFlag, flagKey, flagsOfWords, type Flag } from "./args.js";
-import { checkRecipeFile, type CheckedFile } from "./check-file.js";
+import { checkRecipeFile, type CheckedFile, type FlagsFor } from "./check-file.js";
 import type { Mount, Origins, Recipe } from "./recipe.js";
 import { recipeFileSchema, REQUIRED_RECIPE_KEYS, type RecipeFile } from "./schema.js";
 
@@ -37,6 +37,8 @@ export interface ResolveOptions {
   readonly gpusPerNode?: number;
   /** The `docker-images/` folders there are, to warn about a `docker_image_dir` naming none (unchecked when absent). */
   readonly imageFolders?: ImageFolders;
+  /** Judge an engine's args by this table (an image's own parser) rather than the engine's own. */
+  readonly flagsFor?: FlagsFor;
 }
 
 interface Layer {
@@ -54,7 +56,7 @@ interface ArgEntry {
 /** The longest `extends` chain read (and so the most recipe files a submission carries). */
 export const MAX_CHAIN = 32;
 
-function loadChain(ref: string, source: RecipeSource, diagnostics: Diagnostic[]): Layer[] | undefined {
+function loadChain(ref: string, source: RecipeSource, diagnostics: Diagnostic[], flagsFor?: FlagsFor): Layer[] | undefined {
   const layers: Layer[] = [];
   let next: { ref: string; from?: string; at?: Loc } = { ref };
   const seen = new Set<string>();
@@ -79,7 +81,7 @@ function loadChain(ref: string, source: RecipeSource, diagnostics: Diagnostic[])
       diagnostics.push(...parsed.diagnostics);
       return undefined;
     }
-    const checked = checkRecipeFile(parsed.doc);
+    const checked = checkRecipeFile(parsed.doc, flagsFor);
     diagnostics.push(...checked.diagnostics);
     layers.push({ found, doc: parsed.doc, checked });
     const parent = checked.value.extends;
@@ -114,7 +116,7 @@ const defaultOf = (key: keyof typeof recipeFileSchema.shape): unknown =>
 export function resolveRecipe(ref: string, source: RecipeSource, options: ResolveOptions = {}): Resolved {
   const diagnostics: Diagnostic[] = [];
   const origins = new Map<string, Loc>();
-  const chain = loadChain(ref, source, diagnostics);
+  const chain = loadChain(ref, source, diagnostics, options.flagsFor);
   if (chain === undefined) return { origins, diagnostics };
   const self = chain[0] as Layer;
 
@@ -227,7 +229,8 @@ function checkImageDir(recipe: Recipe, at: Loc, folders: ImageFolders | undefine
 function checkResolved(recipe: Recipe, origins: Origins, top: Loc, options: ResolveOptions, invalid: ReadonlySet<string>): Diagnostic[] {
   const out: Diagnostic[] = [];
   const at = (key: string): Loc => origins.get(key) ?? top;
-  const table = adapterOrDefault(recipe.engine).flags;
+  const engine = adapterOrDefault(recipe.engine);
+  const table = options.flagsFor?.(engine.name) ?? engine.flags;
   const flags = flagsOfWords(recipe.args, table);
   const flagAt = (f: Flag): Loc => at(`args:${flagKey(f.name)}`);
   const gpus = options.gpusPerNode ?? 1;
@@ -283,7 +286,7 @@ function checkResolved(recipe: Recipe, origins: Origins, top: Loc, options: Reso
     const size = flag === undefined ? undefined : sizeOf(flag);
     if (flag !== undefined && size !== undefined && tp % size !== 0) out.push(error(flagAt(flag), `${flag.name} ${size} does not divide tensor_parallel_size ${tp}`, `the ${d.key} groups split the tensor parallel ranks evenly`));
   }
-  out.push(...engineInputDiagnostics(recipe, adapterOrDefault(recipe.engine), { flag: flagAt, env: (key) => at(`env:${key}`), mount: (m) => at(`mount:${m.container}`) }));
+  out.push(...engineInputDiagnostics(recipe, { ...engine, flags: table }, { flag: flagAt, env: (key) => at(`env:${key}`), mount: (m) => at(`mount:${m.container}`) }));
   const backend = findAnyFlag(flags, table.backend);
   if (backend !== undefined && backend.value !== recipe.distributed_backend) {
     out.push(

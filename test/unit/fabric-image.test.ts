@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { readFileSync } from "node:fs";
+import type { EngineFlags } from "../../src/engine/adapter.js";
+import { DUMP_SENTINEL } from "../../src/engine/argparse-dump.js";
 import { parseCluster } from "../../src/cluster/parse.js";
 import type { ImageFacts } from "../../src/engine/image-contract.js";
 import { MULTINODE_MIN_VERSION, olderThan, vllmImage } from "../../src/engine/vllm/image.js";
@@ -42,15 +45,17 @@ test("the image contract: vllm serve as ENTRYPOINT unless the recipe sets one; -
   assert.deepEqual(vllmImage.problems(IMAGE, old, { backend: "ray" }), []);
 });
 
-/** A node whose Docker answers inspect and run from canned results, counting the runs. */
-function fakeNode(entrypoint: string, versionRun: ExecResult): { docker: Docker; runs: string[][] } {
+const NO_PYTHON: ExecResult = { code: 127, stdout: "", stderr: 'exec: "python3": executable file not found in $PATH' };
+
+/** A node whose Docker answers inspect and run from canned results (the parser dump's apart), counting the runs. */
+function fakeNode(entrypoint: string, versionRun: ExecResult, parserRun: ExecResult = NO_PYTHON): { docker: Docker; runs: string[][] } {
   const runs: string[][] = [];
   const transport: Transport = {
     node: "n1",
     exec: async (argv) => {
       if (argv[1] === "image") return { code: 0, stdout: `${entrypoint}\n`, stderr: "" };
       runs.push([...argv]);
-      return versionRun;
+      return argv[6] === "python3" ? parserRun : versionRun;
     },
     stream: () => {
       throw new Error("not used");
@@ -78,12 +83,14 @@ test("preflight's image check: reads once per image ID (the store keeps it), ask
   const plan = practicePlan();
   const good = fakeNode('["vllm","serve"]', { code: 0, stdout: "0.12.0\n", stderr: "" });
   const first = await checkImage(plan, good.docker, "sha256:aaa", cache);
-  assert.deepEqual(first, { problems: [], version: "0.12.0" });
-  assert.deepEqual(good.runs, [["docker", "run", "--rm", "--network", "none", "--entrypoint", "vllm", "--", "practice-engine:local", "--version"]]);
+  const noParser = "`python3` in the image could not describe the engine's parser (exit 127: not found)";
+  assert.deepEqual(first, { problems: [], version: "0.12.0", tableJudged: noParser });
+  assert.deepEqual(good.runs[0], ["docker", "run", "--rm", "--network", "none", "--entrypoint", "vllm", "--", "practice-engine:local", "--version"]);
+  assert.deepEqual(good.runs[1]?.slice(0, 9), ["docker", "run", "--rm", "--network", "none", "--entrypoint", "python3", "--", "practice-engine:local"]);
   const again = await checkImage(plan, good.docker, "sha256:aaa", cache);
   assert.deepEqual(again, first);
-  assert.equal(good.runs.length, 1, "the second boot of the same image ID runs nothing in it");
-  assert.deepEqual(store.imageFacts("sha256:aaa"), { entrypoint: ["vllm", "serve"], version: "0.12.0" });
+  assert.equal(good.runs.length, 2, "the second boot of the same image ID runs nothing in it");
+  assert.deepEqual(store.imageFacts("sha256:aaa"), { entrypoint: ["vllm", "serve"], version: "0.12.0", parserUnread: noParser });
 
   const silent = fakeNode('["vllm","serve"]', { code: 127, stdout: "", stderr: "exec: \"vllm\": executable file not found in $PATH" });
   const unread = await checkImage(plan, silent.docker, "sha256:bbb", cache);
@@ -107,5 +114,30 @@ test("boot history records the engine version each boot ran", () => {
   const [second, first] = store.history(undefined, 10);
   assert.equal(first?.engine_version, "0.12.0");
   assert.equal(second?.engine_version, undefined);
+  store.close();
+});
+
+test("preflight's image check: the image's own parser judges the recipe's args (the judge gets its table), read once per image ID", async () => {
+  const store = new Store(":memory:");
+  const cache: ImageFactsCache = { get: (id) => store.imageFacts(id), put: (id, f) => store.saveImageFacts(id, f, "2026-01-01T00:00:00Z") };
+  const plan = practicePlan();
+  const table = JSON.parse(readFileSync("src/engine/vllm/parser-table.json", "utf8")) as { actions: { option_strings: string[] }[] };
+  // An image whose vLLM lacks --enable-prefix-caching, which practice-2x passes.
+  const lacking = { ...table, engine_version: "0.30.0", actions: table.actions.filter((a) => !a.option_strings.includes("--enable-prefix-caching")) };
+  const node = fakeNode('["vllm","serve"]', { code: 0, stdout: "0.30.0\n", stderr: "" }, { code: 0, stdout: `INFO log line\n${DUMP_SENTINEL}\n${JSON.stringify(lacking)}\n`, stderr: "" });
+  const judged: EngineFlags[] = [];
+  const judge = (flags: EngineFlags): string[] => {
+    judged.push(flags);
+    return flags.known?.includes("--enable-prefix-caching") === false ? ["recipes/practice-2x/recipe.toml:27:5: error: --enable-prefix-caching is not a flag of vLLM 0.30.0 in image practice-engine:local"] : [];
+  };
+  const r = await checkImage(plan, node.docker, "sha256:ddd", cache, undefined, judge);
+  assert.equal(judged.length, 1);
+  assert.deepEqual(judged[0]?.judge, { by: "image", engine: "vLLM", version: "0.30.0", image: "practice-engine:local" });
+  assert.equal(r.problems.length, 1);
+  assert.match(r.problems[0] ?? "", /^the args of practice-2x, judged by vLLM 0\.30\.0's own parser in image practice-engine:local \(read on n1\):\n {6}recipes\/practice-2x\/recipe\.toml:27:5: error: --enable-prefix-caching/);
+  assert.equal(r.tableJudged, undefined);
+  await checkImage(plan, node.docker, "sha256:ddd", cache, undefined, judge);
+  assert.equal(node.runs.length, 2, "the parser is read once per image ID");
+  assert.equal(judged.length, 2, "and judges every boot");
   store.close();
 });

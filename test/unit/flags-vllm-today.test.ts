@@ -3,7 +3,7 @@ import { test } from "node:test";
 import { parseCluster } from "../../src/cluster/parse.js";
 import { formatDiagnostic } from "../../src/config/diagnostic.js";
 import { vllmFlags } from "../../src/engine/vllm/flags.js";
-import { VLLM_TABLE_VERSION } from "../../src/engine/vllm/options.js";
+import { VLLM_TABLE_VERSION } from "../../src/engine/vllm/flags.js";
 import { planDeployment } from "../../src/plan/plan.js";
 import { planJson, planText } from "../../src/plan/render.js";
 import { flagsOfWords } from "../../src/recipe/args.js";

@@ -48,7 +48,7 @@ test("launcher validate warns (exit 0) until docker-images/<dir>/ holds a Docker
   writeFileSync(path.join(dir, "docker-images", "mine", "Dockerfile"), "FROM scratch\n");
   const fixed = run();
   assert.equal(fixed.status, 0, fixed.stderr);
-  assert.equal(fixed.stderr, "");
+  assert.doesNotMatch(fixed.stderr, /warning|error/);
 });
 
 test("up's preflight, an image on no node: a public image (no docker_image_dir) is pulled on one node, since launcher never pulls; one of ours is built", async () => {

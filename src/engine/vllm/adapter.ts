@@ -1,12 +1,12 @@
 import type { EngineAdapter, LineTime, LogLine } from "../adapter.js";
 import { vllmRankCommand, vllmStartsHeadFirst } from "./command.js";
 import { VLLM_DEV_SWITCHES } from "./dev-switches.js";
-import { vllmFlags, vllmSpellings } from "./flags.js";
+import { defaultUtilizationOf, VLLM_TABLE_UTILIZATION, vllmFlags, vllmFlagsFrom, vllmSpellings } from "./flags.js";
 import { vllmHint } from "./hints.js";
 import { vllmImage } from "./image.js";
 import { VLLM_ENV_OVERRIDES, VLLM_NODE_ENV_KEYS, vllmNodeEnv } from "./node-env.js";
 import { VLLM_FORWARDED, VLLM_REFUSED } from "./routes.js";
-import { BOOT_PHASES, EXCEPTION, FATAL, PEER_LOSS, readVllmLine, refineVllmCause, RENDEZVOUS, WARNINGS, WRAPPERS } from "./log-shapes.js";
+import { BOOT_PHASES, EXCEPTION, FATAL, PEER_LOSS, readVllmLine, refineVllmCause, RENDEZVOUS, vllmNodeAddress, vllmPeerAddress, WARNINGS, WRAPPERS } from "./log-shapes.js";
 
 // The header's time is vllm/logger.py's _DATE_FORMAT "%m-%d %H:%M:%S" (read in log-shapes.ts). It
 // has no year: it goes on a leap year's clock, and is only compared within one log.
@@ -40,6 +40,13 @@ export const vllm: EngineAdapter = {
   // docstring defines the acceptance rate as rate(accepted) / rate(draft).
   specDecodeMetrics: { accepted: "vllm:spec_decode_num_accepted_tokens_total", drafted: "vllm:spec_decode_num_draft_tokens_total" },
   flags: vllmFlags,
+  // The image's own parser (./parser-dump.ts) with launcher's policy of ./flags.ts, and the
+  // --gpu-memory-utilization default it gives (vllm/config/cache.py: 0.92 in 0.25.1).
+  flagsFrom: (dump, image) => {
+    const flags = vllmFlagsFrom(dump, { by: "image", engine: "vLLM", version: dump.engine_version, image });
+    const utilization = defaultUtilizationOf(dump);
+    return utilization === undefined ? { flags } : { flags, defaultUtilization: utilization };
+  },
   managedEnv: VLLM_NODE_ENV_KEYS,
   // VLLM_NIC_SELECTION_VARS and VLLM_GPU_NIC_PCIE_MAPPING: ./node-env.ts, with vLLM's source.
   envOverrides: VLLM_ENV_OVERRIDES,
@@ -53,6 +60,8 @@ export const vllm: EngineAdapter = {
   wrapperPatterns: WRAPPERS,
   refineCause: refineVllmCause,
   peerLossPatterns: PEER_LOSS,
+  peerAddress: vllmPeerAddress,
+  nodeAddress: vllmNodeAddress,
   warningPatterns: WARNINGS,
   readyPattern: /Application startup complete/,
   hintFor: vllmHint,
@@ -67,7 +76,7 @@ export const vllm: EngineAdapter = {
   // requested_memory - non_kv_cache_memory (weights, peak activations, non-torch memory): weights,
   // working memory and KV stay within total x utilization. Recipes write `--kv-cache-memory`, which
   // argparse takes as the unique prefix of `--kv-cache-memory-bytes` (see ./flags.ts, allow_abbrev).
-  memoryFlags: { kvCacheBytes: vllmSpellings(["--kv-cache-memory-bytes"]), utilization: vllmSpellings(["--gpu-memory-utilization"]), defaultUtilization: 0.92 },
+  memoryFlags: { kvCacheBytes: vllmSpellings(["--kv-cache-memory-bytes"]), utilization: vllmSpellings(["--gpu-memory-utilization"]), defaultUtilization: VLLM_TABLE_UTILIZATION },
   // The rendezvous of the ranks across nodes, mp and Ray: RENDEZVOUS in ./log-shapes.ts.
   rendezvousPatterns: RENDEZVOUS,
   // The gateway forwards these and nothing else under /v1 (./routes.ts, read from vLLM's routers,

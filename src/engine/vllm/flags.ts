@@ -1,7 +1,7 @@
-import type { EngineFlags, FlagChoice, ManagedFlag } from "../adapter.js";
-import { flagNames } from "../flag-names.js";
+import type { EngineFlags, FlagChoice, FlagsJudge, ManagedFlag } from "../adapter.js";
+import { argparseDumpOf, optionShapes, type ArgparseDump } from "../argparse-dump.js";
 import { withPrefixes } from "./abbrev.js";
-import { VLLM_OPTIONS, VLLM_TABLE_VERSION } from "./options.js";
+import TABLE_JSON from "./parser-table.json" with { type: "json" };
 
 /*
  * vLLM's command line as its argument parser defines it, in the release VLLM_TABLE_VERSION names
@@ -68,66 +68,9 @@ function refused(): ManagedFlag[] {
     // vllm/engine/arg_utils.py AsyncEngineArgs: enable_log_requests (BooleanOptionalAction, off by
     // default) took the place of --disable-log-requests; vLLM 0.17.1's `vllm serve --help` lists
     // `--enable-log-requests, --no-enable-log-requests` and no --disable-log-requests.
-    { flags: ["--disable-log-requests"], why: `vLLM removed it (its ${VLLM_TABLE_VERSION} parser has --enable-log-requests, off by default, instead)`, instead: "remove it: requests are not logged unless --enable-log-requests is given" },
+    { flags: ["--disable-log-requests"], why: "vLLM removed it (its parser has --enable-log-requests, off by default, instead)", instead: "remove it: requests are not logged unless --enable-log-requests is given" },
   ];
 }
-
-/** vLLM's flags that take no value (store_true, or BooleanOptionalAction with its `--no-` twin). */
-const BOOLEAN = [
-  // ModelConfig, LoadConfig
-  "--trust-remote-code", "--enforce-eager", "--disable-sliding-window", "--disable-cascade-attn",
-  "--skip-tokenizer-init", "--enable-prompt-embeds", "--enable-sleep-mode", "--enable-return-routed-experts",
-  "--use-tqdm-on-load",
-  // ParallelConfig
-  "--data-parallel-hybrid-lb", "-dph", "--data-parallel-external-lb", "-dpe", "--enable-expert-parallel", "-ep",
-  "--enable-dbo", "--enable-elastic-ep", "--enable-fault-tolerance", "-dpm", "--data-parallel-multi-port-external-lb", "--disable-nccl-for-dp-synchronization", "--enable-eplb",
-  "--eplb-log-balancedness", "--ray-workers-use-nsight", "--disable-custom-all-reduce",
-  "--enable-multimodal-encoder-data-parallel", "--enable-ep-weight-filter", "--numa-bind",
-  // CacheConfig
-  "--enable-prefix-caching", "--calculate-kv-scales", "--kv-sharing-fast-prefill", "--enable-cumem-allocator",
-  // MultiModalConfig
-  "--language-model-only", "--enable-mm-embeds", "--disable-mm-preprocessor-cache", "--mm-encoder-only",
-  "--interleave-mm-strings", "--skip-mm-profiling",
-  // LoRAConfig
-  "--enable-lora", "--fully-sharded-loras", "--enable-tower-connector-lora", "--specialize-active-lora",
-  // ObservabilityConfig
-  "--kv-cache-metrics", "--cudagraph-metrics", "--enable-layerwise-nvtx-tracing", "--enable-mfu-metrics",
-  "--enable-logging-iteration-details",
-  // SchedulerConfig
-  "--enable-chunked-prefill", "--disable-chunked-mm-input", "--disable-hybrid-kv-cache-manager", "--async-scheduling",
-  // AsyncEngineArgs and others
-  "--disable-log-stats", "--aggregate-engine-logging", "--enable-log-requests", "--fail-on-environ-validation",
-  "--allow-deprecated-quantization", "--enable-flashinfer-autotune", "--use-gpu-for-pooling-score",
-  // cli_args.py: make_arg_parser and FrontendArgs
-  "--headless", "--grpc", "--trust-request-chat-template", "--return-tokens-as-token-ids", "--enable-auto-tool-choice",
-  "--exclude-tools-when-tool-choice-none", "--enable-prompt-tokens-details", "--enable-per-request-metrics",
-  "--enable-server-load-tracking", "--enable-force-include-usage", "--enable-tokenizer-info-endpoint",
-  "--enable-log-outputs", "--enable-log-deltas", "--log-error-stack", "--tokens-only", "--disable-uvicorn-access-log",
-  "--allow-credentials", "--enable-ssl-refresh", "--enable-request-id-headers", "--disable-fastapi-docs",
-  "--enable-offline-docs", "--disable-frontend-multiprocessing", "--enable-flash-late-interaction",
-  "--cohere-is-reasoning-model",
-];
-
-/** vLLM's list flags (nargs="+"): every word up to the next flag is one of its values. */
-const MANY = [
-  "--served-model-name", "--api-key", "--cudagraph-capture-sizes", "--cuda-graph-sizes", "--allowed-media-domains",
-  "--logits-processors", "--lora-modules", "--ignore-patterns", "--collect-detailed-traces", "--numa-bind-nodes",
-  "--numa-bind-cpus", "--offload-params", "--cpu-offload-params", "--lora-target-modules",
-];
-
-/** Values vLLM reads with json.loads or validate_json: they must be JSON. */
-const JSON_VALUED = [
-  "--speculative-config", "-sc", "--kv-transfer-config", "--kv-events-config", "--ec-transfer-config",
-  "--compilation-config", "-cc", "--attention-config", "-ac", "--diffusion-config", "-dc", "--ec-manager-config",
-  "--fault-tolerance-config", "--additional-config", "--structured-outputs-config", "--eplb-config", "--kernel-config",
-  "--profiler-config", "--weight-transfer-config", "--reasoning-config", "--pooler-config", "--override-pooler-config",
-  "--rope-scaling", "--mm-processor-kwargs", "--media-io-kwargs", "--override-generation-config",
-  "--model-loader-extra-config", "--limit-mm-per-prompt", "--default-chat-template-kwargs", "--allowed-origins",
-  "--allowed-methods", "--allowed-headers", "--default-mm-loras",
-];
-
-/** Dict-or-string values (union_dict_and_str): JSON only when written as `{...}`. */
-const JSON_WHEN_BRACED = ["--hf-overrides", "--lora-modules"];
 
 /**
  * argparse_utils.py FlexibleArgumentParser.parse_args: `-O3` / `-Odecode` / `-O=3` become
@@ -141,17 +84,16 @@ const OPTIMIZATION_LEVEL: FlagChoice = {
   instead: "give a level of 0 to 3 (-O3); the JSON shorthand for --compilation-config is -cc '{...}'",
 };
 
-/** The table as vLLM defines its flags; vllmFlags below adds the prefixes argparse takes for them. */
-const DEFINED: EngineFlags = {
+/**
+ * What launcher decides of vLLM's flags whatever its version says: the managed and refused flags,
+ * the model, the sizes and the backend. The shapes (which flags take no value, several, JSON, one of
+ * a few) come from a parser dump: the image's own, or the table's (./parser-table.json).
+ */
+const POLICY: Omit<EngineFlags, "boolean" | "many" | "json" | "jsonWhenBraced" | "choices" | "known" | "judge"> = {
   managed: MANAGED,
   // CPython argparse _get_option_tuples: a single-dash word whose first two characters are an
   // option (`-n2`) is that option with the rest as its value; `-O` by the preprocessing above.
   attached: ["-n", "-r", "-q", "-O"],
-  choices: [OPTIMIZATION_LEVEL],
-  boolean: BOOLEAN,
-  many: MANY,
-  json: JSON_VALUED,
-  jsonWhenBraced: JSON_WHEN_BRACED,
   // The positional model: FlexibleArgumentParser.parse_args moves `--model X` to the front, so
   // beside the model launcher puts there vLLM sees two positionals and stops.
   model: ["--model"],
@@ -177,39 +119,81 @@ const DEFINED: EngineFlags = {
   apiKey: { flags: ["--api-key"], env: "VLLM_API_KEY" },
 };
 
-/** Every option string of vLLM's parser, `--no-` twins included: what a prefix must be unique among. */
-const ALL_OPTIONS = [...new Set([...VLLM_OPTIONS, ...flagNames(DEFINED), ...BOOLEAN.filter((f) => f.startsWith("--")).map((f) => `--no-${f.slice(2)}`)])];
+/*
+ * vllm/engine/arg_utils.py _compute_kwargs: a dataclass field is parsed by `parse_dataclass`
+ * (TypeAdapter.validate_json), a dict field by json.loads (wrapped by parse_type/optional_type,
+ * whose closures the dump program unwraps to `loads`), a dict-or-str field by union_dict_and_str,
+ * which calls json.loads only on `{...}`.
+ */
+const JSON_TYPES = { always: ["parse_dataclass", "loads"], braced: ["union_dict_and_str"] } as const;
+// arg_utils.py: --mm-processor-device's choices add the platform's device type only where the
+// platform is detected, which a dump without a GPU is not: they say nothing of the Spark.
+const PLATFORM_CHOICES = ["--mm-processor-device"];
+// The word FlexibleArgumentParser turns into --optimization-level before argparse sees it.
+const PREPROCESSED = ["-O"];
+
+/** vLLM's flags as a parser dump describes them, with every prefix argparse takes for each. */
+export function vllmFlagsFrom(dump: ArgparseDump, judge: FlagsJudge): EngineFlags {
+  const shapes = optionShapes(dump, JSON_TYPES, PLATFORM_CHOICES);
+  const all = [...new Set([...shapes.known, ...PREPROCESSED, ...POLICY.managed.flatMap((m) => m.flags)])];
+  const spell = (flags: readonly string[]): string[] => spellings(flags, all);
+  const spelled = <T extends { readonly flags: readonly string[] }>(list: readonly T[]): T[] => list.map((x) => ({ ...x, flags: spell(x.flags) }));
+  const level = (c: { flags: readonly string[] }): boolean => c.flags.includes(OPTIMIZATION_LEVEL.flags[0] as string);
+  const choices: FlagChoice[] = [...shapes.choices.filter((c) => !level(c)).map((c) => ({ ...c, instead: `give one of ${c.values.join(", ")}` })), OPTIMIZATION_LEVEL];
+  return {
+    ...POLICY,
+    judge,
+    known: all,
+    choices: spelled(choices),
+    boolean: spell(shapes.boolean),
+    many: spell(shapes.many),
+    json: spell(shapes.json),
+    jsonWhenBraced: spell(shapes.jsonWhenBraced),
+    singleNode: spelled(POLICY.singleNode),
+    worldSize: spelled(POLICY.worldSize),
+    dividesTensorParallel: spelled(POLICY.dividesTensorParallel),
+    backend: spell(POLICY.backend),
+    flagFiles: spell(POLICY.flagFiles),
+    apiKey: { ...POLICY.apiKey, flags: spell(POLICY.apiKey.flags) },
+  };
+}
 
 const MANAGED_NAMES = new Set(MANAGED.flatMap((m) => m.flags));
 
 /**
  * A flag's spellings and the prefixes argparse takes for each (`--served-model` for
- * --served-model-name). A managed flag keeps its own spellings only: src/recipe/args.ts
- * managedFlagOf names the flag a prefix of it stands for, and would pass one the table knew.
+ * --served-model-name), among `all` option strings. A managed flag keeps its own spellings only:
+ * src/recipe/args.ts managedFlagOf names the flag a prefix of it stands for. `--model` too:
+ * FlexibleArgumentParser moves it only when spelled whole.
  */
-export const vllmSpellings = (flags: readonly string[]): string[] =>
-  flags.flatMap((f) => (MANAGED_NAMES.has(f) ? [f] : withPrefixes([f], ALL_OPTIONS))).filter((f, i, all) => all.indexOf(f) === i);
+const spellings = (flags: readonly string[], all: readonly string[]): string[] =>
+  flags.flatMap((f) => (MANAGED_NAMES.has(f) ? [f] : withPrefixes([f], all))).filter((f, i, every) => every.indexOf(f) === i);
 
-const spelled = <T extends { readonly flags: readonly string[] }>(list: readonly T[]): T[] => list.map((x) => ({ ...x, flags: vllmSpellings(x.flags) }));
+/** The table launcher judges by without an image: vLLM VLLM_TABLE_VERSION's parser (./parser-table.json). */
+const VLLM_TABLE = ((): ArgparseDump => {
+  const read = argparseDumpOf(TABLE_JSON);
+  if (!read.ok) throw new Error(`src/engine/vllm/parser-table.json: ${read.problem}`);
+  return read.dump;
+})();
 
-/**
- * The table with every flag also under each prefix argparse takes for it, so that an abbreviated
- * flag is read with its own shape: `--api-ke K` is the key flag (moved to the env and redacted
- * like the whole flag), `--served-model a b` a list, `--speculative '{...}'` JSON. The managed
- * flags keep their own spellings: src/recipe/args.ts managedFlagOf names the flag a prefix stands
- * for. `--model` too: FlexibleArgumentParser moves it only when spelled whole.
- */
-export const vllmFlags: EngineFlags = {
-  ...DEFINED,
-  choices: spelled(DEFINED.choices ?? []),
-  boolean: vllmSpellings(DEFINED.boolean),
-  many: vllmSpellings(DEFINED.many),
-  json: vllmSpellings(DEFINED.json),
-  jsonWhenBraced: vllmSpellings(DEFINED.jsonWhenBraced),
-  singleNode: spelled(DEFINED.singleNode),
-  worldSize: spelled(DEFINED.worldSize),
-  dividesTensorParallel: spelled(DEFINED.dividesTensorParallel),
-  backend: vllmSpellings(DEFINED.backend),
-  flagFiles: vllmSpellings(DEFINED.flagFiles),
-  apiKey: { ...DEFINED.apiKey, flags: vllmSpellings(DEFINED.apiKey.flags) },
-};
+/** The vLLM release the table describes. */
+export const VLLM_TABLE_VERSION = VLLM_TABLE.engine_version;
+
+/** vLLM's flags as launcher's table knows them. */
+export const vllmFlags: EngineFlags = vllmFlagsFrom(VLLM_TABLE, { by: "table", engine: "vLLM", version: VLLM_TABLE_VERSION });
+
+/** Spellings of `flags` among the table's options (the adapter's model and memory flags). */
+export const vllmSpellings = (flags: readonly string[]): string[] => spellings(flags, vllmFlags.known ?? []);
+
+/** The share of memory vLLM takes without --gpu-memory-utilization, as a dump's default gives it. */
+export function defaultUtilizationOf(dump: ArgparseDump): number | undefined {
+  const d = optionShapes(dump, JSON_TYPES).defaults.get("--gpu-memory-utilization");
+  return typeof d === "number" && d > 0 && d <= 1 ? d : undefined;
+}
+
+/** The table's --gpu-memory-utilization default (vllm/config/cache.py CacheConfig: 0.92 in 0.25.1). */
+export const VLLM_TABLE_UTILIZATION = ((): number => {
+  const d = defaultUtilizationOf(VLLM_TABLE);
+  if (d === undefined) throw new Error("src/engine/vllm/parser-table.json: --gpu-memory-utilization has no default");
+  return d;
+})();

@@ -1,4 +1,5 @@
 import type { ImageContract, ImageFacts, ImageUse } from "../image-contract.js";
+import { VLLM_PARSER_COMMAND } from "./parser-dump.js";
 import { rayImageProbes } from "./ray.js";
 
 /**
@@ -73,7 +74,12 @@ function problems(image: string, facts: ImageFacts, use: ImageUse): string[] {
       `image ${image} (${version}) has ${has}, not vllm serve: launcher's container command is the model and its flags, which only \`vllm serve\` takes (the older python3 -m vllm.entrypoints.openai.api_server has no --headless); set entrypoint = ["vllm", "serve"] in the recipe, or use an image built with ENTRYPOINT ["vllm", "serve"]`,
     );
   }
-  if (use.backend === "mp" && facts.version !== null && olderThan(facts.version, MULTINODE_MIN_VERSION)) {
+  // The image's own parser says it best: --nnodes is there or not, whatever the version string.
+  if (use.backend === "mp" && facts.parser !== undefined && !facts.parser.actions.some((a) => a.option_strings.includes("--nnodes"))) {
+    found.push(
+      `image ${image} has ${version}, whose vllm serve has no --nnodes (its own parser says so), nor so --node-rank and --master-addr, which launcher passes on every rank: use an image with vLLM ${MULTINODE_MIN_VERSION} or later`,
+    );
+  } else if (use.backend === "mp" && facts.parser === undefined && facts.version !== null && olderThan(facts.version, MULTINODE_MIN_VERSION)) {
     found.push(
       `image ${image} has vLLM ${facts.version}, older than ${MULTINODE_MIN_VERSION}, the first whose vllm serve takes --nnodes, --node-rank and --master-addr (launcher passes them on every rank): use an image with vLLM ${MULTINODE_MIN_VERSION} or later`,
     );
@@ -82,4 +88,4 @@ function problems(image: string, facts: ImageFacts, use: ImageUse): string[] {
 }
 
 // The Ray backend's image needs Ray's own command (./ray.ts).
-export const vllmImage: ImageContract = { versionCommand: ["vllm", "--version"], parseVersion, problems, probes: rayImageProbes };
+export const vllmImage: ImageContract = { versionCommand: ["vllm", "--version"], parserCommand: VLLM_PARSER_COMMAND, parseVersion, problems, probes: rayImageProbes };

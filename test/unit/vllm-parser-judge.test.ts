@@ -1,0 +1,168 @@
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { test } from "node:test";
+import { formatDiagnostic } from "../../src/config/diagnostic.js";
+import { decodeArgparseDump, formatArgparseDump, readArgparseDump, DUMP_SENTINEL, type ArgparseAction, type ArgparseDump } from "../../src/engine/argparse-dump.js";
+import { vllm } from "../../src/engine/vllm/adapter.js";
+import { vllmImage } from "../../src/engine/vllm/image.js";
+import { VLLM_PARSER_COMMAND } from "../../src/engine/vllm/parser-dump.js";
+import { VLLM_TABLE_UTILIZATION, vllmFlags } from "../../src/engine/vllm/flags.js";
+import { fitDeployment } from "../../src/memory/fit.js";
+import { matchOption } from "../../src/recipe/args.js";
+import { resolveRecipe } from "../../src/recipe/resolve.js";
+import { BASE, memorySource } from "../support/memory-source.js";
+
+// The image's own vLLM parser as the judge of a recipe's args (issue 28). The dumps here are made
+// from launcher's table (src/engine/vllm/parser-table.json, vLLM 0.25.1) the way two vLLM versions
+// and a fork differ: stand-ins for dumps read from real images, which this machine does not have.
+
+const TABLE_FILE = "src/engine/vllm/parser-table.json";
+const table = (): ArgparseDump => {
+  const r = decodeArgparseDump(readFileSync(TABLE_FILE, "utf8"));
+  assert.ok(r.ok, r.ok ? "" : r.problem);
+  return r.dump;
+};
+const action = (strings: string[], extra: Partial<ArgparseAction> = {}): ArgparseAction => ({
+  option_strings: strings, dest: (strings[0] ?? "x").replace(/^-+/, "").replace(/-/g, "_"), action: "_StoreAction", nargs: null, const: null, default: null, type: ["str"], choices: null, ...extra,
+});
+/** `base` without the actions having any of `drop`, with `add`, as vLLM `version` prints it. */
+function variant(base: ArgparseDump, version: string, drop: readonly string[], add: readonly ArgparseAction[] = []): ArgparseDump {
+  const kept = base.actions.filter((a) => !a.option_strings.some((s) => drop.includes(s)));
+  return { ...base, engine_version: version, actions: [...kept, ...add] };
+}
+// Early 2026: no -sc/-dc shorthands, no --moe-backend; the newest: --moe-backend with upstream's
+// choices; a fork: the same with its own kernel b12x.
+const EARLY = variant(table(), "0.14.0", ["-sc", "-dc", "-dpm", "--moe-backend"]);
+const NEWEST = variant(table(), "0.31.0", ["--moe-backend"], [action(["--moe-backend"], { choices: ["auto", "triton", "flashinfer_cutlass"] })]);
+const FORK = variant(table(), "0.31.0+fork", ["--moe-backend"], [action(["--moe-backend"], { choices: ["auto", "triton", "flashinfer_cutlass", "b12x"] })]);
+
+const FILE = "recipes/fork/recipe.toml";
+const RECIPE = BASE.replace(/args = \[[\s\S]*?\n\]/, `args = [\n  "--served-model-name", "m",\n  "-sc", '{"method": "mtp", "num_speculative_tokens": 2}',\n  "--moe-backend", "b12x",\n]`);
+const judgeBy = (dump: ArgparseDump, image: string): string[] => {
+  const judged = vllm.flagsFrom?.(dump, image);
+  assert.ok(judged);
+  const r = resolveRecipe("fork", memorySource({ [FILE]: RECIPE }), { flagsFor: () => judged.flags });
+  return r.diagnostics.filter((d) => d.severity === "error").map(formatDiagnostic);
+};
+
+test("the same recipe passes against the fork's parser and fails against two vLLM versions, at the flag's line", () => {
+  assert.deepEqual(judgeBy(FORK, "fork:1"), []);
+  const early = judgeBy(EARLY, "early:1");
+  assert.equal(early.length, 2, early.join("\n"));
+  assert.match(early[0] ?? "", /^recipes\/fork\/recipe\.toml:13:3: error: -sc is not a flag of vLLM 0\.14\.0 in image early:1: its parser stops with "unrecognized arguments"/);
+  assert.match(early[1] ?? "", /^recipes\/fork\/recipe\.toml:14:3: error: --moe-backend is not a flag of vLLM 0\.14\.0 in image early:1/);
+  const newest = judgeBy(NEWEST, "newest:1");
+  assert.equal(newest.length, 1, newest.join("\n"));
+  assert.match(newest[0] ?? "", /^recipes\/fork\/recipe\.toml:14:20: error: --moe-backend b12x: takes one of auto, triton, flashinfer_cutlass/);
+});
+
+test("judged by the table, a flag the table lacks is a warning that says the image decides", () => {
+  const r = resolveRecipe("fork", memorySource({ [FILE]: RECIPE.replace('"--moe-backend", "b12x"', '"--moe-kernel", "b12x"') }));
+  const warnings = r.diagnostics.filter((d) => d.severity === "warning").map(formatDiagnostic);
+  assert.deepEqual(r.diagnostics.filter((d) => d.severity === "error"), []);
+  assert.match(warnings.join("\n"), /--moe-kernel is not a flag of launcher's table of vLLM 0\.25\.1; the image's own parser judges it when up runs/);
+});
+
+test("each spelling of a flag is read by the judge's options: a prefix unique in one parser is ambiguous in another", () => {
+  const known = ["--served-model-name", "--api-key", "--enable-lora", "--enable-log-requests", "-dp", "-dpn", "-n", "--compilation-config", "-cc"];
+  assert.deepEqual(matchOption("--served-model", known), { kind: "known" });
+  assert.deepEqual(matchOption("--served_model", known), { kind: "known" });
+  assert.deepEqual(matchOption("--enable-lo", known), { kind: "ambiguous", candidates: ["--enable-lora", "--enable-log-requests"] });
+  assert.deepEqual(matchOption("-dp", known), { kind: "known" }, "an exact match wins over -dpn");
+  assert.deepEqual(matchOption("-n2", known), { kind: "known" }, "a value attached to a one-letter option");
+  assert.deepEqual(matchOption("-cc.mode", known), { kind: "known" }, "vLLM's dotted form is its flag's");
+  assert.deepEqual(matchOption("--compilation.mode", known), { kind: "known" });
+  assert.deepEqual(matchOption("--api-kye", known), { kind: "unknown", nearest: "--api-key" });
+  // The key flag is understood under a prefix only the image's options make unique.
+  const withKeyFile = vllm.flagsFrom?.(variant(table(), "0.31.0", [], [action(["--api-key-file"])]), "k:1");
+  assert.ok(withKeyFile);
+  assert.ok(vllmFlags.apiKey.flags.includes("--api-ke"));
+  assert.ok(!withKeyFile.flags.apiKey.flags.includes("--api-ke"), "--api-ke is ambiguous once the image has --api-key-file");
+});
+
+test("defaults and floors come from the image's parser: the memory default, and --nnodes for multi-node mp", () => {
+  assert.equal(VLLM_TABLE_UTILIZATION, 0.92);
+  const lower = variant(table(), "0.31.0", ["--gpu-memory-utilization"], [action(["--gpu-memory-utilization"], { type: ["float"], default: 0.85 })]);
+  assert.equal(vllm.flagsFrom?.(lower, "x")?.defaultUtilization, 0.85);
+  const recipe = { engine: "vllm", args: [], tensor_parallel_size: 1, pipeline_parallel_size: 1, shm_size: "1g" } as const;
+  assert.match(fitDeployment(recipe, [], 0.85).ask.kind === "utilization" ? String(fitDeployment(recipe, [], 0.85).ask.source) : "", /0\.85 \(the engine's default\)/);
+  const noNnodes = variant(table(), "0.11.1", ["--nnodes"]);
+  const use = { backend: "mp" } as const;
+  assert.match(vllmImage.problems("old:1", { entrypoint: ["vllm", "serve"], version: "0.11.1", parser: noNnodes }, use).join("\n"), /has vLLM 0\.11\.1, whose vllm serve has no --nnodes \(its own parser says so\)/);
+  assert.deepEqual(vllmImage.problems("rc:1", { entrypoint: ["vllm", "serve"], version: "0.11.1rc3", parser: table() }, use), [], "the parser has --nnodes: a release candidate that has it is fine");
+  assert.match(vllmImage.problems("rc:1", { entrypoint: ["vllm", "serve"], version: "0.11.1rc3" }, use).join("\n"), /older than 0\.11\.1/, "without a parser, a release candidate is older than its release");
+});
+
+test("a dump is read after its sentinel from untrusted output, bounded, never quoting what it refuses", () => {
+  const json = JSON.stringify(table());
+  const ok = readArgparseDump(`INFO 12-05 01:00:00 [__init__.py:216] Automatically detected platform cpu.\n${DUMP_SENTINEL}\n${json}\nstderr: a warning\n`);
+  assert.ok(ok.ok && ok.dump.actions.length > 200);
+  assert.deepEqual(readArgparseDump("Traceback (most recent call last):\nImportError: no vllm\n"), { ok: false, problem: "the dump program printed no parser description" });
+  assert.deepEqual(readArgparseDump(`${DUMP_SENTINEL}\n{"format": 1, "actions": "$(rm -rf /)"}`), { ok: false, problem: "the parser description does not have format 1 (at engine_version: invalid_type)" });
+  assert.equal(readArgparseDump(`${DUMP_SENTINEL}\n${"x".repeat(5 * 1024 * 1024)}`).ok, false);
+});
+
+test("the table file is a dump as the regeneration script writes it (one action a line)", () => {
+  const text = readFileSync(TABLE_FILE, "utf8");
+  const dump = table();
+  assert.equal(formatArgparseDump(dump, dump.source ?? ""), text);
+  assert.equal(dump.engine_version, vllmFlags.judge?.version);
+});
+
+// The dump program run by CPython itself against a stand-in `vllm` package (not vLLM: its
+// make_arg_parser adds options of each kind the way vllm/engine/arg_utils.py does), so that
+// what the real program prints is what readArgparseDump and the classification read.
+test("the dump program, run by Python over a stand-in vllm package, prints what launcher reads", (t) => {
+  if (spawnSync("python3", ["--version"]).status !== 0) return t.skip("python3 is not installed (scripts/install-deps installs it)");
+  const root = mkdtempSync(path.join(tmpdir(), "launcher-dump-"));
+  try {
+    for (const d of ["vllm/entrypoints/openai", "vllm/utils"]) mkdirSync(path.join(root, d), { recursive: true });
+    writeFileSync(path.join(root, "vllm/__init__.py"), '__version__ = "0.99.0"\nprint("INFO stand-in vllm imported")\n');
+    writeFileSync(path.join(root, "vllm/entrypoints/__init__.py"), "");
+    writeFileSync(path.join(root, "vllm/entrypoints/openai/__init__.py"), "");
+    writeFileSync(path.join(root, "vllm/utils/__init__.py"), "import argparse\nclass FlexibleArgumentParser(argparse.ArgumentParser):\n    pass\n");
+    writeFileSync(
+      path.join(root, "vllm/entrypoints/openai/cli_args.py"),
+      [
+        "import argparse, json",
+        "def optional_type(return_type):",
+        "    def _optional_type(val):",
+        "        return None if val in ('', 'None') else return_type(val)",
+        "    return _optional_type",
+        "def union_dict_and_str(val):",
+        "    return json.loads(val) if val.startswith('{') else val",
+        "def make_arg_parser(p):",
+        "    p.add_argument('model_tag', nargs='?')",
+        "    p.add_argument('--headless', action='store_true')",
+        "    p.add_argument('--enable-prefix-caching', action=argparse.BooleanOptionalAction)",
+        "    p.add_argument('--served-model-name', nargs='+', type=str)",
+        "    p.add_argument('--speculative-config', '-sc', type=optional_type(json.loads))",
+        "    p.add_argument('--hf-overrides', type=union_dict_and_str)",
+        "    p.add_argument('--gpu-memory-utilization', type=float, default=0.92)",
+        "    p.add_argument('--moe-backend', choices=['triton', 'b12x'], default=float('nan'))",
+        "    p.add_argument('--nnodes', '-n', type=int, default=1)",
+        "    return p",
+      ].join("\n"),
+    );
+    const [python, ...args] = VLLM_PARSER_COMMAND as [string, ...string[]];
+    const r = spawnSync(python, args, { env: { ...process.env, PYTHONPATH: root }, encoding: "utf8", timeout: 60_000 });
+    assert.equal(r.status, 0, r.stderr);
+    const read = readArgparseDump(r.stdout);
+    assert.ok(read.ok, read.ok ? "" : read.problem);
+    assert.equal(read.dump.engine_version, "0.99.0");
+    const judged = vllm.flagsFrom?.(read.dump, "standin:1");
+    assert.ok(judged);
+    const f = judged.flags;
+    assert.ok(f.boolean.includes("--headless") && f.boolean.includes("--no-enable-prefix-caching"));
+    assert.ok(!(f.known ?? []).includes("--no-headless"), "store_true has no --no- twin");
+    assert.ok(f.many.includes("--served-model-name") && f.json.includes("-sc") && f.jsonWhenBraced.includes("--hf-overrides"));
+    assert.deepEqual(f.choices?.find((c) => c.flags.includes("--moe-backend"))?.values, ["triton", "b12x"]);
+    assert.equal(judged.defaultUtilization, 0.92);
+    assert.ok(read.dump.actions.some((a) => a.option_strings.includes("--moe-backend") && a.default === "nan"), "a default JSON cannot hold is its repr()");
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
