@@ -20,6 +20,14 @@ export interface FlagChoice {
   readonly instead: string;
 }
 
+/** A value of a flag that launcher refuses. */
+export interface RefusedValue {
+  readonly flags: readonly string[];
+  readonly refuses: (value: string) => boolean;
+  readonly why: string;
+  readonly instead: string;
+}
+
 /** A parallel size given as an engine flag that multiplies the GPUs a deployment needs. */
 export interface WorldSizeFlag {
   /** How the size is named in messages. */
@@ -48,12 +56,16 @@ export interface EngineFlags {
    * flags are not checked.
    */
   readonly known?: readonly string[];
+  /** Spellings of one flag (`-sc`, `--speculative-config`): compared as one by `diff`. */
+  readonly aliases?: readonly (readonly string[])[];
   /** Flags launcher writes itself, or refuses (`why`): never in a recipe (every alias listed). */
   readonly managed: readonly ManagedFlag[];
   /** Single-dash flags that take their value in the same word too (`-n2` is `-n 2`). */
   readonly attached?: readonly string[];
   /** Flags that take one of a few values. */
   readonly choices?: readonly FlagChoice[];
+  /** Values of a flag launcher refuses, with the reason (a value that makes readiness impossible). */
+  readonly refusedValues?: readonly RefusedValue[];
   /** Flags that take no value. */
   readonly boolean: readonly string[];
   /** Flags that take every following word up to the next flag. */

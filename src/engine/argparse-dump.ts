@@ -99,6 +99,8 @@ export interface OptionShapes {
   readonly choices: readonly { readonly flags: readonly string[]; readonly values: readonly string[] }[];
   /** Each option's default, by every one of its strings (JSON values as the dump gives them). */
   readonly defaults: ReadonlyMap<string, unknown>;
+  /** Each option's own spellings (its aliases; a BooleanOptionalAction's `--no-` twin is not one: it says the opposite). */
+  readonly aliases: readonly (readonly string[])[];
 }
 
 // CPython Lib/argparse.py: nargs None takes one value, "?" one or none, "*" and "+" any number
@@ -122,6 +124,7 @@ export function optionShapes(dump: ArgparseDump, types: JsonTypes, ignoreChoices
       .filter((a) => a.choices !== null && !a.option_strings.some((s) => ignoreChoices.includes(s)))
       .map((a) => ({ flags: a.option_strings, values: (a.choices ?? []).filter((c) => c !== null && c !== "None").map(String) })),
     defaults: new Map(options.flatMap((a) => a.option_strings.map((s) => [s, a.default] as const))),
+    aliases: options.map((a) => (a.action === "BooleanOptionalAction" ? a.option_strings.filter((s) => !s.startsWith("--no-")) : a.option_strings)).filter((g) => g.length > 1),
   };
 }
 

@@ -145,7 +145,7 @@ export function managedFlagOf(name: string, table: EngineFlags): { managed: Mana
 }
 
 /** Whether the engine's parser knows a flag as written, and what it takes it for. */
-export type OptionMatch = { readonly kind: "known" } | { readonly kind: "ambiguous"; readonly candidates: readonly string[] } | { readonly kind: "unknown"; readonly nearest?: string };
+export type OptionMatch = { readonly kind: "known"; readonly option: string } | { readonly kind: "ambiguous"; readonly candidates: readonly string[] } | { readonly kind: "unknown"; readonly nearest?: string };
 
 /**
  * Whether an argparse parser with these option strings takes `name` (a flag as written, its
@@ -162,13 +162,25 @@ export function matchOption(name: string, known: readonly string[]): OptionMatch
   const dot = key.indexOf(".", dashes);
   const word = dot < 0 ? key : key.slice(0, dot);
   const options = keySet(known);
-  if (options.has(word)) return { kind: "known" };
-  if (dashes === 1 && word.length > 2 && options.has(word.slice(0, 2))) return { kind: "known" };
+  if (options.has(word)) return { kind: "known", option: word };
+  if (dashes === 1 && word.length > 2 && options.has(word.slice(0, 2))) return { kind: "known", option: word.slice(0, 2) };
   const candidates = [...options].filter((o) => o.startsWith(word) && word.length > dashes);
-  if (candidates.length === 1) return { kind: "known" };
+  const [only] = candidates;
+  if (candidates.length === 1 && only !== undefined) return { kind: "known", option: only };
   if (candidates.length > 1) return { kind: "ambiguous", candidates };
   const near = nearest(word, [...options]);
   return near === undefined ? { kind: "unknown" } : { kind: "unknown", nearest: near };
+}
+
+/**
+ * The name a flag is compared by: its long spelling when the parser knows it under an alias or a
+ * prefix (`-sc` and `--speculative` are `--speculative-config`), else the flag as written.
+ */
+export function longFlag(name: string, table: EngineFlags): string {
+  const match = table.known === undefined ? undefined : matchOption(name, table.known);
+  const key = match?.kind === "known" ? match.option : flagKey(name);
+  const group = (table.aliases ?? []).find((g) => g.some((s) => flagKey(s) === key));
+  return group?.find((s) => s.startsWith("--")) ?? key;
 }
 
 /** Whether the engine parses this flag's value as JSON; a JSON-or-string flag only when written `{...}`. */

@@ -212,6 +212,8 @@ function flagValueDiagnostics(flag: Flag, table: EngineFlags): { message: string
   const choice = (table.choices ?? []).find((c) => c.flags.some((f) => flagKey(f) === flagKey(flag.name)));
   if (choice !== undefined && flag.value === undefined) return [{ message: `${flag.name} takes one of ${choice.values.join(", ")}, and none follows it`, fix: choice.instead }];
   if (flag.value === undefined) return [];
+  const refused = (table.refusedValues ?? []).find((r) => r.flags.some((f) => flagKey(f) === flagKey(flag.name)) && r.refuses(flag.value ?? ""));
+  if (refused !== undefined) return [{ message: `${flag.name} ${flag.value}: ${refused.why}`, fix: refused.instead }];
   // argparse refuses `--x=v` for a flag that takes none: "ignored explicit argument 'v'".
   if (takesNoValue(flag.name, table)) return [{ message: `${flag.name}=${flag.value}: ${flag.name} is an on/off flag and takes no value`, fix: onOffFix(flag.name) }];
   if (choice === undefined || choice.values.includes(flag.value)) return [];

@@ -1,7 +1,7 @@
 import { adapterOrDefault } from "../engine/registry.js";
 import type { EngineFlags } from "../engine/adapter.js";
 import { redactValue } from "../config/redact.js";
-import { apiKeyOf, flagKey, flagsOfWords, takesJson } from "./args.js";
+import { apiKeyOf, flagsOfWords, longFlag, takesJson } from "./args.js";
 import type { Mount, Recipe } from "./recipe.js";
 import { canonicalJson } from "./resolve.js";
 
@@ -62,7 +62,8 @@ const flagMap = (r: Recipe): Map<string, FlagValue> => {
   const table = flagTable(r);
   const map = new Map<string, FlagValue>();
   for (const f of flagsOfWords(r.args, table)) {
-    const key = flagKey(f.name);
+    // An alias or a prefix of a flag is that flag (vLLM's parser reads them alike).
+    const key = longFlag(f.name, table);
     const value = flagValue(f.name, f.values, table);
     const before = map.get(key);
     // Given twice: both values, as written (a JSON flag given twice is not compared key by key).

@@ -66,9 +66,11 @@ test("diff compares -cc key by key and -O as a level", () => {
     return r.recipe;
   };
   const diff = (a: string, b: string): string[] => formatChanges(diffRecipes(recipe(a), recipe(b)));
-  assert.deepEqual(diff(`"-cc", '{"mode":3,"cudagraph_mode":"FULL"}'`, `"-cc", '{"cudagraph_mode":"PIECEWISE","mode":3}'`), ['~ args -cc.cudagraph_mode: "FULL" -> "PIECEWISE"']);
+  assert.deepEqual(diff(`"-cc", '{"mode":3,"cudagraph_mode":"FULL"}'`, `"-cc", '{"cudagraph_mode":"PIECEWISE","mode":3}'`), ['~ args --compilation-config.cudagraph_mode: "FULL" -> "PIECEWISE"']);
+  assert.deepEqual(diff(`"-cc", '{"mode":3}'`, `"--compilation-config", '{"mode": 3}'`), [], "an alias is its flag");
   assert.deepEqual(diff('"-O3"', '"-O", "3"'), []);
-  assert.deepEqual(diff('"-O3"', '"-O=2"'), ["~ args -O: 3 -> 2"]);
+  assert.deepEqual(diff('"-O3"', '"-O=2"'), ["~ args --optimization-level: 3 -> 2"]);
+  assert.deepEqual(diff('"-O3"', '"--optimization-level", "3"'), []);
 });
 
 test("a flag vLLM removed is refused with what replaced it", () => {

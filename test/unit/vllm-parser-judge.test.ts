@@ -68,13 +68,13 @@ test("judged by the table, a flag the table lacks is a warning that says the ima
 
 test("each spelling of a flag is read by the judge's options: a prefix unique in one parser is ambiguous in another", () => {
   const known = ["--served-model-name", "--api-key", "--enable-lora", "--enable-log-requests", "-dp", "-dpn", "-n", "--compilation-config", "-cc"];
-  assert.deepEqual(matchOption("--served-model", known), { kind: "known" });
-  assert.deepEqual(matchOption("--served_model", known), { kind: "known" });
+  assert.deepEqual(matchOption("--served-model", known), { kind: "known", option: "--served-model-name" });
+  assert.deepEqual(matchOption("--served_model", known), { kind: "known", option: "--served-model-name" });
   assert.deepEqual(matchOption("--enable-lo", known), { kind: "ambiguous", candidates: ["--enable-lora", "--enable-log-requests"] });
-  assert.deepEqual(matchOption("-dp", known), { kind: "known" }, "an exact match wins over -dpn");
-  assert.deepEqual(matchOption("-n2", known), { kind: "known" }, "a value attached to a one-letter option");
-  assert.deepEqual(matchOption("-cc.mode", known), { kind: "known" }, "vLLM's dotted form is its flag's");
-  assert.deepEqual(matchOption("--compilation.mode", known), { kind: "known" });
+  assert.deepEqual(matchOption("-dp", known), { kind: "known", option: "-dp" }, "an exact match wins over -dpn");
+  assert.deepEqual(matchOption("-n2", known), { kind: "known", option: "-n" }, "a value attached to a one-letter option");
+  assert.deepEqual(matchOption("-cc.mode", known), { kind: "known", option: "-cc" }, "vLLM's dotted form is its flag's");
+  assert.deepEqual(matchOption("--compilation.mode", known), { kind: "known", option: "--compilation-config" });
   assert.deepEqual(matchOption("--api-kye", known), { kind: "unknown", nearest: "--api-key" });
   // The key flag is understood under a prefix only the image's options make unique.
   const withKeyFile = vllm.flagsFrom?.(variant(table(), "0.31.0", [], [action(["--api-key-file"])]), "k:1");
@@ -88,7 +88,8 @@ test("defaults and floors come from the image's parser: the memory default, and 
   const lower = variant(table(), "0.31.0", ["--gpu-memory-utilization"], [action(["--gpu-memory-utilization"], { type: ["float"], default: 0.85 })]);
   assert.equal(vllm.flagsFrom?.(lower, "x")?.defaultUtilization, 0.85);
   const recipe = { engine: "vllm", args: [], tensor_parallel_size: 1, pipeline_parallel_size: 1, shm_size: "1g" } as const;
-  assert.match(fitDeployment(recipe, [], 0.85).ask.kind === "utilization" ? String(fitDeployment(recipe, [], 0.85).ask.source) : "", /0\.85 \(the engine's default\)/);
+  const ask = fitDeployment(recipe, [], 0.85).ask;
+  assert.deepEqual(ask, { kind: "utilization", fraction: 0.85, source: "--gpu-memory-utilization 0.85 (the engine's default)" });
   const noNnodes = variant(table(), "0.11.1", ["--nnodes"]);
   const use = { backend: "mp" } as const;
   assert.match(vllmImage.problems("old:1", { entrypoint: ["vllm", "serve"], version: "0.11.1", parser: noNnodes }, use).join("\n"), /has vLLM 0\.11\.1, whose vllm serve has no --nnodes \(its own parser says so\)/);
@@ -165,4 +166,28 @@ test("the dump program, run by Python over a stand-in vllm package, prints what 
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
+});
+
+test("diff compares an alias or a prefix as its flag: -sc and --speculative-config are one flag", async () => {
+  const { diffRecipes } = await import("../../src/recipe/diff.js");
+  const read = (args: string): NonNullable<ReturnType<typeof resolveRecipe>["recipe"]> => {
+    const r = resolveRecipe("fork", memorySource({ [FILE]: BASE.replace(/args = \[[\s\S]*?\n\]/, `args = [\n${args}\n]`) }));
+    assert.ok(r.recipe, r.diagnostics.map(formatDiagnostic).join("\n"));
+    return r.recipe;
+  };
+  const a = read(`  "--speculative-config", '{"method": "mtp", "num_speculative_tokens": 2}',`);
+  const b = read(`  "-sc", '{"num_speculative_tokens": 3, "method": "mtp"}',`);
+  assert.deepEqual(diffRecipes(a, b).filter((c) => c.section === "args"), [{ section: "args", key: "--speculative-config.num_speculative_tokens", a: "2", b: "3" }]);
+});
+
+test("flags that leave no HTTP API to wait for are refused with the reason: -asc 0, TLS", () => {
+  const one = (args: string): string[] => {
+    const text = BASE.replace("required_nodes = 2", "required_nodes = 1").replace("tensor_parallel_size = 2", "tensor_parallel_size = 1").replace(/args = \[[\s\S]*?\n\]/, `args = [\n${args}\n]`);
+    return resolveRecipe("fork", memorySource({ [FILE]: text })).diagnostics.filter((d) => d.severity === "error").map(formatDiagnostic);
+  };
+  assert.match(one('  "-asc", "0",').join("\n"), /:12:11: error: -asc 0: fewer than 1 API server runs the engine headless, with no HTTP API/);
+  assert.match(one('  "--api-server-count=0",').join("\n"), /--api-server-count 0: fewer than 1 API server/);
+  assert.deepEqual(one('  "-asc", "2",'), []);
+  assert.match(one('  "--ssl-keyfile", "/k.pem", "--ssl-certfile", "/c.pem",').join("\n"), /--ssl-keyfile: vLLM then serves HTTPS only/);
+  assert.match(one('  "--ssl-cert", "/c.pem",').join("\n"), /--ssl-cert abbreviates --ssl-certfile, which launcher refuses: vLLM then serves HTTPS only/);
 });

@@ -64,6 +64,9 @@ function refused(): ManagedFlag[] {
     { flags: ["--data-parallel-multi-port-external-lb", "-dpm"], why: "it runs a node-local supervisor with one API server per data parallel rank, each on its own port, where launcher waits for one API at api_port", instead: "remove it" },
     // serve.py ServeSubcommand.cmd: `if args.grpc: ... serve_grpc(args); return`, before any
     // HTTP server: no /health and no /v1.
+    // vllm/entrypoints/launchers/api_server.py serve_http passes ssl_keyfile/ssl_certfile to
+    // uvicorn, which then serves HTTPS only.
+    { flags: ["--ssl-keyfile", "--ssl-certfile"], why: "vLLM then serves HTTPS only, and launcher's readiness check, drain and gateway speak plain HTTP to the engine", instead: "remove it; put TLS in front of launcher's gateway (launcher serve) instead" },
     { flags: ["--grpc"], why: "vLLM then serves gRPC and no HTTP API, so launcher's readiness check (GET /health) and its gateway could never reach it", instead: "remove it" },
     // vllm/engine/arg_utils.py AsyncEngineArgs: enable_log_requests (BooleanOptionalAction, off by
     // default) took the place of --disable-log-requests; vLLM 0.17.1's `vllm serve --help` lists
@@ -94,6 +97,8 @@ const POLICY: Omit<EngineFlags, "boolean" | "many" | "json" | "jsonWhenBraced" |
   // CPython argparse _get_option_tuples: a single-dash word whose first two characters are an
   // option (`-n2`) is that option with the rest as its value; `-O` by the preprocessing above.
   attached: ["-n", "-r", "-q", "-O"],
+  // serve.py ServeSubcommand.cmd: `elif args.api_server_count < 1: run_headless(args)`: no API server.
+  refusedValues: [{ flags: ["--api-server-count", "-asc"], refuses: (v) => /^\s*-?\d+\s*$/.test(v) && Number(v) < 1, why: "fewer than 1 API server runs the engine headless, with no HTTP API launcher's readiness check could reach", instead: "remove it, or give 1 or more" }],
   // The positional model: FlexibleArgumentParser.parse_args moves `--model X` to the front, so
   // beside the model launcher puts there vLLM sees two positionals and stops.
   model: ["--model"],
@@ -144,12 +149,14 @@ export function vllmFlagsFrom(dump: ArgparseDump, judge: FlagsJudge): EngineFlag
     ...POLICY,
     judge,
     known: all,
+    aliases: [...shapes.aliases, OPTIMIZATION_LEVEL.flags],
     choices: spelled(choices),
     boolean: spell(shapes.boolean),
     many: spell(shapes.many),
     json: spell(shapes.json),
     jsonWhenBraced: spell(shapes.jsonWhenBraced),
     singleNode: spelled(POLICY.singleNode),
+    refusedValues: spelled(POLICY.refusedValues ?? []),
     worldSize: spelled(POLICY.worldSize),
     dividesTensorParallel: spelled(POLICY.dividesTensorParallel),
     backend: spell(POLICY.backend),
