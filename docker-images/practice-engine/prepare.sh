@@ -5,6 +5,9 @@
 #   rootfs/<lib path>          = every shared library `ldd` lists for it (same absolute paths)
 #   rootfs/<dynamic loader>    = e.g. /lib64/ld-linux-x86-64.so.2
 #   rootfs/tmp                 = empty, mode 1777
+#   rootfs/app/parser.json     = launcher's table of vLLM's `vllm serve` parser (lib/parser.js reads
+#                                it): src/engine/vllm/parser-table.json in launcher's source tree,
+#                                dist/engine/vllm/parser-table.json in an installed launcher
 # The image copies the host's node, so build it on a machine of the target
 # architecture (x86_64 or aarch64). Safe to run repeatedly: rootfs/ is rebuilt.
 set -euo pipefail
@@ -20,6 +23,17 @@ fi
 node_bin="$(readlink -f "$node_path")"
 if [[ "$(head -c 4 "$node_bin" | od -An -c | tr -d ' ')" != '177ELF' ]]; then
   echo "prepare.sh: $node_bin is not an ELF binary (a shim/wrapper?); point PATH at a real node" >&2
+  exit 1
+fi
+
+# launcher's source tree has src/, an installed launcher (npm) dist/.
+top="$(cd "$here/../.." && pwd)"
+table=""
+for candidate in "$top/src/engine/vllm/parser-table.json" "$top/dist/engine/vllm/parser-table.json"; do
+  if [[ -f "$candidate" ]]; then table="$candidate"; break; fi
+done
+if [[ -z "$table" ]]; then
+  echo "prepare.sh: no parser table: neither $top/src/engine/vllm/parser-table.json nor $top/dist/engine/vllm/parser-table.json exists (launcher's table of vLLM's parser, which the image serves by)" >&2
   exit 1
 fi
 
@@ -42,6 +56,8 @@ cp -L "$node_bin" "$root/usr/local/bin/node"
 chmod 0755 "$root/usr/local/bin/node"
 cp "$here/vllm" "$root/usr/local/bin/vllm"
 chmod 0755 "$root/usr/local/bin/vllm"
+cp "$table" "$root/app/parser.json"
+chmod 0644 "$root/app/parser.json"
 
 copy_abs() {
   local src="$1"

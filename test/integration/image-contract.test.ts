@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { CLUSTER, launcher, launcherContainers, ok, onHost, practiceSuite, RIG_DIR, variant } from "./practice-cluster.js";
@@ -7,6 +7,9 @@ import { CLUSTER, launcher, launcherContainers, ok, onHost, practiceSuite, RIG_D
 // The image contract on the practice cluster: preflight reads the image's ENTRYPOINT and the
 // version its `vllm --version` prints (the practice engine answers as vLLM's CLI does) and records
 // the version in boot history. Which images are refused is test/unit/up-decisions.test.ts's.
+// The image's own parser judges the args: the practice engine's `python3` stand-in prints its
+// parser as vLLM's would (docker-images/practice-engine/lib/parser.js), and a derived image's
+// PRACTICE_PARSER_DROP / PRACTICE_PARSER_ADD make one whose parser lacks a flag, or a fork's.
 const HOSTS = 2;
 const dir = practiceSuite(HOSTS, "launcher-imgc-");
 
@@ -50,6 +53,44 @@ describe("the engine image contract", { concurrency: false }, () => {
       assert.deepEqual(launcherContainers(HOSTS), []);
     } finally {
       await launcher(["down", "deployment/practice-2x", "--grace", "1"]);
+    }
+  });
+
+  test("an image whose parser lacks a flag the recipe passes: up refuses before any container starts, at the flag's recipe line", async () => {
+    const lacking = derived("practice-lacking:local", "ENV PRACTICE_PARSER_DROP=--enable-prefix-caching");
+    const up = await launcher(["up", lacking, "--nodes", "n1", "--name", "imgc-lacking", "--timeout", "3m"], 240_000);
+    assert.equal(up.code, 1, up.stderr);
+    assert.match(up.stderr, /preflight failed for imgc-lacking; no container was started/);
+    const line = readFileSync("recipes/practice-2x/recipe.toml", "utf8").split("\n").findIndex((l) => l.includes('"--enable-prefix-caching"')) + 1;
+    assert.ok(line > 0);
+    assert.match(up.stderr, new RegExp(`the args of practice-lacking-local, judged by vLLM 0\\.12\\.0's own parser in image practice-lacking:local \\(read on n1\\):\\n +\\S*recipes/practice-2x/recipe\\.toml:${line}:\\d+: error: --enable-prefix-caching is not a flag of vLLM 0\\.12\\.0 in image practice-lacking:local`));
+    assert.deepEqual(launcherContainers(HOSTS), []);
+  });
+
+  test("a fork-only flag: a warning by the table, passes against the fork's image (up and validate --image), refused by an image without it", async () => {
+    const flag = '{"option_strings":["--b12x-autotune"],"dest":"b12x_autotune","action":"BooleanOptionalAction","nargs":0,"const":null,"default":false,"type":null,"choices":null}';
+    // The option strings of a BooleanOptionalAction include its --no- twin, as argparse's own do.
+    const fork = derived("practice-fork:local", `ENV PRACTICE_PARSER_ADD='[${flag.replace('["--b12x-autotune"]', '["--b12x-autotune","--no-b12x-autotune"]')}]'`, 'args = ["--b12x-autotune"]\n');
+    const table = await launcher(["validate", fork]);
+    assert.equal(table.code, 0, table.stderr);
+    assert.match(table.stderr, /warning: --b12x-autotune is not a flag of launcher's table of vLLM 0\.25\.1; the image's own parser judges it when up runs/);
+    assert.match(table.stderr, /launcher: args judged by launcher's table of vLLM 0\.25\.1/);
+    // This machine's docker, as validate --image uses it: the head's dockerd, by its socket.
+    const sock = [path.join(RIG_DIR, "hosts/n1/docker.sock")].find((p) => existsSync(p));
+    assert.ok(sock, "n1's docker socket");
+    const byImage = ok(await launcher(["validate", fork, "--image", "practice-fork:local", "--json"], 120_000, { DOCKER_HOST: `unix://${sock}` }), "validate --image");
+    const json = JSON.parse(byImage.stdout) as { ok: boolean; recipes: { diagnostics: unknown[]; args_judged_by: { by: string; version: string; image: string; image_id: string } }[] };
+    assert.equal(json.ok, true);
+    assert.deepEqual(json.recipes[0]?.diagnostics, []);
+    assert.deepEqual({ ...json.recipes[0]?.args_judged_by, image_id: typeof json.recipes[0]?.args_judged_by.image_id }, { by: "image", engine: "vLLM", version: "0.12.0", image: "practice-fork:local", image_id: "string" });
+    const base = await launcher(["validate", fork, "--image", "practice-engine:local"], 120_000, { DOCKER_HOST: `unix://${sock}` });
+    assert.equal(base.code, 1, base.stderr);
+    assert.match(base.stderr, /error: --b12x-autotune is not a flag of vLLM 0\.12\.0 in image practice-engine:local: its parser stops with "unrecognized arguments"/);
+    try {
+      const up = ok(await launcher(["up", fork, "--nodes", "n1", "--name", "imgc-fork", "--timeout", "3m"], 240_000), "up of the fork's recipe on the fork's image");
+      assert.match(up.stderr, /image practice-fork:local: args judged by its own parser \(vLLM 0\.12\.0\)/);
+    } finally {
+      await launcher(["down", "deployment/imgc-fork", "--grace", "1"]);
     }
   });
 });

@@ -1,10 +1,15 @@
 'use strict';
-// practice-engine (a stand-in for vLLM, not vLLM): `vllm serve MODEL [flags]`
-// argument parsing. Launcher-managed flags are checked strictly; every other
-// `--flag` is accepted. Errors mimic argparse: usage + "vllm serve: error: ..."
-// on stderr, exit code 2 (done by the caller).
+// practice-engine (a stand-in for vLLM, not vLLM): `vllm serve MODEL [flags]` argument parsing.
+// The words are read as vLLM reads them: FlexibleArgumentParser's own rewriting first
+// (vllm/utils/argparse_utils.py FlexibleArgumentParser.parse_args, vLLM @00da11e37d1f), then
+// argparse by this image's parser description (lib/argparse.js over lib/parser.js): a flag the
+// description lacks is refused, a unique prefix stands for its option, several are ambiguous.
+// Then launcher-managed flags get the practice engine's own stricter checks. Errors mimic
+// argparse: usage + "PROG: error: ..." on stderr, exit code 2 (done by the caller).
 
-class ArgError extends Error {}
+const { parseKnown, ArgError } = require('./argparse.js');
+const { describeParser } = require('./parser.js');
+const { pyRepr } = require('./pyrepr.js');
 
 function fail(msg) {
   throw new ArgError(msg);
@@ -39,36 +44,6 @@ function parseIntStrict(name, raw, spec) {
   return v;
 }
 
-function checkJson(name, value) {
-  if (typeof value !== 'string') return undefined;
-  if (!(value.startsWith('{') || value.startsWith('['))) return undefined;
-  try {
-    return { parsed: JSON.parse(value) };
-  } catch {
-    fail(`argument --${name}: Value ${value} cannot be converted to <function loads>`);
-  }
-  return undefined;
-}
-
-/** Python-ish repr of a JS value (for the "non-default args" line). */
-function pyRepr(v) {
-  if (v === null || v === undefined) return 'None';
-  if (v === true) return 'True';
-  if (v === false) return 'False';
-  if (typeof v === 'number') return Number.isFinite(v) ? String(v) : 'nan';
-  if (typeof v === 'string') {
-    const q = v.includes("'") && !v.includes('"') ? '"' : "'";
-    let s = v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
-    if (q === "'") s = s.replace(/'/g, "\\'");
-    return q + s + q;
-  }
-  if (Array.isArray(v)) return '[' + v.map(pyRepr).join(', ') + ']';
-  if (typeof v === 'object') {
-    return '{' + Object.entries(v).map(([k, x]) => `${pyRepr(k)}: ${pyRepr(x)}`).join(', ') + '}';
-  }
-  return String(v);
-}
-
 /**
  * The keys the API demands, as vLLM's build_app takes them
  * (vllm/entrypoints/openai/api_server.py): `args.api_key or [envs.VLLM_API_KEY]`, empty ones
@@ -78,65 +53,143 @@ function apiKeys(args, env) {
   return (args.apiKeys.length > 0 ? args.apiKeys : [env.VLLM_API_KEY]).filter((k) => typeof k === 'string' && k !== '');
 }
 
-/**
- * Parse argv (process.argv.slice(2)): [MODEL, ...flags].
- * Returns a normalised object; throws ArgError on any malformed input.
- */
-function parseArgs(argv) {
-  const given = new Map(); // flag name -> raw value (string | true | string[])
-  const positionals = [];
-  for (let i = 0; i < argv.length; i++) {
-    const tok = argv[i];
-    if (tok.startsWith('--') && tok.length > 2) {
-      let name = tok.slice(2);
-      let value;
-      let hasEq = false;
-      const eq = name.indexOf('=');
-      if (eq >= 0) {
-        value = name.slice(eq + 1);
-        name = name.slice(0, eq);
-        hasEq = true;
-      }
-      name = name.replace(/_/g, '-');
-      if (!name) fail(`unrecognized arguments: ${tok}`);
-      const spec = MANAGED[name];
-      if (spec && spec.type === 'bool') {
-        if (hasEq) fail(`argument --${name}: ignored explicit argument '${value}'`);
-        value = true;
-      } else if (!hasEq) {
-        if (i + 1 < argv.length && !argv[i + 1].startsWith('--')) {
-          value = argv[++i];
-          if (spec && spec.type === 'names') {
-            const names = [value];
-            while (i + 1 < argv.length && !argv[i + 1].startsWith('--')) names.push(argv[++i]);
-            value = names;
-          }
-        } else if (spec) {
-          fail(`argument --${name}: expected ${spec.type === 'names' ? 'at least one argument' : 'one argument'}`);
-        } else {
-          value = true;
-        }
-      }
-      if (spec && spec.type === 'names' && !Array.isArray(value)) value = [value];
-      for (const v of [].concat(value)) checkJson(name, v);
-      given.set(name, value);
-    } else if (tok === '--') {
-      fail(`unrecognized arguments: --`);
-    } else {
-      positionals.push(tok);
-    }
-  }
+// vllm/entrypoints/cli/main.py: `vllm serve` is a subparser of `vllm`; CPython's _SubParsersAction
+// hands the words the subparser left to the top parser, whose parse_args refuses them
+// (Lib/argparse.py, and FlexibleArgumentParser.error's `_show_serve_task_hint`, set on the top
+// parser for exactly this). So unrecognized arguments are `vllm`'s error, with `vllm`'s usage
+// (main.py _build_parser: `-v/--version` and one subparser per CLI command; which commands there
+// are depends on the version, this list is one of them).
+const TOP_USAGE = 'usage: vllm [-h] [-v] {chat,complete,serve,bench,collect-env,run-batch} ...';
 
-  let model;
-  if (positionals.length > 0) {
-    model = positionals.shift();
-  } else if (given.has('model')) {
-    model = given.get('model');
+/** FlexibleArgumentParser: `--model X` / `--model=X` (that exact spelling) moves to the front. */
+function moveModel(argv) {
+  const at = argv.findIndex((w) => /^--model(=.+|$)/.test(w));
+  if (at < 0) return argv;
+  if (argv[at] !== '--model') return [argv[at].slice('--model='.length), ...argv.slice(0, at), ...argv.slice(at + 1)];
+  if (at + 1 >= argv.length || argv[at + 1].startsWith('-')) fail('argument --model: expected one argument');
+  return [argv[at + 1], ...argv.slice(0, at), ...argv.slice(at + 2)];
+}
+
+/**
+ * FlexibleArgumentParser, word by word: `_` -> `-` in a `--` name up to its first `.` (not in a
+ * value after `=`); `-O3`, `-O=3` and `-O 3` (0 to 3) -> `--optimization-level 3`.
+ */
+function flexibleWords(argv) {
+  const out = [];
+  argv.forEach((w, i) => {
+    if (w.startsWith('--help=')) out.push('--help');
+    else if (w.startsWith('--')) {
+      const eq = w.indexOf('=');
+      const key = (eq >= 0 ? w.slice(0, eq) : w).replace(/(?<=--)[^.]*/, (m) => m.replace(/_/g, '-'));
+      out.push(eq >= 0 ? `${key}=${w.slice(eq + 1)}` : key);
+    } else if (w.startsWith('-O') && w !== '-O') out.push('--optimization-level', w[2] === '=' ? w.slice(3) : w.slice(2));
+    else if (w === '-O' && ['0', '1', '2', '3'].includes(argv[i + 1])) out.push('--optimization-level');
+    else out.push(w);
+  });
+  return out;
+}
+
+// vllm/utils/argparse_utils.py human_readable_int: 1k = 1000, 1K = 1024 (no decimals with K/M/G/T).
+function humanReadableInt(s) {
+  const m = /^(\d+(?:\.\d+)?)([kKmMgGtT])$/.exec(s.trim());
+  if (m) {
+    const dec = { k: 1e3, m: 1e6, g: 1e9, t: 1e12 }[m[2]];
+    if (dec) return Math.trunc(Number(m[1]) * dec);
+    if (/^\d+$/.test(m[1])) return Number(m[1]) * 2 ** (10 * ('KMGT'.indexOf(m[2]) + 1));
+    return undefined;
   }
-  if (positionals.length > 0) fail(`unrecognized arguments: ${positionals.join(' ')}`);
+  return /^\s*[+-]?\d+\s*$/.test(s) ? Number.parseInt(s, 10) : undefined;
+}
+
+/** A dotted word's value: JSON, else a human-readable int, else the text. */
+function dottedValue(text) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return humanReadableInt(text) ?? text;
+  }
+}
+
+function mergeInto(into, update) {
+  for (const [k, v] of Object.entries(update)) {
+    const old = into[k];
+    if (v && typeof v === 'object' && !Array.isArray(v) && old && typeof old === 'object' && !Array.isArray(old)) mergeInto(old, v);
+    else if (Array.isArray(v) && Array.isArray(old)) old.push(...v);
+    else into[k] = v;
+  }
+}
+
+/**
+ * FlexibleArgumentParser's dotted form: `--x.a.b V` / `--x.a.b=V` / `-cc.mode V` (`--x.k+ a,b`
+ * appends list items) are merged into one JSON object per option, appended as `--x '<json>'`.
+ */
+function mergeDotted(words) {
+  const out = [];
+  const dicts = new Map();
+  for (let i = 0; i < words.length; i++) {
+    let w = words[i];
+    const eq = w.indexOf('=');
+    const name = eq >= 0 ? w.slice(0, eq) : w;
+    if (!w.startsWith('-') || !name.includes('.')) {
+      out.push(w);
+      continue;
+    }
+    let text = eq >= 0 ? w.slice(eq + 1) : words[++i];
+    if (text === undefined) fail(`argument ${name}: expected one argument`);
+    w = name;
+    if (w.endsWith('+')) {
+      w = w.slice(0, -1);
+      text = JSON.stringify(text.split(','));
+    }
+    const [key, ...keys] = w.split('.');
+    const nested = keys.reduceRight((inner, k) => ({ [k]: inner }), dottedValue(text));
+    if (!dicts.has(key)) dicts.set(key, {});
+    mergeInto(dicts.get(key), nested);
+  }
+  for (const [key, dict] of dicts) out.push(key, JSON.stringify(dict));
+  return out;
+}
+
+// What a flag's value looks like on the "non-default args" line when its type is plain text.
+function shownText(raw) {
+  if (typeof raw !== 'string') return raw;
+  if (/^[+-]?\d+$/.test(raw) || /^[+-]?(\d+\.\d*|\.\d+)([eE][+-]?\d+)?$/.test(raw)) return Number(raw);
+  return raw;
+}
+
+/**
+ * The words as vLLM's parser reads them: { model, given: Map(name -> raw), shown: Map(name ->
+ * value for the log line) }; names are the actions' dests with dashes. Throws ArgError.
+ */
+function readWords(argv, desc) {
+  const words = mergeDotted(flexibleWords(moveModel(argv)));
+  const { given: byAction, extras } = parseKnown(desc, words);
+  if (extras.length > 0) throw Object.assign(new ArgError(`unrecognized arguments: ${extras.join(' ')}`), { prog: 'vllm', usage: TOP_USAGE });
+  let model;
+  const given = new Map();
+  const shown = new Map();
+  for (const [action, { value, words: taken }] of byAction) {
+    if (action.option_strings.length === 0) {
+      if (action.dest === 'model_tag') model = value;
+      continue;
+    }
+    const name = action.dest.replace(/_/g, '-');
+    const raw = action.nargs === 0 ? value : Array.isArray(value) ? taken : (taken[0] ?? value);
+    given.set(name, raw);
+    shown.set(name, action.type ? value : Array.isArray(raw) ? raw.map(shownText) : shownText(raw));
+  }
+  return { model, given, shown };
+}
+
+/**
+ * Parse argv (process.argv.slice(2)): [MODEL, ...flags], by this image's parser description.
+ * Returns a normalised object; throws ArgError on any malformed input (help: true for --help).
+ */
+function parseArgs(argv, desc = describeParser(process.env)) {
+  const { model: tag, given, shown } = readWords(argv, desc);
+  const model = tag ?? given.get('model');
   if (typeof model !== 'string' || model === '') fail('the following arguments are required: model_tag');
 
-  // Managed values.
   const a = {
     model,
     tensorParallelSize: 1,
@@ -153,70 +206,61 @@ function parseArgs(argv) {
     maxModelLen: 8192,
     apiKeys: [],
     flags: {}, // every flag as given (raw), for reference
-    nonDefault: {}, // python-ish dict for the log line
+    nonDefault: { model }, // python-ish dict for the log line
   };
-  const nd = { model };
   for (const [name, raw] of given) {
-    const spec = MANAGED[name];
-    const key = name.replace(/-/g, '_');
     a.flags[name] = raw;
     if (name === 'model') continue;
-    if (!spec) {
-      // Unmanaged: keep as given; show parsed JSON / numbers nicely.
-      let shown = raw;
-      const j = checkJson(name, raw);
-      if (j) shown = j.parsed;
-      else if (typeof raw === 'string' && /^[+-]?\d+$/.test(raw)) shown = Number(raw);
-      else if (typeof raw === 'string' && /^[+-]?(\d+\.\d*|\.\d+)([eE][+-]?\d+)?$/.test(raw)) shown = Number(raw);
-      nd[key] = shown;
-      continue;
-    }
-    let v;
-    switch (spec.type) {
-      case 'int':
-        v = parseIntStrict(name, raw, spec);
-        break;
-      case 'bool':
-        v = true;
-        break;
-      case 'str':
-        if (typeof raw !== 'string' || raw.trim() === '') fail(`argument --${name}: expected a non-empty value`);
-        v = raw;
-        break;
-      case 'names':
-        for (const n of raw) if (n.trim() === '') fail(`argument --${name}: expected a non-empty value`);
-        v = raw;
-        break;
-      case 'choice':
-        if (!spec.choices.includes(raw)) {
-          fail(`argument --${name}: invalid choice: '${raw}' (choose from ${spec.choices.map((c) => `'${c}'`).join(', ')})`);
-        }
-        v = raw;
-        break;
-      default:
-        v = raw;
-    }
-    nd[key] = v;
-    switch (name) {
-      case 'tensor-parallel-size': a.tensorParallelSize = v; break;
-      case 'pipeline-parallel-size': a.pipelineParallelSize = v; break;
-      case 'nnodes': a.nnodes = v; break;
-      case 'node-rank': a.nodeRank = v; break;
-      case 'master-addr': a.masterAddr = v; break;
-      case 'master-port': a.masterPort = v; break;
-      case 'headless': a.headless = true; break;
-      case 'host': a.host = v; break;
-      case 'port': a.port = v; break;
-      case 'served-model-name': a.servedModelNames = v; break;
-      case 'distributed-executor-backend': a.backend = v; break;
-      case 'max-model-len': a.maxModelLen = v; break;
-      case 'api-key': a.apiKeys = v; break;
-      default: break;
-    }
+    const spec = MANAGED[name];
+    const v = spec ? managedValue(name, raw, spec) : shown.get(name);
+    a.nonDefault[name.replace(/-/g, '_')] = v;
+    if (FIELDS[name]) a[FIELDS[name]] = v;
   }
-  a.nonDefault = nd;
+  crossCheck(a);
+  return a;
+}
 
-  // Cross-checks.
+// Where each managed flag's value goes in the parsed arguments.
+const FIELDS = {
+  'tensor-parallel-size': 'tensorParallelSize',
+  'pipeline-parallel-size': 'pipelineParallelSize',
+  nnodes: 'nnodes',
+  'node-rank': 'nodeRank',
+  'master-addr': 'masterAddr',
+  'master-port': 'masterPort',
+  headless: 'headless',
+  host: 'host',
+  port: 'port',
+  'served-model-name': 'servedModelNames',
+  'distributed-executor-backend': 'backend',
+  'max-model-len': 'maxModelLen',
+  'api-key': 'apiKeys',
+};
+
+/** A managed flag's value, checked more strictly than vLLM does (the practice engine's own rules). */
+function managedValue(name, raw, spec) {
+  const nonEmpty = (s) => (typeof s === 'string' && s.trim() !== '' ? s : fail(`argument --${name}: expected a non-empty value`));
+  switch (spec.type) {
+    case 'int':
+      return parseIntStrict(name, raw, spec);
+    case 'bool':
+      return raw !== false;
+    case 'str':
+      return nonEmpty(raw);
+    case 'names':
+      return [].concat(raw).map(nonEmpty);
+    case 'choice':
+      if (!spec.choices.includes(raw)) {
+        fail(`argument --${name}: invalid choice: '${raw}' (choose from ${spec.choices.map((c) => `'${c}'`).join(', ')})`);
+      }
+      return raw;
+    default:
+      return raw;
+  }
+}
+
+/** What the managed flags must say together (a practice engine of 1 GPU per node, mp or ray). */
+function crossCheck(a) {
   if (a.backend !== 'mp' && a.backend !== 'ray') {
     fail(`argument --distributed-executor-backend: '${a.backend}' is not supported by practice-engine (only 'mp' and 'ray')`);
   }
@@ -226,9 +270,8 @@ function parseArgs(argv) {
   if (a.nnodes > 1 && !a.masterAddr) fail('argument --master-addr: required when --nnodes > 1');
   if (a.nodeRank > 0 && !a.headless) fail(`argument --headless: required for --node-rank ${a.nodeRank} (> 0)`);
   if (a.nodeRank === 0 && a.headless) fail('argument --headless: not allowed for --node-rank 0 (the head serves the API)');
-  return a;
 }
 
 const USAGE = 'usage: vllm serve [model_tag] [options]';
 
-module.exports = { parseArgs, apiKeys, pyRepr, ArgError, USAGE, MANAGED };
+module.exports = { parseArgs, apiKeys, pyRepr, ArgError, USAGE, MANAGED, readWords };

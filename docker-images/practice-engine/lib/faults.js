@@ -221,6 +221,48 @@ function lostMaster(rank, local, addr, port) {
   log.err('frame #1: <unknown function> + 0x5ffc5d1 (0xffff6f2f5d1 in /usr/local/lib/python3.12/dist-packages/torch/lib/libtorch_cpu.so)');
 }
 
+/**
+ * The head, when a headless node's workers are gone. Today's mp executor watches only its own node's
+ * workers (vllm/v1/executor/multiproc_executor.py start_worker_monitor waits on `self.workers`, the
+ * local processes: /work/notes/vllm28-research.md 2.4), so the head hears of a lost node in its own
+ * worker's next collective: NCCL's ncclRemoteError (nccl src/init.cc ncclGetErrorString: "remote
+ * process exited or there was a network error"), raised by torch's ProcessGroupNCCL as a
+ * DistBackendError, which the worker logs with logger.exception("WorkerProc hit an exception.")
+ * (WorkerProc.worker_busy_loop) and answers as a FAILURE; the engine core then dies of
+ * collective_rpc's wrapper, "Worker failed with error '%s', please check the stack trace above for
+ * the root cause", logged as "EngineCore encountered a fatal error." (vllm/v1/engine/core.py
+ * run_engine_core). Builds of v0.11 watched every rank from the head and said
+ * "Worker proc VllmWorker-N died unexpectedly, shutting down executor." (PRACTICE_LOG_STYLE=v0.11).
+ */
+function lostWorker(rank, engine) {
+  if (log.OLD_STYLE) {
+    log.error(engine, 'multiproc_executor.py:154', `Worker proc VllmWorker-${rank} died unexpectedly, shutting down executor.`);
+    return;
+  }
+  const nccl = 'NCCL error in: /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:3690, remote process exited or there was a network error, NCCL version 2.27.3';
+  log.exception(
+    workerName(0),
+    'multiproc_executor.py:820',
+    'WorkerProc hit an exception.',
+    [
+      [`${PY}/vllm/v1/executor/multiproc_executor.py`, 815, 'worker_busy_loop', 'output = func(*args, **kwargs)'],
+      [`${PY}/vllm/distributed/parallel_state.py`, 508, 'all_reduce', 'return self.device_communicator.all_reduce(input_)'],
+      [`${PY}/torch/distributed/distributed_c10d.py`, 2950, 'all_reduce', 'work = group.allreduce([tensor], opts)'],
+    ],
+    [`torch.distributed.DistBackendError: ${nccl}`, 'ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.'],
+  );
+  log.exception(
+    engine,
+    'core.py:795',
+    'EngineCore encountered a fatal error.',
+    [
+      [`${PY}/vllm/v1/engine/core.py`, 786, 'run_engine_core', 'engine_core.run_busy_loop()'],
+      [`${PY}/vllm/v1/executor/multiproc_executor.py`, 361, 'get_response', 'raise RuntimeError('],
+    ],
+    `RuntimeError: Worker failed with error '${nccl}', please check the stack trace above for the root cause`,
+  );
+}
+
 /** A generic start-up failure (env checks, rendezvous, bind errors). */
 function startupError(exc, where = 'vllm/entrypoints/cli/serve.py') {
   log.traceback(
@@ -233,4 +275,4 @@ function startupError(exc, where = 'vllm/entrypoints/cli/serve.py') {
   );
 }
 
-module.exports = { oom, cudaOom, kvTooSmall, engineCoreInit, pluginFailed, crashAfterReady, lostMaster, startupError };
+module.exports = { oom, cudaOom, kvTooSmall, engineCoreInit, pluginFailed, crashAfterReady, lostMaster, lostWorker, startupError };

@@ -15,6 +15,9 @@
 const PID = process.pid;
 // Read here, before the first line; lib/config.js checks the value.
 const OLD_STYLE = (process.env.PRACTICE_LOG_STYLE ?? '').trim() === 'v0.11';
+// vllm/logger.py _FORMAT = f"{VLLM_LOGGING_PREFIX}%(levelname)s %(asctime)s [%(fileinfo)s:%(lineno)d] %(message)s":
+// the env's text goes before the level, as it is (no separator added), on every logger line.
+const LOGGING_PREFIX = process.env.VLLM_LOGGING_PREFIX ?? '';
 const CYAN = '\x1b[0;36m';
 const RESET = '\x1b[0;0m';
 
@@ -46,7 +49,7 @@ function err(line) {
 
 /** One logger record: every line of the message behind the prefix and header (NewLineFormatter). */
 function record(level, proc, src, lines) {
-  const head = `${prefix(proc)}${level} ${stamp()} [${src}] `;
+  const head = `${prefix(proc)}${LOGGING_PREFIX}${level} ${stamp()} [${src}] `;
   out(lines.map((l) => head + l).join('\r\n'));
 }
 

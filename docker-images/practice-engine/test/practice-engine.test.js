@@ -202,16 +202,17 @@ for (const rate of ['20', '0']) {
 }
 
 const argCases = [
-  [['m', '--node-rank', 'x'], /vllm serve: error: argument --node-rank: invalid int value: 'x'/],
-  [['m', '--speculative-config', '{bad'], /vllm serve: error: argument --speculative-config: Value \{bad cannot be converted to <function loads>/],
-  [['m', '--foo=[1,'], /argument --foo: Value \[1, cannot be converted/],
+  // argparse names an action by all its option strings (Lib/argparse.py _get_action_name).
+  [['m', '--node-rank', 'x'], /vllm serve: error: argument --node-rank\/-r: invalid int value: 'x'/],
+  [['m', '--speculative-config', '{bad'], /vllm serve: error: argument --speculative-config\/-sc: Value \{bad cannot be converted to <function loads>/],
+  [['m', '--limit-mm-per-prompt=[1,'], /argument --limit-mm-per-prompt: Value \[1, cannot be converted/],
   [['m', '--headless'], /argument --headless: not allowed for --node-rank 0/],
   [['m', '--nnodes', '2', '--node-rank', '1', '--master-addr', '127.0.0.1'], /argument --headless: required/],
   [['m', '--nnodes', '2'], /argument --master-addr: required when --nnodes > 1/],
   [['m', '--nnodes', '2', '--node-rank', '2', '--master-addr', '127.0.0.1', '--headless'], /argument --node-rank: invalid value 2/],
   [['m', '--distributed-executor-backend', 'uni'], /'uni' is not supported/],
   [['m', '--master-port', '70000'], /argument --master-port: invalid value 70000/],
-  [['m', '--tensor-parallel-size'], /argument --tensor-parallel-size: expected one argument/],
+  [['m', '--tensor-parallel-size'], /argument --tensor-parallel-size\/-tp: expected one argument/],
   [['m', 'extra'], /unrecognized arguments: extra/],
   [[], /required: model_tag/],
 ];
@@ -357,7 +358,21 @@ test('2-rank rendezvous; killing the worker takes the head down', async () => {
   w.proc.kill('SIGTERM');
   assert.equal((await w.exit(1500)).code, 0);
   assert.equal((await head.exit()).code, 1);
-  assert.match(head.out, /\(EngineCore_DP0 pid=\d+\) ERROR .* Worker proc VllmWorker-1 died unexpectedly, shutting down executor\./);
+  // Today's head watches its own workers only: it hears of the lost node in its worker's collective,
+  // as NCCL's remote error, and its engine core dies of the wrapper.
+  assert.match(head.out, /\(Worker_TP0 pid=\d+\) ERROR [\d: -]+ \[multiproc_executor\.py:820\] WorkerProc hit an exception\./);
+  assert.match(head.out, /\(Worker_TP0 pid=\d+\) ERROR [\d: -]+ \[multiproc_executor\.py:820\] torch\.distributed\.DistBackendError: NCCL error in: \S+, remote process exited or there was a network error, NCCL version [\d.]+$/m);
+  assert.match(head.out, /\(EngineCore_DP0 pid=\d+\) ERROR [\d: -]+ \[core\.py:795\] RuntimeError: Worker failed with error 'NCCL error in: /);
+  assert.doesNotMatch(head.out, /Worker proc VllmWorker-1 died unexpectedly/);
+});
+
+test('2-rank rendezvous; the head\'s line for a lost worker in the v0.11 style', async () => {
+  const { head, workers: [w] } = await twoRanks({ PRACTICE_LOG_STYLE: 'v0.11' });
+  await head.waitFor(READY);
+  w.proc.kill('SIGTERM');
+  assert.equal((await head.exit()).code, 1);
+  assert.match(head.out, /EngineCore_DP0 pid=\d+\)\x1b\[0;0m ERROR [\d: -]+ \[multiproc_executor\.py:154\] Worker proc VllmWorker-1 died unexpectedly, shutting down executor\./);
+  assert.doesNotMatch(head.out, /remote process exited/);
 });
 
 test('2-rank rendezvous; killing the head takes the worker down', async () => {
@@ -378,7 +393,7 @@ test('fault engine_core_init on a headless worker: its start line, its worker re
   assert.match(w.out, new RegExp(`${rec('Worker_TP1', 'multiproc_executor\\.py:870')}ImportError: .*undefined symbol: _ZN3c104cuda9SetDeviceEi$`, 'm'));
   assert.ok(w.err.endsWith('Exception: WorkerProc initialization failed due to an exception in a background process. See stack trace for root cause.\n'), w.err);
   assert.equal((await head.exit()).code, 1);
-  assert.match(head.out, /Worker proc VllmWorker-1 died unexpectedly/);
+  assert.match(head.out, /remote process exited or there was a network error/);
 });
 
 test('fault worker_exit (3 ranks): last worker exits, everybody fails', async () => {
@@ -389,7 +404,7 @@ test('fault worker_exit (3 ranks): last worker exits, everybody fails', async ()
   // Today's form: the node's own executor names its killed worker's exit code (multiproc_executor.py start_worker_monitor).
   assert.match(w2.out, /\(Worker_TP2 pid=\d+\) ERROR [\d: -]+ \[multiproc_executor\.py:275\] Worker proc VllmWorker-2 died unexpectedly \(exit code: -9\), shutting down executor\.$/m);
   assert.equal((await head.exit()).code, 1);
-  assert.match(head.out, /Worker proc VllmWorker-2 died unexpectedly, shutting down executor\./);
+  assert.match(head.out, /torch\.distributed\.DistBackendError: NCCL error in: \S+, remote process exited or there was a network error/);
   assert.doesNotMatch(head.out, READY);
   assert.equal((await w1.exit()).code, 1);
 });
@@ -464,4 +479,11 @@ test('PRACTICE_LOAD_ALLOC_MIB: the loader takes memory step by step while loadin
   const big = run(['m'], { PRACTICE_LOAD_ALLOC_MIB: '2049' });
   assert.equal((await big.exit()).code, 2);
   assert.match(big.err, /PRACTICE_LOAD_ALLOC_MIB must be at most 2048/);
+});
+
+test('VLLM_LOGGING_PREFIX goes before the level of every logger line (vllm/logger.py _FORMAT)', async () => {
+  const e = run(['m', '--port', String(await freePort()), '--host', '127.0.0.1'], { VLLM_LOGGING_PREFIX: '[spark-a] ', PRACTICE_FAULT: 'worker_exit', PRACTICE_FAULT_RANK: '0' });
+  assert.equal((await e.exit()).code, 1);
+  assert.match(e.out, /^\(EngineCore_DP0 pid=\d+\) \[spark-a\] ERROR [\d: -]+ \[multiproc_executor\.py:275\] Worker proc VllmWorker-0 died unexpectedly/m);
+  assert.doesNotMatch(e.out, /^\([\w ]+pid=\d+\) (?:INFO|WARNING|ERROR) /m);
 });
