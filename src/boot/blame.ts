@@ -1,3 +1,4 @@
+import type { ClusterNode } from "../cluster/cluster.js";
 import type { EngineAdapter } from "../engine/adapter.js";
 import type { BootState } from "../engine/boot-log.js";
 
@@ -40,6 +41,21 @@ export function blameOrder(a: Suspect, b: Suspect): number {
 export function culprit<T>(all: readonly T[], view: (t: T) => Suspect): T | undefined {
   return [...all].sort((a, b) => blameOrder(view(a), view(b)))[0];
 }
+
+/**
+ * The node that a blamed rank's cause names as the peer that died (BootState.peerAddress: Ray's
+ * ActorDiedError `ip:`, for one), when that is another node of the boot: the failure is that node's,
+ * and the blamed rank only heard of it. Each node is known by its addresses (`addressesOf`); one
+ * whose addresses do not include it, or the blamed rank itself, is never named.
+ */
+export function peerNamed<T>(all: readonly T[], blamed: T | undefined, state: BootState | undefined, addressesOf: (t: T) => readonly (string | undefined)[]): T | undefined {
+  const address = state?.causeIsPeerLoss === true ? state.peerAddress : undefined;
+  if (address === undefined) return undefined;
+  return all.find((t) => t !== blamed && addressesOf(t).includes(address));
+}
+
+/** Every address an engine may name a cluster node by: its fabric IP (what Ray and NCCL use), then how launcher reaches it. */
+export const nodeAddresses = (n: ClusterNode | undefined): readonly (string | undefined)[] => (n === undefined ? [] : [n.fabric_ip, n.address_ip, n.address, n.host]);
 
 /** A rank's log names a cause of its own: one that is not only a lost peer. */
 export const ownCause = (s: BootState | undefined): boolean => s?.cause !== undefined && s.causeIsPeerLoss !== true;

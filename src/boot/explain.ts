@@ -1,4 +1,4 @@
-import { culprit, ownCause } from "./blame.js";
+import { culprit, ownCause, peerNamed } from "./blame.js";
 import { BOOT_PHASES, type BootPhase } from "../contract/deployment.js";
 import type { EngineAdapter } from "../engine/adapter.js";
 import { cutLine } from "../remote/lines.js";
@@ -29,6 +29,11 @@ export interface Explanation {
   readonly phases: readonly PhaseStep[];
   /** The node the explanation is about, when the log is `launcher logs` output (`[node] line`). */
   readonly node?: string;
+  /**
+   * The node whose log tells of `node`'s failure (its cause names `node` as the peer that died, by
+   * the address `node`'s own log, or its name, gives): the phases, cause and lines are of its log.
+   */
+  readonly reportedBy?: string;
   /** Every node in the log (one unnamed node for a single container's log). */
   readonly nodes: readonly { readonly node: string; readonly phase: BootPhase; readonly failed: boolean }[];
   /** The cause and the lines around it, as a terminal shows them. */
@@ -124,6 +129,7 @@ export function explainLog(adapter: EngineAdapter, text: string): Explanation {
   const chosen = pickNode(all);
   const [name, log] = chosen ?? ["", { state: INITIAL_BOOT, lines: [], steps: [] } as NodeLog];
   const s = log.state;
+  const peer = peerNamed(all, chosen, s, ([node, n]) => [node, n.state.address])?.[0];
   const failed = failedOf(s);
   const main = failed ? failureHint(adapter, s.cause, log.lines) : undefined;
   const warnings = s.warnings ?? [];
@@ -146,7 +152,8 @@ export function explainLog(adapter: EngineAdapter, text: string): Explanation {
       ...(st.at && st.end ? { seconds: (st.end.ms - st.at.ms) / 1000 } : {}),
       figures: numbers(st.figures),
     })),
-    ...(name === "" ? {} : { node: name }),
+    ...(name === "" ? {} : { node: peer ?? name }),
+    ...(peer === undefined ? {} : { reportedBy: name }),
     nodes: all.map(([node, n]) => ({ node, phase: n.state.phase, failed: failedOf(n.state) })),
     // The parser's traceback of the cause (its own process's lines), then what followed it.
     context: at === undefined ? [] : [...(s.causeLines ?? log.lines.slice(Math.max(0, at - CONTEXT_BEFORE), at + 1)), ...log.lines.slice(at + 1, at + CONTEXT_AFTER + 1)],
@@ -191,7 +198,7 @@ const figureText = (f: Readonly<Record<string, number>>): string => Object.entri
 export function formatExplanation(e: Explanation): string[] {
   const many = e.nodes.length > 1;
   const out: string[] = [`engine ${e.engine}${many ? `, ${e.nodes.length} nodes: ${e.nodes.map((n) => `${n.node} ${n.phase}${n.failed ? " (failed)" : ""}`).join(", ")}` : ""}`];
-  out.push(`phases${e.node !== undefined ? ` of ${e.node}` : ""}:`);
+  out.push(`phases${e.node !== undefined ? ` of ${e.reportedBy ?? e.node}` : ""}:`);
   const width = Math.max(...BOOT_PHASES.map((p) => p.length));
   for (const p of e.phases) {
     const when = p.at === undefined ? "" : `  at ${p.at}`;
@@ -199,7 +206,7 @@ export function formatExplanation(e: Explanation): string[] {
     const figures = Object.keys(p.figures).length === 0 ? "" : `  (${figureText(p.figures)})`;
     out.push(`  ${p.phase.padEnd(width)}${when}${took}${figures}`);
   }
-  const where = e.node !== undefined ? ` on ${e.node}` : "";
+  const where = e.node === undefined ? "" : e.reportedBy === undefined ? ` on ${e.node}` : ` on ${e.node} (${e.reportedBy}'s log says this node died)`;
   if (e.failed && e.ready) out.push(`the engine reached serving${where}, then failed`);
   else if (e.failed) out.push(`the boot failed${where} in phase ${e.phase}`);
   else if (e.ready) out.push(`the boot reached serving${where}`);

@@ -9,7 +9,7 @@ import type { NodeSpec, Plan } from "../plan/plan.js";
 import { dropCaches, imageUnsettled, preflight, readPlanNodes, sameNameOnCluster, type NodeReading, type PendingReadings } from "./preflight.js";
 import { abortable, checkInterrupted, Detached, interruption } from "../config/abort.js";
 import { createdBy, newBootId, stampBoot } from "./boot.js";
-import { culprit, ownCause, timeoutBlame } from "./blame.js";
+import { culprit, nodeAddresses, ownCause, peerNamed, timeoutBlame } from "./blame.js";
 import type { Progress } from "../nodes/progress.js";
 import { redactText } from "../config/redact.js";
 import { checkReady, ReadyRetry } from "./readiness.js";
@@ -87,6 +87,8 @@ interface Failure {
   readonly hint?: string;
   /** Launcher's own figures, said before the log's last lines (the memory guard's). */
   readonly figures?: readonly string[];
+  /** Whose log `lastLines` are, when not the failed node's own (another rank's log named it). */
+  readonly logOf?: string;
 }
 
 // A lost peer makes the other ranks fail too, within moments: wait this long, then blame the first.
@@ -357,7 +359,17 @@ class BootWatch {
       return { ownCause: ownCause(this.states.get(f.node)), ...(at === undefined ? {} : { atMs: at }), order: this.failures.indexOf(f) };
     });
     const state = first !== undefined && this.fatalNodes.has(first.node) ? this.states.get(first.node) : undefined;
-    return first === undefined || state === undefined ? first : { ...first, ...seen(state) };
+    const chosen = first === undefined || state === undefined ? first : { ...first, ...seen(state) };
+    return chosen === undefined ? undefined : (this.peerBlamed(chosen) ?? chosen);
+  }
+
+  /** The node of this boot that the failure's cause names as the peer that died (./blame.ts peerNamed): its failure, told by the rank that heard it. */
+  private peerBlamed(f: Failure): Failure | undefined {
+    const state = this.states.get(f.node);
+    const cluster = new Map(this.session.cluster.nodes.map((n) => [n.name, n]));
+    const peer = peerNamed(this.plan.nodes, this.byNode.get(f.node), state, (n) => nodeAddresses(cluster.get(n.node)));
+    if (peer === undefined || state === undefined) return undefined;
+    return { ...f, ...seen(state), node: peer.node, rank: peer.rank, message: `${f.node}'s log says this node (${state.peerAddress ?? ""}) died`, logOf: f.node };
   }
 
   /** A container's log ended and its container is being looked up: the settle waits for it. */
@@ -575,7 +587,7 @@ async function rollBack(w: BootWatch, f: Failure, bootId: string): Promise<never
     ...(f.cause ? [`cause: ${f.cause}`] : []),
     ...(hint ? [`hint: ${hint}`] : []),
     ...(f.warnings ?? []).map((w) => `warning: ${warningNote(w)}`),
-    ...(f.lastLines.length > 0 ? [`last lines of ${f.node}'s log:`, ...f.lastLines.slice(-LAST_LINES)] : []),
+    ...(f.lastLines.length > 0 ? [`last lines of ${f.logOf ?? f.node}'s log:`, ...f.lastLines.slice(-LAST_LINES)] : []),
     ...formatRemoval(removed, `launcher down deployment/${plan.deployment}`, "summary").map((l, i) => (i === 0 ? `rolled back: ${l}` : l)),
   ].join("\n");
   // The engine's own lines may hold its API key (vLLM's "non-default args" before it redacted them).

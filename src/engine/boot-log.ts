@@ -18,6 +18,10 @@ export interface BootState {
   readonly causeLines?: readonly string[];
   /** The cause only says a peer process died (the adapter's peerLossPatterns): another node failed first. */
   readonly causeIsPeerLoss?: true;
+  /** The address of the peer such a cause names (the adapter's peerAddress), when it names one. */
+  readonly peerAddress?: string;
+  /** The address the node's own log says it has (the adapter's nodeAddress), the first one it said. */
+  readonly address?: string;
   /** Lines that did not stop the engine but likely explain a later failure (with their exception). */
   readonly warnings?: readonly string[];
   /** Shown lines (no colour codes, the last drawing of a redrawn line). */
@@ -64,7 +68,8 @@ export function advanceBoot(adapter: EngineAdapter, state: BootState, raw: strin
   const line = adapter.readLine(raw);
   if (line.text.trim() === "") return state;
   const lastLines = [...state.lastLines.slice(-(KEEP_LINES - 1)), line.text];
-  let { phase, ready, fatal, cause, causeLines, causeIsPeerLoss, warnings, pastInit, headless } = state;
+  let { phase, ready, fatal, cause, causeLines, warnings, pastInit, headless } = state;
+  const { causeIsPeerLoss } = state;
   const figures = { ...state.figures };
   for (const p of adapter.bootPhases) {
     const m = p.pattern.exec(line.body);
@@ -105,7 +110,6 @@ export function advanceBoot(adapter: EngineAdapter, state: BootState, raw: strin
       if (cause === undefined && !wrapper) {
         cause = line.body;
         causeLines = causeContext(lastLines, line);
-        if (adapter.peerLossPatterns.some((p) => p.test(line.body))) causeIsPeerLoss = true;
       }
     }
   }
@@ -114,9 +118,10 @@ export function advanceBoot(adapter: EngineAdapter, state: BootState, raw: strin
     if (refined !== undefined) {
       cause = refined;
       causeLines = causeContext(lastLines, line);
-      causeIsPeerLoss = adapter.peerLossPatterns.some((p) => p.test(refined)) ? true : undefined;
     }
   }
+  const peer = cause === state.cause ? { causeIsPeerLoss, peerAddress: state.peerAddress } : peerOf(adapter, cause);
+  const address = state.address ?? adapter.nodeAddress?.(line.text);
   return {
     phase,
     figures,
@@ -125,13 +130,25 @@ export function advanceBoot(adapter: EngineAdapter, state: BootState, raw: strin
     ...(fatal === undefined ? {} : { fatal }),
     ...(cause === undefined ? {} : { cause }),
     ...(causeLines === undefined ? {} : { causeLines }),
-    ...(causeIsPeerLoss === true ? { causeIsPeerLoss: true as const } : {}),
+    ...(peer.causeIsPeerLoss === true ? { causeIsPeerLoss: true as const } : {}),
+    ...(peer.peerAddress === undefined ? {} : { peerAddress: peer.peerAddress }),
+    ...(address === undefined ? {} : { address }),
     ...(warnings === undefined ? {} : { warnings }),
     ...(atRendezvous ? { atRendezvous: true as const } : {}),
     ...(pastInit === true ? { pastInit: true as const } : {}),
     ...(headless === true ? { headless: true as const } : {}),
     ...(warningRecord === undefined ? {} : { warningRecord }),
   };
+}
+
+/**
+ * Whether a new cause only says a peer died (an exception line, a fatal line or a refined cause
+ * alike), and the peer's address when it names one.
+ */
+function peerOf(adapter: EngineAdapter, cause: string | undefined): { causeIsPeerLoss?: true; peerAddress?: string } {
+  if (cause === undefined || !adapter.peerLossPatterns.some((p) => p.test(cause))) return {};
+  const peerAddress = adapter.peerAddress?.(cause);
+  return { causeIsPeerLoss: true, ...(peerAddress === undefined ? {} : { peerAddress }) };
 }
 
 /** The adapter's fuller cause, from the lines of the cause's process since the cause's own line. */

@@ -1,10 +1,12 @@
 import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import path from "node:path";
 import { describe, test } from "node:test";
-import { launcher, launcherContainers, ok, onHost, practiceSuite, variant } from "./practice-cluster.js";
+import { launcher, launcherContainers, ok, onHost, practiceSuite, variant, within } from "./practice-cluster.js";
 
 // distributed_backend = "ray" on the practice cluster, with the practice engine's Ray stand-in
 // (docker-images/practice-engine/lib/ray.js): a boot that serves, a worker that never joins, an
-// image without Ray. 2 hosts: one head, one worker.
+// image without Ray, a worker's node that dies after the boot served. 2 hosts: one head, one worker.
 const HOSTS = 2;
 const dir = practiceSuite(HOSTS, "launcher-ray-");
 
@@ -31,6 +33,21 @@ describe("Ray backend on the practice cluster", { concurrency: false }, () => {
       assert.match(containerLog(2, "launcher-ray-ok-r1"), /Ray runtime started\./);
       const env = onHost(2, ["docker", "inspect", "--format", "{{range .Config.Env}}{{println .}}{{end}}", "launcher-ray-ok-r1"]);
       assert.match(env, /^RAY_memory_monitor_refresh_ms=0$/m);
+
+      // The worker's node dies after the boot served: the head fails with Ray's ActorDiedError
+      // naming that node's IP (the practice engine's lib/ray-executor.js, as vLLM's Ray executor
+      // raises it), and explain, given both nodes' logs, names the node by the IP its `ray start` printed.
+      onHost(2, ["docker", "kill", "launcher-ray-ok-r1"]);
+      await within(20_000, "the head's container ended", async () => (/^(?:exited|dead)$/m.test(onHost(1, ["docker", "inspect", "--format", "{{.State.Status}}", "launcher-ray-ok-r0"])) ? true : undefined));
+      const logs = ok(await launcher(["logs", "ray-ok"]), "logs");
+      assert.match(logs.stdout, /^\[n1\] .*ray\.exceptions\.ActorDiedError: The actor died unexpectedly/m, logs.stdout);
+      const file = path.join(dir, "ray-lost.log");
+      writeFileSync(file, logs.stdout);
+      const text = await launcher(["explain", file]);
+      assert.equal(text.code, 1, text.stderr);
+      assert.match(text.stdout, /^the engine reached serving on n2 \(n1's log says this node died\), then failed$/m, text.stdout);
+      assert.match(text.stdout, /^cause: RayWorkerProc on \d+\.\d+\.\d+\.\d+: The actor is dead because its node has died/m);
+      assert.match(text.stdout, /^hint: Ray lost the node at \d+\.\d+\.\d+\.\d+/m);
     } finally {
       await launcher(["down", "ray-ok", "--grace", "1"]);
     }

@@ -33,8 +33,11 @@ describe("vLLM's boot log on the practice cluster", { concurrency: false }, () =
       "practice-2x",
       // The worker's record comes 300 ms after the wrapper that kills `vllm serve`: docker stores a
       // process's stdout and another's stderr in either order, and up must still name the record's
-      // exception (it failed CI when up stopped reading at the first fatal line).
-      `[env]\nPRACTICE_FAULT = "engine_core_init"\nPRACTICE_FAULT_RANK = "1"\nPRACTICE_FAILED_PLUGIN = "dspark_vision"\nPRACTICE_RECORD_LAG_MS = "300"\n`,
+      // exception (it failed CI when up stopped reading at the first fatal line). VLLM_LOGGING_PREFIX
+      // puts its text before every logger line's level (vllm/logger.py _FORMAT): the cause is still
+      // the message alone. The head, which lost its headless node, says so in today's form (NCCL's
+      // remote error in its own worker's collective): a lost peer, so the worker's cause is named.
+      `[env]\nPRACTICE_FAULT = "engine_core_init"\nPRACTICE_FAULT_RANK = "1"\nPRACTICE_FAILED_PLUGIN = "dspark_vision"\nPRACTICE_RECORD_LAG_MS = "300"\nVLLM_LOGGING_PREFIX = "[spark] "\n`,
     );
     try {
       const r = await launcher(["up", recipe, "--timeout", "40s"], 90_000);
@@ -43,6 +46,7 @@ describe("vLLM's boot log on the practice cluster", { concurrency: false }, () =
       assert.match(r.stderr, /^  \| cause: ImportError: \/usr\/local\/lib\/python3\.12\/dist-packages\/b12x\/_C\.abi3\.so: undefined symbol: _ZN3c104cuda9SetDeviceEi$/m);
       assert.doesNotMatch(r.stderr, /^  \| cause: .*WorkerProc initialization failed/m);
       assert.match(r.stderr, /^  \| warning: Failed to load plugin dspark_vision \(ModuleNotFoundError: No module named 'dspark_vision'\)/m);
+      assert.match(r.stderr, /^  \| \(Worker_TP1 pid=\d+\) \[spark\] ERROR /m);
       assert.match(r.stderr, /rolled back: removed 2 containers/);
       assert.deepEqual(launcherContainers(HOSTS), []);
     } finally {

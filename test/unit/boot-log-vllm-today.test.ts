@@ -144,3 +144,59 @@ test("a Ray ActorDiedError whose node died is a lost peer, named by the actor's 
   assert.equal(own.cause, "RayWorkerProc on 10.0.0.2: The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR");
   assert.equal(own.causeIsPeerLoss, undefined);
 });
+
+test("a Ray node's death names the node's address; `ray start`'s own line says each node's address", () => {
+  // ray python/ray/exceptions.py ActorDiedError (GCS's GenNodeDiedCause): the `ip:` of the actor's node.
+  const h = "(EngineCore_DP0 pid=246) ERROR 12-01 23:08:02 [core.py:1] ";
+  const s = feed([
+    "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
+    "\tclass_name: RayWorkerProc",
+    "\tip: 10.0.0.2",
+    "The actor is dead because its node has died. Node Id: 7a6b5c",
+  ].map((l) => `${h}${l}`));
+  assert.equal(s.peerAddress, "10.0.0.2");
+  // A lost peer that names no address (torch's TCPStore, the engine core's monitor) names none.
+  assert.equal(feed([`${h}Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.`]).peerAddress, undefined);
+  // A cause of the node's own names no peer, whatever ip the actor had.
+  const own = feed([`${h}ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.`, `${h}\tip: 10.0.0.2`, `${h}The actor is dead because its worker process has died.`]);
+  assert.equal(own.peerAddress, undefined);
+  // `ray start` prints "Local node IP: <ip>" before "Ray runtime started."; the first one said counts.
+  assert.equal(feed(["Local node IP: 10.0.0.2", "--------------------", "Ray runtime started.", "Local node IP: 10.0.0.9"]).address, "10.0.0.2");
+  assert.equal(feed(["(APIServer pid=1) INFO 12-01 23:00:00 [x.py:1] Local node IP: 10.0.0.3"]).address, undefined, "only Ray's own line, not a logged message");
+});
+
+test("NCCL's remote error in a collective is a lost peer, though it is an exception of the rank's own", () => {
+  // nccl src/init.cc ncclGetErrorString(ncclRemoteError), in torch's ProcessGroupNCCL message: what a
+  // head of today's mp executor (its monitor watches its own workers only) says when a headless node died.
+  const h = "(Worker_TP0 pid=400) ERROR 12-01 23:08:02 [multiproc_executor.py:820] ";
+  const s = feed([
+    `${h}WorkerProc hit an exception.`,
+    `${h}Traceback (most recent call last):`,
+    `${h}torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:77, remote process exited or there was a network error, NCCL version 2.27.3`,
+  ]);
+  assert.match(s.cause ?? "", /^torch\.distributed\.DistBackendError: NCCL error in: .*remote process exited or there was a network error/);
+  assert.equal(s.causeIsPeerLoss, true);
+  // Another NCCL error (a node's own fabric) stays the node's own cause.
+  const own = feed([`${h}RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)`]);
+  assert.equal(own.causeIsPeerLoss, undefined);
+});
+
+test("VLLM_LOGGING_PREFIX before the level: the line still splits into process, header and message", () => {
+  // vllm/logger.py _FORMAT = f"{VLLM_LOGGING_PREFIX}%(levelname)s %(asctime)s [%(fileinfo)s:%(lineno)d] %(message)s".
+  const line = vllm.readLine("(EngineCore_DP0 pid=246) [spark-a] INFO 12-01 23:08:02 [gpu_worker.py:298] Available KV cache memory: 41.5 GiB");
+  assert.equal(line.proc, "EngineCore_DP0 pid=246");
+  assert.equal(line.level, "INFO");
+  assert.equal(line.time, "12-01 23:08:02");
+  assert.equal(line.body, "Available KV cache memory: 41.5 GiB");
+  const bare = vllm.readLine("myprefix:ERROR 12-01 23:08:02 [core.py:1] ValueError: bad");
+  assert.equal(bare.body, "ValueError: bad");
+  assert.equal(feed(["vllm|WARNING 12-01 23:08:02 [core.py:1] Failed to load plugin x"]).warnings?.[0], "Failed to load plugin x");
+  // Bounded: a level word far into a line is message text, not a header.
+  const far = `${"x".repeat(80)} INFO 12-01 23:08:02 [a.py:1] y`;
+  assert.equal(vllm.readLine(far).level, undefined);
+});
+
+test("the Ray node death's hint names the node's address", () => {
+  const hint = vllmHint("RayWorkerProc on 10.0.0.2: The actor is dead because its node has died. Node Id: 7a6b5c", ["(EngineCore_DP0 pid=1) ERROR 12-01 23:08:03 [x.py:1] RuntimeError: NCCL error: remote process exited or there was a network error"]);
+  assert.match(hint ?? "", /^Ray lost the node at 10\.0\.0\.2 \(its RayWorkerProc actor died with it\)/);
+});

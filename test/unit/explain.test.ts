@@ -300,3 +300,36 @@ test("two nodes' logs in any order: the node with a cause of its own is explaine
   assert.equal(alone.node, "n1");
   assert.match(alone.cause ?? "", /died unexpectedly/);
 });
+
+test("Ray: a node whose death the head's log tells (ActorDiedError's ip) is the node explained, by the address its own `ray start` printed", () => {
+  // ray python/ray/exceptions.py ActorDiedError, logged by the head's engine core; a Ray worker's own
+  // container log stops at `ray start` (its engine lines print through the head).
+  const head = header("EngineCore_DP0 pid=246", "ERROR", "13:55:22", "core.py:1");
+  const lines = [
+    "[n1] Local node IP: 10.0.0.1",
+    "[n2] Local node IP: 10.0.0.2",
+    "[n2] Ray runtime started.",
+    `[n1] ${BOOT_START[0]}`,
+    ...[
+      "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
+      "\tclass_name: RayWorkerProc",
+      "\tip: 10.0.0.2",
+      "The actor is dead because its node has died. Node Id: 7a6b5c",
+    ].map((l) => `[n1] ${head(l)}`),
+  ];
+  const e = explainLog(vllm, lines.join("\n"));
+  assert.equal(e.node, "n2");
+  assert.equal(e.reportedBy, "n1");
+  assert.equal(e.cause, "RayWorkerProc on 10.0.0.2: The actor is dead because its node has died. Node Id: 7a6b5c");
+  assert.match(e.hint ?? "", /^Ray lost the node at 10\.0\.0\.2/);
+  const text = formatExplanation(e);
+  assert.ok(text.includes("phases of n1:"), text.join("\n"));
+  assert.ok(text.some((l) => /^the boot failed on n2 \(n1's log says this node died\) in phase /.test(l)), text.join("\n"));
+  // The head's own log alone names no node it can find: the head is explained, as before.
+  const alone = explainLog(vllm, lines.filter((l) => l.startsWith("[n1]")).join("\n"));
+  assert.equal(alone.node, "n1");
+  assert.equal(alone.reportedBy, undefined);
+  // A node named by its address (no `ray start` line read) is found by its name too.
+  const byName = explainLog(vllm, lines.map((l) => l.replace("[n2]", "[10.0.0.2]")).filter((l) => !l.includes("Local node IP: 10.0.0.2")).join("\n"));
+  assert.equal(byName.node, "10.0.0.2");
+});

@@ -263,6 +263,39 @@ function lostWorker(rank, engine) {
   );
 }
 
+/**
+ * The Ray head, when a node that ran one of its workers died: Ray's ActorDiedError (ray
+ * python/ray/exceptions.py: the base message, then "\tclass_name: ", "\tactor_id: ", "\tpid: ",
+ * "\tname: ", "\tnamespace: ", "\tip: " of the actor's node, then GCS's reason, for a lost node
+ * "The actor is dead because its node has died. Node Id: <hex>", src/ray/gcs gcs_actor_manager.cc
+ * GenNodeDiedCause; /work/notes/vllm28-research.md 2.6), raised in the head's engine core by vLLM's
+ * Ray executor (vllm/v1/executor/ray_executor_v2.py, RayWorkerProc actors) and logged by
+ * run_engine_core as "EngineCore encountered a fatal error." (vllm/v1/engine/core.py).
+ */
+function rayNodeDied(engine, ip, rank) {
+  const hex = (s) => Buffer.from(s).toString('hex').padEnd(56, '0').slice(0, 56);
+  log.exception(
+    engine,
+    'core.py:795',
+    'EngineCore encountered a fatal error.',
+    [
+      [`${PY}/vllm/v1/engine/core.py`, 786, 'run_engine_core', 'engine_core.run_busy_loop()'],
+      [`${PY}/vllm/v1/executor/ray_executor_v2.py`, 455, 'monitor_workers', 'ray.get(ref)'],
+      [`${PY}/ray/_private/worker.py`, 2961, 'get', 'raise value'],
+    ],
+    [
+      'ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.',
+      '\tclass_name: RayWorkerProc',
+      `\tactor_id: ${hex(`actor-${rank}`).slice(0, 32)}`,
+      `\tpid: ${log.PID + rank}`,
+      `\tname: vllm_Worker_TP${rank}`,
+      '\tnamespace: vllm',
+      `\tip: ${ip}`,
+      `The actor is dead because its node has died. Node Id: ${hex(ip)}`,
+    ],
+  );
+}
+
 /** A generic start-up failure (env checks, rendezvous, bind errors). */
 function startupError(exc, where = 'vllm/entrypoints/cli/serve.py') {
   log.traceback(
@@ -275,4 +308,4 @@ function startupError(exc, where = 'vllm/entrypoints/cli/serve.py') {
   );
 }
 
-module.exports = { oom, cudaOom, kvTooSmall, engineCoreInit, pluginFailed, crashAfterReady, lostMaster, lostWorker, startupError };
+module.exports = { oom, cudaOom, kvTooSmall, engineCoreInit, pluginFailed, crashAfterReady, lostMaster, lostWorker, rayNodeDied, startupError };

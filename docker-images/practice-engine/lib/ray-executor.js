@@ -51,7 +51,36 @@ async function startRayExecutor(proc, args, cfg) {
     return `RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}`;
   }
   log.info(proc, 'ray_executor.py:180', `workers ready on ${(done.results || []).length + 1} Ray nodes`);
+  watchNodes(proc, addr);
   return null;
+}
+
+/**
+ * From here on, a Ray node that dies (its `ray start` left the GCS) takes a worker with it: the
+ * head's engine core fails with Ray's ActorDiedError naming that node's ip (faults.rayNodeDied).
+ * Asked of the GCS every WATCH_MS; the timer never keeps the process up.
+ */
+const WATCH_MS = 250;
+function watchNodes(proc, addr) {
+  let asking = false;
+  const timer = setInterval(async () => {
+    if (asking || log.isExiting()) return;
+    asking = true;
+    try {
+      const nodes = await ray.rayNodes(addr);
+      const dead = nodes.findIndex((n) => !n.Alive);
+      if (dead < 0) return;
+      clearInterval(timer);
+      faults.rayNodeDied(proc, nodes[dead].NodeManagerAddress, dead);
+      log.exit(1);
+    } catch {
+      // The GCS lives in this container: an answer missed now is asked again.
+    } finally {
+      asking = false;
+    }
+  }, WATCH_MS);
+  timer.unref();
+  log.onExit(() => clearInterval(timer));
 }
 
 module.exports = { startRayExecutor };

@@ -65,4 +65,12 @@ test('Ray stand-in: head, a worker joins, the join check and vllm serve --distri
   assert.match(serve.out, /Copying the following environment variables to workers: \['NCCL_DEBUG'\]/);
   assert.doesNotMatch(worker.out, /Overwriting environment variable NCCL_SOCKET_IFNAME/);
   assert.equal(spawnSync(process.execPath, [PY, '-c', 'print(1)'], { env: base }).status, 2, 'any other Python program is refused');
+  // A Ray node that dies takes its worker with it: the head's engine core fails with Ray's
+  // ActorDiedError, whose `ip:` names that node (ray python/ray/exceptions.py).
+  worker.p.kill('SIGKILL');
+  await within('serve ends after its worker node died', 10000, () => serve.p.exitCode !== null);
+  assert.equal(serve.p.exitCode, 1);
+  assert.match(serve.out, /^\(EngineCore_DP0 pid=\d+\) ERROR [\d: -]+ \[core\.py:795\] ray\.exceptions\.ActorDiedError: The actor died unexpectedly before finishing this task\.\r?$/m);
+  assert.match(serve.out, /^\(EngineCore_DP0 pid=\d+\) ERROR [\d: -]+ \[core\.py:795\] \tip: 127\.0\.0\.2\r?$/m);
+  assert.match(serve.out, /\] The actor is dead because its node has died\. Node Id: [0-9a-f]+\r?$/m);
 });

@@ -28,6 +28,14 @@ const DOCTOR = "`launcher doctor`";
 
 /** The known causes' own shapes, most specific first. */
 const RULES: readonly Rule[] = [
+  // Ray's ActorDiedError for an actor whose node died (ray python/ray/exceptions.py, GCS's
+  // GenNodeDiedCause in src/ray/gcs/gcs_actor_manager.cc), as log-shapes.ts refineVllmCause words it:
+  // the node went away, so whatever else the head logged after it (NCCL errors) follows from that.
+  {
+    pattern: /^(\w+) on ([\w.:-]+): The actor is dead because its node has died/,
+    say: (m) =>
+      `Ray lost the node at ${m[2] as string} (its ${m[1] as string} actor died with it): that node, or its \`ray start\` container, ended or lost the head; \`launcher logs\` shows the node's last lines, and \`journalctl -k\` on it a kill by the kernel's OOM killer`,
+  },
   // vllm/v1/core/kv_cache_utils.py, _check_enough_kv_cache_memory: "To serve at least one request
   // with the models's max seq len (N), (X GiB KV cache is needed, which is larger than the available
   // KV cache memory (Y GiB). Based on the available memory, the estimated maximum model length is E."

@@ -24,8 +24,12 @@ export const PREFIX_ONLY = /^\([\w.-]+(?: \([\w.-]+\))?(?: pid=\d+)?(?:, ip=[\w.
 // "%(filename)s:%(lineno)d]" without the opening bracket. vllm/logging_utils/formatter.py
 // `NewLineFormatter.format` replaces every "\n" of a message by "\r\n" + this header, so every
 // line of a multi-line message (a `logger.exception` traceback) carries it again, and each such
-// line but the last ends in "\r".
-export const HEADER = /^(DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? \[?([^\s\]]+:\d+)\] /;
+// line but the last ends in "\r". `_FORMAT` starts with the env's VLLM_LOGGING_PREFIX
+// (f"{VLLM_LOGGING_PREFIX}%(levelname)s ...", vllm/logger.py; /work/notes/vllm28-research.md section
+// 2): any text, no separator added, after the process prefix (written over the whole line by
+// `_add_prefix`). Read as at most 64 characters before the level; anchored, so the
+// lazy run is tried from one place only.
+export const HEADER = /^[^\r\n]{0,64}?(DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? \[?([^\s\]]+:\d+)\] /;
 
 /**
  * One raw line as a terminal would show it: colours dropped, and of a line redrawn with "\r"
@@ -85,8 +89,24 @@ const VALIDATION_FIELD = /^\w[\w.]*$/;
 const ACTOR_DIED = /ActorDiedError: The actor died unexpectedly before finishing this task/;
 const ACTOR_REASON = /^The actor is dead because /;
 const ACTOR_FIELD = /^(class_name|ip): ([\w.:-]+)$/;
-/** The reason that says the actor's node, not the head's own process, is what died. */
-export const ACTOR_NODE_DIED = /^(?:\w+ on [\w.:-]+: )?The actor is dead because its node has died/;
+/** The reason that says the actor's node, not the head's own process, is what died (the node's IP, as refineVllmCause words it, in group 1). */
+export const ACTOR_NODE_DIED = /^(?:\w+ on ([\w.:-]+): )?The actor is dead because its node has died/;
+
+/** The address of the node a lost peer's cause names (Ray's dead actor's `ip:`), when it names one. */
+export function vllmPeerAddress(cause: string): string | undefined {
+  return ACTOR_NODE_DIED.exec(cause)?.[1];
+}
+
+// `ray start` on every Ray node prints "Local node IP: <ip>" (ray python/ray/scripts/scripts.py
+// start(), from memory of Ray 2.x and as docker-images/practice-engine/bin/ray prints it; not re-read
+// in a stored copy this session): the address the node's raylet registers, which ActorDiedError's
+// `ip:` names. Anchored on the shown line: Ray's own print, with no process prefix or logger header.
+const RAY_NODE_IP = /^Local node IP: ([\w.:-]+)$/;
+
+/** The address a node's own log line (as shown) says the node has (Ray's `ray start` line), else undefined. */
+export function vllmNodeAddress(text: string): string | undefined {
+  return RAY_NODE_IP.exec(text)?.[1];
+}
 
 /**
  * The real message of a cause that only names an error's kind: of a pydantic ValidationError, its
@@ -257,6 +277,14 @@ export const PEER_LOSS: readonly RegExp[] = [
   /failed to recv, got 0 bytes/i,
   // SocketImpl's own text (fd, addr, remote) has no parenthesis: torch/csrc/distributed/c10d/socket.cpp.
   /\[c10d\] (?:recvValue|recvBytes|sendBytes)\w* failed on SocketImpl\([^()]*\): (?:Broken pipe|Connection reset by peer)/,
+  // NCCL's ncclRemoteError, as torch's ProcessGroupNCCL raises it in a rank whose collective lost a
+  // peer: ncclGetErrorString (nccl src/init.cc) "remote process exited or there was a network
+  // error", inside torch's "NCCL error in: <file>:<line>, remote process exited or there was a network
+  // error, NCCL version …". Today's mp executor watches only its own node's workers
+  // (vllm/v1/executor/multiproc_executor.py start_worker_monitor waits on `self.workers`' sentinels,
+  // the local ones), so a head whose headless node died hears of it this way, in its own worker's
+  // collective. A network error reads the same: either way a peer, or the link to it, failed first.
+  /remote process exited or there was a network error/,
 ];
 
 /**
