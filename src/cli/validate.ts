@@ -50,5 +50,5 @@ async function localDocker() {
   const [{ SshDocker }, { localTransport }, { openStore }] = await Promise.all([import("../remote/docker.js"), import("../remote/local.js"), import("../app/host.js")]);
   const store = openStore();
   const now = new Date().toISOString();
-  return { docker: new SshDocker(localTransport()), cache: { get: (id: string) => store.imageFacts(id), put: (id: string, facts: Parameters<typeof store.saveImageFacts>[1]) => store.saveImageFacts(id, facts, now) } };
+  return { docker: new SshDocker(localTransport("this machine")), cache: { get: (id: string) => store.imageFacts(id), put: (id: string, facts: Parameters<typeof store.saveImageFacts>[1]) => store.saveImageFacts(id, facts, now) } };
 }

@@ -19,22 +19,26 @@ const MAX_ACTIONS = 5000;
 
 const json: z.ZodType<unknown> = z.unknown();
 const short = z.string().max(200);
+// What of a dump reaches messages is held to plain characters: it is container output.
+const optionString = z.string().max(200).regex(/^-[-\w.+]*$/);
+const versionText = z.string().max(64).regex(/^[\w.+!-]+$/);
+const printable = z.string().max(200).regex(/^[^\x00-\x1f\x7f]*$/);
 
 const actionSchema = z.object({
-  option_strings: z.array(short).max(50),
+  option_strings: z.array(optionString).max(50),
   dest: short,
   action: short,
   nargs: z.union([z.null(), z.number().int().min(0).max(1000), z.enum(["?", "*", "+", "...", "A...", "==SUPPRESS=="])]),
   const: json,
   default: json,
   type: z.array(short).max(10).nullable(),
-  choices: z.array(z.union([z.string().max(500), z.number(), z.boolean(), z.null()])).max(1000).nullable(),
+  choices: z.array(z.union([printable, z.number(), z.boolean(), z.null()])).max(1000).nullable(),
 });
 
 const dumpSchema = z.object({
   format: z.literal(DUMP_FORMAT),
-  engine_version: short,
-  python: short.nullable(),
+  engine_version: versionText,
+  python: versionText.nullable(),
   allow_abbrev: z.boolean(),
   source: z.string().max(2000).optional(),
   actions: z.array(actionSchema).max(MAX_ACTIONS),
@@ -103,6 +107,9 @@ export interface OptionShapes {
   readonly aliases: readonly (readonly string[])[];
 }
 
+/** Types whose choices compare with the value as written (ints and floats by their printed form). */
+const PLAIN_TYPES = new Set(["str", "int", "float"]);
+
 // CPython Lib/argparse.py: nargs None takes one value, "?" one or none, "*" and "+" any number
 // (at least one for "+"), an integer that many; 0 (store_true, store_const, BooleanOptionalAction)
 // none. OPTIONAL/ZERO_OR_MORE/ONE_OR_MORE are "?", "*", "+".
@@ -120,8 +127,11 @@ export function optionShapes(dump: ArgparseDump, types: JsonTypes, ignoreChoices
     many: strings(takesMany),
     json: strings(typed(types.always)),
     jsonWhenBraced: strings((a) => !typed(types.always)(a) && typed(types.braced)(a)),
+    // argparse checks a value's choice after its type converted it (_get_values, _check_value):
+    // only a plain type's choices can be checked on the value as written (vLLM's --moe-backend
+    // lowers and rewrites it first).
     choices: options
-      .filter((a) => a.choices !== null && !a.option_strings.some((s) => ignoreChoices.includes(s)))
+      .filter((a) => a.choices !== null && (a.type === null || PLAIN_TYPES.has(a.type.join(","))) && !a.option_strings.some((s) => ignoreChoices.includes(s)))
       .map((a) => ({ flags: a.option_strings, values: (a.choices ?? []).filter((c) => c !== null && c !== "None").map(String) })),
     defaults: new Map(options.flatMap((a) => a.option_strings.map((s) => [s, a.default] as const))),
     aliases: options.map((a) => (a.action === "BooleanOptionalAction" ? a.option_strings.filter((s) => !s.startsWith("--no-")) : a.option_strings)).filter((g) => g.length > 1),

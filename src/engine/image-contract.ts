@@ -10,6 +10,8 @@ export interface ImageFacts {
   readonly parser?: ArgparseDump;
   /** Why the image could not describe its parser (no Python, an engine too old), when it could not. */
   readonly parserUnread?: string;
+  /** Which dump program read it (a hash): another program's reading is read again. */
+  readonly parserProgram?: string;
 }
 
 /** How a deployment uses the image: the parts of a recipe the image must fit. */

@@ -1,6 +1,7 @@
+import { createHash } from "node:crypto";
 import { RemoteError } from "../config/errors.js";
 import type { EngineFlags, JudgedFlags } from "../engine/adapter.js";
-import { readArgparseDump } from "../engine/argparse-dump.js";
+import { argparseDumpOf, readArgparseDump } from "../engine/argparse-dump.js";
 import type { ImageContract, ImageFacts, ImageUse } from "../engine/image-contract.js";
 import { engineAdapter } from "../engine/registry.js";
 import type { Plan } from "../plan/plan.js";
@@ -67,35 +68,76 @@ export async function checkImage(plan: Plan, docker: Docker, imageId: string, ca
   };
 }
 
-/** What the image says of itself, read once per image ID; a reading that failed is asked again next time. */
+/** What the image says of itself, read once per image ID; a reading that failed for now is asked again next time. */
 export async function imageFacts(docker: Docker, image: string, imageId: string, contract: ImageContract, cache: ImageFactsCache | undefined, signal?: AbortSignal): Promise<{ facts: ImageFacts; unread?: string } | { problem: string }> {
   const cached = cache?.get(imageId);
-  // Facts kept before launcher read parsers lack one: only the parser is asked for then.
-  if (cached !== undefined && (contract.parserCommand === undefined || cached.parser !== undefined || cached.parserUnread !== undefined)) return { facts: cached };
+  const parserFresh = cached !== undefined && parserKept(cached, contract);
+  if (cached !== undefined && parserFresh) return { facts: cached };
+  // The parser is optional: its own failure leaves the args to the table, never the boot refused.
+  const parser = contract.parserCommand === undefined || parserFresh ? undefined : readParser(docker, image, contract, signal);
+  let read: { entrypoint: readonly string[] | null; run?: { code: number; output: string } };
   try {
-    const [entrypoint, run, parser] = await Promise.all([
+    const [entrypoint, run] = await Promise.all([
       cached === undefined ? docker.imageEntrypoint(image) : cached.entrypoint,
       cached === undefined ? docker.runInImage(image, contract.versionCommand, VERSION_TIMEOUT_MS, signal) : undefined,
-      contract.parserCommand === undefined ? undefined : docker.runInImage(image, contract.parserCommand, VERSION_TIMEOUT_MS, signal),
     ]);
-    const version = run === undefined ? (cached?.version ?? null) : run.code === 0 ? contract.parseVersion(run.output) : null;
-    const unread = run === undefined || version !== null ? undefined : `\`${contract.versionCommand.join(" ")}\` in the image printed no version (exit ${run.code}: ${run.output.trim().split("\n").slice(-2).join(" ")})`;
-    const facts: ImageFacts = { entrypoint, version, ...parserFacts(contract, parser) };
-    // Only a full reading is kept: a version that could not be read, or a parser Docker could not run, is asked for again.
-    if (facts.version !== null && parser?.code !== DOCKER_ERROR) cache?.put(imageId, facts);
-    return { facts, ...(unread === undefined ? {} : { unread }) };
+    read = { entrypoint, ...(run === undefined ? {} : { run }) };
   } catch (e) {
+    await parser;
     return { problem: couldNotRead(docker, image, e) };
   }
+  const dumped = (await parser) ?? keptParser(cached);
+  const { run } = read;
+  // `vllm --version` first; a fork whose version line it cannot read still has its parser's.
+  const fromDump = dumped.parser === undefined ? null : contract.parseVersion(dumped.parser.engine_version);
+  const version = run === undefined ? (cached?.version ?? null) : ((run.code === 0 ? contract.parseVersion(run.output) : null) ?? fromDump);
+  const unread = run === undefined || version !== null ? undefined : `\`${contract.versionCommand.join(" ")}\` in the image printed no version (exit ${run.code}: ${run.output.trim().split("\n").slice(-2).join(" ")})`;
+  const { lasting, ...parserPart } = dumped;
+  const facts: ImageFacts = { entrypoint: read.entrypoint, version, ...parserPart };
+  // Only a full reading is kept: a version that could not be read, or a parser that failed for now
+  // (killed, timed out, Docker's own error), is asked for again next time.
+  if (facts.version !== null && lasting) cache?.put(imageId, facts);
+  return { facts, ...(unread === undefined ? {} : { unread }) };
 }
 
-/** The parser the dump program printed, or why there is none (the image has no Python, the program failed). */
-function parserFacts(contract: ImageContract, run: { code: number; output: string } | undefined): Pick<ImageFacts, "parser" | "parserUnread"> {
-  if (run === undefined) return {};
+// The dump program's exits that say something lasting of the image: Python's own exception (1),
+// its usage error (2), no program to run (126, 127). Others (137 killed, 124 timed out, 130
+// interrupted, 125 Docker's own error) may go another way next time.
+const LASTING_EXITS = new Set([1, 2, 126, 127]);
+
+type ParserRead = Pick<ImageFacts, "parser" | "parserUnread" | "parserProgram"> & { readonly lasting: boolean };
+
+/** The dump program's identity: a reading by another program (an older launcher's) is not kept. */
+const programId = (contract: ImageContract): string => createHash("sha256").update(JSON.stringify(contract.parserCommand ?? [])).digest("hex").slice(0, 16);
+
+/** Whether the cached facts hold this program's reading of the parser, still of the format this launcher reads. */
+function parserKept(facts: ImageFacts, contract: ImageContract): boolean {
+  if (contract.parserCommand === undefined) return true;
+  if (facts.parserProgram !== programId(contract)) return false;
+  return facts.parser === undefined ? facts.parserUnread !== undefined : argparseDumpOf(facts.parser).ok;
+}
+
+const keptParser = (facts: ImageFacts | undefined): ParserRead => ({
+  lasting: true,
+  ...(facts?.parser === undefined ? {} : { parser: facts.parser }),
+  ...(facts?.parserUnread === undefined ? {} : { parserUnread: facts.parserUnread }),
+  ...(facts?.parserProgram === undefined ? {} : { parserProgram: facts.parserProgram }),
+});
+
+/** The parser the dump program printed, or why there is none (no Python, the program failed, it could not run). */
+async function readParser(docker: Docker, image: string, contract: ImageContract, signal?: AbortSignal): Promise<ParserRead> {
   const what = `\`${contract.parserCommand?.[0] ?? "?"}\` in the image`;
-  if (run.code !== 0) return { parserUnread: `${what} could not describe the engine's parser (exit ${run.code}${run.code === 127 ? ": not found" : ""})` };
+  const parserProgram = programId(contract);
+  let run: { code: number; output: string };
+  try {
+    run = await docker.runInImage(image, contract.parserCommand ?? [], VERSION_TIMEOUT_MS, signal);
+  } catch (e) {
+    if (!(e instanceof RemoteError)) throw e;
+    return { lasting: false, parserProgram, parserUnread: `${what} could not be run (${e.message})` };
+  }
+  if (run.code !== 0) return { lasting: LASTING_EXITS.has(run.code), parserProgram, parserUnread: `${what} could not describe the engine's parser (exit ${run.code}${run.code === 127 ? ": not found" : ""})` };
   const dump = readArgparseDump(run.output);
-  return dump.ok ? { parser: dump.dump } : { parserUnread: `${what}: ${dump.problem}` };
+  return dump.ok ? { lasting: true, parserProgram, parser: dump.dump } : { lasting: true, parserProgram, parserUnread: `${what}: ${dump.problem}` };
 }
 
 /** What else this use needs inside the image (a program), each asked of it. */

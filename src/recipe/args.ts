@@ -138,6 +138,14 @@ export function managedFlagOf(name: string, table: EngineFlags): { managed: Mana
   const key = flagKey(name);
   const exact = table.managed.find((m) => hasName(m, key));
   if (exact !== undefined) return { managed: exact };
+  // A parser whose options are known: the option the word stands for, a single-dash prefix too.
+  if (table.known !== undefined) {
+    const match = matchOption(name, table.known);
+    // Several flags it could stand for (argparse refuses it): named by the managed one among them.
+    const options = match.kind === "known" ? [match.option] : match.kind === "ambiguous" ? match.candidates : [];
+    const managed = options.map((o) => table.managed.find((m) => hasName(m, flagKey(o)))).find((m) => m !== undefined);
+    return managed === undefined ? undefined : { managed, abbreviates: [...options] };
+  }
   if (!key.startsWith("--") || key.length < 4 || knownKeys(table).has(key)) return undefined;
   const longs = table.managed.flatMap((m) => m.flags.filter((f) => f.startsWith("--") && flagKey(f).startsWith(key)).map((f) => ({ m, f })));
   const first = longs[0];
@@ -177,10 +185,14 @@ export function matchOption(name: string, known: readonly string[]): OptionMatch
  * prefix (`-sc` and `--speculative` are `--speculative-config`), else the flag as written.
  */
 export function longFlag(name: string, table: EngineFlags): string {
+  const written = flagKey(name);
+  // vLLM's dotted form (`-cc.mode`): the key after the flag stays, as its own part of the value.
+  const dot = written.indexOf(".", written.startsWith("--") ? 2 : 1);
+  const suffix = dot < 0 ? "" : written.slice(dot);
   const match = table.known === undefined ? undefined : matchOption(name, table.known);
-  const key = match?.kind === "known" ? match.option : flagKey(name);
+  const key = match?.kind === "known" ? match.option : dot < 0 ? written : written.slice(0, dot);
   const group = (table.aliases ?? []).find((g) => g.some((s) => flagKey(s) === key));
-  return group?.find((s) => s.startsWith("--")) ?? key;
+  return (group?.find((s) => s.startsWith("--")) ?? key) + suffix;
 }
 
 /** Whether the engine parses this flag's value as JSON; a JSON-or-string flag only when written `{...}`. */

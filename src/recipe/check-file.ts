@@ -5,7 +5,7 @@ import { splitShellWords } from "../config/shell-words.js";
 import type { TomlDocument, TomlPath } from "../config/toml-document.js";
 import { adapterOrDefault } from "../engine/registry.js";
 import type { EngineFlags } from "../engine/adapter.js";
-import { flagKey, isCommentWord, managedFlagOf, matchOption, parseFlags, takesJson, takesNoValue, type Flag, type Word } from "./args.js";
+import { flagKey, isCommentWord, longFlag, managedFlagOf, matchOption, parseFlags, takesJson, takesNoValue, type Flag, type Word } from "./args.js";
 import { MOUNT_KEYS, RECIPE_KEYS, recipeFileSchema, type RecipeFile } from "./schema.js";
 
 /** The checks of one recipe file on its own; checks across the `extends` chain come later. */
@@ -105,9 +105,11 @@ export function checkRecipeFile(doc: TomlDocument, flagsFor?: FlagsFor): Checked
   }
   const seen = new Map<string, Flag>();
   for (const flag of flags) {
-    const first = seen.get(flagKey(flag.name));
+    // An alias or a prefix is its flag: `-sc` after `--speculative-config` gives it twice.
+    const key = longFlag(flag.name, table);
+    const first = seen.get(key);
     if (first) diagnostics.push(warning(doc.locate(["args", flag.element]), `${flag.name} is given twice (first in args[${first.element}])`));
-    else seen.set(flagKey(flag.name), flag);
+    else seen.set(key, flag);
   }
 
   // Values that land in `docker run`'s argv: checked for their kind, so none reads as an option.

@@ -261,6 +261,9 @@ export function readListing(transport: Transport, r: ExecResult): ContainerInfo[
  * come after `--`: every docker command parses its flags with spf13/pflag, which ends them at
  * `--` (flag.go parseArgs), so a value can never be read as an option.
  */
+/** What a question to an image may print (a parser dump is a few hundred KiB). */
+const IN_IMAGE_MAX_CHARS = 8 * 1024 * 1024;
+
 export class SshDocker implements Docker {
   constructor(readonly transport: Transport) {}
 
@@ -299,7 +302,7 @@ export class SshDocker implements Docker {
   async runInImage(image: string, argv: readonly string[], timeoutMs: number, signal?: AbortSignal): Promise<{ code: number; output: string }> {
     const [entry, ...args] = argv;
     if (entry === undefined) throw new Error("runInImage needs a command");
-    const r = await this.transport.exec(["docker", "run", "--rm", "--network", "none", "--entrypoint", entry, "--", image, ...args], { timeoutMs, ...(signal ? { signal } : {}) });
+    const r = await this.transport.exec(["docker", "run", "--rm", "--network", "none", "--entrypoint", entry, "--", image, ...args], { timeoutMs, maxChars: IN_IMAGE_MAX_CHARS, ...(signal ? { signal } : {}) });
     const lost = unreachable(this.transport, r);
     if (lost !== undefined) throw lost;
     return { code: r.code, output: `${r.stdout}\n${r.stderr}` };

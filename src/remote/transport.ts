@@ -12,7 +12,16 @@ export interface ExecOptions {
   readonly stdin?: string;
   readonly signal?: AbortSignal;
   readonly timeoutMs?: number;
+  /** The most characters of stdout and stderr together that are kept (default EXEC_MAX_CHARS): past it the command is killed. */
+  readonly maxChars?: number;
 }
+
+/**
+ * A one-shot command's output is collected whole, so it is bounded: a node's or a container's
+ * output is untrusted (README, threat model). Launcher's own scripts print far less; a command
+ * past it is killed and answers 124 with the cut said on stderr.
+ */
+export const EXEC_MAX_CHARS = 64 * 1024 * 1024;
 
 /** A way to run commands on one node. argv is quoted once, inside the transport, never by callers. */
 export interface Transport {
@@ -84,8 +93,20 @@ export function runLocal(program: string, args: readonly string[], options: Exec
             child.stdout.destroy();
             child.stderr.destroy();
           }, options.timeoutMs);
-    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
-    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+    const limit = options.maxChars ?? EXEC_MAX_CHARS;
+    let cut = false;
+    const take = (d: string, into: "out" | "err"): void => {
+      if (cut) return;
+      if (stdout.length + stderr.length + d.length > limit) {
+        cut = true;
+        child.kill("SIGKILL");
+        return;
+      }
+      if (into === "out") stdout += d;
+      else stderr += d;
+    };
+    child.stdout.setEncoding("utf8").on("data", (d: string) => take(d, "out"));
+    child.stderr.setEncoding("utf8").on("data", (d: string) => take(d, "err"));
     child.on("error", (e) => {
       if (timer) clearTimeout(timer);
       if ((e as NodeJS.ErrnoException).name === "AbortError") resolve({ code: 130, stdout, stderr: `${stderr}aborted\n` });
@@ -93,7 +114,8 @@ export function runLocal(program: string, args: readonly string[], options: Exec
     });
     child.on("close", (code, signal) => {
       if (timer) clearTimeout(timer);
-      resolve({ code: code ?? (signal === "SIGKILL" && options.timeoutMs !== undefined ? 124 : 128), stdout, stderr });
+      if (cut) resolve({ code: 124, stdout, stderr: `${stderr}launcher: the output passed ${limit} characters; the command was stopped\n` });
+      else resolve({ code: code ?? (signal === "SIGKILL" && options.timeoutMs !== undefined ? 124 : 128), stdout, stderr });
     });
     child.stdin.on("error", () => undefined);
     child.stdin.end(options.stdin ?? "");

@@ -85,12 +85,13 @@ test("preflight's image check: reads once per image ID (the store keeps it), ask
   const first = await checkImage(plan, good.docker, "sha256:aaa", cache);
   const noParser = "`python3` in the image could not describe the engine's parser (exit 127: not found)";
   assert.deepEqual(first, { problems: [], version: "0.12.0", tableJudged: noParser });
-  assert.deepEqual(good.runs[0], ["docker", "run", "--rm", "--network", "none", "--entrypoint", "vllm", "--", "practice-engine:local", "--version"]);
-  assert.deepEqual(good.runs[1]?.slice(0, 9), ["docker", "run", "--rm", "--network", "none", "--entrypoint", "python3", "--", "practice-engine:local"]);
+  assert.deepEqual(good.runs.find((r) => r[6] === "vllm"), ["docker", "run", "--rm", "--network", "none", "--entrypoint", "vllm", "--", "practice-engine:local", "--version"]);
+  assert.deepEqual(good.runs.find((r) => r[6] === "python3")?.slice(0, 9), ["docker", "run", "--rm", "--network", "none", "--entrypoint", "python3", "--", "practice-engine:local"]);
   const again = await checkImage(plan, good.docker, "sha256:aaa", cache);
   assert.deepEqual(again, first);
   assert.equal(good.runs.length, 2, "the second boot of the same image ID runs nothing in it");
-  assert.deepEqual(store.imageFacts("sha256:aaa"), { entrypoint: ["vllm", "serve"], version: "0.12.0", parserUnread: noParser });
+  const kept = store.imageFacts("sha256:aaa");
+  assert.deepEqual({ ...kept, parserProgram: typeof kept?.parserProgram }, { entrypoint: ["vllm", "serve"], version: "0.12.0", parserUnread: noParser, parserProgram: "string" });
 
   const silent = fakeNode('["vllm","serve"]', { code: 127, stdout: "", stderr: "exec: \"vllm\": executable file not found in $PATH" });
   const unread = await checkImage(plan, silent.docker, "sha256:bbb", cache);
@@ -139,5 +140,29 @@ test("preflight's image check: the image's own parser judges the recipe's args (
   await checkImage(plan, node.docker, "sha256:ddd", cache, undefined, judge);
   assert.equal(node.runs.length, 2, "the parser is read once per image ID");
   assert.equal(judged.length, 2, "and judges every boot");
+  store.close();
+});
+
+test("preflight's image check: a parser read that failed for now is asked again, a lasting one is kept; a dump's failure never refuses the boot", async () => {
+  const store = new Store(":memory:");
+  const cache: ImageFactsCache = { get: (id) => store.imageFacts(id), put: (id, f) => store.saveImageFacts(id, f, "2026-01-01T00:00:00Z") };
+  const plan = practicePlan();
+  const version = { code: 0, stdout: "0.12.0\n", stderr: "" };
+  // Killed (137: the OOM killer on a busy node): not kept, so the next boot reads the parser again.
+  const killed = fakeNode('["vllm","serve"]', version, { code: 137, stdout: "", stderr: "" });
+  const first = await checkImage(plan, killed.docker, "sha256:eee", cache);
+  assert.deepEqual(first.problems, []);
+  assert.match(first.tableJudged ?? "", /exit 137/);
+  assert.equal(store.imageFacts("sha256:eee"), undefined);
+  // A dump that outlives its timeout (exit 124) leaves the boot alone: the table judges.
+  const slow = fakeNode('["vllm","serve"]', version, { code: 124, stdout: "", stderr: "" });
+  assert.deepEqual((await checkImage(plan, slow.docker, "sha256:fff", cache)).problems, []);
+  // A stored reading of a format this launcher cannot read is read again, not used.
+  store.saveImageFacts("sha256:ggg", { entrypoint: ["vllm", "serve"], version: "0.12.0", parserProgram: "x", parser: { format: 99 } as never }, "2026-01-01T00:00:00Z");
+  const table = readFileSync("src/engine/vllm/parser-table.json", "utf8");
+  const fresh = fakeNode('["vllm","serve"]', version, { code: 0, stdout: `${DUMP_SENTINEL}\n${JSON.stringify(JSON.parse(table))}\n`, stderr: "" });
+  const again = await checkImage(plan, fresh.docker, "sha256:ggg", cache);
+  assert.equal(again.judged?.flags.judge?.by, "image");
+  assert.equal(fresh.runs.length, 1, "only the parser is asked again: the version was kept");
   store.close();
 });

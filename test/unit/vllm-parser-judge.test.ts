@@ -189,5 +189,73 @@ test("flags that leave no HTTP API to wait for are refused with the reason: -asc
   assert.match(one('  "--api-server-count=0",').join("\n"), /--api-server-count 0: fewer than 1 API server/);
   assert.deepEqual(one('  "-asc", "2",'), []);
   assert.match(one('  "--ssl-keyfile", "/k.pem", "--ssl-certfile", "/c.pem",').join("\n"), /--ssl-keyfile: vLLM then serves HTTPS only/);
-  assert.match(one('  "--ssl-cert", "/c.pem",').join("\n"), /--ssl-cert abbreviates --ssl-certfile, which launcher refuses: vLLM then serves HTTPS only/);
+  assert.match(one('  "--ssl-cert", "/c.pem",').join("\n"), /--ssl-cert abbreviates --ssl-cert-reqs or --ssl-certfile, which launcher refuses: vLLM then serves HTTPS only/);
+});
+
+test("a review's cases: single-dash prefixes, an image's own aliases, typed choices, removed flags an image still has, -O without levels", () => {
+  const one = (args: string, dump?: ArgparseDump): string[] => {
+    const text = BASE.replace("required_nodes = 2", "required_nodes = 1").replace("tensor_parallel_size = 2", "tensor_parallel_size = 1").replace(/args = \[[\s\S]*?\n\]/, `args = [\n${args}\n]`);
+    const judged = dump === undefined ? undefined : vllm.flagsFrom?.(dump, "img:1")?.flags;
+    const r = resolveRecipe("fork", memorySource({ [FILE]: text }), judged === undefined ? {} : { flagsFor: () => judged });
+    return r.diagnostics.map(formatDiagnostic);
+  };
+  // CPython's _get_option_tuples matches single-dash prefixes too: `-as` is `-asc`.
+  assert.match(one('  "-as", "0",').join("\n"), /-as 0: fewer than 1 API server/);
+  assert.match(one('  "-h",').join("\n"), /-h: vLLM then prints its help and exits/);
+  // A fork whose --api-key also answers to -k: the key flag, refused as launcher cannot carry it... as the key.
+  const withK = variant(table(), "0.31.0", ["--api-key"], [action(["--api-key", "-k"], { nargs: "+" })]);
+  assert.ok(vllm.flagsFrom?.(withK, "k:1")?.flags.apiKey.flags.includes("-k"));
+  assert.match(one('  "-k", "sk-secret",', withK).join("\n"), /-k: it is this image's own spelling of --api-key/);
+  assert.deepEqual(one('  "--api-key", "sk-secret",', withK).filter((d) => d.includes("error")), []);
+  // A choice after a type that rewrites the value is the engine's to check, not launcher's.
+  const lowered = variant(table(), "0.31.0", ["--moe-backend"], [action(["--moe-backend"], { type: ["<lambda>"], choices: ["flashinfer_cutlass", "b12x"] })]);
+  assert.deepEqual(one('  "--moe-backend", "B12X",', lowered).filter((d) => d.includes("error")), []);
+  // --disable-log-requests is refused as removed only by a parser without it.
+  assert.match(one('  "--disable-log-requests",').join("\n"), /vLLM removed it/);
+  const older = variant(table(), "0.11.2", [], [action(["--disable-log-requests"], { action: "_StoreTrueAction", nargs: 0, type: null })]);
+  assert.deepEqual(one('  "--disable-log-requests",', older).filter((d) => d.includes("error")), []);
+  // Before --optimization-level, -O was --compilation-config's alias: JSON, not a level.
+  const noLevels = variant(table(), "0.10.0", ["--optimization-level", "-cc"], [action(["--compilation-config", "-O"], { type: ["parse_dataclass"] })]);
+  assert.deepEqual(one(`  "-O", '{"level": 3}',`, noLevels).filter((d) => d.includes("error")), []);
+  assert.match(one(`  "-O", '{"level": 3}',`).join("\n"), /takes one of 0, 1, 2, 3/);
+  // Given twice under two spellings; +0 is 0 to Python's int.
+  assert.match(one(`  "--speculative-config", '{"method": "mtp"}', "-sc", '{"method": "mtp"}',`).join("\n"), /-sc is given twice/);
+  assert.match(one('  "-asc", "+0",').join("\n"), /-asc \+0: fewer than 1 API server/);
+});
+
+test("diff keeps a dotted key apart: -cc.mode and -cc.backend are two values", async () => {
+  const { diffRecipes } = await import("../../src/recipe/diff.js");
+  const read = (args: string): NonNullable<ReturnType<typeof resolveRecipe>["recipe"]> => {
+    const r = resolveRecipe("fork", memorySource({ [FILE]: BASE.replace(/args = \[[\s\S]*?\n\]/, `args = [\n${args}\n]`) }));
+    assert.ok(r.recipe);
+    return r.recipe;
+  };
+  assert.deepEqual(
+    diffRecipes(read('  "-cc.mode", "3",'), read('  "-cc.backend", "3",')).filter((c) => c.section === "args").map((c) => c.key).sort(),
+    ["--compilation-config.backend", "--compilation-config.mode"],
+  );
+});
+
+test("container output is bounded while it is read, and a dump's words that reach messages are plain", async () => {
+  const { runLocal } = await import("../../src/remote/transport.js");
+  const r = await runLocal("sh", ["-c", "yes | head -c 100000"], { maxChars: 1000, timeoutMs: 30_000 });
+  assert.equal(r.code, 124);
+  assert.ok(r.stdout.length <= 1000);
+  assert.match(r.stderr, /the output passed 1000 characters; the command was stopped/);
+  const hostile = { ...table(), engine_version: "0.31.0\u001b[2J\nfake: line" };
+  assert.deepEqual(readArgparseDump(`${DUMP_SENTINEL}\n${JSON.stringify(hostile)}`), { ok: false, problem: "the parser description does not have format 1 (at engine_version: invalid_format)" });
+  const choice = variant(table(), "0.31.0", [], [action(["--x"], { choices: ["ok", "bad\u001b[31m"] })]);
+  assert.equal(readArgparseDump(`${DUMP_SENTINEL}\n${JSON.stringify(choice)}`).ok, false);
+});
+
+test("validate --image: a docker that is missing or does not answer is said so, not taken for a missing image", async () => {
+  const { judgeByImage } = await import("../../src/app/image-judge.js");
+  const { SshDocker } = await import("../../src/remote/docker.js");
+  const { localTransport } = await import("../../src/remote/local.js");
+  const t = localTransport("this machine");
+  const missing = new SshDocker({ ...t, exec: (argv, o) => t.exec(["launcher-no-such-docker", ...argv.slice(1)], o) });
+  assert.deepEqual(await judgeByImage("img:1", "vllm", missing), { ok: false, problem: "there is no docker command on this machine" });
+  const down = new SshDocker({ ...t, exec: (argv, o) => t.exec(["sh", "-c", "echo 'Cannot connect to the Docker daemon' >&2; exit 1", ...argv.slice(1)], o) });
+  const r = await judgeByImage("img:1", "vllm", down);
+  assert.ok(!r.ok && /^docker on this machine does not answer: docker version failed \(exit 1\)/.test(r.problem), JSON.stringify(r));
 });

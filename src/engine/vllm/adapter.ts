@@ -1,7 +1,7 @@
 import type { EngineAdapter, LineTime, LogLine } from "../adapter.js";
 import { vllmRankCommand, vllmStartsHeadFirst } from "./command.js";
 import { VLLM_DEV_SWITCHES } from "./dev-switches.js";
-import { defaultUtilizationOf, VLLM_TABLE_UTILIZATION, vllmFlags, vllmFlagsFrom, vllmSpellings } from "./flags.js";
+import { defaultUtilizationOf, refuseImageOnlyKeySpellings, VLLM_TABLE_UTILIZATION, vllmFlags, vllmFlagsFrom, vllmSpellings } from "./flags.js";
 import { vllmHint } from "./hints.js";
 import { vllmImage } from "./image.js";
 import { VLLM_ENV_OVERRIDES, VLLM_NODE_ENV_KEYS, vllmNodeEnv } from "./node-env.js";
@@ -43,7 +43,7 @@ export const vllm: EngineAdapter = {
   // The image's own parser (./parser-dump.ts) with launcher's policy of ./flags.ts, and the
   // --gpu-memory-utilization default it gives (vllm/config/cache.py: 0.92 in 0.25.1).
   flagsFrom: (dump, image) => {
-    const flags = vllmFlagsFrom(dump, { by: "image", engine: "vLLM", version: dump.engine_version, image });
+    const flags = refuseImageOnlyKeySpellings(vllmFlagsFrom(dump, { by: "image", engine: "vLLM", version: dump.engine_version, image }));
     const utilization = defaultUtilizationOf(dump);
     return utilization === undefined ? { flags } : { flags, defaultUtilization: utilization };
   },

@@ -28,6 +28,9 @@ import TABLE_JSON from "./parser-table.json" with { type: "json" };
  *   prefix (`--nnode`) is taken for the whole flag.
  */
 
+/** Why a flag vLLM removed is refused (where the parser judging the args lacks it). */
+const REMOVED = "vLLM removed it (its parser has --enable-log-requests, off by default, instead)";
+
 /** Flags launcher writes itself on every rank (mp backend) or the head (Ray), and those it refuses. */
 const MANAGED: readonly ManagedFlag[] = [
   { flags: ["--host"], instead: "launcher serves the API on the head's address it reaches it at; set api_bind in the cluster file to choose another" },
@@ -71,7 +74,7 @@ function refused(): ManagedFlag[] {
     // vllm/engine/arg_utils.py AsyncEngineArgs: enable_log_requests (BooleanOptionalAction, off by
     // default) took the place of --disable-log-requests; vLLM 0.17.1's `vllm serve --help` lists
     // `--enable-log-requests, --no-enable-log-requests` and no --disable-log-requests.
-    { flags: ["--disable-log-requests"], why: "vLLM removed it (its parser has --enable-log-requests, off by default, instead)", instead: "remove it: requests are not logged unless --enable-log-requests is given" },
+    { flags: ["--disable-log-requests"], why: REMOVED, instead: "remove it: requests are not logged unless --enable-log-requests is given" },
   ];
 }
 
@@ -98,7 +101,7 @@ const POLICY: Omit<EngineFlags, "boolean" | "many" | "json" | "jsonWhenBraced" |
   // option (`-n2`) is that option with the rest as its value; `-O` by the preprocessing above.
   attached: ["-n", "-r", "-q", "-O"],
   // serve.py ServeSubcommand.cmd: `elif args.api_server_count < 1: run_headless(args)`: no API server.
-  refusedValues: [{ flags: ["--api-server-count", "-asc"], refuses: (v) => /^\s*-?\d+\s*$/.test(v) && Number(v) < 1, why: "fewer than 1 API server runs the engine headless, with no HTTP API launcher's readiness check could reach", instead: "remove it, or give 1 or more" }],
+  refusedValues: [{ flags: ["--api-server-count", "-asc"], refuses: (v) => /^\s*[+-]?\d[\d_]*\s*$/.test(v) && Number(v.replace(/_/g, "")) < 1, why: "fewer than 1 API server runs the engine headless, with no HTTP API launcher's readiness check could reach", instead: "remove it, or give 1 or more" }],
   // The positional model: FlexibleArgumentParser.parse_args moves `--model X` to the front, so
   // beside the model launcher puts there vLLM sees two positionals and stops.
   model: ["--model"],
@@ -137,19 +140,33 @@ const PLATFORM_CHOICES = ["--mm-processor-device"];
 // The word FlexibleArgumentParser turns into --optimization-level before argparse sees it.
 const PREPROCESSED = ["-O"];
 
-/** vLLM's flags as a parser dump describes them, with every prefix argparse takes for each. */
+// vllm/engine/arg_utils.py: vLLM's own help action, which prints and exits: no API either.
+const HELP: ManagedFlag = { flags: ["--help", "-h"], why: "vLLM then prints its help and exits, with no API to wait for", instead: "remove it; launcher validate --image IMAGE checks the args by the image's own parser" };
+
+/**
+ * vLLM's flags as a parser dump describes them, with every prefix argparse takes for each. Each
+ * flag of launcher's policy also goes by every other option string of its action in the dump (an
+ * alias only a fork has: `-k` for --api-key is the key all the same).
+ */
 export function vllmFlagsFrom(dump: ArgparseDump, judge: FlagsJudge): EngineFlags {
   const shapes = optionShapes(dump, JSON_TYPES, PLATFORM_CHOICES);
-  const all = [...new Set([...shapes.known, ...PREPROCESSED, ...POLICY.managed.flatMap((m) => m.flags)])];
-  const spell = (flags: readonly string[]): string[] => spellings(flags, all);
+  // `-O` is the level only where the parser has --optimization-level (older vLLM: --compilation-config's alias).
+  const level = shapes.known.includes(OPTIMIZATION_LEVEL.flags[0] as string);
+  const all = [...new Set([...shapes.known, ...(level ? PREPROCESSED : []), ...POLICY.managed.flatMap((m) => m.flags)])];
+  const widen = (flags: readonly string[]): string[] => [...new Set([...flags, ...shapes.aliases.filter((g) => g.some((s) => flags.includes(s))).flat()])];
+  const spell = (flags: readonly string[]): string[] => spellings(widen(flags), all);
   const spelled = <T extends { readonly flags: readonly string[] }>(list: readonly T[]): T[] => list.map((x) => ({ ...x, flags: spell(x.flags) }));
-  const level = (c: { flags: readonly string[] }): boolean => c.flags.includes(OPTIMIZATION_LEVEL.flags[0] as string);
-  const choices: FlagChoice[] = [...shapes.choices.filter((c) => !level(c)).map((c) => ({ ...c, instead: `give one of ${c.values.join(", ")}` })), OPTIMIZATION_LEVEL];
+  // A flag vLLM removed is refused only by a parser without it (an older image still takes it).
+  const managed = [...POLICY.managed, HELP].filter((m) => !(m.why === REMOVED && m.flags.some((f) => shapes.known.includes(f)))).map((m) => ({ ...m, flags: widen(m.flags) }));
+  const isLevel = (c: { flags: readonly string[] }): boolean => c.flags.includes(OPTIMIZATION_LEVEL.flags[0] as string);
+  const choices: FlagChoice[] = [...shapes.choices.filter((c) => !(level && isLevel(c))).map((c) => ({ ...c, instead: `give one of ${shown(c.values)}` })), ...(level ? [OPTIMIZATION_LEVEL] : [])];
   return {
     ...POLICY,
+    managed,
+    attached: POLICY.attached?.filter((a) => level || a !== "-O") ?? [],
     judge,
     known: all,
-    aliases: [...shapes.aliases, OPTIMIZATION_LEVEL.flags],
+    aliases: [...shapes.aliases, ...(level ? [OPTIMIZATION_LEVEL.flags] : [])],
     choices: spelled(choices),
     boolean: spell(shapes.boolean),
     many: spell(shapes.many),
@@ -164,6 +181,9 @@ export function vllmFlagsFrom(dump: ArgparseDump, judge: FlagsJudge): EngineFlag
     apiKey: { ...POLICY.apiKey, flags: spell(POLICY.apiKey.flags) },
   };
 }
+
+/** A parser's choices as a message shows them: the first few, each cut short (they are the image's words). */
+const shown = (values: readonly string[]): string => `${values.slice(0, 12).map((v) => (v.length > 40 ? `${v.slice(0, 40)}...` : v)).join(", ")}${values.length > 12 ? ", ..." : ""}`;
 
 const MANAGED_NAMES = new Set(MANAGED.flatMap((m) => m.flags));
 
@@ -204,3 +224,15 @@ export const VLLM_TABLE_UTILIZATION = ((): number => {
   if (d === undefined) throw new Error("src/engine/vllm/parser-table.json: --gpu-memory-utilization has no default");
   return d;
 })();
+
+/**
+ * `flags` (an image's) with the key flag's spellings that only the image has refused: the plan,
+ * made before any image is read, moves the key out of the command line by the table's spellings,
+ * so under another one the key would stay in the engine's argv and the printed plan.
+ */
+export function refuseImageOnlyKeySpellings(flags: EngineFlags): EngineFlags {
+  const extra = flags.apiKey.flags.filter((f) => !vllmFlags.apiKey.flags.includes(f));
+  if (extra.length === 0) return flags;
+  const why = "it is this image's own spelling of --api-key, which launcher's plan does not know, so the key would stay in the engine's command line";
+  return { ...flags, managed: [...flags.managed, { flags: extra, why, instead: "write --api-key (launcher then passes the key in the engine's env, never in its arguments)" }] };
+}
