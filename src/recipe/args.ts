@@ -50,14 +50,31 @@ export function flagKey(name: string): string {
   return name.slice(0, dashes) + name.slice(dashes, end).replace(/_/g, "-") + name.slice(end);
 }
 
-const keySet = (names: readonly string[]): Set<string> => new Set(names.map(flagKey));
+/**
+ * The keys of a list of flag names, made once per list: the engine's tables are constants, and a
+ * recipe's check asks for them once per flag it reads; made at each ask, they would be most of
+ * `validate`'s own time.
+ */
+function once<K extends object>(make: (k: K) => ReadonlySet<string>): (k: K) => ReadonlySet<string> {
+  const made = new WeakMap<K, ReadonlySet<string>>();
+  return (k) => {
+    const known = made.get(k);
+    if (known !== undefined) return known;
+    const set = make(k);
+    made.set(k, set);
+    return set;
+  };
+}
+
+const keySet = once((names: readonly string[]) => new Set(names.map(flagKey)));
 
 /** The flags of `shapes` that take no value: each also as its BooleanOptionalAction `--no-` twin. */
-function booleanKeys(shapes: FlagShapes): Set<string> {
-  const keys = keySet(shapes.boolean);
+const booleanKeysOf = once((names: readonly string[]) => {
+  const keys = new Set(names.map(flagKey));
   for (const k of [...keys]) if (k.startsWith("--")) keys.add(`--no-${k.slice(2)}`);
   return keys;
-}
+});
+const booleanKeys = (shapes: FlagShapes): ReadonlySet<string> => booleanKeysOf(shapes.boolean);
 
 /** Whether the flag takes no value (an on/off flag or its `--no-` twin). */
 export const takesNoValue = (name: string, shapes: FlagShapes): boolean => booleanKeys(shapes).has(flagKey(name));
@@ -127,7 +144,7 @@ export function findAnyFlag(flags: readonly Flag[], names: readonly string[]): F
 const hasName = (m: ManagedFlag, key: string): boolean => m.flags.some((f) => flagKey(f) === key);
 
 /** Every flag spelling the engine table names, so that an abbreviation is told from a flag of its own. */
-const knownKeys = (table: EngineFlags): Set<string> => keySet(flagNames(table));
+const knownKeys = once((table: EngineFlags) => new Set(flagNames(table).map(flagKey)));
 
 /**
  * The managed flag a written flag stands for: its own spelling or alias, or an abbreviation of
