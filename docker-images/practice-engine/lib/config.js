@@ -6,7 +6,7 @@ class ConfigError extends Error {}
 
 const MAX_LOAD_ALLOC_MIB = 2048;
 
-const FAULTS = ['oom', 'cuda_oom', 'kv_too_small', 'engine_core_init', 'hang', 'worker_exit', 'crash_after_ready'];
+const FAULTS = ['oom', 'cuda_oom', 'kv_too_small', 'engine_core_init', 'hang', 'worker_exit', 'crash_after_ready', 'invalid_config'];
 // current: vLLM's log as main writes it; v0.11: the shapes of about v0.10 to early 2026 (lib/log.js).
 const LOG_STYLES = ['current', 'v0.11'];
 
@@ -47,6 +47,10 @@ function readConfig(env, args) {
     // memory guard tests; bounded so that a test can never exhaust the machine that runs it.
     loadAllocMib: num(env, 'PRACTICE_LOAD_ALLOC_MIB', 0, { int: true }),
     loadAllocStepMib: num(env, 'PRACTICE_LOAD_ALLOC_STEP_MIB', 64, { int: true, gt: true }),
+    // vLLM's own switch to its Rust HTTP frontend (VLLM_USE_RUST_FRONTEND, /work/notes/vllm28-research.md
+    // 2.9): the head then prints that frontend's ready line. "1" is on, as vllm/envs.py reads its
+    // other on/off switches (bool(int(...)); this one's own entry not re-read).
+    rustFrontend: (env.VLLM_USE_RUST_FRONTEND ?? '').trim() === '1',
   };
   if (c.loadAllocMib > MAX_LOAD_ALLOC_MIB) {
     throw new ConfigError(`PRACTICE_LOAD_ALLOC_MIB must be at most ${MAX_LOAD_ALLOC_MIB} (2 GiB), got '${env.PRACTICE_LOAD_ALLOC_MIB}'`);

@@ -296,6 +296,46 @@ function rayNodeDied(engine, ip, rank) {
   );
 }
 
+/**
+ * A config that vLLM's pydantic dataclasses refuse while `vllm serve` builds its VllmConfig
+ * (vllm/engine/arg_utils.py create_engine_config, in the API server; in run_headless on a headless
+ * node), before any engine core or worker starts: uncaught, on stderr, each line behind the
+ * process prefix. pydantic-core words the exception line as "1 validation error for CLASS" and puts
+ * the model validator's ValueError on the indented line under it, "  Value error, MESSAGE
+ * [type=value_error, input_value=..., input_type=ArgsKwargs]", then "    For further information
+ * visit https://errors.pydantic.dev/..." (pydantic-core src/errors/validation_exception.rs; the
+ * lines as vLLM users quote them, /work/notes/vllm28-research.md 2.7). The message is
+ * vllm/config/parallel.py's check "num_redundant_experts should be used with EPLB.%d." (its
+ * f-string puts the value right after the period, as the quoted line shows).
+ */
+function validationError(isHead) {
+  const entry = isHead
+    ? [
+        [`${PY}/vllm/entrypoints/cli/serve.py`, 57, 'cmd', 'uvloop.run(run_server(args))'],
+        [`${PY}/vllm/entrypoints/openai/api_server.py`, 1884, 'run_server', 'await run_server_worker(listen_address, sock, args, **uvicorn_kwargs)'],
+        [`${PY}/vllm/entrypoints/openai/api_server.py`, 172, 'build_async_engine_client_from_engine_args', 'vllm_config = engine_args.create_engine_config(usage_context=usage_context)'],
+      ]
+    : [
+        [`${PY}/vllm/entrypoints/cli/serve.py`, 112, 'cmd', 'run_headless(args)'],
+        [`${PY}/vllm/entrypoints/cli/serve.py`, 150, 'run_headless', 'vllm_config = engine_args.create_engine_config(usage_context=usage_context, headless=True)'],
+      ];
+  log.traceback(
+    [
+      ['/usr/local/bin/vllm', 10, '<module>', 'sys.exit(main())'],
+      [`${PY}/vllm/entrypoints/cli/main.py`, 54, 'main', 'args.dispatch_function(args)'],
+      ...entry,
+      [`${PY}/vllm/engine/arg_utils.py`, 1512, 'create_engine_config', 'parallel_config = ParallelConfig('],
+      [`${PY}/pydantic/_internal/_dataclasses.py`, 121, '__init__', 's.__pydantic_validator__.validate_python(ArgsKwargs(args, kwargs), self_instance=s)'],
+    ],
+    [
+      'pydantic_core._pydantic_core.ValidationError: 1 validation error for ParallelConfig',
+      "  Value error, num_redundant_experts should be used with EPLB.16. [type=value_error, input_value=ArgsKwargs((), {'pipeline_parallel_size': 1, 'tensor_parallel_size': 1, 'num_redundant_experts': 16}), input_type=ArgsKwargs]",
+      '    For further information visit https://errors.pydantic.dev/2.12/v/value_error',
+    ],
+    'APIServer',
+  );
+}
+
 /** A generic start-up failure (env checks, rendezvous, bind errors). */
 function startupError(exc, where = 'vllm/entrypoints/cli/serve.py') {
   log.traceback(
@@ -308,4 +348,4 @@ function startupError(exc, where = 'vllm/entrypoints/cli/serve.py') {
   );
 }
 
-module.exports = { oom, cudaOom, kvTooSmall, engineCoreInit, pluginFailed, crashAfterReady, lostMaster, lostWorker, rayNodeDied, startupError };
+module.exports = { oom, cudaOom, kvTooSmall, engineCoreInit, pluginFailed, crashAfterReady, lostMaster, lostWorker, rayNodeDied, validationError, startupError };

@@ -339,6 +339,27 @@ test('fault crash_after_ready', async () => {
   assert.match(e.out, /\(APIServer pid=\d+\) ERROR [\d: -]+ \[core_client\.py:564\] Engine core proc EngineCore_DP0 died unexpectedly, shutting down client\.\n$/);
 });
 
+test('fault invalid_config: pydantic\'s ValidationError with the value error under it, uncaught, before any engine core', async () => {
+  const e = run(['m', '--port', String(await freePort())], { PRACTICE_FAULT: 'invalid_config' });
+  assert.equal((await e.exit()).code, 1);
+  const pre = `\\(APIServer pid=${e.proc.pid}\\) `;
+  assert.match(e.err, new RegExp(`^${pre}Traceback \\(most recent call last\\):$`, 'm'));
+  assert.match(e.err, new RegExp(`^${pre}pydantic_core\\._pydantic_core\\.ValidationError: 1 validation error for ParallelConfig\\n${pre}  Value error, num_redundant_experts should be used with EPLB\\.16\\. \\[type=value_error, input_value=ArgsKwargs\\(.*\\), input_type=ArgsKwargs\\]\\n${pre}    For further information visit https://errors\\.pydantic\\.dev/[\\d.]+/v/value_error\\n$`, 'm'));
+  assert.match(e.out, /Resolved architecture: /);
+  assert.doesNotMatch(e.out, /Using max model len|EngineCore/);
+});
+
+test('VLLM_USE_RUST_FRONTEND=1: the Rust frontend\'s ready line instead of "Starting vLLM server" and uvicorn\'s', async () => {
+  const port = await freePort();
+  const e = run(['m', '--port', String(port), '--host', '127.0.0.1', '--served-model-name', 'qwen3'], { VLLM_USE_RUST_FRONTEND: '1' });
+  await e.waitFor(/starting OpenAI server/);
+  assert.match(e.out, new RegExp(`^\\(RustFrontend pid=\\d+\\) INFO \\d\\d-\\d\\d [\\d:]+ \\[server/src/lib\\.rs:87\\] starting OpenAI server bind_address=127\\.0\\.0\\.1:${port} model=qwen3$`, 'm'));
+  assert.equal((await req(port, 'GET', '/health')).status, 200);
+  assert.doesNotMatch(e.out, /Starting vLLM server|Application startup complete/);
+  e.proc.kill('SIGTERM');
+  assert.equal((await e.exit(1500)).code, 0);
+});
+
 async function twoRanks(env = {}, nnodes = 2) {
   const mport = await freePort();
   const port = await freePort();
@@ -350,11 +371,29 @@ async function twoRanks(env = {}, nnodes = 2) {
   return { head, workers, port };
 }
 
-test('2-rank rendezvous; killing the worker takes the head down', async () => {
+// The line's index in out, or a failure naming it: for the order of lines.
+const at = (out, re) => {
+  const i = out.search(re);
+  assert.ok(i >= 0, `${re} not in:\n${out}`);
+  return i;
+};
+
+test("2-rank rendezvous in today's lines; a headless node's start line after its config; killing the worker takes the head down", async () => {
   const { head, workers: [w] } = await twoRanks();
   await head.waitFor(READY);
   await w.waitFor(/Headless mode: worker rank 1 ready/);
-  assert.match(head.out, /headless worker rank 1 joined/);
+  // vllm/v1/executor/multiproc_executor.py _init_executor (the head's engine core), then each worker's
+  // vllm/distributed/parallel_state.py init_distributed_environment line before the group blocks,
+  // and initialize_model_parallel's once it is up.
+  const leader = at(head.out, /^\(EngineCore_DP0 pid=\d+\) INFO [\d: -]+ \[multiproc_executor\.py:134\] DP group leader: node_rank=0, node_rank_within_dp=0, master_addr=127\.0\.0\.1, mq_connect_ip=127\.0\.0\.1 \(local\), world_size=2, local_world_size=1$/m);
+  const rank0 = at(head.out, /^\(Worker_TP0 pid=\d+\) INFO [\d: -]+ \[parallel_state\.py:1400\] world_size=2 rank=0 local_rank=0 distributed_init_method=tcp:\/\/127\.0\.0\.1:\d+ backend=nccl$/m);
+  assert.ok(leader < rank0 && rank0 < at(head.out, /rank 0 in world size 2 is assigned as DP rank 0, PP rank 0, PCP rank 0, TP rank 0, EP rank 0$/m));
+  assert.ok(at(w.out, /^\(Worker_TP1 pid=\d+\) INFO [\d: -]+ \[parallel_state\.py:1400\] world_size=2 rank=1 local_rank=0 distributed_init_method=tcp:\/\/127\.0\.0\.1:\d+ backend=nccl$/m) < at(w.out, /Model loading took/));
+  // vllm/entrypoints/cli/serve.py run_headless: the config first, then the start line.
+  const launching = at(w.out, /^INFO [\d: -]+ \[serve\.py:230\] Launching vLLM \(v[^)]+\) headless multiproc executor/m);
+  assert.ok(at(w.out, /Resolved architecture: /) < launching && at(w.out, /Using max model len /) < launching);
+  assert.ok(launching < at(w.out, /world_size=2 rank=1 /));
+  assert.doesNotMatch(head.out + w.out, /waiting for \d+ headless worker|headless worker rank 1 joined|connect(?:ing|ed) to master|rendezvous complete/);
   w.proc.kill('SIGTERM');
   assert.equal((await w.exit(1500)).code, 0);
   assert.equal((await head.exit()).code, 1);
@@ -366,9 +405,15 @@ test('2-rank rendezvous; killing the worker takes the head down', async () => {
   assert.doesNotMatch(head.out, /Worker proc VllmWorker-1 died unexpectedly/);
 });
 
-test('2-rank rendezvous; the head\'s line for a lost worker in the v0.11 style', async () => {
+test('2-rank rendezvous in the v0.11 style: its own rendezvous words, the start line first, the head\'s line for a lost worker', async () => {
   const { head, workers: [w] } = await twoRanks({ PRACTICE_LOG_STYLE: 'v0.11' });
   await head.waitFor(READY);
+  await w.waitFor(/Headless mode: worker rank 1 ready/);
+  assert.match(head.out, /waiting for 1 headless worker\(s\) on 127\.0\.0\.1:\d+/);
+  assert.match(head.out, /headless worker rank 1 joined from /);
+  assert.match(w.out, /connected to master at 127\.0\.0\.1:\d+, waiting for all workers/);
+  assert.ok(at(w.out, /Launching vLLM \(v[^)]+\) headless multiproc executor/) < at(w.out, /Resolved architecture: /));
+  assert.doesNotMatch(head.out + w.out, /DP group leader|world_size=2 rank=/);
   w.proc.kill('SIGTERM');
   assert.equal((await head.exit()).code, 1);
   assert.match(head.out, /EngineCore_DP0 pid=\d+\)\x1b\[0;0m ERROR [\d: -]+ \[multiproc_executor\.py:154\] Worker proc VllmWorker-1 died unexpectedly, shutting down executor\./);
@@ -394,6 +439,14 @@ test('fault engine_core_init on a headless worker: its start line, its worker re
   assert.ok(w.err.endsWith('Exception: WorkerProc initialization failed due to an exception in a background process. See stack trace for root cause.\n'), w.err);
   assert.equal((await head.exit()).code, 1);
   assert.match(head.out, /remote process exited or there was a network error/);
+});
+
+test('fault invalid_config on a headless node: refused in run_headless, before its start line', async () => {
+  const mport = await freePort();
+  const w = run(['m', '--nnodes', '2', '--node-rank', '1', '--headless', '--master-addr', '127.0.0.1', '--master-port', String(mport)], { PRACTICE_FAULT: 'invalid_config', PRACTICE_FAULT_RANK: '1' });
+  assert.equal((await w.exit()).code, 1);
+  assert.match(w.err, /run_headless\n.*\n.*ValidationError: 1 validation error for ParallelConfig\n.*  Value error, /s);
+  assert.doesNotMatch(w.out, /Launching vLLM|world_size=/);
 });
 
 test('fault worker_exit (3 ranks): last worker exits, everybody fails', async () => {
