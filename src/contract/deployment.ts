@@ -256,7 +256,8 @@ const rankSchema = z.object({
   started_at: z.exactOptional(z.string()),
   finished_at: z.exactOptional(z.string()),
 });
-const deploymentSchema = z.object({
+/** One deployment of a status line: the read API (./read-api.ts) serves the same shape. */
+export const deploymentSchema = z.object({
   deployment: z.string(),
   recipe: z.string(),
   recipe_hash: z.string(),

@@ -76,8 +76,14 @@ function unreachable(target: DaemonTarget, e: unknown): UserError {
   return new UserError(`cannot reach the daemon at ${target.url}${target.socket === undefined ? "" : ` (through its socket ${target.socket})`}: ${cause?.code ?? cause?.message ?? (e as Error).message}`, `start it (launcher serve --control), or pass --daemon URL / LAUNCHER_DAEMON=none to run here`);
 }
 
-/** The daemon's answer when it is 2xx or one of `expected`; any other is the daemon's refusal, as a user error. */
-async function call(target: DaemonTarget, method: string, path: string, body: unknown, signal?: AbortSignal, expected: readonly number[] = []): Promise<Response> {
+/** What a 401 of the control API tells the user to do. */
+const ADMIN_KEY_HINT = "set LAUNCHER_ADMIN_KEY (or LAUNCHER_ADMIN_KEY_FILE) to the daemon's admin key: an inference key is not one";
+
+/**
+ * The daemon's answer when it is 2xx or one of `expected`; any other is the daemon's refusal, as a
+ * user error (a 401's hint is `keyHint`).
+ */
+export async function call(target: DaemonTarget, method: string, path: string, body: unknown, signal?: AbortSignal, expected: readonly number[] = [], keyHint = ADMIN_KEY_HINT): Promise<Response> {
   let res: Response;
   try {
     const dispatcher = target.socket === undefined ? undefined : await socketDispatcher(target.socket);
@@ -102,7 +108,7 @@ async function call(target: DaemonTarget, method: string, path: string, body: un
   } catch {
     // Not JSON: the text as it is.
   }
-  const hint = res.status === 401 ? "set LAUNCHER_ADMIN_KEY (or LAUNCHER_ADMIN_KEY_FILE) to the daemon's admin key: an inference key is not one" : undefined;
+  const hint = res.status === 401 ? keyHint : undefined;
   throw new UserError(`the daemon at ${target.url} refused: ${message || `HTTP ${res.status}`}`, hint);
 }
 

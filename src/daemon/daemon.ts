@@ -17,6 +17,8 @@ import type { DaemonScope } from "../app/admit.js";
 import type { Environment } from "../app/environment.js";
 import { Discovery, staleAfterMs, type WatchSource } from "./discovery.js";
 import { controlApi, type ControlOptions } from "./control.js";
+import { launcherApi, ReadFeed, type ReadParts } from "./read-api.js";
+import { liveSources, type LiveSources } from "./live-sources.js";
 import { bootSubmitter } from "./boots-host.js";
 import { addEngineKeyHow } from "./engine-key.js";
 import { listenControlSocket, type ControlSocket } from "./control-socket.js";
@@ -61,6 +63,11 @@ interface Parts {
   readonly gateway: Gateway;
   /** The control API's options (with --control), served over TCP and through the socket. */
   readonly control: ControlOptions | undefined;
+  /** The read API's sources and its event stream, served over TCP and through the socket. */
+  readonly read: ReadParts;
+  readonly feed: ReadFeed;
+  /** Engine metrics scraped and the gateway's activity log: the read API's live sources. */
+  readonly live: LiveSources;
 }
 
 /** What runs once the daemon listens, to be stopped in its order. */
@@ -92,6 +99,8 @@ export class Daemon {
   static async start(config: DaemonConfig, env: Environment, hooks: DaemonHooks = {}): Promise<Daemon> {
     const parts = assemble(config, env);
     await listenOn(parts);
+    // Before adoption and the first poll: the event stream hears every boot and every poll.
+    parts.feed.start();
     // Boots a daemon of this store left (killed, even with kill -9, or stopped) are watched again
     // from their containers' logs: each ends ready or rolled back, and `attach`/`down` reach it.
     adoptBoots({
@@ -106,6 +115,7 @@ export class Daemon {
     });
     parts.discovery.start();
     await parts.discovery.ready(FIRST_POLL_MS);
+    parts.live.start();
     const supervising = superviseFrom(parts.discovery, parts.supervisor, parts.watched.sessions, parts.log);
     parts.watched.followDeaths(supervising);
     const addr = parts.gateway.server.address();
@@ -126,11 +136,13 @@ export class Daemon {
   }
 
   private async stopInOrder(): Promise<void> {
-    const { gateway, registry, log, env, supervisor, discovery, store } = this.parts;
+    const { gateway, registry, log, env, supervisor, discovery, store, feed, live } = this.parts;
     const inFlight = gateway.inFlight();
     env.console.err(`launcher serve: stopping (${inFlight} request${inFlight === 1 ? "" : "s"} in flight get up to ${IN_FLIGHT_GRACE_MS / 1000} s)`);
     for (const b of registry.list().filter((x) => x.running)) log(`leaving the boot of ${b.identity.deployment} to the next launcher serve (launcher down ${b.identity.deployment} removes it)`);
     await registry.detachAll("launcher serve stopping", DETACH_MS).catch(() => undefined);
+    // An event stream never ends by itself: ended here, or the server would wait out its grace for it.
+    feed.stop();
     await new Promise<void>((resolve) => {
       gateway.server.close(() => resolve());
       gateway.server.closeIdleConnections();
@@ -145,6 +157,8 @@ export class Daemon {
     await this.running.socket?.close();
     await discovery.stop();
     await gateway.close();
+    // After the server closed (every answered request recorded), before the store closes.
+    await live.stop();
     store.close();
   }
 }
@@ -183,9 +197,18 @@ function assemble(config: DaemonConfig, env: Environment): Parts {
     ownerFile: (cluster) => watched.ownerFile(cluster),
   }, config.apiKeys.length > 0);
   const control = config.control ? { registry, submit, maxBodyBytes: MAX_CONTROL_BODY_BYTES } : undefined;
+  const live = liveSources({ snapshot: () => discovery.snapshot(), store });
+  const read = readPartsOf({ discovery, supervisor, watched, store, registry, log, live });
+  const feed = new ReadFeed(read);
+  const readKeys = [...config.adminKeys, ...config.apiKeys];
   const gateway = createGateway({
-    // Over TCP: the admin key only. Through the socket (announce): this user only.
-    ...(control === undefined ? {} : { control: controlApi({ ...control, ...(config.adminKeys.length === 0 ? {} : { checkAdmin: keyChecker(config.adminKeys) }) }) }),
+    // Reads: an admin or an inference key. The control API over TCP: the admin key only. Through the socket (announce): this user only.
+    control: launcherApi(
+      read,
+      feed,
+      readKeys.length === 0 ? {} : { checkRead: keyChecker(readKeys) },
+      control === undefined ? undefined : controlApi({ ...control, ...(config.adminKeys.length === 0 ? {} : { checkAdmin: keyChecker(config.adminKeys) }) }),
+    ),
     routes: () => routes.routes(),
     ...(config.apiKeys.length === 0 ? {} : { checkKey: keyChecker(config.apiKeys) }),
     metrics,
@@ -205,8 +228,23 @@ function assemble(config: DaemonConfig, env: Environment): Parts {
     headersTimeoutMs: config.upstreamTimeoutMs,
     bodyTimeoutMs: config.idleTimeoutMs,
     maxBodyBytes: MAX_BODY_BYTES,
+    activity: live.record,
   });
-  return { config, env, log, store, discovery, registry, supervisor, watched, clusters, gateway, control };
+  return { config, env, log, store, discovery, registry, supervisor, watched, clusters, gateway, control, read, feed, live };
+}
+
+/** What the read API reads, from the daemon's parts. */
+function readPartsOf(p: Pick<Parts, "discovery" | "supervisor" | "watched" | "store" | "registry" | "log" | "live">): ReadParts {
+  return {
+    discovery: p.discovery,
+    supervision: () => p.supervisor.describe(),
+    clusters: async () => (await Promise.all(p.watched.sessions.values())).map((s) => s.cluster),
+    session: (name) => p.watched.sessions.get(name) ?? Promise.resolve(undefined),
+    store: p.store,
+    registry: p.registry,
+    sources: p.live,
+    log: p.log,
+  };
 }
 
 /** The gateway's gauge of deployments by status, from a new snapshot. */
@@ -258,7 +296,7 @@ async function announce(parts: Parts, port: number, hooks: DaemonHooks): Promise
   const shown = config.listen.host.includes(":") ? `[${config.listen.host}]` : config.listen.host;
   env.console.err(`launcher serve: listening on http://${shown}:${port}/v1 (${keys === 0 ? "no API key: loopback only" : `${keys} API key${keys === 1 ? "" : "s"}`}; clusters ${clusters.map((c) => c.name).join(", ")})`);
   if (parts.control === undefined) return { socket: undefined, advertised: undefined };
-  const socket = await listenControlSocket(env.stateDir, controlApi({ ...parts.control, ownerSocket: true }), REQUEST_TIMEOUT_MS);
+  const socket = await listenControlSocket(env.stateDir, launcherApi(parts.read, parts.feed, { ownerSocket: true }, controlApi({ ...parts.control, ownerSocket: true })), REQUEST_TIMEOUT_MS);
   env.console.err(`launcher serve: control API on http://${shown}:${port}${CONTROL_PREFIX} (${config.adminKeys.length === 0 ? "no admin key: refused over TCP" : "admin key required"}) and on ${socket.path} (this user only)`);
   return { socket, advertised: hooks.advertise?.(config.listen.host, port, socket.path) };
 }

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { decodeError, type UpEvent } from "../boot/up-events.js";
 import { CONTROL_PREFIX } from "../contract/control-api.js";
+import { BootSummarySchema, type BootSummary, type DaemonBootState } from "../contract/read-api.js";
 
 /**
  * The daemon's control API (on `launcher serve --control`), one typed home for its routes and
@@ -39,26 +40,8 @@ export const LocalDaemonSchema = z.object({
 });
 export type LocalDaemon = z.infer<typeof LocalDaemonSchema>;
 
-/** Where a boot the daemon holds stands: running, or over (ready, or failed and rolled back). */
-export const DAEMON_BOOT_STATES = ["booting", "ready", "failed"] as const;
-export type DaemonBootState = (typeof DAEMON_BOOT_STATES)[number];
-
-/** One boot as `GET boots` lists it: the server encodes it (`summarizeBoot`), the client decodes it (`BootListSchema`). */
-export const BootSummarySchema = z.object({
-  deployment: z.string(),
-  cluster: z.string(),
-  lane: z.string().optional(),
-  /** Kept beside `state` for the clients that read only this (down --all). */
-  running: z.boolean(),
-  state: z.enum(DAEMON_BOOT_STATES),
-  /** When the daemon accepted it (ISO 8601). */
-  started_at: z.string(),
-  /** Each node's latest boot phase, as the node's log showed it. */
-  nodes: z.record(z.string(), z.string()),
-  /** Why it failed, for a failed boot. */
-  error: z.string().optional(),
-});
-export type BootSummary = z.infer<typeof BootSummarySchema>;
+// A boot's summary is the read API's as well (its `GET boots` adds each boot's events): one home, there.
+export { BootSummarySchema, DAEMON_BOOT_STATES, type BootSummary, type DaemonBootState } from "../contract/read-api.js";
 
 export const BootListSchema = z.object({ boots: z.array(BootSummarySchema) });
 

@@ -176,6 +176,11 @@ export interface EngineAdapter {
    * accepted): `launcher bench` reports accepted / drafted over a run. Absent: the engine has none.
    */
   readonly specDecodeMetrics?: { readonly accepted: string; readonly drafted: string };
+  /**
+   * The series on `metricsPath` the daemon scrapes for its live view of a serving deployment
+   * (src/engine/engine-metrics.ts reads them). Absent: the engine's metrics are not scraped.
+   */
+  readonly engineMetrics?: EngineMetricNames;
   /** The engine's command line: managed flags (with every alias), value shapes, JSON flags, ... */
   readonly flags: EngineFlags;
   /**
@@ -223,8 +228,8 @@ export interface EngineAdapter {
    * loss (src/boot/blame.ts peerNamed). Absent: the engine's lines name no peer.
    */
   readonly peerAddress?: (cause: string) => string | undefined;
-  /** The address a node's own log line says the node has: how a saved log, with no cluster, finds a named peer. */
-  readonly nodeAddress?: (body: string) => string | undefined;
+  /** The address a node's own log line (as shown: LogLine.text) says the node has: how a saved log, with no cluster, finds a named peer. */
+  readonly nodeAddress?: (text: string) => string | undefined;
   /** Lines that do not stop the engine but likely explain a later failure; their record's exception goes with them. */
   readonly warningPatterns: readonly RegExp[];
   /** The line that says the API is up. */
@@ -255,6 +260,26 @@ export interface EngineAdapter {
    * them from the recipe's args); undefined: the engine cannot say, and no fit check is made.
    */
   readonly memoryFlags?: EngineMemoryFlags;
+}
+
+/**
+ * An engine's Prometheus series for each figure of a live metrics point, each a list of names of
+ * which the first the text has is read (a renamed metric: its new name, then its old one). Every
+ * series of a name is summed (one per engine core), but KV cache usage, a share, is averaged.
+ */
+export interface EngineMetricNames {
+  /** Gauge: the share of the KV cache in use, 0 to 1. */
+  readonly kvCacheUsage: readonly string[];
+  /** Gauges: requests being run now, and queued. */
+  readonly requestsRunning: readonly string[];
+  readonly requestsWaiting: readonly string[];
+  /** Counters (as exposed, with their `_total`): tokens prefilled and generated, preemptions. */
+  readonly promptTokens: readonly string[];
+  readonly generationTokens: readonly string[];
+  readonly preemptions: readonly string[];
+  /** Counters of speculative decoding: draft tokens accepted, and proposed. */
+  readonly specAccepted: readonly string[];
+  readonly specDrafted: readonly string[];
 }
 
 /** An image's parser made into a flag table, with the defaults launcher's checks take from it. */

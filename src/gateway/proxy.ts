@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
 import type { Dispatcher } from "undici";
 import type { ByteBudget } from "./budget.js";
+import { BodyPrefix } from "./capture.js";
 import { engineAuthHeaders } from "../contract/engine-auth.js";
 import { forwardHeaders, REQUEST_DROP, RESPONSE_DROP } from "./headers.js";
 
@@ -14,6 +15,16 @@ export interface ForwardResult {
   readonly endedAt?: number;
   readonly streamedChunks: number;
   readonly completionTokens?: number;
+  /** The usage the engine reported: a whole answer's, or (with readStreamUsage) a stream's last usage chunk. */
+  readonly usage?: Usage;
+  /** The answer's first captureBytes, as sent (with captureBytes). */
+  readonly captured?: Buffer;
+}
+
+/** OpenAI's `usage` of an answer, as far as it is numbers. */
+export interface Usage {
+  readonly prompt?: number;
+  readonly completion?: number;
 }
 
 export interface ForwardOptions {
@@ -31,6 +42,13 @@ export interface ForwardOptions {
   readonly engineKey?: string;
   readonly bodyTimeoutMs: number;
   readonly now: () => number;
+  /**
+   * Read a streamed answer's usage from its last chunks (sent when the client asked
+   * stream_options.include_usage): only the activity log wants it, once per stream.
+   */
+  readonly readStreamUsage?: boolean;
+  /** Keep a copy of the answer's first bytes, this many (the activity log's body capture). */
+  readonly captureBytes?: number;
 }
 
 /** What goes upstream: nothing, bytes the gateway holds (parts sent in order, never joined), or a stream it passes on. */
@@ -62,13 +80,32 @@ function countEvents(chunk: Buffer): number {
   return n;
 }
 
-function usageTokens(chunks: readonly Buffer[]): number | undefined {
+function usageOf(json: string): Usage | undefined {
   try {
-    const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { usage?: { completion_tokens?: unknown } };
-    return typeof body.usage?.completion_tokens === "number" ? body.usage.completion_tokens : undefined;
+    const u = (JSON.parse(json) as { usage?: { prompt_tokens?: unknown; completion_tokens?: unknown } | null }).usage;
+    if (typeof u !== "object" || u === null) return undefined;
+    return { ...(typeof u.prompt_tokens === "number" ? { prompt: u.prompt_tokens } : {}), ...(typeof u.completion_tokens === "number" ? { completion: u.completion_tokens } : {}) };
   } catch {
     return undefined;
   }
+}
+
+const USAGE = Buffer.from('"usage"');
+/** A stream's last chunks are read for usage only while this small (a usage event is ~200 bytes). */
+const STREAM_TAIL_BYTES = 256 * 1024;
+
+/**
+ * The usage of a stream from its last two chunks: the last `data:` event that holds "usage" (an
+ * OpenAI stream's usage chunk, vLLM's too, comes last, before `[DONE]`), undefined when none does.
+ */
+export function streamUsage(tail: readonly Buffer[]): Usage | undefined {
+  if (!tail.some((c) => c.includes(USAGE)) || tail.reduce((n, c) => n + c.length, 0) > STREAM_TAIL_BYTES) return undefined;
+  const text = Buffer.concat(tail).toString("utf8");
+  const at = text.lastIndexOf('"usage"');
+  const start = text.lastIndexOf("data:", at);
+  if (start === -1) return undefined;
+  const end = text.indexOf("\n", at);
+  return usageOf(text.slice(start + "data:".length, end === -1 ? undefined : end));
 }
 
 /**
@@ -90,11 +127,11 @@ class KeptAnswer {
     } else this.drop();
   }
 
-  /** The answer's completion tokens (undefined: not kept, or none said); what it held is given back. */
-  tokens(): number | undefined {
-    const tokens = this.#on ? usageTokens(this.#chunks) : undefined;
+  /** The answer's usage (undefined: not kept, or none said); what it held is given back. */
+  usage(): Usage | undefined {
+    const usage = this.#on ? usageOf(Buffer.concat(this.#chunks).toString("utf8")) : undefined;
     this.drop();
-    return tokens;
+    return usage;
   }
 
   drop(): void {
@@ -125,13 +162,17 @@ export function forward(req: IncomingMessage, res: ServerResponse, options: Forw
     let status = 0;
     let streaming = false;
     let kept: KeptAnswer | undefined;
+    // A stream's last two chunks, by reference: where its usage chunk is.
+    let before: Buffer | undefined;
+    let last: Buffer | undefined;
+    const captured = options.captureBytes === undefined ? undefined : new BodyPrefix(options.captureBytes);
     let settled = false;
     const finish = (r: Omit<ForwardResult, "streamedChunks" | "status">): void => {
       if (settled) return;
       settled = true;
       kept?.drop();
       res.off("close", onClose);
-      resolve({ status, streamedChunks, ...(firstChunkAt === undefined ? {} : { firstChunkAt }), ...r });
+      resolve({ status, streamedChunks, ...(firstChunkAt === undefined ? {} : { firstChunkAt }), ...(captured === undefined ? {} : { captured: captured.bytes() }), ...r });
     };
     const onClose = (): void => {
       if (res.writableFinished) return;
@@ -180,8 +221,14 @@ export function forward(req: IncomingMessage, res: ServerResponse, options: Forw
         },
         onResponseData(c, chunk) {
           firstChunkAt ??= options.now();
-          if (streaming) streamedChunks += countEvents(chunk);
-          else kept?.add(chunk);
+          captured?.add(chunk);
+          if (streaming) {
+            streamedChunks += countEvents(chunk);
+            if (options.readStreamUsage === true) {
+              before = last;
+              last = chunk;
+            }
+          } else kept?.add(chunk);
           if (!res.write(chunk)) {
             c.pause();
             res.once("drain", resume);
@@ -189,8 +236,9 @@ export function forward(req: IncomingMessage, res: ServerResponse, options: Forw
         },
         onResponseEnd() {
           res.end();
-          const tokens = kept?.tokens();
-          finish({ outcome: "done", endedAt: options.now(), ...(tokens === undefined ? {} : { completionTokens: tokens }) });
+          const usage = kept?.usage() ?? (last === undefined ? undefined : streamUsage(before === undefined ? [last] : [before, last]));
+          const whole = kept === undefined ? undefined : usage?.completion;
+          finish({ outcome: "done", endedAt: options.now(), ...(whole === undefined ? {} : { completionTokens: whole }), ...(usage === undefined ? {} : { usage }) });
         },
         onResponseError(_c, e) {
           if (clientGone) {

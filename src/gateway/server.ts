@@ -8,7 +8,10 @@ import { BODY_BUDGET_BYTES, ByteBudget, readBudgeted } from "./budget.js";
 import { GATEWAY_METHODS, methodMatcher, routeParams, type MethodTable } from "./methods.js";
 import { canonicalPath } from "./paths.js";
 import type { GatewayMetrics } from "./metrics.js";
-import { ANSWERS_BUDGET_BYTES, forward, type UpstreamBody } from "./proxy.js";
+import { ANSWERS_BUDGET_BYTES, forward, type ForwardResult, type UpstreamBody } from "./proxy.js";
+import { activityRecord, type RequestTrail } from "./activity.js";
+import { capturedBody, captureWindow } from "./capture.js";
+import type { ActivityRecord } from "../contract/read-api.js";
 import type { Resolution, RouteTable, Target } from "./routes.js";
 
 /** How stale the gateway's view of the clusters is, when some cluster has not been heard from in time. */
@@ -51,6 +54,16 @@ export interface GatewayOptions {
   readonly requestTimeoutMs: number;
   /** The longest a client may take to send a request's headers (default CLIENT_HEADERS_TIMEOUT_MS). */
   readonly clientHeadersTimeoutMs?: number;
+  /**
+   * Hears each request under /v1 that reached the proxy (past the key check) once it is answered:
+   * the activity log (./activity-log.ts). Called on the request path: it must only append.
+   */
+  readonly activity?: (record: ActivityRecord) => void;
+  /**
+   * With `activity`: keep at most this many bytes of each request's and answer's body in its
+   * record, keys removed (./capture.ts). Absent or 0: bodies are not captured.
+   */
+  readonly captureBodies?: number;
   /** The daemon's control API (src/daemon/control.ts), under CONTROL_PREFIX with its own admin key; absent: off. */
   readonly control?: (req: IncomingMessage, res: ServerResponse, path: string) => Promise<void>;
 }
@@ -61,7 +74,11 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
+/** The code of the error each answer carried, for its activity record: set where the error is sent, read when the request ends. */
+const answeredCodes = new WeakMap<ServerResponse, string>();
+
 function sendError(res: ServerResponse, status: number, type: string, code: string, message: string, extra: Record<string, string> = {}): void {
+  answeredCodes.set(res, code);
   const body = JSON.stringify({ error: { message, type, code, param: null } });
   res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...extra });
   res.end(body);
@@ -171,6 +188,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   let inFlight = 0;
   const bodies = new ByteBudget(options.bodyBudgetBytes ?? BODY_BUDGET_BYTES);
   const answers = new ByteBudget(ANSWERS_BUDGET_BYTES);
+  const capture = options.activity !== undefined && (options.captureBodies ?? 0) > 0 ? options.captureBodies : undefined;
 
   /** Appended to 404/503 answers while the gateway's view of the clusters is stale. */
   const staleNote = (): string => {
@@ -248,17 +266,20 @@ export function createGateway(options: GatewayOptions): Gateway {
     return 413;
   }
 
-  async function proxy(req: IncomingMessage, res: ServerResponse, target: string, started: number): Promise<Answered> {
+  async function proxy(req: IncomingMessage, res: ServerResponse, target: string, started: number, trail: RequestTrail): Promise<Answered> {
     const got = await incoming(req, res);
     if ("status" in got) return got;
     try {
-      return await route(req, res, target, started, got);
+      return await route(req, res, target, started, got, trail);
     } finally {
       got.release();
     }
   }
 
-  async function route(req: IncomingMessage, res: ServerResponse, target: string, started: number, got: Incoming): Promise<Answered> {
+  async function route(req: IncomingMessage, res: ServerResponse, target: string, started: number, got: Incoming, trail: RequestTrail): Promise<Answered> {
+    // A form streams through unheld: only a body the gateway holds is captured (the client's, as
+    // sent; held until the request ends anyway, so a reference, read when its record is made).
+    if (capture !== undefined && got.body.kind === "bytes") trail.raw = { request: got.body.parts[0] as Buffer };
     const field = got.model;
     const model = field?.name;
     if (field?.tooLong === true) {
@@ -278,6 +299,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       return none(503, model);
     }
     const name = model ?? r.target.served_model;
+    trail.deployment = r.target.deployment;
     const engineKey = options.engineKey(r.target);
     if (engineKey === undefined && options.requireEngineKey !== undefined) {
       metrics.errors.inc({ model: name, lane: r.target.lane ?? "", kind: "unavailable" });
@@ -286,10 +308,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     // A lane alias means nothing to the engine: it is told its own served name, in place.
     const body = field !== undefined && field.name !== r.target.served_model && got.body.kind === "bytes" ? { kind: "bytes" as const, parts: rewriteModel(got.body.parts[0] as Buffer, field, r.target.served_model) } : got.body;
-    return { status: await proxyTo(req, res, { target: r.target, path: target, engineKey }, name, body, got.json, started), model: name, lane: r.target.lane ?? "" };
+    return { status: await proxyTo(req, res, { target: r.target, path: target, engineKey }, name, body, got.json, started, trail), model: name, lane: r.target.lane ?? "" };
   }
 
-  async function proxyTo(req: IncomingMessage, res: ServerResponse, to: Upstream, model: string, body: UpstreamBody, json: boolean, started: number): Promise<number> {
+  async function proxyTo(req: IncomingMessage, res: ServerResponse, to: Upstream, model: string, body: UpstreamBody, json: boolean, started: number, trail: RequestTrail): Promise<number> {
     const { target } = to;
     const labels = { model, lane: target.lane ?? "" };
     metrics.inFlight.inc(labels);
@@ -306,32 +328,68 @@ export function createGateway(options: GatewayOptions): Gateway {
         headersTimeoutMs: options.headersTimeoutMs,
         bodyTimeoutMs: options.bodyTimeoutMs,
         now: Date.now,
+        ...(options.activity === undefined ? {} : { readStreamUsage: true }),
+        ...(capture === undefined ? {} : { captureBytes: captureWindow(capture, to.engineKey) }),
       });
-      if (body.kind === "stream" && body.from.errored instanceof BodyTooLargeError) return streamTooLarge(res, labels, result.status);
+      if (result.captured !== undefined) trail.raw = { ...trail.raw, response: result.captured, ...withKey(to.engineKey) };
+      if (body.kind === "stream" && body.from.errored instanceof BodyTooLargeError) {
+        trail.error = "request_too_large";
+        return streamTooLarge(res, labels, result.status);
+      }
       if (result.outcome === "upstream_unreachable") {
         options.upstreamFailed();
         metrics.errors.inc({ ...labels, kind: "upstream" });
         sendError(res, 502, "upstream_error", "upstream_failed", `deployment ${target.deployment} (${target.endpoint}) did not answer: ${result.error ?? "?"}`);
         return 502;
       }
+      if (result.outcome === "client_abort" || result.outcome === "upstream_broke") trail.error = result.outcome;
       if (result.outcome === "client_abort") metrics.errors.inc({ ...labels, kind: "client_abort" });
       if (result.outcome === "upstream_broke") {
         options.upstreamFailed();
         metrics.errors.inc({ ...labels, kind: "upstream" });
       }
-      if (result.firstChunkAt !== undefined && result.streamedChunks > 0) metrics.ttft.observe(labels, (result.firstChunkAt - started) / 1000);
-      const tokens = result.completionTokens ?? result.streamedChunks;
-      if (tokens > 0) metrics.tokens.inc(labels, tokens);
-      if (result.outcome === "done" && result.endedAt !== undefined && result.firstChunkAt !== undefined) {
-        // Streamed: the rate after the first token; whole answers: over the whole request.
-        const from = result.completionTokens === undefined ? result.firstChunkAt : started;
-        const perToken = result.completionTokens === undefined ? tokens - 1 : tokens;
-        const secs = (result.endedAt - from) / 1000;
-        if (perToken > 0 && secs > 0) metrics.tokensPerSecond.observe(labels, perToken / secs);
-      }
+      observe(result, labels, started, trail);
       return result.status;
     } finally {
       metrics.inFlight.dec(labels);
+    }
+  }
+
+  /** The request's record to the activity log, its bodies captured (keys removed) when asked. */
+  function recordActivity(activity: (r: ActivityRecord) => void, req: IncomingMessage, res: ServerResponse, a: { t: number; model: string; lane: string; status: number; trail: RequestTrail }): void {
+    const { trail } = a;
+    const error = trail.error ?? answeredCodes.get(res) ?? (a.status === 0 ? "client_abort" : undefined);
+    if (error !== undefined) trail.error = error;
+    const key = presentedKey(req.headers.authorization, req.headers["x-api-key"]);
+    if (capture !== undefined && trail.raw !== undefined) {
+      const secrets = [key, trail.raw.engineKey].filter((s): s is string => s !== undefined);
+      if (trail.raw.request !== undefined) trail.requestBody = capturedBody(trail.raw.request, capture, secrets);
+      if (trail.raw.response !== undefined) trail.responseBody = capturedBody(trail.raw.response, capture, secrets);
+    }
+    activity(activityRecord({ ...a, key }));
+  }
+
+  /** The answer's time to first token, tokens and rate: into the metrics, and the request's trail. */
+  function observe(result: ForwardResult, labels: { model: string; lane: string }, started: number, trail: RequestTrail): void {
+    if (result.firstChunkAt !== undefined && result.streamedChunks > 0) {
+      metrics.ttft.observe(labels, (result.firstChunkAt - started) / 1000);
+      trail.ttftMs = result.firstChunkAt - started;
+    }
+    const tokens = result.completionTokens ?? result.streamedChunks;
+    if (tokens > 0) metrics.tokens.inc(labels, tokens);
+    // The activity log takes the engine's own count when it sent one (a stream's usage chunk too).
+    const reported = result.usage?.completion ?? (tokens > 0 ? tokens : undefined);
+    if (reported !== undefined) trail.tokensOut = reported;
+    if (result.usage?.prompt !== undefined) trail.tokensIn = result.usage.prompt;
+    if (result.outcome === "done" && result.endedAt !== undefined && result.firstChunkAt !== undefined) {
+      // Streamed: the rate after the first token; whole answers: over the whole request.
+      const from = result.completionTokens === undefined ? result.firstChunkAt : started;
+      const perToken = result.completionTokens === undefined ? tokens - 1 : tokens;
+      const secs = (result.endedAt - from) / 1000;
+      if (perToken > 0 && secs > 0) {
+        metrics.tokensPerSecond.observe(labels, perToken / secs);
+        trail.tokensPerSecond = perToken / secs;
+      }
     }
   }
 
@@ -428,10 +486,12 @@ export function createGateway(options: GatewayOptions): Gateway {
       return;
     }
     inFlight++;
+    const trail: RequestTrail = {};
     try {
-      const { status, model, lane } = await proxy(req, res, `${path}${canonical.query}`, started);
+      const { status, model, lane } = await proxy(req, res, `${path}${canonical.query}`, started, trail);
       // 0: the client went away before its request was whole; nothing was answered.
       if (status !== 0) metrics.requests.inc({ model, lane, code: String(status) });
+      if (options.activity !== undefined) recordActivity(options.activity, req, res, { t: started, model, lane, status, trail });
     } finally {
       inFlight--;
     }

@@ -213,4 +213,12 @@ export const MIGRATIONS: readonly string[] = [
    );
    INSERT OR REPLACE INTO launched_boots (cluster, deployment, boot, at) SELECT cluster, deployment, boot, started_at FROM boots_in_progress;
    INSERT OR IGNORE INTO launched_boots (cluster, deployment, boot, at) SELECT cluster, name, '', ready_at FROM deployments WHERE stopped_at IS NULL;`,
+  // 12: the gateway's activity log (src/gateway/activity-log.ts): each request through it, as its
+  // record (src/contract/read-api.ts ActivityRecord: never a key, never a body) and its time;
+  // only the newest rows are kept (Store.saveActivity).
+  `CREATE TABLE activity (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     t INTEGER NOT NULL,
+     record TEXT NOT NULL
+   );`,
 ];

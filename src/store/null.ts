@@ -2,6 +2,7 @@ import type { FabricFacts } from "../cluster/detect.js";
 import type { StoreFault } from "../config/errors.js";
 import type { ImageFacts } from "../engine/image-contract.js";
 import type { BenchRun, EvalRun } from "../contract/evidence.js";
+import type { ActivityRecord } from "../contract/read-api.js";
 import type { Meminfo } from "../memory/meminfo.js";
 import type { BootInProgress, BootRecord, LaneRecord, LockHolder, MemoryTripRecord, RestartRecord, WatchedMemory, StateStore, SwapRecord } from "./store.js";
 
@@ -15,6 +16,10 @@ export class NullStore implements StateStore {
   // Out of use from the start, as its opener said: no fault of this command's.
   fault(): StoreFault | undefined {
     return undefined;
+  }
+  saveActivity(): void {}
+  activity(): ActivityRecord[] {
+    return [];
   }
   saveBenchRun(): void {}
   benchRuns(): BenchRun[] {

@@ -4,6 +4,7 @@ import Database from "better-sqlite3";
 import type { FabricFacts } from "../cluster/detect.js";
 import type { StoreFault } from "../config/errors.js";
 import type { ImageFacts } from "../engine/image-contract.js";
+import type { ActivityRecord } from "../contract/read-api.js";
 import { benchRunFromStored, type BenchRun, type EvalRun, type EvidenceStore, type RunQuery } from "../contract/evidence.js";
 import type { Meminfo } from "../memory/meminfo.js";
 import type { Culprit, MemorySample } from "../memory/memory-watch.js";
@@ -594,6 +595,29 @@ export class Store implements EvidenceStore {
     this.db.transaction(() => {
       for (const key of keys) del.run(key, owner.pid, owner.host);
     })();
+  }
+
+  /**
+   * Appends the gateway's records (oldest first) in one transaction, then drops all but the newest
+   * `keep` rows: the table stays bounded however long the daemon serves.
+   */
+  saveActivity(records: readonly ActivityRecord[], keep: number): void {
+    if (records.length === 0) return;
+    const put = this.db.prepare(`INSERT INTO activity (t, record) VALUES (?, ?)`);
+    this.db.transaction(() => {
+      let last = 0;
+      for (const r of records) last = Number(put.run(r.t, JSON.stringify(r)).lastInsertRowid);
+      // AUTOINCREMENT ids only grow (https://www.sqlite.org/autoinc.html), so the newest `keep`
+      // rows are those above last - keep: a range of the primary key, not a count of the table
+      // (OFFSET would step through every kept row, on the daemon's loop, each flush).
+      this.db.prepare(`DELETE FROM activity WHERE id <= ?`).run(last - Math.max(0, Math.floor(keep)));
+    })();
+  }
+
+  /** The newest `limit` records, newest first. */
+  activity(limit: number): ActivityRecord[] {
+    const rows = this.db.prepare(`SELECT record FROM activity ORDER BY id DESC LIMIT ?`).pluck().all(limit) as string[];
+    return rows.map((r) => JSON.parse(r) as ActivityRecord);
   }
 
   saveBenchRun(run: BenchRun): void {

@@ -132,6 +132,7 @@ export class BootEntry {
  */
 export class BootRegistry {
   private readonly boots: BootEntry[] = [];
+  private readonly starts = new Set<(entry: BootEntry) => void>();
 
   constructor(
     private readonly now: () => number,
@@ -151,12 +152,19 @@ export class BootRegistry {
     this.boots.push(entry);
     this.prune();
     entry.emit({ type: "accepted", ...identity, t: this.now() });
+    for (const f of this.starts) f(entry);
     // The boot runs on its own: no client's connection or signal reaches it, only cancel().
     void run((e) => entry.emit(e), entry.signal, entry.detachSignal).then(
       (outcome) => entry.emit({ type: "result", outcome, t: this.now() }),
       (e: unknown) => entry.emit({ type: "error", error: encodeError(e), t: this.now() }),
     );
     return entry;
+  }
+
+  /** Calls `f` with each boot started from now on, before it runs (the read API's stream follows it); returns the unsubscribe. */
+  onStart(f: (entry: BootEntry) => void): () => void {
+    this.starts.add(f);
+    return () => this.starts.delete(f);
   }
 
   /** The latest boot of this deployment (a running one first). */

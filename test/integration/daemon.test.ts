@@ -4,6 +4,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
+import type { ReadEvent } from "../../src/contract/read-api.js";
+import { followEvents, readAnswer, readLogs } from "../../src/daemon/read-client.js";
 import { CLUSTER, launcher, launcherContainers, launcherProcess, ok, practiceSuite, STATE_HOME, variant, within, type Run } from "./practice-cluster.js";
 
 // One practice host: a one-node variant whose boot takes a few seconds (each boot phase waits), so
@@ -97,9 +99,38 @@ describe("launcher serve --control: boots that outlive their client", { concurre
       assert.equal(proxy.code, 1, proxy.stderr);
       assert.match(proxy.stderr, /with-ssh\.toml:\d+:1: error: ssh\.options is not accepted in a cluster file sent to a daemon/);
       assert.equal(existsSync("/tmp/launcher-proxy-ran"), false, "ProxyCommand never ran");
+      // The read API's stream, open with an inference key while the boot runs (src/daemon/read-api.ts).
+      const seen: ReadEvent[] = [];
+      const watching = new AbortController();
+      const following = followEvents({ url, key: INFERENCE }, (e) => void seen.push(e), watching.signal);
       const up = ok(await launcher(["up", recipe, "--daemon", url, "--cluster", cluster, "--timeout", "2m"], 120_000, { LAUNCHER_ADMIN_KEY: ADMIN }), "up through the remote daemon");
       assert.match(up.stdout, /^remote is ready in/);
       assert.deepEqual(containersOf("remote"), ["n1:launcher-remote-r0:running"]);
+      // Both of the daemon's clusters (its own and the client's copy) name n1: each lists the deployment.
+      const serving = (e: ReadEvent): boolean => e.event === "deployment" && e.data.cluster === "client-copy" && e.data.deployment === "remote" && e.data.status === "serving";
+      await within(30_000, "the stream brings the boot's end and the deployment serving", async () => (seen.some((e) => e.event === "boot" && e.data.event.type === "result") && seen.some(serving) ? true : undefined));
+      const read = { url, key: INFERENCE };
+      const listed = (await readAnswer(read, "deployments")).deployments.filter((d) => d.deployment === "remote").map((d) => `${d.cluster} ${d.status} ${d.ranks.map((r) => r.node).join(",")}`);
+      assert.ok(listed.includes("client-copy serving n1"), listed.join("; "));
+      const logs = await readLogs(read, "remote", { cluster: "client-copy" });
+      assert.ok(logs.lines.some((l) => l.node === "n1" && l.rank === 0), JSON.stringify(logs).slice(0, 500));
+      assert.doesNotMatch(JSON.stringify(logs), /engine-key-remote-9b2e/, "the engine's key is redacted from its log");
+      // A request through the gateway is in the activity log (a key id, never the key), and the
+      // engine's /metrics, scraped every 5 s, give the deployment a window.
+      const model = (await readAnswer(read, "deployments")).deployments.find((d) => d.deployment === "remote")?.served_model;
+      assert.ok(model);
+      const chat = await fetch(`${url}/v1/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${INFERENCE}`, "content-type": "application/json" }, body: JSON.stringify({ model, messages: [{ role: "user", content: "hi" }], max_tokens: 4 }) });
+      assert.equal(chat.status, 200, await chat.text());
+      const { value: live } = await within(30_000, "the request in the activity log and a metrics point of remote", async () => {
+        const request = (await readAnswer(read, "activity")).requests.find((r) => r.model === model && r.status === 200);
+        const window = (await readAnswer(read, "metrics")).windows.find((w) => w.deployment === "remote" && w.points.length > 0);
+        return request !== undefined && window !== undefined ? { request, window } : undefined;
+      });
+      assert.match(live.request.key_id ?? "", /^[0-9a-f]{8}$/);
+      assert.equal(typeof live.window.points[0]?.requests_running, "number");
+      assert.doesNotMatch(JSON.stringify(await readAnswer(read, "activity")), new RegExp(INFERENCE), "no key in the activity log");
+      watching.abort();
+      await following;
       assert.match(log, /boot of remote \(.*launcher-client-only-\w+\/remote\) accepted/);
       assert.doesNotMatch(log, new RegExp(`${ADMIN}|${INFERENCE}`), "keys never in the daemon's log");
     } finally {

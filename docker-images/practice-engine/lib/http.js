@@ -109,8 +109,11 @@ function createApi(opts) {
     streamsOpen: 0,
     streamsStarted: 0,
     streamsAborted: 0,
+    waiting: 0,
+    preemptions: 0,
   };
   let seq = 0;
+  const waitingQueue = [];
 
   function checkModel(body) {
     if (body.model === undefined || body.model === null) return servedName;
@@ -204,9 +207,9 @@ function createApi(opts) {
     const object = kind === 'chat' ? (stream ? 'chat.completion.chunk' : 'chat.completion') : 'text_completion';
     const usage = (c) => ({ prompt_tokens: promptTokens, completion_tokens: c, total_tokens: promptTokens + c });
 
-    stats.running++;
-    stats.promptTokens += promptTokens;
-    stats.activeTokens += promptTokens;
+    // One whose tokens outgrow the KV cache is preempted once (vllm:num_preemptions), as vLLM's
+    // scheduler preempts a request when no KV block is left for it; it is not recomputed here.
+    let preempted = false;
     let generated = 0;
     let text = '';
     if (stream) {
@@ -218,58 +221,97 @@ function createApi(opts) {
     const write = (obj) => res.write(`data: ${JSON.stringify(obj)}\n\n`);
     const chunk = (choice) => ({ id, object, created, model, choices: [choice] });
 
-    const cancel = generate(
-      n,
-      seed,
-      (i, tok) => {
-        generated++;
-        stats.generationTokens++;
-        if (opts.onToken) opts.onToken();
-        stats.activeTokens++;
-        if (stream) {
-          if (kind === 'chat') {
-            const delta = i === 0 ? { role: 'assistant', content: tok } : { content: tok };
-            write(chunk({ index: 0, delta, logprobs: null, finish_reason: null }));
-          } else {
-            write(chunk({ index: 0, text: tok, logprobs: null, finish_reason: null }));
+    let cancel = null;
+    const begin = () => {
+      stats.running++;
+      stats.promptTokens += promptTokens;
+      stats.activeTokens += promptTokens;
+      cancel = generate(
+        n,
+        seed,
+        (i, tok) => {
+          generated++;
+          stats.generationTokens++;
+          if (opts.onToken) opts.onToken();
+          stats.activeTokens++;
+          if (!preempted && stats.activeTokens > opts.kvTokens) {
+            preempted = true;
+            stats.preemptions++;
           }
-        } else {
-          text += tok;
-        }
-      },
-      (aborted) => {
-        stats.running--;
-        stats.activeTokens -= promptTokens + generated;
-        if (stream) {
-          stats.streamsOpen--;
-          if (aborted) stats.streamsAborted++;
-        }
-        if (aborted) return;
-        if (stream) {
-          if (kind === 'chat') write(chunk({ index: 0, delta: {}, logprobs: null, finish_reason: finish }));
-          else write(chunk({ index: 0, text: '', logprobs: null, finish_reason: 'length' }));
-          if (includeUsage) write({ id, object, created, model, choices: [], usage: usage(generated) });
-          res.end('data: [DONE]\n\n');
-        } else if (kind === 'chat') {
-          sendJson(res, 200, {
-            id, object, created, model,
-            choices: [{ index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: finish }],
-            usage: usage(generated),
-          });
-        } else {
-          sendJson(res, 200, {
-            id, object, created, model,
-            choices: [{ index: 0, text, logprobs: null, finish_reason: 'length' }],
-            usage: usage(generated),
-          });
-        }
-      },
-      answerToks ? (i) => answerToks[i] : undefined,
-    );
-    // Client went away before we finished: stop generating right now.
+          if (stream) {
+            if (kind === 'chat') {
+              const delta = i === 0 ? { role: 'assistant', content: tok } : { content: tok };
+              write(chunk({ index: 0, delta, logprobs: null, finish_reason: null }));
+            } else {
+              write(chunk({ index: 0, text: tok, logprobs: null, finish_reason: null }));
+            }
+          } else {
+            text += tok;
+          }
+        },
+        (aborted) => {
+          stats.running--;
+          stats.activeTokens -= promptTokens + generated;
+          admitWaiting();
+          if (stream) {
+            stats.streamsOpen--;
+            if (aborted) stats.streamsAborted++;
+          }
+          if (aborted) return;
+          if (stream) {
+            if (kind === 'chat') write(chunk({ index: 0, delta: {}, logprobs: null, finish_reason: finish }));
+            else write(chunk({ index: 0, text: '', logprobs: null, finish_reason: 'length' }));
+            if (includeUsage) write({ id, object, created, model, choices: [], usage: usage(generated) });
+            res.end('data: [DONE]\n\n');
+          } else if (kind === 'chat') {
+            sendJson(res, 200, {
+              id, object, created, model,
+              choices: [{ index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: finish }],
+              usage: usage(generated),
+            });
+          } else {
+            sendJson(res, 200, {
+              id, object, created, model,
+              choices: [{ index: 0, text, logprobs: null, finish_reason: 'length' }],
+              usage: usage(generated),
+            });
+          }
+        },
+        answerToks ? (i) => answerToks[i] : undefined,
+      );
+    };
+    // vLLM's scheduler admits a request only while KV blocks are free for it: one that arrives
+    // with the cache full waits (vllm:num_requests_waiting) until running requests end.
+    if (stats.running > 0 && stats.activeTokens >= opts.kvTokens) {
+      waitingQueue.push(begin);
+      stats.waiting++;
+    } else {
+      begin();
+    }
+    // Client went away before we finished: stop generating right now (or stop waiting).
     res.on('close', () => {
-      if (!res.writableFinished) cancel();
+      if (res.writableFinished) return;
+      if (cancel) {
+        cancel();
+        return;
+      }
+      const at = waitingQueue.indexOf(begin);
+      if (at === -1) return;
+      waitingQueue.splice(at, 1);
+      stats.waiting--;
+      if (stream) {
+        stats.streamsOpen--;
+        stats.streamsAborted++;
+      }
     });
+  }
+
+  /** Starts waiting requests, oldest first, while the KV cache has room (or nothing runs). */
+  function admitWaiting() {
+    while (waitingQueue.length > 0 && (stats.running === 0 || stats.activeTokens < opts.kvTokens)) {
+      stats.waiting--;
+      waitingQueue.shift()();
+    }
   }
 
   function embeddings(res, body) {
@@ -307,7 +349,7 @@ function createApi(opts) {
       `vllm:num_requests_running${label} ${stats.running}`,
       '# HELP vllm:num_requests_waiting Number of requests waiting to be processed.',
       '# TYPE vllm:num_requests_waiting gauge',
-      `vllm:num_requests_waiting${label} 0`,
+      `vllm:num_requests_waiting${label} ${stats.waiting}`,
       '# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent usage.',
       '# TYPE vllm:kv_cache_usage_perc gauge',
       `vllm:kv_cache_usage_perc${label} ${usage}`,
@@ -317,6 +359,9 @@ function createApi(opts) {
       '# HELP vllm:generation_tokens_total Number of generation tokens processed.',
       '# TYPE vllm:generation_tokens_total counter',
       `vllm:generation_tokens_total${label} ${stats.generationTokens}`,
+      '# HELP vllm:num_preemptions_total Cumulative number of preemption from the engine.',
+      '# TYPE vllm:num_preemptions_total counter',
+      `vllm:num_preemptions_total${label} ${stats.preemptions}`,
       '# HELP practice_open_streams Streaming responses currently open (practice-engine only).',
       '# TYPE practice_open_streams gauge',
       `practice_open_streams ${stats.streamsOpen}`,

@@ -4,6 +4,7 @@ import { VLLM_DEV_SWITCHES } from "./dev-switches.js";
 import { defaultUtilizationOf, refuseImageOnlyKeySpellings, VLLM_TABLE_UTILIZATION, vllmFlags, vllmFlagsFrom, vllmSpellings } from "./flags.js";
 import { vllmHint } from "./hints.js";
 import { vllmImage } from "./image.js";
+import { vllmEngineMetrics } from "./metrics.js";
 import { VLLM_ENV_OVERRIDES, VLLM_NODE_ENV_KEYS, vllmNodeEnv } from "./node-env.js";
 import { VLLM_FORWARDED, VLLM_REFUSED } from "./routes.js";
 import { BOOT_PHASES, EXCEPTION, FATAL, PEER_LOSS, readVllmLine, refineVllmCause, RENDEZVOUS, vllmNodeAddress, vllmPeerAddress, WARNINGS, WRAPPERS } from "./log-shapes.js";
@@ -15,6 +16,8 @@ function lineTime(line: LogLine): LineTime | undefined {
   const [mo, d, h, mi, s] = line.time.split(/[- :]/).map(Number) as [number, number, number, number, number];
   return { text: line.time, ms: Date.UTC(2000, mo - 1, d, h, mi, s) };
 }
+
+const SPEC_DECODE = { accepted: "vllm:spec_decode_num_accepted_tokens_total", drafted: "vllm:spec_decode_num_draft_tokens_total" } as const;
 
 export const vllm: EngineAdapter = {
   name: "vllm",
@@ -38,7 +41,9 @@ export const vllm: EngineAdapter = {
   // model_name, engine; registered by vllm/v1/metrics/loggers.py PrometheusStatLogger only when a
   // speculative config is set), which prometheus_client exposes with the `_total` suffix; its
   // docstring defines the acceptance rate as rate(accepted) / rate(draft).
-  specDecodeMetrics: { accepted: "vllm:spec_decode_num_accepted_tokens_total", drafted: "vllm:spec_decode_num_draft_tokens_total" },
+  specDecodeMetrics: SPEC_DECODE,
+  // What the daemon scrapes for its live view: ./metrics.ts, with vLLM's source.
+  engineMetrics: vllmEngineMetrics(SPEC_DECODE),
   flags: vllmFlags,
   // The image's own parser (./parser-dump.ts) with launcher's policy of ./flags.ts, and the
   // --gpu-memory-utilization default it gives (vllm/config/cache.py: 0.92 in 0.25.1).

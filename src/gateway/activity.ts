@@ -1,0 +1,86 @@
+import { createHash } from "node:crypto";
+import type { ActivityRecord } from "../contract/read-api.js";
+
+/**
+ * A client key's id in the activity log: the first 8 hex digits of its SHA-256. Short enough to
+ * read, enough to tell a lab's few keys apart, and no way back to the key (it is never kept).
+ */
+export function keyId(key: string): string {
+  let id = ids.get(key);
+  if (id === undefined) {
+    id = createHash("sha256").update(key).digest("hex").slice(0, 8);
+    // A lab has a few keys; a gateway without keys takes any string, so what is kept stays bounded.
+    if (ids.size >= KEY_IDS_KEPT) ids.clear();
+    ids.set(key, id);
+  }
+  return id;
+}
+
+/** Ids already worked out, by key: the key is in the gateway's memory anyway, and hashing it per request is not needed. */
+const ids = new Map<string, string>();
+const KEY_IDS_KEPT = 64;
+
+/** What the gateway learns of one request on its way through (src/gateway/server.ts fills it in). */
+export interface RequestTrail {
+  deployment?: string;
+  /** Why it failed, in the gateway's own words: the code of its error answer, or how the stream ended. */
+  error?: string;
+  ttftMs?: number;
+  tokensIn?: number;
+  tokensOut?: number;
+  tokensPerSecond?: number;
+  /** The captured bodies, redacted (only with body capture on). */
+  requestBody?: string;
+  responseBody?: string;
+  /**
+   * With body capture on: the request's body as the client sent it, the answer's first bytes, and
+   * the engine's key to take out of them. Never in a record: activityRecord copies the fields above only.
+   */
+  raw?: { request?: Buffer; response?: Buffer; engineKey?: string };
+}
+
+/**
+ * The bodies a record carries when the daemon captures them. They belong beside the other fields
+ * of src/contract/read-api.ts ActivityRecordSchema (its owner adds them: until then the read API's
+ * encoder drops them, and only the store and the stream keep them).
+ */
+export interface CapturedBodies {
+  readonly request_body?: string;
+  readonly response_body?: string;
+}
+
+/** One request as the activity log keeps it. */
+export interface AnsweredRequest {
+  /** When it arrived, ms since the epoch. */
+  readonly t: number;
+  readonly model: string;
+  readonly lane: string;
+  /** The HTTP status answered; 0: the client went away before its request was whole. */
+  readonly status: number;
+  /** The client's key as presented, read here only for its id. */
+  readonly key: string | undefined;
+  readonly trail: RequestTrail;
+}
+
+/**
+ * The record of one answered request. A failure (no answer, a 4xx or 5xx, a stream cut short)
+ * says why: the gateway's own code when it answered or cut it, `engine_error` when the engine
+ * itself answered with an error.
+ */
+export function activityRecord(a: AnsweredRequest): ActivityRecord & CapturedBodies {
+  const { trail } = a;
+  const failed = a.status === 0 || a.status >= 400 || trail.error !== undefined;
+  // Built field by field (no entries/filter): it is made on the request path.
+  const r: { -readonly [K in keyof (ActivityRecord & CapturedBodies)]: (ActivityRecord & CapturedBodies)[K] } = { t: a.t, model: a.model, status: a.status };
+  if (a.lane !== "") r.lane = a.lane;
+  if (trail.deployment !== undefined) r.deployment = trail.deployment;
+  if (a.key !== undefined) r.key_id = keyId(a.key);
+  if (trail.ttftMs !== undefined) r.ttft_ms = trail.ttftMs;
+  if (trail.tokensIn !== undefined) r.tokens_in = trail.tokensIn;
+  if (trail.tokensOut !== undefined) r.tokens_out = trail.tokensOut;
+  if (trail.tokensPerSecond !== undefined) r.tokens_per_second = trail.tokensPerSecond;
+  if (failed) r.error = trail.error ?? "engine_error";
+  if (trail.requestBody !== undefined) r.request_body = trail.requestBody;
+  if (trail.responseBody !== undefined) r.response_body = trail.responseBody;
+  return r;
+}
