@@ -64,7 +64,7 @@ export interface GatewayOptions {
    * record, keys removed (./capture.ts). Absent or 0: bodies are not captured.
    */
   readonly captureBodies?: number;
-  /** The daemon's control API (src/daemon/control.ts), under CONTROL_PREFIX with its own admin key; absent: off. */
+  /** The daemon's API under CONTROL_PREFIX (its reads and its control routes), which checks its own keys; absent: off. */
   readonly control?: (req: IncomingMessage, res: ServerResponse, path: string) => Promise<void>;
 }
 
@@ -455,7 +455,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     const { path } = canonical;
     const method = req.method ?? "GET";
-    // The control API answers to the admin key alone, never to an inference key: routed before those are looked at.
+    // The daemon's own API (src/daemon/read-api.ts launcherApi) checks its keys itself: reads take an
+    // admin or an inference key, actions the admin key alone. Routed before the inference routes.
     if (options.control !== undefined && path.startsWith(CONTROL_PREFIX)) {
       await options.control(req, res, path);
       return;
