@@ -103,7 +103,7 @@ function recorder(plan: Plan, options: UpOptions, store: StateStore, now: () => 
  * on as the README's state store section says.
  */
 export function recordStart(store: StateStore, stamped: Plan, bootId: string, boot: { startedAt: string; deadline: number; kept: boolean }, now: () => Date): void {
-  store.recordLaunch(stamped.cluster, stamped.deployment, bootId, now().toISOString());
+  store.recordLaunch(stamped.cluster, stamped.deployment, bootId, now().toISOString(), stamped.api_key);
   if (boot.kept) {
     store.beginBootInProgress({
       boot: bootId,

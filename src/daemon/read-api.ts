@@ -47,7 +47,7 @@ export interface ReadParts {
   /** Every cluster the daemon watches. */
   readonly clusters: () => Promise<readonly Cluster[]>;
   readonly session: (cluster: string) => Promise<ClusterSession | undefined>;
-  readonly store: Pick<StateStore, "facts" | "memory" | "watchedMemory" | "lanes" | "swaps" | "history" | "benchRuns" | "evalRuns" | "engineKey">;
+  readonly store: Pick<StateStore, "facts" | "memory" | "watchedMemory" | "lanes" | "swaps" | "history" | "benchRuns" | "evalRuns" | "engineKey" | "launchedKey">;
   readonly registry: Pick<BootRegistry, "list" | "onStart">;
   readonly sources: ReadSources;
   readonly log: (line: string) => void;
@@ -207,13 +207,33 @@ async function readLogs(parts: ReadParts, res: ServerResponse, query: URLSearchP
     if (e instanceof UserError) return sendError(res, 404, "no_containers", e.message);
     throw e;
   }
-  const secrets = parts.store.engineKey(named.cluster, named.deployment);
-  const keys = secrets === undefined ? [] : [secrets];
+  const keys = engineKeysOf(parts.store, named.cluster, named.deployment);
   if (parsed.query.follow) return followLogLines(res, found.sources, parsed.query, keys, { closing });
+  if (res.destroyed) return;
   const stop = new AbortController();
   res.on("close", () => stop.abort());
-  sendAnswer(res, "logs", { lines: await readLogLines(found.sources, parsed.query, keys, stop.signal), lost: [...found.lost] });
+  sendAnswer(res, "logs", { lines: await readLogLines(found.sources, parsed.query, keys(), stop.signal), lost: [...found.lost] });
 }
+
+/**
+ * The keys a deployment's log lines are cleared of: its engine's, as the store has it once ready,
+ * and its launch's, recorded at its start (an engine may print its args, key included, while it
+ * boots). Read again every few seconds, so that a follow opened during a boot clears the key of
+ * the boot after it too.
+ */
+function engineKeysOf(store: Pick<StateStore, "engineKey" | "launchedKey">, cluster: string, deployment: string): () => readonly string[] {
+  let readAt = -Infinity;
+  let keys: string[] = [];
+  return () => {
+    const now = performance.now();
+    if (now - readAt > KEYS_FRESH_MS) {
+      readAt = now;
+      keys = [...new Set([store.engineKey(cluster, deployment), store.launchedKey(cluster, deployment)].filter((k): k is string => k !== undefined && k !== ""))];
+    }
+    return keys;
+  };
+}
+const KEYS_FRESH_MS = 2_000;
 
 /** Route -> handler: the one table of what the read API answers. */
 function readHandlers(parts: ReadParts, feed: ReadFeed): Readonly<Record<ReadRoute, Handler>> {

@@ -13,12 +13,14 @@ import { MAX_LOG_TAIL, type LogLine } from "../contract/read-api.js";
 import { splitTimestamp } from "../engine/boot-log.js";
 import type { LogsSince } from "../remote/docker.js";
 import type { LogSource } from "../app/logs.js";
-import { EVENT_STREAM, sseFrame, sseRetry } from "./sse.js";
+import { EVENT_STREAM, SSE_DEFAULTS, sseComment, sseFrame, sseRetry } from "./sse.js";
 
 /** Lines per node when `tail` is not given (what `launcher logs` reads by default). */
 export const DEFAULT_LOG_TAIL = 200;
 /** The longest one follow runs; the client opens it again with `since` if it wants more. */
 export const FOLLOW_MAX_MS = 60 * 60 * 1000;
+/** A follow's heartbeat: the event stream's. */
+const FOLLOW_HEARTBEAT_MS = SSE_DEFAULTS.heartbeatMs;
 /** The most a follower may have unread before it is cut. */
 export const FOLLOW_MAX_BACKLOG_BYTES = 1024 * 1024;
 
@@ -97,7 +99,9 @@ export interface FollowBounds {
  * (those two say so in an `end` event). Each node's lines come in its order; lines of two nodes
  * come as they arrive.
  */
-export async function followLogLines(res: ServerResponse, sources: readonly LogSource[], query: LogQuery, secrets: readonly string[], bounds: FollowBounds = {}): Promise<void> {
+export async function followLogLines(res: ServerResponse, sources: readonly LogSource[], query: LogQuery, secrets: () => readonly string[], bounds: FollowBounds = {}): Promise<void> {
+  // A client gone while the sources were looked up: its close was heard before this listened.
+  if (res.destroyed) return;
   const maxMs = bounds.maxMs ?? FOLLOW_MAX_MS;
   const stop = new AbortController();
   res.on("close", () => stop.abort());
@@ -110,6 +114,11 @@ export async function followLogLines(res: ServerResponse, sources: readonly LogS
   };
   const timer = setTimeout(() => finish(`a follow lasts at most ${maxMs / 1000} s: open it again with since`), maxMs);
   timer.unref();
+  // A quiet log still sends bytes, so that no client or proxy takes the stream for dead.
+  const beat = setInterval(() => {
+    if (!stop.signal.aborted) res.write(sseComment("heartbeat"));
+  }, FOLLOW_HEARTBEAT_MS);
+  beat.unref();
   const closing = (): void => finish("the daemon stops");
   bounds.closing?.addEventListener("abort", closing, { once: true });
   if (bounds.closing?.aborted === true) closing();
@@ -123,11 +132,12 @@ export async function followLogLines(res: ServerResponse, sources: readonly LogS
           res.destroy();
           return;
         }
-        res.write(sseFrame("log", logLine(s.node, rankOf(s), raw, secrets)));
+        res.write(sseFrame("log", logLine(s.node, rankOf(s), raw, secrets())));
       }
     }),
   ).catch(() => undefined);
   clearTimeout(timer);
+  clearInterval(beat);
   bounds.closing?.removeEventListener("abort", closing);
   if (!res.writableEnded) res.end();
 }

@@ -128,8 +128,8 @@ export interface Picture {
 export const EMPTY_PICTURE: Picture = { deployments: [], nodes: new Map(), lanes: [] };
 
 /** The items of `after` that are new or differ from `before`'s of the same key, and the keys gone. */
-function changes<T>(before: ReadonlyMap<string, T>, after: ReadonlyMap<string, T>): { changed: T[]; gone: string[] } {
-  const changed = [...after].filter(([k, v]) => JSON.stringify(before.get(k)) !== JSON.stringify(v)).map(([, v]) => v);
+function changes<T>(before: ReadonlyMap<string, T>, after: ReadonlyMap<string, T>, compared: (t: T | undefined) => unknown = (t) => t): { changed: T[]; gone: string[] } {
+  const changed = [...after].filter(([k, v]) => JSON.stringify(compared(before.get(k))) !== JSON.stringify(compared(v))).map(([, v]) => v);
   return { changed, gone: [...before.keys()].filter((k) => !after.has(k)) };
 }
 
@@ -138,7 +138,9 @@ const byKey = <T>(items: readonly T[], key: (t: T) => string): Map<string, T> =>
 /** The events that take a client from `before` to `after`: each deployment, node and lane that changed. */
 export function diffPictures(before: Picture, after: Picture): ReadEvent[] {
   const dKey = (d: DeploymentView): string => `${d.cluster}/${d.deployment}`;
-  const ds = changes(byKey(before.deployments, dKey), byKey(after.deployments, dKey));
+  // A deployment's uptime grows with every poll: only what else changed is news (a client counts it on).
+  const withoutUptime = (d: DeploymentView | undefined): unknown => (d === undefined ? undefined : { ...d, uptime_seconds: undefined });
+  const ds = changes(byKey(before.deployments, dKey), byKey(after.deployments, dKey), withoutUptime);
   const ns = changes(before.nodes, after.nodes);
   const ls = changes(byKey(before.lanes, (l) => l.name), byKey(after.lanes, (l) => l.name));
   const gone = new Map(before.deployments.map((d) => [dKey(d), d]));

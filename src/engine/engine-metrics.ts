@@ -72,7 +72,9 @@ export function readEngineSample(text: string, names: EngineMetricNames): Engine
     const values = list.map((n) => wanted.get(n) ?? []).find((v) => v.length > 0);
     if (values === undefined) continue;
     const sum = values.reduce((a, v) => a + v, 0);
-    out[figure] = AVERAGED.has(figure) ? sum / values.length : sum;
+    const value = AVERAGED.has(figure) ? sum / values.length : sum;
+    // Finite series can still sum past a double (a hostile or broken /metrics): left out.
+    if (Number.isFinite(value)) out[figure] = value;
   }
   return out;
 }
@@ -122,5 +124,5 @@ export function pointBetween(before: TimedSample | undefined, after: TimedSample
     preemptions: grew("preemptions"),
     spec_acceptance: drafted === undefined || accepted === undefined || drafted <= 0 ? undefined : Math.min(1, accepted / drafted),
   };
-  return Object.fromEntries(Object.entries(figures).filter(([, v]) => v !== undefined)) as EnginePointFigures;
+  return Object.fromEntries(Object.entries(figures).filter(([, v]) => v !== undefined && Number.isFinite(v))) as EnginePointFigures;
 }

@@ -375,7 +375,9 @@ export function createGateway(options: GatewayOptions): Gateway {
       metrics.ttft.observe(labels, (result.firstChunkAt - started) / 1000);
       trail.ttftMs = result.firstChunkAt - started;
     }
-    const tokens = result.completionTokens ?? result.streamedChunks;
+    // A stream's usage chunk (stream_options.include_usage) counts its tokens; its chunks do not
+    // (one may carry several tokens, and the usage chunk itself is one).
+    const tokens = result.completionTokens ?? result.usage?.completion ?? result.streamedChunks;
     if (tokens > 0) metrics.tokens.inc(labels, tokens);
     // The activity log takes the engine's own count when it sent one (a stream's usage chunk too).
     const reported = result.usage?.completion ?? (tokens > 0 ? tokens : undefined);

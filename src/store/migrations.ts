@@ -221,4 +221,7 @@ export const MIGRATIONS: readonly string[] = [
      t INTEGER NOT NULL,
      record TEXT NOT NULL
    );`,
+  // 13: the key a launch's engine demands, from its start (a secret, like deployments.api_key): the
+  // read API redacts it from a booting deployment's logs, before the deployment is ready.
+  `ALTER TABLE launched_boots ADD COLUMN api_key TEXT;`,
 ];

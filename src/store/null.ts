@@ -43,6 +43,9 @@ export class NullStore implements StateStore {
   }
   deploymentReady(): void {}
   recordLaunch(): void {}
+  launchedKey(): string | undefined {
+    return undefined;
+  }
   launchedBoot(): string | undefined {
     return undefined;
   }

@@ -346,8 +346,13 @@ export class Store implements EvidenceStore {
   }
 
   /** `boot`: the launcher.boot id every container of this launch of the deployment carries. */
-  recordLaunch(cluster: string, deployment: string, boot: string, at: string): void {
-    this.db.prepare(`INSERT OR REPLACE INTO launched_boots (cluster, deployment, boot, at) VALUES (?, ?, ?, ?)`).run(cluster, deployment, boot, at);
+  recordLaunch(cluster: string, deployment: string, boot: string, at: string, apiKey?: string): void {
+    this.db.prepare(`INSERT OR REPLACE INTO launched_boots (cluster, deployment, boot, at, api_key) VALUES (?, ?, ?, ?, ?)`).run(cluster, deployment, boot, at, apiKey ?? null);
+  }
+
+  /** The key the engine of the deployment's last launch demands (recorded at its start); undefined: none. */
+  launchedKey(cluster: string, deployment: string): string | undefined {
+    return (this.db.prepare(`SELECT api_key FROM launched_boots WHERE cluster = ? AND deployment = ?`).pluck().get(cluster, deployment) as string | null | undefined) ?? undefined;
   }
 
   /** The launcher.boot id the deployment was last launched with; undefined: launcher never recorded one. */

@@ -259,3 +259,9 @@ test("the scraper reads the practice engine's /metrics over HTTP: every figure, 
     api.close();
   }
 });
+
+test("series whose sum passes a double are left out, so a point always encodes", async () => {
+  const { readEngineSample } = await import("../../src/engine/engine-metrics.js");
+  const names = { kvCacheUsage: ["kv"], requestsRunning: ["run"], requestsWaiting: ["wait"], promptTokens: ["p"], generationTokens: ["g"], preemptions: ["pre"], specAccepted: ["a"], specDrafted: ["d"] };
+  assert.deepEqual(readEngineSample('run{engine="0"} 1.7e308\nrun{engine="1"} 1.7e308\nwait 2\n', names), { requestsWaiting: 2 });
+});

@@ -142,3 +142,42 @@ test("an engine that does not answer: the record names the deployment and the ga
     await gw.close();
   }
 });
+
+test("a stream whose chunks carry several tokens: the rate counts the engine's tokens, not its chunks", async () => {
+  // Four tokens a chunk (vLLM with speculative decoding or --stream-interval 4), with the usage chunk.
+  const chunky = createServer((req, res) => {
+    req.resume();
+    req.on("end", async () => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      for (const w of ["a b c d", "e f g h", "i j k l"]) {
+        res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: w } }] })}\n\n`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      res.write(`data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 7, completion_tokens: 12 } })}\n\n`);
+      res.end("data: [DONE]\n\n");
+    });
+  });
+  await new Promise<void>((r) => chunky.listen(0, "127.0.0.1", r));
+  const table = routeTable([deployment(`http://127.0.0.1:${(chunky.address() as AddressInfo).port}`)], []);
+  const got: ActivityRecord[] = [];
+  const gw = createGateway(gatewayOptions({ routes: () => table, activity: (r) => got.push(r) }));
+  await new Promise<void>((r) => gw.server.listen(0, "127.0.0.1", r));
+  try {
+    const started = performance.now();
+    const res = await fetch(`http://127.0.0.1:${(gw.server.address() as AddressInfo).port}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "main", stream: true, stream_options: { include_usage: true }, messages: [] }) });
+    await res.text();
+    const elapsed = (performance.now() - started) / 1000;
+    await until("the record", () => got.length > 0, 5_000);
+    const r = got[0] as ActivityRecord;
+    assert.equal(r.tokens_out, 12);
+    // 11 tokens after the first, within the request's own time (the whole request's at most): counted
+    // by chunks it would be 3 within that time, under a third of this.
+    assert.ok((r.tokens_per_second ?? 0) >= 11 / elapsed, `${r.tokens_per_second} tok/s over ${elapsed} s`);
+  } finally {
+    gw.server.closeAllConnections();
+    gw.server.close();
+    await gw.close();
+    chunky.closeAllConnections();
+    chunky.close();
+  }
+});

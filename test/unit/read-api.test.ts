@@ -218,7 +218,7 @@ test("read API logs: a follow ends at its time bound or the daemon's stop with a
   const node = new FakeNode("n1");
   const c = node.add("launcher-r-r0", { "launcher.rank": "0" }, { log: ["first"] });
   const res = new FakeResponse();
-  await followLogLines(res as unknown as ServerResponse, [{ node: "n1", docker: node, c }], { tail: 10, follow: true }, [], { maxMs: 50 });
+  await followLogLines(res as unknown as ServerResponse, [{ node: "n1", docker: node, c }], { tail: 10, follow: true }, () => [], { maxMs: 50 });
   const parser = new SseParser();
   const events = res.written.flatMap((t) => parser.add(t));
   assert.deepEqual(events.map((e) => e.event), ["log", "end"]);
@@ -226,13 +226,30 @@ test("read API logs: a follow ends at its time bound or the daemon's stop with a
 
   const slow = new FakeResponse();
   slow.writableLength = 2 * 1024 * 1024;
-  await followLogLines(slow as unknown as ServerResponse, [{ node: "n1", docker: node, c }], { tail: 10, follow: true }, [], { maxMs: 60_000 });
+  await followLogLines(slow as unknown as ServerResponse, [{ node: "n1", docker: node, c }], { tail: 10, follow: true }, () => [], { maxMs: 60_000 });
   assert.ok(slow.destroyed);
 
   const closing = new AbortController();
   const stopped = new FakeResponse();
-  const following = followLogLines(stopped as unknown as ServerResponse, [{ node: "n1", docker: node, c }], { tail: 10, follow: true }, [], { maxMs: 60_000, closing: closing.signal });
+  const following = followLogLines(stopped as unknown as ServerResponse, [{ node: "n1", docker: node, c }], { tail: 10, follow: true }, () => [], { maxMs: 60_000, closing: closing.signal });
   closing.abort();
   await following;
   assert.deepEqual(new SseParser().add(stopped.written.join("")).map((e) => [e.event, e.data]).at(-1), ["end", '{"reason":"the daemon stops"}']);
+});
+
+test("read API logs: a follow whose client left while its sources were looked up ends at once, reading nothing", async () => {
+  const node = new FakeNode("n1");
+  const c = node.add("launcher-r-r0", { "launcher.rank": "0" }, { log: ["first"] });
+  const gone = new FakeResponse();
+  gone.destroyed = true;
+  await followLogLines(gone as unknown as ServerResponse, [{ node: "n1", docker: node, c }], { tail: 10, follow: true }, () => [], { maxMs: 60_000 });
+  assert.deepEqual(gone.written, []);
+});
+
+test("read API events: a deployment whose uptime alone grew is no news", async () => {
+  const { diffPictures, deploymentViews } = await import("../../src/daemon/read-views.js");
+  const d = (uptime: number, status = "serving") => ({ cluster: "c", deployment: "d", recipe: "r", recipe_hash: "h", served_model: "m", endpoint: "http://x:1", status, phase: "serving", uptime_seconds: uptime, missing: [], unreachable: [], ranks: [{ rank: 0, node: "n1", container: "c0", state: "running", started_at: "2026-12-05T02:00:00Z" }] });
+  const pic = (u: number, status?: string) => ({ deployments: deploymentViews({ deployments: [d(u, status) as never], strangers: [], unreachable: [] }, {}), nodes: new Map(), lanes: [] });
+  assert.deepEqual(diffPictures(pic(100), pic(102)), []);
+  assert.deepEqual(diffPictures(pic(100), pic(102, "degraded")).map((e) => e.event), ["deployment"]);
 });
