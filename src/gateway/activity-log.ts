@@ -59,7 +59,8 @@ export class ActivityLog {
     if (this.#pending.length === 0) return;
     const batch = this.#pending;
     this.#pending = [];
-    this.options.store.saveActivity(batch, this.options.keepRows);
+    // The store busy with another process's write: the batch waits for the next flush (still bounded).
+    if (!this.options.store.saveActivity(batch, this.options.keepRows)) this.#pending = [...batch, ...this.#pending].slice(-this.options.keepRows);
   }
 
   start(): void {

@@ -17,7 +17,9 @@ export class NullStore implements StateStore {
   fault(): StoreFault | undefined {
     return undefined;
   }
-  saveActivity(): void {}
+  saveActivity(): boolean {
+    return true;
+  }
   activity(): ActivityRecord[] {
     return [];
   }

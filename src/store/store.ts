@@ -10,6 +10,9 @@ import type { Meminfo } from "../memory/meminfo.js";
 import type { Culprit, MemorySample } from "../memory/memory-watch.js";
 import { MIGRATIONS } from "./migrations.js";
 
+
+/** How long a write waits for another process's write lock before it is a store fault. */
+const BUSY_TIMEOUT_MS = 5000;
 export type BootOutcome = "booting" | "ready" | "failed" | "interrupted";
 
 export interface NewBoot {
@@ -208,7 +211,7 @@ export class Store implements EvidenceStore {
       // busy_timeout first: even switching to WAL waits for a writer. The daemon reads while CLI
       // commands write: WAL lets them.
       if (file !== ":memory:") narrowMode(file);
-      this.db.pragma("busy_timeout = 5000");
+      this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
       this.db.pragma("journal_mode = WAL");
       this.db.pragma("foreign_keys = ON");
       this.migrate();
@@ -606,17 +609,32 @@ export class Store implements EvidenceStore {
    * Appends the gateway's records (oldest first) in one transaction, then drops all but the newest
    * `keep` rows: the table stays bounded however long the daemon serves.
    */
-  saveActivity(records: readonly ActivityRecord[], keep: number): void {
-    if (records.length === 0) return;
+  /**
+   * Writes the records, or returns false at once when another process holds the store's write lock
+   * (the caller keeps them for its next flush): the daemon's loop, which serves every stream, never
+   * waits out the busy timeout for its activity log. Busy is told by SQLite's code, SQLITE_BUSY.
+   */
+  saveActivity(records: readonly ActivityRecord[], keep: number): boolean {
+    if (records.length === 0) return true;
     const put = this.db.prepare(`INSERT INTO activity (t, record) VALUES (?, ?)`);
-    this.db.transaction(() => {
-      let last = 0;
-      for (const r of records) last = Number(put.run(r.t, JSON.stringify(r)).lastInsertRowid);
-      // AUTOINCREMENT ids only grow (https://www.sqlite.org/autoinc.html), so the newest `keep`
-      // rows are those above last - keep: a range of the primary key, not a count of the table
-      // (OFFSET would step through every kept row, on the daemon's loop, each flush).
-      this.db.prepare(`DELETE FROM activity WHERE id <= ?`).run(last - Math.max(0, Math.floor(keep)));
-    })();
+    // One thread: nothing else uses the connection while its busy timeout is 0.
+    this.db.pragma("busy_timeout = 0");
+    try {
+      this.db.transaction(() => {
+        let last = 0;
+        for (const r of records) last = Number(put.run(r.t, JSON.stringify(r)).lastInsertRowid);
+        // AUTOINCREMENT ids only grow (https://www.sqlite.org/autoinc.html), so the newest `keep`
+        // rows are those above last - keep: a range of the primary key, not a count of the table
+        // (OFFSET would step through every kept row, on the daemon's loop, each flush).
+        this.db.prepare(`DELETE FROM activity WHERE id <= ?`).run(last - Math.max(0, Math.floor(keep)));
+      })();
+      return true;
+    } catch (e) {
+      if ((e as { code?: unknown }).code === "SQLITE_BUSY") return false;
+      throw e;
+    } finally {
+      this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    }
   }
 
   /** The newest `limit` records, newest first. */

@@ -27,7 +27,7 @@ function countingStore(): { store: Store; writes: number[] } {
   const save = store.saveActivity.bind(store);
   store.saveActivity = (records, keep) => {
     writes.push(records.length);
-    save(records, keep);
+    return save(records, keep);
   };
   return { store, writes };
 }
@@ -97,4 +97,30 @@ test("with body capture the store keeps fewer rows: their bodies stay within the
   assert.equal(activityRows(16 * 1024), ACTIVITY_BODY_BYTES / (32 * 1024));
   assert.equal(activityRows(1 << 30), ACTIVITY_BODY_BYTES / (32 * 1024), "a capture is at most MAX_CAPTURE_BYTES");
   assert.equal(activityRows(16), 100_000, "small captures: the usual rows");
+});
+
+test("a store another process holds for writing: the flush returns at once and keeps its batch for the next one", async () => {
+  const { mkdtempSync, rmSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const path = await import("node:path");
+  const Database = (await import("better-sqlite3")).default;
+  const dir = mkdtempSync(path.join(tmpdir(), "launcher-activity-busy-"));
+  const store = new Store(path.join(dir, "state.db"));
+  const other = new Database(path.join(dir, "state.db"));
+  try {
+    const log = new ActivityLog({ store, ringSize: 100, keepRows: 1000, flushMs: 1000 });
+    log.add(rec(1));
+    log.add(rec(2));
+    other.prepare("BEGIN IMMEDIATE").run();
+    assert.equal(store.saveActivity([rec(9)], 10), false, "busy: no wait, no fault");
+    log.flush();
+    assert.deepEqual(store.activity(10), [], "nothing written while the other holds the lock");
+    other.prepare("COMMIT").run();
+    log.flush();
+    assert.deepEqual(store.activity(10).map((r) => r.t), [1002, 1001], "the kept batch is written by the next flush");
+  } finally {
+    other.close();
+    store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
