@@ -19,6 +19,11 @@ import { EVENT_STREAM, SSE_DEFAULTS, sseComment, sseFrame, sseRetry } from "./ss
 export const DEFAULT_LOG_TAIL = 200;
 /** The longest one follow runs; the client opens it again with `since` if it wants more. */
 export const FOLLOW_MAX_MS = 60 * 60 * 1000;
+/**
+ * The most characters of log text one `logs` answer holds (tail x nodes x a line's 16 KiB could
+ * be hundreds of MiB held at once): shared among the nodes, each keeping its newest lines.
+ */
+export const MAX_LOG_ANSWER_CHARS = 8 * 1024 * 1024;
 /** A follow's heartbeat: the event stream's. */
 const FOLLOW_HEARTBEAT_MS = SSE_DEFAULTS.heartbeatMs;
 /** The most a follower may have unread before it is cut. */
@@ -76,15 +81,25 @@ const rankOf = (s: LogSource): number => {
 };
 
 /** Every source's last lines, merged. */
-export async function readLogLines(sources: readonly LogSource[], query: LogQuery, secrets: readonly string[], signal: AbortSignal): Promise<LogLine[]> {
+export async function readLogLines(sources: readonly LogSource[], query: LogQuery, secrets: readonly string[], signal: AbortSignal, maxChars = MAX_LOG_ANSWER_CHARS): Promise<LogLine[]> {
   const read = { tail: query.tail, signal, ...(query.since === undefined ? {} : { since: query.since }) };
-  const lines: LogLine[] = [];
-  await Promise.all(
+  // Each node gets its share of the answer's characters, its newest lines kept.
+  const share = Math.floor(maxChars / Math.max(1, sources.length));
+  const perNode = await Promise.all(
     sources.map(async (s) => {
-      for await (const raw of s.docker.logs(s.c.name, read)) lines.push(logLine(s.node, rankOf(s), raw, secrets));
+      const kept: LogLine[] = [];
+      let size = 0;
+      let first = 0;
+      for await (const raw of s.docker.logs(s.c.name, read)) {
+        const line = logLine(s.node, rankOf(s), raw, secrets);
+        kept.push(line);
+        size += line.text.length;
+        for (; size > share && first < kept.length; first++) size -= (kept[first] as LogLine).text.length;
+      }
+      return kept.slice(first);
     }),
   );
-  return mergeLogLines(lines);
+  return mergeLogLines(perNode.flat());
 }
 
 /** What ends a follow besides its client: its time bound, and the daemon stopping. */

@@ -253,3 +253,12 @@ test("read API events: a deployment whose uptime alone grew is no news", async (
   assert.deepEqual(diffPictures(pic(100), pic(102)), []);
   assert.deepEqual(diffPictures(pic(100), pic(102, "degraded")).map((e) => e.event), ["deployment"]);
 });
+
+test("read API logs: one answer holds at most its share of characters per node, each node's newest lines", async () => {
+  const { readLogLines } = await import("../../src/daemon/read-logs.js");
+  const node = new FakeNode("n1");
+  const c = node.add("launcher-r-r0", { "launcher.rank": "0" }, { log: Array.from({ length: 50 }, (_, i) => `${String(i).padStart(2, "0")} ${"x".repeat(97)}`) });
+  const lines = await readLogLines([{ node: "n1", docker: node, c }], { tail: 2000, follow: false }, [], new AbortController().signal, 1000);
+  assert.ok(lines.length === 10, `${lines.length} lines`);
+  assert.deepEqual(lines.map((l) => l.text.slice(0, 2)), ["40", "41", "42", "43", "44", "45", "46", "47", "48", "49"]);
+});
