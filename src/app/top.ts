@@ -112,7 +112,8 @@ export function checkCluster(a: TopAnswers, only: string | undefined, daemon: st
   const watched = a.clusters.clusters.map((c) => c.name);
   throw new UserError(
     `the daemon at ${daemon} watches no cluster ${only}${watched.length === 0 ? " (it watches none)" : `: it watches ${watched.join(", ")}`}`,
-    watched.length === 0 ? "launcher serve --cluster FILE names the clusters it watches" : `pass --cluster ${watched[0] ?? "NAME"}, or leave --cluster out to see every one`,
+    // Found without --cluster too (LAUNCHER_CLUSTER, ./cluster.toml, the default cluster): naming one of the daemon's is the way out.
+    watched.length === 0 ? "launcher serve --cluster FILE names the clusters it watches" : `pass --cluster ${watched.length === 1 ? (watched[0] ?? "NAME") : "NAME, one of those"}`,
   );
 }
 

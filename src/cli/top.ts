@@ -7,6 +7,8 @@ import { daemonOption, requireDaemon } from "./daemon-target.js";
 import { EXIT_CODES } from "./interrupts.js";
 import { clusterOption, jsonOption, outputOption } from "./options.js";
 
+/** The most events kept while the routes are read (they are applied after them); past it the picture is read again. */
+const MAX_BUFFERED = 10_000;
 /** How long one read of the routes may take before it counts as failed. */
 const READ_WAIT_MS = 10_000;
 /** A closed stream is opened again after this, doubled each failed try up to RETRY_MAX_MS (a daemon restarting comes back within seconds; one gone for long is not asked more than every 10 s). */
@@ -104,7 +106,7 @@ export class Screen {
     this.pending = undefined;
     if (this.picture === undefined) return;
     // log-update keeps a frame's last rows when it is taller than the terminal: the top matters more here.
-    const rows = 1000;
+    const rows = Math.max(1, (this.term.stdout.rows ?? 24) - 1);
     this.draw(this.render(this.picture, this.stream, this.term.stdout.columns).slice(0, rows).join("\n"));
   }
 
@@ -124,44 +126,68 @@ export class Screen {
   }
 }
 
+/** The routes' answers now; the first time, the cluster asked for must be one the daemon watches. */
+async function readChecked(target: DaemonTarget, only: string | undefined, first: boolean, signal: AbortSignal): Promise<TopAnswers> {
+  const { checkCluster } = await import("../app/top.js");
+  const answers = await readAll(target, AbortSignal.any([signal, AbortSignal.timeout(READ_WAIT_MS)]));
+  if (first) checkCluster(answers, only, target.url);
+  return answers;
+}
+
+/** Why a stream ended: on its own (the daemon closed it), or by an error. */
+type Ended = { readonly why: string } | { readonly error: unknown };
+
 /**
- * Opens the event stream, reads the routes (events that come meanwhile are applied after them),
- * then applies each event as it comes; a closed or cut stream is opened again after
- * retryDelay, and read again whole. Until `signal` aborts. A failure before the first picture is
- * the command's error (the daemon is not there, or refuses the key).
+ * Opens the event stream and, once the daemon has taken it, reads the routes (events that come
+ * meanwhile are applied after them), then applies each event as it comes; a closed or cut stream
+ * is opened again after retryDelay, and read again whole. Until `signal` aborts. A failure before
+ * the first picture is the command's error (the daemon is not there, or refuses the key).
  */
 async function stayLive(target: DaemonTarget, only: string | undefined, show: (p: TopPicture, s: StreamState) => void, signal: AbortSignal): Promise<void> {
-  const [{ applyEvent, checkCluster, pictureOf }, { followEvents }, { setTimeout: sleep }] = await Promise.all([import("../app/top.js"), import("../daemon/read-client.js"), import("node:timers/promises")]);
+  const [{ applyEvent, pictureOf }, { followEvents }, { setTimeout: sleep }] = await Promise.all([import("../app/top.js"), import("../daemon/read-client.js"), import("node:timers/promises")]);
   let picture: TopPicture | undefined;
   let attempt = 0;
   while (!signal.aborted) {
     const cut = new AbortController();
     const stop = (): void => cut.abort();
     signal.addEventListener("abort", stop, { once: true });
+    // A stream whose headers never come is cut as a read that took too long.
+    const late = setTimeout(() => cut.abort(new DOMException(`the daemon at ${target.url} did not open its stream`, "TimeoutError")), READ_WAIT_MS);
     const buffered: ReadEvent[] = [];
     let reading = true;
+    let overflowed = false;
     const onEvent = (e: ReadEvent): void => {
-      if (reading || picture === undefined) buffered.push(e);
-      else show((picture = applyEvent(picture, e, only)), { kind: "live" });
+      if (!reading && picture !== undefined) show((picture = applyEvent(picture, e, only)), { kind: "live" });
+      else if (buffered.length < MAX_BUFFERED) buffered.push(e);
+      else overflowed = true;
     };
-    const streaming = followEvents(target, onEvent, cut.signal).then(
-      () => ({ why: `the daemon at ${target.url} ended it` }),
-      (e: unknown) => ({ error: e }),
+    let open = (): void => undefined;
+    const opened = new Promise<undefined>((resolve) => (open = () => resolve(undefined)));
+    const streaming = followEvents(target, onEvent, cut.signal, () => (clearTimeout(late), open())).then(
+      (): Ended => ({ why: `the daemon at ${target.url} ended it` }),
+      (e: unknown): Ended => ({ error: cut.signal.reason instanceof DOMException ? cut.signal.reason : e }),
     );
-    let ended: { why: string } | { error: unknown };
+    let ended: Ended;
     try {
-      const answers = await readAll(target, AbortSignal.any([cut.signal, AbortSignal.timeout(READ_WAIT_MS)]));
-      if (picture === undefined) checkCluster(answers, only, target.url);
-      let next = pictureOf(answers, only);
-      for (const e of buffered.splice(0)) next = applyEvent(next, e, only);
-      picture = next;
-      reading = false;
-      attempt = 0;
-      show(picture, { kind: "live" });
-      ended = await streaming;
+      const early = await Promise.race([opened, streaming]);
+      if (early !== undefined) ended = early;
+      else {
+        const answers = await readChecked(target, only, picture === undefined, cut.signal);
+        // In one step with no await: an event that comes now is buffered and applied, or applied live.
+        picture = buffered.splice(0).reduce((p, e) => applyEvent(p, e, only), pictureOf(answers, only));
+        reading = false;
+        show(picture, { kind: "live" });
+        // Events were lost meanwhile: the picture may be behind, so it is read again.
+        if (overflowed) ended = { why: `over ${MAX_BUFFERED} events came while its routes were read` };
+        else {
+          attempt = 0;
+          ended = await streaming;
+        }
+      }
     } catch (e) {
       ended = { error: e };
     } finally {
+      clearTimeout(late);
       cut.abort();
       signal.removeEventListener("abort", stop);
     }

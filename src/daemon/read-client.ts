@@ -69,9 +69,16 @@ async function readStream(target: DaemonTarget, res: Response, onEvent: (e: Read
   }
 }
 
-/** The daemon's `events` stream: each change as it happens, until the daemon ends it or `signal` aborts. */
-export async function followEvents(target: DaemonTarget, onEvent: (e: ReadEvent) => void, signal: AbortSignal): Promise<void> {
-  await readStream(target, await call(target, "GET", READ_PATHS.events, undefined, signal, [], READ_KEY_HINT), onEvent, signal);
+/**
+ * The daemon's `events` stream: each change as it happens, until the daemon ends it or `signal`
+ * aborts. `onOpen` is called once its headers came: the daemon sends them as it takes the client
+ * (src/daemon/sse.ts SseHub.add), so every change after that is an event and a client reads the
+ * routes then.
+ */
+export async function followEvents(target: DaemonTarget, onEvent: (e: ReadEvent) => void, signal: AbortSignal, onOpen?: () => void): Promise<void> {
+  const res = await call(target, "GET", READ_PATHS.events, undefined, signal, [], READ_KEY_HINT);
+  onOpen?.();
+  await readStream(target, res, onEvent, signal);
 }
 
 /** A deployment's log lines from `tail` back, then each new one, until the stream ends or `signal` aborts. */

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
@@ -9,6 +9,7 @@ import type { Output } from "../../src/app/output.js";
 import type { DeploymentStatus } from "../../src/contract/deployment.js";
 import { daemonConfig } from "../../src/daemon/config.js";
 import { Daemon } from "../../src/daemon/daemon.js";
+import { readAnswer } from "../../src/daemon/read-client.js";
 import { until } from "../support/until.js";
 
 // `launcher top` as a user runs it, against a real `launcher serve --control` (src/daemon/daemon.ts)
@@ -32,7 +33,7 @@ poll(); setInterval(poll, 200); process.stdin.on("end", () => process.exit(0)); 
 function poll(deployments: readonly DeploymentStatus[]): void {
   writeFileSync(`${POLL_FILE}.tmp`, `${JSON.stringify({ deployments, unreachable: [], at: new Date().toISOString() })}\n`);
   // Renamed into place: the watcher never reads half a line.
-  spawnSync("mv", [`${POLL_FILE}.tmp`, POLL_FILE]);
+  renameSync(`${POLL_FILE}.tmp`, POLL_FILE);
 }
 
 const CHAT: DeploymentStatus = {
@@ -98,6 +99,65 @@ const clientEnv = (over: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv => ({
 });
 
 const top = (args: string[]): string[] => [process.execPath, "--import", import.meta.resolve("tsx"), MAIN, "top", ...args];
+
+/** `launcher top ARGS` in a pipe, to its end (bounded). Never spawnSync: the daemon answering it runs in this process. */
+async function runTop(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const [program, ...rest] = top(args);
+  const child = spawn(program as string, rest, { cwd: dir, env: clientEnv(env), stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (b: Buffer) => (stdout += b.toString("utf8")));
+  child.stderr.on("data", (b: Buffer) => (stderr += b.toString("utf8")));
+  const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+  const code = await new Promise<number | null>((resolve) => child.on("close", (c) => resolve(c)));
+  clearTimeout(timer);
+  return { code, stdout, stderr };
+}
+
+test("top in a pipe prints one frame and ends 0; --json prints the picture; another cluster is named; a daemon not there is said without a stack", { timeout: 90_000 }, async () => {
+  // Asked here rather than by a top per look: each is a process start.
+  let polled = false;
+  const look = (): void => void readAnswer({ url, key: INFERENCE }, "clusters").then((a) => (polled = a.clusters[0]?.nodes[0]?.reachable === true));
+  const looking = setInterval(look, 100);
+  await until("the daemon's first poll", () => polled, 30_000).finally(() => clearInterval(looking));
+  const frame = await runTop(["--daemon", url]);
+  assert.equal(frame.code, 0, frame.stderr);
+  assert.deepEqual(frame.stdout.split("\n").slice(1), ["NODES of home", "  s1  up  memory not read yet (launcher doctor reads it)", "LANES", "  no lanes", "DEPLOYMENTS", "  no deployments", "BOOTS", "  no boot in progress", ""]);
+  assert.doesNotMatch(frame.stdout, /\x1b/, "no cursor or colour codes in a pipe");
+  const json = await runTop(["--daemon", url, "-o", "json"]);
+  assert.equal(json.code, 0, json.stderr);
+  const picture = JSON.parse(json.stdout) as { daemon: string; clusters: { name: string }[]; deployments: unknown[]; boots: unknown[] };
+  assert.equal(picture.daemon, url);
+  assert.deepEqual(picture.clusters.map((c) => c.name), ["home"]);
+  assert.deepEqual([picture.deployments, picture.boots], [[], []]);
+  const other = await runTop(["--daemon", url, "--cluster", "lab"]);
+  assert.equal(other.code, 1);
+  assert.match(other.stderr, /the daemon at http:\/\/127\.0\.0\.1:\d+ watches no cluster lab: it watches home/);
+  const wrongKey = await runTop(["--daemon", url], { LAUNCHER_API_KEY: "not-a-key-0123456789" });
+  assert.equal(wrongKey.code, 1);
+  assert.match(wrongKey.stderr, /refused: missing or wrong key/);
+  // A port nothing listens on: the daemon is not there.
+  const gone = await runTop(["--daemon", "http://127.0.0.1:1"]);
+  assert.equal(gone.code, 1);
+  assert.match(gone.stderr, /cannot reach the daemon at http:\/\/127\.0\.0\.1:1/);
+  assert.doesNotMatch(gone.stderr, /\n\s+at /, "no stack");
+});
+
+test("top --once on a terminal draws one frame, cut to the terminal's width, and ends 0 without taking the terminal", { timeout: 60_000 }, async () => {
+  const inner = `stty rows 40 cols 40; ${top(["--daemon", url, "--once"]).map((w) => `'${w}'`).join(" ")}; echo "top exited $?"`;
+  const child = spawn("script", ["-qfec", inner, "/dev/null"], { cwd: dir, env: clientEnv(), stdio: ["pipe", "pipe", "pipe"] });
+  let out = "";
+  child.stdout.on("data", (b: Buffer) => (out += b.toString("utf8")));
+  const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+  const code = await new Promise<number | null>((resolve) => child.on("close", (c) => resolve(c)));
+  clearTimeout(timer);
+  assert.equal(code, 0, out);
+  assert.match(out, /top exited 0/);
+  const lines = out.slice(0, out.indexOf("top exited")).split("\r\n").filter((l) => l !== "");
+  assert.equal(lines[1], "NODES of home", out);
+  for (const l of lines) assert.ok([...l].length <= 40, l);
+  assert.doesNotMatch(out, /\x1b\[\?25l/, "the cursor is never hidden");
+});
 
 test("top on a terminal: draws the daemon's picture, redraws when a deployment appears, says a closed stream, and q ends it with the terminal given back", { timeout: 90_000 }, async () => {
   const inside = daemon as unknown as Inside;

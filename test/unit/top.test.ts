@@ -240,16 +240,23 @@ test("top's screen: raw keys while it draws, frames cut to the terminal's width 
   const keys: string[] = [];
   const render = (_p: TopPicture, _s: unknown, width: number | undefined): string[] => renderTop(pictureOf(answers()), { daemon: "http://d", now: NOW, ...(width === undefined ? {} : { width }) });
   const screen = new Screen(createLogUpdate, render, (b) => void keys.push(b.toString()), t.term);
-  assert.deepEqual(t.raw, [true], "raw mode while top runs");
-  assert.equal(t.stdin.paused, false);
-  screen.show(pictureOf(answers()), { kind: "live" });
-  await until("a frame", () => t.written().includes("NODES"), 5000);
-  const frame = t.written().split("\n").filter((l) => l !== "");
-  assert.equal(frame.length, 4, "the terminal's rows but one: the top of the picture");
-  for (const line of frame) assert.ok([...line].length <= 30, line);
-  t.stdin.emit("data", Buffer.from("q"));
-  assert.deepEqual(keys, ["q"]);
-  screen.end();
+  let ended = false;
+  try {
+    assert.deepEqual(t.raw, [true], "raw mode while top runs");
+    assert.equal(t.stdin.paused, false);
+    screen.show(pictureOf(answers()), { kind: "live" });
+    await until("a frame", () => t.written().includes("NODES"), 5000);
+    const frame = t.written().split("\n").filter((l) => l !== "");
+    assert.equal(frame.length, 4, "the terminal's rows but one: the top of the picture");
+    for (const line of frame) assert.ok([...line].length <= 30, line);
+    t.stdin.emit("data", Buffer.from("q"));
+    assert.deepEqual(keys, ["q"]);
+    screen.end();
+    ended = true;
+  } finally {
+    // A failed check must not leave the screen's timer holding the test process.
+    if (!ended) screen.end();
+  }
   assert.deepEqual(t.raw, [true, false], "raw mode off at the end");
   assert.equal(t.stdin.paused, true);
   assert.equal(t.stdin.listenerCount("data"), 0, "no key is read after the end");
