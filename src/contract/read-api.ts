@@ -14,8 +14,8 @@ import type { BenchRun, EvalRun } from "./evidence.js";
 
 const R = CONTROL_PREFIX;
 
-/** Where a client asks (path builders, segments %-encoded). */
-export const READ_PATHS = {
+/** The routes without a parameter: where a client asks and what the server routes are the same. */
+const PLAIN_ROUTES = {
   clusters: `${R}clusters`,
   deployments: `${R}deployments`,
   lanes: `${R}lanes`,
@@ -25,22 +25,16 @@ export const READ_PATHS = {
   metrics: `${R}metrics`,
   activity: `${R}activity`,
   events: `${R}events`,
+} as const;
+
+/** Where a client asks (path builders, segments %-encoded). */
+export const READ_PATHS = {
+  ...PLAIN_ROUTES,
   logs: (deployment: string): string => `${R}deployments/${encodeURIComponent(deployment)}/logs`,
 } as const;
 
 /** The patterns the server routes (GET only), `{name}` a deployment's name. */
-export const READ_ROUTES = {
-  clusters: `${R}clusters`,
-  deployments: `${R}deployments`,
-  lanes: `${R}lanes`,
-  boots: `${R}boots`,
-  history: `${R}history`,
-  runs: `${R}runs`,
-  metrics: `${R}metrics`,
-  activity: `${R}activity`,
-  events: `${R}events`,
-  logs: `${R}deployments/{name}/logs`,
-} as const;
+export const READ_ROUTES = { ...PLAIN_ROUTES, logs: `${R}deployments/{name}/logs` } as const;
 export type ReadRoute = keyof typeof READ_ROUTES;
 
 /** The most a `history` or `activity` answer holds, whatever `limit` asks. */
