@@ -86,3 +86,17 @@ export function advertiseLocalDaemon(listenHost: string, port: number, socket: s
     if (readLocalDaemon()?.pid === process.pid) rmSync(file, { force: true });
   };
 }
+
+/**
+ * The daemon and the key to read it with (`top`, `dashboard`): as `attach` and `down` find it
+ * (--daemon, $LAUNCHER_DAEMON, this user's own daemon through its socket), with the admin key when
+ * one is set, else the first inference key of $LAUNCHER_API_KEY: reads take either.
+ */
+export async function readerTarget(flag: string | undefined, command: string): Promise<DaemonTarget> {
+  const target = requireDaemon(flag, command);
+  const env = process.env.LAUNCHER_API_KEY;
+  if (target.socket !== undefined || target.key !== undefined || env === undefined) return target;
+  const { collectKeys } = await import("../gateway/auth.js");
+  const key = collectKeys({ flags: [], env })[0];
+  return key === undefined ? target : { ...target, key };
+}

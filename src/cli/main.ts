@@ -48,6 +48,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   { names: ["serve"], load: async () => (await import("./serve.js")).registerServe },
   { names: ["lanes"], load: async () => (await import("./lanes.js")).registerLanes },
   { names: ["top"], load: async () => (await import("./top.js")).registerTop },
+  { names: ["dashboard"], load: async () => (await import("./dashboard.js")).registerDashboard },
   { names: ["history"], load: async () => (await import("./history.js")).registerHistory },
   { names: ["compare"], load: async () => (await import("./compare.js")).registerCompare },
   { names: ["demo"], load: async () => (await import("./demo.js")).registerDemo },

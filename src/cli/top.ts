@@ -3,7 +3,7 @@ import type { Output } from "../app/output.js";
 import type { StreamState, TopAnswers, TopPicture } from "../app/top.js";
 import type { ReadEvent } from "../contract/read-api.js";
 import type { DaemonTarget } from "../daemon/client.js";
-import { daemonOption, requireDaemon } from "./daemon-target.js";
+import { daemonOption, readerTarget } from "./daemon-target.js";
 import { EXIT_CODES } from "./interrupts.js";
 import { clusterOption, jsonOption, outputOption } from "./options.js";
 
@@ -20,20 +20,6 @@ const TICK_MS = 1000;
 
 /** The wait before reconnect `attempt` (1, 2, ...). */
 export const retryDelay = (attempt: number): number => Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** Math.min(Math.max(0, attempt - 1), 16));
-
-/**
- * The daemon and the key to read it with: as `attach` and `down` find it (--daemon,
- * $LAUNCHER_DAEMON, this user's own daemon through its socket), with the admin key when one is
- * set, else the first inference key of $LAUNCHER_API_KEY: reads take either.
- */
-async function readTarget(flag: string | undefined): Promise<DaemonTarget> {
-  const target = requireDaemon(flag, "top");
-  const env = process.env.LAUNCHER_API_KEY;
-  if (target.socket !== undefined || target.key !== undefined || env === undefined) return target;
-  const { collectKeys } = await import("../gateway/auth.js");
-  const key = collectKeys({ flags: [], env })[0];
-  return key === undefined ? target : { ...target, key };
-}
 
 /** Every route top reads, at once. */
 async function readAll(target: DaemonTarget, signal: AbortSignal): Promise<TopAnswers> {
@@ -237,7 +223,7 @@ export function registerTop(program: Command, io: Output): void {
     .addOption(jsonOption("print the picture once as JSON")).addOption(outputOption())
     .action(async (opts: { daemon?: string; cluster?: string; once?: boolean; json?: boolean }) => {
       const [{ clusterToShow, checkCluster, pictureOf, pictureJson }, { findCluster, clusterOf }, { readTextFile }] = await Promise.all([import("../app/top.js"), import("../app/this-process.js"), import("../config/read-file.js")]);
-      const target = await readTarget(opts.daemon);
+      const target = await readerTarget(opts.daemon, "top");
       const only = clusterToShow(opts.cluster, findCluster(opts.cluster, io.warn), (file) => clusterOf({ file, text: readTextFile(file, "cluster file") }).name);
       if (!opts.json && opts.once !== true && process.stdout.isTTY === true && (process.stdout.rows ?? 0) > 0) return watchLive(target, only);
       const answers = await readAll(target, AbortSignal.timeout(READ_WAIT_MS)).catch(async (e: unknown) => {

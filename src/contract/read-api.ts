@@ -307,3 +307,29 @@ export function decodeReadEvent(event: string, data: string): ReadEvent | undefi
   const r = READ_EVENTS[event as ReadEventName].safeParse(value);
   return r.success ? ({ event, data: r.data } as ReadEvent) : undefined;
 }
+
+/**
+ * The page's sessions (src/daemon/web-session.ts): a key or a one-time code is exchanged for a
+ * session cookie; a code is asked for with a key, as reads take it.
+ */
+export const SESSION_ROUTES = {
+  signIn: `${R}sign-in`,
+  signOut: `${R}sign-out`,
+  session: `${R}session`,
+  codes: `${R}sign-in-codes`,
+} as const;
+
+/** What a session may do: `admin` reads and acts (with its CSRF token), `read` only reads. */
+export const SESSION_ROLES = ["admin", "read"] as const;
+export type SessionRole = (typeof SESSION_ROLES)[number];
+
+/** `POST sign-in`'s body: a key, or a one-time code. Both bounded: neither is ever long. */
+export const SignInSchema = z.union([z.strictObject({ key: z.string().min(1).max(4096) }), z.strictObject({ code: z.string().min(1).max(256) })]);
+
+/** `GET session`'s answer. */
+export const SessionAnswerSchema = z.strictObject({ role: z.enum(SESSION_ROLES), csrf_token: z.string(), expires_at: z.string() });
+export type SessionAnswer = z.infer<typeof SessionAnswerSchema>;
+
+/** `POST sign-in-codes`' answer: `url_path` is where the page takes the code (`/?code=CODE`). */
+export const SignInCodeSchema = z.strictObject({ code: z.string(), expires_at: z.string(), url_path: z.string() });
+export type SignInCode = z.infer<typeof SignInCodeSchema>;

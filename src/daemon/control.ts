@@ -20,6 +20,8 @@ export interface ControlOptions {
   readonly checkAdmin?: (presented: string | undefined) => boolean;
   /** This handler serves the owner-only Unix socket: every peer is the daemon's own user, no key asked. */
   readonly ownerSocket?: boolean;
+  /** A request's page session (./web-session-api.ts): true may act, a string is why not, undefined shows none (its key is asked). */
+  readonly admitSession?: (req: IncomingMessage) => true | string | undefined;
   readonly registry: BootRegistry;
   /**
    * Starts a boot, or gives the events of its refusal (a recipe error: its last event is the error).
@@ -233,7 +235,10 @@ function routeExists(req: IncomingMessage, res: ServerResponse, path: string, me
 /** Whether the caller may use the control API; false once the 401 is sent. */
 function admitted(req: IncomingMessage, res: ServerResponse, options: ControlOptions): boolean {
   if (options.ownerSocket === true || (options.checkAdmin?.(presentedKey(req.headers.authorization, req.headers["x-api-key"])) ?? false)) return true;
+  const bySession = options.admitSession?.(req);
+  if (bySession === true) return true;
   req.resume();
+  if (bySession !== undefined) return (sendError(res, 403, "session_cannot_act", bySession), false);
   const why =
     options.checkAdmin === undefined
       ? "the control API over TCP needs an admin key, and serve has none: the daemon's own user on its machine reaches it through its socket (launcher finds it by itself)"

@@ -18,6 +18,8 @@ import type { Environment } from "../app/environment.js";
 import { Discovery, staleAfterMs, type WatchSource } from "./discovery.js";
 import { controlApi, type ControlOptions } from "./control.js";
 import { launcherApi, ReadFeed, type ReadParts } from "./read-api.js";
+import { WebSessions } from "./web-session-api.js";
+import { pageServer } from "./web-page.js";
 import { liveSources, type LiveSources } from "./live-sources.js";
 import { bootSubmitter } from "./boots-host.js";
 import { addEngineKeyHow } from "./engine-key.js";
@@ -61,6 +63,8 @@ interface Parts {
   readonly watched: WatchedClusters;
   readonly clusters: readonly Cluster[];
   readonly gateway: Gateway;
+  /** The page's sessions, shared by the TCP listener and the owner socket (which may ask for an admin code). */
+  readonly sessions: WebSessions;
   /** The control API's options (with --control), served over TCP and through the socket. */
   readonly control: ControlOptions | undefined;
   /** The read API's sources and its event stream, served over TCP and through the socket. */
@@ -201,14 +205,18 @@ function assemble(config: DaemonConfig, env: Environment): Parts {
   const read = readPartsOf({ discovery, supervisor, watched, store, registry, log, live });
   const feed = new ReadFeed(read);
   const readKeys = [...config.adminKeys, ...config.apiKeys];
+  const checkAdmin = config.adminKeys.length === 0 ? {} : { checkAdmin: keyChecker(config.adminKeys) };
+  // The page's sessions: signed in with a key or a one-time code, then a cookie stands for the key.
+  const sessions = new WebSessions({ ...checkAdmin, ...(config.apiKeys.length === 0 ? {} : { checkInference: keyChecker(config.apiKeys) }) });
   const gateway = createGateway({
     // Reads: an admin or an inference key. The control API over TCP: the admin key only. Through the socket (announce): this user only.
     control: launcherApi(
       read,
       feed,
-      readKeys.length === 0 ? {} : { checkRead: keyChecker(readKeys) },
-      control === undefined ? undefined : controlApi({ ...control, ...(config.adminKeys.length === 0 ? {} : { checkAdmin: keyChecker(config.adminKeys) }) }),
+      { sessions, ...(readKeys.length === 0 ? {} : { checkRead: keyChecker(readKeys) }) },
+      control === undefined ? undefined : controlApi({ ...control, ...checkAdmin, admitSession: sessions.admitAction }),
     ),
+    page: pageServer(),
     routes: () => routes.routes(),
     ...(config.apiKeys.length === 0 ? {} : { checkKey: keyChecker(config.apiKeys) }),
     metrics,
@@ -230,7 +238,7 @@ function assemble(config: DaemonConfig, env: Environment): Parts {
     maxBodyBytes: MAX_BODY_BYTES,
     activity: live.record,
   });
-  return { config, env, log, store, discovery, registry, supervisor, watched, clusters, gateway, control, read, feed, live };
+  return { config, env, log, store, discovery, registry, supervisor, watched, clusters, gateway, sessions, control, read, feed, live };
 }
 
 /** What the read API reads, from the daemon's parts. */
@@ -296,7 +304,7 @@ async function announce(parts: Parts, port: number, hooks: DaemonHooks): Promise
   const shown = config.listen.host.includes(":") ? `[${config.listen.host}]` : config.listen.host;
   env.console.err(`launcher serve: listening on http://${shown}:${port}/v1 (${keys === 0 ? "no API key: loopback only" : `${keys} API key${keys === 1 ? "" : "s"}`}; clusters ${clusters.map((c) => c.name).join(", ")})`);
   if (parts.control === undefined) return { socket: undefined, advertised: undefined };
-  const socket = await listenControlSocket(env.stateDir, launcherApi(parts.read, parts.feed, { ownerSocket: true }, controlApi({ ...parts.control, ownerSocket: true })), REQUEST_TIMEOUT_MS);
+  const socket = await listenControlSocket(env.stateDir, launcherApi(parts.read, parts.feed, { ownerSocket: true, sessions: parts.sessions }, controlApi({ ...parts.control, ownerSocket: true })), REQUEST_TIMEOUT_MS);
   env.console.err(`launcher serve: control API on http://${shown}:${port}${CONTROL_PREFIX} (${config.adminKeys.length === 0 ? "no admin key: refused over TCP" : "admin key required"}) and on ${socket.path} (this user only)`);
   return { socket, advertised: hooks.advertise?.(config.listen.host, port, socket.path) };
 }

@@ -14,6 +14,7 @@ import { CONTROL_METHODS } from "./control.js";
 import { followLogLines, parseLogQuery, readLogLines } from "./read-logs.js";
 import { bootView, clusterView, deploymentsAnswer, deploymentViews, diffPictures, EMPTY_PICTURE, historyBoot, laneViews, nodeStates, type Picture, type Supervision } from "./read-views.js";
 import { SSE_DEFAULTS, SseHub, type SseHubOptions } from "./sse.js";
+import type { WebSessions } from "./web-session-api.js";
 
 /**
  * The daemon's read API (src/contract/read-api.ts has its routes and answers): what the cluster
@@ -277,10 +278,13 @@ export interface ReadAccess {
   readonly ownerSocket?: boolean;
   /** Whether a presented key is an admin key or an inference key; undefined: serve has neither, and TCP reads are refused. */
   readonly checkRead?: (presented: string | undefined) => boolean;
+  /** The page's sessions: their routes, and a session's cookie in place of a key. */
+  readonly sessions?: WebSessions;
 }
 
 function admitted(req: IncomingMessage, res: ServerResponse, access: ReadAccess): boolean {
   if (access.ownerSocket === true || (access.checkRead?.(presentedKey(req.headers.authorization, req.headers["x-api-key"])) ?? false)) return true;
+  if (access.sessions?.sessionOf(req) !== undefined) return true;
   const why =
     access.checkRead === undefined
       ? "the read API over TCP needs an admin or inference key, and serve has neither: the daemon's own user on its machine reads through its socket"
@@ -308,6 +312,7 @@ export function launcherApi(parts: ReadParts, feed: ReadFeed, access: ReadAccess
   const handlers = readHandlers(parts, feed);
   return async (req, res, path) => {
     const method = req.method ?? "GET";
+    if (access.sessions?.owns(path) === true) return access.sessions.handle(req, res, path, access.ownerSocket === true);
     const read = readRoute(path);
     if (read === undefined || method !== "GET") {
       if (control !== undefined && allowedMethods([CONTROL_METHODS], path) !== undefined) return control(req, res, path);

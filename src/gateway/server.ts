@@ -66,6 +66,8 @@ export interface GatewayOptions {
   readonly captureBodies?: number;
   /** The daemon's API under CONTROL_PREFIX (its reads and its control routes), which checks its own keys; absent: off. */
   readonly control?: (req: IncomingMessage, res: ServerResponse, path: string) => Promise<void>;
+  /** The daemon's page (src/daemon/web-page.ts), asked before any key: true when it answered. */
+  readonly page?: (req: IncomingMessage, res: ServerResponse, path: string) => boolean;
 }
 
 export interface Gateway {
@@ -463,6 +465,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       await options.control(req, res, path);
       return;
     }
+    if (options.page?.(req, res, path) === true) return;
     if (!methodAllowed(req, res, path, method)) return;
     const keyed = options.checkKey === undefined || options.checkKey(presentedKey(req.headers.authorization, req.headers["x-api-key"]));
     if (path === "/health") {
