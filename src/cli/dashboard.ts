@@ -49,6 +49,15 @@ async function askLink(target: DaemonTarget): Promise<{ url: string; expires_at:
   return { url, expires_at: answer.data.expires_at };
 }
 
+/** An HTML page that sends the browser on to `url`, in a fresh folder of mode 0700, itself 0600 (mkdtemp makes the folder so). */
+async function redirectFile(url: string): Promise<string> {
+  const [{ mkdtempSync, writeFileSync }, { tmpdir }, path] = await Promise.all([import("node:fs"), import("node:os"), import("node:path")]);
+  const file = path.join(mkdtempSync(path.join(tmpdir(), "launcher-dashboard-")), "sign-in.html");
+  // The URL is the daemon's origin and a checked code (signInLink): nothing to escape, but it goes through JSON all the same.
+  writeFileSync(file, `<!doctype html><meta charset="utf-8"><meta name="referrer" content="no-referrer"><script>location.replace(${JSON.stringify(url)})</script>\n`, { mode: 0o600 });
+  return file;
+}
+
 export function registerDashboard(program: Command, io: Output): void {
   program
     .command("dashboard")
@@ -63,8 +72,10 @@ export function registerDashboard(program: Command, io: Output): void {
       const opener = wantsBrowser(opts.open, process.env) ? await xdgOpen(process.env.PATH) : undefined;
       if (opener === undefined) return;
       const { spawn } = await import("node:child_process");
-      // An argv, never a shell: the link is one argument whatever it holds. The browser outlives this command.
-      const child = spawn(opener, [link.url], { stdio: "ignore", detached: true });
+      // The code never goes on a command line (every user can read /proc/PID/cmdline): the browser
+      // opens a file only this user can read, which sends it on to the link. An argv, never a shell.
+      const page = await redirectFile(link.url);
+      const child = spawn(opener, [page], { stdio: "ignore", detached: true });
       child.on("error", (e) => io.warn(`could not open the link with ${opener}: ${e.message}`));
       child.unref();
     });

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { TLSSocket } from "node:tls";
 import { SESSION_ROUTES, SignInSchema, type SessionAnswer, type SessionRole, type SignInCode } from "../contract/read-api.js";
 import { presentedKey } from "../gateway/auth.js";
-import { actionRefusal, Attempts, cookieValue, CSRF_HEADER, SESSION_COOKIE, SESSION_LIMITS, SessionBook, sessionCookie, type Session, type SessionLimits } from "./web-session.js";
+import { actionRefusal, Attempts, cookieValues, csrfRefusal, CSRF_HEADER, SESSION_COOKIE, SESSION_LIMITS, SessionBook, sessionCookie, type Session, type SessionLimits } from "./web-session.js";
 
 /**
  * The sessions' HTTP side (./web-session.ts is its pure core): sign in with a key or a one-time
@@ -89,8 +89,16 @@ export class WebSessions {
 
   /** The live session a request's cookie names; undefined: no cookie, or no such session. */
   sessionOf(req: IncomingMessage): Session | undefined {
-    const id = cookieValue(req.headers.cookie, SESSION_COOKIE);
-    return id === undefined ? undefined : this.book.find(id, this.now());
+    return this.liveOf(req)?.session;
+  }
+
+  /** The first of the request's session cookies that names a live session, with its id. */
+  private liveOf(req: IncomingMessage): { id: string; session: Session } | undefined {
+    for (const id of cookieValues(req.headers.cookie, SESSION_COOKIE)) {
+      const session = this.book.find(id, this.now());
+      if (session !== undefined) return { id, session };
+    }
+    return undefined;
   }
 
   /**
@@ -109,17 +117,18 @@ export class WebSessions {
   }
 
   private async signIn(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (!this.attempts.allow(req.socket.remoteAddress ?? "", this.now())) {
-      req.resume();
-      return refuse(res, 429, "too_many_sign_ins", "too many sign-in attempts from this address: wait a minute", { "retry-after": "60" });
-    }
+    // Only wrong keys count against an address (a code cannot be guessed, and counting every
+    // sign-in would let anyone at one address lock its others out).
+    const peer = req.socket.remoteAddress ?? "";
     // JSON only: a cross-site page cannot send that type without a CORS preflight, which is never granted (no login CSRF):
     // Fetch standard, "CORS-safelisted request-header", allows only form, multipart and text/plain content types.
     const json = /^application\/json\s*(;|$)/i.test(req.headers["content-type"] ?? "");
     const parsed = SignInSchema.safeParse(json ? await bodyJson(req, MAX_SIGN_IN_BYTES) : (req.resume(), undefined));
     if (!parsed.success) return refuse(res, 400, "bad_request", `the body is JSON (content-type: application/json) {"key": KEY} or {"code": CODE}, at most ${MAX_SIGN_IN_BYTES} bytes`);
     const now = this.now();
+    if ("key" in parsed.data && this.attempts.spent(peer, now)) return refuse(res, 429, "too_many_sign_ins", "too many wrong keys from this address: wait a minute", { "retry-after": "60" });
     const role = "key" in parsed.data ? this.roleOfKey(parsed.data.key) : this.book.redeem(parsed.data.code, now);
+    if (role === undefined && "key" in parsed.data) this.attempts.failed(peer, now);
     if (role === undefined) return refuse(res, 401, "sign_in_refused", "wrong key, or a code already used or expired: launcher dashboard prints a new link");
     const { id, session } = this.book.open(role, now);
     // serve listens over plain HTTP, so `Secure` is set only should a TLS socket ever carry the request
@@ -130,8 +139,11 @@ export class WebSessions {
 
   private signOut(req: IncomingMessage, res: ServerResponse): void {
     req.resume();
-    const id = cookieValue(req.headers.cookie, SESSION_COOKIE);
-    if (id !== undefined) this.book.close(id);
+    const live = this.liveOf(req);
+    // With its CSRF token, as an action: another service on the host could post a form here.
+    const refused = live === undefined ? undefined : csrfRefusal(live.session, req.headers[CSRF_HEADER]);
+    if (refused !== undefined) return refuse(res, 403, "csrf_required", refused);
+    if (live !== undefined) this.book.close(live.id);
     send(res, 204, undefined, { "set-cookie": sessionCookie("", 0, false) });
   }
 
@@ -145,9 +157,14 @@ export class WebSessions {
 
   private code(req: IncomingMessage, res: ServerResponse, owner: boolean): void {
     req.resume();
-    const role = owner ? "admin" : this.roleOfKey(presentedKey(req.headers.authorization, req.headers["x-api-key"]));
+    // The owner socket's peer is the admin only where serve has an admin key: without one, no
+    // session may act over TCP (as no key may), so the owner's code is for reading.
+    const ownerRole: SessionRole = this.options.checkAdmin === undefined ? "read" : "admin";
+    const role = owner ? ownerRole : this.roleOfKey(presentedKey(req.headers.authorization, req.headers["x-api-key"]));
     if (role === undefined) return refuse(res, 401, "invalid_key", "a sign-in code is given for the admin key or an inference key (Authorization: Bearer KEY)", { "www-authenticate": "Bearer" });
-    const { code, expiresAt } = this.book.issueCode(role, this.now());
+    const issued = this.book.issueCode(role, this.now());
+    if (issued === undefined) return refuse(res, 503, "too_many_codes", "too many sign-in codes are waiting to be used: try again within a minute", { "retry-after": "60" });
+    const { code, expiresAt } = issued;
     const answer: SignInCode = { code, expires_at: new Date(expiresAt).toISOString(), url_path: `/?code=${code}` };
     send(res, 200, answer);
   }

@@ -50,11 +50,16 @@ export const randomToken = (): string => randomBytes(32).toString("base64url");
 // Sessions and codes are found by their digest, so that a lookup's time says nothing of a stored id.
 const digest = (s: string): string => createHash("sha256").update(s, "utf8").digest("base64url");
 
-/** Drops the oldest entries (a Map keeps insertion order) until `map` has room for one more. */
-function makeRoom<K, V>(map: Map<K, V>, max: number): void {
-  for (const k of map.keys()) {
-    if (map.size < max) return;
-    map.delete(k);
+/**
+ * Drops the oldest entries (a Map keeps insertion order) until `map` has room for one more, those
+ * `first` picks before any other: a reader signing in again and again never signs the admin out.
+ */
+function makeRoom<K, V>(map: Map<K, V>, max: number, first: (v: V) => boolean = () => true): void {
+  for (const pass of [first, () => true]) {
+    for (const [k, v] of map) {
+      if (map.size < max) return;
+      if (pass(v)) map.delete(k);
+    }
   }
 }
 
@@ -75,7 +80,7 @@ export class SessionBook {
   /** A new session of `role`: its id (the cookie's value) and the session. */
   open(role: SessionRole, now: number): { id: string; session: Session } {
     this.prune(now);
-    makeRoom(this.sessions, this.limits.maxSessions);
+    makeRoom(this.sessions, this.limits.maxSessions, (v) => v.role === "read");
     const id = this.token();
     const session: Session = { role, csrf: this.token(), createdAt: now, seenAt: now };
     this.sessions.set(digest(id), session);
@@ -110,9 +115,10 @@ export class SessionBook {
   }
 
   /** A one-time code for a session of `role`. */
-  issueCode(role: SessionRole, now: number): { code: string; expiresAt: number } {
+  issueCode(role: SessionRole, now: number): { code: string; expiresAt: number } | undefined {
     for (const [k, c] of this.codes) if (c.expiresAt <= now) this.codes.delete(k);
-    makeRoom(this.codes, this.limits.maxCodes);
+    // Full: refused, not made room for (a reader asking again and again would void the admin's link).
+    if (this.codes.size >= this.limits.maxCodes) return undefined;
     const code = this.token();
     const expiresAt = now + this.limits.codeTtlMs;
     this.codes.set(digest(code), { role, expiresAt });
@@ -142,17 +148,29 @@ export class Attempts {
 
   constructor(private readonly limits: Pick<SessionLimits, "attempts" | "attemptWindowMs" | "maxPeers"> = SESSION_LIMITS) {}
 
-  /** Counts one attempt of `peer`; false: it made too many this window. */
-  allow(peer: string, now: number): boolean {
+  /** Whether `peer` has used up its failed attempts this window. */
+  spent(peer: string, now: number): boolean {
+    const p = this.peers.get(peer);
+    return p !== undefined && now - p.start < this.limits.attemptWindowMs && p.count >= this.limits.attempts;
+  }
+
+  /** Counts one failed attempt of `peer`. */
+  failed(peer: string, now: number): void {
     const p = this.peers.get(peer);
     if (p === undefined || now - p.start >= this.limits.attemptWindowMs) {
       this.peers.delete(peer);
       makeRoom(this.peers, this.limits.maxPeers);
       this.peers.set(peer, { start: now, count: 1 });
-      return true;
+      return;
     }
     p.count++;
-    return p.count <= this.limits.attempts;
+  }
+
+  /** Counts one attempt of `peer` as failed; false: it had used up its attempts this window. */
+  allow(peer: string, now: number): boolean {
+    if (this.spent(peer, now)) return false;
+    this.failed(peer, now);
+    return true;
   }
 }
 
@@ -162,14 +180,24 @@ const TOKEN_SHAPE = /^[A-Za-z0-9_-]{16,128}$/;
 
 /** The value of cookie `name` in a Cookie header (RFC 6265 section 5.4: `a=b; c=d`), when it is a token. */
 export function cookieValue(header: string | undefined, name: string): string | undefined {
-  if (header === undefined || header.length > MAX_COOKIE_HEADER) return undefined;
+  return cookieValues(header, name)[0];
+}
+
+/**
+ * Every well-formed value of cookie `name`: a browser sends all it has of one name (another
+ * service on the same host may have set one with a narrower Path, which comes first), so the
+ * caller looks for the one that names a live session.
+ */
+export function cookieValues(header: string | undefined, name: string): string[] {
+  if (header === undefined || header.length > MAX_COOKIE_HEADER) return [];
+  const out: string[] = [];
   for (const part of header.split(";")) {
     const eq = part.indexOf("=");
     if (eq < 0 || part.slice(0, eq).trim() !== name) continue;
     const value = part.slice(eq + 1).trim();
-    return TOKEN_SHAPE.test(value) ? value : undefined;
+    if (TOKEN_SHAPE.test(value)) out.push(value);
   }
-  return undefined;
+  return out.slice(0, 8);
 }
 
 /**
@@ -191,6 +219,11 @@ export function tokenMatches(expected: string, presented: string | string[] | un
 /** Whether a session may take an action of `method`: undefined when it may, else why not. */
 export function actionRefusal(session: Session, method: string, csrf: string | string[] | undefined): string | undefined {
   if (session.role !== "admin") return "this session signed in with an inference key, which only reads: sign in with the admin key to reach the control API";
-  if (method === "GET" || tokenMatches(session.csrf, csrf)) return undefined;
+  return method === "GET" ? undefined : csrfRefusal(session, csrf);
+}
+
+/** Why a request of `session` is refused for want of its CSRF token; undefined: it carries it. */
+export function csrfRefusal(session: Session, csrf: string | string[] | undefined): string | undefined {
+  if (tokenMatches(session.csrf, csrf)) return undefined;
   return `an action with a session cookie needs header ${CSRF_HEADER} with the session's csrf_token (GET ${SESSION_ROUTES.session} gives it)`;
 }

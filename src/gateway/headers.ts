@@ -24,5 +24,9 @@ export function forwardHeaders(headers: IncomingHttpHeaders | Record<string, str
  * Not forwarded upstream: the client's key is the gateway's, the length is set anew, and
  * `Expect: 100-continue` was already answered by this server (undici refuses to send it).
  */
-export const REQUEST_DROP: ReadonlySet<string> = new Set(["host", "authorization", "x-api-key", "content-length", "expect"]);
-export const RESPONSE_DROP: ReadonlySet<string> = new Set([]);
+export const REQUEST_DROP: ReadonlySet<string> = new Set(["host", "authorization", "x-api-key", "content-length", "expect", "cookie"]);
+/**
+ * Not passed back: an engine answers on the daemon's origin, where the page's session cookie
+ * lives, so it sets none (nor, going up, does it get the browser's cookies: REQUEST_DROP).
+ */
+export const RESPONSE_DROP: ReadonlySet<string> = new Set(["set-cookie"]);

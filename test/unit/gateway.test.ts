@@ -156,3 +156,9 @@ test("swap placement: free nodes first (no downtime), else the lane's own nodes,
   assert.equal(full.ok, false);
   assert.match(full.ok ? "" : full.message, /held by other/);
 });
+
+test("the page's session cookie never goes to an engine, and an engine sets no cookie on the daemon's origin", async () => {
+  const { forwardHeaders, REQUEST_DROP, RESPONSE_DROP } = await import("../../src/gateway/headers.js");
+  assert.equal(forwardHeaders({ cookie: "launcher_session=abcdefghijklmnopqrstuvwxyz", accept: "*/*" }, REQUEST_DROP).cookie, undefined);
+  assert.equal(forwardHeaders({ "set-cookie": ["launcher_session=planted; Path=/launcher/v1/"], "content-type": "text/event-stream" }, RESPONSE_DROP)["set-cookie"], undefined);
+});

@@ -34,22 +34,32 @@ test("at most maxSessions sessions: the oldest is dropped; a closed one is gone"
   assert.equal(book.find(ids[3] as string, 5), undefined);
 });
 
-test("a code is single-use, expires within its TTL, keeps the role it was issued for, and at most maxCodes are kept", () => {
+test("a code is single-use, expires within its TTL, keeps the role it was issued for; past maxCodes waiting, a new one is refused, not made room for", () => {
   const book = new SessionBook(limits, counter());
   const a = book.issueCode("admin", 0);
+  assert.ok(a);
   assert.equal(a.expiresAt, 60_000);
   assert.equal(book.redeem(a.code, 1), "admin");
   assert.equal(book.redeem(a.code, 2), undefined, "used once");
   const late = book.issueCode("read", 0);
+  assert.ok(late);
   assert.equal(book.redeem(late.code, 60_000), undefined, "expired");
-  const codes = [book.issueCode("read", 0), book.issueCode("read", 0), book.issueCode("read", 0)];
-  assert.equal(book.redeem(codes[0]?.code as string, 1), undefined, "the oldest dropped");
-  assert.equal(book.redeem(codes[2]?.code as string, 1), "read");
+  const admin = book.issueCode("admin", 60_000);
+  const full = [book.issueCode("read", 60_000), book.issueCode("read", 60_000), book.issueCode("read", 60_000)];
+  assert.equal(full.filter((c) => c === undefined).length, full.length - (limits.maxCodes - 1), "refused once full");
+  assert.equal(book.redeem(admin?.code as string, 60_001), "admin", "a reader's codes never void the admin's");
+});
+
+test("a full session book drops a reader's session before the admin's", () => {
+  const book = new SessionBook(limits, counter());
+  const admin = book.open("admin", 0);
+  for (let i = 0; i < limits.maxSessions + 2; i++) book.open("read", 1);
+  assert.equal(book.find(admin.id, 2)?.role, "admin");
 });
 
 test("real tokens are 256-bit url-safe and never repeat", () => {
   const book = new SessionBook();
-  const { code } = book.issueCode("read", 0);
+  const code = book.issueCode("read", 0)?.code ?? "";
   const { id, session } = book.open("read", 0);
   for (const t of [code, id, session.csrf]) assert.match(t, /^[A-Za-z0-9_-]{43}$/);
   assert.equal(new Set([code, id, session.csrf]).size, 3);
@@ -88,4 +98,28 @@ test("an action needs an admin session and, unless a GET, its CSRF token", () =>
   assert.match(actionRefusal(read, "POST", read.csrf) ?? "", /only reads/);
   assert.match(actionRefusal(read, "GET", undefined) ?? "", /only reads/);
   assert.equal(tokenMatches("x", ""), false);
+});
+
+test("without an admin key, the owner socket's code is for reading: no session acts where no key may", async () => {
+  const { createServer } = await import("node:http");
+  const { WebSessions } = await import("../../src/daemon/web-session-api.js");
+  const { SESSION_ROUTES } = await import("../../src/contract/read-api.js");
+  for (const [checkAdmin, role] of [[undefined, "read"], [(k: string | undefined) => k === "admin-key-0123456789", "admin"]] as const) {
+    const sessions = new WebSessions(checkAdmin === undefined ? {} : { checkAdmin });
+    // As the owner socket serves it: every peer is the daemon's own user.
+    const server = createServer((req, res) => void sessions.handle(req, res, (req.url ?? "/").split("?")[0] ?? "/", true));
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    try {
+      const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+      const post = (p: string, body: unknown): Promise<Response> => fetch(`${base}${p}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      const code = ((await (await post(SESSION_ROUTES.codes, {})).json()) as { code: string }).code;
+      const signed = await post(SESSION_ROUTES.signIn, { code });
+      const cookie = (signed.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
+      const session = (await (await fetch(`${base}${SESSION_ROUTES.session}`, { headers: { cookie } })).json()) as { role: string };
+      assert.equal(session.role, role);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  }
 });
