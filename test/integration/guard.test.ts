@@ -133,6 +133,8 @@ describe("the memory guard", { concurrency: false }, () => {
       }
     } finally {
       hog?.kill("SIGKILL");
+      // The daemon's whole log, the restart's part included: what a failure here has to go on.
+      t.diagnostic(`the daemon's log at the end:\n${daemon.log()}`);
       await launcher(["down", "practice-2x", "--grace", "1"], 60_000, env);
       await daemon.stop();
     }
