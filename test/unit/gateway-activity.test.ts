@@ -151,6 +151,7 @@ test("a stream whose chunks carry several tokens: the rate counts the engine's t
       res.writeHead(200, { "content-type": "text/event-stream" });
       for (const w of ["a b c d", "e f g h", "i j k l"]) {
         res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: w } }] })}\n\n`);
+        // The fake engine's own pace between chunks (what the rate is measured over), not a wait in the test.
         await new Promise((r) => setTimeout(r, 50));
       }
       res.write(`data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 7, completion_tokens: 12 } })}\n\n`);

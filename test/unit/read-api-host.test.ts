@@ -1,15 +1,13 @@
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { test } from "node:test";
-import { environmentOf, type Environment } from "../../src/app/environment.js";
-import type { Output } from "../../src/app/output.js";
 import { READ_PATHS, type ReadEvent } from "../../src/contract/read-api.js";
-import { daemonConfig } from "../../src/daemon/config.js";
 import { Daemon } from "../../src/daemon/daemon.js";
 import { followEvents, readAnswer } from "../../src/daemon/read-client.js";
 import { until } from "../support/until.js";
+import { HOME_ADMIN_KEY, HOME_INFERENCE_KEY, startHomeDaemon } from "../support/home-daemon.js";
 
 // The read API as `launcher serve --control` mounts it (src/daemon/daemon.ts): over TCP with an
 // inference key or the admin key, through the owner socket with none, and its event stream ended
@@ -17,17 +15,8 @@ import { until } from "../support/until.js";
 // process on a folder of its own; discovery's watcher is a stand-in that prints an empty poll a
 // second; the one node refuses SSH at once (as in test/unit/daemon-host.test.ts).
 
-const ADMIN = "admin-key-0123456789";
-const INFERENCE = "inference-key-0123456789";
-const WATCHER = `const poll = () => console.log(JSON.stringify({ deployments: [], unreachable: [], at: new Date().toISOString() }));
-poll(); setInterval(poll, 1000); process.stdin.on("end", () => process.exit(0)); process.stdin.resume();`;
-
-function folderEnvironment(dir: string, lines: string[]): Environment {
-  const said = (text: string): void => void lines.push(text);
-  const console: Output = { out: said, err: said, warn: said, json: (v) => said(JSON.stringify(v)), diagnostics: () => undefined };
-  const places = { vars: { XDG_CONFIG_HOME: path.join(dir, "config"), XDG_STATE_HOME: path.join(dir, "state"), LAUNCHER_RECIPES: path.join(dir, "recipes") }, home: dir };
-  return { ...environmentOf(places, console), selfArgv: () => [process.execPath, "-e", WATCHER] };
-}
+const ADMIN = HOME_ADMIN_KEY;
+const INFERENCE = HOME_INFERENCE_KEY;
 
 /** The daemon's parts this test looks at, by the names it gives them (a rename fails here loudly). */
 interface Inside {
@@ -39,14 +28,8 @@ test("serve mounts the read API: an inference key and the admin key read over TC
   const dir = mkdtempSync(path.join(tmpdir(), "launcher-read-api-"));
   let daemon: Daemon | undefined;
   try {
-    const home = path.join(dir, "config", "launcher", "clusters", "home.toml");
-    mkdirSync(path.dirname(home), { recursive: true });
-    writeFileSync(home, 'name = "home"\n[[nodes]]\nname = "s1"\nhost = "127.0.0.1"\nport = 1\n');
-    writeFileSync(path.join(dir, "config", "launcher", "default-cluster"), "home\n");
     const lines: string[] = [];
-    const env = folderEnvironment(dir, lines);
-    const config = { ...daemonConfig({ listen: "127.0.0.1:0", control: true, poll: "1s" }, env.vars, { readFile: () => "", clusterPath: env.clusterPath }), apiKeys: [INFERENCE], adminKeys: [ADMIN] };
-    daemon = await Daemon.start(config, env);
+    daemon = await startHomeDaemon(dir, lines);
     const url = `http://127.0.0.1:${daemon.port}`;
     const inside = daemon as unknown as Inside;
     for (const key of [INFERENCE, ADMIN]) {

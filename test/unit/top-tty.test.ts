@@ -11,6 +11,7 @@ import { daemonConfig } from "../../src/daemon/config.js";
 import { Daemon } from "../../src/daemon/daemon.js";
 import { readAnswer } from "../../src/daemon/read-client.js";
 import { until } from "../support/until.js";
+import { runPiped } from "../support/home-daemon.js";
 
 // `launcher top` as a user runs it, against a real `launcher serve --control` (src/daemon/daemon.ts)
 // in this process: on a terminal (script(1) from util-linux gives it a pseudo-terminal; stty a
@@ -102,16 +103,7 @@ const top = (args: string[]): string[] => [process.execPath, "--import", import.
 
 /** `launcher top ARGS` in a pipe, to its end (bounded). Never spawnSync: the daemon answering it runs in this process. */
 async function runTop(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const [program, ...rest] = top(args);
-  const child = spawn(program as string, rest, { cwd: dir, env: clientEnv(env), stdio: ["ignore", "pipe", "pipe"] });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (b: Buffer) => (stdout += b.toString("utf8")));
-  child.stderr.on("data", (b: Buffer) => (stderr += b.toString("utf8")));
-  const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
-  const code = await new Promise<number | null>((resolve) => child.on("close", (c) => resolve(c)));
-  clearTimeout(timer);
-  return { code, stdout, stderr };
+  return runPiped(top(args), { cwd: dir, env: clientEnv(env) });
 }
 
 test("top in a pipe prints one frame and ends 0; --json prints the picture; another cluster is named; a daemon not there is said without a stack", { timeout: 90_000 }, async () => {

@@ -1,17 +1,14 @@
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { test } from "node:test";
-import { environmentOf, type Environment } from "../../src/app/environment.js";
-import type { Output } from "../../src/app/output.js";
 import { READ_PATHS, SESSION_ROUTES } from "../../src/contract/read-api.js";
 import { CONTROL_PATHS } from "../../src/daemon/protocol.js";
 import { call } from "../../src/daemon/client.js";
-import { daemonConfig } from "../../src/daemon/config.js";
 import { Daemon } from "../../src/daemon/daemon.js";
 import { PAGE_HEADERS } from "../../src/daemon/web-page.js";
+import { HOME_ADMIN_KEY, HOME_INFERENCE_KEY, runPiped, startHomeDaemon } from "../support/home-daemon.js";
 
 // The page's sessions as `launcher serve --control` mounts them (src/daemon/daemon.ts): sign in
 // with a key or a one-time code, read with the cookie, act only as an admin session showing its
@@ -19,18 +16,9 @@ import { PAGE_HEADERS } from "../../src/daemon/web-page.js";
 // runs in this process on a folder of its own, with a stand-in discovery watcher and one node
 // that refuses SSH at once (as in test/unit/read-api-host.test.ts).
 
-const ADMIN = "admin-key-0123456789";
-const INFERENCE = "inference-key-0123456789";
+const ADMIN = HOME_ADMIN_KEY;
+const INFERENCE = HOME_INFERENCE_KEY;
 const MAIN = path.resolve("src/cli/main.ts");
-const WATCHER = `const poll = () => console.log(JSON.stringify({ deployments: [], unreachable: [], at: new Date().toISOString() }));
-poll(); setInterval(poll, 1000); process.stdin.on("end", () => process.exit(0)); process.stdin.resume();`;
-
-function folderEnvironment(dir: string, lines: string[]): Environment {
-  const said = (text: string): void => void lines.push(text);
-  const console: Output = { out: said, err: said, warn: said, json: (v) => said(JSON.stringify(v)), diagnostics: () => undefined };
-  const places = { vars: { XDG_CONFIG_HOME: path.join(dir, "config"), XDG_STATE_HOME: path.join(dir, "state"), LAUNCHER_RECIPES: path.join(dir, "recipes") }, home: dir };
-  return { ...environmentOf(places, console), selfArgv: () => [process.execPath, "-e", WATCHER] };
-}
 
 const post = (url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> =>
   fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
@@ -45,29 +33,15 @@ function cookieOf(res: Response): string {
 /** `launcher dashboard ARGS` in a pipe, to its end (bounded): never spawnSync, the daemon answering it runs in this process. */
 async function dashboard(dir: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const env = { ...process.env, NODE_OPTIONS: "", LAUNCHER_API_KEY: INFERENCE, LAUNCHER_ADMIN_KEY: undefined, LAUNCHER_ADMIN_KEY_FILE: undefined, LAUNCHER_DAEMON: undefined, XDG_CONFIG_HOME: path.join(dir, "config"), XDG_STATE_HOME: path.join(dir, "client-state"), DISPLAY: undefined, WAYLAND_DISPLAY: undefined };
-  const child = spawn(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, "dashboard", ...args], { cwd: dir, env, stdio: ["ignore", "pipe", "pipe"] });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (b: Buffer) => (stdout += b.toString("utf8")));
-  child.stderr.on("data", (b: Buffer) => (stderr += b.toString("utf8")));
-  const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
-  const code = await new Promise<number | null>((resolve) => child.on("close", (c) => resolve(c)));
-  clearTimeout(timer);
-  return { code, stdout, stderr };
+  return runPiped([process.execPath, "--import", import.meta.resolve("tsx"), MAIN, "dashboard", ...args], { cwd: dir, env });
 }
 
 async function withDaemon(run: (url: string, dir: string, lines: string[], socket: string) => Promise<void>): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), "launcher-web-session-"));
   let daemon: Daemon | undefined;
   try {
-    const home = path.join(dir, "config", "launcher", "clusters", "home.toml");
-    mkdirSync(path.dirname(home), { recursive: true });
-    writeFileSync(home, 'name = "home"\n[[nodes]]\nname = "s1"\nhost = "127.0.0.1"\nport = 1\n');
-    writeFileSync(path.join(dir, "config", "launcher", "default-cluster"), "home\n");
     const lines: string[] = [];
-    const env = folderEnvironment(dir, lines);
-    const config = { ...daemonConfig({ listen: "127.0.0.1:0", control: true, poll: "1s" }, env.vars, { readFile: () => "", clusterPath: env.clusterPath }), apiKeys: [INFERENCE], adminKeys: [ADMIN] };
-    daemon = await Daemon.start(config, env);
+    daemon = await startHomeDaemon(dir, lines);
     const socket = (daemon as unknown as { running: { socket: { path: string } | undefined } }).running.socket?.path;
     assert.ok(socket !== undefined);
     await run(`http://127.0.0.1:${daemon.port}`, dir, lines, socket);
