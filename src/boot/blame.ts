@@ -16,7 +16,8 @@ export interface RankBoot {
  * unexpectedly", a headless worker torch's "Connection was likely closed. Did the remote server
  * shutdown or crash?" (the adapter's peerLossPatterns). So a rank whose log names a cause of its own
  * (an exception, a fatal line that is not a lost peer) comes before every other, whatever the order
- * of their ends: two nodes' ends reach launcher in no certain order, and their clocks differ. The
+ * of their ends: two nodes' ends reach launcher in no certain order, and their clocks differ. Next
+ * a rank known to have died by itself without a word (`silent`), before the peers that lost it. The
  * rest (a rank that only lost a peer, one that died without a word, such as to the kernel's OOM
  * killer, one whose log was not read, one launcher stopped itself) go by time, the earliest first,
  * when both have one, else by `order` (the order the failures were seen, or the rank): a silent
@@ -25,6 +26,14 @@ export interface RankBoot {
 export interface Suspect {
   /** Its log names a cause that is not only a lost peer. */
   readonly ownCause: boolean;
+  /**
+   * It is known to have ended by itself (the death that was heard first, before launcher stopped
+   * anything) and its log, read, names no cause at all: killed without a word (the kernel's OOM
+   * killer, a kill -9). A rank that only lost a peer comes after it whatever their ends' times say:
+   * the two ends are moments apart, and each is stamped when its node's containerd reaped the
+   * process, which a busy node does late.
+   */
+  readonly silent?: boolean;
   /** When it failed (ms since the epoch), where known. */
   readonly atMs?: number;
   readonly order: number;
@@ -33,6 +42,8 @@ export interface Suspect {
 export function blameOrder(a: Suspect, b: Suspect): number {
   const own = Number(b.ownCause) - Number(a.ownCause);
   if (own !== 0) return own;
+  const silent = Number(b.silent === true) - Number(a.silent === true);
+  if (silent !== 0) return silent;
   if (a.atMs !== undefined && b.atMs !== undefined && a.atMs !== b.atMs) return a.atMs - b.atMs;
   return a.order < b.order ? -1 : a.order > b.order ? 1 : 0;
 }

@@ -471,11 +471,14 @@ export class Supervisor {
     // and ended last, and goes after the ranks that died by themselves (src/boot/blame.ts).
     const blame = (): Failure => {
       const at = (c: Labelled): number => timeMs(c.c.finishedAt) ?? Number.POSITIVE_INFINITY;
-      const first = culprit(ended, (c) => ({ ownCause: ownCause(heard.get(c.c.name)), atMs: at(c), order: c.labels.rank }));
+      // The death that started this restart ended by itself: without a cause in its read log, it is the silent one.
+      const silent = (c: Labelled): boolean => c.c.name === failure.container && heard.has(c.c.name) && heard.get(c.c.name)?.cause === undefined;
+      const first = culprit(ended, (c) => ({ ownCause: ownCause(heard.get(c.c.name)), silent: silent(c), atMs: at(c), order: c.labels.rank }));
       if (first === undefined) return failure;
       const named = rankExited(first.labels.rank, first.node, first.c.name, first.c.state, first.c.exitCode);
       const before = ended.filter((c) => at(c) < at(first));
-      if (before.length > 0) say(`${named.message}: blamed for its own cause (${before.map((c) => `rank ${c.labels.rank}`).join(", ")} ended before it, only losing a peer)`);
+      const why = silent(first) ? "it died without a word" : "its own cause";
+      if (before.length > 0) say(`${named.message}: blamed for ${why} (${before.map((c) => `rank ${c.labels.rank}`).join(", ")} ended before it, only losing a peer)`);
       else if (named.rank !== failure.rank || named.node !== failure.node) say(`${named.message} first`);
       return named;
     };

@@ -95,6 +95,42 @@ test("restart 503: names the rank the restart blamed (as history records it), no
   }
 });
 
+test("restart blame: the death that started it, silent, before a head that only lost it, though the head's end was stamped first", async () => {
+  const store = new Store(":memory:");
+  store.savePlan("c", "d", encodeSavedPlan(plan), "t");
+  const b = { deployment: "d", recipe: "r", recipe_hash: "h", cluster: "c", served_model: "m", endpoint: "http://n1:8000", nodes: ["n1", "n2"] };
+  store.deploymentReady({ ...b, boot_id: store.beginBoot({ ...b, started_at: "2026-01-01T00:00:00Z" }), ready_at: "2026-01-01T00:00:10Z" });
+  // The worker was killed (137) and heard of first; the head lost it in its next collective (NCCL's
+  // remote error, a lost peer) and exited. A busy node's containerd stamped the worker's end late.
+  const h = "(Worker_TP0 pid=400) ERROR 01-01 00:00:01 [multiproc_executor.py:820] ";
+  const headLog = [`${h}WorkerProc hit an exception.`, `${h}torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:3690, remote process exited or there was a network error, NCCL version 2.27.3`];
+  const session = {
+    cluster: {},
+    docker: new Map([
+      ["n1", ended("n1", 0, 1, "2026-01-01T00:00:01.500Z", headLog)],
+      ["n2", ended("n2", 1, 137, "2026-01-01T00:00:01.507Z", [])],
+    ]),
+  } as unknown as ClusterSession;
+  let finish: (() => void) | undefined;
+  const ready: UpOutcome = { status: "ready", deployment: "d", endpoint: "http://n1:8000", served_model: "m", seconds: 1 };
+  const sup = supervisorOf(store, session, new BootRegistry(Date.now), async () => {
+    await new Promise<void>((resolve) => (finish = resolve));
+    return ready;
+  });
+  try {
+    sup.observe([seen], Date.now() - 1000);
+    sup.died("c", { deployment: "d", node: "n2", failure: { kind: "rank-exited", rank: 1, node: "n2", container: "launcher-d-r1", message: "rank 1 on n2 exited (exit 137)" } });
+    await within(5_000, "the restart's boot starts", async () => (finish !== undefined ? true : undefined));
+    const [rec] = store.restarts("d", 10);
+    assert.equal(rec?.message, "rank 1 on n2 exited (exit 137)", "history blames the killed worker");
+    assert.equal(rec?.node, "n2");
+  } finally {
+    finish?.();
+    await sup.stop();
+    store.close();
+  }
+});
+
 test("supervise: a blame during a restart replaces its failure (a later try says it too); at any other time it changes nothing", () => {
   const first: Failure = { kind: "rank-exited", rank: 0, node: "n1", message: "rank 0 on n1 exited (exit 1)" };
   const named: Failure = { kind: "rank-exited", rank: 1, node: "n2", message: "rank 1 on n2 exited (exit 137)" };

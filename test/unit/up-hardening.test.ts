@@ -163,6 +163,9 @@ test("blame: a rank whose log names a cause of its own first, however late it fa
   assert.equal(name([{ n: "worker", ownCause: false, atMs: 1, order: 0 }, { n: "head", ownCause: true, atMs: 2, order: 1 }]), "head");
   // A rank killed without a word (the OOM killer) is what its peers lost: the earliest of the rest.
   assert.equal(name([{ n: "head", ownCause: false, atMs: 2, order: 0 }, { n: "silent", ownCause: false, atMs: 1, order: 1 }]), "silent");
+  // Known to have died by itself without a word: before the peer that lost it, whatever the clocks say.
+  assert.equal(culprit([{ n: "head", ownCause: false, atMs: 1, order: 0 }, { n: "killed", ownCause: false, silent: true, atMs: 2, order: 1 }], (x) => x)?.n, "killed");
+  assert.equal(culprit([{ n: "head", ownCause: true, atMs: 3, order: 0 }, { n: "killed", ownCause: false, silent: true, atMs: 2, order: 1 }], (x) => x)?.n, "head");
   // A rank launcher stopped (no cause, ended last) does not beat one that only lost a peer before it.
   assert.equal(name([{ n: "stopped", ownCause: false, atMs: 9, order: 1 }, { n: "lost", ownCause: false, atMs: 1, order: 0 }]), "lost");
   // Two causes of their own: the earlier; without times on both, the order.
