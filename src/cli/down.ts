@@ -1,9 +1,11 @@
 import type { Command } from "commander";
 import { EXIT_USER, RemoteError, UserError } from "../config/errors.js";
-import { cancelBoot, listBoots, type DaemonTarget } from "../daemon/client.js";
-import { decodeError } from "../boot/up-events.js";
+import { cancelBoot, listBoots, stopDeployment, type DaemonTarget } from "../daemon/client.js";
+import { decodeError, decodeEvent, type UpEvent } from "../boot/up-events.js";
+import type { StopAnswer, StopRequest } from "../contract/control-api.js";
+import { outcomeOf } from "../daemon/stop.js";
 import { daemonOption, findDaemon } from "./daemon-target.js";
-import { formatRemoval, removedOf, type Removed } from "../nodes/down.js";
+import { formatRemoval, removedOf, unreachableOf, type Removed } from "../nodes/down.js";
 import { parseTarget } from "../nodes/labels.js";
 import { down, type DownResult } from "../app/down.js";
 import { DEFAULTS } from "../contract/defaults.js";
@@ -39,6 +41,17 @@ export function downText(r: DownResult, target: string | undefined): string[] {
 export const unfinishedLine = (r: DownResult): string =>
   `launcher: ${r.unreachable.map((u) => u.node).join(", ")} could not be reached: what runs there was not stopped; once it answers, \`${r.again}\` finishes the job`;
 
+/** A boot of `name` the daemon cancelled (its rollback ran), said as `down` says it. */
+function sayCancelled(name: string, daemon: DaemonTarget, final: UpEvent, json: boolean, io: Output): void {
+  const ended = final.type === "error" ? decodeError(final.error) : undefined;
+  const detail = ended instanceof RemoteError ? (ended.detail ?? "") : "";
+  if (json) io.json({ cancelled: name, daemon: daemon.url, outcome: final.type === "error" ? final.error : { ready: true } });
+  else {
+    io.out(`cancelled the boot of ${name} in the daemon at ${daemon.url}: ${ended?.message ?? "it had become ready"}`);
+    for (const line of detail.split("\n").filter((l) => l.startsWith("rolled back:") || l.startsWith("NOT stopped"))) io.out(line);
+  }
+}
+
 /**
  * Cancels in the daemon what `down` names there: with --all every boot in progress (then the nodes
  * are cleared as usual), else the boot of that deployment, which ends the command (its rollback
@@ -56,14 +69,61 @@ async function cancelInDaemon(daemon: DaemonTarget, target: string | undefined, 
   if (parsed === undefined || (parsed.kind !== undefined && parsed.kind !== "deployment")) return false;
   const final = await cancelBoot(daemon, parsed.name);
   if (final === undefined) return false;
-  const ended = final.type === "error" ? decodeError(final.error) : undefined;
-  const detail = ended instanceof RemoteError ? (ended.detail ?? "") : "";
-  if (json) io.json({ cancelled: parsed.name, daemon: daemon.url, outcome: final.type === "error" ? final.error : { ready: true } });
-  else {
-    io.out(`cancelled the boot of ${parsed.name} in the daemon at ${daemon.url}: ${ended?.message ?? "it had become ready"}`);
-    for (const line of detail.split("\n").filter((l) => l.startsWith("rolled back:") || l.startsWith("NOT stopped"))) io.out(line);
-  }
+  sayCancelled(parsed.name, daemon, final, json, io);
   return true;
+}
+
+/** down's result as the daemon's stop answered it: printed as a stop run here prints it. */
+export function resultOfStop(answer: StopAnswer, target: string): DownResult {
+  const outcomes = answer.nodes.map(outcomeOf);
+  return { chosen: new Set(answer.deployments), outcomes, stopped: answer.stopped ? [answer.deployment] : [], unreachable: unreachableOf(outcomes), again: answer.again ?? `launcher down ${target}` };
+}
+
+/** What a stop asks the daemon: the target, when it names a deployment (bare or deployment/NAME); undefined: not a daemon's stop. */
+export function stopRequestOf(target: string, graceSeconds: number, cluster: string | undefined): { name: string; request: StopRequest } | undefined {
+  const parsed = parseTarget(target);
+  if (parsed.kind !== undefined && parsed.kind !== "deployment") return undefined;
+  return { name: parsed.name, request: { grace_seconds: graceSeconds, ...(parsed.kind === undefined ? { bare: true } : {}), ...(cluster === undefined ? {} : { cluster }) } };
+}
+
+/**
+ * `down TARGET` through the daemon's stop (the page's too), when the daemon sees that deployment:
+ * a boot of it there is cancelled, else it is stopped on its nodes. Whether the command is done;
+ * down's own refusal there (a name that fits several deployments) is thrown as here.
+ */
+async function stopInDaemon(daemon: DaemonTarget, target: string, graceSeconds: number, cluster: string | undefined, json: boolean, io: Output): Promise<boolean> {
+  const asked = stopRequestOf(target, graceSeconds, cluster);
+  // A lane or recipe: the boot cancel by name, then the nodes from here, as before.
+  if (asked === undefined) return cancelInDaemon(daemon, target, false, json, io);
+  const stopped = await stopDeployment(daemon, asked.name, asked.request);
+  // Not seen there (or a daemon without the stop route): a boot of it cancelled there, else the nodes from here.
+  if (stopped.kind === "unseen") return cancelInDaemon(daemon, target, false, json, io);
+  if (stopped.kind === "refused") throw new DaemonRefusal(stopped.error);
+  const { answer } = stopped;
+  const final = answer.cancelled === undefined ? undefined : decodeEvent(JSON.stringify(answer.cancelled.event));
+  if (final !== undefined) {
+    sayCancelled(asked.name, daemon, final, json, io);
+    return true;
+  }
+  render(resultOfStop(answer, target), target, json, io);
+  return true;
+}
+
+/** Down's own refusal in the daemon: said as here, never taken for a daemon out of reach. */
+class DaemonRefusal extends Error {
+  constructor(readonly error: UserError) {
+    super(error.message);
+  }
+}
+
+/** A stop's result on stdout (and, unfinished, stderr with exit status 1). */
+function render(result: DownResult, target: string | undefined, json: boolean, io: Output): void {
+  if (json) io.json(downJson(result));
+  else for (const line of downText(result, target)) io.out(line);
+  if (result.unreachable.length > 0) {
+    io.err(unfinishedLine(result));
+    process.exitCode = EXIT_USER;
+  }
 }
 
 export function registerDown(program: Command, io: Output): void {
@@ -79,12 +139,15 @@ export function registerDown(program: Command, io: Output): void {
     .action(async (target: string | undefined, opts: { all?: boolean; cluster?: string; grace: string; json?: boolean; daemon?: string }) => {
       if (target === undefined && !opts.all) throw new UserError("say what to stop", "launcher down NAME, or launcher down --all");
       const grace = parseGraceSeconds(opts.grace, "--grace");
-      // A boot the daemon runs is cancelled there: its own rollback removes what it started.
+      // A boot the daemon runs is cancelled there; a deployment it sees is stopped there (as the page stops it).
       const daemon = findDaemon(opts.daemon);
       if (daemon !== undefined) {
+        const cluster = target === undefined || opts.all === true || opts.cluster === undefined ? undefined : loadCluster(opts.cluster).name;
         try {
-          if (await cancelInDaemon(daemon, target, opts.all === true, opts.json === true, io)) return;
+          const done = opts.all === true || target === undefined ? await cancelInDaemon(daemon, target, true, opts.json === true, io) : await stopInDaemon(daemon, target, grace, cluster, opts.json === true, io);
+          if (done) return;
         } catch (e) {
+          if (e instanceof DaemonRefusal) throw e.error;
           // No daemon to ask (gone, refused): what runs on the nodes is still stopped from here.
           if (!(e instanceof UserError)) throw e;
           io.warn(`${e.message}; stopping what runs on the nodes from here`);
@@ -93,12 +156,6 @@ export function registerDown(program: Command, io: Output): void {
       const session = await openSession(loadCluster(opts.cluster));
       const request = { target, all: opts.all === true, graceSeconds: grace, now: () => new Date(), warn: (line: string) => io.warn(line) };
       // One store for the whole command (a store that cannot be opened warns once).
-      const result = await down(session, request, (fn) => withStore(fn));
-      if (opts.json) io.json(downJson(result));
-      else for (const line of downText(result, target)) io.out(line);
-      if (result.unreachable.length > 0) {
-        io.err(unfinishedLine(result));
-        process.exitCode = EXIT_USER;
-      }
+      render(await down(session, request, (fn) => withStore(fn)), target, opts.json === true, io);
     });
 }

@@ -3,6 +3,7 @@ import { readTextFile } from "../config/read-file.js";
 import type { Output } from "../app/output.js";
 import { processEnvironment } from "../app/environment.js";
 import { daemonConfig, SERVE_DEFAULTS, type ServeFlags } from "../daemon/config.js";
+import { MAX_CAPTURE_BYTES } from "../gateway/capture.js";
 import { childrenOutliveTheTerminal } from "../remote/transport.js";
 import { clusterOption } from "./options.js";
 import { advertiseLocalDaemon } from "./daemon-target.js";
@@ -34,6 +35,7 @@ export function registerServe(program: Command, io: Output): void {
     .option("--upstream-timeout <duration>", "longest wait for an engine's first byte (a long non-streamed generation)", SERVE_DEFAULTS.upstreamTimeout)
     .option("--idle-timeout <duration>", "longest silence from an engine in the middle of an answer", SERVE_DEFAULTS.idleTimeout)
     .option("--control", "also serve the control API (boots submitted by `launcher up`, attach, cancel): to this user through a socket of its own, and over TCP to an admin key only")
+    .option("--capture-bodies <bytes>", `keep the first BYTES (at most ${MAX_CAPTURE_BYTES}) of each request's and answer's body in the activity log, keys and credentials removed; only an admin key reads them (default: none)`)
     .option("--admin-key-file <file>", "the control API's admin keys, one per line (or $LAUNCHER_ADMIN_KEY); never an inference key")
     .action(async (flags: ServeFlags) => {
       // A daemon started in a terminal that closes goes on (its boots take an hour): SIGHUP is

@@ -25,6 +25,7 @@ const PLAIN_ROUTES = {
   metrics: `${R}metrics`,
   activity: `${R}activity`,
   events: `${R}events`,
+  recipes: `${R}recipes`,
 } as const;
 
 /** Where a client asks (path builders, segments %-encoded). */
@@ -229,12 +230,37 @@ export const ActivityRecordSchema = z.object({
   tokens_per_second: opt(z.number()),
   /** Why it failed, for a failed request. */
   error: opt(z.string()),
+  /**
+   * With `launcher serve --capture-bodies N`: the first N bytes of the request's and the answer's
+   * body, keys removed (src/gateway/capture.ts). Only an admin reads them (the `activity` route);
+   * the event stream never carries them, for they hold what other clients asked.
+   */
+  request_body: opt(z.string()),
+  response_body: opt(z.string()),
 });
 export type ActivityRecord = z.infer<typeof ActivityRecordSchema>;
+
+/** A record without its captured bodies: what a reader who is not an admin, and the event stream, get. */
+export function withoutBodies(r: ActivityRecord): ActivityRecord {
+  const { request_body: _request, response_body: _response, ...rest } = r;
+  return rest;
+}
 
 /** One log line of a deployment: its node and rank, and docker's timestamp (RFC 3339, UTC) when it has one. */
 export const LogLineSchema = z.object({ t: opt(z.string()), node: z.string(), rank: z.number().int(), text: z.string() });
 export type LogLine = z.infer<typeof LogLineSchema>;
+
+/** The most recipes `recipes` lists, and the longest description it gives (longer ones are cut). */
+export const MAX_RECIPES = 300;
+export const MAX_RECIPE_DESCRIPTION = 200;
+
+/**
+ * A recipe of the daemon's own folders, by the bare name a submission may give (src/recipe/
+ * uploaded-source.ts catalogueSource): `description` is the recipe's `name` key; `engine` and
+ * `model` are absent when the recipe does not resolve (its errors are `launcher validate`'s to say).
+ */
+export const RecipeEntrySchema = z.object({ name: z.string(), description: opt(z.string()), engine: opt(z.string()), model: opt(z.string()) });
+export type RecipeEntry = z.infer<typeof RecipeEntrySchema>;
 
 /** Every answer of a GET route, by route: encodeRead and decodeRead go through this table. */
 export const READ_ANSWERS = {
@@ -248,6 +274,8 @@ export const READ_ANSWERS = {
   activity: z.object({ requests: z.array(ActivityRecordSchema) }),
   /** Each line merged across nodes in time order; `lost`: nodes that could not be read, with why. */
   logs: z.object({ lines: z.array(LogLineSchema), lost: z.array(z.string()) }),
+  /** By name; at most MAX_RECIPES (`truncated` says some were left out). */
+  recipes: z.object({ recipes: z.array(RecipeEntrySchema), truncated: opt(z.boolean()) }),
 } as const;
 export type ReadAnswerKind = keyof typeof READ_ANSWERS;
 type AnswerOf<K extends ReadAnswerKind> = z.infer<(typeof READ_ANSWERS)[K]>;
@@ -318,6 +346,9 @@ export const SESSION_ROUTES = {
   session: `${R}session`,
   codes: `${R}sign-in-codes`,
 } as const;
+
+/** The header an action with a session cookie carries its session's CSRF token in (here, not in the daemon's files, so the page's bundle reads it without node code). */
+export const CSRF_HEADER = "x-launcher-csrf";
 
 /** What a session may do: `admin` reads and acts (with its CSRF token), `read` only reads. */
 export const SESSION_ROLES = ["admin", "read"] as const;

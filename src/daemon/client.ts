@@ -2,6 +2,7 @@ import { UserError } from "../config/errors.js";
 import { decodeEvent, type UpEvent } from "../boot/up-events.js";
 import { BootListSchema, CONTROL_PATHS, type BootSummary, type LocalDaemon } from "./protocol.js";
 import type { UpSubmission } from "../app/up-submission.js";
+import { ControlErrorSchema, decodeStop, type StopAnswer, type StopRequest } from "../contract/control-api.js";
 
 /** A daemon to talk to, and the admin key to show it (never in the URL, never printed). */
 export interface DaemonTarget {
@@ -155,4 +156,25 @@ export async function listBoots(target: DaemonTarget, signal?: AbortSignal): Pro
   const parsed = BootListSchema.safeParse(await res.json().catch(() => undefined));
   if (!parsed.success) throw new UserError(`the daemon at ${target.url} answered the list of boots in a shape this launcher does not know`, "run the same launcher version on both sides");
   return parsed.data.boots;
+}
+
+/**
+ * What the daemon's stop of a deployment came to: its answer; `unseen` (404: it sees no such
+ * deployment, or it has no stop route); `refused`, down's own refusal there (409: a bare name that
+ * fits several deployments), to be said as down says it here. Any other refusal is thrown (a UserError).
+ */
+export type StopResult = { readonly kind: "answer"; readonly answer: StopAnswer } | { readonly kind: "unseen" } | { readonly kind: "refused"; readonly error: UserError };
+
+export async function stopDeployment(target: DaemonTarget, name: string, request: StopRequest): Promise<StopResult> {
+  const res = await call(target, "POST", CONTROL_PATHS.stop(name), request, undefined, [404, 409]);
+  const value = (await res.json().catch(() => undefined)) as unknown;
+  if (res.status === 404) return { kind: "unseen" };
+  if (res.status === 409) {
+    const refusal = ControlErrorSchema.safeParse(value);
+    const error = refusal.success ? refusal.data.error : { message: `the daemon at ${target.url} refused to stop ${name}`, hint: undefined };
+    return { kind: "refused", error: new UserError(error.message, error.hint) };
+  }
+  const decoded = decodeStop(value);
+  if (!decoded.ok) throw new UserError(`the daemon at ${target.url} answered the stop of ${name} in a shape this launcher does not know (${decoded.problem})`, "run the same launcher version on both sides");
+  return { kind: "answer", answer: decoded.answer };
 }

@@ -2,6 +2,7 @@ import { UserError } from "../config/errors.js";
 import { parseDuration } from "../config/duration.js";
 import { DEFAULT_LISTEN, DEFAULTS } from "../contract/defaults.js";
 import { collectKeys, type KeyWords } from "../gateway/auth.js";
+import { MAX_CAPTURE_BYTES } from "../gateway/capture.js";
 import { isLoopback, parseListen, type ListenAddress } from "../gateway/listen.js";
 
 /** `launcher serve`'s flags as commander gives them: each default is SERVE_DEFAULTS's. */
@@ -16,6 +17,7 @@ export interface ServeFlags {
   idleTimeout?: string;
   control?: boolean;
   adminKeyFile?: string;
+  captureBodies?: string;
 }
 
 /** The defaults of serve's flags as written on its command line (src/contract/defaults.ts says each): `--help` shows them and daemonConfig applies them. */
@@ -43,6 +45,8 @@ export interface DaemonConfig {
   readonly restartBackoffMs: number;
   readonly upstreamTimeoutMs: number;
   readonly idleTimeoutMs: number;
+  /** How many bytes of each request's and answer's body the activity log keeps (keys removed); 0: none. */
+  readonly captureBodies: number;
 }
 
 /** What daemonConfig reads besides the flags: the environment's keys, and files by path. */
@@ -55,6 +59,14 @@ export interface ConfigReaders {
 
 /** The admin keys' words in collectKeys's errors: the same problems as the inference keys', said of them. */
 export const ADMIN_KEY_WORDS: KeyWords = { env: "LAUNCHER_ADMIN_KEY", file: "admin key file" };
+
+/** --capture-bodies: a count of bytes, 0 (off) to MAX_CAPTURE_BYTES; absent: off. */
+function captureBytes(text: string | undefined): number {
+  if (text === undefined) return 0;
+  const bytes = /^\d{1,9}$/.test(text) ? Number(text) : Number.NaN;
+  if (!(bytes <= MAX_CAPTURE_BYTES)) throw new UserError(`--capture-bodies ${text} is not a count of bytes from 0 to ${MAX_CAPTURE_BYTES}`, `for example --capture-bodies 4096 keeps the first 4 KiB of each body; 0 or no flag captures none`);
+  return bytes;
+}
 
 /** The inference keys: --api-key (each), $LAUNCHER_API_KEY and --api-key-file. */
 function apiKeys(flags: ServeFlags, env: Readonly<Record<string, string | undefined>>, read: ConfigReaders): string[] {
@@ -96,6 +108,7 @@ export function daemonConfig(flags: ServeFlags, env: Readonly<Record<string, str
     upstreamTimeoutMs: parseDuration(flags.upstreamTimeout ?? SERVE_DEFAULTS.upstreamTimeout, "--upstream-timeout"),
     idleTimeoutMs: parseDuration(flags.idleTimeout ?? SERVE_DEFAULTS.idleTimeout, "--idle-timeout"),
   };
+  const captureBodies = captureBytes(flags.captureBodies);
   const clusterFiles = (flags.cluster ?? [undefined]).map((f) => read.clusterPath(f));
-  return { listen, listenText, apiKeys: keys, control: flags.control === true, adminKeys: admin, clusterFiles, ...durations };
+  return { listen, listenText, apiKeys: keys, control: flags.control === true, adminKeys: admin, clusterFiles, ...durations, captureBodies };
 }

@@ -6,11 +6,13 @@ import { UpSubmissionSchema, type UpSubmission } from "../app/up-submission.js";
 import { submissionPathProblem, type Caller } from "../app/admit.js";
 import { presentedKey } from "../gateway/auth.js";
 import { allowedMethods, routeParams, type MethodTable } from "../gateway/methods.js";
+import { encodeStop, StopRequestSchema, type StopRequest } from "../contract/control-api.js";
+import type { Stopper } from "./stop.js";
 
 /**
  * The daemon's control API: submit a boot and stream its events, follow one from its start,
- * cancel one. It launches containers as the daemon's user, so it answers two kinds of caller only:
- * one showing its own key over TCP (an inference key is never one: serve refuses the same key for
+ * cancel one, stop a deployment (`launcher down`, ./stop.ts). It launches containers as the
+ * daemon's user, so it answers two kinds of caller only: one showing its own key over TCP (an inference key is never one: serve refuses the same key for
  * both), and the daemon's own user through its Unix socket (src/daemon/control-socket.ts: a 0600
  * socket in a 0700 folder, which no other uid may connect to, as Docker's and Podman's are). A TCP
  * peer is never taken for the daemon's user by its address: any local uid can connect to loopback.
@@ -28,6 +30,8 @@ export interface ControlOptions {
    * `caller`: "owner" through the owner socket, else "client" (src/app/admit.ts says what each may name).
    */
   readonly submit: (submission: UpSubmission, caller: Caller) => BootEntry | readonly UpEvent[];
+  /** Stops a deployment the daemon sees (./stop.ts); absent: the stop route answers 404. */
+  readonly stop?: Stopper;
   readonly maxBodyBytes: number;
   /** How often an idle boot's stream sends an empty line (default HEARTBEAT_MS). */
   readonly heartbeatMs?: number;
@@ -40,10 +44,12 @@ export const CONTROL_METHODS: MethodTable = {
   [CONTROL_ROUTES.boots]: ["GET", "POST"],
   [CONTROL_ROUTES.events]: ["GET"],
   [CONTROL_ROUTES.boot]: ["DELETE"],
+  [CONTROL_ROUTES.stop]: ["POST"],
 };
 
-function sendError(res: ServerResponse, status: number, code: string, message: string, extra: Record<string, string> = {}): void {
-  const body = JSON.stringify({ error: { message, type: "control_error", code } });
+/** A refusal (src/contract/control-api.ts ControlErrorSchema): `hint` says what to do, when there is something. */
+function sendError(res: ServerResponse, status: number, code: string, message: string, extra: Record<string, string> = {}, hint?: string): void {
+  const body = JSON.stringify({ error: { message, type: "control_error", code, ...(hint === undefined ? {} : { hint }) } });
   res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...extra });
   res.end(body);
 }
@@ -57,8 +63,11 @@ function sendJson(res: ServerResponse, value: unknown): void {
 /** A submission's JSON, or why there is none: each failure kind its own status. */
 type JsonRead = { readonly kind: "json"; readonly value: unknown } | { readonly kind: "too-large" } | { readonly kind: "invalid"; readonly why: string } | { readonly kind: "gone" };
 
-/** Reads at most `limit` bytes of JSON: a larger body is refused when its Content-Length says so, or as soon as it passes the limit. */
-async function readJson(req: IncomingMessage, limit: number): Promise<JsonRead> {
+/**
+ * Reads at most `limit` bytes of JSON: a larger body is refused when its Content-Length says so, or
+ * as soon as it passes the limit. An empty body is `empty` when given, else invalid.
+ */
+async function readJson(req: IncomingMessage, limit: number, empty?: unknown): Promise<JsonRead> {
   if (Number(req.headers["content-length"] ?? 0) > limit) {
     req.resume();
     return { kind: "too-large" };
@@ -77,8 +86,10 @@ async function readJson(req: IncomingMessage, limit: number): Promise<JsonRead> 
   } catch {
     return { kind: "gone" };
   }
+  const text = Buffer.concat(chunks).toString("utf8");
+  if (empty !== undefined && text.trim() === "") return { kind: "json", value: empty };
   try {
-    return { kind: "json", value: JSON.parse(Buffer.concat(chunks).toString("utf8")) as unknown };
+    return { kind: "json", value: JSON.parse(text) as unknown };
   } catch (e) {
     return { kind: "invalid", why: (e as Error).message };
   }
@@ -172,6 +183,34 @@ async function readSubmission(req: IncomingMessage, res: ServerResponse, options
   return parsed.data;
 }
 
+/** A stop's request (an empty body is `{}`), or undefined once its refusal (413, 400) is sent. */
+async function readStopRequest(req: IncomingMessage, res: ServerResponse, limit: number): Promise<StopRequest | undefined> {
+  const body = await readJson(req, limit, {});
+  if (body.kind === "gone") return undefined;
+  if (body.kind === "too-large") return (sendError(res, 413, "request_too_large", `the request is larger than ${limit} bytes, the most this daemon reads`), undefined);
+  const parsed = body.kind === "json" ? StopRequestSchema.safeParse(body.value) : undefined;
+  if (parsed?.success !== true) {
+    const why = body.kind === "invalid" ? body.why : (parsed?.error.issues.map((i) => `${i.path.join(".") || "(body)"}: ${i.message}`).join("; ") ?? "");
+    sendError(res, 400, "bad_request", `the body is not a stop's request (empty, or {"grace_seconds", "cluster", "bare"}): ${why}`);
+    return undefined;
+  }
+  return parsed.data;
+}
+
+/** `launcher down` of the deployment the path names: its answer, or the stopper's refusal. */
+async function stopRoute(req: IncomingMessage, res: ServerResponse, raw: string | undefined, options: ControlOptions): Promise<void> {
+  const request = await readStopRequest(req, res, options.maxBodyBytes);
+  if (request === undefined) return;
+  const name = decodedName(raw ?? "");
+  if (name === undefined) return sendError(res, 400, "invalid_path", `the deployment's name in the path is not valid percent-encoded UTF-8: ${JSON.stringify((raw ?? "").slice(0, 200))}`);
+  if (options.stop === undefined) return sendError(res, 404, "no_deployment", "this daemon stops no deployment");
+  const outcome = await options.stop(name, request);
+  if (outcome.kind === "refused") return sendError(res, outcome.status, outcome.code, outcome.message, {}, outcome.hint);
+  const body = encodeStop(outcome.answer);
+  res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body), "cache-control": "no-store" });
+  res.end(body);
+}
+
 type Handler = (req: IncomingMessage, res: ServerResponse, params: Record<string, string>) => Promise<void>;
 
 /** Method and route -> handler: the one table of what the control API does. */
@@ -213,6 +252,7 @@ function controlHandlers(options: ControlOptions): Readonly<Record<string, Handl
       res.writeHead(200, { "content-type": NDJSON });
       res.end(encodeEvent(final));
     },
+    [`POST ${CONTROL_ROUTES.stop}`]: (req, res, params) => stopRoute(req, res, params.name, options),
   };
 }
 

@@ -1,3 +1,4 @@
+import { homedir } from "node:os";
 import { UserError } from "../config/errors.js";
 import { engineApiMethods, engineRefusedRoutes } from "../engine/registry.js";
 import { vouchFrom } from "../claims/ownership.js";
@@ -18,6 +19,11 @@ import type { Environment } from "../app/environment.js";
 import { Discovery, staleAfterMs, type WatchSource } from "./discovery.js";
 import { controlApi, type ControlOptions } from "./control.js";
 import { launcherApi, ReadFeed, type ReadParts } from "./read-api.js";
+import { RecipeList } from "./recipe-list.js";
+import { stopper } from "./stop.js";
+import type { ClusterSession } from "../nodes/session.js";
+import { recipeDirs } from "../app/lookup.js";
+import type { ReadAnswer } from "../contract/read-api.js";
 import { WebSessions } from "./web-session-api.js";
 import { pageServer } from "./web-page.js";
 import { liveSources, type LiveSources } from "./live-sources.js";
@@ -200,9 +206,13 @@ function assemble(config: DaemonConfig, env: Environment): Parts {
     accepted: (cluster, file) => watched.uploaded(cluster, file),
     ownerFile: (cluster) => watched.ownerFile(cluster),
   }, config.apiKeys.length > 0);
-  const control = config.control ? { registry, submit, maxBodyBytes: MAX_CONTROL_BODY_BYTES } : undefined;
-  const live = liveSources({ snapshot: () => discovery.snapshot(), store });
-  const read = readPartsOf({ discovery, supervisor, watched, store, registry, log, live });
+  const session = (name: string): Promise<ClusterSession | undefined> => watched.sessions.get(name) ?? Promise.resolve(undefined);
+  const stop = stopper({ discovery, registry, session, store, now: () => new Date(), log });
+  const control = config.control ? { registry, submit, stop, maxBodyBytes: MAX_CONTROL_BODY_BYTES } : undefined;
+  const live = liveSources({ snapshot: () => discovery.snapshot(), store, captureBodies: config.captureBodies });
+  // The folders catalogueSource reads (recipeDirs reads only the variables of its places).
+  const recipes = new RecipeList(recipeDirs({ vars: env.vars, home: homedir() }), env.recipeCatalogue(log));
+  const read = readPartsOf({ discovery, supervisor, watched, store, registry, log, live }, () => recipes.list());
   const feed = new ReadFeed(read);
   const readKeys = [...config.adminKeys, ...config.apiKeys];
   const checkAdmin = config.adminKeys.length === 0 ? {} : { checkAdmin: keyChecker(config.adminKeys) };
@@ -213,7 +223,7 @@ function assemble(config: DaemonConfig, env: Environment): Parts {
     control: launcherApi(
       read,
       feed,
-      { sessions, ...(readKeys.length === 0 ? {} : { checkRead: keyChecker(readKeys) }) },
+      { sessions, ...checkAdmin, ...(readKeys.length === 0 ? {} : { checkRead: keyChecker(readKeys) }) },
       control === undefined ? undefined : controlApi({ ...control, ...checkAdmin, admitSession: sessions.admitAction }),
     ),
     page: pageServer(),
@@ -237,12 +247,13 @@ function assemble(config: DaemonConfig, env: Environment): Parts {
     bodyTimeoutMs: config.idleTimeoutMs,
     maxBodyBytes: MAX_BODY_BYTES,
     activity: live.record,
+    captureBodies: config.captureBodies,
   });
   return { config, env, log, store, discovery, registry, supervisor, watched, clusters, gateway, sessions, control, read, feed, live };
 }
 
 /** What the read API reads, from the daemon's parts. */
-function readPartsOf(p: Pick<Parts, "discovery" | "supervisor" | "watched" | "store" | "registry" | "log" | "live">): ReadParts {
+function readPartsOf(p: Pick<Parts, "discovery" | "supervisor" | "watched" | "store" | "registry" | "log" | "live">, recipes: () => ReadAnswer<"recipes">): ReadParts {
   return {
     discovery: p.discovery,
     supervision: () => p.supervisor.describe(),
@@ -251,6 +262,7 @@ function readPartsOf(p: Pick<Parts, "discovery" | "supervisor" | "watched" | "st
     store: p.store,
     registry: p.registry,
     sources: p.live,
+    recipes,
     log: p.log,
   };
 }

@@ -1,4 +1,4 @@
-import { MAX_READ_LIMIT, type ActivityRecord, type MetricsWindow, type ReadEvent } from "../contract/read-api.js";
+import { MAX_READ_LIMIT, withoutBodies, type ActivityRecord, type MetricsWindow, type ReadEvent } from "../contract/read-api.js";
 import { ActivityLog, ACTIVITY_FLUSH_MS, ACTIVITY_KEEP_ROWS, ACTIVITY_RING } from "../gateway/activity-log.js";
 import { MAX_CAPTURE_BYTES } from "../gateway/capture.js";
 import { httpFetchText, MetricsScraper, SCRAPE_INTERVAL_MS, SCRAPE_MAX_BYTES, SCRAPE_TIMEOUT_MS, SCRAPE_WINDOW_MS, type FetchText, type ScrapeTarget } from "../measure/live/metrics-scraper.js";
@@ -70,7 +70,8 @@ export function liveSources(options: LiveSourcesOptions): LiveSources {
     activity: (limit) => log.recent(Math.min(limit, MAX_READ_LIMIT)),
     subscribe: (listener) => {
       const offMetrics = scraper.subscribe((u) => listener({ event: "metrics", data: u }));
-      const offActivity = log.subscribe((r) => listener({ event: "activity", data: r }));
+      // Pushed to every reader: never the captured bodies, which only an admin reads (the route).
+      const offActivity = log.subscribe((r) => listener({ event: "activity", data: withoutBodies(r) }));
       return () => {
         offMetrics();
         offActivity();

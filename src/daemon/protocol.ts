@@ -1,32 +1,19 @@
 import { z } from "zod";
 import { decodeError, type UpEvent } from "../boot/up-events.js";
-import { CONTROL_PREFIX } from "../contract/control-api.js";
 import { BootSummarySchema, type BootSummary, type DaemonBootState } from "../contract/read-api.js";
 
 /**
- * The daemon's control API (on `launcher serve --control`), one typed home for its routes and
- * answers: the server (src/daemon/control.ts) and the client (./client.ts) both use these. Its
+ * The daemon's control API (on `launcher serve --control`), one typed home for its answers (its
+ * routes and stop's answer are src/contract/control-api.ts's, re-exported here): the server
+ * (src/daemon/control.ts) and the client (./client.ts) both use these. Its
  * request, `up` as submitted, lives with `up`'s preparation (src/app/up-submission.ts), which the
  * CLI runs too.
  * Beside the OpenAI routes under /v1, never mixed with them: a key that may chat is not a key that
  * may launch containers.
  */
 
-export const CONTROL_PATHS = {
-  /** POST: submit a boot; the answer streams its events (one JSON object per line) to its end. GET: the boots. */
-  boots: `${CONTROL_PREFIX}boots`,
-  /** DELETE: cancel a boot in progress (its rollback runs); the answer is its final event. */
-  boot: (name: string): string => `${CONTROL_PREFIX}boots/${encodeURIComponent(name)}`,
-  /** GET: a boot's events from its start, then each new one until its end. */
-  events: (name: string): string => `${CONTROL_PREFIX}boots/${encodeURIComponent(name)}/events`,
-} as const;
-
-/** The patterns the server routes, with `{name}` for a boot's deployment name. */
-export const CONTROL_ROUTES = {
-  boots: `${CONTROL_PREFIX}boots`,
-  boot: `${CONTROL_PREFIX}boots/{name}`,
-  events: `${CONTROL_PREFIX}boots/{name}/events`,
-} as const;
+// The routes are the contract's (the page imports them without this file's node-side imports).
+export { CONTROL_PATHS, CONTROL_ROUTES } from "../contract/control-api.js";
 
 export const NDJSON = "application/x-ndjson";
 

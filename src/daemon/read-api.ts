@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { UserError } from "../config/errors.js";
 import type { Cluster } from "../cluster/cluster.js";
-import { encodeRead, MAX_READ_LIMIT, READ_ROUTES, RUN_KINDS, type ActivityRecord, type MetricsWindow, type ReadAnswer, type ReadAnswerKind, type ReadEvent, type ReadRoute, type RunKind } from "../contract/read-api.js";
+import { encodeRead, MAX_READ_LIMIT, withoutBodies, READ_ROUTES, RUN_KINDS, type ActivityRecord, type MetricsWindow, type ReadAnswer, type ReadAnswerKind, type ReadEvent, type ReadRoute, type RunKind } from "../contract/read-api.js";
 import type { BenchRun } from "../contract/evidence.js";
 import { logSources } from "../app/logs.js";
 import type { ClusterSession } from "../nodes/session.js";
@@ -51,6 +51,8 @@ export interface ReadParts {
   readonly store: Pick<StateStore, "facts" | "memory" | "watchedMemory" | "lanes" | "swaps" | "history" | "benchRuns" | "evalRuns" | "engineKey" | "launchedKey">;
   readonly registry: Pick<BootRegistry, "list" | "onStart">;
   readonly sources: ReadSources;
+  /** The daemon's recipe catalogue by bare name (./recipe-list.ts); absent: none. */
+  readonly recipes?: () => ReadAnswer<"recipes">;
   readonly log: (line: string) => void;
 }
 
@@ -237,7 +239,7 @@ function engineKeysOf(store: Pick<StateStore, "engineKey" | "launchedKey">, clus
 const KEYS_FRESH_MS = 2_000;
 
 /** Route -> handler: the one table of what the read API answers. */
-function readHandlers(parts: ReadParts, feed: ReadFeed): Readonly<Record<ReadRoute, Handler>> {
+function readHandlers(parts: ReadParts, feed: ReadFeed, isAdmin: (req: IncomingMessage) => boolean): Readonly<Record<ReadRoute, Handler>> {
   const { store } = parts;
   return {
     clusters: async (_req, res) => {
@@ -261,15 +263,18 @@ function readHandlers(parts: ReadParts, feed: ReadFeed): Readonly<Record<ReadRou
       sendAnswer(res, "runs", runsOf(store, kind, limit));
     },
     metrics: async (_req, res) => sendAnswer(res, "metrics", { windows: parts.sources.metrics() }),
-    activity: async (_req, res, query) => {
+    activity: async (req, res, query) => {
       const limit = limitOf(query);
       if (limit === undefined) return sendError(res, 400, "bad_request", `limit must be a count from 1 (at most ${MAX_READ_LIMIT} are given)`);
-      sendAnswer(res, "activity", { requests: parts.sources.activity(limit).slice(0, limit) });
+      // Captured bodies hold what other clients asked: an admin's to read, not an inference key's.
+      const requests = parts.sources.activity(limit).slice(0, limit);
+      sendAnswer(res, "activity", { requests: isAdmin(req) ? requests : requests.map(withoutBodies) });
     },
     events: async (_req, res) => {
       if (!feed.hub.add(res)) sendError(res, 503, "too_many_streams", "the daemon serves as many event streams as it allows: close one, or try again later", { "retry-after": "5" });
     },
     logs: logsHandler(parts, feed.stopping),
+    recipes: async (_req, res) => sendAnswer(res, "recipes", parts.recipes?.() ?? { recipes: [] }),
   };
 }
 
@@ -280,6 +285,14 @@ export interface ReadAccess {
   readonly checkRead?: (presented: string | undefined) => boolean;
   /** The page's sessions: their routes, and a session's cookie in place of a key. */
   readonly sessions?: WebSessions;
+  /** Whether a presented key is an admin key (what only an admin reads: captured bodies); undefined: serve has none. */
+  readonly checkAdmin?: (presented: string | undefined) => boolean;
+}
+
+/** Whether an admitted reader is an admin: the owner socket's peer, an admin key, or an admin session. */
+function isAdmin(req: IncomingMessage, access: ReadAccess): boolean {
+  if (access.ownerSocket === true || (access.checkAdmin?.(presentedKey(req.headers.authorization, req.headers["x-api-key"])) ?? false)) return true;
+  return access.sessions?.sessionOf(req)?.role === "admin";
 }
 
 function admitted(req: IncomingMessage, res: ServerResponse, access: ReadAccess): boolean {
@@ -309,7 +322,7 @@ export type ApiHandler = (req: IncomingMessage, res: ServerResponse, path: strin
  * control API when serve runs it (it asks the admin key), else 404 or 405.
  */
 export function launcherApi(parts: ReadParts, feed: ReadFeed, access: ReadAccess, control: ApiHandler | undefined): ApiHandler {
-  const handlers = readHandlers(parts, feed);
+  const handlers = readHandlers(parts, feed, (req) => isAdmin(req, access));
   return async (req, res, path) => {
     const method = req.method ?? "GET";
     if (access.sessions?.owns(path) === true) return access.sessions.handle(req, res, path, access.ownerSocket === true);

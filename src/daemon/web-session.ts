@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
-import { SESSION_ROUTES, type SessionRole } from "../contract/read-api.js";
+import { CSRF_HEADER, SESSION_ROUTES, type SessionRole } from "../contract/read-api.js";
 
 /**
  * The page's sessions: a key (admin or inference) or a one-time code is exchanged for a random
@@ -10,7 +10,7 @@ import { SESSION_ROUTES, type SessionRole } from "../contract/read-api.js";
  */
 
 export const SESSION_COOKIE = "launcher_session";
-export const CSRF_HEADER = "x-launcher-csrf";
+export { CSRF_HEADER };
 
 export interface SessionLimits {
   readonly maxSessions: number;

@@ -39,16 +39,6 @@ export interface RequestTrail {
   raw?: { request?: Buffer; response?: Buffer; engineKey?: string };
 }
 
-/**
- * The bodies a record carries when the daemon captures them. They belong beside the other fields
- * of src/contract/read-api.ts ActivityRecordSchema (its owner adds them: until then the read API's
- * encoder drops them, and only the store and the stream keep them).
- */
-export interface CapturedBodies {
-  readonly request_body?: string;
-  readonly response_body?: string;
-}
-
 /** One request as the activity log keeps it. */
 export interface AnsweredRequest {
   /** When it arrived, ms since the epoch. */
@@ -67,11 +57,11 @@ export interface AnsweredRequest {
  * says why: the gateway's own code when it answered or cut it, `engine_error` when the engine
  * itself answered with an error.
  */
-export function activityRecord(a: AnsweredRequest): ActivityRecord & CapturedBodies {
+export function activityRecord(a: AnsweredRequest): ActivityRecord {
   const { trail } = a;
   const failed = a.status === 0 || a.status >= 400 || trail.error !== undefined;
   // Built field by field (no entries/filter): it is made on the request path.
-  const r: { -readonly [K in keyof (ActivityRecord & CapturedBodies)]: (ActivityRecord & CapturedBodies)[K] } = { t: a.t, model: a.model, status: a.status };
+  const r: { -readonly [K in keyof ActivityRecord]: ActivityRecord[K] } = { t: a.t, model: a.model, status: a.status };
   if (a.lane !== "") r.lane = a.lane;
   if (trail.deployment !== undefined) r.deployment = trail.deployment;
   if (a.key !== undefined) r.key_id = keyId(a.key);

@@ -41,7 +41,17 @@ test("serve's defaults: loopback 8080, no keys, no control, the cluster found, a
     restartBackoffMs: 10_000,
     upstreamTimeoutMs: 60 * 60_000,
     idleTimeoutMs: 10 * 60_000,
+    captureBodies: 0,
   });
+});
+
+test("--capture-bodies: a count of bytes from 0 to the most a record keeps; anything else is refused naming the flag", () => {
+  assert.equal(daemonConfig({ captureBodies: "4096" }, {}, readers()).captureBodies, 4096);
+  assert.equal(daemonConfig({ captureBodies: "0" }, {}, readers()).captureBodies, 0);
+  assert.equal(daemonConfig({ captureBodies: "16384" }, {}, readers()).captureBodies, 16384);
+  for (const bad of ["16385", "4k", "-1", "", "1e3", "0x10", "9999999999"]) {
+    assert.throws(() => daemonConfig({ captureBodies: bad }, {}, readers()), (e: unknown) => e instanceof UserError && e.message.startsWith(`--capture-bodies ${bad} is not a count of bytes from 0 to 16384`), bad);
+  }
 });
 
 test("every flag given: each --cluster in order, the durations, the keys of each kind from flag, env and file", () => {

@@ -3,7 +3,6 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { test } from "node:test";
 import type { ActivityRecord } from "../../src/contract/read-api.js";
-import type { CapturedBodies } from "../../src/gateway/activity.js";
 import { capturedBody, MAX_CAPTURE_BYTES, redact } from "../../src/gateway/capture.js";
 import { routeTable } from "../../src/gateway/routes.js";
 import { createGateway } from "../../src/gateway/server.js";
@@ -34,14 +33,14 @@ test("a capture keeps at most its bytes, and a key cut where it ends was taken o
   assert.equal(capturedBody(Buffer.from("héllo"), 2, []), "h", "a character cut in two is dropped");
 });
 
-async function throughGateway(captureBodies: number | undefined): Promise<ActivityRecord & CapturedBodies> {
+async function throughGateway(captureBodies: number | undefined): Promise<ActivityRecord> {
   const engine = createServer((req, res) => {
     req.resume();
     req.on("end", () => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ choices: [{ message: { content: `the engine says ${ENGINE_KEY}` } }], usage: { prompt_tokens: 3, completion_tokens: 2 } })));
   });
   await new Promise<void>((r) => engine.listen(0, "127.0.0.1", r));
   const table = routeTable([deployment(`http://127.0.0.1:${(engine.address() as AddressInfo).port}`)], []);
-  const got: (ActivityRecord & CapturedBodies)[] = [];
+  const got: (ActivityRecord)[] = [];
   const gw = createGateway(gatewayOptions({ routes: () => table, checkKey: (k) => k === CLIENT_KEY, engineKey: () => ENGINE_KEY, activity: (r) => got.push(r), ...(captureBodies === undefined ? {} : { captureBodies }) }));
   await new Promise<void>((r) => gw.server.listen(0, "127.0.0.1", r));
   try {
@@ -50,7 +49,7 @@ async function throughGateway(captureBodies: number | undefined): Promise<Activi
     assert.equal(res.status, 200);
     await res.text();
     await until("the record", () => got.length === 1, 5_000);
-    return got[0] as ActivityRecord & CapturedBodies;
+    return got[0] as ActivityRecord;
   } finally {
     gw.server.closeAllConnections();
     gw.server.close();
