@@ -54,32 +54,33 @@ function ended(node: string, rank: number, exitCode: number, finishedAt: string,
   });
 }
 
-test("restart 503: names the rank the restart blamed (as history records it), not the death heard of first", async () => {
+/** A served deployment whose two ranks ended as `n1` and `n2` say, in a store, and a supervisor over them whose restart's boot waits for `finish()`. */
+function restartRig(n1: Docker, n2: Docker) {
   const store = new Store(":memory:");
   store.savePlan("c", "d", encodeSavedPlan(plan), "t");
   const b = { deployment: "d", recipe: "r", recipe_hash: "h", cluster: "c", served_model: "m", endpoint: "http://n1:8000", nodes: ["n1", "n2"] };
   store.deploymentReady({ ...b, boot_id: store.beginBoot({ ...b, started_at: "2026-01-01T00:00:00Z" }), ready_at: "2026-01-01T00:00:10Z" });
-  // The worker was killed (137) first; the head then lost it (exit 1), and its death was heard of first.
-  const headLog = ["2026-01-01T00:00:01.400000000Z (EngineCore_DP0 pid=1) ERROR 01-01 00:00:01 [multiproc_executor.py:154] Worker proc VllmWorker-1 died unexpectedly, shutting down executor."];
-  const session = {
-    cluster: {},
-    docker: new Map([
-      ["n1", ended("n1", 0, 1, "2026-01-01T00:00:01.5Z", headLog)],
-      ["n2", ended("n2", 1, 137, "2026-01-01T00:00:01Z", [])],
-    ]),
-  } as unknown as ClusterSession;
+  const session = { cluster: {}, docker: new Map([["n1", n1], ["n2", n2]]) } as unknown as ClusterSession;
   let finish: (() => void) | undefined;
   const ready: UpOutcome = { status: "ready", deployment: "d", endpoint: "http://n1:8000", served_model: "m", seconds: 1 };
   const sup = supervisorOf(store, session, new BootRegistry(Date.now), async () => {
     await new Promise<void>((resolve) => (finish = resolve));
     return ready;
   });
+  return { store, sup, booting: () => finish !== undefined, finish: () => finish?.() };
+}
+
+test("restart 503: names the rank the restart blamed (as history records it), not the death heard of first", async () => {
+  // The worker was killed (137) first; the head then lost it (exit 1), and its death was heard of first.
+  const headLog = ["2026-01-01T00:00:01.400000000Z (EngineCore_DP0 pid=1) ERROR 01-01 00:00:01 [multiproc_executor.py:154] Worker proc VllmWorker-1 died unexpectedly, shutting down executor."];
+  const rig = restartRig(ended("n1", 0, 1, "2026-01-01T00:00:01.5Z", headLog), ended("n2", 1, 137, "2026-01-01T00:00:01Z", []));
+  const { store, sup } = rig;
   try {
     sup.observe([seen], Date.now() - 1000);
     sup.died("c", { deployment: "d", node: "n1", failure: { kind: "rank-exited", rank: 0, node: "n1", container: "launcher-d-r0", message: "rank 0 on n1 exited (exit 1)" } });
     const version = sup.version;
     // The old group is taken down (and the rank to blame named) before the new one boots.
-    await within(5_000, "the restart's boot starts", async () => (finish !== undefined ? true : undefined));
+    await within(5_000, "the restart's boot starts", async () => (rig.booting() ? true : undefined));
     const [rec] = store.restarts("d", 10);
     assert.equal(rec?.message, "rank 1 on n2 exited (exit 137)", "history");
     const [r] = sup.restarting();
@@ -89,43 +90,28 @@ test("restart 503: names the rank the restart blamed (as history records it), no
     assert.equal(answer.kind, "unavailable");
     assert.match(answer.kind === "unavailable" ? answer.message : "", /is restarting \(restart 1 of at most 3\) after rank 1 on n2 exited \(exit 137\)$/);
   } finally {
-    finish?.();
+    rig.finish();
     await sup.stop();
     store.close();
   }
 });
 
 test("restart blame: the death that started it, silent, before a head that only lost it, though the head's end was stamped first", async () => {
-  const store = new Store(":memory:");
-  store.savePlan("c", "d", encodeSavedPlan(plan), "t");
-  const b = { deployment: "d", recipe: "r", recipe_hash: "h", cluster: "c", served_model: "m", endpoint: "http://n1:8000", nodes: ["n1", "n2"] };
-  store.deploymentReady({ ...b, boot_id: store.beginBoot({ ...b, started_at: "2026-01-01T00:00:00Z" }), ready_at: "2026-01-01T00:00:10Z" });
   // The worker was killed (137) and heard of first; the head lost it in its next collective (NCCL's
   // remote error, a lost peer) and exited. A busy node's containerd stamped the worker's end late.
   const h = "(Worker_TP0 pid=400) ERROR 01-01 00:00:01 [multiproc_executor.py:820] ";
   const headLog = [`${h}WorkerProc hit an exception.`, `${h}torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:3690, remote process exited or there was a network error, NCCL version 2.27.3`];
-  const session = {
-    cluster: {},
-    docker: new Map([
-      ["n1", ended("n1", 0, 1, "2026-01-01T00:00:01.500Z", headLog)],
-      ["n2", ended("n2", 1, 137, "2026-01-01T00:00:01.507Z", [])],
-    ]),
-  } as unknown as ClusterSession;
-  let finish: (() => void) | undefined;
-  const ready: UpOutcome = { status: "ready", deployment: "d", endpoint: "http://n1:8000", served_model: "m", seconds: 1 };
-  const sup = supervisorOf(store, session, new BootRegistry(Date.now), async () => {
-    await new Promise<void>((resolve) => (finish = resolve));
-    return ready;
-  });
+  const rig = restartRig(ended("n1", 0, 1, "2026-01-01T00:00:01.500Z", headLog), ended("n2", 1, 137, "2026-01-01T00:00:01.507Z", []));
+  const { store, sup } = rig;
   try {
     sup.observe([seen], Date.now() - 1000);
     sup.died("c", { deployment: "d", node: "n2", failure: { kind: "rank-exited", rank: 1, node: "n2", container: "launcher-d-r1", message: "rank 1 on n2 exited (exit 137)" } });
-    await within(5_000, "the restart's boot starts", async () => (finish !== undefined ? true : undefined));
+    await within(5_000, "the restart's boot starts", async () => (rig.booting() ? true : undefined));
     const [rec] = store.restarts("d", 10);
     assert.equal(rec?.message, "rank 1 on n2 exited (exit 137)", "history blames the killed worker");
     assert.equal(rec?.node, "n2");
   } finally {
-    finish?.();
+    rig.finish();
     await sup.stop();
     store.close();
   }
