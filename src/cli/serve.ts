@@ -34,6 +34,8 @@ export function registerServe(program: Command, io: Output): void {
     .option("--restart-backoff <duration>", "for deployments started with up --restart: the wait before the second restart in a row, doubled for each further one (the first is at once)", SERVE_DEFAULTS.restartBackoff)
     .option("--upstream-timeout <duration>", "longest wait for an engine's first byte (a long non-streamed generation)", SERVE_DEFAULTS.upstreamTimeout)
     .option("--idle-timeout <duration>", "longest silence from an engine in the middle of an answer", SERVE_DEFAULTS.idleTimeout)
+    .option("--probe-every <duration>", "with no generation completed through the gateway for this long, send a serving deployment a one-token request of its own", SERVE_DEFAULTS.probeEvery)
+    .option("--probe-bound <duration>", "a deployment whose /health answers but whose probe completes no token within this is wedged: not routed to, and restarted under up --restart on-failure", SERVE_DEFAULTS.probeBound)
     .option("--control", "also serve the control API (boots submitted by `launcher up`, attach, cancel): to this user through a socket of its own, and over TCP to an admin key only")
     .option("--capture-bodies <bytes>", `keep the first BYTES (at most ${MAX_CAPTURE_BYTES}) of each request's and answer's body in the activity log, keys and credentials removed; only an admin key reads them (default: none)`)
     .option("--admin-key-file <file>", "the control API's admin keys, one per line (or $LAUNCHER_ADMIN_KEY); never an inference key")

@@ -3,7 +3,7 @@ import { Option, type Command } from "commander";
 import { colourFor, plain, RANK_STYLE, STATUS_STYLE, type Paint } from "../app/colour.js";
 import { EXIT_USER, UserError } from "../config/errors.js";
 import { encodeStatusLine, type DeploymentStatus } from "../contract/deployment.js";
-import { clusterStatus } from "../nodes/status.js";
+import { clusterStatus, currentWedges } from "../nodes/status.js";
 import { openSession } from "../nodes/session.js";
 import { parseDuration } from "../config/duration.js";
 import { loadCluster } from "../app/this-process.js";
@@ -15,7 +15,7 @@ import { listBoots, type DaemonTarget } from "../daemon/client.js";
 import type { BootSummary } from "../daemon/protocol.js";
 import { describeSample } from "../memory/memory-watch.js";
 import { WATCHED_FRESH_MS } from "../supervise/ready-guard.js";
-import type { WatchedMemory } from "../store/store.js";
+import type { StoredWedge, WatchedMemory } from "../store/store.js";
 
 
 const uptime = (s: number | undefined): string =>
@@ -38,15 +38,23 @@ export function watchedText(watched: ReadonlyMap<string, WatchedMemory>, deploym
  * The text of `status`: a line per deployment, then its ranks, painted by `paint`. A running rank
  * shows its node's memory where the daemon's guard watches it (`watched`, read from the store).
  */
-export function statusLines(deployments: readonly DeploymentStatus[], paint: Paint = plain, watched: ReadonlyMap<string, WatchedMemory> = new Map(), now = new Date()): string[] {
+export function statusLines(deployments: readonly DeploymentStatus[], paint: Paint = plain, watched: ReadonlyMap<string, WatchedMemory> = new Map(), now = new Date(), wedges: ReadonlyMap<string, StoredWedge> = new Map()): string[] {
   if (deployments.length === 0) return ["no deployments"];
+  const wedged = currentWedges(deployments, wedges);
   return deployments.flatMap((d) => [
     `${paint("bold", d.deployment)}  ${paint(STATUS_STYLE[d.status], d.status)}${d.status === "booting" ? ` (${d.phase})` : ""}${d.lane === undefined ? "" : `  lane ${d.lane}`}  recipe ${d.recipe} (${d.recipe_hash})  model ${d.served_model}  ${d.endpoint}/v1  up ${uptime(d.uptime_seconds)}`,
     ...d.ranks.map((r) => `  rank ${r.rank}  ${r.node.padEnd(10)} ${paint(RANK_STYLE[r.state], r.state)}${r.exit_code === undefined ? "" : ` (exit ${r.exit_code})`}  ${r.container}${r.state === "running" ? watchedText(watched, d.deployment, r.node, now) : ""}`),
     ...d.missing.map((m) => `  missing: ${m}`),
     ...(d.unreachable.length > 0 ? [`  unreachable: ${d.unreachable.join(", ")} (${d.status === "serving" ? "its head answers /health" : "it cannot be judged"})`] : []),
+    // The daemon's generation watch found it wedged (src/supervise/generation-watch.ts), in this launch.
+    ...wedgeLines(wedged.get(d.deployment), paint),
   ]);
 }
+
+const wedgeLines = (w: StoredWedge | undefined, paint: Paint): string[] => (w === undefined ? [] : [`  ${paint("red", "wedged")}: ${w.message} (found by the daemon at ${w.at})`]);
+
+/** Each deployment's wedge as the daemon last recorded it (none without a daemon watching). */
+const storedWedges = (cluster: string, io: Output): Promise<Map<string, StoredWedge>> => withStore((store) => store.wedges(cluster), (l) => io.warn(l));
 
 /** What status says of a daemon: the boots it holds, or why it could not be asked. */
 export type DaemonView = { readonly url: string; readonly boots: readonly BootSummary[] } | { readonly url: string; readonly error: string };
@@ -115,11 +123,12 @@ export function registerStatus(program: Command, io: Output): void {
         if (opts.json) {
           const now = new Date();
           const watched = [...(await watchedMemory(session.cluster.name, io))].filter(([, w]) => fresh(w, now));
-          io.json({ ...(JSON.parse(encodeStatusLine(r)) as object), daemon: view ?? null, memory: Object.fromEntries(watched.map(([node, w]) => [node, { deployment: w.deployment, available_kib: w.sample.availableKiB, total_kib: w.sample.totalKiB, at: w.at }])) });
+          const wedged = currentWedges(r.deployments, await storedWedges(session.cluster.name, io));
+          io.json({ ...(JSON.parse(encodeStatusLine(r)) as object), daemon: view ?? null, memory: Object.fromEntries(watched.map(([node, w]) => [node, { deployment: w.deployment, available_kib: w.sample.availableKiB, total_kib: w.sample.totalKiB, at: w.at }])), wedged: Object.fromEntries([...wedged].map(([name, w]) => [name, { since: w.since, message: w.message, at: w.at }])) });
         }
         else {
           const watched = await watchedMemory(session.cluster.name, io);
-          for (const line of [...statusLines(r.deployments, colourFor(process.stdout), watched), ...(view === undefined ? [] : daemonBootLines(view, new Date(), colourFor(process.stdout)))]) io.out(line);
+          for (const line of [...statusLines(r.deployments, colourFor(process.stdout), watched, new Date(), await storedWedges(session.cluster.name, io)), ...(view === undefined ? [] : daemonBootLines(view, new Date(), colourFor(process.stdout)))]) io.out(line);
         }
         // The answer is incomplete: scripts must not take it for the whole truth.
         if (r.unreachable.length > 0) process.exitCode = EXIT_USER;

@@ -41,6 +41,20 @@ export const DEFAULTS = {
   restartResetAfter: duration("10m"),
   /** How far apart two polls must see an unhealthy engine or a silent node before its group is recreated. */
   restartConfirm: duration("2s"),
+  /**
+   * `serve --probe-every`: with no generation completed through the gateway for this long, the
+   * daemon sends a serving deployment a one-token request of its own (src/supervise/generation.ts).
+   * A minute: a wedged engine is found within about a minute and a half, and an idle deployment
+   * spends one token a minute on it.
+   */
+  probeEvery: duration("60s"),
+  /**
+   * `serve --probe-bound`: the longest a probe may take to complete its one token before its
+   * deployment is wedged. One token's prefill and decode take well under a second on a working
+   * engine; half a minute leaves room for a busy one (a probe waits its turn in the batch),
+   * retries quick failures (a dropped connection) within it, and still names a wedge soon.
+   */
+  probeBound: duration("30s"),
   /** `$LAUNCHER_CLAIM_LEASE`: how long a node claim outlives its last renewal (src/claims/claims.ts). */
   claimLease: duration("60s"),
   /** `serve --poll`: how often the daemon reads the clusters' labels. */

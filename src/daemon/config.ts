@@ -18,6 +18,8 @@ export interface ServeFlags {
   control?: boolean;
   adminKeyFile?: string;
   captureBodies?: string;
+  probeEvery?: string;
+  probeBound?: string;
 }
 
 /** The defaults of serve's flags as written on its command line (src/contract/defaults.ts says each): `--help` shows them and daemonConfig applies them. */
@@ -27,6 +29,8 @@ export const SERVE_DEFAULTS = {
   restartBackoff: DEFAULTS.restartBackoff.text,
   upstreamTimeout: DEFAULTS.upstreamTimeout.text,
   idleTimeout: DEFAULTS.idleTimeout.text,
+  probeEvery: DEFAULTS.probeEvery.text,
+  probeBound: DEFAULTS.probeBound.text,
 } as const;
 
 /** What a daemon runs with: every flag of serve checked and turned into values. */
@@ -45,6 +49,10 @@ export interface DaemonConfig {
   readonly restartBackoffMs: number;
   readonly upstreamTimeoutMs: number;
   readonly idleTimeoutMs: number;
+  /** With no generation completed for this long, a serving deployment is probed (src/supervise/generation.ts). */
+  readonly probeEveryMs: number;
+  /** A probe not completed by then: its deployment is wedged. */
+  readonly probeBoundMs: number;
   /** How many bytes of each request's and answer's body the activity log keeps (keys removed); 0: none. */
   readonly captureBodies: number;
 }
@@ -66,6 +74,13 @@ function captureBytes(text: string | undefined): number {
   const bytes = /^\d{1,9}$/.test(text) ? Number(text) : Number.NaN;
   if (!(bytes <= MAX_CAPTURE_BYTES)) throw new UserError(`--capture-bodies ${text} is not a count of bytes from 0 to ${MAX_CAPTURE_BYTES}`, `for example --capture-bodies 4096 keeps the first 4 KiB of each body; 0 or no flag captures none`);
   return bytes;
+}
+
+/** A duration that must pass: a probe bound of zero would call every deployment wedged, a period of zero probe without end. */
+function aboveZero(text: string, flag: string): number {
+  const ms = parseDuration(text, flag);
+  if (ms <= 0) throw new UserError(`${flag} ${text} is no time`, `give it a duration above zero, e.g. ${flag === "--probe-every" ? SERVE_DEFAULTS.probeEvery : SERVE_DEFAULTS.probeBound}`);
+  return ms;
 }
 
 /** The inference keys: --api-key (each), $LAUNCHER_API_KEY and --api-key-file. */
@@ -107,6 +122,8 @@ export function daemonConfig(flags: ServeFlags, env: Readonly<Record<string, str
     restartBackoffMs: parseDuration(flags.restartBackoff ?? SERVE_DEFAULTS.restartBackoff, "--restart-backoff"),
     upstreamTimeoutMs: parseDuration(flags.upstreamTimeout ?? SERVE_DEFAULTS.upstreamTimeout, "--upstream-timeout"),
     idleTimeoutMs: parseDuration(flags.idleTimeout ?? SERVE_DEFAULTS.idleTimeout, "--idle-timeout"),
+    probeEveryMs: aboveZero(flags.probeEvery ?? SERVE_DEFAULTS.probeEvery, "--probe-every"),
+    probeBoundMs: aboveZero(flags.probeBound ?? SERVE_DEFAULTS.probeBound, "--probe-bound"),
   };
   const captureBodies = captureBytes(flags.captureBodies);
   const clusterFiles = (flags.cluster ?? [undefined]).map((f) => read.clusterPath(f));

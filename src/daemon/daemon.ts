@@ -31,7 +31,8 @@ import { bootSubmitter } from "./boots-host.js";
 import { addEngineKeyHow } from "./engine-key.js";
 import { listenControlSocket, type ControlSocket } from "./control-socket.js";
 import { uploadedClustersDir } from "./uploaded-clusters.js";
-import { supervisorFor, superviseFrom } from "./supervision.js";
+import { generationWatchFor, supervisorFor, superviseFrom } from "./supervision.js";
+import type { GenerationWatch } from "../supervise/generation-watch.js";
 import { RouteCache } from "./route-cache.js";
 import { clustersToWatch, WatchedClusters, type WatchedFile } from "./watched-clusters.js";
 import type { DaemonConfig } from "./config.js";
@@ -66,6 +67,8 @@ interface Parts {
   readonly discovery: Discovery;
   readonly registry: BootRegistry;
   readonly supervisor: Supervisor;
+  /** Every serving deployment's last generation, its probes, and which are wedged. */
+  readonly generation: GenerationWatch;
   readonly watched: WatchedClusters;
   readonly clusters: readonly Cluster[];
   readonly gateway: Gateway;
@@ -126,6 +129,8 @@ export class Daemon {
     parts.discovery.start();
     await parts.discovery.ready(FIRST_POLL_MS);
     parts.live.start();
+    parts.generation.observe(parts.discovery.snapshot().deployments);
+    parts.generation.start();
     const supervising = superviseFrom(parts.discovery, parts.supervisor, parts.watched.sessions, parts.log);
     parts.watched.followDeaths(supervising);
     const addr = parts.gateway.server.address();
@@ -162,6 +167,7 @@ export class Daemon {
       }, IN_FLIGHT_GRACE_MS).unref();
     });
     this.running.supervising.stop();
+    await this.parts.generation.stop();
     await supervisor.stop();
     this.running.advertised?.();
     await this.running.socket?.close();
@@ -197,10 +203,12 @@ function assemble(config: DaemonConfig, env: Environment): Parts {
   const watched = new WatchedClusters(files, config.clusterFiles.length, uploadedDir, discovery, watchSource, registry, log);
   const supervisor = supervisorFor(watched.sessions, store, discovery, registry, log, config.restartBackoffMs);
   discovery.subscribe((snap) => watched.forgetIdle(snap.deployments));
+  const generation = generationWatchFor(store, supervisor, metrics, discovery, { probeEveryMs: config.probeEveryMs, boundMs: config.probeBoundMs }, log);
+  const supervision = (): Record<string, string> => withWedges(supervisor.describe(), generation.describe());
   // Recorded by the `up` that booted it (src/boot/launch.ts): read from the store once per
   // route table, not on every request (src/gateway/engine-keys.ts says why that is as fresh).
   const keysOfEngines = engineKeys((cluster, deployment) => store.engineKey(cluster, deployment));
-  const routes = new RouteCache({ store, discovery, supervisor, now: Date.now, tableMade: () => keysOfEngines.clear(), snapshotSeen: (snapshot) => countDeployments(metrics, snapshot.deployments) });
+  const routes = new RouteCache({ store, discovery, supervisor, generation, now: Date.now, tableMade: () => keysOfEngines.clear(), snapshotSeen: (snapshot) => countDeployments(metrics, snapshot.deployments) });
   const submit = bootSubmitter(registry, store, env, scopeOf(config, files, env, log), log, {
     refuse: (cluster, file) => watched.refusal(cluster, file),
     accepted: (cluster, file) => watched.uploaded(cluster, file),
@@ -212,7 +220,7 @@ function assemble(config: DaemonConfig, env: Environment): Parts {
   const live = liveSources({ snapshot: () => discovery.snapshot(), store, captureBodies: config.captureBodies });
   // The folders catalogueSource reads (recipeDirs reads only the variables of its places).
   const recipes = new RecipeList(recipeDirs({ vars: env.vars, home: homedir() }), env.recipeCatalogue(log));
-  const read = readPartsOf({ discovery, supervisor, watched, store, registry, log, live }, () => recipes.list());
+  const read = readPartsOf({ discovery, supervision, watched, store, registry, log, live }, () => recipes.list());
   const feed = new ReadFeed(read);
   const readKeys = [...config.adminKeys, ...config.apiKeys];
   const checkAdmin = config.adminKeys.length === 0 ? {} : { checkAdmin: keyChecker(config.adminKeys) };
@@ -232,7 +240,7 @@ function assemble(config: DaemonConfig, env: Environment): Parts {
     metrics,
     health: () => {
       const s = discovery.snapshot();
-      return { deployments: s.deployments.length, strangers: s.strangers, unreachable: s.unreachable, discovered_at: s.at?.toISOString() ?? null, supervision: supervisor.describe() };
+      return { deployments: s.deployments.length, strangers: s.strangers, unreachable: s.unreachable, discovered_at: s.at?.toISOString() ?? null, supervision: supervision() };
     },
     staleness: () => discovery.staleness(),
     // Asked right after routes() on each request: kept per table, a lane's new deployment is read anew.
@@ -247,16 +255,17 @@ function assemble(config: DaemonConfig, env: Environment): Parts {
     bodyTimeoutMs: config.idleTimeoutMs,
     maxBodyBytes: MAX_BODY_BYTES,
     activity: live.record,
+    generated: (cluster, deployment, at) => generation.generated(cluster, deployment, at),
     captureBodies: config.captureBodies,
   });
-  return { config, env, log, store, discovery, registry, supervisor, watched, clusters, gateway, sessions, control, read, feed, live };
+  return { config, env, log, store, discovery, registry, supervisor, generation, watched, clusters, gateway, sessions, control, read, feed, live };
 }
 
 /** What the read API reads, from the daemon's parts. */
-function readPartsOf(p: Pick<Parts, "discovery" | "supervisor" | "watched" | "store" | "registry" | "log" | "live">, recipes: () => ReadAnswer<"recipes">): ReadParts {
+function readPartsOf(p: Pick<Parts, "discovery" | "watched" | "store" | "registry" | "log" | "live"> & { readonly supervision: () => Record<string, string> }, recipes: () => ReadAnswer<"recipes">): ReadParts {
   return {
     discovery: p.discovery,
-    supervision: () => p.supervisor.describe(),
+    supervision: p.supervision,
     clusters: async () => (await Promise.all(p.watched.sessions.values())).map((s) => s.cluster),
     session: (name) => p.watched.sessions.get(name) ?? Promise.resolve(undefined),
     store: p.store,
@@ -265,6 +274,13 @@ function readPartsOf(p: Pick<Parts, "discovery" | "supervisor" | "watched" | "st
     recipes,
     log: p.log,
   };
+}
+
+/** The supervision each deployment shows (/health, the read API): the supervisor's state, with "wedged since T" beside it where the generation watch says so. */
+function withWedges(supervision: Record<string, string>, wedges: Record<string, string>): Record<string, string> {
+  const all = { ...supervision };
+  for (const [k, w] of Object.entries(wedges)) all[k] = all[k] === undefined ? w : `${all[k]} (${w})`;
+  return all;
 }
 
 /** The gateway's gauge of deployments by status, from a new snapshot. */

@@ -4,6 +4,7 @@ import { asRouted } from "../lanes/lane-state.js";
 import { routeTable, type RouteTable } from "../gateway/routes.js";
 import type { LaneRecord, StateStore } from "../store/store.js";
 import type { Supervisor } from "../supervise/supervisor.js";
+import type { GenerationWatch } from "../supervise/generation-watch.js";
 import type { Snapshot } from "./discovery.js";
 
 /**
@@ -22,6 +23,8 @@ export interface RouteSources {
   readonly store: StateStore;
   readonly discovery: { snapshot(): Snapshot; refreshSoon(): void };
   readonly supervisor: Pick<Supervisor, "version" | "restarting">;
+  /** The wedged deployments (src/supervise/generation-watch.ts): not routed to. Absent: none are. */
+  readonly generation?: Pick<GenerationWatch, "version" | "wedged">;
   /** A new discovery snapshot (the gateway's metrics count its deployments). */
   readonly snapshotSeen: (snapshot: Snapshot) => void;
   /** A new table: what was kept per table (the engines' keys) is dropped. */
@@ -43,6 +46,7 @@ export class RouteCache {
   private table: RouteTable | undefined;
   private tableSnapshot: Snapshot;
   private supervisorVersion: number;
+  private generationVersion: number | undefined;
 
   constructor(private readonly from: RouteSources) {
     this.lanes = lanesAsServed(from.store);
@@ -50,6 +54,7 @@ export class RouteCache {
     this.switchingCheckedAt = from.now();
     this.tableSnapshot = from.discovery.snapshot();
     this.supervisorVersion = from.supervisor.version;
+    this.generationVersion = from.generation?.version;
   }
 
   routes(): RouteTable {
@@ -70,6 +75,10 @@ export class RouteCache {
       this.supervisorVersion = supervisor.version;
       this.table = undefined;
     }
+    if (this.from.generation !== undefined && this.from.generation.version !== this.generationVersion) {
+      this.generationVersion = this.from.generation.version;
+      this.table = undefined;
+    }
     if (snapshot !== this.tableSnapshot) {
       this.tableSnapshot = snapshot;
       this.table = undefined;
@@ -77,7 +86,7 @@ export class RouteCache {
     }
     if (this.table === undefined) {
       this.from.tableMade();
-      this.table = routeTable(snapshot.deployments, this.lanes, snapshot.at?.getTime(), snapshot.unreachable, supervisor.restarting());
+      this.table = routeTable(snapshot.deployments, this.lanes, snapshot.at?.getTime(), snapshot.unreachable, supervisor.restarting(), this.from.generation?.wedged() ?? []);
     }
     return this.table;
   }

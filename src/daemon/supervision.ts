@@ -7,6 +7,9 @@ import { Supervisor } from "../supervise/supervisor.js";
 import { ReadyGuards } from "../supervise/ready-guard.js";
 import type { StateStore } from "../store/store.js";
 import type { BootRegistry } from "../supervise/boots.js";
+import { GenerationWatch, httpProbe } from "../supervise/generation-watch.js";
+import type { GenerationTiming } from "../supervise/generation.js";
+import type { GatewayMetrics } from "../gateway/metrics.js";
 
 // The daemon's supervision wiring: a Supervisor (src/supervise/supervisor.ts) fed by discovery's
 // snapshots and the nodes' container deaths, restarting through the daemon's boot registry.
@@ -76,4 +79,31 @@ export function superviseFrom(discovery: Discovery, supervisor: Supervisor, sess
       deaths.abort();
     },
   };
+}
+
+/**
+ * The daemon's watch of every serving deployment's generation (src/supervise/generation-watch.ts):
+ * it probes with the engine's key as the store holds it (the gateway's), shows each deployment's
+ * last generation and wedged state in /metrics, and hands a wedge to the supervisor (a restart
+ * under --restart on-failure; a deployment it does not supervise is only not routed to), fed
+ * each of discovery's snapshots.
+ */
+export function generationWatchFor(store: StateStore, supervisor: Supervisor, metrics: GatewayMetrics, discovery: Discovery, timing: GenerationTiming, log: (line: string) => void): GenerationWatch {
+  const watch = new GenerationWatch({
+    probe: httpProbe,
+    engineKey: (cluster, deployment) => store.engineKey(cluster, deployment),
+    timing,
+    now: Date.now,
+    log,
+    onWedged: (seen, wedged, message) => {
+      // Kept for `launcher status`, which reads the nodes and this store, not the daemon.
+      store.saveWedge(seen.cluster, seen.deployment, { boot: seen.boot ?? "", since: new Date(wedged.since).toISOString(), message, at: new Date(wedged.at).toISOString() });
+      supervisor.wedged(seen.cluster, seen.deployment, message);
+    },
+    onCleared: (seen) => store.saveWedge(seen.cluster, seen.deployment, undefined),
+    onState: (cluster, deployment, state) => metrics.generation(cluster, deployment, state),
+  });
+  // Each new poll: serving deployments are watched, the others forgotten.
+  discovery.subscribe((snap) => watch.observe(snap.deployments));
+  return watch;
 }

@@ -23,6 +23,8 @@ const KEY_IDS_KEPT = 64;
 /** What the gateway learns of one request on its way through (src/gateway/server.ts fills it in). */
 export interface RequestTrail {
   deployment?: string;
+  /** The routed deployment's cluster (never in a record: it tells generatedBy whose engine answered). */
+  cluster?: string;
   /** Why it failed, in the gateway's own words: the code of its error answer, or how the stream ended. */
   error?: string;
   ttftMs?: number;
@@ -73,4 +75,14 @@ export function activityRecord(a: AnsweredRequest): ActivityRecord {
   if (trail.requestBody !== undefined) r.request_body = trail.requestBody;
   if (trail.responseBody !== undefined) r.response_body = trail.responseBody;
   return r;
+}
+
+/**
+ * The deployment that completed a real generation with this answer: a 200 that ended whole with at
+ * least one token counted (the activity record's tokens_out), or undefined. What the daemon's
+ * generation watch takes as "it generates" (src/supervise/generation.ts), never read from text.
+ */
+export function generatedBy(status: number, trail: RequestTrail): { readonly cluster: string; readonly deployment: string } | undefined {
+  if (status !== 200 || trail.error !== undefined || trail.cluster === undefined || trail.deployment === undefined) return undefined;
+  return (trail.tokensOut ?? 0) >= 1 ? { cluster: trail.cluster, deployment: trail.deployment } : undefined;
 }

@@ -22,9 +22,29 @@ export class GatewayMetrics {
   });
   readonly tokens = new Counter({ name: "launcher_gateway_output_tokens_total", help: "Output tokens passed through.", labelNames: ["model", "lane"], registers: [this.registry] });
   readonly deployments = new Gauge({ name: "launcher_gateway_deployments", help: "Deployments discovered on the clusters, by status.", labelNames: ["status"], registers: [this.registry] });
+  /** The daemon's generation watch (src/supervise/generation-watch.ts), per serving deployment. */
+  readonly wedged = new Gauge({ name: "launcher_gateway_deployment_wedged", help: "1 while a serving deployment answers /health but completed no generation within its probe's bound (not routed to), else 0.", labelNames: ["cluster", "deployment"], registers: [this.registry] });
+  readonly lastGeneration = new Gauge({
+    name: "launcher_gateway_deployment_last_generation_timestamp_seconds",
+    help: "When a serving deployment last completed a generation (a real answer with a token, or the daemon's one-token probe), in seconds since the epoch; absent until it completed one.",
+    labelNames: ["cluster", "deployment"],
+    registers: [this.registry],
+  });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: "launcher_gateway_" });
+  }
+
+  /** A deployment's generation as the watch last saw it; undefined: no longer watched (its series go). */
+  generation(cluster: string, deployment: string, state: { readonly lastOk: number | undefined; readonly wedged: boolean } | undefined): void {
+    const labels = { cluster, deployment };
+    if (state === undefined) {
+      this.wedged.remove(labels);
+      this.lastGeneration.remove(labels);
+      return;
+    }
+    this.wedged.set(labels, state.wedged ? 1 : 0);
+    if (state.lastOk !== undefined) this.lastGeneration.set(labels, state.lastOk / 1000);
   }
 
   text(): Promise<string> {

@@ -1,5 +1,6 @@
 import type { DeploymentState, DeploymentStatus } from "../contract/deployment.js";
 import type { LaneRecord } from "../store/store.js";
+import { WEDGED_CODE, type WedgedDeployment } from "../contract/generation.js";
 
 /** A deployment the gateway knows, from one cluster's labels. */
 export interface KnownDeployment extends DeploymentStatus {
@@ -57,6 +58,14 @@ export interface RestartingDeployment {
 /** Seconds a client is told to wait for a deployment that is not serving and that no one is booting. */
 const DEGRADED_RETRY_S = 30;
 
+/** A wedged deployment's 503: its own code, and since when it generated nothing. */
+const wedgedResolution = (w: WedgedDeployment, name: string): Extract<Resolution, { kind: "unavailable" }> => ({
+  kind: "unavailable",
+  code: WEDGED_CODE,
+  retryAfter: DEGRADED_RETRY_S,
+  message: `model ${name}: ${w.message}`,
+});
+
 const restartingResolution = (r: RestartingDeployment, name: string): Extract<Resolution, { kind: "unavailable" }> =>
   r.gaveUp === true
     ? {
@@ -78,6 +87,7 @@ const STATUS_OF_CODE: Readonly<Record<string, string>> = {
   lane_empty: "empty",
   deployment_restarting: "restarting",
   deployment_degraded: "degraded",
+  [WEDGED_CODE]: "wedged",
 };
 
 export interface RouteTable {
@@ -110,8 +120,10 @@ const UNAVAILABLE: Record<Exclude<DeploymentState, "serving">, (d: KnownDeployme
   }),
 };
 
-// A "serving" deployment that routes anyway (proven by `up` after the last poll) never gets here.
-const unavailable = (d: KnownDeployment, name: string): Resolution => UNAVAILABLE[d.status === "serving" ? "booting" : d.status](d, name);
+// A "serving" deployment that routes anyway (proven by `up` after the last poll) never gets here,
+// unless it is wedged.
+const unavailable = (d: KnownDeployment, name: string, wedged: WedgedDeployment | undefined): Resolution =>
+  wedged !== undefined ? wedgedResolution(wedged, name) : UNAVAILABLE[d.status === "serving" ? "booting" : d.status](d, name);
 
 
 /**
@@ -126,7 +138,10 @@ export function routeTable(
   labelsReadAt?: number,
   unreachable: readonly string[] = [],
   restarting: readonly RestartingDeployment[] = [],
+  /** Deployments whose /health answers but that generate nothing (src/supervise/generation.ts): never routed to. */
+  wedged: readonly WedgedDeployment[] = [],
 ): RouteTable {
+  const wedgedOf = (d: KnownDeployment): WedgedDeployment | undefined => (wedged.length === 0 ? undefined : wedged.find((w) => w.cluster === d.cluster && w.deployment === d.deployment));
   const laneRecords = new Map(lanes.map((l) => [l.name, l]));
   const laneNames = new Set([...lanes.map((l) => l.name), ...[...deployments, ...restarting].flatMap((d) => (d.lane === undefined ? [] : [d.lane]))]);
   /** The restart under way of what a name would route to, when nothing else serves it. */
@@ -140,7 +155,7 @@ export function routeTable(
   const provenLater = new Set(
     lanes.flatMap((l) => (l.state === "serving" && l.deployment !== undefined && labelsReadAt !== undefined && Date.parse(l.since) > labelsReadAt ? [l.deployment] : [])),
   );
-  const serving = (d: KnownDeployment): boolean => d.status === "serving" || (provenLater.has(d.deployment) && d.missing.length === 0);
+  const serving = (d: KnownDeployment): boolean => (d.status === "serving" || (provenLater.has(d.deployment) && d.missing.length === 0)) && wedgedOf(d) === undefined;
   /** Serving first; among equals the preferred, then the newest, so a fresh deployment beats a leftover. */
   const best = (candidates: readonly KnownDeployment[], preferred?: string): KnownDeployment | undefined => {
     const rank = (d: KnownDeployment): number => (serving(d) ? 0 : d.status === "booting" ? 1 : 2);
@@ -175,7 +190,7 @@ export function routeTable(
       const hint = rec?.deployment === undefined ? "" : ` (it last served ${rec.deployment}, which no node runs now)`;
       return { kind: "unavailable", code: "lane_empty", retryAfter: 30, message: `lane ${name} has no deployment running${hint}: launcher up RECIPE --lane ${name}` };
     }
-    return serving(chosen) ? { kind: "route", target: targetOf(chosen) } : unavailable(chosen, name);
+    return serving(chosen) ? { kind: "route", target: targetOf(chosen) } : unavailable(chosen, name, wedgedOf(chosen));
   };
 
   const resolveServed = (name: string): Resolution | undefined => {
@@ -187,7 +202,7 @@ export function routeTable(
       if (r !== undefined) return r;
     }
     if (chosen === undefined) return undefined;
-    return serving(chosen) ? { kind: "route", target: targetOf(chosen) } : unavailable(chosen, name);
+    return serving(chosen) ? { kind: "route", target: targetOf(chosen) } : unavailable(chosen, name, wedgedOf(chosen));
   };
 
   const names = (): string[] => [...new Set([...laneNames, ...[...deployments, ...restarting].map((d) => d.served_model)])].sort();

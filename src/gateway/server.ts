@@ -9,7 +9,7 @@ import { GATEWAY_METHODS, methodMatcher, routeParams, type MethodTable } from ".
 import { canonicalPath } from "./paths.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { ANSWERS_BUDGET_BYTES, forward, type ForwardResult, type UpstreamBody } from "./proxy.js";
-import { activityRecord, type RequestTrail } from "./activity.js";
+import { activityRecord, generatedBy, type RequestTrail } from "./activity.js";
 import { capturedBody, captureWindow } from "./capture.js";
 import type { ActivityRecord } from "../contract/read-api.js";
 import type { Resolution, RouteTable, Target } from "./routes.js";
@@ -59,6 +59,11 @@ export interface GatewayOptions {
    * the activity log (./activity-log.ts). Called on the request path: it must only append.
    */
   readonly activity?: (record: ActivityRecord) => void;
+  /**
+   * Hears each answer that completed a real generation (./activity.ts generatedBy): the daemon's
+   * generation watch. Called on the request path: it must only note it.
+   */
+  readonly generated?: (cluster: string, deployment: string, at: number) => void;
   /**
    * With `activity`: keep at most this many bytes of each request's and answer's body in its
    * record, keys removed (./capture.ts). Absent or 0: bodies are not captured.
@@ -302,6 +307,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     const name = model ?? r.target.served_model;
     trail.deployment = r.target.deployment;
+    trail.cluster = r.target.cluster;
     const engineKey = options.engineKey(r.target);
     if (engineKey === undefined && options.requireEngineKey !== undefined) {
       metrics.errors.inc({ model: name, lane: r.target.lane ?? "", kind: "unavailable" });
@@ -498,6 +504,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       // 0: the client went away before its request was whole; nothing was answered.
       if (status !== 0) metrics.requests.inc({ model, lane, code: String(status) });
       if (options.activity !== undefined) recordActivity(options.activity, req, res, { t: started, model, lane, status, trail });
+      const by = options.generated === undefined ? undefined : generatedBy(status, trail);
+      if (by !== undefined) options.generated?.(by.cluster, by.deployment, Date.now());
     } finally {
       inFlight--;
     }

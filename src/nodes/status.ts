@@ -4,6 +4,7 @@ import { adapterOf } from "../engine/registry.js";
 import { CONTAINER_STATES, containerName, encodeRestartPolicy, type DeploymentState, type DeploymentStatus, type RankStatus, type StatusLine, type StatusPhase } from "../contract/deployment.js";
 import { listNodes, type Labelled } from "./labels.js";
 import type { ClusterSession } from "./session.js";
+import type { StoredWedge } from "../store/store.js";
 
 export type { DeploymentStatus, RankStatus } from "../contract/deployment.js";
 
@@ -155,4 +156,18 @@ export async function clusterStatus(session: ClusterSession, now: Date): Promise
     }),
   );
   return { deployments, unreachable: [...unreachableNodes].sort(), at: now.toISOString(), reasons, problems };
+}
+
+/**
+ * The wedges the daemon recorded (src/supervise/generation-watch.ts) that still hold for what the
+ * nodes show: the deployment serves (its /health answers) in the launch that was found wedged. A
+ * record of an older launch, or of one no longer serving, says nothing of what runs now.
+ */
+export function currentWedges(deployments: readonly Pick<DeploymentStatus, "deployment" | "status" | "boot">[], stored: ReadonlyMap<string, StoredWedge>): Map<string, StoredWedge> {
+  return new Map(
+    deployments.flatMap((d) => {
+      const w = stored.get(d.deployment);
+      return w !== undefined && d.status === "serving" && w.boot === (d.boot ?? "") ? [[d.deployment, w] as const] : [];
+    }),
+  );
 }

@@ -224,4 +224,16 @@ export const MIGRATIONS: readonly string[] = [
   // 13: the key a launch's engine demands, from its start (a secret, like deployments.api_key): the
   // read API redacts it from a booting deployment's logs, before the deployment is ready.
   `ALTER TABLE launched_boots ADD COLUMN api_key TEXT;`,
+  // 14: the deployments the daemon's generation watch finds wedged now (src/supervise/generation-watch.ts):
+  // /health answers but no generation completes. Written when one becomes wedged, removed when it
+  // generates again or is no longer watched; `status` shows it while its launch still runs.
+  `CREATE TABLE wedged (
+     cluster TEXT NOT NULL,
+     deployment TEXT NOT NULL,
+     boot TEXT NOT NULL,
+     since TEXT NOT NULL,
+     message TEXT NOT NULL,
+     at TEXT NOT NULL,
+     PRIMARY KEY (cluster, deployment)
+   );`,
 ];

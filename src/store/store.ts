@@ -167,6 +167,17 @@ function narrowMode(file: string): void {
 
 /** What commands use of the store: the SQLite one, or the stand-in when it cannot be had (src/store/open.ts). */
 /** A node's last sample under the daemon's guard. */
+/** A deployment the daemon's generation watch found wedged (src/contract/generation.ts), as `status` reads it. */
+export interface StoredWedge {
+  /** The launch it was found wedged in (its launcher.boot label; '' when it carries none). */
+  readonly boot: string;
+  /** ISO: its last completed generation (or when it was first seen serving). */
+  readonly since: string;
+  readonly message: string;
+  /** ISO: when the daemon found it wedged. */
+  readonly at: string;
+}
+
 export interface WatchedMemory {
   readonly deployment: string;
   readonly sample: MemorySample;
@@ -537,6 +548,18 @@ export class Store implements EvidenceStore {
   watchedMemory(cluster: string): Map<string, WatchedMemory> {
     const rows = this.db.prepare(`SELECT node, deployment, total_kib, available_kib, at FROM memory_watch WHERE cluster = ?`).all(cluster) as { node: string; deployment: string; total_kib: number; available_kib: number; at: string }[];
     return new Map(rows.map((r) => [r.node, { deployment: r.deployment, sample: { totalKiB: r.total_kib, availableKiB: r.available_kib }, at: r.at }]));
+  }
+
+  /** The daemon found `deployment` wedged (a StoredWedge), or (undefined) no longer: generating again, or not watched. */
+  saveWedge(cluster: string, deployment: string, wedge: StoredWedge | undefined): void {
+    if (wedge === undefined) this.db.prepare(`DELETE FROM wedged WHERE cluster = ? AND deployment = ?`).run(cluster, deployment);
+    else this.db.prepare(`INSERT OR REPLACE INTO wedged (cluster, deployment, boot, since, message, at) VALUES (?, ?, ?, ?, ?, ?)`).run(cluster, deployment, wedge.boot, wedge.since, wedge.message, wedge.at);
+  }
+
+  /** The deployments of a cluster the daemon last found wedged, by name. */
+  wedges(cluster: string): Map<string, StoredWedge> {
+    const rows = this.db.prepare(`SELECT deployment, boot, since, message, at FROM wedged WHERE cluster = ?`).all(cluster) as (StoredWedge & { deployment: string })[];
+    return new Map(rows.map(({ deployment, ...w }) => [deployment, w]));
   }
 
   /** A trip of the guard after ready: the deployment was killed on every node. */

@@ -1,6 +1,7 @@
 import { timeMs } from "../engine/boot-log.js";
 import { decodeRestartPolicy, type DeploymentStatus, type RestartPolicy } from "../contract/deployment.js";
 import { DEFAULTS } from "../contract/defaults.js";
+import { WEDGED_REASON } from "../contract/generation.js";
 
 /**
  * The supervisor's decisions, as a pure function of what it saw and when: the daemon
@@ -27,9 +28,12 @@ export interface SuperviseTiming {
 export const DEFAULT_TIMING: SuperviseTiming = { confirmMs: DEFAULTS.restartConfirm.ms, backoffMs: DEFAULTS.restartBackoff.ms, maxBackoffMs: DEFAULTS.restartBackoffMax.ms, resetAfterMs: DEFAULTS.restartResetAfter.ms };
 
 /** Why a group that served is to be recreated; `rank`/`node` name the dead rank when there is one. */
-export const FAILURE_KINDS = ["rank-exited", "unhealthy", "node-unreachable", "memory-guard"] as const;
+export const FAILURE_KINDS = ["rank-exited", "unhealthy", "node-unreachable", "memory-guard", WEDGED_REASON] as const;
 export interface Failure {
-  /** memory-guard: the guard killed the group when a node fell below its floor (src/supervise/ready-guard.ts). */
+  /**
+   * memory-guard: the guard killed the group when a node fell below its floor (src/supervise/ready-guard.ts).
+   * wedged: its /health answers but it completed no generation within its bound (./generation.ts).
+   */
   readonly kind: (typeof FAILURE_KINDS)[number];
   readonly message: string;
   readonly rank?: number;

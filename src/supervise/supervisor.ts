@@ -15,6 +15,7 @@ import type { UpEvent } from "../boot/up-events.js";
 import type { UpOutcome } from "../boot/up-events.js";
 import { formatRemoval, removeListed, stopDeployments, unreachableOf } from "../nodes/down.js";
 import { DEFAULTS, seconds } from "../contract/defaults.js";
+import { WEDGED_REASON } from "../contract/generation.js";
 import { listNodes, type Labelled } from "../nodes/labels.js";
 import { deploymentKey, holdOrBusy, laneKey } from "../claims/locks.js";
 import type { ClusterSession } from "../nodes/session.js";
@@ -184,6 +185,18 @@ export class Supervisor {
     const entry = this.entries.get(k);
     if (this.stopping.signal.aborted || entry === undefined) return;
     this.step(k, entry, { kind: "died", at: this.deps.now(), failure: { kind: "memory-guard", node: trip.node, message: trip.message } });
+  }
+
+  /**
+   * Its /health answers but it completed no generation within its bound (./generation-watch.ts): a
+   * failure, restarted under --restart on-failure as a death is, with the reason `wedged`. Its
+   * containers all run, so the restart's takeDown blames no rank by its end.
+   */
+  wedged(cluster: string, deployment: string, message: string): void {
+    const k = key(cluster, deployment);
+    const entry = this.entries.get(k);
+    if (this.stopping.signal.aborted || entry === undefined) return;
+    this.step(k, entry, { kind: "died", at: this.deps.now(), failure: { kind: WEDGED_REASON, message } });
   }
 
   /**

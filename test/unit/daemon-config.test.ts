@@ -41,8 +41,18 @@ test("serve's defaults: loopback 8080, no keys, no control, the cluster found, a
     restartBackoffMs: 10_000,
     upstreamTimeoutMs: 60 * 60_000,
     idleTimeoutMs: 10 * 60_000,
+    probeEveryMs: 60_000,
+    probeBoundMs: 30_000,
     captureBodies: 0,
   });
+});
+
+test("--probe-every and --probe-bound: durations above zero; zero or no duration is refused naming the flag", () => {
+  const config = daemonConfig({ probeEvery: "2s", probeBound: "1500ms" }, {}, readers());
+  assert.deepEqual([config.probeEveryMs, config.probeBoundMs], [2_000, 1_500]);
+  refused({ probeEvery: "0s" }, {}, /^--probe-every 0s is no time/);
+  refused({ probeBound: "0" }, {}, /^--probe-bound 0 is no time/);
+  refused({ probeBound: "soon" }, {}, /^--probe-bound "soon" is not a duration/);
 });
 
 test("--capture-bodies: a count of bytes from 0 to the most a record keeps; anything else is refused naming the flag", () => {

@@ -37,6 +37,9 @@ function readConfig(env, args) {
     rendezvousTimeoutS: num(env, 'PRACTICE_RENDEZVOUS_TIMEOUT_S', 120, { gt: true }),
     crashAfterMs: num(env, 'PRACTICE_CRASH_AFTER_MS', 1000, { int: true }),
     recordLagMs: num(env, 'PRACTICE_RECORD_LAG_MS', 0, { int: true }),
+    // A wedged engine (an EngineCore spinning in a decode hang): this long after its API listens,
+    // /health still answers 200 and no generation ever makes a token again (null: never).
+    wedgeAfterMs: num(env, 'PRACTICE_WEDGE_AFTER_MS', null, { int: true }),
     envChecks: (env.PRACTICE_ENV_CHECKS ?? '1').trim() !== '0',
     fault: null,
     faultRank: null,

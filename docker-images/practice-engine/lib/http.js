@@ -100,6 +100,9 @@ function readBody(req) {
  */
 function createApi(opts) {
   const servedName = opts.servedNames[0];
+  // PRACTICE_WEDGE_AFTER_MS: from then on every generation stalls before its next token, as a
+  // decode hang does; /health, /v1/models and /metrics still answer (the API server lives).
+  const wedgeAt = opts.wedgeAfterMs === null || opts.wedgeAfterMs === undefined ? Infinity : Date.now() + opts.wedgeAfterMs;
   const names = new Set([...opts.servedNames, opts.model]);
   const stats = {
     running: 0,
@@ -147,6 +150,8 @@ function createApi(opts) {
       timer = null;
       immediate = null;
       if (finished) return;
+      // Wedged: no token and no end, ever; only the client going away (cancel) ends it.
+      if (Date.now() >= wedgeAt) return;
       if (i >= n) {
         finished = true;
         onEnd(false);

@@ -1,0 +1,24 @@
+/**
+ * A wedged deployment: its /health answers but it completed no generation within its bound
+ * (src/supervise/generation.ts is the rule, src/supervise/generation-watch.ts the daemon's watch).
+ * One shape for every place that says so: the gateway's 503, the read API's supervision, /metrics,
+ * and the supervisor's restart (its Failure kind and the history's reason are WEDGED_REASON).
+ */
+export interface WedgedDeployment {
+  readonly cluster: string;
+  readonly deployment: string;
+  readonly served_model: string;
+  readonly lane?: string;
+  /** ISO time of its last completed generation (or of when it was first seen serving, when it completed none). */
+  readonly since: string;
+  /** Why its probe failed: "its probe of one token got no answer within 30 s". */
+  readonly reason: string;
+  /** The whole sentence: "deployment D is wedged since T: /health answers but ...". */
+  readonly message: string;
+}
+
+/** The reason a restart of a wedged group records in the history, and its Failure kind. */
+export const WEDGED_REASON = "wedged";
+
+/** The gateway's error code for a request to a wedged deployment. */
+export const WEDGED_CODE = "deployment_wedged";
