@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { adapterOrDefault } from "../engine/registry.js";
-import { detectAndRecord, type NodeProbe } from "../nodes/doctor.js";
+import { detectAndRecord, healthFindings, type NodeProbe } from "../nodes/doctor.js";
 import { openSession } from "../nodes/session.js";
 import { loadCluster } from "../app/this-process.js";
 import { withStore } from "../app/host.js";
@@ -22,17 +22,30 @@ export function doctorNodeJson(n: NodeProbe, sshUser: string | undefined): Omit<
   return { ...rest, ...(memory === undefined ? {} : { memory: meminfoJson(memory) }), ...(sshUser === undefined ? {} : { ssh_user: sshUser }) };
 }
 
+/** A node's protections, versions and ports, one line each: what doctor's own checks read. */
+export function healthLines(n: NodeProbe): string[] {
+  if (n.protection === undefined) return [];
+  const sys = n.system ?? {};
+  const procs = n.protection.processes.map((p) => `${p.name} oom_score_adj ${p.oom_score_adj ?? "?"}`);
+  const helpers = n.protection.oom_helpers.filter((h) => h.active).map((h) => h.name);
+  const swap = n.protection.swap_total_kib === undefined ? "?" : `${(n.protection.swap_total_kib / KIB_PER_GIB).toFixed(1)} GiB`;
+  const head = [n.node.padEnd(8), `kernel ${sys.kernel ?? "?"}`, `driver ${sys.nvidia_driver ?? "-"}`, `cuda ${sys.cuda ?? "-"}`, ...procs, `oom helper ${helpers.join(",") || "none"}`, `swap ${swap}`].join("  ");
+  return [head, ...(n.links ?? []).map((l) => `${n.node.padEnd(8)} port ${l.hca}/${l.port} ${l.state}${l.rate === undefined ? "" : ` ${l.rate}`}`)];
+}
+
 export function registerDoctor(program: Command, io: Output): void {
   program
     .command("doctor")
-    .description("probe every node: SSH, Docker, GPU, RoCE HCAs and GID index, fabric IP and MTU, peers, HF cache space")
+    .description("probe every node: SSH, Docker, GPU, RoCE HCAs and GID index, fabric IP and MTU, peers, HF cache space, OOM protections, port links, and the versions that differ between nodes")
     .addOption(clusterOption())
     .option("--hf-cache <path>", "the Hugging Face cache on the nodes (~ is each node's home)", "~/.cache/huggingface")
     .addOption(jsonOption("print as JSON")).addOption(outputOption())
     .action(async (opts: { cluster?: string; hfCache: string; json?: boolean }) => {
       // What plan and up use where the cluster file is silent.
       const session = await openSession(loadCluster(opts.cluster));
-      const { report, session: detected } = await withStore((store) => detectAndRecord(session, store, new Date().toISOString(), { hfCache: opts.hfCache }));
+      const probed = await withStore((store) => detectAndRecord(session, store, new Date().toISOString(), { hfCache: opts.hfCache, health: true }));
+      const detected = probed.session;
+      const report = { ...probed.report, findings: [...probed.report.findings, ...healthFindings(probed.report, detected.cluster, probed.recorded)] };
       // What a recipe that sets nothing gets on each node: the default engine's env, its default backend (src/recipe/schema.ts).
       const engine = adapterOrDefault(undefined);
       const env = Object.fromEntries(detected.cluster.nodes.map((n) => [n.name, engine.nodeEnv({ distributed_backend: "mp" }, n)]));
@@ -70,6 +83,8 @@ export function registerDoctor(program: Command, io: Output): void {
           ].join("  "),
         );
       }
+      io.out("\nprotections, versions and ports:");
+      for (const n of report.nodes) for (const line of healthLines(n)) io.out(`  ${line}`);
       io.out("\nenv per node:");
       for (const [node, e] of Object.entries(env)) io.out(`  ${node}: ${Object.entries(e).map(([k, v]) => `${k}=${v}`).join(" ") || "(none)"}`);
       if (report.findings.length > 0) io.out("");

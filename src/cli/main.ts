@@ -43,6 +43,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   { names: ["down"], load: async () => (await import("./down.js")).registerDown },
   { names: ["images"], load: async () => (await import("./images.js")).registerImages },
   { names: ["doctor"], load: async () => (await import("./doctor.js")).registerDoctor },
+  { names: ["nodes"], load: async () => (await import("./nodes.js")).registerNodes },
   { names: ["cluster"], load: async () => (await import("./cluster.js")).registerCluster },
   { names: ["models"], load: async () => (await import("./models.js")).registerModels },
   { names: ["serve"], load: async () => (await import("./serve.js")).registerServe },

@@ -34,8 +34,12 @@ function subnet(cidr: string): string {
 
 export interface Finding {
   readonly severity: "error" | "warning";
-  /** fabric findings break a boot on that node; the others are the doctor's to report. */
-  readonly kind: "fabric" | "docker" | "gpu" | "peer" | "ssh";
+  /**
+   * fabric findings break a boot on that node (its errors); the others are the doctor's to report:
+   * drift names a node whose versions or MTU differ from the others', protection one whose sshd,
+   * dockerd or OOM helper leave it exposed to running out of memory.
+   */
+  readonly kind: "fabric" | "docker" | "gpu" | "peer" | "ssh" | "drift" | "protection";
   readonly node: string;
   readonly message: string;
   readonly fix: string;

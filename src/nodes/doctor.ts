@@ -6,6 +6,8 @@ import { dumpTree, readHcas, SYSFS_DUMP_SCRIPT, type Hca } from "../cluster/sysf
 import { expandHome } from "../plan/plan.js";
 import type { ClusterSession } from "./session.js";
 import { parseMeminfo, type Meminfo } from "../memory/meminfo.js";
+import { portFindings, protectionFindings, rateFindings, readHealth, type NodeHealth, type RecordedFabric } from "./health.js";
+import { driftFindings, type DriftRow } from "./drift.js";
 
 export interface GpuFacts {
   readonly name: string;
@@ -27,6 +29,12 @@ export interface NodeProbe {
   readonly peers: Readonly<Record<string, boolean>>;
   /** /proc/meminfo, read (undefined: not readable). On a Spark it is the GPU's memory too. */
   readonly memory?: Meminfo;
+  /** Doctor's own probe only (not up's): kernel, NVIDIA driver and CUDA versions. */
+  readonly system?: NodeHealth["system"];
+  /** Doctor's own probe only: sshd's and dockerd's OOM score, the OOM helpers, swap. */
+  readonly protection?: NodeHealth["protection"];
+  /** Doctor's own probe only: each RoCE port's state and rate. */
+  readonly links?: NodeHealth["links"];
 }
 
 export interface DoctorReport {
@@ -34,9 +42,42 @@ export interface DoctorReport {
   readonly findings: readonly Finding[];
 }
 
+/**
+ * Doctor's own sections (up's probe leaves them out: they cost a boot time and decide nothing).
+ * The main pid of sshd and dockerd is the oldest process of that name (pgrep -o -x, procps); its
+ * oom_score_adj is what the kernel's OOM killer adds to its badness (proc_pid_oom_score_adj(5)).
+ * `systemctl is-active` prints one state word per unit (systemctl(1)); without systemd the process
+ * is looked for. The ports' rates are dumped in the sysfs dump's own format (src/cluster/sysfs.ts).
+ * nvidia-smi's header line carries "CUDA Version: X", the highest CUDA its driver supports.
+ */
+const HEALTH_SCRIPT = `echo "@@oom"
+for p in sshd dockerd; do
+  pid=$(pgrep -o -x "$p" 2>/dev/null)
+  if [ -n "$pid" ]; then echo "$p $pid $(cat /proc/$pid/oom_score_adj 2>/dev/null)"; else echo "$p none"; fi
+done
+echo "@@oom-helpers"
+for u in earlyoom systemd-oomd; do
+  s=$(systemctl is-active "$u" 2>/dev/null | head -1); pid=$(pgrep -o -x "$u" 2>/dev/null)
+  echo "$u \${s:-unknown} \${pid:-none}"
+done
+echo "@@versions"
+echo "kernel $(uname -r)"
+if command -v nvidia-smi >/dev/null 2>&1; then
+  echo "driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)"
+  echo "cuda $(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\\([0-9.]*\\).*/\\1/p' | head -1)"
+fi
+[ -r /proc/driver/nvidia/version ] && echo "driver-proc $(head -1 /proc/driver/nvidia/version)"
+echo "@@ib-rate"
+for port in /sys/class/infiniband/*/ports/*; do
+  [ -f "$port/rate" ] || continue
+  printf '==> %s <==\\n' "$port/rate"; cat "$port/rate" 2>/dev/null
+done
+true`;
+
 // One round trip per node: every section behind a marker line. $1 is the HF cache folder, $2
-// the sysfs dump script, the rest the peers' fabric IPs.
-const PROBE_SCRIPT = `hf="$1"; sysfs="$2"; shift 2
+// the sysfs dump script, $3 "1" for doctor's own sections (HEALTH_SCRIPT), the rest the peers'
+// fabric IPs.
+const PROBE_SCRIPT = `hf="$1"; sysfs="$2"; health="$3"; shift 3
 echo "@@sysfs"
 sh -c "$sysfs" sh ""
 echo "@@ip-link"; ip -o link show 2>/dev/null
@@ -49,12 +90,18 @@ if command -v nvidia-smi >/dev/null 2>&1; then
 else echo "none"; echo "@@gpu-apps"; fi
 echo "@@hf"; d="$hf"; while [ ! -e "$d" ] && [ "$d" != "/" ]; do d=$(dirname "$d"); done; df -Pk "$d" 2>/dev/null | tail -1
 echo "@@meminfo"; cat /proc/meminfo 2>/dev/null
+if [ "$health" = 1 ]; then
+${HEALTH_SCRIPT}
+fi
 echo "@@peers"
 for ip in "$@"; do
   if command -v ping >/dev/null 2>&1; then ping -c 1 -W 2 "$ip" >/dev/null 2>&1; r=$?
   else timeout 3 bash -c 'exec 3<>"/dev/tcp/$1/22"' bash "$ip" >/dev/null 2>&1; r=$?; fi
   echo "$ip $r"
 done`;
+
+/** The probe's command line: doctor's own sections with `health`, a reach test of each peer IP. */
+export const probeArgv = (hfPath: string, health: boolean, peers: readonly string[]): string[] => ["sh", "-c", PROBE_SCRIPT, "sh", hfPath, SYSFS_DUMP_SCRIPT, health ? "1" : "0", ...peers];
 
 function sections(text: string): Map<string, string> {
   const out = new Map<string, string>();
@@ -100,6 +147,7 @@ export function readProbe(node: ClusterNode, hfPath: string, text: string): Omit
   }
   const dockerFree = freeGib(df);
   const mem = parseMeminfo(s.get("meminfo") ?? "");
+  const health = readHealth(s, hcas);
   return {
     node: node.name,
     ...(dockerOk ? { docker: { version: (version ?? "").trim(), root: (root ?? "").trim(), ...(dockerFree === undefined ? {} : { free_gib: dockerFree }) } } : {}),
@@ -111,12 +159,20 @@ export function readProbe(node: ClusterNode, hfPath: string, text: string): Omit
     hf_cache: { path: hfPath, ...(freeGib(s.get("hf")?.trim()) === undefined ? {} : { free_gib: freeGib(s.get("hf")?.trim()) as number }) },
     peers,
     ...(mem.ok ? { memory: mem.meminfo } : {}),
+    ...(health ?? {}),
     findings,
   };
 }
 
+export interface DoctorOptions {
+  readonly hfCache?: string;
+  readonly peers?: boolean;
+  /** Doctor's own checks too: protections, versions, port rates (src/nodes/health.ts). */
+  readonly health?: boolean;
+}
+
 /** Probes every node in parallel over SSH; findings that will break a boot are errors. */
-export async function doctor(session: ClusterSession, options: { hfCache?: string; peers?: boolean } = {}): Promise<DoctorReport> {
+export async function doctor(session: ClusterSession, options: DoctorOptions = {}): Promise<DoctorReport> {
   const hfCache = options.hfCache ?? "~/.cache/huggingface";
   const findings: Finding[] = [];
   const nodes = await Promise.all(
@@ -124,7 +180,7 @@ export async function doctor(session: ClusterSession, options: { hfCache?: strin
       const hfPath = expandHome(hfCache, node) ?? hfCache;
       const peers = options.peers === false ? [] : session.cluster.nodes.filter((n) => n.name !== node.name).flatMap((n) => (n.fabric_ip === undefined ? [] : [n.fabric_ip]));
       const docker = session.docker.get(node.name);
-      const r = docker === undefined ? undefined : await docker.transport.exec(["sh", "-c", PROBE_SCRIPT, "sh", hfPath, SYSFS_DUMP_SCRIPT, ...peers], { timeoutMs: 60_000 });
+      const r = docker === undefined ? undefined : await docker.transport.exec(probeArgv(hfPath, options.health === true, peers), { timeoutMs: 60_000 });
       if (r === undefined || r.code === 255 || !r.stdout.includes("@@sysfs")) {
         const error = (r?.stderr.trim() || "no answer").split("\n").slice(-2).join(" ");
         findings.push({ severity: "error", kind: "ssh", node: node.name, message: `SSH unreachable: ${error}`, fix: `check that \`ssh ${node.host}\` works without a password` });
@@ -155,10 +211,39 @@ export function fabricCheckFailed(blocking: readonly Finding[]): UserError {
  * Probes the nodes, records what each one's fabric is (for `plan`), and returns the session with
  * those values filled in where the cluster file leaves them out.
  */
-export async function detectAndRecord(session: ClusterSession, store: StateStore, at: string, options: { hfCache?: string; peers?: boolean } = {}): Promise<{ report: DoctorReport; session: ClusterSession }> {
+export async function detectAndRecord(session: ClusterSession, store: StateStore, at: string, options: DoctorOptions = {}): Promise<{ report: DoctorReport; session: ClusterSession; recorded: ReadonlyMap<string, RecordedFabric> }> {
+  // What the last probe recorded, read before this one replaces it: doctor compares the ports with it.
+  const before = store.facts(session.cluster.name);
+  const recorded = new Map([...before.facts].map(([node, facts]) => [node, { facts, ...(before.detected_at === undefined ? {} : { at: before.detected_at }) }]));
   const report = await doctor(session, options);
   const facts = new Map(report.nodes.filter((n) => n.ssh).map((n) => [n.node, n.facts]));
   store.saveFacts(session.cluster.name, facts, at);
   store.saveMemory(session.cluster.name, new Map(report.nodes.flatMap((n) => (n.memory === undefined ? [] : [[n.node, n.memory] as const]))), at);
-  return { report, session: { ...session, cluster: withDetected(session.cluster, facts) } };
+  return { report, session: { ...session, cluster: withDetected(session.cluster, facts) }, recorded };
+}
+
+/**
+ * Doctor's own findings between and on the nodes that answered: protections, ports against the
+ * record, port rates and drift. `crossNodeFindings` already compares the fabric interface's MTU,
+ * so drift compares the MTU of the HCAs' other interfaces.
+ */
+export function healthFindings(report: DoctorReport, cluster: ClusterSession["cluster"], recorded: ReadonlyMap<string, RecordedFabric>): Finding[] {
+  const probed = report.nodes.filter((n) => n.ssh && n.protection !== undefined);
+  const out: Finding[] = [];
+  for (const n of probed) {
+    const node = cluster.nodes.find((c) => c.name === n.node);
+    if (n.protection !== undefined) out.push(...protectionFindings(n.node, n.protection));
+    if (node !== undefined) out.push(...portFindings(node, n.links ?? [], recorded.get(n.node) ?? {}));
+  }
+  out.push(...rateFindings(new Map(probed.map((n) => [n.node, n.links ?? []]))));
+  const fabricIfaces = new Set(probed.flatMap((n) => (n.facts.fabric_iface === undefined ? [] : [n.facts.fabric_iface])));
+  const rows = probed.map((n): DriftRow => {
+    const byName = new Map(n.ifaces.map((i) => [i.name, i.mtu]));
+    const mtus = Object.fromEntries(n.hcas.flatMap((h) => h.netdevs).filter((d) => !fabricIfaces.has(d) && byName.has(d)).map((d) => [d, byName.get(d) as number]));
+    const values = { ...n.system, ...(n.docker === undefined ? {} : { docker: n.docker.version }) };
+    return { node: n.node, values, mtus };
+  });
+  const head = [...cluster.nodes].sort((a, b) => a.rank - b.rank)[0]?.name ?? "";
+  out.push(...driftFindings(rows, head));
+  return out;
 }

@@ -404,6 +404,10 @@ write_sshd_config() { # $1 = index
 	local i=$1 hd
 	hd=$(host_dir "$i")
 	ssh-keygen -q -t ed25519 -N '' -C "$P-n$i" -f "$hd/ssh_host_ed25519_key"
+	# $hd/bin leads the PATH of the host's SSH sessions (sshd applies SetEnv after its default
+	# PATH: openssh-portable session.c do_setup_env), empty: a test puts a tool of its own there,
+	# e.g. a fake nvidia-smi, to make one host differ. The rest is Debian's default PATH for sshd.
+	mkdir -p "$hd/bin"
 	cat >"$hd/sshd_config" <<EOF
 # sshd of practice host $P-n$i (made by test/rig/rig.sh)
 ListenAddress $(mgmt_ip "$i"):22
@@ -427,7 +431,7 @@ AllowStreamLocalForwarding yes
 MaxSessions 64
 MaxStartups 64:30:128
 Subsystem sftp internal-sftp
-SetEnv DOCKER_HOST=unix://$(sock_path "$i")
+SetEnv DOCKER_HOST=unix://$(sock_path "$i") PATH=$hd/bin:/usr/local/bin:/usr/bin:/bin:/usr/games
 EOF
 	chmod 600 "$hd/sshd_config"
 	sshd -t -f "$hd/sshd_config" || die "bad sshd config for n$i"
