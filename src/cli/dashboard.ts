@@ -34,8 +34,8 @@ async function xdgOpen(pathVar: string | undefined): Promise<string | undefined>
   return undefined;
 }
 
-/** A one-time code from the daemon, as its link. */
-async function askLink(target: DaemonTarget): Promise<{ url: string; expires_at: string }> {
+/** A one-time code from the daemon, as its link (the demo prints one too). */
+export async function askLink(target: DaemonTarget): Promise<{ url: string; expires_at: string }> {
   const [{ call }, { READ_KEY_HINT }, { SESSION_ROUTES, SignInCodeSchema }, { UserError }] = await Promise.all([
     import("../daemon/client.js"),
     import("../daemon/read-client.js"),
