@@ -1,4 +1,4 @@
-import { z } from "zod";
+import { BootEventWireSchema } from "../contract/boot-events.js";
 import type { Diagnostic } from "../config/diagnostic.js";
 import { RemoteError, UserError } from "../config/errors.js";
 import type { BootState } from "../engine/boot-log.js";
@@ -63,32 +63,6 @@ export function decodeError(e: EncodedError): Error {
   }
 }
 
-const Loc = z.object({ file: z.string(), line: z.number(), col: z.number() });
-const DiagnosticSchema = z.object({ severity: z.enum(["error", "warning"]), loc: Loc, message: z.string(), hint: z.string().optional() });
-const EncodedErrorSchema = z.discriminatedUnion("kind", [
-  z.object({ kind: z.literal("user"), message: z.string(), hint: z.string().optional(), diagnostics: z.array(DiagnosticSchema) }),
-  z.object({ kind: z.literal("remote"), node: z.string(), message: z.string(), detail: z.string().optional(), hint: z.string().optional() }),
-  z.object({ kind: z.literal("interrupted"), signal: z.string(), what: z.string() }),
-  z.object({ kind: z.literal("bug"), message: z.string() }),
-]);
-// The boot state and the outcome are the daemon's own values, sent as they are: checked for their
-// shape's outline only (the renderer reads phase, figures and the outcome's fields).
-const BootStateSchema = z.looseObject({ phase: z.string(), figures: z.record(z.string(), z.string()), ready: z.boolean(), lastLines: z.array(z.string()) });
-const OutcomeSchema = z.looseObject({ status: z.enum(["ready", "already-running"]), deployment: z.string(), endpoint: z.string(), served_model: z.string(), seconds: z.number() });
-const t = z.number();
-const EventSchema = z.discriminatedUnion("type", [
-  z.object({ type: z.literal("accepted"), deployment: z.string(), cluster: z.string(), lane: z.string().optional(), t }),
-  z.object({ type: z.literal("say"), text: z.string(), t }),
-  z.object({ type: z.literal("warn"), text: z.string(), t }),
-  z.object({ type: z.literal("diagnostics"), diagnostics: z.array(DiagnosticSchema), t }),
-  z.object({ type: z.literal("note"), text: z.string(), t }),
-  z.object({ type: z.literal("node"), node: z.string(), state: BootStateSchema, t }),
-  z.object({ type: z.literal("memory"), node: z.string(), sample: z.object({ totalKiB: z.number(), availableKiB: z.number() }), t }),
-  z.object({ type: z.literal("done"), t }),
-  z.object({ type: z.literal("result"), outcome: OutcomeSchema, t }),
-  z.object({ type: z.literal("error"), error: EncodedErrorSchema, t }),
-]);
-
 const MEMORY_EVENT_MS = 1000;
 
 export const encodeEvent = (e: UpEvent): string => `${JSON.stringify(e)}\n`;
@@ -101,7 +75,7 @@ export function decodeEvent(line: string): UpEvent | undefined {
   } catch {
     return undefined;
   }
-  const parsed = EventSchema.safeParse(value);
+  const parsed = BootEventWireSchema.safeParse(value);
   return parsed.success ? (parsed.data as unknown as UpEvent) : undefined;
 }
 
