@@ -1,6 +1,6 @@
 import { BootEventWireSchema } from "../contract/boot-events.js";
 import type { Diagnostic } from "../config/diagnostic.js";
-import { RemoteError, UserError } from "../config/errors.js";
+import { RemoteError, UserError, type Blamed } from "../config/errors.js";
 import type { BootState } from "../engine/boot-log.js";
 import { Interrupted } from "../config/abort.js";
 import type { Progress } from "../nodes/progress.js";
@@ -39,14 +39,14 @@ export const FINAL_EVENTS: ReadonlySet<UpEvent["type"]> = new Set(["result", "er
 /** An error as it crosses the wire, decoded back into the same class so that the one error funnel words it alike. */
 export type EncodedError =
   | { readonly kind: "user"; readonly message: string; readonly hint?: string; readonly diagnostics: readonly Diagnostic[] }
-  | { readonly kind: "remote"; readonly node: string; readonly message: string; readonly detail?: string; readonly hint?: string }
+  | { readonly kind: "remote"; readonly node: string; readonly message: string; readonly detail?: string; readonly hint?: string; readonly blamed?: Blamed }
   | { readonly kind: "interrupted"; readonly signal: string; readonly what: string }
   | { readonly kind: "bug"; readonly message: string };
 
 export function encodeError(e: unknown): EncodedError {
   if (e instanceof Interrupted) return { kind: "interrupted", signal: e.signalName, what: e.what };
   if (e instanceof UserError) return { kind: "user", message: e.message, ...(e.hint === undefined ? {} : { hint: e.hint }), diagnostics: e.diagnostics };
-  if (e instanceof RemoteError) return { kind: "remote", node: e.node, message: e.message, ...(e.detail === undefined ? {} : { detail: e.detail }), ...(e.hint === undefined ? {} : { hint: e.hint }) };
+  if (e instanceof RemoteError) return { kind: "remote", node: e.node, message: e.message, ...(e.detail === undefined ? {} : { detail: e.detail }), ...(e.hint === undefined ? {} : { hint: e.hint }), ...(e.blamed === undefined ? {} : { blamed: e.blamed }) };
   return { kind: "bug", message: e instanceof Error ? e.message : String(e) };
 }
 
@@ -57,7 +57,7 @@ export function decodeError(e: EncodedError): Error {
     case "user":
       return new UserError(e.message, e.hint, e.diagnostics);
     case "remote":
-      return new RemoteError(e.node, e.message, e.detail, e.hint);
+      return new RemoteError(e.node, e.message, e.detail, e.hint, e.blamed);
     case "bug":
       return new Error(e.message);
   }

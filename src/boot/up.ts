@@ -592,5 +592,5 @@ async function rollBack(w: BootWatch, f: Failure, bootId: string): Promise<never
   ].join("\n");
   // The engine's own lines may hold its API key (vLLM's "non-default args" before it redacted them).
   const secrets = plan.api_key === undefined ? [] : [plan.api_key];
-  throw new RemoteError(where, redactText(`boot of ${plan.deployment} failed: ${f.message}`, secrets), redactText(detail, secrets));
+  throw new RemoteError(where, redactText(`boot of ${plan.deployment} failed: ${f.message}`, secrets), redactText(detail, secrets), undefined, { node: f.node, ...(f.rank >= 0 ? { rank: f.rank } : {}) });
 }

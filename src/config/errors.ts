@@ -13,6 +13,12 @@ export class UserError extends Error {
 }
 
 /** A command on a node failed: the node is named, with the command's stderr tail. */
+/** A failure's node and rank as values, for a reader that must not parse the words that name them. */
+export interface Blamed {
+  readonly node: string;
+  readonly rank?: number;
+}
+
 export class RemoteError extends Error {
   constructor(
     readonly node: string,
@@ -20,6 +26,8 @@ export class RemoteError extends Error {
     readonly detail?: string,
     /** What to do about it, said after the detail. */
     readonly hint?: string,
+    /** The node (and rank) blamed, as values: `node` above is its words ("n2 (rank 1)"). */
+    readonly blamed?: Blamed,
   ) {
     super(message);
     this.name = "RemoteError";

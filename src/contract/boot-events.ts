@@ -14,7 +14,15 @@ export const DiagnosticSchema = z.object({ severity: z.enum(["error", "warning"]
 /** An error as it crosses the wire (src/boot/up-events.ts encodeError / decodeError). */
 export const EncodedErrorSchema = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("user"), message: z.string(), hint: z.string().exactOptional(), diagnostics: z.array(DiagnosticSchema) }),
-  z.object({ kind: z.literal("remote"), node: z.string(), message: z.string(), detail: z.string().exactOptional(), hint: z.string().exactOptional() }),
+  z.object({
+    kind: z.literal("remote"),
+    node: z.string(),
+    message: z.string(),
+    detail: z.string().exactOptional(),
+    hint: z.string().exactOptional(),
+    /** The node (and rank) blamed, as values (`node` is the words naming them). */
+    blamed: z.object({ node: z.string(), rank: z.number().int().exactOptional() }).exactOptional(),
+  }),
   z.object({ kind: z.literal("interrupted"), signal: z.string(), what: z.string() }),
   z.object({ kind: z.literal("bug"), message: z.string() }),
 ]);

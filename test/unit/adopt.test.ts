@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { RemoteError } from "../../src/config/errors.js";
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
@@ -315,6 +316,8 @@ test("watch: the rank whose container ended first is blamed even when its end is
   );
   assert.equal(error.message, "boot of d failed: container exited with status 1");
   assert.equal((error as Error & { node?: string }).node, "n2 (rank 1)");
+  // The same blame as values, for a reader (the page) that must not parse the words.
+  assert.deepEqual((error as RemoteError).blamed, { node: "n2", rank: 1 });
 });
 
 test("adopt: an adopted boot takes its nodes' claims again (the dead daemon's own is taken over at once) and gives them back when it ends", async () => {

@@ -8,7 +8,6 @@ import type { ActivityRecord, HistoryBoot, MetricsPoint } from "../../src/contra
 import type { BootState } from "../../src/engine/boot-log.js";
 import {
   axisTicks,
-  blamedNode,
   chartColumns,
   CHART_WINDOW_MS,
   layoutBoot,
@@ -105,7 +104,7 @@ describe("a boot's time line", () => {
 
   test("a failed boot's root cause: the node blamed (its rank dropped), the message, and the lines the error carries", () => {
     const detail = ["cause: RuntimeError: Engine core initialization failed", "last lines of n2's log:", "Traceback (most recent call last):", "RuntimeError: Engine core initialization failed"].join("\n");
-    const error = encodeError(new RemoteError("n2 (rank 1)", "boot of d failed: engine core init failed", detail, "see the traceback"));
+    const error = encodeError(new RemoteError("n2 (rank 1)", "boot of d failed: engine core init failed", detail, "see the traceback", { node: "n2", rank: 1 }));
     const events: UpEvent[] = [accepted, node("n1", "loading", 1), node("n2", "loading", 1), { type: "error", error, t: s(30) }];
     const shape = layoutBoot(readBootEvents(bootOf(events, "failed")), s(99));
     assert.equal(shape.running, false);
@@ -121,12 +120,11 @@ describe("a boot's time line", () => {
     assert.deepEqual(before.nodes.map((n) => n.node), ["n1"], "a row is drawn for each node that said a phase");
   });
 
-  test("the node blamed is one of the boot's nodes, the longest that matches; none when the error names another place", () => {
-    assert.equal(blamedNode("n1 (rank 0)", ["n1", "n10"]), "n1");
-    assert.equal(blamedNode("n10 (rank 3)", ["n1", "n10"]), "n10");
-    assert.equal(blamedNode("n10", ["n1", "n10"]), "n10");
-    assert.equal(blamedNode("launcher", ["n1", "n10"]), undefined);
-    assert.equal(blamedNode("n1x", ["n1"]), undefined);
+  test("the node blamed is the error's own value, one of the boot's nodes; the words naming it are never parsed", () => {
+    const blamed = (e: RemoteError): string | undefined => layoutBoot(readBootEvents(bootOf([accepted, node("n1", "loading", 1), node("n10", "loading", 1), { type: "error", error: encodeError(e), t: s(3) }], "failed")), s(9)).cause?.node;
+    assert.equal(blamed(new RemoteError("n10 (rank 3)", "x", undefined, undefined, { node: "n10", rank: 3 })), "n10");
+    assert.equal(blamed(new RemoteError("n1 (rank 0)", "x")), undefined, "an error without its blame as values names no node");
+    assert.equal(blamed(new RemoteError("elsewhere", "x", undefined, undefined, { node: "elsewhere" })), undefined, "a node not of this boot");
   });
 
   test("a user error's diagnostics and an interruption are causes without a node, worded as the CLI words them", () => {

@@ -153,21 +153,11 @@ export function readBootEvents(boot: Pick<BootView, "events" | "started_at">): B
   };
 }
 
-/**
- * The node an error blames, among the boot's nodes. A boot's failure names where it happened as
- * `NODE (rank N)` or `NODE` (src/boot/up.ts rollBack); the name is matched against the nodes the
- * boot reported, never guessed from the message.
- */
-export function blamedNode(where: string, nodes: readonly string[]): string | undefined {
-  const matches = nodes.filter((n) => where === n || where.startsWith(`${n} (`));
-  return matches.sort((a, b) => b.length - a.length)[0];
-}
-
 function rootCause(e: PageEncodedError, nodes: readonly string[]): RootCause {
   const bound = (lines: readonly string[]): string[] => lines.slice(0, LIMITS.causeLines).map(cut);
   switch (e.kind) {
     case "remote": {
-      const node = blamedNode(e.node, nodes);
+      const node = e.blamed !== undefined && nodes.includes(e.blamed.node) ? e.blamed.node : undefined;
       return { ...(node === undefined ? {} : { node }), message: cut(`${e.node}: ${e.message}`), ...(e.hint === undefined ? {} : { hint: cut(e.hint) }), lines: bound(e.detail === undefined ? [] : e.detail.split("\n")) };
     }
     case "user":
