@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { EXIT_USER, RemoteError, UserError } from "../config/errors.js";
 import { cancelBoot, listBoots, stopDeployment, type DaemonTarget } from "../daemon/client.js";
 import { decodeError, decodeEvent, type UpEvent } from "../boot/up-events.js";
-import type { StopAnswer, StopRequest } from "../contract/control-api.js";
+import { MAX_STOP_GRACE_SECONDS, type StopAnswer, type StopRequest } from "../contract/control-api.js";
 import { outcomeOf } from "../daemon/stop.js";
 import { daemonOption, findDaemon } from "./daemon-target.js";
 import { formatRemoval, removedOf, unreachableOf, type Removed } from "../nodes/down.js";
@@ -41,11 +41,11 @@ export function downText(r: DownResult, target: string | undefined): string[] {
 export const unfinishedLine = (r: DownResult): string =>
   `launcher: ${r.unreachable.map((u) => u.node).join(", ")} could not be reached: what runs there was not stopped; once it answers, \`${r.again}\` finishes the job`;
 
-/** A boot of `name` the daemon cancelled (its rollback ran), said as `down` says it. */
-function sayCancelled(name: string, daemon: DaemonTarget, final: UpEvent, json: boolean, io: Output): void {
+/** A boot of `name` the daemon cancelled (its rollback ran), said as `down` says it; `more`: the rest of a stop's answer, for --json. */
+function sayCancelled(name: string, daemon: DaemonTarget, final: UpEvent, json: boolean, io: Output, more: object = {}): void {
   const ended = final.type === "error" ? decodeError(final.error) : undefined;
   const detail = ended instanceof RemoteError ? (ended.detail ?? "") : "";
-  if (json) io.json({ cancelled: name, daemon: daemon.url, outcome: final.type === "error" ? final.error : { ready: true } });
+  if (json) io.json({ cancelled: name, daemon: daemon.url, outcome: final.type === "error" ? final.error : { ready: true }, ...more });
   else {
     io.out(`cancelled the boot of ${name} in the daemon at ${daemon.url}: ${ended?.message ?? "it had become ready"}`);
     for (const line of detail.split("\n").filter((l) => l.startsWith("rolled back:") || l.startsWith("NOT stopped"))) io.out(line);
@@ -71,6 +71,12 @@ async function cancelInDaemon(daemon: DaemonTarget, target: string | undefined, 
   if (final === undefined) return false;
   sayCancelled(parsed.name, daemon, final, json, io);
   return true;
+}
+
+/** What a stop that cancelled a boot says after the cancel: the containers its down removed and the nodes it did not reach; none when there was nothing more. */
+export function afterCancelLines(result: DownResult): string[] {
+  const removedMore = result.outcomes.some((o) => o.kind === "removed" && o.removed.length > 0);
+  return removedMore || result.unreachable.length > 0 ? formatRemoval(result.outcomes, result.again, "per-container") : [];
 }
 
 /** down's result as the daemon's stop answered it: printed as a stop run here prints it. */
@@ -101,11 +107,19 @@ async function stopInDaemon(daemon: DaemonTarget, target: string, graceSeconds: 
   if (stopped.kind === "refused") throw new DaemonRefusal(stopped.error);
   const { answer } = stopped;
   const final = answer.cancelled === undefined ? undefined : decodeEvent(JSON.stringify(answer.cancelled.event));
-  if (final !== undefined) {
-    sayCancelled(asked.name, daemon, final, json, io);
+  const result = resultOfStop(answer, target);
+  if (final === undefined) {
+    render(result, target, json, io);
     return true;
   }
-  render(resultOfStop(answer, target), target, json, io);
+  // The boot was cancelled, then its nodes stopped: what that stop removed, and a node it did not
+  // reach, are said too (a node not reached is never left for "cancelled" to cover).
+  sayCancelled(asked.name, daemon, final, json, io, downJson(result));
+  if (!json) for (const line of afterCancelLines(result)) io.out(line);
+  if (result.unreachable.length > 0) {
+    io.err(unfinishedLine(result));
+    process.exitCode = EXIT_USER;
+  }
   return true;
 }
 
@@ -139,6 +153,7 @@ export function registerDown(program: Command, io: Output): void {
     .action(async (target: string | undefined, opts: { all?: boolean; cluster?: string; grace: string; json?: boolean; daemon?: string }) => {
       if (target === undefined && !opts.all) throw new UserError("say what to stop", "launcher down NAME, or launcher down --all");
       const grace = parseGraceSeconds(opts.grace, "--grace");
+      if (grace > MAX_STOP_GRACE_SECONDS) throw new UserError(`--grace ${opts.grace} is longer than ${MAX_STOP_GRACE_SECONDS / 60} minutes`, "a container that has not stopped by then will not: give a shorter --grace");
       // A boot the daemon runs is cancelled there; a deployment it sees is stopped there (as the page stops it).
       const daemon = findDaemon(opts.daemon);
       if (daemon !== undefined) {

@@ -3,6 +3,7 @@ import { decodeEvent, type UpEvent } from "../boot/up-events.js";
 import { BootListSchema, CONTROL_PATHS, type BootSummary, type LocalDaemon } from "./protocol.js";
 import type { UpSubmission } from "../app/up-submission.js";
 import { ControlErrorSchema, decodeStop, type StopAnswer, type StopRequest } from "../contract/control-api.js";
+import { DEFAULTS, seconds } from "../contract/defaults.js";
 
 /** A daemon to talk to, and the admin key to show it (never in the URL, never printed). */
 export interface DaemonTarget {
@@ -72,6 +73,16 @@ async function socketDispatcher(socket: string): Promise<Dispatcher> {
   return agent;
 }
 
+/**
+ * A dispatcher for one call whose answer comes only once its work is done (a stop waits out its
+ * grace): undici's Agent gives up on an answer's headers after 300 s by default (`headersTimeout`,
+ * undici docs/api/Client.md), which a long grace passes.
+ */
+async function patientDispatcher(socket: string | undefined, headersWithinMs: number): Promise<Dispatcher> {
+  const { Agent } = await import("undici");
+  return new Agent({ headersTimeout: headersWithinMs, ...(socket === undefined ? {} : { connect: { socketPath: socket } }) }) as unknown as Dispatcher;
+}
+
 function unreachable(target: DaemonTarget, e: unknown): UserError {
   const cause = (e as { cause?: { code?: string; message?: string } }).cause;
   return new UserError(`cannot reach the daemon at ${target.url}${target.socket === undefined ? "" : ` (through its socket ${target.socket})`}: ${cause?.code ?? cause?.message ?? (e as Error).message}`, `start it (launcher serve --control), or pass --daemon URL / LAUNCHER_DAEMON=none to run here`);
@@ -84,10 +95,10 @@ const ADMIN_KEY_HINT = "set LAUNCHER_ADMIN_KEY (or LAUNCHER_ADMIN_KEY_FILE) to t
  * The daemon's answer when it is 2xx or one of `expected`; any other is the daemon's refusal, as a
  * user error (a 401's hint is `keyHint`).
  */
-export async function call(target: DaemonTarget, method: string, path: string, body: unknown, signal?: AbortSignal, expected: readonly number[] = [], keyHint = ADMIN_KEY_HINT): Promise<Response> {
+export async function call(target: DaemonTarget, method: string, path: string, body: unknown, signal?: AbortSignal, expected: readonly number[] = [], keyHint = ADMIN_KEY_HINT, headersWithinMs?: number): Promise<Response> {
   let res: Response;
   try {
-    const dispatcher = target.socket === undefined ? undefined : await socketDispatcher(target.socket);
+    const dispatcher = headersWithinMs !== undefined ? await patientDispatcher(target.socket, headersWithinMs) : target.socket === undefined ? undefined : await socketDispatcher(target.socket);
     // Through the socket the URL's host and port are not used (nor checked: any port is fine).
     res = await fetch(`${target.socket === undefined ? target.url : "http://localhost"}${path}`, {
       ...(dispatcher === undefined ? {} : { dispatcher }),
@@ -165,8 +176,13 @@ export async function listBoots(target: DaemonTarget, signal?: AbortSignal): Pro
  */
 export type StopResult = { readonly kind: "answer"; readonly answer: StopAnswer } | { readonly kind: "unseen" } | { readonly kind: "refused"; readonly error: UserError };
 
+/** Beyond a stop's grace, how long its answer may take: the nodes' SSH round trips and removals (bounded by theirs). */
+const STOP_ANSWER_MARGIN_S = 300;
+
 export async function stopDeployment(target: DaemonTarget, name: string, request: StopRequest): Promise<StopResult> {
-  const res = await call(target, "POST", CONTROL_PATHS.stop(name), request, undefined, [404, 409]);
+  // The answer comes once the stop is done: its grace, and the time to reach every node, besides.
+  const within = ((request.grace_seconds ?? seconds(DEFAULTS.stopGrace)) + STOP_ANSWER_MARGIN_S) * 1000;
+  const res = await call(target, "POST", CONTROL_PATHS.stop(name), request, undefined, [404, 409], ADMIN_KEY_HINT, within);
   const value = (await res.json().catch(() => undefined)) as unknown;
   if (res.status === 404) return { kind: "unseen" };
   if (res.status === 409) {

@@ -274,7 +274,12 @@ function readHandlers(parts: ReadParts, feed: ReadFeed, isAdmin: (req: IncomingM
       if (!feed.hub.add(res)) sendError(res, 503, "too_many_streams", "the daemon serves as many event streams as it allows: close one, or try again later", { "retry-after": "5" });
     },
     logs: logsHandler(parts, feed.stopping),
-    recipes: async (_req, res) => sendAnswer(res, "recipes", parts.recipes?.() ?? { recipes: [] }),
+    // Only an admin's actions (start, swap) need them, and listing reads the recipe folders on the
+    // daemon's loop: not a read any inference key may repeat at will.
+    recipes: async (req, res) => {
+      if (!isAdmin(req)) return sendError(res, 403, "admin_only", "the recipes are listed for an admin (the actions that start them are an admin's): sign in with the admin key");
+      sendAnswer(res, "recipes", parts.recipes?.() ?? { recipes: [] });
+    },
   };
 }
 

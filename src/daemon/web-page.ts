@@ -26,11 +26,16 @@ export const PAGE_NOT_BUILT = "the page is not built: run npm run build (it bund
 /**
  * Every page answer's headers: only this origin's scripts, styles and requests (CSP Level 3,
  * `default-src` the fallback of every fetch directive: https://www.w3.org/TR/CSP3/#directive-default-src;
- * the page sets styles only through the CSSOM, which style-src does not govern), no type sniffing,
- * no Referer (the address may have held a code), never cached.
+ * the page sets styles only through the CSSOM, which style-src does not govern), framed by no page
+ * (`frame-ancestors` has no fallback to default-src: CSP3 #directive-frame-ancestors; and
+ * X-Frame-Options for browsers without it, RFC 7034): a page on another port of the same host is
+ * same-site, so SameSite=Strict would not keep it from framing a signed-in dashboard under a
+ * click; no type sniffing, no Referer (the address may have held a code), never cached.
  */
+export const PAGE_CSP = "default-src 'self'; frame-ancestors 'none'";
 export const PAGE_HEADERS: Readonly<Record<string, string>> = {
-  "content-security-policy": "default-src 'self'",
+  "content-security-policy": PAGE_CSP,
+  "x-frame-options": "DENY",
   "x-content-type-options": "nosniff",
   "referrer-policy": "no-referrer",
   "cache-control": "no-store",

@@ -77,6 +77,10 @@ test("every command with --json also takes -o json, and -o json means --json", a
 test("logs takes -f, -n, --since and -t; down --grace takes a duration", async () => {
   assert.equal((await usage(["logs", "x", "-f", "-n", "5", "--since", "10m", "-t", "-c", "c.toml"])).code, 0);
   assert.equal((await usage(["down", "x", "--grace", "1m30s"])).code, 0);
+  // Past an hour the daemon's stop refuses it: refused here first, before anything is asked or stopped.
+  const long = run(["down", "x", "--grace", "2h"]);
+  assert.equal(long.code, 1);
+  assert.match(long.stderr, /--grace 2h is longer than 60 minutes/);
   assert.equal(parseGraceSeconds("10s", "--grace"), 10);
   assert.equal(parseGraceSeconds("10", "--grace"), 10, "plain seconds as before");
   assert.equal(parseGraceSeconds("1m30s", "--grace"), 90);

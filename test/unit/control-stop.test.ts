@@ -24,7 +24,7 @@ import type { Snapshot } from "../../src/daemon/discovery.js";
 import { WebSessions } from "../../src/daemon/web-session-api.js";
 import { CSRF_HEADER } from "../../src/daemon/web-session.js";
 import { catalogueSource } from "../../src/recipe/uploaded-source.js";
-import { resultOfStop, stopRequestOf, downText, downJson, unfinishedLine } from "../../src/cli/down.js";
+import { afterCancelLines, resultOfStop, stopRequestOf, downText, downJson, unfinishedLine } from "../../src/cli/down.js";
 import { FakeCluster } from "../support/fake-cluster.js";
 import { HOME_ADMIN_KEY, HOME_INFERENCE_KEY, startHomeDaemon } from "../support/home-daemon.js";
 import type { Daemon } from "../../src/daemon/daemon.js";
@@ -237,6 +237,16 @@ test("a node not reached is never said stopped: not recorded stopped, the lane k
   assert.deepEqual(downJson(shown), { removed: [], unreachable: [{ node: "n2", reason: "SSH unreachable: ssh: connect to host timed out" }], complete: false });
 });
 
+test("a stop that cancelled a boot still says a node it did not reach (never covered by 'cancelled'), and says nothing more when nothing was left", () => {
+  const cancelled: StopAnswer["cancelled"] = { outcome: "rolled_back", message: "interrupted by launcher down", rollback: [], event: { type: "error", error: encodeError(new RemoteError("n1", "interrupted by launcher down")), t: 1 } };
+  const base = { deployment: "d", cluster: "fake", stopped: false, deployments: ["d"], ...(cancelled === undefined ? {} : { cancelled }) };
+  const cut = resultOfStop({ ...base, nodes: [{ node: "n1", outcome: "nothing" }, { node: "n2", outcome: "unreachable", reason: "SSH unreachable" }], again: "launcher down d" }, "d");
+  assert.ok(afterCancelLines(cut).some((l) => l.includes("n2")), afterCancelLines(cut).join("\n"));
+  assert.equal(unfinishedLine(cut), "launcher: n2 could not be reached: what runs there was not stopped; once it answers, `launcher down d` finishes the job");
+  const clean = resultOfStop({ ...base, stopped: true, nodes: [{ node: "n1", outcome: "nothing" }, { node: "n2", outcome: "nothing" }] }, "d");
+  assert.deepEqual(afterCancelLines(clean), []);
+});
+
 test("a deployment the daemon does not see is 404 and nothing is touched; a bare name that fits two deployments is down's refusal, 409 with its hint", async () => {
   const w = await world(["alpha", "beta"]);
   w.add("alpha", ["n1"]);
@@ -340,7 +350,7 @@ test("recipes: a recipe is resolved again once a file of its chain changes, and 
   }
 });
 
-test("as the daemon mounts them: recipes answers either key with its own folder's recipes; stop answers 404 for a deployment it does not see, and 401 to an inference key", { timeout: 60_000 }, async () => {
+test("as the daemon mounts them: recipes answers the admin key with its own folder's recipes (an inference key 403); stop answers 404 for a deployment it does not see, and 401 to an inference key", { timeout: 60_000 }, async () => {
   const dir = mkdtempSync(path.join(tmpdir(), "launcher-stop-home-"));
   let daemon: Daemon | undefined;
   try {
@@ -348,13 +358,13 @@ test("as the daemon mounts them: recipes answers either key with its own folder'
     writeFileSync(path.join(dir, "recipes", "mine", "recipe.toml"), `name = "Mine"\nmodel = "org/mine"\ndocker_image = "i"\n`);
     daemon = await startHomeDaemon(dir, []);
     const url = `http://127.0.0.1:${daemon.port}`;
-    for (const key of [HOME_ADMIN_KEY, HOME_INFERENCE_KEY]) {
-      const res = await fetch(`${url}${READ_PATHS.recipes}`, { headers: { authorization: `Bearer ${key}` } });
-      assert.equal(res.status, 200);
-      const decoded = decodeRead("recipes", await res.json());
-      assert.ok(decoded.ok);
-      assert.deepEqual(decoded.answer.recipes.find((r) => r.name === "mine"), { name: "mine", description: "Mine", engine: "vllm", model: "org/mine" });
-    }
+    const res = await fetch(`${url}${READ_PATHS.recipes}`, { headers: { authorization: `Bearer ${HOME_ADMIN_KEY}` } });
+    assert.equal(res.status, 200);
+    const decoded = decodeRead("recipes", await res.json());
+    assert.ok(decoded.ok);
+    assert.deepEqual(decoded.answer.recipes.find((r) => r.name === "mine"), { name: "mine", description: "Mine", engine: "vllm", model: "org/mine" });
+    const reader = await fetch(`${url}${READ_PATHS.recipes}`, { headers: { authorization: `Bearer ${HOME_INFERENCE_KEY}` } });
+    assert.equal(reader.status, 403);
     assert.equal((await fetch(`${url}${READ_PATHS.recipes}`)).status, 401);
     const stop = (key: string): Promise<Response> => fetch(`${url}${CONTROL_PATHS.stop("nowhere")}`, { method: "POST", headers: { authorization: `Bearer ${key}` } });
     assert.equal((await stop(HOME_INFERENCE_KEY)).status, 401);

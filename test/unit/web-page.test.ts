@@ -59,7 +59,8 @@ test("without a build, / says how to build the page (503) and the daemon still s
       assert.equal(res.status, 503);
       assert.equal(await res.text(), PAGE_NOT_BUILT);
       assert.match(PAGE_NOT_BUILT, /the page is not built: run npm run build/);
-      assert.equal(res.headers.get("content-security-policy"), "default-src 'self'");
+      assert.equal(res.headers.get("content-security-policy"), "default-src 'self'; frame-ancestors 'none'");
+      assert.equal(res.headers.get("x-frame-options"), "DENY");
       assert.equal((await fetch(`${url}/page/app.js`)).status, 404);
     });
   } finally {

@@ -114,7 +114,7 @@ test("a code asked for with a key signs in once, for the key's role; it is never
     for (const [name, value] of Object.entries(PAGE_HEADERS)) assert.equal(page.headers.get(name), value);
     const html = await page.text();
     for (const secret of [ADMIN, INFERENCE, code]) assert.ok(!html.includes(secret), "the page's HTML holds no key and no code");
-    if (page.status === 200) for (const asset of ["/page/app.js", "/page/app.css"]) assert.equal((await fetch(`${url}${asset}`)).headers.get("content-security-policy"), "default-src 'self'");
+    if (page.status === 200) for (const asset of ["/page/app.js", "/page/app.css"]) assert.equal((await fetch(`${url}${asset}`)).headers.get("content-security-policy"), "default-src 'self'; frame-ancestors 'none'");
     for (const other of ["/page/../package.json", "/page/", "/constructor", "/sign-in.html"]) assert.notEqual((await fetch(`${url}${other}`)).status, 200, other);
 
     const printed = await dashboard(dir, ["--no-open", "--daemon", url]);
