@@ -22,3 +22,10 @@ export const WEDGED_REASON = "wedged";
 
 /** The gateway's error code for a request to a wedged deployment. */
 export const WEDGED_CODE = "deployment_wedged";
+
+/**
+ * How often the gateway reports a streamed answer's progress to the generation watch: its first
+ * chunk, then the first chunk after each such period. A chunk not reported came at most this long
+ * after one that was, so the watch's rule (src/supervise/generation.ts) allows this much.
+ */
+export const PROGRESS_EVERY_MS = 1000;

@@ -18,7 +18,7 @@ import type { DaemonScope } from "../app/admit.js";
 import type { Environment } from "../app/environment.js";
 import { Discovery, staleAfterMs, type WatchSource } from "./discovery.js";
 import { controlApi, type ControlOptions } from "./control.js";
-import { launcherApi, ReadFeed, type ReadParts } from "./read-api.js";
+import { launcherApi, ReadFeed, type ApiHandler, type ReadParts } from "./read-api.js";
 import { RecipeList } from "./recipe-list.js";
 import { stopper } from "./stop.js";
 import type { ClusterSession } from "../nodes/session.js";
@@ -31,7 +31,7 @@ import { bootSubmitter } from "./boots-host.js";
 import { addEngineKeyHow } from "./engine-key.js";
 import { listenControlSocket, type ControlSocket } from "./control-socket.js";
 import { uploadedClustersDir } from "./uploaded-clusters.js";
-import { generationWatchFor, supervisorFor, superviseFrom } from "./supervision.js";
+import { generationFromMetrics, generationWatchFor, supervisorFor, superviseFrom } from "./supervision.js";
 import type { GenerationWatch } from "../supervise/generation-watch.js";
 import { RouteCache } from "./route-cache.js";
 import { clustersToWatch, WatchedClusters, type WatchedFile } from "./watched-clusters.js";
@@ -154,6 +154,10 @@ export class Daemon {
     const { gateway, registry, log, env, supervisor, discovery, store, feed, live } = this.parts;
     const inFlight = gateway.inFlight();
     env.console.err(`launcher serve: stopping (${inFlight} request${inFlight === 1 ? "" : "s"} in flight get up to ${IN_FLIGHT_GRACE_MS / 1000} s)`);
+    // From now on no death, snapshot or wedge reaches the supervisor: a restart begun now would take
+    // a group down and be cut short before its boot, and a probe the stop cut short is no wedge.
+    this.running.supervising.stop();
+    await this.parts.generation.stop();
     for (const b of registry.list().filter((x) => x.running)) log(`leaving the boot of ${b.identity.deployment} to the next launcher serve (launcher down ${b.identity.deployment} removes it)`);
     await registry.detachAll("launcher serve stopping", DETACH_MS).catch(() => undefined);
     // An event stream never ends by itself: ended here, or the server would wait out its grace for it.
@@ -166,8 +170,6 @@ export class Daemon {
         resolve();
       }, IN_FLIGHT_GRACE_MS).unref();
     });
-    this.running.supervising.stop();
-    await this.parts.generation.stop();
     await supervisor.stop();
     this.running.advertised?.();
     await this.running.socket?.close();
@@ -203,7 +205,7 @@ function assemble(config: DaemonConfig, env: Environment): Parts {
   const watched = new WatchedClusters(files, config.clusterFiles.length, uploadedDir, discovery, watchSource, registry, log);
   const supervisor = supervisorFor(watched.sessions, store, discovery, registry, log, config.restartBackoffMs);
   discovery.subscribe((snap) => watched.forgetIdle(snap.deployments));
-  const generation = generationWatchFor(store, supervisor, metrics, discovery, { probeEveryMs: config.probeEveryMs, boundMs: config.probeBoundMs }, log);
+  const generation = generationWatchFor(store, supervisor, metrics, discovery, { probeEveryMs: config.probeEveryMs, boundMs: config.probeBoundMs }, log, clusters.map((c) => c.name));
   const supervision = (): Record<string, string> => withWedges(supervisor.describe(), generation.describe());
   // Recorded by the `up` that booted it (src/boot/launch.ts): read from the store once per
   // route table, not on every request (src/gateway/engine-keys.ts says why that is as fresh).
@@ -218,22 +220,14 @@ function assemble(config: DaemonConfig, env: Environment): Parts {
   const stop = stopper({ discovery, registry, session, store, now: () => new Date(), log });
   const control = config.control ? { registry, submit, stop, maxBodyBytes: MAX_CONTROL_BODY_BYTES } : undefined;
   const live = liveSources({ snapshot: () => discovery.snapshot(), store, captureBodies: config.captureBodies });
+  live.subscribe(generationFromMetrics(generation));
   // The folders catalogueSource reads (recipeDirs reads only the variables of its places).
   const recipes = new RecipeList(recipeDirs({ vars: env.vars, home: homedir() }), env.recipeCatalogue(log));
   const read = readPartsOf({ discovery, supervision, watched, store, registry, log, live }, () => recipes.list());
   const feed = new ReadFeed(read);
-  const readKeys = [...config.adminKeys, ...config.apiKeys];
-  const checkAdmin = config.adminKeys.length === 0 ? {} : { checkAdmin: keyChecker(config.adminKeys) };
-  // The page's sessions: signed in with a key or a one-time code, then a cookie stands for the key.
-  const sessions = new WebSessions({ ...checkAdmin, ...(config.apiKeys.length === 0 ? {} : { checkInference: keyChecker(config.apiKeys) }) });
+  const { api, sessions } = launcherApiOf(config, read, feed, control);
   const gateway = createGateway({
-    // Reads: an admin or an inference key. The control API over TCP: the admin key only. Through the socket (announce): this user only.
-    control: launcherApi(
-      read,
-      feed,
-      { sessions, ...checkAdmin, ...(readKeys.length === 0 ? {} : { checkRead: keyChecker(readKeys) }) },
-      control === undefined ? undefined : controlApi({ ...control, ...checkAdmin, admitSession: sessions.admitAction }),
-    ),
+    control: api,
     page: pageServer(),
     routes: () => routes.routes(),
     ...(config.apiKeys.length === 0 ? {} : { checkKey: keyChecker(config.apiKeys) }),
@@ -255,10 +249,29 @@ function assemble(config: DaemonConfig, env: Environment): Parts {
     bodyTimeoutMs: config.idleTimeoutMs,
     maxBodyBytes: MAX_BODY_BYTES,
     activity: live.record,
-    generated: (cluster, deployment, at) => generation.generated(cluster, deployment, at),
+    generated: (cluster, deployment) => generation.generated(cluster, deployment),
     captureBodies: config.captureBodies,
   });
   return { config, env, log, store, discovery, registry, supervisor, generation, watched, clusters, gateway, sessions, control, read, feed, live };
+}
+
+/**
+ * What the gateway mounts under CONTROL_PREFIX, and the page's sessions it uses. Reads: an admin or
+ * an inference key, or a session. The control API over TCP: the admin key, or an admin session with
+ * its CSRF token. Through the socket (announce): this user only.
+ */
+function launcherApiOf(config: DaemonConfig, read: ReadParts, feed: ReadFeed, control: Omit<ControlOptions, "checkAdmin" | "admitSession" | "ownerSocket"> | undefined): { api: ApiHandler; sessions: WebSessions } {
+  const readKeys = [...config.adminKeys, ...config.apiKeys];
+  const checkAdmin = config.adminKeys.length === 0 ? {} : { checkAdmin: keyChecker(config.adminKeys) };
+  // The page's sessions: signed in with a key or a one-time code, then a cookie stands for the key.
+  const sessions = new WebSessions({ ...checkAdmin, ...(config.apiKeys.length === 0 ? {} : { checkInference: keyChecker(config.apiKeys) }) });
+  const api = launcherApi(
+    read,
+    feed,
+    { sessions, ...checkAdmin, ...(readKeys.length === 0 ? {} : { checkRead: keyChecker(readKeys) }) },
+    control === undefined ? undefined : controlApi({ ...control, ...checkAdmin, admitSession: sessions.admitAction }),
+  );
+  return { api, sessions };
 }
 
 /** What the read API reads, from the daemon's parts. */

@@ -10,6 +10,7 @@ import type { BootRegistry } from "../supervise/boots.js";
 import { GenerationWatch, httpProbe } from "../supervise/generation-watch.js";
 import type { GenerationTiming } from "../supervise/generation.js";
 import type { GatewayMetrics } from "../gateway/metrics.js";
+import type { LiveEvent } from "./live-sources.js";
 
 // The daemon's supervision wiring: a Supervisor (src/supervise/supervisor.ts) fed by discovery's
 // snapshots and the nodes' container deaths, restarting through the daemon's boot registry.
@@ -84,26 +85,47 @@ export function superviseFrom(discovery: Discovery, supervisor: Supervisor, sess
 /**
  * The daemon's watch of every serving deployment's generation (src/supervise/generation-watch.ts):
  * it probes with the engine's key as the store holds it (the gateway's), shows each deployment's
- * last generation and wedged state in /metrics, and hands a wedge to the supervisor (a restart
- * under --restart on-failure; a deployment it does not supervise is only not routed to), fed
- * each of discovery's snapshots.
+ * last generation and wedged state in /metrics, records a wedge for `launcher status` (the rows of
+ * `clusters` a former daemon left are cleared when it starts, a launch's own when it is first
+ * watched), and hands a confirmed wedge to the supervisor (a restart under --restart on-failure;
+ * a deployment it does not supervise is only not routed to), fed each of discovery's snapshots.
+ * Its clock is performance.now(), which never goes back (nodejs.org/api/perf_hooks.html
+ * #performancenow: relative to timeOrigin, monotonic); Date.now only shows when.
  */
-export function generationWatchFor(store: StateStore, supervisor: Supervisor, metrics: GatewayMetrics, discovery: Discovery, timing: GenerationTiming, log: (line: string) => void): GenerationWatch {
+export function generationWatchFor(store: StateStore, supervisor: Supervisor, metrics: GatewayMetrics, discovery: Discovery, timing: GenerationTiming, log: (line: string) => void, clusters: readonly string[]): GenerationWatch {
+  const forget = (cluster: string, deployment: string): void => store.saveWedge(cluster, deployment, undefined);
   const watch = new GenerationWatch({
     probe: httpProbe,
     engineKey: (cluster, deployment) => store.engineKey(cluster, deployment),
     timing,
-    now: Date.now,
+    now: () => performance.now(),
+    wall: Date.now,
     log,
+    onStart: () => {
+      for (const cluster of clusters) for (const deployment of store.wedges(cluster).keys()) forget(cluster, deployment);
+    },
+    onWatched: (seen) => forget(seen.cluster, seen.deployment),
     onWedged: (seen, wedged, message) => {
       // Kept for `launcher status`, which reads the nodes and this store, not the daemon.
       store.saveWedge(seen.cluster, seen.deployment, { boot: seen.boot ?? "", since: new Date(wedged.since).toISOString(), message, at: new Date(wedged.at).toISOString() });
-      supervisor.wedged(seen.cluster, seen.deployment, message);
     },
-    onCleared: (seen) => store.saveWedge(seen.cluster, seen.deployment, undefined),
+    onConfirmed: (seen, _wedged, message) => supervisor.wedged(seen.cluster, seen.deployment, message),
+    onCleared: (seen) => forget(seen.cluster, seen.deployment),
     onState: (cluster, deployment, state) => metrics.generation(cluster, deployment, state),
   });
   // Each new poll: serving deployments are watched, the others forgotten.
   discovery.subscribe((snap) => watch.observe(snap.deployments));
   return watch;
+}
+
+/**
+ * The engines' own evidence for the watch: a metrics point (src/measure/live/metrics-scraper.ts)
+ * whose generation rate is above 0 says vllm:generation_tokens_total went up since the scrape
+ * before, so the engine generates even when no answer through the gateway ended. Subscribed to the
+ * daemon's live sources (src/daemon/live-sources.ts).
+ */
+export function generationFromMetrics(watch: Pick<GenerationWatch, "generated">): (event: LiveEvent) => void {
+  return (event) => {
+    if (event.event === "metrics" && (event.data.point.generation_tps ?? 0) > 0) watch.generated(event.data.cluster, event.data.deployment);
+  };
 }

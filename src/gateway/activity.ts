@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type { ActivityRecord } from "../contract/read-api.js";
+import { PROGRESS_EVERY_MS } from "../contract/generation.js";
 
 /**
  * A client key's id in the activity log: the first 8 hex digits of its SHA-256. Short enough to
@@ -85,4 +86,18 @@ export function activityRecord(a: AnsweredRequest): ActivityRecord {
 export function generatedBy(status: number, trail: RequestTrail): { readonly cluster: string; readonly deployment: string } | undefined {
   if (status !== 200 || trail.error !== undefined || trail.cluster === undefined || trail.deployment === undefined) return undefined;
   return (trail.tokensOut ?? 0) >= 1 ? { cluster: trail.cluster, deployment: trail.deployment } : undefined;
+}
+
+/**
+ * One streamed answer's progress, told to `generated`: its first chunk, then the first chunk after
+ * each PROGRESS_EVERY_MS (a busy stream sends tens a second), on a clock that never goes back.
+ */
+export function progressOf(target: { readonly cluster: string; readonly deployment: string }, generated: (cluster: string, deployment: string) => void, now: () => number = () => performance.now()): () => void {
+  let told = Number.NEGATIVE_INFINITY;
+  return () => {
+    const t = now();
+    if (t - told < PROGRESS_EVERY_MS) return;
+    told = t;
+    generated(target.cluster, target.deployment);
+  };
 }

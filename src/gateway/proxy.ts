@@ -49,6 +49,8 @@ export interface ForwardOptions {
   readonly readStreamUsage?: boolean;
   /** Keep a copy of the answer's first bytes, this many (the activity log's body capture). */
   readonly captureBytes?: number;
+  /** Called with each chunk of a 200 event stream that carries an event: the engine is sending tokens. */
+  readonly onStreamData?: () => void;
 }
 
 /** What goes upstream: nothing, bytes the gateway holds (parts sent in order, never joined), or a stream it passes on. */
@@ -223,7 +225,9 @@ export function forward(req: IncomingMessage, res: ServerResponse, options: Forw
           firstChunkAt ??= options.now();
           captured?.add(chunk);
           if (streaming) {
-            streamedChunks += countEvents(chunk);
+            const events = countEvents(chunk);
+            streamedChunks += events;
+            if (events > 0 && status === 200) options.onStreamData?.();
             if (options.readStreamUsage === true) {
               before = last;
               last = chunk;

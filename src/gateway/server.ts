@@ -9,7 +9,7 @@ import { GATEWAY_METHODS, methodMatcher, routeParams, type MethodTable } from ".
 import { canonicalPath } from "./paths.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { ANSWERS_BUDGET_BYTES, forward, type ForwardResult, type UpstreamBody } from "./proxy.js";
-import { activityRecord, generatedBy, type RequestTrail } from "./activity.js";
+import { activityRecord, generatedBy, progressOf, type RequestTrail } from "./activity.js";
 import { capturedBody, captureWindow } from "./capture.js";
 import type { ActivityRecord } from "../contract/read-api.js";
 import type { Resolution, RouteTable, Target } from "./routes.js";
@@ -60,10 +60,12 @@ export interface GatewayOptions {
    */
   readonly activity?: (record: ActivityRecord) => void;
   /**
-   * Hears each answer that completed a real generation (./activity.ts generatedBy): the daemon's
-   * generation watch. Called on the request path: it must only note it.
+   * Hears each deployment's evidence of generation: a 200 event stream's first chunk and then one
+   * chunk every PROGRESS_EVERY_MS (src/contract/generation.ts) while it streams, and each answer
+   * that completed a real generation (./activity.ts generatedBy): the daemon's generation watch,
+   * which stamps it on its own clock. Called on the request path: it must only note it.
    */
-  readonly generated?: (cluster: string, deployment: string, at: number) => void;
+  readonly generated?: (cluster: string, deployment: string) => void;
   /**
    * With `activity`: keep at most this many bytes of each request's and answer's body in its
    * record, keys removed (./capture.ts). Absent or 0: bodies are not captured.
@@ -338,6 +340,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         now: Date.now,
         ...(options.activity === undefined ? {} : { readStreamUsage: true }),
         ...(capture === undefined ? {} : { captureBytes: captureWindow(capture, to.engineKey) }),
+        ...(options.generated === undefined ? {} : { onStreamData: progressOf(target, options.generated) }),
       });
       if (result.captured !== undefined) trail.raw = { ...trail.raw, response: result.captured, ...withKey(to.engineKey) };
       if (body.kind === "stream" && body.from.errored instanceof BodyTooLargeError) {
@@ -505,7 +508,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (status !== 0) metrics.requests.inc({ model, lane, code: String(status) });
       if (options.activity !== undefined) recordActivity(options.activity, req, res, { t: started, model, lane, status, trail });
       const by = options.generated === undefined ? undefined : generatedBy(status, trail);
-      if (by !== undefined) options.generated?.(by.cluster, by.deployment, Date.now());
+      if (by !== undefined) options.generated?.(by.cluster, by.deployment);
     } finally {
       inFlight--;
     }

@@ -48,7 +48,10 @@ export interface DoctorReport {
  * oom_score_adj is what the kernel's OOM killer adds to its badness (proc_pid_oom_score_adj(5)).
  * `systemctl is-active` prints one state word per unit (systemctl(1)); without systemd the process
  * is looked for. The ports' rates are dumped in the sysfs dump's own format (src/cluster/sysfs.ts).
- * nvidia-smi's header line carries "CUDA Version: X", the highest CUDA its driver supports.
+ * nvidia-smi's header line carries "CUDA Version: X", the highest CUDA its driver supports. A
+ * driver that lost its GPU makes nvidia-smi hang or print an error on stdout ("NVIDIA-SMI has
+ * failed because it couldn't communicate with the NVIDIA driver"), so it runs under coreutils'
+ * timeout(1) and its words are taken only when they are a version (./health.ts parseVersions).
  */
 const HEALTH_SCRIPT = `echo "@@oom"
 for p in sshd dockerd; do
@@ -63,8 +66,8 @@ done
 echo "@@versions"
 echo "kernel $(uname -r)"
 if command -v nvidia-smi >/dev/null 2>&1; then
-  echo "driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)"
-  echo "cuda $(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\\([0-9.]*\\).*/\\1/p' | head -1)"
+  echo "driver $(timeout 10 nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)"
+  echo "cuda $(timeout 10 nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\\([0-9.]*\\).*/\\1/p' | head -1)"
 fi
 [ -r /proc/driver/nvidia/version ] && echo "driver-proc $(head -1 /proc/driver/nvidia/version)"
 echo "@@ib-rate"
@@ -243,7 +246,6 @@ export function healthFindings(report: DoctorReport, cluster: ClusterSession["cl
     const values = { ...n.system, ...(n.docker === undefined ? {} : { docker: n.docker.version }) };
     return { node: n.node, values, mtus };
   });
-  const head = [...cluster.nodes].sort((a, b) => a.rank - b.rank)[0]?.name ?? "";
-  out.push(...driftFindings(rows, head));
+  out.push(...driftFindings(rows));
   return out;
 }

@@ -25,75 +25,101 @@ const FIX: Record<DriftKey, (value: string) => string> = {
   docker: (v) => `install Docker Engine ${v} on every node`,
 };
 
-/** What a node without a value is shown as, when other nodes have one: a missing driver is drift too. */
-export const NONE = "none";
-/** Where a node without a value differs; elsewhere it is left out (a Docker that does not answer is its own error). */
-const ABSENT_DIFFERS: ReadonlySet<DriftKey> = new Set(["nvidia_driver", "cuda"]);
+/** How to make a value alike on every node when no value has a majority (no node is the one to change). */
+const FIX_ANY: Record<DriftKey, string> = {
+  kernel: "choose one kernel and run it on every node",
+  nvidia_driver: "choose one NVIDIA driver, install it on every node and reboot them",
+  cuda: "choose one NVIDIA driver (it decides the CUDA version) and install it on every node",
+  docker: "choose one Docker Engine version and install it on every node",
+};
 
-/** The value the others have, and why it is the one compared with. */
+/** Where a node without a value is named (its driver may be missing or broken); elsewhere it is left out (a Docker that does not answer is its own error). */
+const ABSENT_SAID: ReadonlySet<DriftKey> = new Set(["nvidia_driver", "cuda"]);
+
+/** The value most nodes have, compared with: only a strict majority is one (a tie names no culprit). */
 export interface Reference {
   readonly value: string;
   readonly nodes: readonly string[];
-  /** majority: more nodes have it than any other value; head: no majority, so the head's value. */
-  readonly basis: "majority" | "head";
 }
 
 /**
- * The reference among node values: the value more nodes have than any other, else (a tie) the
- * head's. Undefined when every node agrees, or when there is no majority and the head has no value.
+ * The value more nodes have than any other, among the nodes that have a value (a node without
+ * one is never the reference). Undefined when every node agrees, or when no value has more nodes
+ * than every other (a tie: which side is wrong is not known).
  */
-export function reference(values: ReadonlyMap<string, string>, head: string): Reference | undefined {
+export function reference(values: ReadonlyMap<string, string>): Reference | undefined {
+  const groups = valueGroups(values);
+  if (groups.size <= 1) return undefined;
+  const [first, second] = [...groups].sort((a, b) => b[1].length - a[1].length);
+  return first !== undefined && second !== undefined && first[1].length > second[1].length ? { value: first[0], nodes: first[1] } : undefined;
+}
+
+function valueGroups(values: ReadonlyMap<string, string>): Map<string, string[]> {
   const groups = new Map<string, string[]>();
   for (const [node, v] of values) (groups.get(v) ?? groups.set(v, []).get(v))?.push(node);
-  if (groups.size <= 1) return undefined;
-  const sorted = [...groups].sort((a, b) => b[1].length - a[1].length);
-  const [first, second] = sorted;
-  if (first !== undefined && second !== undefined && first[1].length > second[1].length) return { value: first[0], nodes: first[1], basis: "majority" };
-  const headValue = values.get(head);
-  return headValue === undefined ? undefined : { value: headValue, nodes: groups.get(headValue) ?? [head], basis: "head" };
+  return groups;
 }
 
-const basisText = (r: Reference, total: number): string =>
-  r.basis === "majority" ? `the majority: ${r.nodes.length} of ${total} nodes` : `no majority among ${total} nodes, so the head's`;
-
-/** The findings of one compared value: each node whose value is not the reference's. */
-function differing(values: ReadonlyMap<string, string>, head: string, label: string, fix: (ref: string, node: string) => string): Finding[] {
-  const ref = reference(values, head);
-  if (ref === undefined) return [];
-  return [...values]
-    .filter(([, v]) => v !== ref.value)
-    .map(([node, v]): Finding => ({
-      severity: "warning",
-      kind: "drift",
-      node,
-      message: `${label} ${v} differs from ${ref.value} on ${ref.nodes.join(", ")} (${basisText(ref, values.size)})`,
-      fix: fix(ref.value, node),
-    }));
+interface Compared {
+  readonly label: string;
+  /** The node's fix, given the majority's value. */
+  readonly fix: (ref: string, node: string) => string;
+  /** The fix when there is no majority. */
+  readonly fixAny: string;
 }
 
-/** Each node's value of `pick`; with `absentDiffers`, NONE where a node has none but another has one. */
-function valuesOf(rows: readonly DriftRow[], pick: (r: DriftRow) => string | undefined, absentDiffers: boolean): Map<string, string> {
-  if (!rows.some((r) => pick(r) !== undefined)) return new Map();
+/**
+ * The findings of one compared value: with a majority, each node whose value is not the
+ * majority's; without one, one finding that lists every node and its value and names no culprit
+ * (its node is every node, in order).
+ */
+function differing(values: ReadonlyMap<string, string>, c: Compared): Finding[] {
+  const ref = reference(values);
+  if (ref !== undefined) {
+    return [...values]
+      .filter(([, v]) => v !== ref.value)
+      .map(([node, v]): Finding => ({ severity: "warning", kind: "drift", node, message: `${c.label} ${v} differs from ${ref.value} on ${ref.nodes.join(", ")} (the majority: ${ref.nodes.length} of ${values.size} nodes)`, fix: c.fix(ref.value, node) }));
+  }
+  if (valueGroups(values).size <= 1) return [];
+  const each = [...values].map(([node, v]) => `${node} ${v}`).join(", ");
+  return [{ severity: "warning", kind: "drift", node: [...values.keys()].join(", "), message: `${c.label} differs across ${values.size} nodes with no majority: ${each}`, fix: c.fixAny }];
+}
+
+/** The nodes that did not say a value others said: "not read" there, never compared as a value. */
+function notRead(rows: readonly DriftRow[], pick: (r: DriftRow) => string | undefined, label: string): Finding[] {
+  const said = rows.filter((r) => pick(r) !== undefined).map((r) => r.node);
+  if (said.length === 0) return [];
+  return rows
+    .filter((r) => pick(r) === undefined)
+    .map((r): Finding => ({ severity: "warning", kind: "drift", node: r.node, message: `${label} not read on ${r.node}, while ${said.join(", ")} said one`, fix: `see why ${r.node} says no ${label}: is its driver loaded (nvidia-smi, /proc/driver/nvidia/version)?` }));
+}
+
+/** Each node's value of `pick`, for the nodes that have one. */
+function valuesOf(rows: readonly DriftRow[], pick: (r: DriftRow) => string | undefined): Map<string, string> {
   return new Map(rows.flatMap((r): [string, string][] => {
     const v = pick(r);
-    return v !== undefined ? [[r.node, v]] : absentDiffers ? [[r.node, NONE]] : [];
+    return v === undefined ? [] : [[r.node, v]];
   }));
 }
 
 /**
  * Kernel, NVIDIA driver, CUDA, Docker and each fabric interface's MTU compared across the nodes
- * that answered: a node that differs is named with its value and the others'. `head` is the
- * rank 0 node, whose value is the reference when no value has a majority.
+ * that answered: a node that differs from the majority is named with its value and the others';
+ * with no majority, every node and its value are listed; a node that said no driver or CUDA while
+ * others did is said to be "not read" there.
  */
-export function driftFindings(rows: readonly DriftRow[], head: string): Finding[] {
+export function driftFindings(rows: readonly DriftRow[]): Finding[] {
   const out: Finding[] = [];
   for (const key of Object.keys(LABEL) as DriftKey[]) {
-    out.push(...differing(valuesOf(rows, (r) => r.values[key], ABSENT_DIFFERS.has(key)), head, LABEL[key], (ref) => FIX[key](ref)));
+    const pick = (r: DriftRow): string | undefined => r.values[key];
+    out.push(...differing(valuesOf(rows, pick), { label: LABEL[key], fix: (ref) => FIX[key](ref), fixAny: FIX_ANY[key] }));
+    if (ABSENT_SAID.has(key)) out.push(...notRead(rows, pick, LABEL[key]));
   }
   const ifaces = [...new Set(rows.flatMap((r) => Object.keys(r.mtus)))].sort();
   for (const iface of ifaces) {
     const mtu = (r: DriftRow): string | undefined => (r.mtus[iface] === undefined ? undefined : String(r.mtus[iface]));
-    out.push(...differing(valuesOf(rows, mtu, false), head, `MTU of ${iface}`, (ref, node) => `set MTU ${ref} on ${node}'s ${iface} (ip link set ${iface} mtu ${ref}) and on the switch`));
+    const label = `MTU of ${iface}`;
+    out.push(...differing(valuesOf(rows, mtu), { label, fix: (ref, node) => `set MTU ${ref} on ${node}'s ${iface} (ip link set ${iface} mtu ${ref}) and on the switch`, fixAny: `choose one MTU for ${iface}, set it on every node (ip link set ${iface} mtu N) and on the switch` }));
   }
   return out;
 }

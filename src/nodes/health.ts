@@ -92,6 +92,13 @@ export function parseHelpers(text: string): OomHelper[] {
   });
 }
 
+/** A dotted version (580.95.05, 13.0), else undefined: never the words of a tool that failed. */
+const VERSION = /^\d+(\.\d+){1,3}$/;
+const versionOf = (text: string | undefined): string | undefined => {
+  const w = word(text);
+  return w !== undefined && VERSION.test(w) ? w : undefined;
+};
+
 /** `kernel X`, `driver X`, `cuda X`, `driver-proc LINE` lines of the @@versions section. */
 export function parseVersions(text: string): NodeSystem {
   const lines = new Map<string, string>();
@@ -101,8 +108,10 @@ export function parseVersions(text: string): NodeSystem {
   }
   // /proc/driver/nvidia/version: "NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  580.95.05  Release Build ..."
   const fromProc = /Kernel Module\b.*?\s(\d+\.\d+(?:\.\d+)?)\s/.exec(`${lines.get("driver-proc") ?? ""} `)?.[1];
-  const driver = word(lines.get("driver")) ?? fromProc;
-  const cuda = word(lines.get("cuda"));
+  // nvidia-smi prints its failures on stdout ("NVIDIA-SMI has failed because it couldn't
+  // communicate with the NVIDIA driver..."): only a version is one, else the kernel module's.
+  const driver = versionOf(lines.get("driver")) ?? fromProc;
+  const cuda = versionOf(lines.get("cuda"));
   const kernel = word(lines.get("kernel"));
   return { ...(kernel === undefined ? {} : { kernel }), ...(driver === undefined ? {} : { nvidia_driver: driver }), ...(cuda === undefined ? {} : { cuda }) };
 }

@@ -12,8 +12,12 @@ export interface ProbeTarget {
   readonly apiKey: string | undefined;
 }
 
-/** How one probe ended: a token generated, an error worth trying again within the bound, or a refused request (4xx: nothing learnt). */
-export type ProbeOutcome = { readonly kind: "generated" } | { readonly kind: "failed"; readonly why: string } | { readonly kind: "refused"; readonly why: string };
+/**
+ * How one probe ended: a token generated, an error worth trying again within the bound, a refused
+ * request (4xx: nothing learnt), or stopped (the watch stopped, the launch was forgotten: nothing
+ * learnt, never a failure).
+ */
+export type ProbeOutcome = { readonly kind: "generated" } | { readonly kind: "failed"; readonly why: string } | { readonly kind: "refused"; readonly why: string } | { readonly kind: "stopped" };
 
 /** One request of a probe; its signal ends it at the bound. */
 export type ProbeOnce = (target: ProbeTarget, signal: AbortSignal) => Promise<ProbeOutcome>;
@@ -77,6 +81,11 @@ export const httpProbe: ProbeOnce = async (target, signal) => {
 /**
  * One probe within its bound: quick failures (a connection refused, a 5xx) are tried again until
  * the bound is spent, so that one lost connection is no wedge; the last failure is the one said.
+ * The bound is the probe's own timer (AbortSignal.timeout is a Node timer, and Node's timers run on
+ * libuv's loop time, which is hrtime, not the wall clock: nodejs/node f8193ab "timers: use uv_now
+ * instead of Date.now", docs.libuv.org timer.html), so the wall clock stepping never ends or
+ * prolongs it. `stop`
+ * aborted is "stopped", whatever the probe had seen: it says nothing of the engine.
  */
 export async function probeWithin(once: ProbeOnce, target: ProbeTarget, boundMs: number, stop: AbortSignal): Promise<ProbeOutcome> {
   const bound = AbortSignal.timeout(boundMs);
@@ -86,6 +95,7 @@ export async function probeWithin(once: ProbeOnce, target: ProbeTarget, boundMs:
   while (!signal.aborted) {
     try {
       const outcome = await once(target, signal);
+      if (stop.aborted) break;
       if (outcome.kind !== "failed") return outcome;
       last = outcome;
     } catch (e) {
@@ -94,6 +104,7 @@ export async function probeWithin(once: ProbeOnce, target: ProbeTarget, boundMs:
     }
     await delay(PROBE_RETRY_MS, undefined, { signal }).catch(() => undefined);
   }
+  if (stop.aborted) return { kind: "stopped" };
   return last === noAnswer ? noAnswer : { kind: "failed", why: `${last.why} (tried again for ${boundText(boundMs)})` };
 }
 
@@ -105,10 +116,22 @@ export interface GenerationWatchDeps {
   /** The engine's key as the store holds it (the gateway's). */
   readonly engineKey: (cluster: string, deployment: string) => string | undefined;
   readonly timing: GenerationTiming;
+  /** Milliseconds on a clock that never goes back (performance.now): every time the watch judges by. */
   readonly now: () => number;
+  /** The wall clock (Date.now), only to show when: a wedge's since, the last generation in /metrics. */
+  readonly wall: () => number;
   readonly log: (line: string) => void;
-  /** A deployment became wedged (once per wedge: it is said again only after it generated again). */
+  /**
+   * A deployment became wedged: it is no longer routed to (once per wedge: it is said again only
+   * after it generated again). Its times are on the wall clock.
+   */
   readonly onWedged?: (seen: Watched, wedged: Wedged, message: string) => void;
+  /** A second probe in a row failed too: the wedge is confirmed (the supervisor's restart), once per wedge. */
+  readonly onConfirmed?: (seen: Watched, wedged: Wedged, message: string) => void;
+  /** A launch is first watched: what was recorded of it before (a wedge a former daemon saw) is void. */
+  readonly onWatched?: (seen: Watched) => void;
+  /** The watch starts: the clusters' wedges recorded before it are void (their daemon is gone). */
+  readonly onStart?: () => void;
   /** A wedge said is over: it generated again, or it is no longer watched (not serving, a new launch). */
   readonly onCleared?: (seen: Watched) => void;
   /** Each deployment's last generation and wedged state, after every change (the daemon's /metrics). */
@@ -120,12 +143,25 @@ interface Entry {
   state: GenerationState;
   /** The wedge said (to the log and onWedged), until it generates again. */
   said: Wedged | undefined;
+  /** Its confirmation was handed on (onConfirmed), until it generates again. */
+  confirmed: boolean;
   probe: AbortController | undefined;
+  /** Discovery polls in a row that did not show it serving: forgotten at FORGET_AFTER_POLLS. */
+  missed: number;
+  /** Its wedge's since on the wall clock, worked out once: each answer that shows it says the same. */
+  since: { readonly mono: number; readonly wall: number } | undefined;
 }
+
+/**
+ * Polls in a row a watched launch may be missing from the serving ones before it is forgotten
+ * (and its wedge with it): one poll that read it unhealthy, or its node for a moment unreachable,
+ * must not erase a wedge. A new launch of the name (another boot label) is anew at once.
+ */
+export const FORGET_AFTER_POLLS = 3;
 
 const key = (cluster: string, deployment: string): string => `${cluster}/${deployment}`;
 
-/** How often the watch looks for a probe due or a bound passed. */
+/** How often the watch looks for a probe due. */
 export const GENERATION_TICK_MS = 250;
 
 /**
@@ -143,52 +179,58 @@ export class GenerationWatch {
 
   constructor(private readonly deps: GenerationWatchDeps) {}
 
+  /** Starts probing; what was recorded of wedges before (another daemon's) is void from now. */
   start(): void {
+    if (this.timer === undefined) this.deps.onStart?.();
     this.timer ??= setInterval(() => this.tick(), GENERATION_TICK_MS);
     this.timer.unref();
   }
 
-  /** One discovery snapshot: serving deployments are watched (a new launch anew), the others forgotten. */
+  /**
+   * One discovery snapshot: serving deployments are watched (a new launch anew); one missing from
+   * the serving ones is forgotten after FORGET_AFTER_POLLS polls in a row, and not probed meanwhile.
+   */
   observe(deployments: readonly Watched[]): void {
     if (this.stopping.signal.aborted) return;
-    const at = this.deps.now();
     const serving = new Map(deployments.filter((d) => d.status === "serving").map((d) => [key(d.cluster, d.deployment), d]));
     for (const [k, e] of this.entries) {
       const d = serving.get(k);
-      if (d === undefined || d.boot !== e.seen.boot) this.forget(k, e);
+      if (d !== undefined && d.boot !== e.seen.boot) this.forget(k, e);
+      else if (d === undefined && ++e.missed >= FORGET_AFTER_POLLS) this.forget(k, e);
     }
     for (const [k, d] of serving) {
       const e = this.entries.get(k);
-      if (e === undefined) {
-        this.entries.set(k, { seen: d, state: startGeneration(at), said: undefined, probe: undefined });
-        this.report(d.cluster, d.deployment, { lastOk: undefined, wedged: false });
-      } else e.seen = d;
+      if (e === undefined) this.watch(k, d);
+      else {
+        e.seen = d;
+        e.missed = 0;
+      }
     }
   }
 
-  /** A 200 answer with at least one token came through the gateway from this deployment. */
-  generated(cluster: string, deployment: string, at: number): void {
+  /**
+   * Evidence that this deployment generates: an answer's chunk or a 200 answer with a token through
+   * the gateway, or its engine's token counter going up. Stamped on the watch's own clock.
+   */
+  generated(cluster: string, deployment: string): void {
+    if (this.stopping.signal.aborted) return;
     const e = this.entries.get(key(cluster, deployment));
     if (e === undefined) return;
-    e.state = noteGeneration(e.state, { kind: "generated", at });
+    e.state = noteGeneration(e.state, { kind: "generated", at: this.deps.now() });
     this.settle(e);
   }
 
-  /** Time passed: probes due are sent, bounds passed are judged. */
+  /** Time passed: probes due are sent (not to one missing from the last poll). */
   tick(): void {
     if (this.stopping.signal.aborted) return;
     const at = this.deps.now();
-    for (const e of this.entries.values()) {
-      if (probeDue(e.state, at, this.deps.timing)) this.probe(e, at);
-      this.settle(e);
-    }
+    for (const e of this.entries.values()) if (e.missed === 0 && probeDue(e.state, at, this.deps.timing)) this.probe(e, at);
   }
 
   /** The deployments wedged now, as the gateway answers for them. */
   wedged(): WedgedDeployment[] {
-    const at = this.deps.now();
     return [...this.entries.values()].flatMap((e) => {
-      const w = wedgedOf(e.state, at, this.deps.timing);
+      const w = this.shown(e);
       if (w === undefined) return [];
       const { cluster, deployment, served_model, lane } = e.seen;
       return [{ cluster, deployment, served_model, ...(lane === undefined ? {} : { lane }), since: new Date(w.since).toISOString(), reason: w.why, message: wedgedMessage(deployment, w) }];
@@ -200,12 +242,35 @@ export class GenerationWatch {
     return Object.fromEntries(this.wedged().map((w) => [key(w.cluster, w.deployment), `wedged since ${w.since}`]));
   }
 
-  /** Stops probing; a wedge said is no longer claimed (no one watches it any more). */
+  /**
+   * Stops probing: a probe in flight ends as "stopped", never a failure, and nothing is judged or
+   * handed on from now; a wedge said is no longer claimed (no one watches it any more).
+   */
   async stop(): Promise<void> {
+    if (this.stopping.signal.aborted) return;
     this.stopping.abort();
     clearInterval(this.timer);
     await Promise.allSettled([...this.probes]);
     for (const e of this.entries.values()) if (e.said !== undefined) this.deps.onCleared?.(e.seen);
+  }
+
+  private watch(k: string, d: Watched): void {
+    this.entries.set(k, { seen: d, state: startGeneration(this.deps.now()), said: undefined, confirmed: false, probe: undefined, missed: 0, since: undefined });
+    this.deps.onWatched?.(d);
+    this.report(d.cluster, d.deployment, { lastOk: undefined, wedged: false });
+  }
+
+  /** A monotonic time on the wall clock, for display. */
+  private wallOf(t: number): number {
+    return this.deps.wall() - (this.deps.now() - t);
+  }
+
+  /** Its wedge with wall-clock times, as every word of it shows. */
+  private shown(e: Entry): Wedged | undefined {
+    const w = wedgedOf(e.state);
+    if (w === undefined) return undefined;
+    if (e.since?.mono !== w.since) e.since = { mono: w.since, wall: this.wallOf(w.since) };
+    return { ...w, since: e.since.wall, at: this.wallOf(w.at) };
   }
 
   private probe(e: Entry, at: number): void {
@@ -216,8 +281,8 @@ export class GenerationWatch {
     const target: ProbeTarget = { endpoint: e.seen.endpoint, served_model: e.seen.served_model, apiKey: this.deps.engineKey(cluster, deployment) };
     const p = probeWithin(this.deps.probe, target, this.deps.timing.boundMs, AbortSignal.any([own.signal, this.stopping.signal]))
       .then((outcome) => {
-        // Forgotten meanwhile (a new launch, no longer serving): its answer says nothing of what is watched now.
-        if (this.entries.get(key(cluster, deployment)) !== e || own.signal.aborted) return;
+        // Stopped, or forgotten meanwhile (a new launch, no longer serving): its answer says nothing of what is watched now.
+        if (outcome.kind === "stopped" || this.stopping.signal.aborted || this.entries.get(key(cluster, deployment)) !== e || own.signal.aborted) return;
         e.probe = undefined;
         const end = this.deps.now();
         if (outcome.kind === "generated") e.state = probeSucceeded(e.state, end);
@@ -231,23 +296,31 @@ export class GenerationWatch {
     this.probes.add(p);
   }
 
-  /** Says a wedge once when it is found, and its end when it generates again. */
+  /** Says a wedge once when it is found, its confirmation once, and its end when it generates again. */
   private settle(e: Entry): void {
+    if (this.stopping.signal.aborted) return;
     const { cluster, deployment } = e.seen;
-    const w = wedgedOf(e.state, this.deps.now(), this.deps.timing);
+    const w = this.shown(e);
     if (w !== undefined && e.said === undefined) {
       e.said = w;
       this.version++;
       const message = wedgedMessage(deployment, w);
-      this.deps.log(`generation: ${message}`);
+      this.deps.log(`generation: ${message}; not routed to, probed again to confirm it`);
       this.deps.onWedged?.(e.seen, w, message);
     } else if (w === undefined && e.said !== undefined) {
       e.said = undefined;
+      e.confirmed = false;
       this.version++;
       this.deps.log(`generation: ${deployment} generates again (no longer wedged)`);
       this.deps.onCleared?.(e.seen);
     }
-    this.report(cluster, deployment, { lastOk: e.state.lastOk, wedged: w !== undefined });
+    if (w?.confirmed === true && !e.confirmed) {
+      e.confirmed = true;
+      const message = wedgedMessage(deployment, w);
+      this.deps.log(`generation: ${deployment}: a second probe failed too, the wedge is confirmed`);
+      this.deps.onConfirmed?.(e.seen, w, message);
+    }
+    this.report(cluster, deployment, { lastOk: e.state.lastOk === undefined ? undefined : this.wallOf(e.state.lastOk), wedged: w !== undefined });
   }
 
   private report(cluster: string, deployment: string, state: { readonly lastOk: number | undefined; readonly wedged: boolean } | undefined): void {

@@ -188,9 +188,10 @@ export class Supervisor {
   }
 
   /**
-   * Its /health answers but it completed no generation within its bound (./generation-watch.ts): a
-   * failure, restarted under --restart on-failure as a death is, with the reason `wedged`. Its
-   * containers all run, so the restart's takeDown blames no rank by its end.
+   * Its /health answers but two probes in a row got no token, with no other evidence of generation
+   * meanwhile (./generation-watch.ts hands only a confirmed wedge on): a failure, restarted under
+   * --restart on-failure as a death is, with the reason `wedged`. Its containers all run, so the
+   * restart's takeDown blames no rank by its end.
    */
   wedged(cluster: string, deployment: string, message: string): void {
     const k = key(cluster, deployment);

@@ -19,14 +19,16 @@ describe("launcher compare --run on the practice cluster", { concurrency: false 
     const set = path.join(dir, "sums.jsonl");
     writeFileSync(set, `${Array.from({ length: 24 }, (_, i) => JSON.stringify({ id: `s${i}`, prompt: `What is ${i} + ${i * 3}?`, expected: String(i * 4), grader: "exact" })).join("\n")}\n`);
     const plot = path.join(dir, "ab.svg");
-    const r = ok(await launcher(["compare", slow, fast, "--run", "--lane", LANE, "--concurrency", "1,2", "--requests", "4", "--runs", "3", "--output-len", "16", "--set", set, "--json", "--plot", plot]), "compare --run");
+    // Five runs a side: with three, one run slowed by a busy machine (122 tok/s beside 154 and 154)
+    // leaves Welch two degrees of freedom, and the Bonferroni-corrected interval spans zero.
+    const r = ok(await launcher(["compare", slow, fast, "--run", "--lane", LANE, "--concurrency", "1,2", "--requests", "4", "--runs", "5", "--output-len", "16", "--set", set, "--json", "--plot", plot]), "compare --run");
     const c = JSON.parse(r.stdout) as Comparison;
     const verdict = (metric: string, k: number): string | undefined => c.bench.find((m) => m.metric === metric && m.concurrency === k)?.verdict;
     assert.equal(verdict("output_throughput", 1), "faster", r.stdout);
     assert.equal(verdict("mean_tpot_ms", 2), "faster", r.stdout);
     assert.equal(c.eval?.b.correct, 24);
     assert.equal(c.eval?.verdict, "better", JSON.stringify(c.eval));
-    assert.deepEqual([c.a.runs, c.b.runs], [3, 3]);
+    assert.deepEqual([c.a.runs, c.b.runs], [5, 5]);
     const lanes = JSON.parse(ok(await launcher(["lanes", "--json"]), "lanes").stdout) as { lanes: { lane: string; state: string; deployment?: string }[] };
     const lane = lanes.lanes.find((l) => l.lane === LANE);
     assert.deepEqual([lane?.state, lane?.deployment], ["serving", "ab-fast"]);

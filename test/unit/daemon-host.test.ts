@@ -142,14 +142,15 @@ test("a daemon on an environment of its own folder: it serves, keeps its store a
     const stopped = daemon.stop();
     assert.equal(daemon.stop(), stopped, "a second stop is the first");
     await stopped;
-    // Boots are let go while clients can still hear so; no request comes in once supervision
-    // stops; this user's CLI stops being told of the socket before it goes; the store goes last,
-    // after everything that writes to it.
+    // The supervisor takes no death, snapshot or wedge once the stop began (a restart begun now
+    // would take a group down and leave its boot undone); boots are let go while clients can
+    // still hear so; this user's CLI stops being told of the socket before it goes; the store
+    // goes last, after everything that writes to it.
     assert.deepEqual(steps, [
       "say it stops",
+      "stop following discovery",
       "detach the boots",
       "close the server",
-      "stop following discovery",
       "stop the supervisor",
       "take back the advertisement",
       "close the control socket",

@@ -83,6 +83,16 @@ test("node output is bounded and only read: odd lines are dropped, long ones cut
   assert.equal(v.nvidia_driver, "580.95.05");
 });
 
+test("versions: nvidia-smi's error text is never the driver version; the kernel module's is read instead", () => {
+  const proc = "driver-proc NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  580.95.05  Release Build  (dvs-builder@U22)  Tue Sep 30 2025";
+  const failed = parseVersions(`kernel 6.11.0\ndriver NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\ncuda \n${proc}`);
+  assert.equal(failed.nvidia_driver, "580.95.05");
+  assert.equal(failed.cuda, undefined);
+  assert.equal(parseVersions("driver No devices were found").nvidia_driver, undefined, "no module either: not read");
+  assert.equal(parseVersions("driver 580.95.05\ncuda 13.0").nvidia_driver, "580.95.05");
+  assert.equal(parseVersions("driver 580.95.05\ncuda 13.0").cuda, "13.0");
+});
+
 test("the probe script runs in sh with doctor's sections and reads back this machine's kernel", () => {
   const [cmd, ...args] = probeArgv("/nonexistent/hf", true, []);
   const r = spawnSync(cmd as string, args, { encoding: "utf8", timeout: 60_000 });
@@ -130,25 +140,45 @@ test("ports against the record: a missing HCA, a port down, fewer ports up than 
   assert.deepEqual(rates.map((x) => [x.node, x.message]), [["s1", "RoCE port b/1 runs at 100 Gb/sec (4X), slower than the 200 Gb/sec of the cluster's other ports"]]);
 });
 
-test("drift reference: the majority, else the head's, else none", () => {
-  assert.deepEqual(reference(new Map([["a", "1"], ["b", "1"], ["c", "2"]]), "c"), { value: "1", nodes: ["a", "b"], basis: "majority" });
-  assert.deepEqual(reference(new Map([["a", "1"], ["b", "2"]]), "b"), { value: "2", nodes: ["b"], basis: "head" });
-  assert.equal(reference(new Map([["a", "1"], ["b", "1"]]), "a"), undefined, "all agree");
-  assert.equal(reference(new Map([["a", "1"], ["b", "2"]]), "c"), undefined, "a tie and no head value");
+test("drift reference: only a strict majority, never a tie", () => {
+  assert.deepEqual(reference(new Map([["a", "1"], ["b", "1"], ["c", "2"]])), { value: "1", nodes: ["a", "b"] });
+  assert.equal(reference(new Map([["a", "1"], ["b", "2"]])), undefined, "a tie names no side");
+  assert.equal(reference(new Map([["a", "1"], ["b", "1"]])), undefined, "all agree");
 });
 
-test("drift: the node that differs is named with its value, the others' and the basis; a missing driver differs, a silent Docker is not compared", () => {
+test("drift: the node that differs from the majority is named with its value and the others'; a silent Docker is not compared", () => {
   const row = (node: string, values: DriftRow["values"], mtus: DriftRow["mtus"] = {}): DriftRow => ({ node, values, mtus });
-  const three = driftFindings([row("s1", { kernel: "6.11.0-1016", docker: "28.3.3" }), row("s2", { kernel: "6.11.0-1016", docker: "28.3.3" }), row("s3", { kernel: "6.11.0-1014" })], "s1");
+  const three = driftFindings([row("s1", { kernel: "6.11.0-1016", docker: "28.3.3" }), row("s2", { kernel: "6.11.0-1016", docker: "28.3.3" }), row("s3", { kernel: "6.11.0-1014" })]);
   assert.deepEqual(three.map((f) => [f.severity, f.kind, f.node, f.message]), [["warning", "drift", "s3", "kernel 6.11.0-1014 differs from 6.11.0-1016 on s1, s2 (the majority: 2 of 3 nodes)"]]);
-  const two = driftFindings([row("s1", { nvidia_driver: "580.95.05", cuda: "13.0" }, { enp1s0f0np0: 9000 }), row("s2", {}, { enp1s0f0np0: 1500 })], "s1");
-  assert.deepEqual(two.map((f) => [f.node, f.message]), [
-    ["s2", "NVIDIA driver none differs from 580.95.05 on s1 (no majority among 2 nodes, so the head's)"],
-    ["s2", "CUDA none differs from 13.0 on s1 (no majority among 2 nodes, so the head's)"],
-    ["s2", "MTU of enp1s0f0np0 1500 differs from 9000 on s1 (no majority among 2 nodes, so the head's)"],
+  assert.deepEqual(driftFindings([row("s1", {}), row("s2", {})]), []);
+});
+
+test("drift: a missing value is never the reference: nodes without it are 'not read', the others compared among themselves", () => {
+  const row = (node: string, values: DriftRow["values"], mtus: DriftRow["mtus"] = {}): DriftRow => ({ node, values, mtus });
+  // Two nodes lack the driver, one has it: 'none' (the most common) must not be the majority.
+  const f = driftFindings([row("s1", { nvidia_driver: "580.95.05" }), row("s2", {}), row("s3", {})]);
+  assert.deepEqual(f.map((x) => [x.node, x.message]), [
+    ["s2", "NVIDIA driver not read on s2, while s1 said one"],
+    ["s3", "NVIDIA driver not read on s3, while s1 said one"],
   ]);
-  assert.match(two[2]?.fix ?? "", /ip link set enp1s0f0np0 mtu 9000/);
-  assert.deepEqual(driftFindings([row("s1", {}), row("s2", {})], "s1"), []);
+  assert.ok(f.every((x) => !/differs/.test(x.message)));
+  // The head lacks it and two others differ: the tie is still said, with every node that has a value.
+  const tie = driftFindings([row("s1", {}), row("s2", { nvidia_driver: "580.95.05" }), row("s3", { nvidia_driver: "575.57.08" })]);
+  assert.deepEqual(tie.map((x) => [x.node, x.message]), [
+    ["s2, s3", "NVIDIA driver differs across 2 nodes with no majority: s2 580.95.05, s3 575.57.08"],
+    ["s1", "NVIDIA driver not read on s1, while s2, s3 said one"],
+  ]);
+});
+
+test("drift: with no majority (a 2-node tie) one finding lists every node and its value and names no culprit", () => {
+  const row = (node: string, values: DriftRow["values"], mtus: DriftRow["mtus"] = {}): DriftRow => ({ node, values, mtus });
+  const two = driftFindings([row("s1", { nvidia_driver: "580.95.05", cuda: "13.0" }, { enp1s0f0np0: 9000 }), row("s2", { nvidia_driver: "575.57.08", cuda: "13.0" }, { enp1s0f0np0: 1500 })]);
+  assert.deepEqual(two.map((f) => [f.node, f.message]), [
+    ["s1, s2", "NVIDIA driver differs across 2 nodes with no majority: s1 580.95.05, s2 575.57.08"],
+    ["s1, s2", "MTU of enp1s0f0np0 differs across 2 nodes with no majority: s1 9000, s2 1500"],
+  ]);
+  assert.equal(two[0]?.fix, "choose one NVIDIA driver, install it on every node and reboot them");
+  assert.match(two[1]?.fix ?? "", /ip link set enp1s0f0np0 mtu N/);
 });
 
 const probe = (node: string, text = HEALTH_TEXT): NodeProbe => ({ ...readProbe(bare(node), "/hf", text), ssh: true });
@@ -159,8 +189,8 @@ test("doctor's own findings over a report: the fabric interface's MTU is left to
   const cluster = { nodes: [bare("s1", 0), bare("s2", 1)] } as unknown as Cluster;
   const drift = healthFindings(report, cluster, new Map()).filter((f) => f.kind === "drift");
   assert.deepEqual(drift.map((f) => [f.node, f.message]), [
-    ["s2", "NVIDIA driver 575.57.08 differs from 580.95.05 on s1 (no majority among 2 nodes, so the head's)"],
-    ["s2", "MTU of enP2p1s0f1np1 9000 differs from 1500 on s1 (no majority among 2 nodes, so the head's)"],
+    ["s1, s2", "NVIDIA driver differs across 2 nodes with no majority: s1 580.95.05, s2 575.57.08"],
+    ["s1, s2", "MTU of enP2p1s0f1np1 differs across 2 nodes with no majority: s1 1500, s2 9000"],
   ]);
 });
 

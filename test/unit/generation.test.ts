@@ -3,7 +3,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { test } from "node:test";
 import { noteGeneration, probeDue, probeSucceeded, startGeneration, wedgedMessage, wedgedOf, type GenerationState, type GenerationTiming } from "../../src/supervise/generation.js";
-import { GenerationWatch, generatedToken, httpProbe, probeWithin, type ProbeOnce, type Watched } from "../../src/supervise/generation-watch.js";
+import { PROGRESS_EVERY_MS } from "../../src/contract/generation.js";
+import { FORGET_AFTER_POLLS, GenerationWatch, generatedToken, httpProbe, probeWithin, type ProbeOnce, type Watched } from "../../src/supervise/generation-watch.js";
 import { generatedBy } from "../../src/gateway/activity.js";
 import { routeTable, type KnownDeployment } from "../../src/gateway/routes.js";
 import { GatewayMetrics } from "../../src/gateway/metrics.js";
@@ -34,40 +35,71 @@ test("rule: a quiet deployment is probed every probeEveryMs from its last genera
   assert.equal(probeDue(s, at0 + 170_200, T), true);
 });
 
-test("rule: wedged once a probe sent after the last generation fails, or is still unanswered at its bound; since its last generation", () => {
+test("rule: wedged once a probe sent after the last generation failed; a probe in flight is judged only by its own end; since its last generation", () => {
   let s: GenerationState = noteGeneration(startGeneration(at0), { kind: "generated", at: at0 + 1000 });
   s = noteGeneration(s, { kind: "probe-started", at: at0 + 61_000 });
-  assert.equal(wedgedOf(s, at0 + 90_999, T), undefined, "within its bound: not yet");
-  const overdue = wedgedOf(s, at0 + 91_000, T);
-  assert.deepEqual(overdue, { since: at0 + 1000, generated: true, at: at0 + 91_000, why: "its probe of one token got no answer within 30 s" });
+  assert.equal(wedgedOf(s), undefined, "in flight, however long: its own bound ends it, never a tick's clock");
   s = noteGeneration(s, { kind: "probe-failed", at: at0 + 91_000, why: "its probe of one token got no answer within 30 s" });
-  assert.deepEqual(wedgedOf(s, at0 + 91_001, T), overdue);
+  const first = wedgedOf(s);
+  assert.deepEqual(first, { since: at0 + 1000, generated: true, at: at0 + 91_000, why: "its probe of one token got no answer within 30 s", confirmed: false });
   assert.equal(
-    wedgedMessage("d", overdue as NonNullable<typeof overdue>),
+    wedgedMessage("d", first as NonNullable<typeof first>),
     "deployment d is wedged since 2026-01-01T00:00:01.000Z: /health answers but no generation completed since then (its probe of one token got no answer within 30 s)",
   );
-  // Probed again a period after the failure (to see it recover), and a generation ends the wedge.
-  assert.equal(probeDue(s, at0 + 151_000, T), true);
+  // Evidence of generation ends the wedge.
   s = noteGeneration(s, { kind: "generated", at: at0 + 120_000 });
-  assert.equal(wedgedOf(s, at0 + 120_001, T), undefined, "it generated again");
+  assert.equal(wedgedOf(s), undefined, "it generated again");
   assert.equal(s.failed, undefined);
+});
+
+test("rule: a first failure is confirmed by a second probe at once; only two failures in a row are a confirmed wedge", () => {
+  let s = noteGeneration(startGeneration(at0), { kind: "probe-started", at: at0 + 60_000 });
+  s = noteGeneration(s, { kind: "probe-failed", at: at0 + 90_000, why: "x" });
+  assert.equal(wedgedOf(s)?.confirmed, false, "one failure: not routed to, not yet restarted");
+  assert.equal(probeDue(s, at0 + 90_000, T), true, "the confirmation is probed at once");
+  s = noteGeneration(s, { kind: "probe-started", at: at0 + 90_000 });
+  s = noteGeneration(s, { kind: "probe-failed", at: at0 + 120_000, why: "y" });
+  assert.deepEqual(wedgedOf(s), { since: at0, generated: false, at: at0 + 120_000, why: "y", confirmed: true });
+  assert.equal(probeDue(s, at0 + 179_999, T), false, "confirmed: probed a period apart, to see it recover");
+  assert.equal(probeDue(s, at0 + 180_000, T), true);
+  // A refused confirmation learns nothing and is not sent again at once.
+  let r = noteGeneration(noteGeneration(startGeneration(at0), { kind: "probe-started", at: at0 + 60_000 }), { kind: "probe-failed", at: at0 + 90_000, why: "x" });
+  r = noteGeneration(noteGeneration(r, { kind: "probe-started", at: at0 + 90_000 }), { kind: "probe-refused", at: at0 + 90_100 });
+  assert.equal(wedgedOf(r)?.confirmed, false);
+  assert.equal(probeDue(r, at0 + 90_200, T), false);
+  // Generating in between starts the count anew.
+  let g = noteGeneration(noteGeneration(startGeneration(at0), { kind: "probe-started", at: at0 + 60_000 }), { kind: "probe-failed", at: at0 + 90_000, why: "x" });
+  g = noteGeneration(g, { kind: "generated", at: at0 + 95_000 });
+  g = noteGeneration(noteGeneration(g, { kind: "probe-started", at: at0 + 155_000 }), { kind: "probe-failed", at: at0 + 185_000, why: "z" });
+  assert.equal(wedgedOf(g)?.confirmed, false);
+});
+
+test("rule: a stream's chunk while a probe ran, even stamped up to PROGRESS_EVERY_MS before it began, outweighs the probe's failure; the previous probe's own token does not", () => {
+  let s = noteGeneration(startGeneration(at0), { kind: "generated", at: at0 + 59_500 });
+  s = noteGeneration(s, { kind: "probe-started", at: at0 + 60_000 });
+  s = noteGeneration(s, { kind: "probe-failed", at: at0 + 90_000, why: "x" });
+  assert.equal(wedgedOf(s), undefined, `a chunk ${PROGRESS_EVERY_MS - 500} ms before the probe began: the next one may have gone untold`);
+  let p = probeSucceeded(noteGeneration(startGeneration(at0), { kind: "probe-started", at: at0 + 1000 }), at0 + 1200);
+  p = noteGeneration(p, { kind: "probe-started", at: at0 + 1400 });
+  p = noteGeneration(p, { kind: "probe-failed", at: at0 + 1900, why: "x" });
+  assert.equal(wedgedOf(p)?.why, "x", "the last probe's own token is no evidence for the next one");
 });
 
 test("rule: a generation that completed after a probe began outweighs the probe's failure; a refused probe is neither", () => {
   let s = noteGeneration(startGeneration(at0), { kind: "probe-started", at: at0 + 60_000 });
   s = noteGeneration(s, { kind: "generated", at: at0 + 70_000 });
   s = noteGeneration(s, { kind: "probe-failed", at: at0 + 90_000, why: "x" });
-  assert.equal(wedgedOf(s, at0 + 90_000, T), undefined);
+  assert.equal(wedgedOf(s), undefined);
   assert.equal(probeDue(s, at0 + 149_999, T), false, "the next probe waits a period from the last one's end");
   let r = noteGeneration(startGeneration(at0), { kind: "probe-started", at: at0 + 60_000 });
   r = noteGeneration(r, { kind: "probe-refused", at: at0 + 60_100 });
-  assert.equal(wedgedOf(r, at0 + 200_000, T), undefined);
+  assert.equal(wedgedOf(r), undefined);
   assert.equal(r.probing, undefined);
   assert.equal(probeDue(r, at0 + 120_099, T), false);
   assert.equal(probeDue(r, at0 + 120_100, T), true);
   // Never generated: since when it was first seen serving, said so.
   const never = noteGeneration(noteGeneration(startGeneration(at0), { kind: "probe-started", at: at0 + 60_000 }), { kind: "probe-failed", at: at0 + 61_000, why: "its probe of one token was answered HTTP 500" });
-  assert.match(wedgedMessage("d", wedgedOf(never, at0 + 61_000, T) as NonNullable<ReturnType<typeof wedgedOf>>), /^deployment d is wedged since 2026-01-01T00:00:00.000Z: \/health answers but it completed no generation since it was first seen serving then \(its probe of one token was answered HTTP 500\)$/);
+  assert.match(wedgedMessage("d", wedgedOf(never) as NonNullable<ReturnType<typeof wedgedOf>>), /^deployment d is wedged since 2026-01-01T00:00:00.000Z: \/health answers but it completed no generation since it was first seen serving then \(its probe of one token was answered HTTP 500\)$/);
 });
 
 test("gateway: a real generation is a 200 that ended whole with at least one token, named by its cluster and deployment", () => {
@@ -194,12 +226,12 @@ test("watch: real traffic keeps a deployment from being probed; a quiet one is p
     return { kind: "generated" };
   };
   const states: unknown[] = [];
-  const w = new GenerationWatch({ probe, engineKey: () => "ek", timing: T, now: () => clock, log: () => undefined, onState: (_c, _d, s) => states.push(s) });
+  const w = new GenerationWatch({ probe, engineKey: () => "ek", timing: T, now: () => clock, wall: () => clock, log: () => undefined, onState: (_c, _d, s) => states.push(s) });
   try {
     w.observe([watched("http://e:8000")]);
     for (let i = 0; i < 5; i++) {
       clock += 30_000;
-      w.generated("c", "d", clock);
+      w.generated("c", "d");
       w.tick();
     }
     assert.deepEqual(probed, [], "real completions every 30 s: no probe");
@@ -208,8 +240,8 @@ test("watch: real traffic keeps a deployment from being probed; a quiet one is p
     await within(2000, "the probe ran", async () => (probed.length === 1 ? true : undefined));
     assert.deepEqual(probed, ["http://e:8000 m ek"]);
     assert.deepEqual(w.wedged(), []);
-    // Not serving any more: forgotten (its series go); a new launch of the name starts anew.
-    w.observe([{ ...watched("http://e:8000"), status: "booting" }]);
+    // Not serving for FORGET_AFTER_POLLS polls in a row: forgotten (its series go); a new launch of the name starts anew.
+    for (let i = 0; i < FORGET_AFTER_POLLS; i++) w.observe([{ ...watched("http://e:8000"), status: "booting" }]);
     assert.equal(states.at(-1), undefined);
     w.observe([watched("http://e:8000", "b2")]);
     clock += 59_000;
@@ -229,7 +261,8 @@ test("watch over a fake engine that answers /health and hangs on completions: we
     probe: httpProbe,
     engineKey: () => undefined,
     timing: { probeEveryMs: 200, boundMs: 500 },
-    now: Date.now,
+    now: () => performance.now(),
+    wall: Date.now,
     log: (l) => logs.push(l),
     onWedged: (seen, _w, message) => wedges.push(`${seen.cluster}/${seen.deployment}: ${message}`),
     onCleared: (seen) => wedges.push(`${seen.cluster}/${seen.deployment}: cleared`),
@@ -322,6 +355,7 @@ test("watch: stopped, it claims no wedge any more (the store's record is cleared
     engineKey: () => undefined,
     timing: { probeEveryMs: 1000, boundMs: 50 },
     now: () => clock,
+    wall: () => clock,
     log: () => undefined,
     onWedged: (seen) => events.push(`wedged ${seen.boot ?? "-"}`),
     onCleared: (seen) => events.push(`cleared ${seen.boot ?? "-"}`),
