@@ -289,20 +289,31 @@ describe("the dashboard in Chromium", { concurrency: false }, () => {
       ok(await up([recipe(name), ...SPARE]), "up dash-stop");
       assert.equal(containersOf(name).length, 2);
       await withPage(ADMIN, async (page) => {
+        // Every stop the page sends is recorded: a declined one is proved by its request never
+        // leaving, not by containers read right after a click (a stop takes seconds to remove them).
+        const stops: { body: string | null }[] = [];
+        page.on("request", (r) => {
+          if (r.method() === "POST" && new URL(r.url()).pathname === CONTROL_PATHS.stop(name)) stops.push({ body: r.postData() });
+        });
         await page.goto(`${daemon.url}/#/deployments/${name}`);
         const stop = page.locator(`button[data-action=stop][data-target=${name}]`);
         await stop.first().click();
         const confirm = page.locator("dialog[data-testid=confirm]");
         await confirm.waitFor();
-        // Declined first: nothing happens.
+        // Declined first: nothing is sent.
         await confirm.locator("[data-testid=confirm-no]").click();
-        assert.equal(containersOf(name).length, 2, "a declined stop stops nothing");
+        await confirm.waitFor({ state: "hidden" });
+        assert.equal(stops.length, 0, "a declined stop sends nothing");
+        assert.equal(await page.locator("[data-testid=action-result]").count(), 0, "and says nothing was done");
         await stop.first().click();
         await confirm.locator("[data-testid=confirm-yes]").click();
         const result = page.locator("[data-testid=action-result]");
         await result.waitFor({ timeout: 90_000 });
         await page.locator("[data-testid=action-result][data-outcome]").waitFor({ timeout: 90_000 });
         assert.equal(await result.getAttribute("data-outcome"), "ok", (await result.textContent()) ?? "");
+        // The recorder sees a stop that is sent: one, naming the cluster the page showed it on.
+        assert.equal(stops.length, 1, "the confirmed stop was sent once");
+        assert.equal(typeof (JSON.parse(stops[0]?.body ?? "{}") as { cluster?: unknown }).cluster, "string", "the stop names its cluster");
         await screenshot(page, "stopped");
       });
       assert.deepEqual(containersOf(name), [], "no container left on any node");

@@ -8,7 +8,7 @@ import type { ActionKind } from "./gate.js";
  */
 
 export type Action =
-  | { readonly kind: "stop"; readonly deployment: string }
+  | { readonly kind: "stop"; readonly deployment: string; readonly cluster?: string }
   | { readonly kind: "cancel"; readonly deployment: string }
   | { readonly kind: "swap"; readonly lane: string; readonly recipe?: string }
   | { readonly kind: "start"; readonly recipe?: string; readonly lane?: string };
@@ -16,7 +16,8 @@ export type Action =
 export interface ActionRequest {
   readonly method: "POST" | "DELETE";
   readonly path: string;
-  readonly body?: { readonly ref: string; readonly lane?: string };
+  /** A boot's submission (start, swap), or a stop's StopRequestSchema (src/contract/control-api.ts). */
+  readonly body?: { readonly ref: string; readonly lane?: string } | { readonly cluster: string };
   /** The answer is a boot's events, one JSON object per line, to the boot's end. */
   readonly streams: boolean;
 }
@@ -28,7 +29,8 @@ export const needsRecipe = (a: Action): boolean => a.kind === "swap" || a.kind =
 export function actionRequest(a: Action): ActionRequest | undefined {
   switch (a.kind) {
     case "stop":
-      return { method: "POST", path: CONTROL_PATHS.stop(a.deployment), streams: false };
+      // The cluster named, so that a name two clusters run is stopped where the page showed it rather than refused.
+      return a.cluster === undefined ? { method: "POST", path: CONTROL_PATHS.stop(a.deployment), streams: false } : { method: "POST", path: CONTROL_PATHS.stop(a.deployment), body: { cluster: a.cluster }, streams: false };
     case "cancel":
       return { method: "DELETE", path: CONTROL_PATHS.boot(a.deployment), streams: false };
     case "swap":
@@ -113,10 +115,22 @@ export function outcomeOfEvents(lines: readonly string[]): Outcome {
   return { outcome: "pending", message: "submitted" };
 }
 
+/** The `type` of a cancel's answer (the boot's final event), when it is an object that has one. */
+function finalType(text: string): unknown {
+  try {
+    return (JSON.parse(text) as EventOutline | null)?.type;
+  } catch {
+    return undefined;
+  }
+}
+
 /** A finished stop or cancel's outcome, from its answer. */
 export function outcomeOfAnswer(a: Action, status: number, text: string): Outcome {
   if (status < 200 || status > 299) return { outcome: "error", message: refusalMessage(status, text) };
   if (a.kind === "cancel") {
+    // A boot's final event: `error` (it was interrupted, and rolled back) or `result`, when it had
+    // become ready before the cancel reached it, so it serves (as `launcher down` says: src/cli/down.ts).
+    if (finalType(text) === "result") return { outcome: "ok", message: `the boot of ${a.deployment} had become ready before the cancel reached it; it serves` };
     const ended = outcomeOfEvents([text]);
     return ended.outcome === "error" ? { outcome: "ok", message: `the boot of ${a.deployment} was cancelled: ${ended.message}` } : { outcome: "ok", message: `the boot of ${a.deployment} was cancelled` };
   }

@@ -1,6 +1,6 @@
 import { CSRF_HEADER, decodeRead, READ_PATHS, SESSION_ROUTES, SessionAnswerSchema, type ReadAnswer, type SessionAnswer } from "../../src/contract/read-api.js";
 import { outcomeOfAnswer, outcomeOfEvents, refusalMessage, type Action, type ActionRequest, type Outcome } from "./actions.js";
-import type { PageRead } from "./state.js";
+import { readPath, type PageRead } from "./state.js";
 
 /**
  * The page's side of the daemon: its session (src/daemon/web-session-api.ts), the read API and the
@@ -38,7 +38,7 @@ export async function signOut(csrf: string): Promise<void> {
 
 /** A read route's answer, decoded by the contract; SignedOut on 401/403. */
 export async function read<K extends PageRead>(kind: K): Promise<ReadAnswer<K>> {
-  const res = await fetch(READ_PATHS[kind], { signal: AbortSignal.timeout(READ_TIMEOUT_MS) });
+  const res = await fetch(readPath(kind), { signal: AbortSignal.timeout(READ_TIMEOUT_MS) });
   if (res.status === 401 || res.status === 403) throw new SignedOut(`${kind}: HTTP ${res.status}`);
   if (!res.ok) throw new Error(`${READ_PATHS[kind]}: ${refusalMessage(res.status, await res.text())}`);
   const decoded = decodeRead(kind, await res.json());

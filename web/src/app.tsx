@@ -205,11 +205,11 @@ function View(p: { route: Route; state: PageState; onSignedOut: () => void }) {
     case "overview":
       return <Overview state={p.state} />;
     case "deployment":
-      return <DeploymentPage state={p.state} name={r.name} />;
+      return <DeploymentPage state={p.state} name={r.name} {...(r.cluster === undefined ? {} : { cluster: r.cluster })} />;
     case "boot":
-      return <BootPage state={p.state} name={r.name} />;
+      return <BootPage state={p.state} name={r.name} {...(r.cluster === undefined ? {} : { cluster: r.cluster })} />;
     case "logs":
-      return <LogsPage state={p.state} name={r.name} onSignedOut={p.onSignedOut} />;
+      return <LogsPage state={p.state} name={r.name} {...(r.cluster === undefined ? {} : { cluster: r.cluster })} onSignedOut={p.onSignedOut} />;
     case "activity":
       return <ActivityPage state={p.state} />;
     case "history":

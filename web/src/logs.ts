@@ -7,13 +7,18 @@ export const LOG_TAIL = 300;
 /** The most lines the view holds: a long follow drops its oldest. */
 export const MAX_LOG_LINES = 5000;
 
+/** A line as the view holds it: `seq` numbers the lines in the order they came, so a row keeps its key when a line goes in before it. */
+export interface HeldLine extends LogLine {
+  readonly seq: number;
+}
+
 /**
  * `lines` with `line` in its time's place: each node's follow sends its lines in order, but the
  * nodes' streams interleave as they come (a node's tail arrives whole before another's), so a line
  * goes back past the newer lines of other nodes. Docker's RFC 3339 UTC times sort as text
  * (src/daemon/read-logs.ts mergeLogLines); a line without one stays where it came.
  */
-export function appendLog(lines: readonly LogLine[], line: LogLine): LogLine[] {
+export function appendLog<L extends LogLine>(lines: readonly L[], line: L): L[] {
   const out = [...lines];
   let at = out.length;
   if (line.t !== undefined) while (at > 0 && (out[at - 1]?.t ?? "") > line.t) at--;
@@ -22,11 +27,36 @@ export function appendLog(lines: readonly LogLine[], line: LogLine): LogLine[] {
 }
 
 /** `node` "" is every node. */
-export const filterLog = (lines: readonly LogLine[], node: string): readonly LogLine[] => (node === "" ? lines : lines.filter((l) => l.node === node));
+export const filterLog = <L extends LogLine>(lines: readonly L[], node: string): readonly L[] => (node === "" ? lines : lines.filter((l) => l.node === node));
 
 /** The nodes the filter offers: the deployment's, then any other a line named, sorted. */
 export function logNodes(known: readonly string[], lines: readonly LogLine[]): string[] {
   return [...new Set([...known, ...lines.map((l) => l.node)])].sort();
+}
+
+/** Each node's newest line time, after `line`. */
+export function withNewest(newest: ReadonlyMap<string, string>, line: LogLine): ReadonlyMap<string, string> {
+  const held = newest.get(line.node);
+  if (line.t === undefined || (held !== undefined && held >= line.t)) return newest;
+  return new Map([...newest, [line.node, line.t]]);
+}
+
+/**
+ * Where a follow opened again starts: the oldest of the nodes' newest lines, so that a node whose
+ * lines lag behind the others' loses none of its own (the route's `since` is one for every node);
+ * the others' lines sent again are dropped by isResent.
+ */
+export function resumeFrom(newest: ReadonlyMap<string, string>): string | undefined {
+  let oldest: string | undefined;
+  for (const t of newest.values()) if (oldest === undefined || t < oldest) oldest = t;
+  return oldest;
+}
+
+/** A line a follow opened again sends a second time: older than its node's newest held, or the same as one held at that time. */
+export function isResent(lines: readonly LogLine[], newest: ReadonlyMap<string, string>, line: LogLine): boolean {
+  const held = newest.get(line.node);
+  if (line.t === undefined || held === undefined || line.t > held) return false;
+  return line.t < held || lines.some((l) => l.node === line.node && l.t === line.t && l.rank === line.rank && l.text === line.text);
 }
 
 /**

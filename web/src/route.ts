@@ -1,5 +1,6 @@
 /**
- * The page's routes, in the address's hash (`#/deployments/NAME`): the daemon serves one page, and
+ * The page's routes, in the address's hash (`#/deployments/NAME`, with `?cluster=C` where the name
+ * runs on more than one cluster): the daemon serves one page, and
  * the hash never reaches it. Pure: parsed and written here, shown by the views.
  */
 
@@ -8,7 +9,7 @@ export type ViewName = (typeof VIEWS)[number];
 
 export type Route =
   | { readonly view: "overview" | "activity" | "history" | "runs" }
-  | { readonly view: "deployment" | "boot" | "logs"; readonly name: string };
+  | { readonly view: "deployment" | "boot" | "logs"; readonly name: string; readonly cluster?: string };
 
 /** The views a nav link names (`a[data-view=...]`), in the nav's order. */
 export const NAV_VIEWS = ["overview", "activity", "history", "runs"] as const;
@@ -26,7 +27,8 @@ const MAX_NAME = 256;
 
 /** The route a hash names; anything it does not know is the overview. */
 export function parseRoute(hash: string): Route {
-  const parts = hash.replace(/^#?\/?/, "").split("/");
+  const [path = "", query] = hash.replace(/^#?\/?/, "").split("?", 2);
+  const parts = path.split("/");
   const [head = "", name, ...rest] = parts;
   if (name === undefined) return Object.hasOwn(PLAIN, head) ? (PLAIN[head] as Route) : { view: "overview" };
   const view = Object.hasOwn(NAMED, head) ? NAMED[head] : undefined;
@@ -37,7 +39,10 @@ export function parseRoute(hash: string): Route {
   } catch {
     return { view: "overview" };
   }
-  return decoded === "" || decoded.length > MAX_NAME ? { view: "overview" } : { view, name: decoded };
+  if (decoded === "" || decoded.length > MAX_NAME) return { view: "overview" };
+  // URLSearchParams decodes and never throws; a cluster too long or empty is as if not named.
+  const cluster = new URLSearchParams(query ?? "").get("cluster") ?? "";
+  return cluster === "" || cluster.length > MAX_NAME ? { view, name: decoded } : { view, name: decoded, cluster };
 }
 
 const PREFIX: Readonly<Record<ViewName, string>> = { overview: "", deployment: "deployments", boot: "boots", logs: "logs", activity: "activity", history: "history", runs: "runs" };
@@ -45,7 +50,8 @@ const PREFIX: Readonly<Record<ViewName, string>> = { overview: "", deployment: "
 /** The hash of a route (the inverse of parseRoute). */
 export function routeHref(route: Route): string {
   if (!("name" in route)) return `#/${PREFIX[route.view]}`;
-  return `#/${PREFIX[route.view]}/${encodeURIComponent(route.name)}`;
+  const on = route.cluster === undefined ? "" : `?${new URLSearchParams({ cluster: route.cluster }).toString()}`;
+  return `#/${PREFIX[route.view]}/${encodeURIComponent(route.name)}${on}`;
 }
 
 /** The nav link lit for a route: a deployment's own views sit under the overview. */

@@ -1,5 +1,5 @@
 import type { ActivityRecord, ClusterView, DeploymentView, HistoryBoot, LaneView, MetricsPoint, MetricsWindow, ReadAnswer, ReadEvent, RunsAnswer } from "../../src/contract/read-api.js";
-import { MAX_READ_LIMIT, type BootViewSchema } from "../../src/contract/read-api.js";
+import { MAX_READ_LIMIT, READ_PATHS, withoutBodies, type BootViewSchema } from "../../src/contract/read-api.js";
 import type { z } from "zod";
 
 /**
@@ -14,6 +14,9 @@ type BootEventJson = BootView["events"][number];
 /** The routes the page reads at start, and again after the stream reconnects. */
 export const PAGE_READS = ["clusters", "deployments", "lanes", "boots", "history", "runs", "metrics", "activity"] as const;
 export type PageRead = (typeof PAGE_READS)[number];
+
+/** A route's path as the page reads it: activity with the most a read holds, not the route's default. */
+export const readPath = (kind: PageRead): string => (kind === "activity" ? `${READ_PATHS.activity}?limit=${MAX_READ_LIMIT}` : READ_PATHS[kind]);
 
 export interface PageState {
   readonly clusters: readonly ClusterView[];
@@ -37,8 +40,14 @@ export const METRICS_WINDOW_MS = 3600_000;
 export const MAX_METRICS_POINTS = 3600;
 /** The most requests the activity table holds: what one read of the route holds at most. */
 export const MAX_ACTIVITY = MAX_READ_LIMIT;
-/** The most events kept per boot: a boot says a few hundred; a runaway one is cut from its start. */
+/**
+ * The most events kept per boot: a boot says a few hundred; a runaway one is cut from its start. The
+ * daemon's boots route holds at most 1000 of a boot's (MAX_BOOT_EVENTS in src/supervise/boots.ts),
+ * and the stream adds to them while the page is open.
+ */
 export const MAX_BOOT_EVENTS = 5000;
+/** The ended boots kept beside the running ones (the newest by start): the page is left open for days. */
+export const MAX_ENDED_BOOTS = 20;
 
 const loaded = (s: PageState, kind: PageRead): ReadonlySet<PageRead> => new Set([...s.loaded, kind]);
 
@@ -54,7 +63,7 @@ export function applyAnswer<K extends PageRead>(s: PageState, kind: K, answer: R
     case "lanes":
       return { ...next, lanes: (a as ReadAnswer<"lanes">).lanes };
     case "boots":
-      return { ...next, boots: (a as ReadAnswer<"boots">).boots };
+      return { ...next, boots: boundBoots((a as ReadAnswer<"boots">).boots) };
     case "history":
       return { ...next, history: (a as ReadAnswer<"history">).boots };
     case "runs":
@@ -62,9 +71,19 @@ export function applyAnswer<K extends PageRead>(s: PageState, kind: K, answer: R
     case "metrics":
       return { ...next, metrics: (a as ReadAnswer<"metrics">).windows };
     case "activity":
-      return { ...next, activity: (a as ReadAnswer<"activity">).requests.slice(0, MAX_ACTIVITY) };
+      // An admin's read carries captured bodies, which the page never shows and the stream never
+      // sends: kept without them, a request the stream also brings is recognised as the same one.
+      return { ...next, activity: (a as ReadAnswer<"activity">).requests.slice(0, MAX_ACTIVITY).map(withoutBodies) };
   }
   return next;
+}
+
+/** The running boots and the newest MAX_ENDED_BOOTS ended ones, in the order held. */
+export function boundBoots(boots: readonly BootView[]): BootView[] {
+  const ended = boots.filter((b) => b.running !== true);
+  if (ended.length <= MAX_ENDED_BOOTS) return [...boots];
+  const kept = new Set([...ended].sort((x, y) => Date.parse(y.started_at) - Date.parse(x.started_at)).slice(0, MAX_ENDED_BOOTS));
+  return boots.filter((b) => b.running === true || kept.has(b));
 }
 
 /** `list` with `item` in place of the one `same` finds, or added at its end. */
@@ -104,7 +123,7 @@ function withBootEvent(s: PageState, data: Extract<ReadEvent, { event: "boot" }>
   const held = s.boots.find(same);
   // A boot of a name that ended and starts again is a new boot: its `accepted` begins it.
   const base = held === undefined || (data.event.type === "accepted" && held.state !== "booting") ? newBoot(data) : held;
-  return { ...s, boots: upsert(s.boots, bootWith(base, data.event), same) };
+  return { ...s, boots: boundBoots(upsert(s.boots, bootWith(base, data.event), same)) };
 }
 
 function withPoint(s: PageState, cluster: string, deployment: string, point: MetricsPoint): PageState {
@@ -128,8 +147,11 @@ export function applyEvent(s: PageState, e: ReadEvent): PageState {
       const d = e.data;
       return { ...s, deployments: upsert(s.deployments, d, (x) => x.deployment === d.deployment && x.cluster === d.cluster) };
     }
-    case "deployment_removed":
-      return { ...s, deployments: s.deployments.filter((x) => !(x.deployment === e.data.deployment && x.cluster === e.data.cluster)) };
+    case "deployment_removed": {
+      // Its metrics window goes with it: a page left open would otherwise hold an hour of every deployment it ever saw.
+      const gone = (x: { deployment: string; cluster: string }): boolean => x.deployment === e.data.deployment && x.cluster === e.data.cluster;
+      return { ...s, deployments: s.deployments.filter((x) => !gone(x)), metrics: s.metrics.filter((w) => !gone(w)) };
+    }
     case "node":
       return withReachable(s, e.data.cluster, e.data.node, e.data.reachable);
     case "lane":
@@ -158,9 +180,21 @@ export function rereadsAfter(e: ReadEvent): readonly PageRead[] {
   return e.data.event.type === "result" || e.data.event.type === "error" ? ["history"] : [];
 }
 
-/** A deployment by name (the first cluster's when the name is on several, as the routes name it). */
-export const deploymentNamed = (s: PageState, name: string): DeploymentView | undefined => s.deployments.find((d) => d.deployment === name);
-export const bootNamed = (s: PageState, name: string): BootView | undefined => s.boots.find((b) => b.deployment === name);
+/**
+ * A deployment by name, on `cluster` when the route names one; else the serving one when the name
+ * runs on several clusters (the others are listed by othersNamed), else the first.
+ */
+export function deploymentNamed(s: PageState, name: string, cluster?: string): DeploymentView | undefined {
+  const named = s.deployments.filter((d) => d.deployment === name && (cluster === undefined || d.cluster === cluster));
+  return named.find((d) => d.status === "serving") ?? named[0];
+}
+/** The deployments of the same name on the other clusters than `shown`'s. */
+export const othersNamed = (s: PageState, shown: Pick<DeploymentView, "deployment" | "cluster">): DeploymentView[] => s.deployments.filter((d) => d.deployment === shown.deployment && d.cluster !== shown.cluster);
+/** A boot by name, on `cluster` when given; a running one before an ended one. */
+export function bootNamed(s: PageState, name: string, cluster?: string): BootView | undefined {
+  const named = s.boots.filter((b) => b.deployment === name && (cluster === undefined || b.cluster === cluster));
+  return named.find((b) => b.running === true) ?? named[0];
+}
 
 /** A deployment's metrics points (its cluster's window). */
 export function pointsOf(s: PageState, d: Pick<DeploymentView, "deployment" | "cluster">): readonly MetricsPoint[] {

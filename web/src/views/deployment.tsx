@@ -1,6 +1,6 @@
 import { useMemo } from "preact/hooks";
 import type { PageState } from "../state.js";
-import { activityOf, bootNamed, deploymentNamed, latest, pointsOf } from "../state.js";
+import { activityOf, bootNamed, deploymentNamed, latest, othersNamed, pointsOf } from "../state.js";
 import { duration, percent, tps } from "../format.js";
 import { MetricsChart } from "../figures.js";
 import { CHART_METRICS } from "../figures/shape.js";
@@ -8,10 +8,11 @@ import { ActionButton, Ago, Empty, Link, Section, useNow } from "../ui.js";
 
 
 /** One deployment: its ranks per node, phase, restarts and live charts of its engine's metrics. */
-export function DeploymentPage(p: { state: PageState; name: string }) {
+export function DeploymentPage(p: { state: PageState; name: string; cluster?: string }) {
   const now = useNow();
-  const d = deploymentNamed(p.state, p.name);
-  const boot = bootNamed(p.state, p.name);
+  const d = deploymentNamed(p.state, p.name, p.cluster);
+  const boot = bootNamed(p.state, p.name, d?.cluster ?? p.cluster);
+  const others = d === undefined ? [] : othersNamed(p.state, d);
   const points = d === undefined ? [] : pointsOf(p.state, d);
   const activity = useMemo(() => activityOf(p.state, p.name), [p.state.activity, p.name]);
   if (d === undefined) {
@@ -26,7 +27,7 @@ export function DeploymentPage(p: { state: PageState; name: string }) {
   }
   return (
     <div class="deployment" data-testid="deployment" data-deployment={d.deployment} data-status={d.status}>
-      <Section title={d.deployment} aside={<span class="row-actions"><Link to={{ view: "logs", name: d.deployment }}>logs</Link>{boot === undefined ? null : <Link to={{ view: "boot", name: d.deployment }}>boot</Link>}<ActionButton action={{ kind: "stop", deployment: d.deployment }} target={d.deployment} /></span>}>
+      <Section title={d.deployment} aside={<span class="row-actions"><Link to={{ view: "logs", name: d.deployment, cluster: d.cluster }}>logs</Link>{boot === undefined ? null : <Link to={{ view: "boot", name: d.deployment, cluster: d.cluster }}>boot</Link>}<ActionButton action={{ kind: "stop", deployment: d.deployment, cluster: d.cluster }} target={d.deployment} /></span>}>
         <dl class="facts">
           <dt>status</dt><dd><span class={`state state-${d.status}`}>{d.status}</span></dd>
           <dt>phase</dt><dd>{d.phase}</dd>
@@ -39,6 +40,11 @@ export function DeploymentPage(p: { state: PageState; name: string }) {
           <dt>supervision</dt><dd>{d.supervision ?? "not supervised"}{d.restart === undefined ? "" : ` (${d.restart})`}</dd>
           <dt>now</dt><dd>{tps(latest(points, "generation_tps"))} · KV {percent(latest(points, "kv_cache_usage"))}</dd>
         </dl>
+        {others.length === 0 ? null : (
+          <p data-testid="same-name">
+            On cluster {d.cluster}; this name runs on others too:{" "}{others.map((o) => <Link to={{ view: "deployment", name: o.deployment, cluster: o.cluster }} key={o.cluster}>{o.cluster} ({o.status})</Link>)}
+          </p>
+        )}
         {d.missing.length === 0 ? null : <p class="problem">Missing: {d.missing.join("; ")}</p>}
         {d.unreachable.length === 0 ? null : <p class="problem">Unreachable: {d.unreachable.join(", ")}</p>}
       </Section>

@@ -87,7 +87,7 @@ function DeploymentRow(p: { d: DeploymentView; state: PageState }) {
   const d = p.d;
   return (
     <tr data-testid="deployment-row" data-deployment={d.deployment} data-status={d.status}>
-      <td><Link to={{ view: "deployment", name: d.deployment }}>{d.deployment}</Link></td>
+      <td><Link to={{ view: "deployment", name: d.deployment, cluster: d.cluster }}>{d.deployment}</Link></td>
       <td><span class={`state state-${d.status}`}>{d.status}</span>{d.supervision === undefined ? null : <span class="sub"> · {d.supervision}</span>}</td>
       <td>{d.phase}</td>
       <td>{d.recipe}</td>
@@ -96,7 +96,7 @@ function DeploymentRow(p: { d: DeploymentView; state: PageState }) {
       <td>{d.restarts ?? 0}</td>
       <td>{d.uptime_seconds === undefined ? "–" : duration(d.uptime_seconds)}</td>
       <td>{tps(latest(pointsOf(p.state, d), "generation_tps"))}</td>
-      <td class="row-actions"><Link to={{ view: "logs", name: d.deployment }}>logs</Link> <ActionButton action={{ kind: "stop", deployment: d.deployment }} target={d.deployment} /></td>
+      <td class="row-actions"><Link to={{ view: "logs", name: d.deployment }}>logs</Link> <ActionButton action={{ kind: "stop", deployment: d.deployment, cluster: d.cluster }} target={d.deployment} /></td>
     </tr>
   );
 }
