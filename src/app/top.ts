@@ -5,6 +5,7 @@
  */
 import { UserError } from "../config/errors.js";
 import type { ClusterView, DaemonBootState, DeploymentView, LaneView, MetricsPoint, ReadAnswer, ReadEvent } from "../contract/read-api.js";
+import { withNodeEvent } from "../contract/read-api.js";
 import { decodeError, decodeEvent, type UpEvent } from "../boot/up-events.js";
 import { isClusterName, type ClusterChoice } from "../cluster/locate.js";
 
@@ -169,7 +170,7 @@ const APPLY: { readonly [K in ReadEvent["event"]]: (p: TopPicture, data: Extract
   node: (p, d) => {
     const k = `${d.cluster}/${d.node}`;
     const unreachable = d.reachable ? p.unreachable.filter((n) => n !== k) : p.unreachable.includes(k) ? p.unreachable : [...p.unreachable, k].slice(0, MAX_ITEMS);
-    return { ...p, unreachable, clusters: withNode(p.clusters, d.cluster, d.node, (n) => ({ ...n, reachable: d.reachable })) };
+    return { ...p, unreachable, clusters: withNode(p.clusters, d.cluster, d.node, (n) => withNodeEvent(n, d)) };
   },
   lane: (p, d) => ({ ...p, lanes: withItem(p.lanes, d.name, d) }),
   lane_removed: (p, d) => ({ ...p, lanes: without(p.lanes, d.name) }),

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { describeFigures } from "../engine/boot-log.js";
-import type { BootRecord, MemoryTripRecord } from "../store/store.js";
+import type { BootRecord, MemoryTripRecord, NodeOutageRecord } from "../store/store.js";
+import { ranText } from "../nodes/outage.js";
 import { describeSample } from "../memory/memory-watch.js";
 import { withStore } from "../app/host.js";
 import type { Output } from "../app/output.js";
@@ -43,6 +44,22 @@ export function tripLines(trips: readonly MemoryTripRecord[]): string[] {
   return ["memory guard trips after ready (launcher serve):", ...trips.map((t) => `${t.at}  ${t.deployment}: ${t.message}`)];
 }
 
+/** Nodes that stopped answering while launcher's ranks ran there (launcher serve), newest first. */
+export function outageHistoryLines(outages: readonly NodeOutageRecord[]): string[] {
+  if (outages.length === 0) return [];
+  return [
+    "node outages (launcher serve):",
+    ...outages.map((o) => {
+      const lasted = o.ended_at === undefined ? "still out (or its daemon stopped before it answered)" : `answered again at ${o.ended_at}, after ${Math.round((Date.parse(o.ended_at) - Date.parse(o.since)) / 1000)} s`;
+      const memory = o.memory === undefined ? "" : `, last seen with ${describeSample(o.memory)}`;
+      return `${o.since}  ${o.cluster}/${o.node} ${o.kind}: ${lasted}; it ran ${ranText(o.deployments)}${memory}`;
+    }),
+  ];
+}
+
+/** `history --json`'s node_outages: the records, keys snake_case. */
+const outageJson = ({ memory, ...o }: NodeOutageRecord): object => ({ ...o, ...(memory === undefined ? {} : { memory: { available_kib: memory.availableKiB, total_kib: memory.totalKiB, at: memory.at } }) });
+
 export function registerHistory(program: Command, io: Output): void {
   program
     .command("history")
@@ -60,8 +77,10 @@ export function registerHistory(program: Command, io: Output): void {
         // Of the deployments these boots ran: killed after ready by the daemon's guard.
         const ran = new Map(boots.map((b) => [`${b.cluster}/${b.deployment}`, b] as const));
         const trips = [...ran.values()].flatMap((b) => store.memoryTrips(b.cluster, b.deployment, limit)).sort((a, b) => b.at.localeCompare(a.at)).slice(0, limit);
+        // With a recipe named: the outages of the nodes its deployments ran on.
+        const outages = store.outages(undefined, limit).filter((o) => recipe === undefined || o.deployments.some((d) => deployments.has(d.deployment)));
         if (opts.json) {
-          io.json({ boots: boots.map((b) => ({ ...b, seconds: seconds(b.started_at, b.ended_at), head_phases: headPhases(b) })), restarts, memory_trips: trips });
+          io.json({ boots: boots.map((b) => ({ ...b, seconds: seconds(b.started_at, b.ended_at), head_phases: headPhases(b) })), restarts, memory_trips: trips, node_outages: outages.map(outageJson) });
           return;
         }
         if (boots.length === 0) io.out(`no boots recorded${recipe === undefined ? "" : ` for ${recipe}`}`);
@@ -86,6 +105,7 @@ export function registerHistory(program: Command, io: Output): void {
           if (r.cause !== undefined) io.out(`    cause: ${r.cause}`);
         }
         for (const line of tripLines(trips)) io.out(line);
+        for (const line of outageHistoryLines(outages)) io.out(line);
       }),
     );
 }

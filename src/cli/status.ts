@@ -15,7 +15,9 @@ import { listBoots, type DaemonTarget } from "../daemon/client.js";
 import type { BootSummary } from "../daemon/protocol.js";
 import { describeSample } from "../memory/memory-watch.js";
 import { WATCHED_FRESH_MS } from "../supervise/ready-guard.js";
-import type { StoredWedge, WatchedMemory } from "../store/store.js";
+import type { NodeOutageRecord, StoredWedge, WatchedMemory } from "../store/store.js";
+import { outageWords } from "../contract/outage.js";
+import { ranText } from "../nodes/outage.js";
 
 
 const uptime = (s: number | undefined): string =>
@@ -55,6 +57,51 @@ const wedgeLines = (w: StoredWedge | undefined, paint: Paint): string[] => (w ==
 
 /** Each deployment's wedge as the daemon last recorded it (none without a daemon watching). */
 const storedWedges = (cluster: string, io: Output): Promise<Map<string, StoredWedge>> => withStore((store) => store.wedges(cluster), (l) => io.warn(l));
+
+/** How long after a node's outage ended status still says it answers again. */
+export const BACK_SHOWN_MS = 10 * 60_000;
+
+/**
+ * The node outages the daemon recorded (src/nodes/outage.ts) that speak of now: each node's newest
+ * one, while it lasts and the node is still unreachable, or when it ended within BACK_SHOWN_MS and
+ * the node answers. An open record of a node that answers now (its daemon stopped before it came
+ * back) and older ones are history's.
+ */
+export function currentOutages(records: readonly NodeOutageRecord[], unreachable: readonly string[], now: Date): { readonly out: NodeOutageRecord[]; readonly back: NodeOutageRecord[] } {
+  const newest = new Map<string, NodeOutageRecord>();
+  for (const r of records) if (!newest.has(r.node) || (newest.get(r.node) as NodeOutageRecord).since < r.since) newest.set(r.node, r);
+  const all = [...newest.values()].sort((a, b) => a.node.localeCompare(b.node));
+  return {
+    out: all.filter((r) => r.ended_at === undefined && unreachable.includes(r.node)),
+    back: all.filter((r) => r.ended_at !== undefined && !unreachable.includes(r.node) && now.getTime() - Date.parse(r.ended_at) <= BACK_SHOWN_MS),
+  };
+}
+
+/** The lines of `status` for node outages: the nodes out now, then the ones back. */
+export function outageLines(records: readonly NodeOutageRecord[], unreachable: readonly string[], now: Date, paint: Paint = plain): string[] {
+  const { out, back } = currentOutages(records, unreachable, now);
+  return [
+    ...out.map((o) => `node ${paint("red", o.kind)}: ${outageWords(o)}; it ran ${ranText(o.deployments)}`),
+    ...back.map((o) => `node ${o.node} answers again since ${o.ended_at ?? "?"} (${o.kind} for ${Math.round((Date.parse(o.ended_at ?? "") - Date.parse(o.since)) / 1000)} s from ${o.since}); what runs there was read again`),
+  ];
+}
+
+/** `status --json`'s node_outages: the same records, keys snake_case. */
+export const outagesJson = (records: readonly NodeOutageRecord[], unreachable: readonly string[], now: Date): object[] => {
+  const { out, back } = currentOutages(records, unreachable, now);
+  return [...out, ...back].map((o) => ({
+    node: o.node,
+    kind: o.kind,
+    since: o.since,
+    ...(o.ended_at === undefined ? {} : { ended_at: o.ended_at }),
+    deployments: o.deployments,
+    ...(o.memory === undefined ? {} : { memory: { available_kib: o.memory.availableKiB, total_kib: o.memory.totalKiB, at: o.memory.at } }),
+  }));
+};
+
+/** Enough of each cluster's newest outages for every node's newest one. */
+const OUTAGES_READ = 200;
+const storedOutages = (cluster: string, io: Output): Promise<NodeOutageRecord[]> => withStore((store) => store.outages(cluster, OUTAGES_READ), (l) => io.warn(l));
 
 /** What status says of a daemon: the boots it holds, or why it could not be asked. */
 export type DaemonView = { readonly url: string; readonly boots: readonly BootSummary[] } | { readonly url: string; readonly error: string };
@@ -124,11 +171,13 @@ export function registerStatus(program: Command, io: Output): void {
           const now = new Date();
           const watched = [...(await watchedMemory(session.cluster.name, io))].filter(([, w]) => fresh(w, now));
           const wedged = currentWedges(r.deployments, await storedWedges(session.cluster.name, io));
-          io.json({ ...(JSON.parse(encodeStatusLine(r)) as object), daemon: view ?? null, memory: Object.fromEntries(watched.map(([node, w]) => [node, { deployment: w.deployment, available_kib: w.sample.availableKiB, total_kib: w.sample.totalKiB, at: w.at }])), wedged: Object.fromEntries([...wedged].map(([name, w]) => [name, { since: w.since, message: w.message, at: w.at }])) });
+          const outages = outagesJson(await storedOutages(session.cluster.name, io), r.unreachable, now);
+          io.json({ ...(JSON.parse(encodeStatusLine(r)) as object), node_outages: outages, daemon: view ?? null, memory: Object.fromEntries(watched.map(([node, w]) => [node, { deployment: w.deployment, available_kib: w.sample.availableKiB, total_kib: w.sample.totalKiB, at: w.at }])), wedged: Object.fromEntries([...wedged].map(([name, w]) => [name, { since: w.since, message: w.message, at: w.at }])) });
         }
         else {
           const watched = await watchedMemory(session.cluster.name, io);
-          for (const line of [...statusLines(r.deployments, colourFor(process.stdout), watched, new Date(), await storedWedges(session.cluster.name, io)), ...(view === undefined ? [] : daemonBootLines(view, new Date(), colourFor(process.stdout)))]) io.out(line);
+          const outages = outageLines(await storedOutages(session.cluster.name, io), r.unreachable, new Date(), colourFor(process.stdout));
+          for (const line of [...statusLines(r.deployments, colourFor(process.stdout), watched, new Date(), await storedWedges(session.cluster.name, io)), ...outages, ...(view === undefined ? [] : daemonBootLines(view, new Date(), colourFor(process.stdout)))]) io.out(line);
         }
         // The answer is incomplete: scripts must not take it for the whole truth.
         if (r.unreachable.length > 0) process.exitCode = EXIT_USER;

@@ -84,7 +84,8 @@ function header(o: TopViewOptions): Line {
 
 /** A node: reachable or not, its memory available of total, and its headroom over the guard's floor. */
 function nodeLine(n: ClusterNodeView, width: number): Line {
-  const reach: Seg = n.reachable === undefined ? ["dim", "not polled yet"] : n.reachable ? ["green", "up"] : ["red", "unreachable"];
+  // A node out after running launcher's ranks says which kind, since when (the daemon's clock, UTC).
+  const reach: Seg = n.reachable === undefined ? ["dim", "not polled yet"] : n.reachable ? ["green", "up"] : ["red", n.outage === undefined ? "unreachable" : `${n.outage.kind} since ${n.outage.since.slice(11, 19)}`];
   const m = n.memory;
   if (m === undefined) return ["  ", column(n.name, width), "  ", reach, "  ", ["dim", "memory not read yet (launcher doctor reads it)"]];
   const headroomGiB = m.available_kib / KIB_PER_GIB - m.floor_gib;

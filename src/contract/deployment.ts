@@ -239,12 +239,21 @@ export interface DeploymentStatus {
   readonly ranks: readonly RankStatus[];
 }
 
+/**
+ * What a node SSH could not read did at its SSH port, from the control machine: "answers" (its
+ * kernel completed or refused a TCP connection) or "silent" (nothing within the bound).
+ */
+export const PORT_ANSWERS = ["answers", "silent"] as const;
+export type PortAnswer = (typeof PORT_ANSWERS)[number];
+
 /** One `launcher status --json` answer, or one line of `status --watch --json`. */
 export interface StatusLine {
   readonly deployments: readonly DeploymentStatus[];
   /** Every node of the cluster that could not be read. */
   readonly unreachable: readonly string[];
   readonly at: string;
+  /** Of the unreachable nodes, what each one's SSH port did. */
+  readonly ssh_port?: Readonly<Record<string, PortAnswer>>;
 }
 
 const rankSchema = z.object({
@@ -275,10 +284,11 @@ export const deploymentSchema = z.object({
   unreachable: z.array(z.string()),
   ranks: z.array(rankSchema),
 });
-const statusLineSchema = z.object({ deployments: z.array(deploymentSchema), unreachable: z.array(z.string()), at: z.string() });
+const statusLineSchema = z.object({ deployments: z.array(deploymentSchema), unreachable: z.array(z.string()), at: z.string(), ssh_port: z.exactOptional(z.record(z.string(), z.enum(PORT_ANSWERS))) });
 
 /** Only the contract's fields: what a caller carries beside them stays here. */
-export const encodeStatusLine = (line: StatusLine): string => JSON.stringify({ deployments: line.deployments, unreachable: line.unreachable, at: line.at });
+export const encodeStatusLine = (line: StatusLine): string =>
+  JSON.stringify({ deployments: line.deployments, unreachable: line.unreachable, at: line.at, ...(line.ssh_port === undefined ? {} : { ssh_port: line.ssh_port }) });
 
 /** A status line as the gateway reads it; throws, saying what is wrong, on anything else. */
 export function decodeStatusLine(text: string): StatusLine {

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { CONTROL_PREFIX } from "./control-api.js";
 import { deploymentSchema } from "./deployment.js";
+import { OUTAGE_KINDS } from "./outage.js";
 import type { BenchRun, EvalRun } from "./evidence.js";
 
 /**
@@ -100,11 +101,16 @@ export const FabricFactsSchema = z.object({
   ports_up: z.number(),
 });
 
+/** A node that stopped answering while launcher's ranks ran there (src/nodes/outage.ts): since the daemon's first poll that could not read it. */
+export const NodeOutageViewSchema = z.object({ kind: z.enum(OUTAGE_KINDS), since: z.string() });
+
 export const ClusterNodeViewSchema = z.object({
   name: z.string(),
   rank: z.number().int(),
   /** From discovery's last poll; absent before its first. */
   reachable: opt(z.boolean()),
+  /** Present while the node is out (unreachable) after running launcher's ranks. */
+  outage: opt(NodeOutageViewSchema),
   memory: opt(NodeMemorySchema),
   /** Docker's server version, when known. */
   docker_version: opt(z.string()),
@@ -305,7 +311,7 @@ export const READ_EVENTS = {
   /** A deployment left discovery's view. */
   deployment_removed: z.object({ cluster: z.string(), deployment: z.string() }),
   /** A node became reachable or unreachable. */
-  node: z.object({ cluster: z.string(), node: z.string(), reachable: z.boolean() }),
+  node: z.object({ cluster: z.string(), node: z.string(), reachable: z.boolean(), /** While it is out after running launcher's ranks: frozen or vanished, since when. */ kind: opt(z.enum(OUTAGE_KINDS)), since: opt(z.string()) }),
   /** A lane changed (its deployment, state or swaps). */
   lane: LaneViewSchema,
   lane_removed: z.object({ name: z.string() }),
@@ -321,6 +327,12 @@ export const READ_EVENTS = {
   end: z.object({ reason: z.string() }),
 } as const;
 export type ReadEventName = keyof typeof READ_EVENTS;
+
+/** A node's view after its `node` event: reachable as it says, and out (frozen or vanished, since when) only while it says so. */
+export function withNodeEvent(n: ClusterNodeView, d: z.infer<typeof READ_EVENTS.node>): ClusterNodeView {
+  const { outage: _ended, ...rest } = n;
+  return { ...rest, reachable: d.reachable, ...(d.kind === undefined || d.since === undefined ? {} : { outage: { kind: d.kind, since: d.since } }) };
+}
 export type ReadEvent = { [K in ReadEventName]: { readonly event: K; readonly data: z.infer<(typeof READ_EVENTS)[K]> } }[ReadEventName];
 
 /** An SSE event's data as a client reads it; undefined for an event this launcher does not know or a malformed one. */

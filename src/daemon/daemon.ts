@@ -17,6 +17,7 @@ import { adoptBoots } from "./adopt.js";
 import type { DaemonScope } from "../app/admit.js";
 import type { Environment } from "../app/environment.js";
 import { Discovery, staleAfterMs, type WatchSource } from "./discovery.js";
+import { outageHooksFor } from "./outages.js";
 import { controlApi, type ControlOptions } from "./control.js";
 import { launcherApi, ReadFeed, type ApiHandler, type ReadParts } from "./read-api.js";
 import { RecipeList } from "./recipe-list.js";
@@ -198,7 +199,7 @@ function assemble(config: DaemonConfig, env: Environment): Parts {
     staleAfterMs(config.pollMs),
     // A deployment this store holds running is only its recorded launch: copied labels are
     // reported, never obeyed. One it never launched (another machine's) is routed as any.
-    vouchFrom(store, () => new Date()),
+    vouchFrom(store, () => new Date()), outageHooksFor(store),
   );
   const metrics = new GatewayMetrics();
   const registry = new BootRegistry(Date.now);

@@ -11,6 +11,15 @@ import type { Stranger } from "../claims/ownership.js";
 const STATUS_LINE_MAX = 8 * 1024 * 1024;
 import type { KnownDeployment } from "../gateway/routes.js";
 import type { Staleness } from "../gateway/server.js";
+import { NO_FACTS, NO_OUTAGES, ranText, stepOutages, type NodeFacts, type NodeOutage, type OutageTrack } from "../nodes/outage.js";
+import { outageWords } from "../contract/outage.js";
+
+/** Where the daemon keeps node outages (src/daemon/outages.ts: the store), and what it knows of a node beyond a poll. */
+export interface OutageHooks {
+  readonly facts: NodeFacts;
+  started(o: NodeOutage): void;
+  ended(o: NodeOutage, at: string): void;
+}
 
 export interface Snapshot {
   /** What launcher launched (see `Vouch`): routed and supervised. */
@@ -18,6 +27,8 @@ export interface Snapshot {
   /** Containers that name a deployment but are not its launch: reported only. */
   readonly strangers: readonly Stranger[];
   readonly unreachable: readonly string[];
+  /** Nodes that stopped answering while launcher's ranks ran there, open now. */
+  readonly outages?: readonly NodeOutage[];
   /** When the oldest of the clusters' last polls finished; undefined before the first. */
   readonly at?: Date;
 }
@@ -74,6 +85,7 @@ export class Discovery {
 
   private readonly sources: WatchSource[];
   private started = false;
+  private outageTrack: OutageTrack = NO_OUTAGES;
 
   constructor(
     sources: readonly WatchSource[],
@@ -81,6 +93,7 @@ export class Discovery {
     /** A view older than this is stale, and a watcher silent this long is restarted. */
     private readonly staleAfter: number,
     private readonly vouch?: Vouch,
+    private readonly outageHooks?: OutageHooks,
   ) {
     this.sources = [...sources];
   }
@@ -248,17 +261,42 @@ export class Discovery {
   private update(cluster: string, poll: Poll): void {
     this.polls.set(cluster, poll);
     this.heard.set(cluster, Date.now());
+    this.stepOutages(cluster, poll);
     this.publish();
+  }
+
+  /** One line when a node's outage begins and one when it ends; the store keeps both. */
+  private stepOutages(cluster: string, poll: Poll): void {
+    const step = stepOutages(this.outageTrack, cluster, poll, new Date(), this.outageHooks?.facts ?? NO_FACTS);
+    this.outageTrack = step.track;
+    for (const o of step.started) {
+      this.log(`! node ${cluster}/${outageWords(o)}: it stopped answering while it ran ${ranText(o.deployments)}`);
+      this.outageHooks?.started(o);
+    }
+    for (const { outage: o, ended_at } of step.ended) {
+      const lasted = Math.round((Date.parse(ended_at) - Date.parse(o.since)) / 1000);
+      this.log(`+ node ${cluster}/${o.node} answers again at ${ended_at}, after ${lasted} s ${o.kind} (since ${o.since}); its containers were read again in this poll`);
+      this.outageHooks?.ended(o, ended_at);
+    }
   }
 
   private publish(): void {
     const all = [...this.polls];
-    const seen = all.flatMap(([c, p]) => p.deployments.map((d): KnownDeployment => ({ ...d, cluster: c })));
+    const open = [...this.outageTrack.open.values()].filter((o) => this.polls.has(o.cluster));
+    const notes = (c: string, d: { readonly unreachable: readonly string[] }) =>
+      open.filter((o) => o.cluster === c && d.unreachable.includes(o.node)).map(({ node, kind, since, memory }) => ({ node, kind, since, ...(memory === undefined ? {} : { memory }) }));
+    const seen = all.flatMap(([c, p]) =>
+      p.deployments.map((d): KnownDeployment => {
+        const outages = notes(c, d);
+        return { ...d, cluster: c, ...(outages.length === 0 ? {} : { outages }) };
+      }),
+    );
     const verdicts = seen.map((d) => ({ d, reason: this.vouch?.(d) }));
     const next: Snapshot = {
       deployments: verdicts.flatMap((v) => (v.reason === undefined ? [v.d] : [])),
       strangers: verdicts.flatMap(({ d, reason }) => (reason === undefined ? [] : [{ cluster: d.cluster, deployment: d.deployment, ...(d.boot === undefined ? {} : { boot: d.boot }), reason }])),
       unreachable: all.flatMap(([c, p]) => p.unreachable.map((n) => `${c}/${n}`)),
+      ...(open.length === 0 ? {} : { outages: open }),
       ...(all.length === 0 ? {} : { at: new Date(Math.min(...all.map(([, p]) => Date.parse(p.at)))) }),
     };
     this.report(this.current, next);

@@ -13,6 +13,7 @@ import type { UpEvent } from "../boot/up-events.js";
 import type { BootIdentity } from "../supervise/boots.js";
 import type { Snapshot } from "./discovery.js";
 import { summarizeBoot } from "./protocol.js";
+import type { OutageKind } from "../contract/outage.js";
 
 /** The supervisor's state per `cluster/deployment` (Supervisor.describe). */
 export type Supervision = Readonly<Record<string, string>>;
@@ -21,7 +22,9 @@ export type Supervision = Readonly<Record<string, string>>;
 export function deploymentViews(snapshot: Snapshot, supervision: Supervision): DeploymentView[] {
   return snapshot.deployments.map((d) => {
     const sup = supervision[`${d.cluster}/${d.deployment}`];
-    return { ...d, missing: [...d.missing], unreachable: [...d.unreachable], ranks: d.ranks.map((r) => ({ ...r })), ...(sup === undefined ? {} : { supervision: sup }) };
+    // The outages of its nodes are the gateway's words; the read API says them on its nodes.
+    const { outages: _outages, ...seen } = d;
+    return { ...seen, missing: [...d.missing], unreachable: [...d.unreachable], ranks: d.ranks.map((r) => ({ ...r })), ...(sup === undefined ? {} : { supervision: sup }) };
   });
 }
 
@@ -58,6 +61,12 @@ function nodeMemory(cluster: Cluster, node: Cluster["nodes"][number], reads: Clu
 const reachable = (snapshot: Snapshot, cluster: string, node: string): boolean | undefined =>
   snapshot.at === undefined ? undefined : !snapshot.unreachable.includes(`${cluster}/${node}`);
 
+/** The node's open outage in discovery's snapshot, if it is out. */
+const outageOf = (snapshot: Snapshot, cluster: string, node: string): { kind: OutageKind; since: string } | undefined => {
+  const o = snapshot.outages?.find((x) => x.cluster === cluster && x.node === node);
+  return o === undefined ? undefined : { kind: o.kind, since: o.since };
+};
+
 export function clusterView(cluster: Cluster, reads: ClusterReads, snapshot: Snapshot): ClusterView {
   return {
     name: cluster.name,
@@ -65,10 +74,12 @@ export function clusterView(cluster: Cluster, reads: ClusterReads, snapshot: Sna
       const memory = nodeMemory(cluster, n, reads);
       const fabric = reads.facts.facts.get(n.name);
       const up = reachable(snapshot, cluster.name, n.name);
+      const outage = outageOf(snapshot, cluster.name, n.name);
       return {
         name: n.name,
         rank: n.rank,
         ...(up === undefined ? {} : { reachable: up }),
+        ...(outage === undefined ? {} : { outage }),
         ...(memory === undefined ? {} : { memory }),
         ...(fabric === undefined ? {} : { fabric: { ...fabric, hca: [...fabric.hca] } }),
       };
@@ -78,12 +89,12 @@ export function clusterView(cluster: Cluster, reads: ClusterReads, snapshot: Sna
 }
 
 /** Each node's reachability, keyed `cluster/node`, for the diff. */
-export function nodeStates(clusters: readonly Cluster[], snapshot: Snapshot): Map<string, { cluster: string; node: string; reachable: boolean }> {
-  const out = new Map<string, { cluster: string; node: string; reachable: boolean }>();
+export function nodeStates(clusters: readonly Cluster[], snapshot: Snapshot): Map<string, NodeState> {
+  const out = new Map<string, NodeState>();
   for (const c of clusters) {
     for (const n of c.nodes) {
       const up = reachable(snapshot, c.name, n.name);
-      if (up !== undefined) out.set(`${c.name}/${n.name}`, { cluster: c.name, node: n.name, reachable: up });
+      if (up !== undefined) out.set(`${c.name}/${n.name}`, { cluster: c.name, node: n.name, reachable: up, ...outageOf(snapshot, c.name, n.name) });
     }
   }
   return out;
@@ -118,10 +129,13 @@ export function historyBoot(r: BootRecord): HistoryBoot {
   };
 }
 
+/** A node as the `node` event says it. */
+export type NodeState = Extract<ReadEvent, { event: "node" }>["data"];
+
 /** What the SSE stream compares from one picture to the next. */
 export interface Picture {
   readonly deployments: readonly DeploymentView[];
-  readonly nodes: ReadonlyMap<string, { cluster: string; node: string; reachable: boolean }>;
+  readonly nodes: ReadonlyMap<string, NodeState>;
   readonly lanes: readonly LaneView[];
 }
 

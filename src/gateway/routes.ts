@@ -1,10 +1,13 @@
 import type { DeploymentState, DeploymentStatus } from "../contract/deployment.js";
+import { outageWords, type OutageNote } from "../contract/outage.js";
 import type { LaneRecord } from "../store/store.js";
 import { WEDGED_CODE, type WedgedDeployment } from "../contract/generation.js";
 
 /** A deployment the gateway knows, from one cluster's labels. */
 export interface KnownDeployment extends DeploymentStatus {
   readonly cluster: string;
+  /** Its nodes that stopped answering while it ran there (the daemon's discovery, src/nodes/outage.ts). */
+  readonly outages?: readonly OutageNote[];
 }
 
 export interface Target {
@@ -107,6 +110,9 @@ const targetOf = (d: KnownDeployment): Target => ({
   ...(d.engine === undefined ? {} : { engine: d.engine }),
 });
 
+/** "; n1 since T (vanished), last seen with X GiB available ...": each outage of its nodes, when known. */
+const outageTail = (outages: readonly OutageNote[] | undefined): string => (outages === undefined || outages.length === 0 ? "" : `; ${outages.map(outageWords).join("; ")}`);
+
 /** Why a deployment that does not serve cannot take the request, by its status. */
 const UNAVAILABLE: Record<Exclude<DeploymentState, "serving">, (d: KnownDeployment, name: string) => Extract<Resolution, { kind: "unavailable" }>> = {
   degraded: (d, name) => ({ kind: "unavailable", code: "deployment_degraded", retryAfter: DEGRADED_RETRY_S, message: `model ${name} (deployment ${d.deployment}) is not serving: missing ${d.missing.join("; ")}` }),
@@ -116,7 +122,7 @@ const UNAVAILABLE: Record<Exclude<DeploymentState, "serving">, (d: KnownDeployme
     kind: "unavailable",
     code: "deployment_unreachable",
     retryAfter: 10,
-    message: `model ${name} (deployment ${d.deployment}) cannot be reached: ${d.unreachable.join(", ")} unreachable and its head does not answer /health`,
+    message: `model ${name} (deployment ${d.deployment}) cannot be reached: ${d.unreachable.join(", ")} unreachable and its head does not answer /health${outageTail(d.outages)}`,
   }),
 };
 

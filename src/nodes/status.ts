@@ -5,6 +5,8 @@ import { CONTAINER_STATES, containerName, encodeRestartPolicy, type DeploymentSt
 import { listNodes, type Labelled } from "./labels.js";
 import type { ClusterSession } from "./session.js";
 import type { StoredWedge } from "../store/store.js";
+import { connect } from "node:net";
+import type { PortAnswer } from "../contract/deployment.js";
 
 export type { DeploymentStatus, RankStatus } from "../contract/deployment.js";
 
@@ -128,6 +130,7 @@ export async function clusterStatus(session: ClusterSession, now: Date): Promise
     }
   }
   const unreachableNodes = new Set(reasons.keys());
+  const ports = portAnswers(session, unreachableNodes);
   const deployments = await Promise.all(
     [...groups].sort(([a], [b]) => a.localeCompare(b)).map(async ([, members]): Promise<DeploymentStatus> => {
       const first = (members[0] as Labelled).labels;
@@ -155,7 +158,41 @@ export async function clusterStatus(session: ClusterSession, now: Date): Promise
       };
     }),
   );
-  return { deployments, unreachable: [...unreachableNodes].sort(), at: now.toISOString(), reasons, problems };
+  const sshPort = await ports;
+  return { deployments, unreachable: [...unreachableNodes].sort(), at: now.toISOString(), ...(unreachableNodes.size === 0 ? {} : { ssh_port: sshPort }), reasons, problems };
+}
+
+/** How long a node SSH could not read gets to answer a TCP connection at its SSH port. */
+const PORT_PROBE_MS = 2000;
+
+/**
+ * Whether the SSH port of each unreachable node answers a TCP connection, within a bound: a
+ * connection made or refused (a RST: the kernel lives) answers; a timeout or no route is silence.
+ * The address is the one HTTP uses (ssh -G's hostname, src/nodes/session.ts) and the cluster
+ * file's port, else 22: a node reached through a ProxyJump or another port in ~/.ssh/config is
+ * probed where it may not listen, and counts as silent.
+ */
+function portAnswers(session: ClusterSession, nodes: ReadonlySet<string>): Promise<Record<string, PortAnswer>> {
+  const of = session.cluster.nodes.filter((n) => nodes.has(n.name));
+  return Promise.all(of.map(async (n) => [n.name, await probePort(n.address ?? n.host, n.port ?? 22)] as const)).then((all) => Object.fromEntries(all));
+}
+
+/**
+ * One TCP connect, bounded by `ms`: net.connect's `timeout` option sets the socket's idle timeout
+ * before it connects (Node's net docs, socket.connect options), so it bounds the handshake too.
+ */
+export function probePort(host: string, port: number, ms = PORT_PROBE_MS): Promise<PortAnswer> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port, timeout: ms });
+    const done = (a: PortAnswer): void => {
+      socket.destroy();
+      resolve(a);
+    };
+    socket.once("connect", () => done("answers"));
+    socket.once("timeout", () => done("silent"));
+    // Node's net errors carry the errno name (ECONNREFUSED: the peer's kernel sent a RST).
+    socket.once("error", (e: NodeJS.ErrnoException) => done(e.code === "ECONNREFUSED" ? "answers" : "silent"));
+  });
 }
 
 /**

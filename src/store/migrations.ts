@@ -236,4 +236,18 @@ export const MIGRATIONS: readonly string[] = [
      at TEXT NOT NULL,
      PRIMARY KEY (cluster, deployment)
    );`,
+  // 15: nodes that stopped answering while launcher's ranks ran there (src/nodes/outage.ts), as the
+  // daemon's discovery found them: open while ended_at is NULL. deployments is JSON (RanBefore[]),
+  // memory the node's last sample before it (JSON, or NULL when none was known).
+  `CREATE TABLE node_outages (
+     id INTEGER PRIMARY KEY,
+     cluster TEXT NOT NULL,
+     node TEXT NOT NULL,
+     kind TEXT NOT NULL,
+     since TEXT NOT NULL,
+     ended_at TEXT,
+     deployments TEXT NOT NULL,
+     memory TEXT
+   );
+   CREATE INDEX node_outages_open ON node_outages (cluster, node, ended_at);`,
 ];

@@ -4,7 +4,7 @@ import type { ImageFacts } from "../engine/image-contract.js";
 import type { BenchRun, EvalRun } from "../contract/evidence.js";
 import type { ActivityRecord } from "../contract/read-api.js";
 import type { Meminfo } from "../memory/meminfo.js";
-import type { BootInProgress, BootRecord, LaneRecord, LockHolder, MemoryTripRecord, RestartRecord, WatchedMemory, StoredWedge, StateStore, SwapRecord } from "./store.js";
+import type { BootInProgress, BootRecord, LaneRecord, LockHolder, MemoryTripRecord, NodeOutageRecord, RestartRecord, WatchedMemory, StoredWedge, StateStore, SwapRecord } from "./store.js";
 
 /**
  * The store when there is none to be had: it records nothing and reads as empty. The labels on the
@@ -79,6 +79,11 @@ export class NullStore implements StateStore {
   saveWedge(): void {}
   wedges(): Map<string, StoredWedge> {
     return new Map();
+  }
+  saveOutage(): void {}
+  endOutage(): void {}
+  outages(): NodeOutageRecord[] {
+    return [];
   }
   saveMemoryTrip(): void {}
   memoryTrips(): MemoryTripRecord[] {

@@ -9,6 +9,7 @@ import { benchRunFromStored, type BenchRun, type EvalRun, type EvidenceStore, ty
 import type { Meminfo } from "../memory/meminfo.js";
 import type { Culprit, MemorySample } from "../memory/memory-watch.js";
 import { MIGRATIONS } from "./migrations.js";
+import type { OutageKind } from "../contract/outage.js";
 
 
 /** How long a write waits for another process's write lock before it is a store fault. */
@@ -176,6 +177,18 @@ export interface StoredWedge {
   readonly message: string;
   /** ISO: when the daemon found it wedged. */
   readonly at: string;
+}
+
+/** A node that stopped answering while launcher's ranks ran there (src/nodes/outage.ts), as the store keeps it. */
+export interface NodeOutageRecord {
+  readonly cluster: string;
+  readonly node: string;
+  readonly kind: OutageKind;
+  readonly since: string;
+  /** When a poll read it again; absent while it lasts (or its daemon stopped before). */
+  readonly ended_at?: string;
+  readonly deployments: readonly { readonly deployment: string; readonly ranks: readonly number[] }[];
+  readonly memory?: MemorySample & { readonly at: string };
 }
 
 export interface WatchedMemory {
@@ -560,6 +573,34 @@ export class Store implements EvidenceStore {
   wedges(cluster: string): Map<string, StoredWedge> {
     const rows = this.db.prepare(`SELECT deployment, boot, since, message, at FROM wedged WHERE cluster = ?`).all(cluster) as (StoredWedge & { deployment: string })[];
     return new Map(rows.map(({ deployment, ...w }) => [deployment, w]));
+  }
+
+  /** A node outage begins (its end is written by endOutage). */
+  saveOutage(o: NodeOutageRecord): void {
+    this.db
+      .prepare(`INSERT INTO node_outages (cluster, node, kind, since, ended_at, deployments, memory) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+      .run(o.cluster, o.node, o.kind, o.since, o.ended_at ?? null, JSON.stringify(o.deployments), o.memory === undefined ? null : JSON.stringify(o.memory));
+  }
+
+  /** The node answers again: every outage of it still open ends now, with the kind it ended as. */
+  endOutage(cluster: string, node: string, kind: OutageKind, at: string): void {
+    this.db.prepare(`UPDATE node_outages SET ended_at = ?, kind = ? WHERE cluster = ? AND node = ? AND ended_at IS NULL`).run(at, kind, cluster, node);
+  }
+
+  /** Node outages, newest first: of one cluster, or of all. */
+  outages(cluster: string | undefined, limit: number): NodeOutageRecord[] {
+    const rows = this.db
+      .prepare(`SELECT cluster, node, kind, since, ended_at, deployments, memory FROM node_outages WHERE ? IS NULL OR cluster = ? ORDER BY since DESC, id DESC LIMIT ?`)
+      .all(cluster ?? null, cluster ?? null, limit) as { cluster: string; node: string; kind: OutageKind; since: string; ended_at: string | null; deployments: string; memory: string | null }[];
+    return rows.map((r) => ({
+      cluster: r.cluster,
+      node: r.node,
+      kind: r.kind,
+      since: r.since,
+      ...(r.ended_at === null ? {} : { ended_at: r.ended_at }),
+      deployments: JSON.parse(r.deployments) as NodeOutageRecord["deployments"],
+      ...(r.memory === null ? {} : { memory: JSON.parse(r.memory) as NonNullable<NodeOutageRecord["memory"]> }),
+    }));
   }
 
   /** A trip of the guard after ready: the deployment was killed on every node. */

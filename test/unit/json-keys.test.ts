@@ -118,6 +118,8 @@ before(() => {
     const restart = store.beginRestart({ cluster: "spark-2x", deployment: "chat", lane: "chat", attempt: 1, reason: "exited", message: "rank 0 exited", node: "spark1", rank: 0, cause: "OOM", started_at: at });
     store.endRestart(restart, "failed", at, "again");
     store.saveMemoryTrip({ cluster: "spark-2x", deployment: "chat", node: "spark1", phase: "serving", culprit: "deployment", message: "below the floor", detail: ["x"], at });
+    store.saveOutage({ cluster: "spark-2x", node: "spark2", kind: "vanished", since: at, deployments: [{ deployment: "chat", ranks: [1] }], memory: { availableKiB: 10 * GIB_KIB, totalKiB: 120 * GIB_KIB, at } });
+    store.endOutage("spark-2x", "spark2", "vanished", at);
     // lanes: one lane switching, with one swap.
     store.setLane({ name: "chat", cluster: "spark-2x", deployment: "chat", recipe: "chat", served_model: "m", state: "switching", switching_to: "chat2", since: at });
     const swap = store.beginSwap({ lane: "chat", mode: "overlap", from_deployment: "chat", from_recipe: "chat", to_deployment: "chat2", to_recipe: "chat2", started_at: at });
@@ -157,7 +159,7 @@ const COMMANDS: readonly { argv: readonly string[]; register: Register; least: n
   { register: registerPlan, argv: ["plan", "dsv4-flash-vision", "--cluster", CLUSTER, "--json"], least: 40, has: ["$.memory_fit.nodes[].need_gib", "$.memory_fit.nodes[].weights_bytes", "$.memory_fit.read_at"] },
   { register: registerDiff, argv: ["diff", "dsv4-flash-vision", "dsv41-flash-4x-dcp2", "--json"], least: 10, has: ["$.changes[].section"] },
   { register: registerExplain, argv: ["explain", "PLACEHOLDER", "--json"], least: 10, has: ["$.figures.model_gib", "$.phases[].seconds"] },
-  { register: registerHistory, argv: ["history", "--json"], least: 30, has: ["$.boots[].head_phases", "$.boots[].phases[].min_available_kib", "$.restarts[].started_at", "$.memory_trips[].culprit"] },
+  { register: registerHistory, argv: ["history", "--json"], least: 30, has: ["$.boots[].head_phases", "$.boots[].phases[].min_available_kib", "$.restarts[].started_at", "$.memory_trips[].culprit", "$.node_outages[].memory.available_kib", "$.node_outages[].ended_at"] },
   { register: registerLanes, argv: ["lanes", "--json"], least: 15, has: ["$.lanes[].switching_to", "$.lanes[].swaps[].to_deployment"] },
   { register: registerCluster, argv: ["cluster", "list", "--json"], least: 3, has: ["$.in_use"] },
   { register: registerCluster, argv: ["cluster", "show", CLUSTER, "--json"], least: 10, has: ["$.api_port", "$.nodes[].fabric_ip"] },

@@ -1,5 +1,5 @@
 import type { ActivityRecord, ClusterView, DeploymentView, HistoryBoot, LaneView, MetricsPoint, MetricsWindow, ReadAnswer, ReadEvent, RunsAnswer } from "../../src/contract/read-api.js";
-import { MAX_READ_LIMIT, READ_PATHS, withoutBodies, type BootViewSchema } from "../../src/contract/read-api.js";
+import { MAX_READ_LIMIT, READ_PATHS, withNodeEvent, withoutBodies, type BootViewSchema } from "../../src/contract/read-api.js";
 import type { z } from "zod";
 
 /**
@@ -135,8 +135,8 @@ function withPoint(s: PageState, cluster: string, deployment: string, point: Met
   return { ...s, metrics: upsert(s.metrics, { cluster, deployment, points }, same) };
 }
 
-function withReachable(s: PageState, cluster: string, node: string, reachable: boolean): PageState {
-  const clusters = s.clusters.map((c) => (c.name !== cluster ? c : { ...c, nodes: c.nodes.map((n) => (n.name === node ? { ...n, reachable } : n)) }));
+function withReachable(s: PageState, d: Extract<ReadEvent, { event: "node" }>["data"]): PageState {
+  const clusters = s.clusters.map((c) => (c.name !== d.cluster ? c : { ...c, nodes: c.nodes.map((n) => (n.name === d.node ? withNodeEvent(n, d) : n)) }));
   return { ...s, clusters };
 }
 
@@ -153,7 +153,7 @@ export function applyEvent(s: PageState, e: ReadEvent): PageState {
       return { ...s, deployments: s.deployments.filter((x) => !gone(x)), metrics: s.metrics.filter((w) => !gone(w)) };
     }
     case "node":
-      return withReachable(s, e.data.cluster, e.data.node, e.data.reachable);
+      return withReachable(s, e.data);
     case "lane":
       return { ...s, lanes: upsert(s.lanes, e.data, (x) => x.name === e.data.name) };
     case "lane_removed":

@@ -10,7 +10,7 @@ export function Overview(p: { state: PageState }) {
   const now = useNow();
   return (
     <div class="overview">
-      <Section title="Nodes">{state.clusters.length === 0 ? <Empty>No cluster yet.</Empty> : state.clusters.map((c) => <Nodes cluster={c} key={c.name} />)}</Section>
+      <Section title="Nodes">{state.clusters.length === 0 ? <Empty>No cluster yet.</Empty> : state.clusters.map((c) => <Nodes cluster={c} now={now} key={c.name} />)}</Section>
       <Section title="Lanes">
         {state.lanes.length === 0 ? <Empty>No lane.</Empty> : (
           <table>
@@ -39,7 +39,7 @@ export function Overview(p: { state: PageState }) {
   );
 }
 
-function Nodes(p: { cluster: ClusterView }) {
+function Nodes(p: { cluster: ClusterView; now: number }) {
   return (
     <div class="cluster">
       <h3>{p.cluster.name}</h3>
@@ -52,7 +52,8 @@ function Nodes(p: { cluster: ClusterView }) {
           return (
             <li class={`node ${reachable ? "up" : "down"}`} data-testid="node" data-node={n.name} data-reachable={String(reachable)} key={n.name}>
               <span class="node-name">{n.name}</span>
-              <span class="badge">{n.reachable === undefined ? "not polled yet" : reachable ? "reachable" : "unreachable"}</span>
+              <span class="badge">{n.reachable === undefined ? "not polled yet" : reachable ? "reachable" : n.outage === undefined ? "unreachable" : `${n.outage.kind} since`}</span>
+              {!reachable && n.outage !== undefined ? <span class="outage" data-testid="node-outage" data-kind={n.outage.kind}><Ago at={n.outage.since} now={p.now} /></span> : null}
               <span class={`headroom ${room.low ? "low" : ""}`} data-testid="memory-headroom">{room.text}</span>
               <span class="meter" title="available memory; the mark is the floor">
                 {/* Preact sets style through the element's CSSOM (never a style attribute), which the CSP allows. */}
