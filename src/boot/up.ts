@@ -20,6 +20,7 @@ import { DEPLOYMENT_LABEL, LABELS } from "../contract/deployment.js";
 import { ensureImage } from "../transfer/images.js";
 import { fitText, type FitReport } from "../memory/fit.js";
 import { startGuard, type Guard } from "../memory/guard.js";
+import { nodeGuardTrip, startNodeGuard } from "../memory/node-guard-shell.js";
 import { nodeFloorGiB, type Trip } from "../memory/memory-watch.js";
 import { clusterRoutes } from "../transfer/route.js";
 import { traced, traceMark } from "../remote/trace.js";
@@ -459,6 +460,20 @@ async function startNode(w: BootWatch, guard: Guard, name: string): Promise<void
     throw new BootFailed({ node: name, rank: spec.rank, message: "docker run failed", ...(detail ? { cause: detail.split("\n").slice(-1)[0] ?? detail } : {}), lastLines: detail ? detail.split("\n") : [] });
   }
   follow(w, spec);
+  await guardOnNode(w, name);
+}
+
+/**
+ * The deployment's guard on the node itself (src/memory/node-guard.ts), started once its container
+ * runs there, awaited so that a rollback after this finds it: it guards whatever happens to this
+ * process. One that cannot start is said; this boot's own guard still watches the node meanwhile.
+ */
+async function guardOnNode(w: BootWatch, name: string): Promise<void> {
+  try {
+    await traced("node guard", name, () => startNodeGuard(dockerOf(w.session, name).transport, w.plan.deployment, nodeFloorGiB(w.session.cluster, name)));
+  } catch (e) {
+    w.options.progress.note(`warning: the memory guard on ${name} itself did not start (${describeThrown(e)}); once this boot ends, only a running daemon guards that node's memory`);
+  }
 }
 
 /**
@@ -513,6 +528,21 @@ function guardMemory(w: BootWatch, fit: FitReport | undefined, stop: AbortSignal
   });
 }
 
+/**
+ * After a failure: each node's own guard's report, read once (bounded, in parallel). A guard that
+ * tripped gives its sample to this boot's guard, which then trips with its whole report (phase,
+ * peaks, the fit check) and kills on every node, as if it had seen the crossing itself.
+ */
+async function heedNodeGuards(w: BootWatch, guard: Guard): Promise<void> {
+  await Promise.all(
+    w.plan.nodes.map(async ({ node }) => {
+      const trip = await nodeGuardTrip(dockerOf(w.session, node).transport, w.plan.deployment).catch(() => undefined);
+      const totalKiB = guard.states().find((s) => s.node === node)?.last?.totalKiB;
+      if (trip !== undefined && totalKiB !== undefined) guard.heard(node, { totalKiB, availableKiB: Math.min(trip.availableKiB, totalKiB) });
+    }),
+  );
+}
+
 /** The boot's --timeout: the rank that holds the others up is blamed, not the head that waits for it. */
 function timeoutAfter(w: BootWatch): NodeJS.Timeout {
   const { plan, engine, options } = w;
@@ -560,7 +590,9 @@ async function runBoot(plan: Plan, bootId: string, session: ClusterSession, opti
       w.end();
       return await rollBackOwnFault(e, plan.deployment, bootId, session, options.progress);
     }
-    // A guard trip is the failure, whatever the ranks it killed logged on their way out.
+    // A guard trip is the failure, whatever the ranks it killed logged on their way out; the
+    // guard on a node may have killed them before this one's next sample.
+    if (guard.tripped() === undefined && !options.signal.aborted) await heedNodeGuards(w, guard);
     const trip = await guard.tripped();
     const f = trip !== undefined ? w.tripFailure(trip) : e instanceof BootFailed ? e.failure : (w.failure ?? { node: "launcher", rank: -1, message: options.signal.aborted ? interruption(options.signal).message : "aborted", lastLines: [] });
     w.end();

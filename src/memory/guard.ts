@@ -50,6 +50,12 @@ export interface Guard {
    * trip's doing, so whoever reports the boot's failure waits for this one first.
    */
   readonly tripped: () => Promise<Trip> | undefined;
+  /**
+   * A sample of `node` from another source: its own guard's report (src/memory/node-guard.ts),
+   * which may have killed the containers before this guard's next sample. Taken as a sample of
+   * the sampler's, so that a crossing trips this guard with its whole report.
+   */
+  readonly heard: (node: string, sample: MemorySample) => void;
 }
 
 const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e));
@@ -106,6 +112,18 @@ export function startGuard(options: GuardOptions): Guard {
     return report;
   };
 
+  // One sample of a node, from its sampler (`fromSampler`: said to onSample once kept) or heard.
+  const take = (node: string, sample: MemorySample, fromSampler = false): void => {
+    const at = now();
+    const before = states.get(node);
+    if (before === undefined) return;
+    const state = observe(before, options.phaseOf(node), sample);
+    states.set(node, state);
+    if (fromSampler) options.onSample?.(node, sample);
+    waiting.get(node)?.(sample);
+    if (tripped === undefined && before.crossed === undefined && state.crossed !== undefined) tripped = trip(node, at);
+  };
+
   const watchNode = async (n: GuardedNode): Promise<void> => {
     const argv = untilReaderGoes(["sh", "-c", SAMPLER_SCRIPT, "sh", String(options.interval ?? SAMPLE_INTERVAL_SECONDS)]);
     let samples = 0;
@@ -114,17 +132,11 @@ export function startGuard(options: GuardOptions): Guard {
       const sample = parseSampleLine(line);
       if (sample === undefined) continue;
       samples++;
-      const at = now();
-      const before = states.get(n.node) ?? nodeMemory(n.node, n.floorGiB);
-      const state = observe(before, options.phaseOf(n.node), sample);
-      states.set(n.node, state);
-      options.onSample?.(n.node, sample);
-      waiting.get(n.node)?.(sample);
-      if (tripped === undefined && before.crossed === undefined && state.crossed !== undefined) tripped = trip(n.node, at);
+      take(n.node, sample, true);
     }
     if (!options.signal.aborted) options.onLost?.(n.node, samples === 0 ? "its sampler printed no sample" : "its sampler ended");
   };
 
   for (const n of options.nodes) void watchNode(n).catch((e: unknown) => options.onLost?.(n.node, errorText(e)));
-  return { states: () => [...states.values()], tripped: () => tripped };
+  return { states: () => [...states.values()], tripped: () => tripped, heard: (node, sample) => take(node, sample) };
 }

@@ -2,6 +2,8 @@ import { DEPLOYMENT_LABEL } from "../contract/deployment.js";
 import { listNodes, reasonOf, type Labelled, type NodeListing } from "./labels.js";
 import type { ClusterSession } from "./session.js";
 import type { StateStore } from "../store/store.js";
+import type { Docker } from "../remote/docker.js";
+import { stopNodeGuards } from "../memory/node-guard-shell.js";
 
 export interface Removed {
   readonly node: string;
@@ -39,14 +41,26 @@ export async function removeListed(
       try {
         const names = removed.map((r) => r.container);
         const reading = lastWords?.containers.get(l.node);
+        const guards = removeGuards(l.docker, removed);
         if (lastWords !== undefined && reading !== undefined) lastWords.heard(l.node, await l.docker.logsThenRemove(reading, lastWords.tail, names));
         else await l.docker.stopAndRemove(names, graceSeconds);
+        await guards;
         return { node: l.node, kind: "removed", removed };
       } catch (e) {
         return { node: l.node, kind: "unreachable", reason: reasonOf(e), deployments: [...new Set(removed.map((r) => r.deployment))] };
       }
     }),
   );
+}
+
+/**
+ * The guards on the node itself (src/memory/node-guard.ts) of the deployments whose containers go:
+ * ended and removed in the same moment as their containers. A guard missed here (the node stopped
+ * answering between the listing and this) ends by itself once its containers are gone.
+ */
+async function removeGuards(docker: Docker, removed: readonly Removed[]): Promise<void> {
+  if (removed.length === 0) return;
+  await stopNodeGuards(docker.transport, removed.map((r) => r.deployment)).catch(() => undefined);
 }
 
 /** What a stop is recorded in: the store's marks of a deployment being stopped and stopped. */

@@ -1,4 +1,5 @@
 import { READ_SCRIPT } from "../../src/boot/preflight.js";
+import { NODE_GUARD_READ_SCRIPT, NODE_GUARD_START_SCRIPT, NODE_GUARD_STOP_SCRIPT } from "../../src/memory/node-guard.js";
 import { CLAIM_SCRIPT } from "../../src/claims/claims.js";
 import { SAMPLER_SCRIPT } from "../../src/memory/memory-watch.js";
 import { inspectJson, LIST_SCRIPT, readListing, type ArmedKill, type ContainerInfo, type Docker, type LogsOptions } from "../../src/remote/docker.js";
@@ -39,6 +40,9 @@ const SCRIPT_NAMES = new Map([
   [LIST_SCRIPT, "LIST_SCRIPT"],
   [SAMPLER_SCRIPT, "SAMPLER_SCRIPT"],
   [CLAIM_SCRIPT, "CLAIM_SCRIPT"],
+  [NODE_GUARD_START_SCRIPT, "NODE_GUARD_START_SCRIPT"],
+  [NODE_GUARD_STOP_SCRIPT, "NODE_GUARD_STOP_SCRIPT"],
+  [NODE_GUARD_READ_SCRIPT, "NODE_GUARD_READ_SCRIPT"],
 ]);
 const MIB = 1024;
 
@@ -416,6 +420,8 @@ export class FakeNode implements Docker {
         if (s?.text === READ_SCRIPT) return this.readAnswer(s.args);
         if (s?.text === CLAIM_SCRIPT) return this.claimAnswer(s.args);
         if (s?.text === LIST_SCRIPT) return { code: 0, stdout: inspectJson(this.list(s.args[0] ?? "")), stderr: "" };
+        // The guard on the node itself (src/memory/node-guard.ts): started and removed, nothing more of it.
+        if (s?.text === NODE_GUARD_START_SCRIPT || s?.text === NODE_GUARD_STOP_SCRIPT || s?.text === NODE_GUARD_READ_SCRIPT) return { code: 0, stdout: "", stderr: "" };
         return unknown(argv);
       },
       stream: (argv: readonly string[], options: { signal?: AbortSignal } = {}): AsyncIterable<string> => {

@@ -1,0 +1,248 @@
+/**
+ * The node guard's pure core: a memory guard that runs ON a node beside a deployment's containers,
+ * so that it keeps guarding when the control machine goes away (its SSH session closed, its Wi-Fi
+ * down, the daemon stopped). The shell that starts and removes it is src/memory/node-guard-shell.ts.
+ *
+ * Why a detached host process and not a container of its own: it needs only sh, /proc and the
+ * docker CLI the node has anyway, and no image to ship, pull or keep in step; a container would
+ * need an image with a shell and the docker socket mounted into it. The process is started with
+ * setsid(1) and nohup(1) (util-linux setsid: a new session, no controlling terminal; nohup:
+ * SIGHUP ignored), its standard streams on files, so that sshd's session ends at once and nothing
+ * of it reaches the guard (openssh-portable session.c: the session closes when the command's
+ * streams do). Its pid and report live under ~/.cache/launcher/guard/<deployment>/ on the node.
+ *
+ * Each turn reads /proc/meminfo with the shell's own `read` (no process per sample but `sleep`)
+ * and compares MemAvailable (proc(5): "An estimate of how much memory is available for starting
+ * new applications, without swapping", Linux 3.14+) with its floor in KiB (nodeGuardFloorKiB). Below it, the
+ * guard runs `docker kill` on this deployment's containers on its node, found ahead by their
+ * launcher.deployment label and refreshed every few seconds; the same look ends the guard once
+ * those containers are gone.
+ */
+
+import { DEPLOYMENT_NAME } from "../config/kinds.js";
+import { DEPLOYMENT_LABEL } from "../contract/deployment.js";
+import { KIB_PER_GIB } from "./memory-watch.js";
+
+/** Samples per second is 1 / this: ten a second, so that the kill comes well within 250 ms of the crossing. */
+export const NODE_GUARD_INTERVAL_SECONDS = 0.1;
+/** Every this many samples (about 3 s) the guard looks again for the deployment's containers. */
+export const NODE_GUARD_LOOK_EVERY = 30;
+/** Every this many samples (about 1 s) the guard rewrites its heartbeat file. */
+export const NODE_GUARD_BEAT_EVERY = 10;
+/** A report past this many bytes is moved aside (report.1) when a guard starts: at most twice this on the node. */
+export const NODE_GUARD_REPORT_MAX_BYTES = 64 * 1024;
+/** The most of a report a reader takes: the tail of the report and the heartbeat file. */
+export const NODE_GUARD_READ_MAX_BYTES = 16 * 1024;
+
+/** The guard's folder under the node user's home; the deployment's name is its last component. */
+export const NODE_GUARD_HOME = ".cache/launcher/guard";
+
+/**
+ * The guard loop, run detached on the node. $1 is its folder (already its working directory),
+ * $2 the floor in KiB, $3 the label filter of the deployment's containers, $4 the interval,
+ * $5 the samples between looks, $6 the samples between heartbeats. It appends events to `report`
+ * (`tripped MS available=KIB floor=KIB killed=IDS`, `ended MS why`) and
+ * rewrites `heartbeat` (`MS available=KIB`) about once a second; MS is epoch milliseconds (GNU
+ * date %3N). The kill comes before any date is taken, so that nothing delays it.
+ */
+export const NODE_GUARD_SCRIPT = `floor=$2 filter=$3 interval=$4 every=$5 beat=$6
+echo $$ >pid
+# A look that failed (docker not answering for a moment) keeps the ids it had.
+look() { found=$(docker ps --quiet --no-trunc --filter "label=$filter" 2>/dev/null) && ids=$found; }
+look
+n=0
+while :; do
+  a=
+  while read -r k v _; do
+    case $k in MemAvailable:) a=$v; break ;; esac
+  done </proc/meminfo
+  if [ -n "$a" ] && [ "$a" -lt "$floor" ]; then
+    [ -n "$ids" ] && docker kill -- $ids >/dev/null 2>&1
+    echo "tripped $(date +%s%3N) available=$a floor=$floor killed=" $ids >>report
+    rm -f pid
+    exit 0
+  fi
+  n=$((n + 1))
+  [ $((n % beat)) -eq 0 ] && echo "$(date +%s%3N) available=$a" >heartbeat
+  if [ $((n % every)) -eq 0 ]; then
+    # Nothing left to kill (gone, or never seen), or its folder removed (down): the guard ends.
+    look
+    if [ -z "$ids" ] || [ ! -d "$1" ]; then
+      echo "ended $(date +%s%3N) containers-gone" >>report
+      rm -f pid
+      exit 0
+    fi
+  fi
+  sleep "$interval"
+done`;
+
+/**
+ * Starts a guard for one deployment on the node: $1 the deployment, $2 the guard loop, the rest
+ * its arguments. A guard of the same deployment already there is ended first (only when its pid
+ * is still a process whose working directory is this folder: a pid reused by another process is
+ * never killed; proc(5) /proc/PID/cwd). setsid does not fork here: a background job of a
+ * non-interactive sh is no process group leader (util-linux sys-utils/setsid.c forks only for a
+ * leader), so $! is the guard's own pid, written before this script returns: a removal that
+ * comes at once finds it. The report's `started MS floor=KIB` line comes first, before any line
+ * of this guard's.
+ */
+export const NODE_GUARD_START_SCRIPT = `d=$HOME/${NODE_GUARD_HOME}/$1
+guard=$2
+shift 2
+mkdir -p "$d" && cd "$d" || exit 1
+p=$(cat pid 2>/dev/null)
+case $p in ''|*[!0-9]*) ;; *) [ "$(readlink "/proc/$p/cwd" 2>/dev/null)" = "$d" ] && kill -9 "$p" 2>/dev/null ;; esac
+[ -f report ] && [ "$(wc -c <report)" -gt ${NODE_GUARD_REPORT_MAX_BYTES} ] && mv -f report report.1
+echo "started $(date +%s%3N) floor=$1" >>report
+setsid nohup sh -c "$guard" sh "$d" "$@" </dev/null >/dev/null 2>&1 &
+echo $! >pid
+echo "guard $!"`;
+
+/**
+ * Ends and removes each named deployment's guard on the node: its process (as in the start
+ * script: only a pid whose working directory is its folder) and its folder. What the report said
+ * is printed first, bounded, each under a `== NAME` line, for the caller to keep.
+ */
+export const NODE_GUARD_STOP_SCRIPT = `for name in "$@"; do
+  d=$HOME/${NODE_GUARD_HOME}/$name
+  [ -d "$d" ] || continue
+  p=$(cat "$d/pid" 2>/dev/null)
+  case $p in ''|*[!0-9]*) ;; *) [ "$(readlink "/proc/$p/cwd" 2>/dev/null)" = "$d" ] && kill -9 "$p" 2>/dev/null ;; esac
+  echo "== $name"
+  tail -c ${NODE_GUARD_READ_MAX_BYTES} "$d/report" 2>/dev/null
+  rm -rf -- "$d"
+done
+exit 0`;
+
+/** Prints the tail of a deployment's guard report on the node ($1 the deployment); none: nothing. */
+export const NODE_GUARD_READ_SCRIPT = `tail -c ${NODE_GUARD_READ_MAX_BYTES} "$HOME/${NODE_GUARD_HOME}/$1/report" 2>/dev/null
+exit 0`;
+
+/** A deployment name the guard's folder may carry: the plan's own kind (no '/', never '.' first). */
+export const guardableName = (deployment: string): boolean => DEPLOYMENT_NAME.check(deployment) === undefined;
+
+/** The floor in whole KiB, as the guard compares it with MemAvailable. */
+export const floorKiB = (floorGiB: number): number => Math.max(0, Math.round(floorGiB * KIB_PER_GIB));
+
+/** How far below the node's floor its own guard kills: 1 GiB, or a quarter of a floor under 4 GiB. */
+export const NODE_GUARD_MARGIN_GIB = 1;
+
+/**
+ * The node guard's floor: the node's memory_floor less NODE_GUARD_MARGIN_GIB (a quarter of the
+ * floor at most). The node guard is the last line: while launcher's own guard watches the node
+ * (`up`'s during a boot, the daemon's after), that one crosses first and trips with its whole
+ * report, its kill on every node and its record; the node's own guard kills alone when nobody
+ * else can (the control machine asleep, its link down, no daemon), or when memory falls so fast
+ * that it crosses both at once.
+ */
+export const nodeGuardFloorKiB = (floorGiB: number): number => floorKiB(floorGiB - Math.min(NODE_GUARD_MARGIN_GIB, floorGiB / 4));
+
+/** argv that starts the guard of `deployment` on a node whose memory_floor is `floorGiB` (the transport quotes it, through shellQuote). */
+export function nodeGuardStartArgv(deployment: string, floorGiB: number): string[] {
+  if (!guardableName(deployment)) throw new Error(`nodeGuardStartArgv: ${JSON.stringify(deployment)} is no deployment name`);
+  return [
+    "sh",
+    "-c",
+    NODE_GUARD_START_SCRIPT,
+    "sh",
+    deployment,
+    NODE_GUARD_SCRIPT,
+    String(nodeGuardFloorKiB(floorGiB)),
+    `${DEPLOYMENT_LABEL}=${deployment}`,
+    String(NODE_GUARD_INTERVAL_SECONDS),
+    String(NODE_GUARD_LOOK_EVERY),
+    String(NODE_GUARD_BEAT_EVERY),
+  ];
+}
+
+/** argv that ends and removes the guards of `deployments` on a node; names that are no deployment name are left out. */
+export function nodeGuardStopArgv(deployments: readonly string[]): string[] | undefined {
+  const names = [...new Set(deployments)].filter(guardableName);
+  return names.length === 0 ? undefined : ["sh", "-c", NODE_GUARD_STOP_SCRIPT, "sh", ...names];
+}
+
+/** One event of a guard's report, as read back (untrusted: it comes from the node). */
+export type NodeGuardEvent =
+  | { readonly kind: "started"; readonly atMs: number; readonly floorKiB: number }
+  | { readonly kind: "tripped"; readonly atMs: number; readonly availableKiB: number; readonly floorKiB: number; readonly killed: readonly string[] }
+  | { readonly kind: "ended"; readonly atMs: number; readonly why: string };
+
+const MAX_LINE = 4096;
+const MAX_EVENTS = 64;
+const MAX_KILLED = 64;
+const CONTAINER_ID = /^[0-9a-f]{12,64}$/;
+
+/** Each line the guard writes, exactly: anything else in a report is not the guard's and is left out. */
+const LINE_READERS: readonly ((line: string) => NodeGuardEvent | undefined)[] = [
+  (line) => {
+    const m = /^started (\d{1,16}) floor=(\d{1,16})$/.exec(line);
+    return m === null ? undefined : { kind: "started", atMs: Number(m[1]), floorKiB: Number(m[2]) };
+  },
+  (line) => {
+    const m = /^tripped (\d{1,16}) available=(\d{1,16}) floor=(\d{1,16}) killed=([0-9a-f ]*)$/.exec(line);
+    if (m === null) return undefined;
+    const killed = (m[4] ?? "").split(" ").filter((id) => CONTAINER_ID.test(id)).slice(0, MAX_KILLED);
+    return { kind: "tripped", atMs: Number(m[1]), availableKiB: Number(m[2]), floorKiB: Number(m[3]), killed };
+  },
+  (line) => {
+    const m = /^ended (\d{1,16}) (containers-gone)$/.exec(line);
+    return m === null ? undefined : { kind: "ended", atMs: Number(m[1]), why: m[2] as string };
+  },
+];
+
+/**
+ * A report's text -> its events, newest last, at most MAX_EVENTS. Every line is untrusted (it comes
+ * from the node): one that is not exactly a guard's line (too long, an unknown word, a figure that
+ * is no number, a killed id that is not hex) is left out, never passed on.
+ */
+export function parseNodeGuardReport(text: string): NodeGuardEvent[] {
+  const events: NodeGuardEvent[] = [];
+  for (const line of text.slice(-NODE_GUARD_READ_MAX_BYTES).split("\n")) {
+    if (line.length > MAX_LINE) continue;
+    for (const read of LINE_READERS) {
+      const event = read(line);
+      if (event !== undefined) {
+        events.push(event);
+        break;
+      }
+    }
+  }
+  return events.slice(-MAX_EVENTS);
+}
+
+/** The trip of the guard started last (its report's last `started` line), if it tripped. */
+export function lastTrip(events: readonly NodeGuardEvent[]): Extract<NodeGuardEvent, { kind: "tripped" }> | undefined {
+  const since = events.map((e) => e.kind).lastIndexOf("started");
+  return events.slice(since < 0 ? 0 : since).find((e): e is Extract<NodeGuardEvent, { kind: "tripped" }> => e.kind === "tripped");
+}
+
+/** The heartbeat file's text -> when and what the guard last sampled, or undefined. */
+export function parseNodeGuardHeartbeat(text: string): { readonly atMs: number; readonly availableKiB: number } | undefined {
+  const m = /^(\d{1,16}) available=(\d{1,16})\n?$/.exec(text.slice(0, MAX_LINE));
+  return m === null ? undefined : { atMs: Number(m[1]), availableKiB: Number(m[2]) };
+}
+
+/** The stop script's output -> each deployment's report text (the `== NAME` lines name only names asked for). */
+export function splitStoppedReports(out: string, asked: readonly string[]): Map<string, string> {
+  const reports = new Map<string, string>();
+  let current: string | undefined;
+  for (const line of out.split("\n")) {
+    const m = /^== (.+)$/.exec(line);
+    if (m !== null && asked.includes(m[1] as string)) {
+      current = m[1] as string;
+      reports.set(current, "");
+    } else if (current !== undefined) reports.set(current, `${reports.get(current) ?? ""}${line}\n`);
+  }
+  return reports;
+}
+
+const gib = (kib: number): string => (kib / KIB_PER_GIB).toFixed(1);
+
+/**
+ * A trip as launcher says it: the same words as the in-process guard's (memory-watch describeTrip)
+ * so that one reader of `memory guard: NODE fell below its floor` reads both.
+ */
+export function describeNodeGuardTrip(node: string, deployment: string, e: Extract<NodeGuardEvent, { kind: "tripped" }>): string {
+  const at = new Date(e.atMs).toISOString();
+  return `memory guard: ${node} fell below its floor of ${gib(e.floorKiB)} GiB available (${gib(e.availableKiB)} GiB left); the guard on ${node} killed ${deployment}'s ${e.killed.length} container${e.killed.length === 1 ? "" : "s"} there at ${at}`;
+}

@@ -1,0 +1,147 @@
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { describe, test } from "node:test";
+import { NODE_GUARD_HOME, nodeGuardFloorKiB, parseNodeGuardReport } from "../../src/memory/node-guard.js";
+import { CLUSTER, launcher, ok, onHost, onHostRun, practiceSuite, QUICK_SILENCE_SSH, RIG_DIR, variant, within } from "./practice-cluster.js";
+
+// The memory guard on the node itself (src/memory/node-guard.ts) on 2 practice hosts. The hosts
+// share this machine's kernel, so their /proc/meminfo is this machine's: the floor is set below
+// what is available when the test starts, and a process here takes the memory that crosses it.
+const HOSTS = 2;
+// Fresh hosts, not the shared ones: the file cuts a management link; ssh gives up on a silent host
+// in seconds (QUICK_SILENCE_SSH).
+const dir = practiceSuite(HOSTS, "launcher-node-guard-", { fresh: true, sshOptions: QUICK_SILENCE_SSH });
+// No daemon: the node guard alone.
+const HERE = { LAUNCHER_DAEMON: "none" };
+// The floor is this far below what is available, and the process here takes HOG_MIB: it ends
+// ~1.5 GiB below the floor, ~0.5 GiB below the node guard's (1 GiB under the floor).
+const HOG_MIB = 2048;
+const FLOOR_BELOW_GIB = 0.5;
+
+const availableKiB = (): number => {
+  const m = /^MemAvailable:\s+(\d+) kB$/m.exec(readFileSync("/proc/meminfo", "utf8"));
+  assert.ok(m?.[1] !== undefined, "this kernel reports MemAvailable");
+  return Number(m[1]);
+};
+
+/** The rig's cluster file with a floor for all nodes `belowGiB` under what is available now. */
+function clusterWithFloor(belowGiB: number): string {
+  const floor = Math.max(0.5, availableKiB() / 1024 / 1024 - belowGiB);
+  const file = path.join(RIG_DIR, "cluster-node-guard.toml");
+  writeFileSync(file, `memory_floor = ${floor.toFixed(3)}\n${readFileSync(CLUSTER, "utf8")}`);
+  return file;
+}
+
+/** The guard's folder of `deployment` on host i: its files' text by name (none: the folder is gone). */
+function guardFiles(i: number, deployment: string): Map<string, string> {
+  const r = onHostRun(i, ["sh", "-c", `cd "$HOME/${NODE_GUARD_HOME}/$1" 2>/dev/null || exit 0; for f in pid report; do [ -f "$f" ] && { echo "== $f"; cat "$f"; }; done; exit 0`, "sh", deployment]);
+  assert.equal(r.code, 0, r.stderr);
+  const files = new Map<string, string>();
+  let name: string | undefined;
+  for (const line of r.stdout.split("\n")) {
+    const m = /^== (\w+)$/.exec(line);
+    if (m !== null) name = m[1] as string;
+    else if (name !== undefined) files.set(name, `${files.get(name) ?? ""}${line}\n`);
+  }
+  return files;
+}
+
+/** Whether a process runs (the practice hosts share this machine's process table). */
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+};
+
+const link = (i: number, state: "up" | "down"): void => {
+  assert.equal(spawnSync("ip", ["link", "set", `lnchm${i}`, state], { encoding: "utf8" }).status, 0, `link n${i} ${state}`);
+};
+
+/**
+ * A process here that takes `mib` MiB in 64 MiB steps, each written, and prints `crossed MS` the
+ * first time MemAvailable is below `floorKiB` after a step: the moment of the crossing.
+ */
+function hog(mib: number, floorKiB: number): { crossed: Promise<number>; stop: () => void } {
+  const code = `const fs = require("node:fs"); const held = []; let said = false;
+    const avail = () => Number(/^MemAvailable:\\s+(\\d+)/m.exec(fs.readFileSync("/proc/meminfo", "utf8"))[1]);
+    for (let i = 0; i < ${mib / 64}; i++) { held.push(Buffer.alloc(64 * 1048576, 1)); if (!said && avail() < ${floorKiB}) { said = true; console.log("crossed " + Date.now()); } }
+    if (!said) console.log("never");
+    setInterval(() => held[0][0]++, 1000);`;
+  const child = spawn(process.execPath, ["-e", code], { stdio: ["ignore", "pipe", "inherit"] });
+  const crossed = new Promise<number>((resolve, reject) => {
+    child.stdout.setEncoding("utf8").on("data", (d: string) => {
+      const m = /crossed (\d+)/.exec(d);
+      if (m !== null) resolve(Number(m[1]));
+      else if (d.includes("never")) reject(new Error("the hog never crossed the floor"));
+    });
+    child.once("exit", (c) => reject(new Error(`the hog exited (${c})`)));
+  });
+  return { crossed, stop: () => child.kill("SIGKILL") };
+}
+
+describe("the memory guard on the node itself", { concurrency: false }, () => {
+  test("up starts a guard on each node beside its containers; down ends and removes every one; a boot that fails leaves none", { timeout: 300_000 }, async () => {
+    ok(await launcher(["up", "practice-2x"], 180_000, HERE), "up");
+    const pids = [1, 2].map((i) => {
+      const files = guardFiles(i, "practice-2x");
+      const pid = Number(files.get("pid")?.trim());
+      assert.ok(Number.isInteger(pid) && alive(pid), `n${i}: a guard runs (${JSON.stringify([...files])})`);
+      assert.deepEqual(parseNodeGuardReport(files.get("report") ?? "").map((e) => e.kind), ["started"]);
+      return pid;
+    });
+    ok(await launcher(["down", "practice-2x", "--grace", "1"], 60_000, HERE), "down");
+    for (const i of [1, 2]) assert.deepEqual([...guardFiles(i, "practice-2x")], [], `n${i}: no guard folder left`);
+    await within(5000, "both guards ended", async () => (pids.every((p) => !alive(p)) ? true : undefined));
+
+    // A boot whose worker fails after its container started: the rollback removes the guards too.
+    const failing = variant(dir, "guard-fails", "practice-2x", `[env]\nPRACTICE_FAULT = "engine_core_init"\nPRACTICE_FAULT_RANK = "1"\n`);
+    const r = await launcher(["up", failing], 180_000, HERE);
+    assert.equal(r.code, 1, r.stderr);
+    for (const i of [1, 2]) assert.deepEqual([...guardFiles(i, "guard-fails")], [], `n${i}: no guard folder left after the rollback`);
+    assert.equal(onHost(1, ["sh", "-c", `ls -A "$HOME/${NODE_GUARD_HOME}" 2>/dev/null; exit 0`]).trim(), "");
+  });
+
+  test("with the control machine's link to a node cut and no daemon, the node's guard kills the deployment there once it crosses its floor, and says so", { timeout: 300_000 }, async (t) => {
+    const cluster = clusterWithFloor(FLOOR_BELOW_GIB);
+    const env = { ...HERE, LAUNCHER_CLUSTER: cluster };
+    const floorKiB = nodeGuardFloorKiB(Number(/^memory_floor = ([\d.]+)$/m.exec(readFileSync(cluster, "utf8"))?.[1]));
+    let cut = false;
+    let pressure: ReturnType<typeof hog> | undefined;
+    try {
+      ok(await launcher(["up", "practice-2x"], 180_000, env), "up");
+      const worker = onHost(2, ["docker", "inspect", "--format", "{{.Id}}", "launcher-practice-2x-r1"]).trim();
+      link(2, "down");
+      cut = true;
+      pressure = hog(HOG_MIB, floorKiB);
+      const crossedAt = await pressure.crossed;
+      // Nothing here can ask n2 now: the guard's report is read once the link is back.
+      await new Promise((r) => setTimeout(r, 3000));
+      pressure.stop();
+      pressure = undefined;
+      const restoredAt = Date.now();
+      link(2, "up");
+      cut = false;
+      await within(60_000, "n2 answers again", async () => (onHost(2, ["true"]) === "" ? true : undefined));
+      const events = parseNodeGuardReport(guardFiles(2, "practice-2x").get("report") ?? "");
+      const trip = events.find((e) => e.kind === "tripped");
+      assert.ok(trip?.kind === "tripped", JSON.stringify(events));
+      assert.deepEqual(trip.killed, [worker]);
+      assert.ok(trip.atMs < restoredAt, "killed while the link was cut");
+      const [state, finished] = onHost(2, ["docker", "inspect", "--format", "{{.State.Status}} {{.State.FinishedAt}}", worker]).trim().split(" ");
+      assert.equal(state, "exited");
+      const killedAt = Date.parse(finished ?? "");
+      assert.ok(killedAt < restoredAt, `the worker ended while the link was cut (${finished})`);
+      t.diagnostic(`crossing -> the worker's end on n2: ${killedAt - crossedAt} ms; -> the guard's report line: ${trip.atMs - crossedAt} ms`);
+    } finally {
+      pressure?.stop();
+      if (cut) link(2, "up");
+      await launcher(["down", "practice-2x", "--grace", "1"], 120_000, env);
+    }
+    for (const i of [1, 2]) assert.deepEqual([...guardFiles(i, "practice-2x")], [], `n${i}: no guard folder left`);
+  });
+});
