@@ -27,21 +27,7 @@ const recipe = (name: string, body = ""): string => variant(dir, name, "practice
 let daemon: Daemon;
 let browser: Browser;
 
-before(async () => {
-  // Run alone from the sources, the page's bundle is built here (npm run test:rig builds it).
-  if (!existsSync(path.resolve("dist/web/app.js")) || process.env.LAUNCHER_USE_DIST !== "1") {
-    const built = spawnSync(process.execPath, ["--import", "tsx", "scripts/build-web.ts"], { encoding: "utf8", timeout: 120_000 });
-    assert.equal(built.status, 0, `building the page: ${built.stderr}`);
-  }
-  daemon = await startGateway(["--control"], { LAUNCHER_ADMIN_KEY: ADMIN, LAUNCHER_API_KEY: INFERENCE, LAUNCHER_RECIPES: dir });
-  browser = await startBrowser();
-}, { timeout: 180_000 });
 
-after(async () => {
-  await browser?.close();
-  await daemon?.stop();
-  assert.doesNotMatch(daemon?.log() ?? "", new RegExp(`${ADMIN}|${INFERENCE}`), "no key in the daemon's log");
-}, { timeout: 60_000 });
 
 const up = (args: string[]) => launcher(["up", ...args, "--daemon", daemon.url, "--timeout", "2m"], 180_000, { LAUNCHER_ADMIN_KEY: ADMIN });
 const down = (name: string) => launcher(["down", `deployment/${name}`, "--grace", "1"], 60_000, { LAUNCHER_DAEMON: "none" });
@@ -89,6 +75,24 @@ async function withPage<T>(key: string, fn: (page: Page, errors: string[]) => Pr
 }
 
 describe("the dashboard in Chromium", { concurrency: false }, () => {
+  // In the suite, not at the file's top: node:test runs a file's top-level before hooks at once,
+  // so this one would race practiceSuite's set-up of the hosts (and read a cluster file half made).
+  before(async () => {
+    // Run alone from the sources, the page's bundle is built here (npm run test:rig builds it).
+    if (!existsSync(path.resolve("dist/web/app.js")) || process.env.LAUNCHER_USE_DIST !== "1") {
+      const built = spawnSync(process.execPath, ["--import", "tsx", "scripts/build-web.ts"], { encoding: "utf8", timeout: 120_000 });
+      assert.equal(built.status, 0, `building the page: ${built.stderr}`);
+    }
+    daemon = await startGateway(["--control"], { LAUNCHER_ADMIN_KEY: ADMIN, LAUNCHER_API_KEY: INFERENCE, LAUNCHER_RECIPES: dir });
+    browser = await startBrowser();
+  }, { timeout: 180_000 });
+
+  after(async () => {
+    await browser?.close();
+    await daemon?.stop();
+    assert.doesNotMatch(daemon?.log() ?? "", new RegExp(`${ADMIN}|${INFERENCE}`), "no key in the daemon's log");
+  }, { timeout: 60_000 });
+
   test("it loads behind a key: without one every read is refused and the page asks for one; a wrong key is refused", async () => {
     const bare = await fetch(`${daemon.url}${READ_PATHS.clusters}`);
     assert.equal(bare.status, 401);

@@ -159,8 +159,10 @@ describe("launcher serve on the practice cluster", { concurrency: false }, () =>
   });
 
   test("an engine that breaks the connection: 502, never retried", async () => {
-    // A deliberately broken engine (named as such): healthy on /health, cuts every API request.
-    const script = "let n=0;require('http').createServer((q,s)=>{if(q.url==='/health'){s.end();return}n++;console.log('request',n);s.socket.destroy()}).listen(8999)";
+    // A deliberately broken engine (named as such): healthy on /health, cuts every chat request. It
+    // counts those only: the daemon's own reads of a serving engine (its /metrics every 5 s, its
+    // generation probe on /v1/completions) are answered, empty, and are not the gateway retrying.
+    const script = "let n=0;require('http').createServer((q,s)=>{if(q.url!=='/v1/chat/completions'){s.end();return}n++;console.log('request',n);s.socket.destroy()}).listen(8999)";
     const labels = ["deployment=ghost", "recipe=ghost", "recipe-hash=0", "served-model=ghost", "rank=0", "nnodes=1", "node=n4", `endpoint=http://${host(4)}:8999`].flatMap((l) => ["--label", `launcher.${l}`]);
     onHost(4, ["docker", "run", "--detach", "--name", "ghost", "--network", "host", ...labels, "--entrypoint", "/usr/local/bin/vllm", "practice-engine:local", "-e", script]);
     const before = await metric('launcher_gateway_errors_total{model="ghost",lane="",kind="upstream"}');

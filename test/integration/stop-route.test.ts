@@ -16,14 +16,7 @@ const recipe = (name: string): string => variant(dir, name, "practice-2x", `[env
 
 let daemon: Daemon;
 
-before(async () => {
-  daemon = await startGateway(["--control"], { LAUNCHER_ADMIN_KEY: ADMIN, LAUNCHER_API_KEY: INFERENCE, LAUNCHER_RECIPES: dir });
-}, { timeout: 60_000 });
 
-after(async () => {
-  await daemon?.stop();
-  assert.doesNotMatch(daemon?.log() ?? "", new RegExp(`${ADMIN}|${INFERENCE}`), "no key in the daemon's log");
-}, { timeout: 60_000 });
 
 const up = (args: string[]) => launcher(["up", ...args, "--daemon", daemon.url, "--timeout", "2m"], 180_000, { LAUNCHER_ADMIN_KEY: ADMIN });
 const containersOf = (name: string): string[] => launcherContainers(2).filter((c) => c.includes(`launcher-${name}-`));
@@ -39,6 +32,17 @@ async function seen(name: string): Promise<void> {
 }
 
 describe("the daemon's stop route on the practice cluster", { concurrency: false }, () => {
+  // In the suite, not at the file's top: node:test runs a file's top-level before hooks at once,
+  // so this one would race practiceSuite's set-up of the hosts (and read a cluster file half made).
+  before(async () => {
+    daemon = await startGateway(["--control"], { LAUNCHER_ADMIN_KEY: ADMIN, LAUNCHER_API_KEY: INFERENCE, LAUNCHER_RECIPES: dir });
+  }, { timeout: 60_000 });
+
+  after(async () => {
+    await daemon?.stop();
+    assert.doesNotMatch(daemon?.log() ?? "", new RegExp(`${ADMIN}|${INFERENCE}`), "no key in the daemon's log");
+  }, { timeout: 60_000 });
+
   test("POST stop with the admin key stops a deployment booted through the daemon: no container left on any host, its lane emptied; an inference key stops nothing", { timeout: 300_000 }, async () => {
     const name = "stop-a";
     ok(await up([recipe(name), "--lane", "chat"]), `up ${name}`);

@@ -1,9 +1,8 @@
 import assert from "node:assert/strict";
-import type { ChildProcess } from "node:child_process";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { Store, type RestartRecord } from "../../src/store/store.js";
-import { launcher, launcherProcess, ok, practiceSuite, STATE_HOME, variant, within } from "./practice-cluster.js";
+import { launcher, ok, practiceSuite, startGateway, STATE_HOME, variant, within, type Daemon } from "./practice-cluster.js";
 
 // A wedged engine (issue 30): the practice engine's PRACTICE_WEDGE_AFTER_MS keeps /health at 200
 // and stops every generation, as an EngineCore in a decode hang does. The daemon's probe finds it
@@ -19,35 +18,8 @@ const WEDGE = variant(dir, "practice-wedge", "practice-2x", `args = ["--served-m
 /** A probe after 1 s without a generation, failed after 2 s: a wedge is found within about 3 s of its start. */
 const PROBE = ["--probe-every", "1s", "--probe-bound", "2s"];
 
-interface Daemon {
-  readonly url: string;
-  readonly child: ChildProcess;
-  log(): string;
-  stop(): Promise<void>;
-}
-
-async function daemon(args: readonly string[]): Promise<Daemon> {
-  const child = launcherProcess(["serve", "--listen", "127.0.0.1:0", "--poll", "500ms", "--restart-backoff", "1s", ...PROBE, ...args]);
-  let stderr = "";
-  child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
-  const exited = new Promise<void>((resolve) => child.on("close", () => resolve()));
-  const { value: port } = await within(30_000, `launcher serve listening (${stderr})`, async () => {
-    if (child.exitCode !== null) throw new Error(`launcher serve exited ${child.exitCode}: ${stderr}`);
-    return /listening on http:\/\/[\d.]+:(\d+)\/v1/.exec(stderr)?.[1];
-  });
-  return {
-    url: `http://127.0.0.1:${port}`,
-    child,
-    log: () => stderr,
-    stop: async () => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill("SIGTERM");
-      const t = setTimeout(() => child.kill("SIGKILL"), 15_000);
-      await exited;
-      clearTimeout(t);
-    },
-  };
-}
+/** The daemon, its polls and restarts quick, its probe as PROBE says. */
+const daemon = (args: readonly string[]): Promise<Daemon> => startGateway(["--poll", "500ms", "--restart-backoff", "1s", ...PROBE, ...args]);
 
 /** One chat request through the gateway, given up after 3 s (a wedged engine never answers): "STATUS CODE MESSAGE" or "no answer". */
 async function ask(d: Daemon, model: string): Promise<string> {

@@ -26,7 +26,7 @@
 import assert from "node:assert/strict";
 import { parseCluster } from "../../src/cluster/parse.js";
 import type { Cluster } from "../../src/cluster/cluster.js";
-import { LABELS } from "../../src/contract/deployment.js";
+import { encodeLabels, LABELS } from "../../src/contract/deployment.js";
 import { up, type UpOptions, type UpResult } from "../../src/boot/up.js";
 import { stampBoot } from "../../src/boot/boot.js";
 import type { ClusterSession } from "../../src/nodes/session.js";
@@ -164,4 +164,23 @@ export class FakeCluster {
   async close(): Promise<void> {
     await Promise.all([...this.engines.values()].map(async (e) => (await e).close()));
   }
+}
+
+/** The labels of one rank of a deployment on cluster "fake", as up sets them (its served model is `servedModel`, default the recipe's name). */
+export function rankLabels(deployment: string, recipe: string, r: number, nodes: readonly string[], lane?: string, servedModel = recipe): Record<string, string> {
+  return encodeLabels({
+    deployment,
+    recipe,
+    recipe_hash: "h",
+    engine: "vllm",
+    served_model: servedModel,
+    rank: r,
+    role: r === 0 ? "head" : "worker",
+    node: nodes[r] ?? "?",
+    nnodes: nodes.length,
+    nodes: [...nodes],
+    cluster: "fake",
+    endpoint: `http://${nodes[0] ?? "?"}:8000`,
+    ...(lane === undefined ? {} : { lane }),
+  });
 }

@@ -9,7 +9,7 @@ import { RemoteError } from "../../src/config/errors.js";
 import { encodeError } from "../../src/boot/up-events.js";
 import { CONTROL_PATHS, CONTROL_ROUTES, decodeStop, StopAnswerSchema, type StopAnswer, type StopRequest } from "../../src/contract/control-api.js";
 import { CONTROL_PATHS as PROTOCOL_PATHS } from "../../src/daemon/protocol.js";
-import { containerName, encodeLabels } from "../../src/contract/deployment.js";
+import { containerName } from "../../src/contract/deployment.js";
 import { decodeRead, READ_ANSWERS, READ_PATHS, READ_ROUTES, SESSION_ROUTES } from "../../src/contract/read-api.js";
 import type { Docker } from "../../src/remote/docker.js";
 import { UnreachableError } from "../../src/remote/transport.js";
@@ -25,7 +25,7 @@ import { WebSessions } from "../../src/daemon/web-session-api.js";
 import { CSRF_HEADER } from "../../src/daemon/web-session.js";
 import { catalogueSource } from "../../src/recipe/uploaded-source.js";
 import { afterCancelLines, resultOfStop, stopRequestOf, downText, downJson, unfinishedLine } from "../../src/cli/down.js";
-import { FakeCluster } from "../support/fake-cluster.js";
+import { FakeCluster, rankLabels } from "../support/fake-cluster.js";
 import { HOME_ADMIN_KEY, HOME_INFERENCE_KEY, startHomeDaemon } from "../support/home-daemon.js";
 import type { Daemon } from "../../src/daemon/daemon.js";
 import type { FakeNode } from "../support/fake-node.js";
@@ -124,24 +124,6 @@ test("a refusal keeps its status, code and hint; the client tells unseen and dow
 
 // ---- the stopper over fake nodes ----
 
-/** The labels of one rank, as up sets them. */
-function labelsOf(deployment: string, r: number, nodes: readonly string[], lane?: string): Record<string, string> {
-  return encodeLabels({
-    deployment,
-    recipe: "solo",
-    recipe_hash: "h",
-    engine: "vllm",
-    served_model: deployment,
-    rank: r,
-    role: r === 0 ? "head" : "worker",
-    node: nodes[r] ?? "?",
-    nnodes: nodes.length,
-    nodes: [...nodes],
-    cluster: "fake",
-    endpoint: `http://${nodes[0] ?? "?"}:8000`,
-    ...(lane === undefined ? {} : { lane }),
-  });
-}
 
 /** Fake nodes that may be cut off, a store in memory, a discovery that sees `seen`, and the stopper over them. */
 async function world(seen: readonly string[], registry = new BootRegistry(Date.now)) {
@@ -175,7 +157,7 @@ async function world(seen: readonly string[], registry = new BootRegistry(Date.n
   const snapshot = { deployments: seen.map((deployment) => ({ cluster: "fake", deployment })), strangers: [], unreachable: [], at: new Date() } as unknown as Snapshot;
   const stop = stopper({ discovery: { snapshot: () => snapshot }, registry, session: async (c) => (c === "fake" ? session : undefined), store, now: () => new Date(), log: () => undefined });
   const add = (deployment: string, nodes: readonly string[], lane?: string): void => {
-    for (const [r, node] of nodes.entries()) fc.node(node).add(containerName(deployment, r), labelsOf(deployment, r, nodes, lane));
+    for (const [r, node] of nodes.entries()) fc.node(node).add(containerName(deployment, r), rankLabels(deployment, "solo", r, nodes, lane, deployment));
   };
   return { fc, cut, lanes, marks, stop, add };
 }

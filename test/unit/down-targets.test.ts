@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { UserError } from "../../src/config/errors.js";
-import { containerName, DEPLOYMENT_LABEL, encodeLabels, LABELS } from "../../src/contract/deployment.js";
+import { containerName, DEPLOYMENT_LABEL, LABELS } from "../../src/contract/deployment.js";
 import type { Docker } from "../../src/remote/docker.js";
 import { UnreachableError } from "../../src/remote/transport.js";
 import { unreachableOf } from "../../src/nodes/down.js";
@@ -10,7 +10,7 @@ import type { LaneRecord } from "../../src/store/store.js";
 import { down as downUseCase, type DownResult } from "../../src/app/down.js";
 import { logSources } from "../../src/app/logs.js";
 import { downJson, downText, unfinishedLine } from "../../src/cli/down.js";
-import { FakeCluster } from "../support/fake-cluster.js";
+import { FakeCluster, rankLabels } from "../support/fake-cluster.js";
 import type { FakeNode } from "../support/fake-node.js";
 
 // `down`'s decisions over nodes in memory: which deployments a target names (labels only, no
@@ -20,24 +20,6 @@ import type { FakeNode } from "../support/fake-node.js";
 // and its words are the CLI's own renderings; `logs` resolves its target through
 // src/app/logs.ts, which src/cli/logs.ts calls.
 
-/** The labels of one deployment's rank, as up sets them. */
-function labelsOf(deployment: string, recipe: string, r: number, nodes: readonly string[], lane?: string): Record<string, string> {
-  return encodeLabels({
-    deployment,
-    recipe,
-    recipe_hash: "h",
-    engine: "vllm",
-    served_model: recipe,
-    rank: r,
-    role: r === 0 ? "head" : "worker",
-    node: nodes[r] ?? "?",
-    nnodes: nodes.length,
-    nodes: [...nodes],
-    cluster: "fake",
-    endpoint: `http://${nodes[0] ?? "?"}:8000`,
-    ...(lane === undefined ? {} : { lane }),
-  });
-}
 
 /** Fake nodes (test/support), each of which may be cut off: ssh to it fails, as a cut link makes it. */
 class FakeNodes {
@@ -48,7 +30,7 @@ class FakeNodes {
   }
   /** Rank `r` of `deployment` (its nodes `nodes`) on its node; exited when `running` is false. */
   add(deployment: string, recipe: string, r: number, nodes: readonly string[], extra: { lane?: string; running?: boolean } = {}): void {
-    this.fc.node(nodes[r] ?? "?").add(containerName(deployment, r), labelsOf(deployment, recipe, r, nodes, extra.lane), { state: extra.running === false ? "exited" : "running" });
+    this.fc.node(nodes[r] ?? "?").add(containerName(deployment, r), rankLabels(deployment, recipe, r, nodes, extra.lane), { state: extra.running === false ? "exited" : "running" });
   }
   /** What runs on the nodes, as `node:container`. */
   list(): string[] {
@@ -216,7 +198,7 @@ test("a lane named while one of its nodes does not answer is left as it is; a de
 
   // Its first rank's labels lack the node list (launcher.nodes), its second's have it: the list is
   // read from the rank that has it, so n3, which never ran it, does not hold back its record.
-  const labels = labelsOf("old", "solo", 0, ["n1", "n2"]);
+  const labels = rankLabels("old", "solo", 0, ["n1", "n2"]);
   delete labels[LABELS.nodes];
   nodes.fc.node("n1").add(containerName("old", 0), labels);
   nodes.add("old", "solo", 1, ["n1", "n2"]);
