@@ -6,6 +6,7 @@ import { after, before } from "node:test";
 import path from "node:path";
 import { shellJoin } from "../../src/config/shell-words.js";
 import { runLocal } from "../../src/remote/transport.js";
+import { Store, type RestartRecord } from "../../src/store/store.js";
 import { SUPERVISOR_PHASES, type SupervisorPhase } from "../../src/supervise/supervise.js";
 
 /** The practice cluster (test/rig/): real hosts in network namespaces, each with sshd and dockerd. */
@@ -492,4 +493,14 @@ export function supervisorPhase(value: string | undefined): SupervisorPhase | un
 export function ok(r: Run, what: string): Run {
   assert.equal(r.code, 0, `${what}: ${r.stderr}`);
   return r;
+}
+
+/** A deployment's restarts, newest first (at most 20), as this run's state store holds them. */
+export function storedRestarts(deployment: string): RestartRecord[] {
+  const store = new Store(path.join(STATE_HOME, "launcher", "launcher.db"));
+  try {
+    return store.restarts(deployment, 20);
+  } finally {
+    store.close();
+  }
 }

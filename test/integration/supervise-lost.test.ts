@@ -1,9 +1,7 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import path from "node:path";
 import { describe, test } from "node:test";
-import { Store, type RestartRecord } from "../../src/store/store.js";
-import { launcher, launcherContainers, ok, onHost, practiceSuite, QUICK_SILENCE_SSH, STATE_HOME, startGateway, supervisorPhase, within } from "./practice-cluster.js";
+import { launcher, launcherContainers, ok, onHost, practiceSuite, QUICK_SILENCE_SSH, startGateway, supervisorPhase, within, storedRestarts } from "./practice-cluster.js";
 
 // A node that stops answering after its deployment served, under `up --restart on-failure`, and
 // what the daemon then does: on 2 practice hosts, the management link of one host cut on this
@@ -17,15 +15,6 @@ practiceSuite(HOSTS, "launcher-supervise-lost-", { fresh: true, sshOptions: QUIC
 const link = (i: number, state: "up" | "down"): void => {
   assert.equal(spawnSync("ip", ["link", "set", `lnchm${i}`, state], { encoding: "utf8" }).status, 0, `link n${i} ${state}`);
 };
-
-function restarts(deployment: string): RestartRecord[] {
-  const store = new Store(path.join(STATE_HOME, "launcher", "launcher.db"));
-  try {
-    return store.restarts(deployment, 20);
-  } finally {
-    store.close();
-  }
-}
 
 /** The lane's answer through the daemon: "200", or "STATUS CODE". */
 async function ask(url: string, model: string): Promise<string> {
@@ -71,12 +60,12 @@ describe("supervision: a node that stops answering after ready", { concurrency: 
       await within(60_000, "discovery notices n2", async () => (/n2 unreachable/.test(gw.log()) ? true : undefined));
       for (let i = 0; i < 3; i++) assert.equal(await ask(gw.url, "lost"), "200", `served while n2 is silent (ask ${i + 1})`);
       assert.equal(await supervision(gw.url, "lost-a"), "ready");
-      assert.deepEqual(restarts("lost-a"), [], "no restart for a silent node whose group still serves");
+      assert.deepEqual(storedRestarts("lost-a"), [], "no restart for a silent node whose group still serves");
       await answerAgain(2);
 
       // 2. The head's node goes silent: the deployment no longer answers, a failure once confirmed.
       silence(1);
-      const { value: failed } = await within(180_000, "a restart tried and failed while n1 does not answer", async () => restarts("lost-a").find((r) => r.outcome === "failed"));
+      const { value: failed } = await within(180_000, "a restart tried and failed while n1 does not answer", async () => storedRestarts("lost-a").find((r) => r.outcome === "failed"));
       assert.equal(failed.reason, "node-unreachable", JSON.stringify(failed));
       assert.equal(failed.node, "n1");
       assert.match(failed.error ?? "", /n1/, "the error names the silent node");
@@ -93,7 +82,7 @@ describe("supervision: a node that stops answering after ready", { concurrency: 
       await within(180_000, "the lane serves again", async () => ((await ask(gw.url, "lost")) === "200" ? true : undefined));
       // The row ends once the restart's boot has returned, a moment after the lane answers.
       const { value: rows } = await within(30_000, "the last restart recorded ready", async () => {
-        const all = restarts("lost-a");
+        const all = storedRestarts("lost-a");
         return all[0]?.outcome === "ready" ? all : undefined;
       });
       assert.ok(rows.slice(1).every((r) => r.outcome === "failed"), JSON.stringify(rows));

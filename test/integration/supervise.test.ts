@@ -1,10 +1,8 @@
 import assert from "node:assert/strict";
 import type { ChildProcess } from "node:child_process";
-import path from "node:path";
 import { describe, test } from "node:test";
 import OpenAI from "openai";
-import { Store, type RestartRecord } from "../../src/store/store.js";
-import { launcher, launcherContainers, launcherProcess, ok, onHost, practiceSuite, STATE_HOME, within } from "./practice-cluster.js";
+import { launcher, launcherContainers, launcherProcess, ok, onHost, practiceSuite, within, storedRestarts } from "./practice-cluster.js";
 
 // Supervision (`up --restart`, the daemon recreating a group that failed after it served), on 2
 // practice hosts, end to end: docker's die event, heard over SSH, starts a restart that the
@@ -66,15 +64,6 @@ async function ask(c: OpenAI, model: string): Promise<string> {
   }
 }
 
-function restarts(deployment: string): RestartRecord[] {
-  const store = new Store(path.join(STATE_HOME, "launcher", "launcher.db"));
-  try {
-    return store.restarts(deployment, 10);
-  } finally {
-    store.close();
-  }
-}
-
 const containersOf = (deployment: string): string[] => launcherContainers(HOSTS).filter((c) => c.includes(`launcher-${deployment}-r`));
 
 /** Asks every 100 ms until the answer is `want`; every answer seen, in order, without repeats. */
@@ -117,7 +106,7 @@ describe("supervision: launcher serve recreates a group that fails after it serv
       const unexpected = seen.filter((s) => s !== "200 practice" && !expected.some((e) => s.startsWith(e)));
       assert.deepEqual(unexpected, [], `only 200, ${expected.join(", ")}: ${seen.join(" | ")}`);
       // Recorded as done once the boot's claims are given back, a moment after it serves.
-      const { value: r } = await within(10_000, "the restart recorded as ready", async () => restarts("sup-a").find((x) => x.outcome === "ready"));
+      const { value: r } = await within(10_000, "the restart recorded as ready", async () => storedRestarts("sup-a").find((x) => x.outcome === "ready"));
       assert.equal(r.attempt, 1);
       // A diagnostic only (bench/restart.ts measures the issue's 1 s figure): the kill to the restart recorded (settle and cause read, before the removal).
       t.diagnostic(`kill to restart issued: ${Date.parse(r.started_at) - killedAt} ms`);
@@ -139,7 +128,7 @@ describe("supervision: launcher serve recreates a group that fails after it serv
       const started = onHost(1, ["docker", "inspect", "--format", "{{.State.StartedAt}}", "launcher-sup-a-r0"]).trim();
       assert.ok(Date.parse(started) > killedAt - 1000, `the head was recreated too (started ${started})`);
       // `launcher down` while the daemon watches: the ranks it removes are no failure; nothing is booted again.
-      const recorded = restarts("sup-a").length;
+      const recorded = storedRestarts("sup-a").length;
       ok(await launcher(["down", "deployment/sup-a", "--grace", "1"], 120_000, here), "down sup-a");
       await within(15_000, "the daemon forgets sup-a", async () => {
         const health = (await (await fetch(`${gw.url}/health`, { signal: AbortSignal.timeout(5000) })).json()) as { supervision?: Record<string, string> };
@@ -147,7 +136,7 @@ describe("supervision: launcher serve recreates a group that fails after it serv
       });
       assert.deepEqual(containersOf("sup-a"), []);
       // A failure the daemon saw mid-down is cancelled, never booted.
-      assert.deepEqual(restarts("sup-a").slice(0, restarts("sup-a").length - recorded).filter((x) => x.outcome !== "cancelled"), []);
+      assert.deepEqual(storedRestarts("sup-a").slice(0, storedRestarts("sup-a").length - recorded).filter((x) => x.outcome !== "cancelled"), []);
     } finally {
       await gw.stop();
       await launcher(["down", "deployment/sup-a", "--grace", "1"], 120_000, here);
