@@ -470,7 +470,9 @@ async function startNode(w: BootWatch, guard: Guard, name: string): Promise<void
  */
 async function guardOnNode(w: BootWatch, name: string): Promise<void> {
   try {
-    await traced("node guard", name, () => startNodeGuard(dockerOf(w.session, name).transport, w.plan.deployment, nodeFloorGiB(w.session.cluster, name)));
+    // Its launch's id too: a guard left by an earlier launch of this name never kills this one's.
+    const launch = w.byNode.get(name)?.labels[LABELS.boot];
+    await traced("node guard", name, () => startNodeGuard(dockerOf(w.session, name).transport, w.plan.deployment, nodeFloorGiB(w.session.cluster, name), launch));
   } catch (e) {
     w.options.progress.note(`warning: the memory guard on ${name} itself did not start (${describeThrown(e)}); once this boot ends, only a running daemon guards that node's memory`);
   }

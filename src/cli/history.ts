@@ -3,6 +3,8 @@ import { describeFigures } from "../engine/boot-log.js";
 import type { BootRecord, MemoryTripRecord, NodeOutageRecord } from "../store/store.js";
 import { ranText } from "../nodes/outage.js";
 import { describeSample } from "../memory/memory-watch.js";
+import { nodeGuardTripWords, type NodeGuardTripRecord } from "../contract/node-guard-trip.js";
+import { outageCauseWords } from "../contract/outage.js";
 import { withStore } from "../app/host.js";
 import type { Output } from "../app/output.js";
 import { jsonOption, outputOption, parseCount } from "./options.js";
@@ -52,9 +54,16 @@ export function outageHistoryLines(outages: readonly NodeOutageRecord[]): string
     ...outages.map((o) => {
       const lasted = o.ended_at === undefined ? "still out (or its daemon stopped before it answered)" : `answered again at ${o.ended_at}, after ${Math.round((Date.parse(o.ended_at) - Date.parse(o.since)) / 1000)} s`;
       const memory = o.memory === undefined ? "" : `, last seen with ${describeSample(o.memory)}`;
-      return `${o.since}  ${o.cluster}/${o.node} ${o.kind}: ${lasted}; it ran ${ranText(o.deployments)}${memory}`;
+      const cause = o.ended_at === undefined || o.cause === undefined ? "" : `; ${outageCauseWords(o.cause)}`;
+      return `${o.since}  ${o.cluster}/${o.node} ${o.kind}: ${lasted}; it ran ${ranText(o.deployments)}${memory}${cause}`;
     }),
   ];
+}
+
+/** The nodes' own guards' trips the daemon read, newest first: what it said, and what it did on the other nodes. */
+export function guardTripHistoryLines(trips: readonly NodeGuardTripRecord[]): string[] {
+  if (trips.length === 0) return [];
+  return ["node guard trips (read by launcher serve):", ...trips.map((t) => `${t.at}  ${t.cluster}/${t.deployment}: ${nodeGuardTripWords(t)}`)];
 }
 
 /** `history --json`'s node_outages: the records, keys snake_case. */
@@ -79,8 +88,9 @@ export function registerHistory(program: Command, io: Output): void {
         const trips = [...ran.values()].flatMap((b) => store.memoryTrips(b.cluster, b.deployment, limit)).sort((a, b) => b.at.localeCompare(a.at)).slice(0, limit);
         // With a recipe named: the outages of the nodes its deployments ran on.
         const outages = store.outages(undefined, limit).filter((o) => recipe === undefined || o.deployments.some((d) => deployments.has(d.deployment)));
+        const guardTrips = store.nodeGuardTrips(undefined, undefined, limit).filter((t) => recipe === undefined || deployments.has(t.deployment));
         if (opts.json) {
-          io.json({ boots: boots.map((b) => ({ ...b, seconds: seconds(b.started_at, b.ended_at), head_phases: headPhases(b) })), restarts, memory_trips: trips, node_outages: outages.map(outageJson) });
+          io.json({ boots: boots.map((b) => ({ ...b, seconds: seconds(b.started_at, b.ended_at), head_phases: headPhases(b) })), restarts, memory_trips: trips, node_outages: outages.map(outageJson), node_guard_trips: guardTrips });
           return;
         }
         if (boots.length === 0) io.out(`no boots recorded${recipe === undefined ? "" : ` for ${recipe}`}`);
@@ -106,6 +116,7 @@ export function registerHistory(program: Command, io: Output): void {
         }
         for (const line of tripLines(trips)) io.out(line);
         for (const line of outageHistoryLines(outages)) io.out(line);
+        for (const line of guardTripHistoryLines(guardTrips)) io.out(line);
       }),
     );
 }

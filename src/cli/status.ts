@@ -16,7 +16,8 @@ import type { BootSummary } from "../daemon/protocol.js";
 import { describeSample } from "../memory/memory-watch.js";
 import { WATCHED_FRESH_MS } from "../supervise/ready-guard.js";
 import type { NodeOutageRecord, StoredWedge, WatchedMemory } from "../store/store.js";
-import { outageWords } from "../contract/outage.js";
+import { outageCauseWords, outageWords } from "../contract/outage.js";
+import { currentNodeGuardTrips, nodeGuardTripWords, type NodeGuardTripRecord } from "../contract/node-guard-trip.js";
 import { ranText } from "../nodes/outage.js";
 
 
@@ -40,9 +41,10 @@ export function watchedText(watched: ReadonlyMap<string, WatchedMemory>, deploym
  * The text of `status`: a line per deployment, then its ranks, painted by `paint`. A running rank
  * shows its node's memory where the daemon's guard watches it (`watched`, read from the store).
  */
-export function statusLines(deployments: readonly DeploymentStatus[], paint: Paint = plain, watched: ReadonlyMap<string, WatchedMemory> = new Map(), now = new Date(), wedges: ReadonlyMap<string, StoredWedge> = new Map()): string[] {
+export function statusLines(deployments: readonly DeploymentStatus[], paint: Paint = plain, watched: ReadonlyMap<string, WatchedMemory> = new Map(), now = new Date(), wedges: ReadonlyMap<string, StoredWedge> = new Map(), guardTrips: readonly NodeGuardTripRecord[] = []): string[] {
   if (deployments.length === 0) return ["no deployments"];
   const wedged = currentWedges(deployments, wedges);
+  const tripped = currentNodeGuardTrips(deployments, guardTrips);
   return deployments.flatMap((d) => [
     `${paint("bold", d.deployment)}  ${paint(STATUS_STYLE[d.status], d.status)}${d.status === "booting" ? ` (${d.phase})` : ""}${d.lane === undefined ? "" : `  lane ${d.lane}`}  recipe ${d.recipe} (${d.recipe_hash})  model ${d.served_model}  ${d.endpoint}/v1  up ${uptime(d.uptime_seconds)}`,
     ...d.ranks.map((r) => `  rank ${r.rank}  ${r.node.padEnd(10)} ${paint(RANK_STYLE[r.state], r.state)}${r.exit_code === undefined ? "" : ` (exit ${r.exit_code})`}  ${r.container}${r.state === "running" ? watchedText(watched, d.deployment, r.node, now) : ""}`),
@@ -50,8 +52,17 @@ export function statusLines(deployments: readonly DeploymentStatus[], paint: Pai
     ...(d.unreachable.length > 0 ? [`  unreachable: ${d.unreachable.join(", ")} (${d.status === "serving" ? "its head answers /health" : "it cannot be judged"})`] : []),
     // The daemon's generation watch found it wedged (src/supervise/generation-watch.ts), in this launch.
     ...wedgeLines(wedged.get(d.deployment), paint),
+    // A node's own guard killed this launch (the daemon read its report): why its ranks ended.
+    ...guardTripLines(tripped.get(d.deployment), paint),
   ]);
 }
+
+const guardTripLines = (t: NodeGuardTripRecord | undefined, paint: Paint): string[] => (t === undefined ? [] : [`  ${paint("red", "killed")}: ${nodeGuardTripWords(t)} (read by the daemon at ${t.read_at})`]);
+
+/** The nodes' own guards' trips the daemon recorded on a cluster (none without a daemon). */
+const storedGuardTrips = (cluster: string, io: Output): Promise<NodeGuardTripRecord[]> => withStore((store) => store.nodeGuardTrips(cluster, undefined, GUARD_TRIPS_READ), (l) => io.warn(l));
+/** Enough of a cluster's newest trips for the launches that run now. */
+const GUARD_TRIPS_READ = 200;
 
 const wedgeLines = (w: StoredWedge | undefined, paint: Paint): string[] => (w === undefined ? [] : [`  ${paint("red", "wedged")}: ${w.message} (found by the daemon at ${w.at})`]);
 
@@ -82,7 +93,7 @@ export function outageLines(records: readonly NodeOutageRecord[], unreachable: r
   const { out, back } = currentOutages(records, unreachable, now);
   return [
     ...out.map((o) => `node ${paint("red", o.kind)}: ${outageWords(o)}; it ran ${ranText(o.deployments)}`),
-    ...back.map((o) => `node ${o.node} answers again since ${o.ended_at ?? "?"} (${o.kind} for ${Math.round((Date.parse(o.ended_at ?? "") - Date.parse(o.since)) / 1000)} s from ${o.since}); what runs there was read again`),
+    ...back.map((o) => `node ${o.node} answers again since ${o.ended_at ?? "?"} (${o.kind} for ${Math.round((Date.parse(o.ended_at ?? "") - Date.parse(o.since)) / 1000)} s from ${o.since}); what runs there was read again${o.cause === undefined ? "" : `; ${outageCauseWords(o.cause)}`}`),
   ];
 }
 
@@ -96,6 +107,7 @@ export const outagesJson = (records: readonly NodeOutageRecord[], unreachable: r
     ...(o.ended_at === undefined ? {} : { ended_at: o.ended_at }),
     deployments: o.deployments,
     ...(o.memory === undefined ? {} : { memory: { available_kib: o.memory.availableKiB, total_kib: o.memory.totalKiB, at: o.memory.at } }),
+    ...(o.cause === undefined ? {} : { cause: o.cause }),
   }));
 };
 
@@ -172,12 +184,13 @@ export function registerStatus(program: Command, io: Output): void {
           const watched = [...(await watchedMemory(session.cluster.name, io))].filter(([, w]) => fresh(w, now));
           const wedged = currentWedges(r.deployments, await storedWedges(session.cluster.name, io));
           const outages = outagesJson(await storedOutages(session.cluster.name, io), r.unreachable, now);
-          io.json({ ...(JSON.parse(encodeStatusLine(r)) as object), node_outages: outages, daemon: view ?? null, memory: Object.fromEntries(watched.map(([node, w]) => [node, { deployment: w.deployment, available_kib: w.sample.availableKiB, total_kib: w.sample.totalKiB, at: w.at }])), wedged: Object.fromEntries([...wedged].map(([name, w]) => [name, { since: w.since, message: w.message, at: w.at }])) });
+          const tripped = currentNodeGuardTrips(r.deployments, await storedGuardTrips(session.cluster.name, io));
+          io.json({ ...(JSON.parse(encodeStatusLine(r)) as object), node_outages: outages, node_guard: Object.fromEntries(tripped), daemon: view ?? null, memory: Object.fromEntries(watched.map(([node, w]) => [node, { deployment: w.deployment, available_kib: w.sample.availableKiB, total_kib: w.sample.totalKiB, at: w.at }])), wedged: Object.fromEntries([...wedged].map(([name, w]) => [name, { since: w.since, message: w.message, at: w.at }])) });
         }
         else {
           const watched = await watchedMemory(session.cluster.name, io);
           const outages = outageLines(await storedOutages(session.cluster.name, io), r.unreachable, new Date(), colourFor(process.stdout));
-          for (const line of [...statusLines(r.deployments, colourFor(process.stdout), watched, new Date(), await storedWedges(session.cluster.name, io)), ...outages, ...(view === undefined ? [] : daemonBootLines(view, new Date(), colourFor(process.stdout)))]) io.out(line);
+          for (const line of [...statusLines(r.deployments, colourFor(process.stdout), watched, new Date(), await storedWedges(session.cluster.name, io), await storedGuardTrips(session.cluster.name, io)), ...outages, ...(view === undefined ? [] : daemonBootLines(view, new Date(), colourFor(process.stdout)))]) io.out(line);
         }
         // The answer is incomplete: scripts must not take it for the whole truth.
         if (r.unreachable.length > 0) process.exitCode = EXIT_USER;

@@ -22,3 +22,18 @@ export function outageWords(o: OutageNote): string {
   const memory = o.memory === undefined ? "no memory sample known" : `last seen with ${gib(o.memory.availableKiB)} GiB available of ${gib(o.memory.totalKiB)} GiB (at ${o.memory.at})`;
   return `${o.node} since ${o.since} (${o.kind}), ${memory}`;
 }
+
+/**
+ * What the node's own guard (src/memory/node-guard.ts) said of an outage, read once the node
+ * answered again: "stalled", its guard did not run for gap_ms (the node itself froze); "ran", its
+ * guard kept beating through it (the node ran; its link, or its sshd, was down).
+ */
+export type OutageCause = { readonly kind: "stalled"; readonly gap_ms: number; readonly at: string } | { readonly kind: "ran"; readonly beat_at: string };
+
+/** The words of a cause, or of none known. */
+export function outageCauseWords(c: OutageCause | undefined): string {
+  if (c === undefined) return "its guard said nothing of it (none ran there, or it could not be read)";
+  return c.kind === "stalled"
+    ? `the node itself stalled: its guard did not run for ${Math.round(c.gap_ms / 1000)} s (until ${c.at})`
+    : `its guard kept beating (last at ${c.beat_at}): the node ran, its link was down`;
+}

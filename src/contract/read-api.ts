@@ -129,6 +129,8 @@ export const DeploymentViewSchema = deploymentSchema.extend({
   cluster: z.string(),
   /** The supervisor's state of it (watching, restarting, ...); absent: not supervised. */
   supervision: opt(z.string()),
+  /** A node's own guard killed this launch of it: what the daemon read and did (src/contract/node-guard-trip.ts nodeGuardTripWords). */
+  node_guard: opt(z.string()),
 });
 export type DeploymentView = z.infer<typeof DeploymentViewSchema>;
 

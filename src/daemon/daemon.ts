@@ -18,6 +18,7 @@ import type { DaemonScope } from "../app/admit.js";
 import type { Environment } from "../app/environment.js";
 import { Discovery, staleAfterMs, type WatchSource } from "./discovery.js";
 import { outageHooksFor } from "./outages.js";
+import { GuardBeats } from "../supervise/node-guard-reader.js";
 import { controlApi, type ControlOptions } from "./control.js";
 import { launcherApi, ReadFeed, type ApiHandler, type ReadParts } from "./read-api.js";
 import { RecipeList } from "./recipe-list.js";
@@ -193,18 +194,21 @@ function assemble(config: DaemonConfig, env: Environment): Parts {
   // past the busy timeout, a full disk freed) is opened again, not done without for good.
   const store = env.openStore((line) => env.console.err(line), { reopen: true });
   const watchSource = (name: string, file: string): WatchSource => ({ cluster: name, argv: env.selfArgv(["status", "--watch", `${config.pollMs}ms`, "--json", "--exit-with-stdin", "--cluster", file]) });
+  // The nodes' own guards' newest heartbeats, read by the supervision (cheaply, on the sessions it holds), told to the outages.
+  const beats = new GuardBeats();
   const discovery = new Discovery(
     files.map((w) => watchSource(w.cluster.name, w.file)),
     log,
     staleAfterMs(config.pollMs),
     // A deployment this store holds running is only its recorded launch: copied labels are
     // reported, never obeyed. One it never launched (another machine's) is routed as any.
-    vouchFrom(store, () => new Date()), outageHooksFor(store),
+    // A node that comes back is asked what its own guard saw meanwhile (watched: made just below).
+    vouchFrom(store, () => new Date()), outageHooksFor(store, { session: (name): Promise<ClusterSession> | undefined => watched.sessions.get(name), log }, beats),
   );
   const metrics = new GatewayMetrics();
   const registry = new BootRegistry(Date.now);
   const watched = new WatchedClusters(files, config.clusterFiles.length, uploadedDir, discovery, watchSource, registry, log);
-  const supervisor = supervisorFor(watched.sessions, store, discovery, registry, log, config.restartBackoffMs);
+  const supervisor = supervisorFor(watched.sessions, store, discovery, registry, log, config.restartBackoffMs, beats);
   discovery.subscribe((snap) => watched.forgetIdle(snap.deployments));
   const generation = generationWatchFor(store, supervisor, metrics, discovery, { probeEveryMs: config.probeEveryMs, boundMs: config.probeBoundMs }, log, clusters.map((c) => c.name));
   const supervision = (): Record<string, string> => withWedges(supervisor.describe(), generation.describe());

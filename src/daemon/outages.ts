@@ -1,5 +1,11 @@
-import type { NodeFacts } from "../nodes/outage.js";
+import type { NodeFacts, NodeOutage } from "../nodes/outage.js";
 import type { StateStore } from "../store/store.js";
+import type { ClusterSession } from "../nodes/session.js";
+import { outageCauseWords, type OutageCause } from "../contract/outage.js";
+import { lookNodeGuards } from "../memory/node-guard-shell.js";
+import { judgeOutage, OUTAGE_CLOCK_SLACK_MS, type NodeGuardHeartbeat } from "../memory/node-guard.js";
+import type { GuardBeats } from "../supervise/node-guard-reader.js";
+import { setTimeout as delay } from "node:timers/promises";
 import type { OutageHooks } from "./discovery.js";
 
 /**
@@ -14,13 +20,71 @@ export function lastMemory(store: Pick<StateStore, "watchedMemory" | "memory">, 
 }
 
 /**
- * The daemon's node outages kept in the store (migration 16): begun and ended as discovery finds
- * them. `heartbeat` is the node guard's last heartbeat the daemon read, when it has one to give.
+ * The node's last memory sample: its guard's newest heartbeat when that is newer than the
+ * daemon's own sample (the heartbeat has no total: the daemon's sample's is kept); else the daemon's.
  */
-export function outageHooksFor(store: StateStore, heartbeat: NodeFacts["heartbeat"] = () => undefined): OutageHooks {
+export function newerMemory(last: ReturnType<NodeFacts["memory"]>, beat: NodeGuardHeartbeat | undefined): ReturnType<NodeFacts["memory"]> {
+  if (last === undefined || beat === undefined || beat.atMs <= Date.parse(last.at)) return last;
+  return { totalKiB: last.totalKiB, availableKiB: Math.min(beat.availableKiB, last.totalKiB), at: new Date(beat.atMs).toISOString() };
+}
+
+/** Where the daemon reads a node that came back: the cluster's session, and its log. */
+export interface GuardLook {
+  readonly session: (cluster: string) => Promise<ClusterSession> | undefined;
+  readonly log: (line: string) => void;
+}
+
+/** How often, and how many times, a node back is read again while its guards have not beaten since it came back. */
+const LOOK_AGAIN_MS = 1000;
+const LOOKS = 4;
+
+/**
+ * What the node's own guards (of the deployments that ran there) say of its outage, read once it
+ * answered again: one bounded command, read again (at most LOOKS times, LOOK_AGAIN_MS apart) while
+ * a guard there has not beaten since the node came back: a guard that stalled with its node writes
+ * its stall at its first beat after it runs again, which the poll that found the node back may
+ * precede. Undefined when none says anything or the node did not answer.
+ */
+export async function outageCause(look: GuardLook, o: NodeOutage, endedAt: string, againMs = LOOK_AGAIN_MS): Promise<OutageCause | undefined> {
+  const docker = (await look.session(o.cluster))?.docker.get(o.node);
+  if (docker === undefined) return undefined;
+  const since = Date.parse(o.since);
+  const ended = Date.parse(endedAt);
+  for (let n = 1; ; n++) {
+    const guards = [...(await lookNodeGuards(docker.transport, o.deployments.map((d) => d.deployment))).values()];
+    const cause = judgeOutage(guards, since, ended);
+    const behind = guards.some((g) => g.heartbeat !== undefined && g.heartbeat.atMs < ended - OUTAGE_CLOCK_SLACK_MS && !g.events.some((e) => e.kind === "ended" || e.kind === "tripped"));
+    if (cause !== undefined || !behind || n >= LOOKS) return cause;
+    await delay(againMs);
+  }
+}
+
+/**
+ * The daemon's node outages kept in the store (migration 15): begun and ended as discovery finds
+ * them; once a node answers again, its guard's word on it (stalled, or kept beating) is read,
+ * said and kept with the outage (migration 16). `beats`: the guards' newest heartbeats the daemon
+ * read (./supervision.ts), the node's last memory sample when newer than its own.
+ */
+export function outageHooksFor(store: StateStore, look?: GuardLook, beats?: Pick<GuardBeats, "of">): OutageHooks {
+  const beat = (cluster: string, node: string): NodeGuardHeartbeat | undefined => beats?.of(cluster, node);
   return {
-    facts: { memory: (cluster, node) => lastMemory(store, cluster, node), heartbeat },
+    facts: {
+      memory: (cluster, node) => newerMemory(lastMemory(store, cluster, node), beat(cluster, node)),
+      heartbeat: (cluster, node) => {
+        const b = beat(cluster, node);
+        return b === undefined ? undefined : new Date(b.atMs);
+      },
+    },
     started: (o) => store.saveOutage(o),
-    ended: (o, at) => store.endOutage(o.cluster, o.node, o.kind, at),
+    ended: (o, at) => {
+      store.endOutage(o.cluster, o.node, o.kind, at);
+      if (look === undefined) return;
+      void outageCause(look, o, at)
+        .catch(() => undefined)
+        .then((cause) => {
+          if (cause !== undefined) store.saveOutageCause(o.cluster, o.node, o.since, cause);
+          look.log(`+ node ${o.cluster}/${o.node} (${o.kind} since ${o.since}): ${outageCauseWords(cause)}`);
+        });
+    },
   };
 }

@@ -12,7 +12,8 @@ import { allowedMethods, routeParams } from "../gateway/methods.js";
 import type { Snapshot } from "./discovery.js";
 import { CONTROL_METHODS } from "./control.js";
 import { followLogLines, parseLogQuery, readLogLines } from "./read-logs.js";
-import { bootView, clusterView, deploymentsAnswer, deploymentViews, diffPictures, EMPTY_PICTURE, historyBoot, laneViews, nodeStates, type Picture, type Supervision } from "./read-views.js";
+import { bootView, clusterView, deploymentsAnswer, deploymentViews, diffPictures, EMPTY_PICTURE, historyBoot, laneViews, nodeStates, type GuardTripsOf, type Picture, type Supervision } from "./read-views.js";
+import { currentNodeGuardTrips, nodeGuardTripWords } from "../contract/node-guard-trip.js";
 import { SSE_DEFAULTS, SseHub, type SseHubOptions } from "./sse.js";
 import type { WebSessions } from "./web-session-api.js";
 
@@ -48,7 +49,7 @@ export interface ReadParts {
   /** Every cluster the daemon watches. */
   readonly clusters: () => Promise<readonly Cluster[]>;
   readonly session: (cluster: string) => Promise<ClusterSession | undefined>;
-  readonly store: Pick<StateStore, "facts" | "memory" | "watchedMemory" | "lanes" | "swaps" | "history" | "benchRuns" | "evalRuns" | "engineKey" | "launchedKey">;
+  readonly store: Pick<StateStore, "facts" | "memory" | "watchedMemory" | "lanes" | "swaps" | "history" | "benchRuns" | "evalRuns" | "engineKey" | "launchedKey" | "nodeGuardTrips">;
   readonly registry: Pick<BootRegistry, "list" | "onStart">;
   readonly sources: ReadSources;
   /** The daemon's recipe catalogue by bare name (./recipe-list.ts); absent: none. */
@@ -65,6 +66,16 @@ const DEFAULT_LIMIT = 20;
  * a client that opens more is refused, not given a process per node each.
  */
 export const MAX_LOG_READS = 8;
+
+/** A deployment's launch killed by a node's own guard: the daemon's record of it, in words (src/supervise/node-guard-reader.ts). */
+const guardTripsOf =
+  (store: ReadParts["store"]): GuardTripsOf =>
+  (cluster, deployment, boot) => {
+    const trip = currentNodeGuardTrips([{ deployment, boot }], store.nodeGuardTrips(cluster, deployment, GUARD_TRIPS_READ)).get(deployment);
+    return trip === undefined ? undefined : nodeGuardTripWords(trip);
+  };
+/** Enough of a deployment's newest trips for its launch's. */
+const GUARD_TRIPS_READ = 20;
 
 const lanesOf = (store: ReadParts["store"]): ReadAnswer<"lanes">["lanes"] => laneViews(store.lanes(), (l) => store.swaps(l, LANE_SWAPS));
 
@@ -117,7 +128,7 @@ export class ReadFeed {
     this.chain = this.chain
       .then(async () => {
         const { store, supervision } = this.parts;
-        const next: Picture = { deployments: deploymentViews(snapshot, supervision()), nodes: nodeStates(await this.parts.clusters(), snapshot), lanes: lanesOf(store) };
+        const next: Picture = { deployments: deploymentViews(snapshot, supervision(), guardTripsOf(store)), nodes: nodeStates(await this.parts.clusters(), snapshot), lanes: lanesOf(store) };
         for (const e of diffPictures(this.picture, next)) this.hub.send(e.event, e.data);
         this.picture = next;
       })
@@ -247,7 +258,7 @@ function readHandlers(parts: ReadParts, feed: ReadFeed, isAdmin: (req: IncomingM
       const clusters = (await parts.clusters()).map((c) => clusterView(c, { facts: store.facts(c.name), memory: store.memory(c.name), watched: store.watchedMemory(c.name) }, snapshot));
       sendAnswer(res, "clusters", { clusters });
     },
-    deployments: async (_req, res) => sendAnswer(res, "deployments", deploymentsAnswer(parts.discovery.snapshot(), parts.supervision())),
+    deployments: async (_req, res) => sendAnswer(res, "deployments", deploymentsAnswer(parts.discovery.snapshot(), parts.supervision(), guardTripsOf(store))),
     lanes: async (_req, res) => sendAnswer(res, "lanes", { lanes: lanesOf(store) }),
     boots: async (_req, res) => sendAnswer(res, "boots", { boots: parts.registry.list().map(bootView) }),
     history: async (_req, res, query) => {

@@ -18,19 +18,23 @@ import type { OutageKind } from "../contract/outage.js";
 /** The supervisor's state per `cluster/deployment` (Supervisor.describe). */
 export type Supervision = Readonly<Record<string, string>>;
 
-/** Each deployment discovery last saw, with its supervision state. */
-export function deploymentViews(snapshot: Snapshot, supervision: Supervision): DeploymentView[] {
+/** What a node's own guard did to a deployment's launch (cluster, deployment, its launch id): the words said of it, or undefined. */
+export type GuardTripsOf = (cluster: string, deployment: string, boot: string) => string | undefined;
+
+/** Each deployment discovery last saw, with its supervision state, and its node guard's trip. */
+export function deploymentViews(snapshot: Snapshot, supervision: Supervision, guardTrip: GuardTripsOf = () => undefined): DeploymentView[] {
   return snapshot.deployments.map((d) => {
     const sup = supervision[`${d.cluster}/${d.deployment}`];
+    const trip = guardTrip(d.cluster, d.deployment, d.boot ?? "");
     // The outages of its nodes are the gateway's words; the read API says them on its nodes.
     const { outages: _outages, ...seen } = d;
-    return { ...seen, missing: [...d.missing], unreachable: [...d.unreachable], ranks: d.ranks.map((r) => ({ ...r })), ...(sup === undefined ? {} : { supervision: sup }) };
+    return { ...seen, missing: [...d.missing], unreachable: [...d.unreachable], ranks: d.ranks.map((r) => ({ ...r })), ...(sup === undefined ? {} : { supervision: sup }), ...(trip === undefined ? {} : { node_guard: trip }) };
   });
 }
 
-export function deploymentsAnswer(snapshot: Snapshot, supervision: Supervision): ReadAnswer<"deployments"> {
+export function deploymentsAnswer(snapshot: Snapshot, supervision: Supervision, guardTrip?: GuardTripsOf): ReadAnswer<"deployments"> {
   return {
-    deployments: deploymentViews(snapshot, supervision),
+    deployments: deploymentViews(snapshot, supervision, guardTrip),
     strangers: snapshot.strangers.map((s) => ({ ...s })),
     unreachable: [...snapshot.unreachable],
     ...(snapshot.at === undefined ? {} : { discovered_at: snapshot.at.toISOString() }),

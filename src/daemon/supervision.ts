@@ -5,6 +5,7 @@ import type { ClusterSession } from "../nodes/session.js";
 import { DEFAULT_TIMING } from "../supervise/supervise.js";
 import { Supervisor } from "../supervise/supervisor.js";
 import { ReadyGuards } from "../supervise/ready-guard.js";
+import { NodeGuardReader, type GuardBeats } from "../supervise/node-guard-reader.js";
 import type { StateStore } from "../store/store.js";
 import type { BootRegistry } from "../supervise/boots.js";
 import { GenerationWatch, httpProbe } from "../supervise/generation-watch.js";
@@ -20,12 +21,15 @@ import type { LiveEvent } from "./live-sources.js";
  * src/daemon/reboot.ts in the daemon's boot registry. One SSH session per cluster, opened at start
  * (locally only: no node is contacted) and kept, so that its connections are shared.
  */
-export function supervisorFor(sessions: ReadonlyMap<string, Promise<ClusterSession>>, store: StateStore, discovery: Discovery, registry: BootRegistry, log: (line: string) => void, backoffMs: number): Supervisor {
+export function supervisorFor(sessions: ReadonlyMap<string, Promise<ClusterSession>>, store: StateStore, discovery: Discovery, registry: BootRegistry, log: (line: string) => void, backoffMs: number, beats?: GuardBeats): Supervisor {
   const session = (name: string): Promise<ClusterSession | undefined> => sessions.get(name) ?? Promise.resolve(undefined);
   // Every serving deployment's memory is watched until it is gone; a trip is a failure to the supervisor.
   const memory = new ReadyGuards({ session, store, log, now: Date.now, onTrip: (cluster, deployment, trip) => supervisor.memoryTripped(cluster, deployment, trip) });
+  // The nodes' own guards' reports, read when a rank ends: a trip is a failure to the supervisor too.
+  const nodeGuard = new NodeGuardReader({ session, store, log, now: Date.now, onTrip: (cluster, deployment, failure) => supervisor.nodeGuardTripped(cluster, deployment, failure), ...(beats === undefined ? {} : { beats }) });
   const supervisor: Supervisor = new Supervisor({
     memory,
+    nodeGuard,
     store,
     session,
     boot: (plan, session, signal, emit, detach, recreating) => bootAgain(plan, session, signal, store, emit, undefined, detach, recreating),

@@ -1,6 +1,6 @@
 import { RemoteError } from "../config/errors.js";
 import { execChecked, outputTail, unreachable, type Transport } from "../remote/transport.js";
-import { guardableName, lastTrip, NODE_GUARD_READ_MAX_BYTES, NODE_GUARD_READ_SCRIPT, nodeGuardStartArgv, nodeGuardStopArgv, parseNodeGuardReport, splitStoppedReports, type NodeGuardEvent } from "./node-guard.js";
+import { guardableName, lastTrip, NODE_GUARD_LOOK_SCRIPT, NODE_GUARD_READ_MAX_BYTES, NODE_GUARD_READ_SCRIPT, nodeGuardStartArgv, nodeGuardStopArgv, parseNodeGuardReport, splitLookedGuards, splitStoppedReports, type NodeGuardEvent } from "./node-guard.js";
 
 // The start and the removal are each one short command: bounded well below a boot's patience.
 const NODE_GUARD_EXEC_MS = 20_000;
@@ -9,8 +9,8 @@ const NODE_GUARD_EXEC_MS = 20_000;
  * Starts `deployment`'s guard on the transport's node (src/memory/node-guard.ts): one SSH round
  * trip; the guard then runs on its own. Throws the transport's RemoteError when it could not.
  */
-export async function startNodeGuard(transport: Transport, deployment: string, floorGiB: number): Promise<void> {
-  await execChecked(transport, nodeGuardStartArgv(deployment, floorGiB), "starting the node guard", NODE_GUARD_EXEC_MS);
+export async function startNodeGuard(transport: Transport, deployment: string, floorGiB: number, launch?: string): Promise<void> {
+  await execChecked(transport, nodeGuardStartArgv(deployment, floorGiB, launch), "starting the node guard", NODE_GUARD_EXEC_MS);
 }
 
 /**
@@ -39,4 +39,16 @@ export async function nodeGuardTrip(transport: Transport, deployment: string): P
   if (!guardableName(deployment)) return undefined;
   const r = await transport.exec(["sh", "-c", NODE_GUARD_READ_SCRIPT, "sh", deployment], { timeoutMs: NODE_GUARD_READ_MS, maxChars: NODE_GUARD_READ_MAX_BYTES + 512 });
   return r.code === 0 ? lastTrip(parseNodeGuardReport(r.stdout)) : undefined;
+}
+
+/**
+ * The heartbeat and report of each named deployment's guard on the transport's node, in one
+ * bounded read, parsed as untrusted input (names that are no deployment name are not asked for).
+ * Empty when the node did not answer in time.
+ */
+export async function lookNodeGuards(transport: Transport, deployments: readonly string[]): Promise<ReturnType<typeof splitLookedGuards>> {
+  const names = [...new Set(deployments)].filter(guardableName);
+  if (names.length === 0) return new Map();
+  const r = await transport.exec(["sh", "-c", NODE_GUARD_LOOK_SCRIPT, "sh", ...names], { timeoutMs: NODE_GUARD_READ_MS, maxChars: names.length * (NODE_GUARD_READ_MAX_BYTES + 512) });
+  return r.code === 0 ? splitLookedGuards(r.stdout, names) : new Map();
 }

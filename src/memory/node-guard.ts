@@ -20,7 +20,8 @@
  */
 
 import { DEPLOYMENT_NAME } from "../config/kinds.js";
-import { DEPLOYMENT_LABEL } from "../contract/deployment.js";
+import { DEPLOYMENT_LABEL, LABELS } from "../contract/deployment.js";
+import type { OutageCause } from "../contract/outage.js";
 import { KIB_PER_GIB } from "./memory-watch.js";
 
 /** Samples per second is 1 / this: ten a second, so that the kill comes well within 250 ms of the crossing. */
@@ -29,6 +30,13 @@ export const NODE_GUARD_INTERVAL_SECONDS = 0.1;
 export const NODE_GUARD_LOOK_EVERY = 30;
 /** Every this many samples (about 1 s) the guard rewrites its heartbeat file. */
 export const NODE_GUARD_BEAT_EVERY = 10;
+/**
+ * A beat that comes this long after the one before (nominally NODE_GUARD_BEAT_EVERY samples, about
+ * 1 s) says the guard itself did not run meanwhile: the node stalled (frozen, or every process of
+ * it stopped), not only its link. Far past the beat, so that a slow `docker ps` of a look (a busy
+ * node's dockerd answers in seconds) is no stall.
+ */
+export const NODE_GUARD_STALL_MS = 5000;
 /** A report past this many bytes is moved aside (report.1) when a guard starts: at most twice this on the node. */
 export const NODE_GUARD_REPORT_MAX_BYTES = 64 * 1024;
 /** The most of a report a reader takes: the tail of the report and the heartbeat file. */
@@ -40,17 +48,25 @@ export const NODE_GUARD_HOME = ".cache/launcher/guard";
 /**
  * The guard loop, run detached on the node. $1 is its folder (already its working directory),
  * $2 the floor in KiB, $3 the label filter of the deployment's containers, $4 the interval,
- * $5 the samples between looks, $6 the samples between heartbeats. It appends events to `report`
- * (`tripped MS available=KIB floor=KIB killed=IDS`, `ended MS why`) and
+ * $5 the samples between looks, $6 the samples between heartbeats, $7 the gap between two beats
+ * that is a stall (ms), $8 a second label filter, the launch's (empty: none). Docker ANDs label
+ * filters (moby api/types/filters MatchKVList: every label asked must match; moby/moby#40286:
+ * `--filter label=foo --filter label=bar` is hasLabel(foo) && hasLabel(bar)), so a guard of an
+ * earlier launch of the same name kills nothing of a newer one. It appends events to `report`
+ * (`tripped MS available=KIB floor=KIB killed=IDS`, `stalled MS gap=MS`, `ended MS why`) and
  * rewrites `heartbeat` (`MS available=KIB`) about once a second; MS is epoch milliseconds (GNU
- * date %3N). The kill comes before any date is taken, so that nothing delays it.
+ * date %3N). The kill comes before any date is taken, so that nothing delays it; the stall's test
+ * takes no date of its own (the beat's).
  */
-export const NODE_GUARD_SCRIPT = `floor=$2 filter=$3 interval=$4 every=$5 beat=$6
+export const NODE_GUARD_SCRIPT = `floor=$2 filter=$3 interval=$4 every=$5 beat=$6 stall=$7 launch=$8
 echo $$ >pid
 # A look that failed (docker not answering for a moment) keeps the ids it had.
-look() { found=$(docker ps --quiet --no-trunc --filter "label=$filter" 2>/dev/null) && ids=$found; }
+look() {
+  if [ -n "$launch" ]; then found=$(docker ps --quiet --no-trunc --filter "label=$filter" --filter "label=$launch" 2>/dev/null) && ids=$found
+  else found=$(docker ps --quiet --no-trunc --filter "label=$filter" 2>/dev/null) && ids=$found; fi
+}
 look
-n=0
+n=0 last=
 while :; do
   a=
   while read -r k v _; do
@@ -63,7 +79,13 @@ while :; do
     exit 0
   fi
   n=$((n + 1))
-  [ $((n % beat)) -eq 0 ] && echo "$(date +%s%3N) available=$a" >heartbeat
+  if [ $((n % beat)) -eq 0 ]; then
+    t=$(date +%s%3N)
+    # A beat far past its time: the guard itself did not run meanwhile (the node stalled).
+    [ -n "$last" ] && [ $((t - last)) -gt "$stall" ] && echo "stalled $t gap=$((t - last))" >>report
+    last=$t
+    echo "$t available=$a" >heartbeat
+  fi
   if [ $((n % every)) -eq 0 ]; then
     # Nothing left to kill (gone, or never seen), or its folder removed (down): the guard ends.
     look
@@ -83,8 +105,9 @@ done`;
  * never killed; proc(5) /proc/PID/cwd). setsid does not fork here: a background job of a
  * non-interactive sh is no process group leader (util-linux sys-utils/setsid.c forks only for a
  * leader), so $! is the guard's own pid, written before this script returns: a removal that
- * comes at once finds it. The report's `started MS floor=KIB` line comes first, before any line
- * of this guard's.
+ * comes at once finds it. The report's `started MS floor=KIB stall=MS` line comes first, before
+ * any line of this guard's; `stall=` says this guard notes its stalls (one that does not, of an
+ * older launcher, never says it kept beating).
  */
 export const NODE_GUARD_START_SCRIPT = `d=$HOME/${NODE_GUARD_HOME}/$1
 guard=$2
@@ -93,7 +116,7 @@ mkdir -p "$d" && cd "$d" || exit 1
 p=$(cat pid 2>/dev/null)
 case $p in ''|*[!0-9]*) ;; *) [ "$(readlink "/proc/$p/cwd" 2>/dev/null)" = "$d" ] && kill -9 "$p" 2>/dev/null ;; esac
 [ -f report ] && [ "$(wc -c <report)" -gt ${NODE_GUARD_REPORT_MAX_BYTES} ] && mv -f report report.1
-echo "started $(date +%s%3N) floor=$1" >>report
+echo "started $(date +%s%3N) floor=$1\${6:+ stall=$6}" >>report
 setsid nohup sh -c "$guard" sh "$d" "$@" </dev/null >/dev/null 2>&1 &
 echo $! >pid
 echo "guard $!"`;
@@ -111,6 +134,20 @@ export const NODE_GUARD_STOP_SCRIPT = `for name in "$@"; do
   echo "== $name"
   tail -c ${NODE_GUARD_READ_MAX_BYTES} "$d/report" 2>/dev/null
   rm -rf -- "$d"
+done
+exit 0`;
+
+/**
+ * Prints, for each named deployment ($@), a `== NAME` line, its heartbeat's first line and the tail
+ * of its report, each bounded (NODE_GUARD_READ_MAX_BYTES in all per deployment); a deployment
+ * without a guard there prints its name line only.
+ */
+export const NODE_GUARD_LOOK_SCRIPT = `for name in "$@"; do
+  d=$HOME/${NODE_GUARD_HOME}/$name
+  echo "== $name"
+  [ -d "$d" ] || continue
+  printf 'heartbeat '; head -c 128 "$d/heartbeat" 2>/dev/null | head -n 1; echo
+  tail -c ${NODE_GUARD_READ_MAX_BYTES - 256} "$d/report" 2>/dev/null
 done
 exit 0`;
 
@@ -137,8 +174,11 @@ export const NODE_GUARD_MARGIN_GIB = 1;
  */
 export const nodeGuardFloorKiB = (floorGiB: number): number => floorKiB(floorGiB - Math.min(NODE_GUARD_MARGIN_GIB, floorGiB / 4));
 
+/** A launch id the guard filters on: the shape boot.ts's newBootId gives, bounded as the label's schema is. */
+const LAUNCH_ID = /^[0-9a-zA-Z_.-]{1,64}$/;
+
 /** argv that starts the guard of `deployment` on a node whose memory_floor is `floorGiB` (the transport quotes it, through shellQuote). */
-export function nodeGuardStartArgv(deployment: string, floorGiB: number): string[] {
+export function nodeGuardStartArgv(deployment: string, floorGiB: number, launch?: string): string[] {
   if (!guardableName(deployment)) throw new Error(`nodeGuardStartArgv: ${JSON.stringify(deployment)} is no deployment name`);
   return [
     "sh",
@@ -152,6 +192,8 @@ export function nodeGuardStartArgv(deployment: string, floorGiB: number): string
     String(NODE_GUARD_INTERVAL_SECONDS),
     String(NODE_GUARD_LOOK_EVERY),
     String(NODE_GUARD_BEAT_EVERY),
+    String(NODE_GUARD_STALL_MS),
+    launch === undefined || !LAUNCH_ID.test(launch) ? "" : `${LABELS.boot}=${launch}`,
   ];
 }
 
@@ -163,8 +205,9 @@ export function nodeGuardStopArgv(deployments: readonly string[]): string[] | un
 
 /** One event of a guard's report, as read back (untrusted: it comes from the node). */
 export type NodeGuardEvent =
-  | { readonly kind: "started"; readonly atMs: number; readonly floorKiB: number }
+  | { readonly kind: "started"; readonly atMs: number; readonly floorKiB: number; readonly stallMs?: number }
   | { readonly kind: "tripped"; readonly atMs: number; readonly availableKiB: number; readonly floorKiB: number; readonly killed: readonly string[] }
+  | { readonly kind: "stalled"; readonly atMs: number; readonly gapMs: number }
   | { readonly kind: "ended"; readonly atMs: number; readonly why: string };
 
 const MAX_LINE = 4096;
@@ -175,14 +218,18 @@ const CONTAINER_ID = /^[0-9a-f]{12,64}$/;
 /** Each line the guard writes, exactly: anything else in a report is not the guard's and is left out. */
 const LINE_READERS: readonly ((line: string) => NodeGuardEvent | undefined)[] = [
   (line) => {
-    const m = /^started (\d{1,16}) floor=(\d{1,16})$/.exec(line);
-    return m === null ? undefined : { kind: "started", atMs: Number(m[1]), floorKiB: Number(m[2]) };
+    const m = /^started (\d{1,16}) floor=(\d{1,16})(?: stall=(\d{1,16}))?$/.exec(line);
+    return m === null ? undefined : { kind: "started", atMs: Number(m[1]), floorKiB: Number(m[2]), ...(m[3] === undefined ? {} : { stallMs: Number(m[3]) }) };
   },
   (line) => {
     const m = /^tripped (\d{1,16}) available=(\d{1,16}) floor=(\d{1,16}) killed=([0-9a-f ]*)$/.exec(line);
     if (m === null) return undefined;
     const killed = (m[4] ?? "").split(" ").filter((id) => CONTAINER_ID.test(id)).slice(0, MAX_KILLED);
     return { kind: "tripped", atMs: Number(m[1]), availableKiB: Number(m[2]), floorKiB: Number(m[3]), killed };
+  },
+  (line) => {
+    const m = /^stalled (\d{1,16}) gap=(\d{1,16})$/.exec(line);
+    return m === null ? undefined : { kind: "stalled", atMs: Number(m[1]), gapMs: Number(m[2]) };
   },
   (line) => {
     const m = /^ended (\d{1,16}) (containers-gone)$/.exec(line);
@@ -245,4 +292,54 @@ const gib = (kib: number): string => (kib / KIB_PER_GIB).toFixed(1);
 export function describeNodeGuardTrip(node: string, deployment: string, e: Extract<NodeGuardEvent, { kind: "tripped" }>): string {
   const at = new Date(e.atMs).toISOString();
   return `memory guard: ${node} fell below its floor of ${gib(e.floorKiB)} GiB available (${gib(e.availableKiB)} GiB left); the guard on ${node} killed ${deployment}'s ${e.killed.length} container${e.killed.length === 1 ? "" : "s"} there at ${at}`;
+}
+
+/** The look script's output -> each asked deployment's heartbeat and report events (untrusted: parsed, bounded). */
+export function splitLookedGuards(out: string, asked: readonly string[]): Map<string, { readonly heartbeat?: NodeGuardHeartbeat; readonly events: NodeGuardEvent[] }> {
+  const texts = new Map<string, string[]>();
+  let current: string[] | undefined;
+  for (const line of out.slice(0, asked.length * (NODE_GUARD_READ_MAX_BYTES + 512)).split("\n")) {
+    const m = /^== (.+)$/.exec(line);
+    if (m !== null && asked.includes(m[1] as string)) texts.set(m[1] as string, (current = []));
+    else current?.push(line);
+  }
+  return new Map(
+    [...texts].map(([name, lines]) => {
+      const beat = lines.find((l) => l.startsWith("heartbeat "));
+      const heartbeat = beat === undefined ? undefined : parseNodeGuardHeartbeat(beat.slice("heartbeat ".length));
+      return [name, { ...(heartbeat === undefined ? {} : { heartbeat }), events: parseNodeGuardReport(lines.filter((l) => l !== beat).join("\n")) }];
+    }),
+  );
+}
+
+export type NodeGuardHeartbeat = NonNullable<ReturnType<typeof parseNodeGuardHeartbeat>>;
+
+/**
+ * How far the node's clock and the daemon's may differ, and a poll's lag, when a guard's events
+ * (the node's clock) are set against an outage's times (the daemon's).
+ */
+export const OUTAGE_CLOCK_SLACK_MS = 5000;
+
+/**
+ * What a node's guards say of an outage from `sinceMs` to `endedMs` (the daemon's clock), read
+ * once the node answered again: a stall of any guard that overlaps it says the node itself stalled
+ * (frozen), its longest gap given; else a guard that notes its stalls, started before it, ended
+ * not before its end and beats now kept beating through it: the node ran, its link was down.
+ * Else nothing is known.
+ */
+export function judgeOutage(guards: readonly { readonly heartbeat?: NodeGuardHeartbeat; readonly events: readonly NodeGuardEvent[] }[], sinceMs: number, endedMs: number): OutageCause | undefined {
+  const from = sinceMs - OUTAGE_CLOCK_SLACK_MS;
+  const to = endedMs + OUTAGE_CLOCK_SLACK_MS;
+  const stalls = guards.flatMap((g) => g.events.filter((e): e is Extract<NodeGuardEvent, { kind: "stalled" }> => e.kind === "stalled" && e.atMs >= from && e.atMs - e.gapMs <= to));
+  const longest = stalls.sort((a, b) => b.gapMs - a.gapMs)[0];
+  if (longest !== undefined) return { kind: "stalled", gap_ms: longest.gapMs, at: new Date(longest.atMs).toISOString() };
+  const beating = guards.find((g) => {
+    const started = g.events.map((e) => e.kind).lastIndexOf("started");
+    const since = g.events.slice(Math.max(0, started));
+    // Only a guard that notes its stalls says, by noting none, that it kept beating.
+    const startedAt = since[0]?.kind === "started" && since[0].stallMs !== undefined ? since[0].atMs : undefined;
+    const stoppedEarly = since.some((e) => (e.kind === "ended" || e.kind === "tripped") && e.atMs < endedMs - OUTAGE_CLOCK_SLACK_MS);
+    return startedAt !== undefined && startedAt <= sinceMs && !stoppedEarly && g.heartbeat !== undefined && g.heartbeat.atMs >= endedMs - OUTAGE_CLOCK_SLACK_MS;
+  });
+  return beating?.heartbeat === undefined ? undefined : { kind: "ran", beat_at: new Date(beating.heartbeat.atMs).toISOString() };
 }

@@ -250,4 +250,25 @@ export const MIGRATIONS: readonly string[] = [
      memory TEXT
    );
    CREATE INDEX node_outages_open ON node_outages (cluster, node, ended_at);`,
+  // 16: the trips of the nodes' own guards (src/contract/node-guard-trip.ts) the daemon read, one
+  // row per trip (a trip read twice, by a death and by a poll, is one); stopped and unreached are
+  // JSON arrays of nodes. An outage's cause, read from the node's guard once it answered again
+  // (JSON OutageCause, src/contract/outage.ts; NULL: none known).
+  `CREATE TABLE node_guard_trips (
+     id INTEGER PRIMARY KEY,
+     cluster TEXT NOT NULL,
+     deployment TEXT NOT NULL,
+     boot TEXT NOT NULL,
+     node TEXT NOT NULL,
+     at TEXT NOT NULL,
+     available_kib INTEGER NOT NULL,
+     floor_kib INTEGER NOT NULL,
+     killed INTEGER NOT NULL,
+     stopped TEXT NOT NULL,
+     unreached TEXT NOT NULL,
+     message TEXT NOT NULL,
+     read_at TEXT NOT NULL,
+     UNIQUE (cluster, deployment, node, at)
+   );
+   ALTER TABLE node_outages ADD COLUMN cause TEXT;`,
 ];

@@ -4,6 +4,7 @@ import type { ImageFacts } from "../engine/image-contract.js";
 import type { BenchRun, EvalRun } from "../contract/evidence.js";
 import type { ActivityRecord } from "../contract/read-api.js";
 import type { Meminfo } from "../memory/meminfo.js";
+import type { NodeGuardTripRecord } from "../contract/node-guard-trip.js";
 import type { BootInProgress, BootRecord, LaneRecord, LockHolder, MemoryTripRecord, NodeOutageRecord, RestartRecord, WatchedMemory, StoredWedge, StateStore, SwapRecord } from "./store.js";
 
 /**
@@ -83,6 +84,15 @@ export class NullStore implements StateStore {
   saveOutage(): void {}
   endOutage(): void {}
   outages(): NodeOutageRecord[] {
+    return [];
+  }
+  saveOutageCause(): void {}
+  // Never recorded before: the daemon's own memory of the trips it dealt with is all there is.
+  saveNodeGuardTrip(): boolean {
+    return true;
+  }
+  saveNodeGuardKills(): void {}
+  nodeGuardTrips(): NodeGuardTripRecord[] {
     return [];
   }
   saveMemoryTrip(): void {}

@@ -9,7 +9,8 @@ import { benchRunFromStored, type BenchRun, type EvalRun, type EvidenceStore, ty
 import type { Meminfo } from "../memory/meminfo.js";
 import type { Culprit, MemorySample } from "../memory/memory-watch.js";
 import { MIGRATIONS } from "./migrations.js";
-import type { OutageKind } from "../contract/outage.js";
+import type { OutageCause, OutageKind } from "../contract/outage.js";
+import type { NodeGuardTripRecord } from "../contract/node-guard-trip.js";
 
 
 /** How long a write waits for another process's write lock before it is a store fault. */
@@ -189,6 +190,8 @@ export interface NodeOutageRecord {
   readonly ended_at?: string;
   readonly deployments: readonly { readonly deployment: string; readonly ranks: readonly number[] }[];
   readonly memory?: MemorySample & { readonly at: string };
+  /** What the node's own guard said of it once the node answered again; absent: nothing known (yet). */
+  readonly cause?: OutageCause;
 }
 
 export interface WatchedMemory {
@@ -587,11 +590,37 @@ export class Store implements EvidenceStore {
     this.db.prepare(`UPDATE node_outages SET ended_at = ?, kind = ? WHERE cluster = ? AND node = ? AND ended_at IS NULL`).run(at, kind, cluster, node);
   }
 
+  /** What the node's guard said of its outage that began at `since` (read once it answered again). */
+  saveOutageCause(cluster: string, node: string, since: string, cause: OutageCause): void {
+    this.db.prepare(`UPDATE node_outages SET cause = ? WHERE cluster = ? AND node = ? AND since = ?`).run(JSON.stringify(cause), cluster, node, since);
+  }
+
+  /** A trip of a node's own guard, read by the daemon: false when this trip was recorded already. */
+  saveNodeGuardTrip(t: NodeGuardTripRecord): boolean {
+    const r = this.db
+      .prepare(`INSERT OR IGNORE INTO node_guard_trips (cluster, deployment, boot, node, at, available_kib, floor_kib, killed, stopped, unreached, message, read_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+      .run(t.cluster, t.deployment, t.boot, t.node, t.at, t.available_kib, t.floor_kib, t.killed, JSON.stringify(t.stopped), JSON.stringify(t.unreached), t.message, t.read_at);
+    return r.changes > 0;
+  }
+
+  /** What the daemon did on the other nodes after a trip it recorded. */
+  saveNodeGuardKills(t: Pick<NodeGuardTripRecord, "cluster" | "deployment" | "node" | "at" | "stopped" | "unreached">): void {
+    this.db.prepare(`UPDATE node_guard_trips SET stopped = ?, unreached = ? WHERE cluster = ? AND deployment = ? AND node = ? AND at = ?`).run(JSON.stringify(t.stopped), JSON.stringify(t.unreached), t.cluster, t.deployment, t.node, t.at);
+  }
+
+  /** The nodes' own guards' trips, newest first: of one cluster (and deployment), or of all. */
+  nodeGuardTrips(cluster: string | undefined, deployment: string | undefined, limit: number): NodeGuardTripRecord[] {
+    const rows = this.db
+      .prepare(`SELECT cluster, deployment, boot, node, at, available_kib, floor_kib, killed, stopped, unreached, message, read_at FROM node_guard_trips WHERE (? IS NULL OR cluster = ?) AND (? IS NULL OR deployment = ?) ORDER BY at DESC, id DESC LIMIT ?`)
+      .all(cluster ?? null, cluster ?? null, deployment ?? null, deployment ?? null, limit) as (Omit<NodeGuardTripRecord, "stopped" | "unreached"> & { stopped: string; unreached: string })[];
+    return rows.map((r) => ({ ...r, stopped: JSON.parse(r.stopped) as string[], unreached: JSON.parse(r.unreached) as string[] }));
+  }
+
   /** Node outages, newest first: of one cluster, or of all. */
   outages(cluster: string | undefined, limit: number): NodeOutageRecord[] {
     const rows = this.db
-      .prepare(`SELECT cluster, node, kind, since, ended_at, deployments, memory FROM node_outages WHERE ? IS NULL OR cluster = ? ORDER BY since DESC, id DESC LIMIT ?`)
-      .all(cluster ?? null, cluster ?? null, limit) as { cluster: string; node: string; kind: OutageKind; since: string; ended_at: string | null; deployments: string; memory: string | null }[];
+      .prepare(`SELECT cluster, node, kind, since, ended_at, deployments, memory, cause FROM node_outages WHERE ? IS NULL OR cluster = ? ORDER BY since DESC, id DESC LIMIT ?`)
+      .all(cluster ?? null, cluster ?? null, limit) as { cluster: string; node: string; kind: OutageKind; since: string; ended_at: string | null; deployments: string; memory: string | null; cause: string | null }[];
     return rows.map((r) => ({
       cluster: r.cluster,
       node: r.node,
@@ -600,6 +629,7 @@ export class Store implements EvidenceStore {
       ...(r.ended_at === null ? {} : { ended_at: r.ended_at }),
       deployments: JSON.parse(r.deployments) as NodeOutageRecord["deployments"],
       ...(r.memory === null ? {} : { memory: JSON.parse(r.memory) as NonNullable<NodeOutageRecord["memory"]> }),
+      ...(r.cause === null ? {} : { cause: JSON.parse(r.cause) as OutageCause }),
     }));
   }
 

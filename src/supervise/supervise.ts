@@ -2,6 +2,7 @@ import { timeMs } from "../engine/boot-log.js";
 import { decodeRestartPolicy, type DeploymentStatus, type RestartPolicy } from "../contract/deployment.js";
 import { DEFAULTS } from "../contract/defaults.js";
 import { WEDGED_REASON } from "../contract/generation.js";
+import { NODE_GUARD_REASON } from "../contract/node-guard-trip.js";
 
 /**
  * The supervisor's decisions, as a pure function of what it saw and when: the daemon
@@ -28,11 +29,12 @@ export interface SuperviseTiming {
 export const DEFAULT_TIMING: SuperviseTiming = { confirmMs: DEFAULTS.restartConfirm.ms, backoffMs: DEFAULTS.restartBackoff.ms, maxBackoffMs: DEFAULTS.restartBackoffMax.ms, resetAfterMs: DEFAULTS.restartResetAfter.ms };
 
 /** Why a group that served is to be recreated; `rank`/`node` name the dead rank when there is one. */
-export const FAILURE_KINDS = ["rank-exited", "unhealthy", "node-unreachable", "memory-guard", WEDGED_REASON] as const;
+export const FAILURE_KINDS = ["rank-exited", "unhealthy", "node-unreachable", "memory-guard", WEDGED_REASON, NODE_GUARD_REASON] as const;
 export interface Failure {
   /**
    * memory-guard: the guard killed the group when a node fell below its floor (src/supervise/ready-guard.ts).
    * wedged: its /health answers but it completed no generation within its bound (./generation.ts).
+   * node-guard: a node's own guard killed its containers there (./node-guard-reader.ts read its report).
    */
   readonly kind: (typeof FAILURE_KINDS)[number];
   readonly message: string;
@@ -175,7 +177,8 @@ function next(attempts: number, streak: number, failure: Failure, at: number, po
  */
 export function supervise(state: Supervised, event: SuperviseEvent, policy: RestartPolicy, timing: SuperviseTiming = DEFAULT_TIMING): Decision {
   const stay: Decision = { state, actions: [] };
-  if (event.kind === "blamed") return state.phase === "restarting" ? { state: { ...state, failure: event.failure }, actions: [] } : stay;
+  // A cause learnt once the group is down (the restart's blame, a node guard's report read after the death) is what it says from then on.
+  if (event.kind === "blamed") return state.phase === "restarting" || state.phase === "backoff" ? { state: { ...state, failure: event.failure }, actions: [] } : stay;
   if (event.kind === "adopted" && state.phase !== "restarting") {
     // Its streak is not known here (the daemon that counted it died): at least this try, so a
     // failure waits the first backoff before the next one, whatever this daemon saw before.

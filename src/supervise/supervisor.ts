@@ -16,6 +16,8 @@ import type { UpOutcome } from "../boot/up-events.js";
 import { formatRemoval, removeListed, stopDeployments, unreachableOf } from "../nodes/down.js";
 import { DEFAULTS, seconds } from "../contract/defaults.js";
 import { WEDGED_REASON } from "../contract/generation.js";
+import { NODE_GUARD_REASON } from "../contract/node-guard-trip.js";
+import { tripFailure, type NodeGuardReader } from "./node-guard-reader.js";
 import { listNodes, type Labelled } from "../nodes/labels.js";
 import { deploymentKey, holdOrBusy, laneKey } from "../claims/locks.js";
 import type { ClusterSession } from "../nodes/session.js";
@@ -46,6 +48,9 @@ export interface SupervisorDeps {
   readonly timing: SuperviseTiming;
   /** The memory guard after ready (src/supervise/ready-guard.ts): fed the same snapshots, stopped with the supervisor. */
   readonly memory?: { observe(deployments: readonly Seen[]): void; tripping(cluster: string, deployment: string): boolean; stop(): void };
+  /** The nodes' own guards' reports (./node-guard-reader.ts): a restart reads them for its cause. */
+  /** Fed every snapshot and every death (of any deployment, supervised or not), stopped with the supervisor. */
+  readonly nodeGuard?: Pick<NodeGuardReader, "trips" | "observe" | "died" | "stop">;
 }
 
 /** How one restart went, filled in as it runs. */
@@ -131,6 +136,7 @@ export class Supervisor {
   observe(deployments: readonly Seen[], at: number): void {
     if (this.stopping.signal.aborted) return;
     this.deps.memory?.observe(deployments);
+    this.deps.nodeGuard?.observe(deployments);
     const now = new Map(deployments.map((d) => [key(d.cluster, d.deployment), d]));
     for (const [k, t] of this.droppedAt) if (at > t) this.droppedAt.delete(k);
     for (const d of deployments) {
@@ -163,6 +169,7 @@ export class Supervisor {
   /** Docker said a rank of a deployment on `cluster` died: a first sighting, which the next poll confirms (asked for now). */
   died(cluster: string, death: RankDeath): void {
     if (this.stopping.signal.aborted) return;
+    this.deps.nodeGuard?.died(cluster, death);
     const k = key(cluster, death.deployment);
     const entry = this.entries.get(k);
     if (entry === undefined) return;
@@ -185,6 +192,21 @@ export class Supervisor {
     const entry = this.entries.get(k);
     if (this.stopping.signal.aborted || entry === undefined) return;
     this.step(k, entry, { kind: "died", at: this.deps.now(), failure: { kind: "memory-guard", node: trip.node, message: trip.message } });
+  }
+
+  /**
+   * A node's own guard killed its containers there (./node-guard-reader.ts read the report, and
+   * killed the rest): a failure as a death is; when its death was heard first (the group is down
+   * for a restart already), the trip becomes what the restart says.
+   */
+  nodeGuardTripped(cluster: string, deployment: string, failure: Failure): void {
+    const k = key(cluster, deployment);
+    const entry = this.entries.get(k);
+    if (this.stopping.signal.aborted || entry === undefined) return;
+    // The daemon's own guard's trip (its whole report) stays what a restart says when both crossed.
+    if (isRestarting(entry.state)) {
+      if (entry.failure?.kind !== "memory-guard") this.blamed(entry, failure);
+    } else this.step(k, entry, { kind: "died", at: this.deps.now(), failure });
   }
 
   /**
@@ -272,6 +294,7 @@ export class Supervisor {
   async stop(): Promise<void> {
     this.stopping.abort();
     this.deps.memory?.stop();
+    this.deps.nodeGuard?.stop();
     for (const e of this.entries.values()) clearTimeout(e.timer);
     await Promise.allSettled([...this.running]);
   }
@@ -453,8 +476,10 @@ export class Supervisor {
    * /dev/shm is its own, `--shm-size`, and goes with it; the GPU memory is freed when its process
    * ends), and a rank hung on its dead peer would hold the restart for the whole grace.
    */
-  private async takeDown(session: ClusterSession, entry: Entry, failure: Failure, attempt: number, tried: Attempt, plan: Plan | undefined, stop: AbortSignal, say: (line: string) => void): Promise<void> {
+  private async takeDown(session: ClusterSession, entry: Entry, seenFailure: Failure, attempt: number, tried: Attempt, plan: Plan | undefined, stop: AbortSignal, say: (line: string) => void): Promise<void> {
     const { cluster, deployment, lane } = entry.seen;
+    // A node's own guard that killed its part is the cause, whatever the ranks' ends say.
+    const failure = await this.guardedFailure(entry, seenFailure, plan);
     if (plan === undefined) {
       // Nothing is stopped: the rest of a failing group is let end by itself, for as long as `up`
       // lets it (its settle), before the first to end is looked for.
@@ -468,7 +493,7 @@ export class Supervisor {
     // Only a death is attributed by the ends: a group that failed with every rank running (an
     // unhealthy head, a lost node) was just stopped whole here, in no meaningful order; nor is a
     // group its memory guard killed at once (its trip is the cause).
-    const attributed = failure.kind !== "memory-guard" && (failure.kind === "rank-exited" || plan === undefined);
+    const attributed = failure.kind !== "memory-guard" && failure.kind !== NODE_GUARD_REASON && (failure.kind === "rank-exited" || plan === undefined);
     const ended = attributed ? group.filter((c) => !c.c.running) : [];
     // The logs read for the blame and the cause: every ended rank's (a rank whose log only says it
     // lost a peer is not the one that failed, however early it ended), else the failure's own rank's.
@@ -524,6 +549,19 @@ export class Supervisor {
     record();
     for (const line of formatRemoval(removed, `launcher down deployment/${deployment}`, "summary")) say(line);
     if (unreachableOf(removed).length > 0) throw new Error(`cannot recreate ${deployment} while ${unreachableOf(removed).map((u) => u.node).join(", ")} does not answer`);
+  }
+
+  /**
+   * The failure a restart records: the newest trip of a node's own guard on the group's nodes, read
+   * now (bounded), when one killed it; else the one seen. A memory-guard trip or a wedge is its own
+   * cause already.
+   */
+  private async guardedFailure(entry: Entry, failure: Failure, plan: Plan | undefined): Promise<Failure> {
+    if (this.deps.nodeGuard === undefined || failure.kind === "memory-guard" || failure.kind === WEDGED_REASON || failure.kind === NODE_GUARD_REASON) return failure;
+    const nodes = [...(plan?.nodes.map((n) => n.node) ?? []), ...entry.seen.ranks.map((r) => r.node)];
+    const trips = await this.deps.nodeGuard.trips(entry.seen.cluster, entry.seen.deployment, nodes).catch(() => []);
+    const newest = [...trips].sort((a, b) => b.at.localeCompare(a.at))[0];
+    return newest === undefined ? failure : tripFailure(newest);
   }
 
   /**

@@ -3,8 +3,9 @@ import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
+import { readAnswer } from "../../src/daemon/read-client.js";
 import { NODE_GUARD_HOME, nodeGuardFloorKiB, parseNodeGuardReport } from "../../src/memory/node-guard.js";
-import { CLUSTER, launcher, ok, onHost, onHostRun, practiceSuite, QUICK_SILENCE_SSH, RIG_DIR, variant, within } from "./practice-cluster.js";
+import { CLUSTER, launcher, ok, onHost, onHostRun, practiceSuite, QUICK_SILENCE_SSH, RIG_DIR, startGateway, variant, within, type Daemon } from "./practice-cluster.js";
 
 // The memory guard on the node itself (src/memory/node-guard.ts) on 2 practice hosts. The hosts
 // share this machine's kernel, so their /proc/meminfo is this machine's: the floor is set below
@@ -18,6 +19,8 @@ const HERE = { LAUNCHER_DAEMON: "none" };
 // The floor is this far below what is available, and the process here takes HOG_MIB: it ends
 // ~1.5 GiB below the floor, ~0.5 GiB below the node guard's (1 GiB under the floor).
 const HOG_MIB = 2048;
+// The daemon's inference key, which reads its read API over TCP.
+const READ_KEY = "node-guard-read-key-5e1";
 const FLOOR_BELOW_GIB = 0.5;
 
 const availableKiB = (): number => {
@@ -32,6 +35,20 @@ function clusterWithFloor(belowGiB: number): string {
   const file = path.join(RIG_DIR, "cluster-node-guard.toml");
   writeFileSync(file, `memory_floor = ${floor.toFixed(3)}\n${readFileSync(CLUSTER, "utf8")}`);
   return file;
+}
+
+/**
+ * The rig's cluster file where only n2 has a floor, `belowGiB` under what is available now; the
+ * others' is far below anything this test takes (the hosts share this machine's memory, so the
+ * daemon's guard of n1 would otherwise cross first, while it still reaches n1).
+ */
+function clusterWithFloorOnN2(belowGiB: number): { file: string; floorGiB: number } {
+  const floorGiB = Math.max(0.5, availableKiB() / 1024 / 1024 - belowGiB);
+  const file = path.join(RIG_DIR, "cluster-node-guard-n2.toml");
+  const text = readFileSync(CLUSTER, "utf8").replace(/^name = "n2"$/m, `name = "n2"\nmemory_floor = ${floorGiB.toFixed(3)}`);
+  assert.match(text, /memory_floor/, "the rig's cluster file names n2");
+  writeFileSync(file, `memory_floor = 0.5\n${text}`);
+  return { file, floorGiB: Number(floorGiB.toFixed(3)) };
 }
 
 /** The guard's folder of `deployment` on host i: its files' text by name (none: the folder is gone). */
@@ -151,5 +168,56 @@ describe("the memory guard on the node itself", { concurrency: false }, () => {
       await launcher(["down", "practice-2x", "--grace", "1"], 120_000, env);
     }
     for (const i of [1, 2]) assert.deepEqual([...guardFiles(i, "practice-2x")], [], `n${i}: no guard folder left`);
+  });
+
+  test("with a daemon running, a trip of n2's own guard is read back: status, the read API and history give its reason, and the head on n1 is killed too", { timeout: 300_000 }, async () => {
+    const { file, floorGiB } = clusterWithFloorOnN2(FLOOR_BELOW_GIB);
+    const env = { ...HERE, LAUNCHER_CLUSTER: file };
+    const floorKiB = nodeGuardFloorKiB(floorGiB);
+    let cut = false;
+    let pressure: ReturnType<typeof hog> | undefined;
+    let daemon: Daemon | undefined;
+    let passed = false;
+    try {
+      daemon = await startGateway(["--cluster", file], { LAUNCHER_CLUSTER: file, LAUNCHER_API_KEY: READ_KEY });
+      ok(await launcher(["up", "practice-2x"], 180_000, env), "up");
+      const worker = onHost(2, ["docker", "inspect", "--format", "{{.Id}}", "launcher-practice-2x-r1"]).trim();
+      // The daemon's own guard watches n2 at its floor, above its node guard's: it must not see
+      // this crossing (its link is cut first, and it says it lost n2) for n2's own guard to act alone.
+      await within(60_000, "the daemon's guard samples n2", async () => ((JSON.parse((await launcher(["status", "--json"], 60_000, env)).stdout) as { memory: Record<string, unknown> }).memory.n2 === undefined ? undefined : true));
+      link(2, "down");
+      cut = true;
+      await within(60_000, "the daemon's guard lost n2", async () => (/memory guard: practice-2x: n2 is not watched/.test(daemon?.log() ?? "") ? true : undefined));
+      pressure = hog(HOG_MIB, floorKiB);
+      await pressure.crossed;
+      await within(30_000, "the worker on the cut node ended", async () => (workerState(worker) === "exited" ? true : undefined));
+      pressure.stop();
+      pressure = undefined;
+      link(2, "up");
+      cut = false;
+
+      // Once n2 answers, the daemon's poll shows its rank ended, reads n2's report, records the
+      // trip and kills the head on n1.
+      const said = /node guard on n2 killed practice-2x at \S+: MemAvailable [\d.]+ GiB below its floor [\d.]+ GiB; killed on n1 too/;
+      await within(90_000, "the daemon read the trip", async () => (said.test(daemon?.log() ?? "") ? true : undefined));
+      const text = await launcher(["status"], 120_000, env);
+      assert.match(text.stdout, new RegExp(`  killed: ${said.source} \\(read by the daemon at \\S+\\)`), text.stdout);
+      assert.match(text.stdout, /rank 0 {2}n1\s+exited/, "the head on n1 was killed too");
+      const json = JSON.parse((await launcher(["status", "--json"], 120_000, env)).stdout) as { node_guard: Record<string, { node: string; stopped: string[]; unreached: string[]; floor_kib: number; message: string }> };
+      const rec = json.node_guard["practice-2x"];
+      assert.deepEqual([rec?.node, rec?.stopped, rec?.unreached, rec?.floor_kib], ["n2", ["n1"], [], floorKiB]);
+      // The read API says it on the deployment.
+      const views = await readAnswer({ url: daemon.url, key: READ_KEY }, "deployments");
+      assert.match(views.deployments.find((d) => d.deployment === "practice-2x")?.node_guard ?? "", said);
+      const history = ok(await launcher(["history"], 60_000, env), "history").stdout;
+      assert.match(history, new RegExp(`node guard trips \\(read by launcher serve\\):\\n\\S+  \\S+/practice-2x: ${said.source}`));
+      passed = true;
+    } finally {
+      if (!passed) console.error(daemon?.log());
+      pressure?.stop();
+      if (cut) link(2, "up");
+      await daemon?.stop();
+      await launcher(["down", "practice-2x", "--grace", "1"], 120_000, env);
+    }
   });
 });

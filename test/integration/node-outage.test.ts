@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { describe, test } from "node:test";
+import { NODE_GUARD_STALL_MS } from "../../src/memory/node-guard.js";
 import { launcher, ok, practiceSuite, QUICK_SILENCE_SSH, startGateway, within, type Daemon } from "./practice-cluster.js";
 
 // A node that stops answering while it serves (issue 30): the head's management link is cut on
@@ -68,12 +69,15 @@ describe("a node that stops answering while it serves", { concurrency: false }, 
       cut = false;
       const { value: back } = await within(60_000, "the daemon logs n1 back", async () => /\+ node \S+\/n1 answers again at (\S+), after \d+ s vanished \(since (\S+)\); its containers were read again in this poll/.exec(gateway.log()) ?? undefined);
       assert.equal(back[2], since);
+      // n1's own guard ran on through it: the node lived, its link was down.
+      await within(30_000, "the daemon says what n1's guard saw", async () => (new RegExp(`\\+ node \\S+/n1 \\(vanished since ${since.replace(/[.]/g, "\\.")}\\): its guard kept beating \\(last at \\S+\\): the node ran, its link was down`).test(gateway.log()) ? true : undefined));
       await within(60_000, "the gateway routes practice again", async () => ((await ask(gateway)).status === 200 ? true : undefined));
 
       const after = ok(await launcher(["status"], 120_000), "status with n1 back");
       assert.match(after.stdout, new RegExp(`node n1 answers again since ${(back[1] as string).replace(/[.]/g, "\\.")} \\(vanished for \\d+ s from ${since.replace(/[.]/g, "\\.")}\\); what runs there was read again`));
       assert.match(after.stdout, /practice-2x\s+serving/);
-      const history = JSON.parse(ok(await launcher(["history", "--json"]), "history").stdout) as { node_outages: { node: string; kind: string; since: string; ended_at?: string; deployments: unknown }[] };
+      const history = JSON.parse(ok(await launcher(["history", "--json"]), "history").stdout) as { node_outages: { node: string; kind: string; since: string; ended_at?: string; deployments: unknown; cause?: { kind: string } }[] };
+      assert.equal(history.node_outages[0]?.cause?.kind, "ran");
       assert.deepEqual(history.node_outages.map((o) => [o.node, o.kind, o.since, o.ended_at, o.deployments]), [["n1", "vanished", since, back[1], [{ deployment: "practice-2x", ranks: [0] }]]]);
       assert.match(ok(await launcher(["history"]), "history").stdout, new RegExp(`node outages \\(launcher serve\\):\\n${since.replace(/[.]/g, "\\.")}  \\S+/n1 vanished: answered again at`));
       passed = true;
@@ -113,7 +117,56 @@ describe("a node that stops answering while it serves", { concurrency: false }, 
       await launcher(["down", "practice-2x", "--grace", "1"]);
     }
   });
+
+  test("a worker whose host stops whole (every process of it stopped, its kernel still answering): frozen, and once back its own guard says the node itself stalled", async () => {
+    ok(await launcher(["up", "practice-2x"], 240_000), "up");
+    const gateway = await startGateway();
+    let frozen = false;
+    let passed = false;
+    try {
+      await within(60_000, "the gateway routes practice", async () => ((await ask(gateway)).status === 200 ? true : undefined));
+      signalHost(2, "SIGSTOP");
+      frozen = true;
+      const stoppedAt = Date.now();
+      const { value: began } = await within(60_000, "the daemon logs n2 frozen", async () => /! node \S+\/n2 since (\S+) \(frozen\), .*: it stopped answering while it ran practice-2x rank 1/.exec(gateway.log()) ?? undefined);
+      // Stopped past what the guard takes for a stall, however soon the outage was seen.
+      await within(30_000, "the host stopped past a stall", async () => (Date.now() - stoppedAt > NODE_GUARD_STALL_MS + 2000 ? true : undefined));
+      signalHost(2, "SIGCONT");
+      frozen = false;
+      const since = began[1] as string;
+      await within(90_000, "the daemon says n2 stalled itself", async () => (new RegExp(`\\+ node \\S+/n2 \\(frozen since ${since.replace(/[.]/g, "\\.")}\\): the node itself stalled: its guard did not run for \\d+ s`).test(gateway.log()) ? true : undefined));
+      const history = JSON.parse(ok(await launcher(["history", "--json"]), "history").stdout) as { node_outages: { node: string; since: string; cause?: { kind: string; gap_ms: number } }[] };
+      const outage = history.node_outages.find((o) => o.node === "n2" && o.since === since);
+      assert.equal(outage?.cause?.kind, "stalled");
+      assert.ok((outage?.cause?.gap_ms ?? 0) > NODE_GUARD_STALL_MS, JSON.stringify(outage));
+      assert.match(ok(await launcher(["status"], 120_000), "status").stdout, /node n2 answers again since \S+ \(frozen for \d+ s from \S+\); what runs there was read again; the node itself stalled/);
+      passed = true;
+    } finally {
+      if (!passed) console.error(gateway.log());
+      if (frozen) signalHost(2, "SIGCONT");
+      await gateway.stop();
+      await launcher(["down", "practice-2x", "--grace", "1"]);
+    }
+  });
 });
+
+/** Every process of practice host i (its network namespace's: sshd, dockerd, its containers, the node guard). */
+function hostPids(i: number): number[] {
+  const r = spawnSync("ip", ["netns", "pids", `lnch-n${i}`], { encoding: "utf8" });
+  assert.equal(r.status, 0, r.stderr);
+  return r.stdout.split("\n").filter((l) => /^\d+$/.test(l)).map(Number);
+}
+
+/** Sends every process of host i `signal`: SIGSTOP freezes the host whole (its kernel still answers TCP), SIGCONT thaws it. */
+function signalHost(i: number, signal: "SIGSTOP" | "SIGCONT"): void {
+  for (const pid of hostPids(i)) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // Ended meanwhile.
+    }
+  }
+}
 
 /** Makes host i's sshd port answer with a RST (on) or accept again (off), in the host's own network namespace. */
 function sshRefused(i: number, on: boolean): void {
