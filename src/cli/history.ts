@@ -54,7 +54,7 @@ export function outageHistoryLines(outages: readonly NodeOutageRecord[]): string
     ...outages.map((o) => {
       const lasted = o.ended_at === undefined ? "still out (or its daemon stopped before it answered)" : `answered again at ${o.ended_at}, after ${Math.round((Date.parse(o.ended_at) - Date.parse(o.since)) / 1000)} s`;
       const memory = o.memory === undefined ? "" : `, last seen with ${describeSample(o.memory)}`;
-      const cause = o.ended_at === undefined || o.cause === undefined ? "" : `; ${outageCauseWords(o.cause)}`;
+      const cause = o.ended_at === undefined || o.cause === undefined ? "" : `; ${outageCauseWords(o.cause, o.kind)}`;
       return `${o.since}  ${o.cluster}/${o.node} ${o.kind}: ${lasted}; it ran ${ranText(o.deployments)}${memory}${cause}`;
     }),
   ];

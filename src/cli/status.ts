@@ -17,7 +17,7 @@ import { describeSample } from "../memory/memory-watch.js";
 import { WATCHED_FRESH_MS } from "../supervise/ready-guard.js";
 import type { NodeOutageRecord, StoredWedge, WatchedMemory } from "../store/store.js";
 import { outageCauseWords, outageWords } from "../contract/outage.js";
-import { currentNodeGuardTrips, nodeGuardTripWords, type NodeGuardTripRecord } from "../contract/node-guard-trip.js";
+import { currentNodeGuardTrips, GUARD_TRIPS_OF_CLUSTER, nodeGuardTripWords, type NodeGuardTripRecord } from "../contract/node-guard-trip.js";
 import { ranText } from "../nodes/outage.js";
 
 
@@ -60,9 +60,7 @@ export function statusLines(deployments: readonly DeploymentStatus[], paint: Pai
 const guardTripLines = (t: NodeGuardTripRecord | undefined, paint: Paint): string[] => (t === undefined ? [] : [`  ${paint("red", "killed")}: ${nodeGuardTripWords(t)} (read by the daemon at ${t.read_at})`]);
 
 /** The nodes' own guards' trips the daemon recorded on a cluster (none without a daemon). */
-const storedGuardTrips = (cluster: string, io: Output): Promise<NodeGuardTripRecord[]> => withStore((store) => store.nodeGuardTrips(cluster, undefined, GUARD_TRIPS_READ), (l) => io.warn(l));
-/** Enough of a cluster's newest trips for the launches that run now. */
-const GUARD_TRIPS_READ = 200;
+const storedGuardTrips = (cluster: string, io: Output): Promise<NodeGuardTripRecord[]> => withStore((store) => store.nodeGuardTrips(cluster, undefined, GUARD_TRIPS_OF_CLUSTER), (l) => io.warn(l));
 
 const wedgeLines = (w: StoredWedge | undefined, paint: Paint): string[] => (w === undefined ? [] : [`  ${paint("red", "wedged")}: ${w.message} (found by the daemon at ${w.at})`]);
 
@@ -93,7 +91,7 @@ export function outageLines(records: readonly NodeOutageRecord[], unreachable: r
   const { out, back } = currentOutages(records, unreachable, now);
   return [
     ...out.map((o) => `node ${paint("red", o.kind)}: ${outageWords(o)}; it ran ${ranText(o.deployments)}`),
-    ...back.map((o) => `node ${o.node} answers again since ${o.ended_at ?? "?"} (${o.kind} for ${Math.round((Date.parse(o.ended_at ?? "") - Date.parse(o.since)) / 1000)} s from ${o.since}); what runs there was read again${o.cause === undefined ? "" : `; ${outageCauseWords(o.cause)}`}`),
+    ...back.map((o) => `node ${o.node} answers again since ${o.ended_at ?? "?"} (${o.kind} for ${Math.round((Date.parse(o.ended_at ?? "") - Date.parse(o.since)) / 1000)} s from ${o.since}); what runs there was read again${o.cause === undefined ? "" : `; ${outageCauseWords(o.cause, o.kind)}`}`),
   ];
 }
 

@@ -6,6 +6,7 @@
 import { plain, STATUS_STYLE, type Paint } from "../app/colour.js";
 import type { StreamState, TopBoot, TopPicture } from "../app/top.js";
 import type { ClusterNodeView, DeploymentView, LaneView } from "../contract/read-api.js";
+import { KIB_PER_GIB } from "../contract/units.js";
 import { escapeControls } from "./terminal.js";
 
 type Style = Parameters<Paint>[0];
@@ -26,7 +27,6 @@ export interface TopViewOptions {
 }
 
 const ELLIPSIS = "…";
-const KIB_PER_GIB = 1024 * 1024;
 /** The widest a name column grows: a longer name is cut in its column rather than pushing the rest off screen. */
 const MAX_NAME = 24;
 /** How long an ended boot stays on screen after its end. */

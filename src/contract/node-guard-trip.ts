@@ -4,6 +4,16 @@
  * what `status`, `history`, the read API and a restart's reason say of it.
  */
 
+import { gibText } from "./units.js";
+
+/**
+ * How many of the newest trips a reader takes: status reads a whole cluster's, for every launch
+ * that runs there; the read API one deployment's, for its one launch. Enough for the launches
+ * that run now (an older launch's trip is history's).
+ */
+export const GUARD_TRIPS_OF_CLUSTER = 200;
+export const GUARD_TRIPS_OF_DEPLOYMENT = 20;
+
 /** The restart reason (and the supervisor's failure kind) of a group its node's own guard killed. */
 export const NODE_GUARD_REASON = "node-guard";
 
@@ -28,11 +38,9 @@ export interface NodeGuardTripRecord {
   readonly read_at: string;
 }
 
-const gib = (kib: number): string => (kib / 1024 / 1024).toFixed(1);
-
 /** "node guard on n2 killed NAME at T: MemAvailable X GiB below its floor Y GiB". */
 export function nodeGuardTripMessage(node: string, deployment: string, atMs: number, availableKiB: number, floorKiB: number): string {
-  return `node guard on ${node} killed ${deployment} at ${new Date(atMs).toISOString()}: MemAvailable ${gib(availableKiB)} GiB below its floor ${gib(floorKiB)} GiB`;
+  return `node guard on ${node} killed ${deployment} at ${new Date(atMs).toISOString()}: MemAvailable ${gibText(availableKiB)} GiB below its floor ${gibText(floorKiB)} GiB`;
 }
 
 /** The message, then what became of the other nodes: a node not reached is never said to be stopped. */

@@ -1,3 +1,5 @@
+import { gibText } from "./units.js";
+
 /**
  * A node that stopped answering while launcher's ranks ran on it (src/nodes/outage.ts judges):
  * "frozen" when something of it still answers, "vanished" when nothing does.
@@ -15,25 +17,43 @@ export interface OutageNote {
   readonly memory?: { readonly availableKiB: number; readonly totalKiB: number; readonly at: string };
 }
 
-const gib = (kib: number): string => (kib / 1024 / 1024).toFixed(1);
 
 /** "n2 since T (vanished), last seen with X GiB available of Y GiB (at T0)". */
 export function outageWords(o: OutageNote): string {
-  const memory = o.memory === undefined ? "no memory sample known" : `last seen with ${gib(o.memory.availableKiB)} GiB available of ${gib(o.memory.totalKiB)} GiB (at ${o.memory.at})`;
+  const memory = o.memory === undefined ? "no memory sample known" : `last seen with ${gibText(o.memory.availableKiB)} GiB available of ${gibText(o.memory.totalKiB)} GiB (at ${o.memory.at})`;
   return `${o.node} since ${o.since} (${o.kind}), ${memory}`;
 }
 
 /**
  * What the node's own guard (src/memory/node-guard.ts) said of an outage, read once the node
- * answered again: "stalled", its guard did not run for gap_ms (the node itself froze); "ran", its
- * guard kept beating through it (the node ran; its link, or its sshd, was down).
+ * answered again: "stalled", its guard did not run for gap_ms, about the whole outage (the node
+ * itself froze); "paused", its guard did not run for gap_ms, only part of it; "ran", its guard kept
+ * beating through it (the node ran).
  */
-export type OutageCause = { readonly kind: "stalled"; readonly gap_ms: number; readonly at: string } | { readonly kind: "ran"; readonly beat_at: string };
+export type OutageCause =
+  | { readonly kind: "stalled"; readonly gap_ms: number; readonly at: string }
+  | { readonly kind: "paused"; readonly gap_ms: number; readonly at: string }
+  | { readonly kind: "ran"; readonly beat_at: string };
 
-/** The words of a cause, or of none known. */
-export function outageCauseWords(c: OutageCause | undefined): string {
+/**
+ * What a node that ran says of its outage's kind: frozen, its SSH port answered TCP (its link was
+ * up) but SSH did not; vanished, nothing answered (its link, or its sshd and all, was down).
+ */
+const RAN_WORDS: Readonly<Record<OutageKind, string>> = {
+  frozen: "the node ran; SSH did not answer",
+  vanished: "the node ran, its link was down",
+};
+
+/** The words of a cause of an outage of `kind`, or of none known. */
+export function outageCauseWords(c: OutageCause | undefined, kind: OutageKind): string {
   if (c === undefined) return "its guard said nothing of it (none ran there, or it could not be read)";
-  return c.kind === "stalled"
-    ? `the node itself stalled: its guard did not run for ${Math.round(c.gap_ms / 1000)} s (until ${c.at})`
-    : `its guard kept beating (last at ${c.beat_at}): the node ran, its link was down`;
+  const s = (ms: number): number => Math.round(ms / 1000);
+  switch (c.kind) {
+    case "stalled":
+      return `the node itself stalled: its guard did not run for ${s(c.gap_ms)} s (until ${c.at})`;
+    case "paused":
+      return `its guard paused ${s(c.gap_ms)} s during it (until ${c.at}), less than the whole outage: the node did not stall throughout`;
+    case "ran":
+      return `its guard kept beating (last at ${c.beat_at}): ${RAN_WORDS[kind]}`;
+  }
 }

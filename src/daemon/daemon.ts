@@ -83,6 +83,8 @@ interface Parts {
   readonly feed: ReadFeed;
   /** Engine metrics scraped and the gateway's activity log: the read API's live sources. */
   readonly live: LiveSources;
+  /** Aborted when the daemon stops: a node back still being read then keeps nothing (the store closes). */
+  readonly looks: AbortController;
 }
 
 /** What runs once the daemon listens, to be stopped in its order. */
@@ -159,6 +161,7 @@ export class Daemon {
     // From now on no death, snapshot or wedge reaches the supervisor: a restart begun now would take
     // a group down and be cut short before its boot, and a probe the stop cut short is no wedge.
     this.running.supervising.stop();
+    this.parts.looks.abort();
     await this.parts.generation.stop();
     for (const b of registry.list().filter((x) => x.running)) log(`leaving the boot of ${b.identity.deployment} to the next launcher serve (launcher down ${b.identity.deployment} removes it)`);
     await registry.detachAll("launcher serve stopping", DETACH_MS).catch(() => undefined);
@@ -196,6 +199,7 @@ function assemble(config: DaemonConfig, env: Environment): Parts {
   const watchSource = (name: string, file: string): WatchSource => ({ cluster: name, argv: env.selfArgv(["status", "--watch", `${config.pollMs}ms`, "--json", "--exit-with-stdin", "--cluster", file]) });
   // The nodes' own guards' newest heartbeats, read by the supervision (cheaply, on the sessions it holds), told to the outages.
   const beats = new GuardBeats();
+  const looks = new AbortController();
   const discovery = new Discovery(
     files.map((w) => watchSource(w.cluster.name, w.file)),
     log,
@@ -203,7 +207,7 @@ function assemble(config: DaemonConfig, env: Environment): Parts {
     // A deployment this store holds running is only its recorded launch: copied labels are
     // reported, never obeyed. One it never launched (another machine's) is routed as any.
     // A node that comes back is asked what its own guard saw meanwhile (watched: made just below).
-    vouchFrom(store, () => new Date()), outageHooksFor(store, { session: (name): Promise<ClusterSession> | undefined => watched.sessions.get(name), log }, beats),
+    vouchFrom(store, () => new Date()), outageHooksFor(store, { session: (name): Promise<ClusterSession> | undefined => watched.sessions.get(name), log, signal: looks.signal }, beats),
   );
   const metrics = new GatewayMetrics();
   const registry = new BootRegistry(Date.now);
@@ -257,7 +261,7 @@ function assemble(config: DaemonConfig, env: Environment): Parts {
     generated: (cluster, deployment) => generation.generated(cluster, deployment),
     captureBodies: config.captureBodies,
   });
-  return { config, env, log, store, discovery, registry, supervisor, generation, watched, clusters, gateway, sessions, control, read, feed, live };
+  return { config, env, log, store, discovery, registry, supervisor, generation, watched, clusters, gateway, sessions, control, read, feed, live, looks };
 }
 
 /**

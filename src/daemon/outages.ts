@@ -3,7 +3,7 @@ import type { StateStore } from "../store/store.js";
 import type { ClusterSession } from "../nodes/session.js";
 import { outageCauseWords, type OutageCause } from "../contract/outage.js";
 import { lookNodeGuards } from "../memory/node-guard-shell.js";
-import { judgeOutage, OUTAGE_CLOCK_SLACK_MS, type NodeGuardHeartbeat } from "../memory/node-guard.js";
+import { endedBefore, judgeOutage, OUTAGE_CLOCK_SLACK_MS, type NodeGuardHeartbeat } from "../memory/node-guard.js";
 import type { GuardBeats } from "../supervise/node-guard-reader.js";
 import { setTimeout as delay } from "node:timers/promises";
 import type { OutageHooks } from "./discovery.js";
@@ -28,10 +28,11 @@ export function newerMemory(last: ReturnType<NodeFacts["memory"]>, beat: NodeGua
   return { totalKiB: last.totalKiB, availableKiB: Math.min(beat.availableKiB, last.totalKiB), at: new Date(beat.atMs).toISOString() };
 }
 
-/** Where the daemon reads a node that came back: the cluster's session, and its log. */
+/** Where the daemon reads a node that came back: the cluster's session, and its log; `signal` (the daemon's stop) ends a read under way, and nothing of it is kept. */
 export interface GuardLook {
   readonly session: (cluster: string) => Promise<ClusterSession> | undefined;
   readonly log: (line: string) => void;
+  readonly signal?: AbortSignal;
 }
 
 /** How often, and how many times, a node back is read again while its guards have not beaten since it came back. */
@@ -51,11 +52,12 @@ export async function outageCause(look: GuardLook, o: NodeOutage, endedAt: strin
   const since = Date.parse(o.since);
   const ended = Date.parse(endedAt);
   for (let n = 1; ; n++) {
-    const guards = [...(await lookNodeGuards(docker.transport, o.deployments.map((d) => d.deployment))).values()];
+    const guards = [...(await lookNodeGuards(docker.transport, o.deployments.map((d) => d.deployment), look.signal)).values()];
     const cause = judgeOutage(guards, since, ended);
-    const behind = guards.some((g) => g.heartbeat !== undefined && g.heartbeat.atMs < ended - OUTAGE_CLOCK_SLACK_MS && !g.events.some((e) => e.kind === "ended" || e.kind === "tripped"));
+    // Its guard started last, not an earlier one of the same name, is the one that may still beat.
+    const behind = guards.some((g) => g.heartbeat !== undefined && g.heartbeat.atMs < ended - OUTAGE_CLOCK_SLACK_MS && !endedBefore(g, Infinity));
     if (cause !== undefined || !behind || n >= LOOKS) return cause;
-    await delay(againMs);
+    await delay(againMs, undefined, look.signal === undefined ? {} : { signal: look.signal });
   }
 }
 
@@ -70,9 +72,10 @@ export function outageHooksFor(store: StateStore, look?: GuardLook, beats?: Pick
   return {
     facts: {
       memory: (cluster, node) => newerMemory(lastMemory(store, cluster, node), beat(cluster, node)),
+      // The node's clock, set against the daemon's outage start: a beat counts as after it only past the clocks' slack.
       heartbeat: (cluster, node) => {
         const b = beat(cluster, node);
-        return b === undefined ? undefined : new Date(b.atMs);
+        return b === undefined ? undefined : new Date(b.atMs - OUTAGE_CLOCK_SLACK_MS);
       },
     },
     started: (o) => store.saveOutage(o),
@@ -82,9 +85,12 @@ export function outageHooksFor(store: StateStore, look?: GuardLook, beats?: Pick
       void outageCause(look, o, at)
         .catch(() => undefined)
         .then((cause) => {
+          // The daemon stopped meanwhile: its store is closed, and a read cut short says nothing.
+          if (look.signal?.aborted === true) return;
           if (cause !== undefined) store.saveOutageCause(o.cluster, o.node, o.since, cause);
-          look.log(`+ node ${o.cluster}/${o.node} (${o.kind} since ${o.since}): ${outageCauseWords(cause)}`);
-        });
+          look.log(`+ node ${o.cluster}/${o.node} (${o.kind} since ${o.since}): ${outageCauseWords(cause, o.kind)}`);
+        })
+        .catch((e: unknown) => look.log(`+ node ${o.cluster}/${o.node}: its guard's word could not be kept (${(e as Error).message})`));
     },
   };
 }

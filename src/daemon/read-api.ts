@@ -13,7 +13,7 @@ import type { Snapshot } from "./discovery.js";
 import { CONTROL_METHODS } from "./control.js";
 import { followLogLines, parseLogQuery, readLogLines } from "./read-logs.js";
 import { bootView, clusterView, deploymentsAnswer, deploymentViews, diffPictures, EMPTY_PICTURE, historyBoot, laneViews, nodeStates, type GuardTripsOf, type Picture, type Supervision } from "./read-views.js";
-import { currentNodeGuardTrips, nodeGuardTripWords } from "../contract/node-guard-trip.js";
+import { currentNodeGuardTrips, GUARD_TRIPS_OF_DEPLOYMENT, nodeGuardTripWords } from "../contract/node-guard-trip.js";
 import { SSE_DEFAULTS, SseHub, type SseHubOptions } from "./sse.js";
 import type { WebSessions } from "./web-session-api.js";
 
@@ -71,11 +71,9 @@ export const MAX_LOG_READS = 8;
 const guardTripsOf =
   (store: ReadParts["store"]): GuardTripsOf =>
   (cluster, deployment, boot) => {
-    const trip = currentNodeGuardTrips([{ deployment, boot }], store.nodeGuardTrips(cluster, deployment, GUARD_TRIPS_READ)).get(deployment);
+    const trip = currentNodeGuardTrips([{ deployment, boot }], store.nodeGuardTrips(cluster, deployment, GUARD_TRIPS_OF_DEPLOYMENT)).get(deployment);
     return trip === undefined ? undefined : nodeGuardTripWords(trip);
   };
-/** Enough of a deployment's newest trips for its launch's. */
-const GUARD_TRIPS_READ = 20;
 
 const lanesOf = (store: ReadParts["store"]): ReadAnswer<"lanes">["lanes"] => laneViews(store.lanes(), (l) => store.swaps(l, LANE_SWAPS));
 

@@ -45,7 +45,7 @@ export function parseMeminfo(text: string): MeminfoResult {
   };
 }
 
-export const KIB_PER_GIB = 1024 * 1024;
+export { KIB_PER_GIB } from "../contract/units.js";
 
 /**
  * Meminfo as `--json` prints it (`launcher doctor`): snake_case keys with the unit in the key's

@@ -10,8 +10,9 @@
  */
 
 import { DEFAULT_MEMORY_FLOOR_GIB } from "../cluster/schema.js";
+import { KIB_PER_GIB } from "../contract/units.js";
 
-export const KIB_PER_GIB = 1024 * 1024;
+export { KIB_PER_GIB };
 
 
 /** A node's floor: its own memory_floor, else the cluster's, else the default. */

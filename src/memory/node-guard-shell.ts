@@ -1,6 +1,7 @@
 import { RemoteError } from "../config/errors.js";
 import { execChecked, outputTail, unreachable, type Transport } from "../remote/transport.js";
-import { guardableName, lastTrip, NODE_GUARD_LOOK_SCRIPT, NODE_GUARD_READ_MAX_BYTES, NODE_GUARD_READ_SCRIPT, nodeGuardStartArgv, nodeGuardStopArgv, parseNodeGuardReport, splitLookedGuards, splitStoppedReports, type NodeGuardEvent } from "./node-guard.js";
+import { randomBytes } from "node:crypto";
+import { guardableName, guardReadBound, lastTrip, NODE_GUARD_READ_SCRIPT, nodeGuardLookArgv, nodeGuardStartArgv, nodeGuardStopArgv, parseNodeGuardReport, splitLookedGuards, splitStoppedReports, type NodeGuardEvent } from "./node-guard.js";
 
 // The start and the removal are each one short command: bounded well below a boot's patience.
 const NODE_GUARD_EXEC_MS = 20_000;
@@ -22,7 +23,7 @@ export async function stopNodeGuards(transport: Transport, deployments: readonly
   const argv = nodeGuardStopArgv(deployments);
   if (argv === undefined) return new Map();
   // The node's answer is read bounded: each report's tail and its name line, no more.
-  const r = await transport.exec(argv, { timeoutMs: NODE_GUARD_EXEC_MS, maxChars: (argv.length - 4) * (NODE_GUARD_READ_MAX_BYTES + 512) });
+  const r = await transport.exec(argv, { timeoutMs: NODE_GUARD_EXEC_MS, maxChars: guardReadBound(argv.length - 4) });
   if (r.code !== 0) throw unreachable(transport, r) ?? new RemoteError(transport.node, `removing the node guard failed (exit ${r.code})`, outputTail(r));
   return new Map([...splitStoppedReports(r.stdout, deployments)].map(([name, text]) => [name, parseNodeGuardReport(text)]));
 }
@@ -37,18 +38,21 @@ const NODE_GUARD_READ_MS = 3000;
  */
 export async function nodeGuardTrip(transport: Transport, deployment: string): Promise<Extract<NodeGuardEvent, { kind: "tripped" }> | undefined> {
   if (!guardableName(deployment)) return undefined;
-  const r = await transport.exec(["sh", "-c", NODE_GUARD_READ_SCRIPT, "sh", deployment], { timeoutMs: NODE_GUARD_READ_MS, maxChars: NODE_GUARD_READ_MAX_BYTES + 512 });
+  const r = await transport.exec(["sh", "-c", NODE_GUARD_READ_SCRIPT, "sh", deployment], { timeoutMs: NODE_GUARD_READ_MS, maxChars: guardReadBound(1) });
   return r.code === 0 ? lastTrip(parseNodeGuardReport(r.stdout)) : undefined;
 }
 
 /**
  * The heartbeat and report of each named deployment's guard on the transport's node, in one
- * bounded read, parsed as untrusted input (names that are no deployment name are not asked for).
- * Empty when the node did not answer in time.
+ * bounded read, parsed as untrusted input (names that are no deployment name are not asked for;
+ * the name lines carry a nonce of this read, so that no report line passes for one). Empty when
+ * the node did not answer in time; `signal` ends the read.
  */
-export async function lookNodeGuards(transport: Transport, deployments: readonly string[]): Promise<ReturnType<typeof splitLookedGuards>> {
-  const names = [...new Set(deployments)].filter(guardableName);
-  if (names.length === 0) return new Map();
-  const r = await transport.exec(["sh", "-c", NODE_GUARD_LOOK_SCRIPT, "sh", ...names], { timeoutMs: NODE_GUARD_READ_MS, maxChars: names.length * (NODE_GUARD_READ_MAX_BYTES + 512) });
-  return r.code === 0 ? splitLookedGuards(r.stdout, names) : new Map();
+export async function lookNodeGuards(transport: Transport, deployments: readonly string[], signal?: AbortSignal): Promise<ReturnType<typeof splitLookedGuards>> {
+  const nonce = randomBytes(8).toString("hex");
+  const argv = nodeGuardLookArgv(nonce, deployments);
+  if (argv === undefined) return new Map();
+  const names = argv.slice(5);
+  const r = await transport.exec(argv, { timeoutMs: NODE_GUARD_READ_MS, maxChars: guardReadBound(names.length), ...(signal === undefined ? {} : { signal }) });
+  return r.code === 0 ? splitLookedGuards(r.stdout, names, nonce) : new Map();
 }

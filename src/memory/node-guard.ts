@@ -33,8 +33,9 @@ export const NODE_GUARD_BEAT_EVERY = 10;
 /**
  * A beat that comes this long after the one before (nominally NODE_GUARD_BEAT_EVERY samples, about
  * 1 s) says the guard itself did not run meanwhile: the node stalled (frozen, or every process of
- * it stopped), not only its link. Far past the beat, so that a slow `docker ps` of a look (a busy
- * node's dockerd answers in seconds) is no stall.
+ * it stopped), not only its link. The time its looks' `docker ps` took is left out (a busy node's
+ * dockerd answers in seconds: the guard waits, it is not stopped); far past the beat, so that a
+ * loaded node's late `sleep` is no stall either.
  */
 export const NODE_GUARD_STALL_MS = 5000;
 /** A report past this many bytes is moved aside (report.1) when a guard starts: at most twice this on the node. */
@@ -46,6 +47,34 @@ export const NODE_GUARD_READ_MAX_BYTES = 16 * 1024;
 export const NODE_GUARD_HOME = ".cache/launcher/guard";
 
 /**
+ * `stamp`, a shell function of the start script and the guard loop: epoch milliseconds in $t (GNU
+ * date %3N); a date(1) without %3N (busybox prints it as is) gives its seconds times 1000, anything
+ * else 0: $t is always a number, never a word that stops dash's arithmetic or spoils a report line.
+ */
+const NODE_GUARD_STAMP = `stamp() {
+  t=$(date +%s%3N)
+  case $t in
+    [1-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]) ;;
+    [1-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]*) t=\${t%"\${t#??????????}"}000 ;;
+    *) t=0 ;;
+  esac
+}`;
+
+/**
+ * `up`, a shell function of the guard loop: the time since boot in centiseconds in $u, read with
+ * the shell's own `read` (no process). Linux prints it "%lu.%02lu" (fs/proc/uptime.c,
+ * uptime_proc_show, from ktime_get_boottime: it runs on through a suspend, proc(5)); an answer of
+ * another shape leaves $u empty. Unlike the wall clock, it never jumps with a clock that is set.
+ */
+const NODE_GUARD_UPTIME = `up() {
+  u=
+  read -r u _ </proc/uptime
+  case $u in *.[0-9][0-9]) u=\${u%.*}\${u#*.} ;; *) u= ;; esac
+  case $u in *[!0-9]*) u= ;; esac
+  while :; do case $u in 0?*) u=\${u#0} ;; *) break ;; esac; done
+}`;
+
+/**
  * The guard loop, run detached on the node. $1 is its folder (already its working directory),
  * $2 the floor in KiB, $3 the label filter of the deployment's containers, $4 the interval,
  * $5 the samples between looks, $6 the samples between heartbeats, $7 the gap between two beats
@@ -53,20 +82,24 @@ export const NODE_GUARD_HOME = ".cache/launcher/guard";
  * filters (moby api/types/filters MatchKVList: every label asked must match; moby/moby#40286:
  * `--filter label=foo --filter label=bar` is hasLabel(foo) && hasLabel(bar)), so a guard of an
  * earlier launch of the same name kills nothing of a newer one. It appends events to `report`
- * (`tripped MS available=KIB floor=KIB killed=IDS`, `stalled MS gap=MS`, `ended MS why`) and
- * rewrites `heartbeat` (`MS available=KIB`) about once a second; MS is epoch milliseconds (GNU
- * date %3N). The kill comes before any date is taken, so that nothing delays it; the stall's test
- * takes no date of its own (the beat's).
+ * (`tripped MS available=KIB floor=KIB killed=IDS`, `stalled MS gap=MS`, `waited MS look=MS`,
+ * `ended MS why`) and
+ * rewrites `heartbeat` (`MS available=KIB`) about once a second; MS is epoch milliseconds
+ * (`stamp`). The kill comes before any date is taken, so that nothing delays it. A stall is
+ * measured on the time since boot (`up`), less the time the looks took meanwhile: a `docker ps`
+ * that a busy dockerd answers in seconds is the guard waiting, not the node stalled.
  */
 export const NODE_GUARD_SCRIPT = `floor=$2 filter=$3 interval=$4 every=$5 beat=$6 stall=$7 launch=$8
 echo $$ >pid
+${NODE_GUARD_STAMP}
+${NODE_GUARD_UPTIME}
 # A look that failed (docker not answering for a moment) keeps the ids it had.
 look() {
   if [ -n "$launch" ]; then found=$(docker ps --quiet --no-trunc --filter "label=$filter" --filter "label=$launch" 2>/dev/null) && ids=$found
   else found=$(docker ps --quiet --no-trunc --filter "label=$filter" 2>/dev/null) && ids=$found; fi
 }
 look
-n=0 last=
+n=0 last= looked=0
 while :; do
   a=
   while read -r k v _; do
@@ -74,23 +107,38 @@ while :; do
   done </proc/meminfo
   if [ -n "$a" ] && [ "$a" -lt "$floor" ]; then
     [ -n "$ids" ] && docker kill -- $ids >/dev/null 2>&1
-    echo "tripped $(date +%s%3N) available=$a floor=$floor killed=" $ids >>report
+    stamp
+    echo "tripped $t available=$a floor=$floor killed=" $ids >>report
     rm -f pid
     exit 0
   fi
   n=$((n + 1))
   if [ $((n % beat)) -eq 0 ]; then
-    t=$(date +%s%3N)
-    # A beat far past its time: the guard itself did not run meanwhile (the node stalled).
-    [ -n "$last" ] && [ $((t - last)) -gt "$stall" ] && echo "stalled $t gap=$((t - last))" >>report
-    last=$t
+    up
+    # A beat far past its time, the looks' own time left out: the guard itself did not run meanwhile (the node stalled).
+    if [ -n "$u" ] && [ -n "$last" ]; then
+      gap=$(((u - last) * 10 - looked))
+      if [ "$gap" -gt "$stall" ]; then stamp; echo "stalled $t gap=$gap" >>report; fi
+    fi
+    last=$u looked=0
+    stamp
     echo "$t available=$a" >heartbeat
   fi
   if [ $((n % every)) -eq 0 ]; then
-    # Nothing left to kill (gone, or never seen), or its folder removed (down): the guard ends.
+    up
+    before=$u
     look
+    up
+    if [ -n "$before" ] && [ -n "$u" ]; then
+      took=$(((u - before) * 10))
+      looked=$((looked + took))
+      # A look past a stall's length: what the node did meanwhile is not known (frozen, or only its dockerd slow).
+      if [ "$took" -gt "$stall" ]; then stamp; echo "waited $t look=$took" >>report; fi
+    fi
+    # Nothing left to kill (gone, or never seen), or its folder removed (down): the guard ends.
     if [ -z "$ids" ] || [ ! -d "$1" ]; then
-      echo "ended $(date +%s%3N) containers-gone" >>report
+      stamp
+      echo "ended $t containers-gone" >>report
       rm -f pid
       exit 0
     fi
@@ -113,10 +161,12 @@ export const NODE_GUARD_START_SCRIPT = `d=$HOME/${NODE_GUARD_HOME}/$1
 guard=$2
 shift 2
 mkdir -p "$d" && cd "$d" || exit 1
+${NODE_GUARD_STAMP}
 p=$(cat pid 2>/dev/null)
 case $p in ''|*[!0-9]*) ;; *) [ "$(readlink "/proc/$p/cwd" 2>/dev/null)" = "$d" ] && kill -9 "$p" 2>/dev/null ;; esac
 [ -f report ] && [ "$(wc -c <report)" -gt ${NODE_GUARD_REPORT_MAX_BYTES} ] && mv -f report report.1
-echo "started $(date +%s%3N) floor=$1\${6:+ stall=$6}" >>report
+stamp
+echo "started $t floor=$1\${6:+ stall=$6}" >>report
 setsid nohup sh -c "$guard" sh "$d" "$@" </dev/null >/dev/null 2>&1 &
 echo $! >pid
 echo "guard $!"`;
@@ -124,32 +174,45 @@ echo "guard $!"`;
 /**
  * Ends and removes each named deployment's guard on the node: its process (as in the start
  * script: only a pid whose working directory is its folder) and its folder. What the report said
- * is printed first, bounded, each under a `== NAME` line, for the caller to keep.
+ * is printed first, bounded, each under a `== NAME` line, for the caller to keep; each name line
+ * starts a line of its own (a report without its last newline ends before it).
  */
 export const NODE_GUARD_STOP_SCRIPT = `for name in "$@"; do
   d=$HOME/${NODE_GUARD_HOME}/$name
   [ -d "$d" ] || continue
   p=$(cat "$d/pid" 2>/dev/null)
   case $p in ''|*[!0-9]*) ;; *) [ "$(readlink "/proc/$p/cwd" 2>/dev/null)" = "$d" ] && kill -9 "$p" 2>/dev/null ;; esac
-  echo "== $name"
+  printf '\\n== %s\\n' "$name"
   tail -c ${NODE_GUARD_READ_MAX_BYTES} "$d/report" 2>/dev/null
   rm -rf -- "$d"
 done
 exit 0`;
 
 /**
- * Prints, for each named deployment ($@), a `== NAME` line, its heartbeat's first line and the tail
- * of its report, each bounded (NODE_GUARD_READ_MAX_BYTES in all per deployment); a deployment
- * without a guard there prints its name line only.
+ * Prints, for each named deployment ($2...), a `== NONCE NAME` line ($1 the reader's nonce, new
+ * each run), its heartbeat's first line and the tail of its report, each bounded
+ * (NODE_GUARD_READ_MAX_BYTES in all per deployment); a deployment without a guard there prints its
+ * name line only. Each name line starts a line of its own (a report cut mid-line, or without its
+ * last newline, ends before it), and a report's own text cannot forge one: it does not know the
+ * nonce.
  */
-export const NODE_GUARD_LOOK_SCRIPT = `for name in "$@"; do
+export const NODE_GUARD_LOOK_SCRIPT = `nonce=$1
+shift
+for name in "$@"; do
   d=$HOME/${NODE_GUARD_HOME}/$name
-  echo "== $name"
+  printf '\\n== %s %s\\n' "$nonce" "$name"
   [ -d "$d" ] || continue
-  printf 'heartbeat '; head -c 128 "$d/heartbeat" 2>/dev/null | head -n 1; echo
+  h=$(head -c 128 "$d/heartbeat" 2>/dev/null | head -n 1)
+  printf 'heartbeat %s\\n' "$h"
   tail -c ${NODE_GUARD_READ_MAX_BYTES - 256} "$d/report" 2>/dev/null
 done
 exit 0`;
+
+/** The most a read of `guards` guards' reports takes from a node: each one's bounded tail and its name lines. */
+export const guardReadBound = (guards: number): number => guards * (NODE_GUARD_READ_MAX_BYTES + 512);
+
+/** A look's nonce: what a name line carries so that no report line passes for one. */
+const LOOK_NONCE = /^[0-9a-f]{16,64}$/;
 
 /** Prints the tail of a deployment's guard report on the node ($1 the deployment); none: nothing. */
 export const NODE_GUARD_READ_SCRIPT = `tail -c ${NODE_GUARD_READ_MAX_BYTES} "$HOME/${NODE_GUARD_HOME}/$1/report" 2>/dev/null
@@ -208,6 +271,8 @@ export type NodeGuardEvent =
   | { readonly kind: "started"; readonly atMs: number; readonly floorKiB: number; readonly stallMs?: number }
   | { readonly kind: "tripped"; readonly atMs: number; readonly availableKiB: number; readonly floorKiB: number; readonly killed: readonly string[] }
   | { readonly kind: "stalled"; readonly atMs: number; readonly gapMs: number }
+  /** A look (`docker ps`) that took past a stall's length, ending at atMs: the guard waited on it, and saw nothing else meanwhile. */
+  | { readonly kind: "waited"; readonly atMs: number; readonly lookMs: number }
   | { readonly kind: "ended"; readonly atMs: number; readonly why: string };
 
 const MAX_LINE = 4096;
@@ -230,6 +295,10 @@ const LINE_READERS: readonly ((line: string) => NodeGuardEvent | undefined)[] = 
   (line) => {
     const m = /^stalled (\d{1,16}) gap=(\d{1,16})$/.exec(line);
     return m === null ? undefined : { kind: "stalled", atMs: Number(m[1]), gapMs: Number(m[2]) };
+  },
+  (line) => {
+    const m = /^waited (\d{1,16}) look=(\d{1,16})$/.exec(line);
+    return m === null ? undefined : { kind: "waited", atMs: Number(m[1]), lookMs: Number(m[2]) };
   },
   (line) => {
     const m = /^ended (\d{1,16}) (containers-gone)$/.exec(line);
@@ -257,10 +326,15 @@ export function parseNodeGuardReport(text: string): NodeGuardEvent[] {
   return events.slice(-MAX_EVENTS);
 }
 
+/** The events of the guard started last: from its report's last `started` line on (all of them when none is left). */
+export function sinceLastStart(events: readonly NodeGuardEvent[]): readonly NodeGuardEvent[] {
+  const since = events.map((e) => e.kind).lastIndexOf("started");
+  return events.slice(Math.max(0, since));
+}
+
 /** The trip of the guard started last (its report's last `started` line), if it tripped. */
 export function lastTrip(events: readonly NodeGuardEvent[]): Extract<NodeGuardEvent, { kind: "tripped" }> | undefined {
-  const since = events.map((e) => e.kind).lastIndexOf("started");
-  return events.slice(since < 0 ? 0 : since).find((e): e is Extract<NodeGuardEvent, { kind: "tripped" }> => e.kind === "tripped");
+  return sinceLastStart(events).find((e): e is Extract<NodeGuardEvent, { kind: "tripped" }> => e.kind === "tripped");
 }
 
 /** The heartbeat file's text -> when and what the guard last sampled, or undefined. */
@@ -283,31 +357,32 @@ export function splitStoppedReports(out: string, asked: readonly string[]): Map<
   return reports;
 }
 
-const gib = (kib: number): string => (kib / KIB_PER_GIB).toFixed(1);
-
-/**
- * A trip as launcher says it: the same words as the in-process guard's (memory-watch describeTrip)
- * so that one reader of `memory guard: NODE fell below its floor` reads both.
- */
-export function describeNodeGuardTrip(node: string, deployment: string, e: Extract<NodeGuardEvent, { kind: "tripped" }>): string {
-  const at = new Date(e.atMs).toISOString();
-  return `memory guard: ${node} fell below its floor of ${gib(e.floorKiB)} GiB available (${gib(e.availableKiB)} GiB left); the guard on ${node} killed ${deployment}'s ${e.killed.length} container${e.killed.length === 1 ? "" : "s"} there at ${at}`;
+/** argv that reads the heartbeat and report of each named guard on a node, its name lines carrying `nonce` (the transport quotes it). */
+export function nodeGuardLookArgv(nonce: string, deployments: readonly string[]): string[] | undefined {
+  if (!LOOK_NONCE.test(nonce)) throw new Error(`nodeGuardLookArgv: ${JSON.stringify(nonce)} is no nonce`);
+  const names = [...new Set(deployments)].filter(guardableName);
+  return names.length === 0 ? undefined : ["sh", "-c", NODE_GUARD_LOOK_SCRIPT, "sh", nonce, ...names];
 }
 
-/** The look script's output -> each asked deployment's heartbeat and report events (untrusted: parsed, bounded). */
-export function splitLookedGuards(out: string, asked: readonly string[]): Map<string, { readonly heartbeat?: NodeGuardHeartbeat; readonly events: NodeGuardEvent[] }> {
+/**
+ * The look script's output -> each asked deployment's heartbeat and report events (untrusted:
+ * parsed, bounded). Only a line `== NONCE NAME` of this look's nonce and a name asked starts a
+ * deployment's part; its heartbeat is the line right after it, the rest its report.
+ */
+export function splitLookedGuards(out: string, asked: readonly string[], nonce: string): Map<string, { readonly heartbeat?: NodeGuardHeartbeat; readonly events: NodeGuardEvent[] }> {
   const texts = new Map<string, string[]>();
   let current: string[] | undefined;
-  for (const line of out.slice(0, asked.length * (NODE_GUARD_READ_MAX_BYTES + 512)).split("\n")) {
-    const m = /^== (.+)$/.exec(line);
-    if (m !== null && asked.includes(m[1] as string)) texts.set(m[1] as string, (current = []));
+  const header = `== ${nonce} `;
+  for (const line of out.slice(0, guardReadBound(asked.length)).split("\n")) {
+    const name = line.startsWith(header) ? line.slice(header.length) : undefined;
+    if (name !== undefined && asked.includes(name)) texts.set(name, (current = []));
     else current?.push(line);
   }
   return new Map(
     [...texts].map(([name, lines]) => {
-      const beat = lines.find((l) => l.startsWith("heartbeat "));
+      const beat = lines[0]?.startsWith("heartbeat ") === true ? lines[0] : undefined;
       const heartbeat = beat === undefined ? undefined : parseNodeGuardHeartbeat(beat.slice("heartbeat ".length));
-      return [name, { ...(heartbeat === undefined ? {} : { heartbeat }), events: parseNodeGuardReport(lines.filter((l) => l !== beat).join("\n")) }];
+      return [name, { ...(heartbeat === undefined ? {} : { heartbeat }), events: parseNodeGuardReport(lines.slice(beat === undefined ? 0 : 1).join("\n")) }];
     }),
   );
 }
@@ -320,26 +395,44 @@ export type NodeGuardHeartbeat = NonNullable<ReturnType<typeof parseNodeGuardHea
  */
 export const OUTAGE_CLOCK_SLACK_MS = 5000;
 
+type LookedGuard = { readonly heartbeat?: NodeGuardHeartbeat; readonly events: readonly NodeGuardEvent[] };
+
+/** Whether an event that ended at `atMs` after `lastedMs` overlaps the outage (the node's clock against the daemon's, slack given). */
+const overlaps = (atMs: number, lastedMs: number, sinceMs: number, endedMs: number): boolean => atMs >= sinceMs - OUTAGE_CLOCK_SLACK_MS && atMs - lastedMs <= endedMs + OUTAGE_CLOCK_SLACK_MS;
+
+/** The longest stall any guard noted that overlaps the outage. */
+function longestStall(guards: readonly LookedGuard[], sinceMs: number, endedMs: number): Extract<NodeGuardEvent, { kind: "stalled" }> | undefined {
+  const stalls = guards.flatMap((g) => g.events.filter((e): e is Extract<NodeGuardEvent, { kind: "stalled" }> => e.kind === "stalled" && overlaps(e.atMs, e.gapMs, sinceMs, endedMs)));
+  return stalls.sort((a, b) => b.gapMs - a.gapMs)[0];
+}
+
+/** Whether the guard waited on a long look during the outage: it cannot say it ran through it. */
+const waitedDuring = (g: LookedGuard, sinceMs: number, endedMs: number): boolean => g.events.some((e) => e.kind === "waited" && overlaps(e.atMs, e.lookMs, sinceMs, endedMs));
+
+/** Whether the guard started last ended (or tripped) before `beforeMs`: it says nothing of what came after. */
+export const endedBefore = (g: LookedGuard, beforeMs: number): boolean => sinceLastStart(g.events).some((e) => (e.kind === "ended" || e.kind === "tripped") && e.atMs < beforeMs);
+
 /**
  * What a node's guards say of an outage from `sinceMs` to `endedMs` (the daemon's clock), read
- * once the node answered again: a stall of any guard that overlaps it says the node itself stalled
- * (frozen), its longest gap given; else a guard that notes its stalls, started before it, ended
- * not before its end and beats now kept beating through it: the node ran, its link was down.
- * Else nothing is known.
+ * once the node answered again. A stall of a guard that overlaps it: when it covers the outage
+ * (all of it but the clocks' slack at each end) the node itself stalled (frozen); a shorter one
+ * says only that the guard paused that long during it (a node that lost its link may stall a
+ * moment too). Else a guard that notes its stalls, started before it, ended not before its end,
+ * beats now and did not wait on a long look during it kept beating through it: the node ran. Else
+ * nothing is known.
  */
-export function judgeOutage(guards: readonly { readonly heartbeat?: NodeGuardHeartbeat; readonly events: readonly NodeGuardEvent[] }[], sinceMs: number, endedMs: number): OutageCause | undefined {
-  const from = sinceMs - OUTAGE_CLOCK_SLACK_MS;
-  const to = endedMs + OUTAGE_CLOCK_SLACK_MS;
-  const stalls = guards.flatMap((g) => g.events.filter((e): e is Extract<NodeGuardEvent, { kind: "stalled" }> => e.kind === "stalled" && e.atMs >= from && e.atMs - e.gapMs <= to));
-  const longest = stalls.sort((a, b) => b.gapMs - a.gapMs)[0];
-  if (longest !== undefined) return { kind: "stalled", gap_ms: longest.gapMs, at: new Date(longest.atMs).toISOString() };
+export function judgeOutage(guards: readonly LookedGuard[], sinceMs: number, endedMs: number): OutageCause | undefined {
+  const longest = longestStall(guards, sinceMs, endedMs);
+  if (longest !== undefined) {
+    const kind = longest.gapMs >= endedMs - sinceMs - 2 * OUTAGE_CLOCK_SLACK_MS ? "stalled" : "paused";
+    return { kind, gap_ms: longest.gapMs, at: new Date(longest.atMs).toISOString() };
+  }
   const beating = guards.find((g) => {
-    const started = g.events.map((e) => e.kind).lastIndexOf("started");
-    const since = g.events.slice(Math.max(0, started));
+    const since = sinceLastStart(g.events);
     // Only a guard that notes its stalls says, by noting none, that it kept beating.
     const startedAt = since[0]?.kind === "started" && since[0].stallMs !== undefined ? since[0].atMs : undefined;
-    const stoppedEarly = since.some((e) => (e.kind === "ended" || e.kind === "tripped") && e.atMs < endedMs - OUTAGE_CLOCK_SLACK_MS);
-    return startedAt !== undefined && startedAt <= sinceMs && !stoppedEarly && g.heartbeat !== undefined && g.heartbeat.atMs >= endedMs - OUTAGE_CLOCK_SLACK_MS;
+    const beatsNow = g.heartbeat !== undefined && g.heartbeat.atMs >= endedMs - OUTAGE_CLOCK_SLACK_MS;
+    return startedAt !== undefined && startedAt <= sinceMs && !endedBefore(g, endedMs - OUTAGE_CLOCK_SLACK_MS) && beatsNow && !waitedDuring(g, sinceMs, endedMs);
   });
   return beating?.heartbeat === undefined ? undefined : { kind: "ran", beat_at: new Date(beating.heartbeat.atMs).toISOString() };
 }

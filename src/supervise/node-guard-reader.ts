@@ -2,7 +2,7 @@ import { NODE_GUARD_REASON, nodeGuardTripMessage, nodeGuardTripWords, type NodeG
 import type { DeploymentStatus } from "../contract/deployment.js";
 import { lookNodeGuards, nodeGuardTrip } from "../memory/node-guard-shell.js";
 import type { NodeGuardEvent, NodeGuardHeartbeat } from "../memory/node-guard.js";
-import { listNodes } from "../nodes/labels.js";
+import { listNodes, type Labelled } from "../nodes/labels.js";
 import type { ClusterSession } from "../nodes/session.js";
 import type { StateStore } from "../store/store.js";
 import type { RankDeath } from "./deaths.js";
@@ -28,13 +28,24 @@ type Trip = Extract<NodeGuardEvent, { kind: "tripped" }>;
 const LAUNCH_SLACK_MS = 2000;
 
 /**
- * Whether a trip read on `node` is of the launch `seen` shows there: a trip stamped before every
- * rank of it on that node started is an earlier launch's (a guard that did not start this time
- * leaves its last report). Unknown (no rank there, no start known): taken as the launch's.
+ * Start times before this are none: Docker gives a container that never started
+ * 0001-01-01T00:00:00Z (moby api/types ContainerState.StartedAt, Go's zero time.Time), which is a
+ * valid date to Date.parse.
  */
-export function tripOfLaunch(trip: Pick<Trip, "atMs">, seen: Pick<SeenDeployment, "ranks"> | undefined, node: string): boolean {
-  const starts = (seen?.ranks ?? []).filter((r) => r.node === node && r.started_at !== undefined).map((r) => Date.parse(r.started_at as string)).filter((t) => Number.isFinite(t));
-  return starts.length === 0 || trip.atMs >= Math.min(...starts) - LAUNCH_SLACK_MS;
+const EARLIEST_START_MS = Date.UTC(2000, 0, 1);
+
+/** The times the given ranks on `node` started, those known only. */
+export function startsOn(ranks: readonly { readonly node: string; readonly started_at?: string }[], node: string): number[] {
+  return ranks.filter((r) => r.node === node && r.started_at !== undefined).map((r) => Date.parse(r.started_at as string)).filter((t) => Number.isFinite(t) && t >= EARLIEST_START_MS);
+}
+
+/**
+ * Whether a trip read on a node is of the launch whose ranks there started at `starts`: a trip
+ * stamped before every one of them is an earlier launch's (a guard that did not start this time
+ * leaves its last report). None known: not taken as the launch's (nothing says it is).
+ */
+export function tripOfLaunch(trip: Pick<Trip, "atMs">, starts: readonly number[]): boolean {
+  return starts.length > 0 && trip.atMs >= Math.min(...starts) - LAUNCH_SLACK_MS;
 }
 
 /** The record of a trip, before the other nodes were dealt with. */
@@ -62,6 +73,21 @@ export const tripFailure = (r: Pick<NodeGuardTripRecord, "node" | "message">): F
 export function otherNodes(seen: Pick<SeenDeployment, "ranks"> | undefined, all: readonly string[], tripped: string): string[] {
   const ran = new Set((seen?.ranks ?? []).map((r) => r.node));
   return all.filter((n) => n !== tripped && (ran.size === 0 || ran.has(n)));
+}
+
+/** What became of another node's part after a trip: killed, nothing of the launch known there, or not reached. */
+type KillOutcome = "stopped" | "none" | "unreached";
+
+/** The ids of the running containers of the trip's launch among a node's listed ones: a newer launch of the name (a restart begun meanwhile) is not the one killed. */
+export function launchIds(containers: readonly Pick<Labelled, "c" | "labels">[], record: Pick<NodeGuardTripRecord, "deployment" | "boot">): string[] {
+  return containers.filter((c) => c.c.running && c.labels.deployment === record.deployment && (c.labels.boot ?? "") === record.boot).map((c) => c.c.id);
+}
+
+/** When the containers of `boot` of the deployment on `node` started, as the node lists them (none when it cannot be listed). */
+async function launchStartsOn(session: ClusterSession, node: string, deployment: string, boot: string): Promise<number[]> {
+  const [l] = await listNodes(session, new Set([node]));
+  if (l === undefined || !l.reachable) return [];
+  return startsOn(l.containers.filter((c) => c.labels.deployment === deployment && c.labels.boot === boot).map((c) => ({ node, started_at: c.c.startedAt })), node);
 }
 
 /** A rank that does not run any more, as a key that changes with each launch of its container. */
@@ -168,7 +194,8 @@ export class NodeGuardReader {
     const seen = this.seen.get(`${cluster}/${death.deployment}`);
     // A container that only copied the deployment's labels: not its launch (src/supervise/supervisor.ts died).
     if (seen?.boot !== undefined && death.boot !== seen.boot) return;
-    void this.read(cluster, death.deployment, death.node);
+    // Before the first snapshot, the launch is the dead container's.
+    void this.read(cluster, death.deployment, death.node, seen?.boot ?? death.boot);
   }
 
   /** The trips of the deployment's launch on `nodes`, read now (in parallel, each bounded): a restart's cause. */
@@ -181,11 +208,11 @@ export class NodeGuardReader {
     this.stopped = true;
   }
 
-  private read(cluster: string, deployment: string, node: string): Promise<NodeGuardTripRecord | undefined> {
+  private read(cluster: string, deployment: string, node: string, launch?: string): Promise<NodeGuardTripRecord | undefined> {
     const k = `${cluster}/${deployment}/${node}`;
     const under = this.reading.get(k);
     if (under !== undefined) return under;
-    const p = this.readOnce(cluster, deployment, node)
+    const p = this.readOnce(cluster, deployment, node, launch)
       .catch((e: unknown) => {
         this.deps.log(`node guard: ${deployment}: the report of ${node} could not be read (${(e as Error).message})`);
         return undefined;
@@ -195,17 +222,22 @@ export class NodeGuardReader {
     return p;
   }
 
-  private async readOnce(cluster: string, deployment: string, node: string): Promise<NodeGuardTripRecord | undefined> {
+  private async readOnce(cluster: string, deployment: string, node: string, launch: string | undefined): Promise<NodeGuardTripRecord | undefined> {
     const session = await this.deps.session(cluster);
     const docker = session?.docker.get(node);
     if (session === undefined || docker === undefined) return undefined;
     const trip = await nodeGuardTrip(docker.transport, deployment);
+    if (trip === undefined) return undefined;
     const seen = this.seen.get(`${cluster}/${deployment}`);
-    if (trip === undefined || !tripOfLaunch(trip, seen, node)) return undefined;
-    const record = tripRecord(cluster, deployment, seen?.boot ?? "", node, trip, this.deps.now());
+    const boot = seen?.boot ?? launch ?? "";
+    const known = startsOn(seen?.ranks ?? [], node);
+    // No snapshot showed the launch there yet (a death heard first): its containers there are asked.
+    const starts = known.length > 0 || boot === "" ? known : await launchStartsOn(session, node, deployment, boot);
+    if (!tripOfLaunch(trip, starts)) return undefined;
+    const record = tripRecord(cluster, deployment, boot, node, trip, this.deps.now());
     const k = `${cluster}/${deployment}/${node}/${record.at}`;
-    const known = this.handled.get(k);
-    if (known !== undefined) return known;
+    const handled = this.handled.get(k);
+    if (handled !== undefined) return handled;
     this.handled.set(k, record);
     // Recorded by an earlier daemon already: the other nodes were dealt with then.
     if (!this.deps.store.saveNodeGuardTrip(record)) return record;
@@ -220,26 +252,28 @@ export class NodeGuardReader {
 
   /**
    * What runs of the deployment's launch on its other nodes is killed (docker kill, no grace: its
-   * group is lost anyway, and a rank left running holds the memory the tripped node lacked). A
-   * node that cannot be listed or killed is said unreached, never stopped.
+   * group is lost anyway, and a rank left running holds the memory the tripped node lacked), by
+   * container id: the name is the same for every launch, the id is the one listed. A node that
+   * cannot be listed or killed is said unreached, never stopped; one is said stopped only when
+   * containers of the launch (its id known) were listed there and killed.
    */
   private async killElsewhere(session: ClusterSession, record: NodeGuardTripRecord, seen: SeenDeployment | undefined): Promise<NodeGuardTripRecord> {
     const others = otherNodes(seen, [...session.docker.keys()], record.node);
     if (others.length === 0) return record;
     const listing = await listNodes(session, new Set(others));
     const outcomes = await Promise.all(
-      listing.map(async (l): Promise<{ node: string; ok: boolean }> => {
-        if (!l.reachable) return { node: l.node, ok: false };
-        // Its launch's only: a newer launch of the name (a restart begun meanwhile) is not the one killed.
-        const names = l.containers.filter((c) => c.c.running && c.labels.deployment === record.deployment && (c.labels.boot ?? "") === record.boot).map((c) => c.c.name);
+      listing.map(async (l): Promise<{ node: string; outcome: KillOutcome }> => {
+        if (!l.reachable) return { node: l.node, outcome: "unreached" };
+        const ids = launchIds(l.containers, record);
         try {
-          if (names.length > 0) await l.docker.kill(names);
-          return { node: l.node, ok: true };
+          if (ids.length > 0) await l.docker.kill(ids);
+          return { node: l.node, outcome: ids.length > 0 && record.boot !== "" ? "stopped" : "none" };
         } catch {
-          return { node: l.node, ok: false };
+          return { node: l.node, outcome: "unreached" };
         }
       }),
     );
-    return { ...record, stopped: outcomes.filter((o) => o.ok).map((o) => o.node).sort(), unreached: outcomes.filter((o) => !o.ok).map((o) => o.node).sort() };
+    const of = (outcome: KillOutcome): string[] => outcomes.filter((o) => o.outcome === outcome).map((o) => o.node).sort();
+    return { ...record, stopped: of("stopped"), unreached: of("unreached") };
   }
 }

@@ -170,7 +170,7 @@ describe("the memory guard on the node itself", { concurrency: false }, () => {
     for (const i of [1, 2]) assert.deepEqual([...guardFiles(i, "practice-2x")], [], `n${i}: no guard folder left`);
   });
 
-  test("with a daemon running, a trip of n2's own guard is read back: status, the read API and history give its reason, and the head on n1 is killed too", { timeout: 300_000 }, async () => {
+  test("with a daemon running, a trip of n2's own guard is read back: status, the read API and history give its reason, and the head on n1 ends too (killed by the daemon when it still ran)", { timeout: 300_000 }, async () => {
     const { file, floorGiB } = clusterWithFloorOnN2(FLOOR_BELOW_GIB);
     const env = { ...HERE, LAUNCHER_CLUSTER: file };
     const floorKiB = nodeGuardFloorKiB(floorGiB);
@@ -197,15 +197,18 @@ describe("the memory guard on the node itself", { concurrency: false }, () => {
       cut = false;
 
       // Once n2 answers, the daemon's poll shows its rank ended, reads n2's report, records the
-      // trip and kills the head on n1.
-      const said = /node guard on n2 killed practice-2x at \S+: MemAvailable [\d.]+ GiB below its floor [\d.]+ GiB; killed on n1 too/;
-      await within(90_000, "the daemon read the trip", async () => (said.test(daemon?.log() ?? "") ? true : undefined));
+      // trip and kills the head on n1 if it still runs: one that lost its peer first (exit 1) has
+      // ended already, and n1 is then not said to be stopped by it. Its second line: the kills done.
+      const trip = /node guard on n2 killed practice-2x at \S+: MemAvailable [\d.]+ GiB below its floor [\d.]+ GiB/;
+      const said = new RegExp(`${trip.source}(?:; killed on n1 too)?`);
+      await within(90_000, "the daemon read the trip and dealt with n1", async () => ((daemon?.log().match(new RegExp(`node guard: ${trip.source}`, "g")) ?? []).length >= 2 ? true : undefined));
       const text = await launcher(["status"], 120_000, env);
       assert.match(text.stdout, new RegExp(`  killed: ${said.source} \\(read by the daemon at \\S+\\)`), text.stdout);
-      assert.match(text.stdout, /rank 0 {2}n1\s+exited/, "the head on n1 was killed too");
+      assert.match(text.stdout, /rank 0 {2}n1\s+exited/, "the head on n1 ended too");
       const json = JSON.parse((await launcher(["status", "--json"], 120_000, env)).stdout) as { node_guard: Record<string, { node: string; stopped: string[]; unreached: string[]; floor_kib: number; message: string }> };
       const rec = json.node_guard["practice-2x"];
-      assert.deepEqual([rec?.node, rec?.stopped, rec?.unreached, rec?.floor_kib], ["n2", ["n1"], [], floorKiB]);
+      assert.deepEqual([rec?.node, rec?.unreached, rec?.floor_kib], ["n2", [], floorKiB]);
+      assert.ok(rec?.stopped.length === 0 || rec?.stopped.join() === "n1", JSON.stringify(rec));
       // The read API says it on the deployment.
       const views = await readAnswer({ url: daemon.url, key: READ_KEY }, "deployments");
       assert.match(views.deployments.find((d) => d.deployment === "practice-2x")?.node_guard ?? "", said);

@@ -9,11 +9,11 @@ import { encodeLabels, LABELS } from "../../src/contract/deployment.js";
 import { currentNodeGuardTrips, nodeGuardTripMessage, nodeGuardTripWords, type NodeGuardTripRecord } from "../../src/contract/node-guard-trip.js";
 import { outageCauseWords } from "../../src/contract/outage.js";
 import { KIB_PER_GIB } from "../../src/memory/memory-watch.js";
-import { judgeOutage, NODE_GUARD_HOME, NODE_GUARD_LOOK_SCRIPT, NODE_GUARD_READ_SCRIPT, nodeGuardStartArgv, parseNodeGuardReport, splitLookedGuards } from "../../src/memory/node-guard.js";
+import { judgeOutage, OUTAGE_CLOCK_SLACK_MS, NODE_GUARD_HOME, NODE_GUARD_LOOK_SCRIPT, NODE_GUARD_READ_SCRIPT, nodeGuardLookArgv, nodeGuardStartArgv, parseNodeGuardReport, splitLookedGuards } from "../../src/memory/node-guard.js";
 import type { ClusterSession } from "../../src/nodes/session.js";
 import { UnreachableError, type ExecResult, type Transport } from "../../src/remote/transport.js";
 import { Store } from "../../src/store/store.js";
-import { BEAT_READ_MS, GuardBeats, NodeGuardReader, otherNodes, runningByNode, tripOfLaunch, tripRecord, type SeenDeployment } from "../../src/supervise/node-guard-reader.js";
+import { BEAT_READ_MS, GuardBeats, NodeGuardReader, otherNodes, runningByNode, startsOn, tripOfLaunch, tripRecord, type SeenDeployment } from "../../src/supervise/node-guard-reader.js";
 import { supervise, INITIAL } from "../../src/supervise/supervise.js";
 import { Supervisor } from "../../src/supervise/supervisor.js";
 import { BootRegistry } from "../../src/supervise/boots.js";
@@ -26,6 +26,8 @@ import { FakeNode } from "../support/fake-node.js";
 import { until } from "../support/until.js";
 
 const ID_A = "a".repeat(64);
+/** A look's nonce, as lookNodeGuards makes one. */
+const NONCE = "0123456789abcdef";
 const T0 = Date.UTC(2026, 0, 1);
 
 test("the report parser reads the guard's stall lines, strictly", () => {
@@ -76,7 +78,7 @@ test("a guard that was stopped (its node stalled) says so in its report when it 
     const gaps = parseNodeGuardReport(readFileSync(path.join(dir, "report"), "utf8")).flatMap((e) => (e.kind === "stalled" ? [e.gapMs] : []));
     assert.ok(Math.max(...gaps) >= 1400, JSON.stringify(gaps));
     // The look script hands back the heartbeat and the report, for a name asked and none other.
-    const looked = splitLookedGuards(run(["sh", "-c", NODE_GUARD_LOOK_SCRIPT, "sh", "dep-s", "none-here"], node.env).stdout, ["dep-s", "none-here"]);
+    const looked = splitLookedGuards(run(nodeGuardLookArgv(NONCE, ["dep-s", "none-here"]) ?? [], node.env).stdout, ["dep-s", "none-here"], NONCE);
     assert.ok(looked.get("dep-s")?.heartbeat !== undefined);
     assert.deepEqual(looked.get("dep-s")?.events.map((e) => e.kind).slice(0, 2), ["started", "stalled"]);
     const first = looked.get("dep-s")?.events[0];
@@ -89,8 +91,8 @@ test("a guard that was stopped (its node stalled) says so in its report when it 
 });
 
 test("the look's answer is untrusted: only names asked for, only the guard's lines", () => {
-  const out = ["== a", "heartbeat 5000 available=7", "", "started 1 floor=2", "rm -rf /", "== evil", "started 3 floor=4", "== b", "heartbeat $(reboot)", ""].join("\n");
-  const looked = splitLookedGuards(out, ["a", "b"]);
+  const out = [`== ${NONCE} a`, "heartbeat 5000 available=7", "", "started 1 floor=2", "rm -rf /", `== ${NONCE} evil`, "started 3 floor=4", `== ${NONCE} b`, "heartbeat $(reboot)", ""].join("\n");
+  const looked = splitLookedGuards(out, ["a", "b"], NONCE);
   assert.deepEqual([...looked.keys()], ["a", "b"]);
   assert.deepEqual(looked.get("a"), { heartbeat: { atMs: 5000, availableKiB: 7 }, events: [{ kind: "started", atMs: 1, floorKiB: 2 }, { kind: "started", atMs: 3, floorKiB: 4 }] });
   assert.deepEqual(looked.get("b"), { events: [] });
@@ -112,18 +114,18 @@ test("an outage judged by the node's guards: stalled through it (frozen), beatin
   // A guard that does not note its stalls (an older launcher's) never says it kept beating.
   assert.equal(judgeOutage([{ heartbeat: beat, events: [{ kind: "started", atMs: T0, floorKiB: 1 }] }], since, ended), undefined);
   assert.equal(judgeOutage([], since, ended), undefined);
-  assert.match(outageCauseWords({ kind: "stalled", gap_ms: 59_000, at: "T" }), /the node itself stalled: its guard did not run for 59 s/);
-  assert.match(outageCauseWords({ kind: "ran", beat_at: "T" }), /its guard kept beating .*its link was down/);
+  assert.match(outageCauseWords({ kind: "stalled", gap_ms: 59_000, at: "T" }, "frozen"), /the node itself stalled: its guard did not run for 59 s/);
+  assert.match(outageCauseWords({ kind: "ran", beat_at: "T" }, "vanished"), /its guard kept beating .*its link was down/);
 });
 
 test("a node that came back is read with the look script, and what its guard says judged", async () => {
   const asked: string[][] = [];
-  const report = `== d\nheartbeat ${T0 + 200_000} available=5\nstarted ${T0} floor=1\nstalled ${T0 + 119_000} gap=58000\n`;
+  const report = (nonce: string | undefined): string => `== ${nonce ?? ""} d\nheartbeat ${T0 + 200_000} available=5\nstarted ${T0} floor=1\nstalled ${T0 + 119_000} gap=58000\n`;
   const transport: Transport = {
     node: "n2",
     exec: async (argv): Promise<ExecResult> => {
       asked.push([...argv]);
-      return argv[2] === NODE_GUARD_LOOK_SCRIPT ? { code: 0, stdout: report, stderr: "" } : { code: 127, stdout: "", stderr: "" };
+      return argv[2] === NODE_GUARD_LOOK_SCRIPT ? { code: 0, stdout: report(argv[4]), stderr: "" } : { code: 127, stdout: "", stderr: "" };
     },
     stream: () => (async function* () {})(),
     spawn: () => {
@@ -135,7 +137,7 @@ test("a node that came back is read with the look script, and what its guard say
   const cause = await outageCause({ session: async () => session, log: () => undefined }, o, new Date(T0 + 120_000).toISOString());
   assert.deepEqual(cause, { kind: "stalled", gap_ms: 58_000, at: new Date(T0 + 119_000).toISOString() });
   // A name that is no deployment name is never passed to the node.
-  assert.deepEqual(asked.map((a) => a.slice(4)), [["d"]]);
+  assert.deepEqual(asked.map((a) => a.slice(5)), [["d"]]);
 });
 
 const seenOf = (over: Partial<SeenDeployment> = {}): SeenDeployment => ({
@@ -149,9 +151,8 @@ const seenOf = (over: Partial<SeenDeployment> = {}): SeenDeployment => ({
 });
 
 test("a trip is its launch's when stamped after its ranks there started; the other nodes are where it ran", () => {
-  assert.equal(tripOfLaunch({ atMs: T0 + 5000 }, seenOf(), "n2"), true);
-  assert.equal(tripOfLaunch({ atMs: T0 - 60_000 }, seenOf(), "n2"), false);
-  assert.equal(tripOfLaunch({ atMs: 1 }, undefined, "n2"), true);
+  assert.equal(tripOfLaunch({ atMs: T0 + 5000 }, startsOn(seenOf().ranks, "n2")), true);
+  assert.equal(tripOfLaunch({ atMs: T0 - 60_000 }, startsOn(seenOf().ranks, "n2")), false);
   assert.deepEqual(otherNodes(seenOf(), ["n1", "n2", "n3"], "n2"), ["n1"]);
   assert.deepEqual(otherNodes(undefined, ["n1", "n2", "n3"], "n2"), ["n1", "n3"]);
   const r = tripRecord("c", "d", "b1", "n2", { kind: "tripped", atMs: T0, availableKiB: KIB_PER_GIB / 2, floorKiB: 3 * KIB_PER_GIB, killed: [ID_A] }, T0 + 1000);
@@ -240,7 +241,7 @@ test("the daemon's reader: a rank's death reads its node's report; a trip is rec
   assert.equal(rec?.message, nodeGuardTripMessage("n2", "d", at, KIB_PER_GIB, 3 * KIB_PER_GIB));
   assert.deepEqual([rec?.stopped, rec?.unreached, rec?.boot], [["n1"], [], "b1"]);
   // Only this launch's running container on n1 was killed; another launch's of the same name was not.
-  assert.deepEqual(n1.asked("kill").map((c) => c.args[0]), [["launcher-d-r0"]]);
+  assert.deepEqual(n1.asked("kill").map((c) => c.args[0]), [["n1-1"]]);
   assert.deepEqual(told, ["c/d node-guard n2"]);
   assert.equal((await reader.trips("c", "d", ["n1", "n2"])).length, 1);
   assert.deepEqual(told, ["c/d node-guard n2"], "a trip known is not told again");
@@ -324,8 +325,8 @@ test("the guards' heartbeats: read at most every BEAT_READ_MS per node that runs
     node,
     exec: async (argv): Promise<ExecResult> => {
       if (argv[2] !== NODE_GUARD_LOOK_SCRIPT) return { code: 127, stdout: "", stderr: "" };
-      asked.push(`${node} ${argv.slice(4).join(",")}`);
-      return { code: 0, stdout: `== d\nheartbeat ${now} available=${node === "n1" ? 11 : 22}\n`, stderr: "" };
+      asked.push(`${node} ${argv.slice(5).join(",")}`);
+      return { code: 0, stdout: `== ${argv[4] ?? ""} d\nheartbeat ${now} available=${node === "n1" ? 11 : 22}\n`, stderr: "" };
     },
     stream: () => (async function* () {})(),
     spawn: () => {
@@ -347,7 +348,8 @@ test("the guards' heartbeats: read at most every BEAT_READ_MS per node that runs
   const store = new Store(":memory:");
   store.saveWatchedMemory("c", "n2", "d", { totalKiB: 100, availableKiB: 50 }, new Date(T0).toISOString());
   const hooks = outageHooksFor(store, undefined, heard);
-  assert.deepEqual(hooks.facts.heartbeat("c", "n2"), new Date(now));
+  // The node's clock against the daemon's: a beat counts as after an outage began only past the slack.
+  assert.deepEqual(hooks.facts.heartbeat("c", "n2"), new Date(now - OUTAGE_CLOCK_SLACK_MS));
   assert.deepEqual(hooks.facts.memory("c", "n2"), { totalKiB: 100, availableKiB: 22, at: new Date(now).toISOString() });
   store.close();
 });
@@ -355,7 +357,7 @@ test("the guards' heartbeats: read at most every BEAT_READ_MS per node that runs
 test("a node back: the outage's end is kept at once, its guard's word said and kept once read", async () => {
   const transport: Transport = {
     node: "n2",
-    exec: async (argv): Promise<ExecResult> => ({ code: 0, stdout: argv[2] === NODE_GUARD_LOOK_SCRIPT ? `== d\nheartbeat ${T0 + 130_000} available=5\nstarted ${T0} floor=1 stall=5000\n` : "", stderr: "" }),
+    exec: async (argv): Promise<ExecResult> => ({ code: 0, stdout: argv[2] === NODE_GUARD_LOOK_SCRIPT ? `== ${argv[4] ?? ""} d\nheartbeat ${T0 + 130_000} available=5\nstarted ${T0} floor=1 stall=5000\n` : "", stderr: "" }),
     stream: () => (async function* () {})(),
     spawn: () => {
       throw new Error("no");

@@ -7,7 +7,6 @@ import { test } from "node:test";
 import { shellJoin } from "../../src/config/shell-words.js";
 import { nodeFloorGiB, KIB_PER_GIB } from "../../src/memory/memory-watch.js";
 import {
-  describeNodeGuardTrip,
   floorKiB,
   lastTrip,
   nodeGuardFloorKiB,
@@ -104,11 +103,6 @@ test("the heartbeat and the stop script's answer are read as strictly", () => {
   assert.deepEqual([...split.keys()], ["a", "b"]);
   // A line a report holds that looks like a header of another name stays in the report it came in.
   assert.equal(split.get("a"), "started 1 floor=2\n== evil\nstarted 3 floor=4\n");
-});
-
-test("a trip is said in the in-process guard's words", () => {
-  const said = describeNodeGuardTrip("n2", "practice-2x", { kind: "tripped", atMs: Date.UTC(2026, 0, 1), availableKiB: KIB_PER_GIB, floorKiB: 4 * KIB_PER_GIB, killed: [ID_A] });
-  assert.equal(said, "memory guard: n2 fell below its floor of 4.0 GiB available (1.0 GiB left); the guard on n2 killed practice-2x's 1 container there at 2026-01-01T00:00:00.000Z");
 });
 
 /** A node in a folder: HOME, and a `docker` that logs its calls and lists what `ps` holds. */
