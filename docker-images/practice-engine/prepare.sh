@@ -58,6 +58,10 @@ cp "$here/vllm" "$root/usr/local/bin/vllm"
 chmod 0755 "$root/usr/local/bin/vllm"
 cp "$table" "$root/app/parser.json"
 chmod 0644 "$root/app/parser.json"
+# launcher's table of llama-server's options, which the llama.cpp persona (lib/llamacpp/) checks its flags by.
+for candidate in "$top/src/engine/llamacpp/llama-server-options.json" "$top/dist/engine/llamacpp/llama-server-options.json"; do
+  if [[ -f "$candidate" ]]; then cp "$candidate" "$root/app/llama-server-options.json"; chmod 0644 "$root/app/llama-server-options.json"; break; fi
+done
 
 copy_abs() {
   local src="$1"

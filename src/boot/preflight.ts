@@ -9,7 +9,7 @@ import { unreachable, type ExecResult } from "../remote/transport.js";
 import { dockerOf, type ClusterSession } from "../nodes/session.js";
 import { weightsReport, type NodeWeights } from "../transfer/models.js";
 import { shortId } from "../transfer/images.js";
-import { weightsLocation } from "../plan/weights.js";
+import { headReadsWeights, weightReaders, weightsLocation } from "../plan/weights.js";
 import { abortable } from "../config/abort.js";
 import { judgeExisting } from "../nodes/existing.js";
 import { clusterStatus, type DeploymentStatus } from "../nodes/status.js";
@@ -18,6 +18,9 @@ import { fitDeployment, fitProblems, fitText, type FitReport } from "../memory/f
 import { parseMeminfo, type Meminfo } from "../memory/meminfo.js";
 import { floorProblem, nodeFloorGiB } from "../memory/memory-watch.js";
 import { traced } from "../remote/trace.js";
+import { adapterOf } from "../engine/registry.js";
+import { listeningPorts } from "./listening.js";
+import { fabricIpProblems } from "./fabric-holds.js";
 
 // Read-only mounts are data that must exist; the others are caches, created on first boot.
 const MOUNT_SCRIPT = `missing=""
@@ -72,7 +75,7 @@ export type PreflightResult = Omit<ImageCheck, "problems"> & { readonly fit?: Fi
 /** One node's answers to the preflight's questions, or why it gave none. */
 export type NodeReading =
   | { readonly node: string; readonly problem: string }
-  | { readonly node: string; readonly imageId: string | undefined; readonly containers: readonly ContainerInfo[]; readonly mounts: ExecResult; readonly meminfo: string };
+  | { readonly node: string; readonly imageId: string | undefined; readonly containers: readonly ContainerInfo[]; readonly mounts: ExecResult; readonly meminfo: string; readonly links?: ExecResult; readonly addrs?: ExecResult; readonly tcp?: ExecResult };
 
 /** What the preflight reads of the plan's nodes: each node's answers, and the weights on those that answered. */
 export interface PlanReadings {
@@ -101,9 +104,16 @@ const PART_COMMANDS = {
   image: `docker image inspect --format '{{.Id}}' -- "$image"`,
   mounts: `sh -c "$mounts" sh "$@"`,
   meminfo: "cat /proc/meminfo",
+  // The node's interfaces and IPv4 addresses, as doctor reads them (fabric-holds.ts).
+  links: "ip -o link show",
+  addrs: "ip -o -4 addr show",
+  // The node's TCP sockets (./listening.ts): a worker's port the engine binds (workersBindApiPort).
+  tcp: "sh -c 'cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; true'",
 } as const;
 type PartName = keyof typeof PART_COMMANDS;
 const PARTS = Object.keys(PART_COMMANDS) as PartName[];
+// Read where the node can say them; a node without them is not judged on them (fabric-holds.ts).
+const OPTIONAL_PARTS: readonly PartName[] = ["links", "addrs", "tcp"];
 const partLine = (name: PartName): string => `part ${name} ${PART_COMMANDS[name]}`;
 // `3>&1` hands the part's stdout to the command while $(...) takes its stderr.
 export const READ_SCRIPT = `nonce=$1 image=$2 label=$3 list=$4 mounts=$5; shift 5
@@ -149,7 +159,7 @@ async function readNode(spec: NodeSpec, docker: Docker, signal: AbortSignal): Pr
   const lost = unreachable(docker.transport, r);
   if (lost !== undefined) return { node: spec.node, problem: `${who}: SSH unreachable: ${lastTwo(lost.detail ?? "")}` };
   const parts = readSections(r.stdout, nonce);
-  const missing = PARTS.filter((p) => !parts.has(p));
+  const missing = PARTS.filter((p) => !parts.has(p) && !OPTIONAL_PARTS.includes(p));
   // Only stderr is quoted: stdout may end inside the listing, which holds the containers' env.
   const said = r.stderr.trim() === "" ? "" : `: ${lastTwo(r.stderr.trim())}`;
   if (missing.length > 0) return { node: spec.node, problem: `${who}: the preflight's reads ended without ${missing.join(", ")} (exit ${r.code})${said}` };
@@ -164,10 +174,30 @@ async function readNode(spec: NodeSpec, docker: Docker, signal: AbortSignal): Pr
     return { node: spec.node, problem: `${who}: ${problem}` };
   }
   const image = part("image");
-  return { node: spec.node, imageId: image.code === 0 ? image.stdout.trim() : undefined, containers, mounts: part("mounts"), meminfo: part("meminfo").stdout };
+  return { node: spec.node, imageId: image.code === 0 ? image.stdout.trim() : undefined, containers, mounts: part("mounts"), meminfo: part("meminfo").stdout, ...optionalParts(parts) };
 }
 
+const optionalParts = (parts: ReadonlyMap<string, ExecResult>): { links?: ExecResult; addrs?: ExecResult; tcp?: ExecResult } => {
+  const links = parts.get("links");
+  const addrs = parts.get("addrs");
+  const tcp = parts.get("tcp");
+  return { ...(links === undefined ? {} : { links }), ...(addrs === undefined ? {} : { addrs }), ...(tcp === undefined ? {} : { tcp }) };
+};
+
 const lastTwo = (text: string): string => text.split("\n").slice(-2).join(" ").trim();
+
+/**
+ * Worker nodes where something already listens on the deployment's API port, which the engine's
+ * rank there binds too (workersBindApiPort): it would fail after its weights load. A node a
+ * replaced deployment frees, or another deployment holds (reported as held), is not judged here.
+ */
+export function workerPortProblems(plan: Plan, read: PlanReadings, freedFirst: ReadonlySet<string>, held: ReadonlyMap<string, ReadonlySet<string>>): string[] {
+  return plan.nodes.slice(1).flatMap((spec) => {
+    const r = read.nodes.get(spec.node);
+    if (r === undefined || "problem" in r || r.tcp === undefined || freedFirst.has(spec.node) || [...held.values()].some((on) => on.has(spec.node))) return [];
+    return listeningPorts(r.tcp.stdout).has(plan.api_port) ? [`${spec.node}: port ${plan.api_port} is already in use there, and the engine's rank on it listens on that port too (its health check): free it or pass --port`] : [];
+  });
+}
 
 /**
  * Reads every node of the plan at once, one round trip each, and the weights on them alongside (a
@@ -175,7 +205,8 @@ const lastTwo = (text: string): string => text.split("\n").slice(-2).join(" ").t
  * look for the same deployment; MOUNT_SCRIPT creates the missing cache folders, so never before.
  */
 export function readPlanNodes(plan: Plan, session: ClusterSession, signal: AbortSignal): PendingReadings {
-  const all = session.cluster.nodes.filter((n) => plan.nodes.some((s) => s.node === n.name));
+  // The nodes that read the model's files (all, or the head alone: weightReaders), in rank order.
+  const all = weightReaders(plan.recipe, plan.nodes.flatMap((s) => session.cluster.nodes.filter((n) => n.name === s.node)));
   const located = all.every((n) => weightsLocation(plan.recipe, n) !== undefined);
   // Asked of every node at once; kept only when every node answered (else asked again of those that did).
   const early = located ? traced("weights report", undefined, () => weightsReport(plan.recipe, session, all, signal)) : undefined;
@@ -269,6 +300,14 @@ async function checkNodes(plan: Plan, session: ClusterSession, replacing: Readon
     image = await traced("image contract", head.node, () => checkImage(plan, dockerOf(session, head.node), onlyId, session.images, signal, judge));
     problems.push(...image.problems);
   }
+  if (adapterOf(plan.recipe.engine)?.headAwaitsWorkersPort === true) {
+    const workers = plan.nodes.slice(1).map((n) => n.node);
+    problems.push(...fabricIpProblems(workers, session.cluster.nodes, (node) => {
+      const r = read.nodes.get(node);
+      return r === undefined || "problem" in r || r.links === undefined || r.addrs === undefined ? undefined : { links: r.links, addrs: r.addrs };
+    }));
+  }
+  if (adapterOf(plan.recipe.engine)?.workersBindApiPort === true) problems.push(...workerPortProblems(plan, read, freedFirst, held));
   const planNodes = session.cluster.nodes.filter((n) => plan.nodes.some((s) => s.node === n.name) && imageIds.has(n.name));
   const weights = read.weights;
   // With HF_HUB_OFFLINE=1 the engine cannot fetch what is missing: find out now, not at minute 20.
@@ -281,7 +320,8 @@ async function checkNodes(plan: Plan, session: ClusterSession, replacing: Readon
     plan.recipe,
     plan.nodes.filter((n) => imageIds.has(n.node)).map((n) => {
       const mem = meminfo.get(n.node);
-      const bytes = weights.find((w) => w.node === n.node)?.bytes;
+      // Where the head alone reads the files, its size is every node's share of them.
+      const bytes = weights.find((w) => w.node === (headReadsWeights(plan.recipe) ? (head?.node ?? n.node) : n.node))?.bytes;
       const others = [...held].filter(([, on]) => on.has(n.node)).map(([name]) => name);
       // A deployment this one replaces frees its memory before the start: `up` checks again then.
       const gone = freedFirst.has(n.node);

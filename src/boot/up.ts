@@ -24,6 +24,8 @@ import { nodeGuardTrip, startNodeGuard } from "../memory/node-guard-shell.js";
 import { nodeFloorGiB, type Trip } from "../memory/memory-watch.js";
 import { clusterRoutes } from "../transfer/route.js";
 import { traced, traceMark } from "../remote/trace.js";
+import { awaitedPorts, awaitPorts, probePort, type PortAwaited } from "./port-wait.js";
+import { UnreachableError } from "../remote/transport.js";
 import type { ArgsJudge } from "../nodes/image-check.js";
 
 export interface UpOptions {
@@ -307,6 +309,10 @@ class BootWatch {
   readonly headReady: Promise<void>;
   /** A daemon that stops left the boot as it is, for the next one to adopt: the watch just ended. */
   detached = false;
+  /** Nodes whose container runs (its log followed): a rank never started holds no boot up. */
+  readonly started = new Set<string>();
+  /** The worker whose port the head waits for now (./port-wait.ts): the one a timeout blames. */
+  awaitingPort: PortAwaited | undefined;
 
   constructor(
     readonly plan: Plan,
@@ -444,6 +450,7 @@ async function containerEnded(w: BootWatch, docker: ReturnType<typeof dockerOf>,
 }
 
 function follow(w: BootWatch, spec: NodeSpec): void {
+  w.started.add(spec.node);
   w.options.progress.node(spec.node, INITIAL_BOOT);
   void watchNode(w, spec).catch((e: unknown) => w.fail({ node: spec.node, rank: spec.rank, message: `lost the log stream: ${(e as Error).message}`, lastLines: [] }));
 }
@@ -496,8 +503,27 @@ async function startContainers(w: BootWatch, guard: Guard, mode: "start" | "watc
   };
   const head = plan.nodes[0]?.node;
   const others = plan.start_order.filter((n) => n !== head);
-  const steps = plan.start_order[0] === head ? [[head], others] : [others, head === undefined ? [] : [head]];
-  for (const step of steps) await startAll(step.filter((n): n is string => n !== undefined));
+  const headFirst = plan.start_order[0] === head;
+  const steps = headFirst ? [[head], others] : [others, head === undefined ? [] : [head]];
+  for (const [i, step] of steps.entries()) {
+    // A head that connects to its workers once, at its start: not before each one's port accepts.
+    if (i === 1 && !headFirst && w.engine.headAwaitsWorkersPort === true && head !== undefined) await traced("workers' ports", head, () => workersAccept(w, head, others));
+    await startAll(step.filter((n): n is string => n !== undefined));
+  }
+}
+
+/** Until each worker's port accepts a connection made from the head's node (./port-wait.ts). */
+async function workersAccept(w: BootWatch, head: string, workers: readonly string[]): Promise<void> {
+  const transport = dockerOf(w.session, head).transport;
+  const ports = awaitedPorts(w.plan.master_port, w.session.cluster.nodes, workers, (n) => w.byNode.get(n)?.rank ?? -1);
+  try {
+    await awaitPorts(ports, (p) => probePort(transport, p.ip, p.port, w.signal), w.failureWait, (p) => (w.awaitingPort = p));
+  } catch (e) {
+    // A probe cut short by the watch's end is that end; the head's node unreachable is the head's failure.
+    if (w.signal.aborted) throw new WatchEnded();
+    if (e instanceof UnreachableError) throw new BootFailed({ node: head, rank: 0, message: `could not probe the workers' ports from the head's node: ${e.message}`, lastLines: e.detail === undefined ? [] : [e.detail] });
+    throw e;
+  }
 }
 
 /** Waits until the head answers a chat request, or the watch ends (then WatchEnded). */
@@ -545,12 +571,23 @@ async function heedNodeGuards(w: BootWatch, guard: Guard): Promise<void> {
   );
 }
 
+/** The ranks a timeout may blame: those started (a head never started, waiting for its workers, holds nothing up itself); all when none is. */
+export function startedRanks<T extends { readonly node: string }>(nodes: readonly T[], started: ReadonlySet<string>): readonly T[] {
+  const running = nodes.filter((n) => started.has(n.node));
+  return running.length > 0 ? running : nodes;
+}
+
 /** The boot's --timeout: the rank that holds the others up is blamed, not the head that waits for it. */
 function timeoutAfter(w: BootWatch): NodeJS.Timeout {
   const { plan, engine, options } = w;
   return setTimeout(() => {
-    const ranks = plan.nodes.map((n) => ({ node: n.node, rank: n.rank, state: w.stateOf(n.node) }));
     const after = Math.round(options.timeoutMs / 1000);
+    const port = w.awaitingPort;
+    if (port !== undefined) {
+      const message = `timed out after ${after} s: its port ${port.ip}:${port.port} never accepted a connection from the head's node ${plan.nodes[0]?.node ?? "?"}, and the head starts only once it does`;
+      return w.fail({ node: port.node, rank: port.rank, message, lastLines: w.stateOf(port.node).lastLines }, true);
+    }
+    const ranks = startedRanks(plan.nodes, w.started).map((n) => ({ node: n.node, rank: n.rank, state: w.stateOf(n.node) }));
     const { blamed, message } = timeoutBlame(engine, ranks, after) ?? { blamed: { node: "?", rank: 0, state: INITIAL_BOOT }, message: `timed out after ${after} s` };
     w.fail({ node: blamed.node, rank: blamed.rank, message, lastLines: blamed.state.lastLines }, true);
   }, options.timeoutMs);

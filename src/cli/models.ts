@@ -9,6 +9,7 @@ import { describePath, mib, transferProgress } from "../nodes/progress.js";
 import { pullModel } from "../transfer/pull.js";
 import type { ClusterSession } from "../nodes/session.js";
 import type { Recipe } from "../recipe/recipe.js";
+import { headReadsWeights, weightReaders } from "../plan/weights.js";
 import { RELAY_ASKED } from "../transfer/route.js";
 import { namedNodes, parseNodes, recipeOnCluster } from "../app/host.js";
 import type { Output } from "../app/output.js";
@@ -36,7 +37,9 @@ async function context(ref: string, flags: ModelFlags, io: Output) {
 /** `launcher models sync`: the snapshot from a node that has it to those that lack it. */
 export async function runModelsSync(ref: string, flags: ModelFlags, io: Output): Promise<void> {
   const { recipe, session, nodes } = await context(ref, flags, io);
-  const result = await withInterrupts((signal) => syncWeights(recipe, session, nodes, transferProgress((line) => io.err(line), Date.now), signal, flags.relay === true ? { relay: RELAY_ASKED } : {}));
+  // Where only the head reads the files, they go to it alone (any node that has them may send them).
+  const only = headReadsWeights(recipe) ? { only: neededNodes(session, recipe, flags.nodes) } : {};
+  const result = await withInterrupts((signal) => syncWeights(recipe, session, nodes, transferProgress((line) => io.err(line), Date.now), signal, { ...(flags.relay === true ? { relay: RELAY_ASKED } : {}), ...only }));
   if (flags.json) {
     io.json(result);
     return;
@@ -49,7 +52,8 @@ export async function runModelsSync(ref: string, flags: ModelFlags, io: Output):
 
 /** The nodes the recipe would run on (as `up` picks them without a lane): those named, else its first required_nodes. */
 function neededNodes(session: ClusterSession, recipe: Recipe, nodes: string | undefined): Set<string> {
-  return new Set(parseNodes(nodes) ?? session.cluster.nodes.slice(0, recipe.required_nodes).map((n) => n.name));
+  // Of those, the ones that read the files: where only the head does, the head (the first).
+  return new Set(weightReaders(recipe, parseNodes(nodes) ?? session.cluster.nodes.slice(0, recipe.required_nodes).map((n) => n.name)));
 }
 
 /**

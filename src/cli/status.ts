@@ -49,6 +49,7 @@ export function statusLines(deployments: readonly DeploymentStatus[], paint: Pai
     `${paint("bold", d.deployment)}  ${paint(STATUS_STYLE[d.status], d.status)}${d.status === "booting" ? ` (${d.phase})` : ""}${d.lane === undefined ? "" : `  lane ${d.lane}`}  recipe ${d.recipe} (${d.recipe_hash})  model ${d.served_model}  ${d.endpoint}/v1  up ${uptime(d.uptime_seconds)}`,
     ...d.ranks.map((r) => `  rank ${r.rank}  ${r.node.padEnd(10)} ${paint(RANK_STYLE[r.state], r.state)}${r.exit_code === undefined ? "" : ` (exit ${r.exit_code})`}  ${r.container}${r.state === "running" ? watchedText(watched, d.deployment, r.node, now) : ""}`),
     ...d.missing.map((m) => `  missing: ${m}`),
+    ...(d.fault === undefined ? [] : [`  fault: ${d.fault} (its head's log; the engine no longer answers /health)`]),
     ...(d.unreachable.length > 0 ? [`  unreachable: ${d.unreachable.join(", ")} (${d.status === "serving" ? "its head answers /health" : "it cannot be judged"})`] : []),
     // The daemon's generation watch found it wedged (src/supervise/generation-watch.ts), in this launch.
     ...wedgeLines(wedged.get(d.deployment), paint),

@@ -57,20 +57,33 @@ export interface FabricFacts {
 
 const ipOf = (cidr: string): string => cidr.split("/")[0] ?? cidr;
 
+/** The interface that holds `ip` among its IPv4 addresses, if any. */
+export const ipHolder = (ip: string, ifaces: readonly NetIface[]): NetIface | undefined => ifaces.find((i) => i.ipv4.some((c) => ipOf(c) === ip));
+
+/** The finding for a node none of whose interfaces holds its fabric IP. */
+export const noFabricIpHolder = (node: string, fabricIp: string): Finding => ({ severity: "error", kind: "fabric", node, message: `no interface holds the fabric IP ${fabricIp}`, fix: `set the address on the fabric port, or fix fabric_ip for ${node} in the cluster file` });
+
 /**
  * A node's fabric from its own facts. The cluster file's values win where it gives them;
- * detection fills only what it leaves out, and never from another node.
+ * detection fills only what it leaves out, and never from another node. The rules D1-D6 are the
+ * list in src/export/fabric-start.ts, which the export's start script follows too.
  */
 export function detectFabric(node: ClusterNode, hcas: readonly Hca[], ifaces: readonly NetIface[], hasGpu: boolean): { facts: FabricFacts; findings: Finding[] } {
   const findings: Finding[] = [];
+  // D1
   const active = hcas.filter((h) => h.ports.some((p) => p.active));
   const portsUp = hcas.reduce((n, h) => n + h.ports.filter((p) => p.active).length, 0);
   const byName = new Map(ifaces.map((i) => [i.name, i]));
-  const hcaIp = active.flatMap((h) => h.netdevs.flatMap((d) => byName.get(d)?.ipv4 ?? []))[0];
+  // D2: a known interface's own HCA, so that the address is that interface's.
+  const known = node.fabric_iface;
+  const addressed = known === undefined ? active : active.filter((h) => h.netdevs.includes(known)).slice(0, 1);
+  const hcaIp = addressed.flatMap((h) => h.netdevs.filter((d) => known === undefined || d === known).flatMap((d) => byName.get(d)?.ipv4 ?? []))[0];
   const fabricIp = node.fabric_ip ?? (hcaIp === undefined ? undefined : ipOf(hcaIp));
+  // D3
   const holder = fabricIp === undefined ? undefined : ifaces.find((i) => i.ipv4.some((c) => ipOf(c) === fabricIp));
   const fabricIface = node.fabric_iface ?? holder?.name;
   const iface = fabricIface === undefined ? undefined : byName.get(fabricIface);
+  // D4, D5
   const onFabric = active.find((h) => fabricIface !== undefined && h.netdevs.includes(fabricIface)) ?? active[0];
   const gid = onFabric?.ports.find((p) => p.active && p.rocev2 !== undefined && (fabricIp === undefined || p.rocev2.ipv4 === fabricIp))?.rocev2 ?? onFabric?.ports.find((p) => p.rocev2 !== undefined)?.rocev2;
 
@@ -83,9 +96,7 @@ export function detectFabric(node: ClusterNode, hcas: readonly Hca[], ifaces: re
       fix: hasGpu ? "check the QSFP cable and `ibdev2netdev`; without RDMA, NCCL falls back to slow TCP" : "fine for a host without GPUs (the practice cluster); a Spark needs an active port",
     });
   }
-  if (fabricIp !== undefined && holder === undefined) {
-    findings.push({ severity: "error", kind: "fabric", node: node.name, message: `no interface holds the fabric IP ${fabricIp}`, fix: `set the address on the fabric port, or fix fabric_ip for ${node.name} in the cluster file` });
-  }
+  if (fabricIp !== undefined && holder === undefined) findings.push(noFabricIpHolder(node.name, fabricIp));
   if (iface !== undefined && !iface.up) findings.push({ severity: "error", kind: "fabric", node: node.name, message: `fabric interface ${iface.name} is down`, fix: `ip link set ${iface.name} up` });
   const subnets = new Map<string, string[]>();
   for (const i of ifaces) for (const c of i.ipv4) if (!c.startsWith("127.")) (subnets.get(subnet(c)) ?? subnets.set(subnet(c), []).get(subnet(c)))?.push(i.name);
@@ -99,6 +110,7 @@ export function detectFabric(node: ClusterNode, hcas: readonly Hca[], ifaces: re
     ...(fabricIface === undefined ? {} : { fabric_iface: fabricIface }),
     ...(fabricIp === undefined ? {} : { fabric_ip: fabricIp }),
     ...(iface === undefined ? {} : { mtu: iface.mtu }),
+    // D6
     hca: node.hca.length > 0 ? node.hca : active.map((h) => h.name),
     ...(node.gid_index !== undefined ? { gid_index: node.gid_index } : gid === undefined ? {} : { gid_index: gid.index }),
     ports_up: portsUp,

@@ -25,7 +25,8 @@ export function folderTree(root: string): FileTree {
 }
 
 const IB = "/sys/class/infiniband";
-const GIDS_READ = 16;
+/** GIDs read per port (doctor's dump, readHcas, and the export's start script, src/export/fabric-start.ts). */
+export const GIDS_READ = 16;
 
 /**
  * The shell script that dumps what `readHcas` reads, for a node reached over SSH: one

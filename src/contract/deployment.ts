@@ -231,6 +231,11 @@ export interface DeploymentStatus {
   readonly endpoint: string;
   readonly status: DeploymentState;
   readonly phase: StatusPhase;
+  /**
+   * Why a deployment whose ranks all run is degraded: the line of its head's log that ended the
+   * engine (its cause), read from the container's output and held to one short line.
+   */
+  readonly fault?: string;
   readonly uptime_seconds?: number;
   /** Ranks gone: "rank 1 (no container)" or "rank 1 on n2 (exited, exit 137)". */
   readonly missing: readonly string[];
@@ -279,6 +284,7 @@ export const deploymentSchema = z.object({
   endpoint: z.string(),
   status: z.enum(DEPLOYMENT_STATUSES),
   phase: z.enum(STATUS_PHASES),
+  fault: z.exactOptional(z.string().max(400)),
   uptime_seconds: z.exactOptional(z.number()),
   missing: z.array(z.string()),
   unreachable: z.array(z.string()),

@@ -10,6 +10,22 @@ export interface ManagedFlag {
   readonly instead: string;
   /** Why the flag is refused, when it is not one launcher writes itself (removed, per rank, no HTTP API). */
   readonly why?: string;
+  /**
+   * Env names the engine reads as this same option (llama.cpp's `(env: LLAMA_ARG_...)`): a
+   * recipe's env that sets one is refused alike, with `why` and `instead`.
+   */
+  readonly env?: readonly string[];
+  /** The rule holds only so (a single-node flag): absent, always. */
+  readonly when?: FlagCondition;
+}
+
+/**
+ * A rule of the flag table that depends on another flag of the recipe's args: it holds only when
+ * one of `with` is given, or when none of `without` is (every spelling of each listed).
+ */
+export interface FlagCondition {
+  readonly with?: readonly string[];
+  readonly without?: readonly string[];
 }
 
 /** A flag that takes one of a few values. */
@@ -33,6 +49,8 @@ export interface WorldSizeFlag {
   /** How the size is named in messages. */
   readonly key: string;
   readonly flags: readonly string[];
+  /** The rule holds only so: absent, always. */
+  readonly when?: FlagCondition;
 }
 
 /** Who judged a flag table: the image's own parser, or launcher's table of one engine version. */
@@ -56,6 +74,11 @@ export interface EngineFlags {
    * flags are not checked.
    */
   readonly known?: readonly string[];
+  /**
+   * false: the parser takes each option only as spelled (llama.cpp's common/arg.cpp), not by a
+   * unique prefix as argparse does (allow_abbrev, vLLM's and SGLang's). Absent: prefixes count.
+   */
+  readonly abbreviations?: false;
   /** Spellings of one flag (`-sc`, `--speculative-config`): compared as one by `diff`. */
   readonly aliases?: readonly (readonly string[])[];
   /** Flags launcher writes itself, or refuses (`why`): never in a recipe (every alias listed). */
@@ -138,6 +161,48 @@ export interface EngineRecipe {
   readonly args: readonly string[];
   /** The recipe's env (every container gets it). */
   readonly env: Readonly<Record<string, string>>;
+  /** Files of the Hub repo `model` the engine reads, when the recipe names them (llama.cpp's GGUF). */
+  readonly gguf?: GgufFiles;
+  /** The recipe's mounts: where the container sees the node's HF cache (the mount whose env is HF_HOME). */
+  readonly extra_mounts?: readonly { readonly container: string; readonly env?: string }[];
+}
+
+/** The recipe's `gguf`: a GGUF file of the Hub repo `model` (a split file's first part), its vision projector, the commit. */
+export interface GgufFiles {
+  readonly file: string;
+  readonly mmproj?: string;
+  /** 40 hex: the snapshot folder the files are in. */
+  readonly revision: string;
+}
+
+/** Of a model's Hub snapshot, the files an engine reads and the commit they are of (the rest of the repo is not needed). */
+export interface WeightFiles {
+  readonly files: readonly string[];
+  readonly revision: string;
+}
+
+/**
+ * Recipe keys that say how an engine runs and that not every engine reads (the other keys every
+ * deployment uses alike: image, model, nodes, env, mounts). A recipe that sets one its engine's
+ * adapter does not read is refused at that line: a key silently dropped benches the wrong thing.
+ */
+export const ENGINE_RECIPE_KEYS = ["tensor_parallel_size", "pipeline_parallel_size", "distributed_backend", "entrypoint", "unsafe_dev_routes", "gguf"] as const;
+export type EngineRecipeKey = (typeof ENGINE_RECIPE_KEYS)[number];
+
+/** What of a recipe an engine's adapter reads, beside its flags (src/recipe/engine-use.ts checks a recipe against it). */
+export interface RecipeUse {
+  /** The engine as people name it, for messages ("SGLang"). */
+  readonly engine: string;
+  /** The ENGINE_RECIPE_KEYS the adapter reads; setting another is an error at its line. */
+  readonly keys: readonly EngineRecipeKey[];
+  /**
+   * Prefixes of the env names the engine itself reads (`VLLM_`): a recipe of another engine that
+   * sets such a name is refused, since only this engine reads it. Names no engine claims (NCCL_,
+   * HF_, CUDA_) go to every engine.
+   */
+  readonly envPrefixes: readonly string[];
+  /** What to do instead of a key the engine does not read, when more than removing it (the engine's own way to say it). */
+  readonly ignored?: Readonly<Partial<Record<EngineRecipeKey, string>>>;
 }
 
 /**
@@ -148,6 +213,8 @@ export interface EngineRecipe {
 export interface EngineAdapter {
   /** The recipe's `engine` value and the containers' `launcher.engine` label. */
   readonly name: string;
+  /** Which recipe keys and env names the adapter reads: strict recipes (src/recipe/engine-use.ts). */
+  readonly recipeUse: RecipeUse;
   /** Each rank's container command. */
   readonly rankCommand: (recipe: EngineRecipe, ctx: RankContext) => RankCommand;
   /**
@@ -159,6 +226,20 @@ export interface EngineAdapter {
   readonly nodeEnv: (recipe: Pick<EngineRecipe, "distributed_backend">, node: ClusterNode) => Record<string, string>;
   /** Start order: true when the head must run before the workers start, false for workers first. */
   readonly startsHeadFirst: (recipe: EngineRecipe) => boolean;
+  /**
+   * Workers first, and the head only once every worker's port (the cluster's master_port at the
+   * worker's fabric_ip, where its rank listens) accepts a TCP connection made from the head's
+   * node: a head that connects to its workers once, at its start, with no retry (llama.cpp's RPC).
+   * A worker's log cannot say so (its lines may sit in a pipe's buffer). Absent: the head starts
+   * as soon as the workers' containers run.
+   */
+  readonly headAwaitsWorkersPort?: true;
+  /**
+   * Ranks above 0 listen on the deployment's API port on their own node too (SGLang's dummy health
+   * server, on loopback): preflight checks the port is free on every worker node, as it does the
+   * head's. Absent: only the head listens on it.
+   */
+  readonly workersBindApiPort?: true;
   /** What the engine requires of its image (entrypoint, version), checked in preflight. */
   readonly image: ImageContract;
   /**
@@ -168,6 +249,12 @@ export interface EngineAdapter {
   readonly modelFlags: { readonly servedName: readonly string[]; readonly revision: readonly string[] };
   /** Readiness: the path that answers 200 once the engine serves. */
   readonly healthPath: string;
+  /**
+   * The command the image runs when a recipe names no `entrypoint` (its ENTRYPOINT, which rankCommand's
+   * `command` completes): what runs where the image's ENTRYPOINT cannot be kept, as under
+   * `launcher export k8s`'s start script. Absent: such a recipe must name its entrypoint to export.
+   */
+  readonly defaultEntrypoint?: readonly string[];
   /** Drain: the Prometheus gauge of requests running now, summed over its series, on `metricsPath`. */
   readonly metricsPath: string;
   readonly runningRequestsMetric: string;
@@ -260,6 +347,20 @@ export interface EngineAdapter {
    * them from the recipe's args); undefined: the engine cannot say, and no fit check is made.
    */
   readonly memoryFlags?: EngineMemoryFlags;
+  /**
+   * The files of the model's Hub snapshot the recipe makes the engine read, when it names them
+   * (llama.cpp's `gguf`): `models pull` and `models sync` move only these, and the weights'
+   * size (the fit check's) is theirs. Absent, or undefined: the whole snapshot, at the revision
+   * flag of `modelFlags`.
+   */
+  readonly weightFiles?: (recipe: EngineRecipe) => WeightFiles | undefined;
+  /**
+   * "head": only the head reads the model's files, and the workers get their share from it over
+   * the engine's own link (llama.cpp's RPC): `models` needs, pull and sync them on the head
+   * alone, preflight looks for them there, and the fit counts the head's size for every node.
+   * Absent: every rank reads them.
+   */
+  readonly weightsReadBy?: "head";
 }
 
 /**
@@ -294,8 +395,35 @@ export interface EngineMemoryFlags {
   readonly kvCacheBytes: readonly string[];
   /** A share of the node's total memory for weights, working memory and KV cache together. */
   readonly utilization: readonly string[];
-  /** The share the engine takes when no flag is given. */
-  readonly defaultUtilization: number;
+  /**
+   * The share the engine takes when no flag is given. Absent: the engine computes it when it
+   * starts (`withoutFlag` says from what), so a recipe without the flag gets no fit check.
+   */
+  readonly defaultUtilization?: number;
+  /** Why the share without a flag cannot be known before the engine starts (with no defaultUtilization). */
+  readonly withoutFlag?: string;
+  /**
+   * "free-at-start": the share is of the memory free when the engine starts, and holds weights and
+   * KV cache only; its working memory (activations, CUDA graphs) comes out of the rest (SGLang's
+   * --mem-fraction-static). Absent: of the node's total, working memory inside it (vLLM's).
+   */
+  readonly shareOf?: "free-at-start";
+  /**
+   * An engine that claims no share and takes no KV size in bytes (llama.cpp: the weights it loads
+   * and a KV cache of --ctx-size cells): the KV cache the fit counts beside the weights, a stated
+   * allowance (`source` says what it stands for), not a figure read from the model.
+   */
+  readonly kvAllowance?: {
+    readonly bytes: number;
+    readonly source: string;
+    /**
+     * The flags that size the cache (llama.cpp's --ctx-size): without one (or with 0) the engine
+     * takes a size launcher cannot know (`unsized` says why), and the fit says so instead of
+     * counting the allowance.
+     */
+    readonly sizedBy?: readonly string[];
+    readonly unsized?: string;
+  };
 }
 
 export interface LineTime {
@@ -328,4 +456,23 @@ export interface RankContext {
   readonly nodeIp?: string;
   /** Every rank's node, in rank order, with its fabric IP when known (a head waits for them all). */
   readonly nodes: readonly { readonly name: string; readonly ip?: string }[];
+  /**
+   * Set where no node's address is known before its rank starts (`launcher export k8s`: a pod
+   * learns its node only once the scheduler placed it): `nodeIp` and the `nodes`' IPs are absent,
+   * a rank takes its own address at start from the per-node env (`nodeEnv`, which the export's
+   * start script exports from the node's detected fabric), a head that waits for its peers waits
+   * for `nnodes` of them by count, and a rank started before its head waits for the head's port.
+   * Absent: every address known is given, and a head waits for each node by its address
+   * (launcher's SSH path). An engine that cannot work so throws a UserError saying why.
+   */
+  readonly addressesAtStart?: true;
+  /**
+   * With addressesAtStart, set where every node's address in the cluster (a Kubernetes node's
+   * InternalIP, the pod's IP under host networking) is its fabric address, which each rank's
+   * start checks before it runs (`launcher export k8s --node-ip-is-fabric`): `nodeIp` is then the
+   * rank's own address, and on the head (rank 0) each worker's `nodes[i].ip` is a host name that
+   * resolves to that worker's address once its rank runs. A rank may listen on `nodeIp` where
+   * only the fabric may reach it.
+   */
+  readonly nodeAddressIsFabric?: true;
 }

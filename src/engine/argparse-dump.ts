@@ -148,3 +148,34 @@ export function formatArgparseDump(dump: ArgparseDump, source: string): string {
   const top = Object.entries({ ...head, source }).map(([k, v]) => `  ${JSON.stringify(k)}: ${JSON.stringify(v)},`);
   return `{\n${top.join("\n")}\n  "actions": [\n${actions.map((a) => `    ${JSON.stringify(a)}`).join(",\n")}\n  ]\n}\n`;
 }
+
+/**
+ * The end of every engine's dump program (Python, run with the image's own interpreter after the
+ * program has built `parser`): it prints each action after DUMP_SENTINEL in the format above, with
+ * the engine's version from `versionModule.__version__`. One text, so every engine's dump reads alike.
+ * Type callables are named with the callables their closures wrap (parse_type(json.loads) is
+ * `_parse_type`, `loads`); values JSON cannot hold are written as their repr.
+ */
+export const dumpProgramTail = (versionModule: string): string => `def names(t):
+    out = []
+    while t is not None and len(out) < 4:
+        out.append(getattr(t, "__name__", type(t).__name__))
+        inner = [c.cell_contents for c in (getattr(t, "__closure__", None) or ()) if callable(c.cell_contents)]
+        t = inner[0] if inner else None
+    return out
+def plain(v):
+    try:
+        json.dumps(v, allow_nan=False)
+        return v
+    except (TypeError, ValueError):
+        return repr(v)
+actions = [{"option_strings": list(a.option_strings), "dest": a.dest, "action": type(a).__name__,
+            "nargs": a.nargs, "const": plain(a.const), "default": plain(a.default),
+            "type": names(a.type) if a.type is not None else None,
+            "choices": [plain(c) for c in a.choices] if a.choices is not None else None}
+           for a in parser._actions]
+dump = {"format": ${DUMP_FORMAT}, "engine_version": str(getattr(${versionModule}, "__version__", "unknown")),
+        "python": sys.version.split()[0], "allow_abbrev": parser.allow_abbrev, "actions": actions}
+sys.stdout.write("${DUMP_SENTINEL}\\n" + json.dumps(dump, allow_nan=False) + "\\n")
+sys.stdout.flush()
+`;

@@ -1,8 +1,10 @@
 import type { EngineAdapter } from "./adapter.js";
 import { vllm } from "./vllm/adapter.js";
+import { sglang } from "./sglang/adapter.js";
+import { llamacpp } from "./llamacpp/adapter.js";
 
 /** Every engine launcher drives, keyed by the recipe's `engine`: a new engine is one folder and one line here. */
-export const ENGINES = { vllm } as const satisfies Readonly<Record<string, EngineAdapter>>;
+export const ENGINES = { vllm, sglang, llamacpp } as const satisfies Readonly<Record<string, EngineAdapter>>;
 
 export type EngineName = keyof typeof ENGINES;
 /** A set of engines by name: ENGINES, or (in a test) ENGINES plus one more. */

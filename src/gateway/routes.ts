@@ -115,7 +115,8 @@ const outageTail = (outages: readonly OutageNote[] | undefined): string => (outa
 
 /** Why a deployment that does not serve cannot take the request, by its status. */
 const UNAVAILABLE: Record<Exclude<DeploymentState, "serving">, (d: KnownDeployment, name: string) => Extract<Resolution, { kind: "unavailable" }>> = {
-  degraded: (d, name) => ({ kind: "unavailable", code: "deployment_degraded", retryAfter: DEGRADED_RETRY_S, message: `model ${name} (deployment ${d.deployment}) is not serving: missing ${d.missing.join("; ")}` }),
+  // Every rank runs but its head's log says the engine ended (status's fault), or ranks are gone.
+  degraded: (d, name) => ({ kind: "unavailable", code: "deployment_degraded", retryAfter: DEGRADED_RETRY_S, message: `model ${name} (deployment ${d.deployment}) is not serving: ${d.missing.length > 0 ? `missing ${d.missing.join("; ")}` : d.fault !== undefined ? `its engine ended: ${d.fault}` : "its engine no longer answers /health"}` }),
   booting: (d, name) => ({ kind: "unavailable", code: "model_booting", retryAfter: 10, message: `model ${name} (deployment ${d.deployment}) is booting: phase ${d.phase}` }),
   // Its head does not answer and a node of it cannot be read: whether it lives is unknown.
   unreachable: (d, name) => ({

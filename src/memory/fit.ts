@@ -1,3 +1,4 @@
+import type { EngineMemoryFlags } from "../engine/adapter.js";
 import { adapterOf } from "../engine/registry.js";
 import { findAnyFlag, flagsOfWords } from "../recipe/args.js";
 import type { Recipe } from "../recipe/recipe.js";
@@ -30,8 +31,10 @@ export const TIGHT_MARGIN_GIB = 4;
 
 /** What the recipe's flags ask of a node's memory, read through the engine's adapter. */
 export type MemoryAsk =
-  | { readonly kind: "kv"; readonly kvBytes: number; readonly source: string }
-  | { readonly kind: "utilization"; readonly fraction: number; readonly source: string }
+  /** `unsized`: the engine sizes its KV cache from what launcher cannot read: the need is a lower bound without it. `allowance`: kvBytes is an assumption, not read. */
+  | { readonly kind: "kv"; readonly kvBytes: number; readonly source: string; readonly unsized?: string; readonly allowance?: true }
+  /** `ofFree`: a share of the memory free at the engine's start, for weights and KV cache only (EngineMemoryFlags.shareOf). */
+  | { readonly kind: "utilization"; readonly fraction: number; readonly source: string; readonly ofFree?: true }
   | { readonly kind: "unknown"; readonly problem: string };
 
 export function memoryAsk(recipe: Pick<Recipe, "engine" | "args">, imageDefault?: number): MemoryAsk {
@@ -47,12 +50,25 @@ export function memoryAsk(recipe: Pick<Recipe, "engine" | "args">, imageDefault?
     if (!/^\d+$/.test(value) || Number(value) <= 0) return { kind: "unknown", problem: `${kv.name} ${value} is not a number of bytes the fit check can read; write it in bytes` };
     return { kind: "kv", kvBytes: Number(value), source: `${kv.name} ${value}` };
   }
+  if (table.kvAllowance !== undefined) return allowanceAsk(table.kvAllowance, flags);
   const util = findAnyFlag(flags, table.utilization);
-  if (util === undefined) return { kind: "utilization", fraction: table.defaultUtilization, source: `${table.utilization[0] ?? "utilization"} ${table.defaultUtilization} (the engine's default)` };
+  const ofFree = table.shareOf === "free-at-start" ? { ofFree: true as const } : {};
+  const name = table.utilization[0] ?? "utilization";
+  if (util === undefined && table.defaultUtilization === undefined) return { kind: "unknown", problem: `${name} is not given: ${table.withoutFlag ?? "the engine computes its share when it starts"}; give ${name} for a fit check` };
+  if (util === undefined) return { kind: "utilization", fraction: table.defaultUtilization ?? 1, source: `${name} ${table.defaultUtilization} (the engine's default)`, ...ofFree };
   const value = util.values[0] ?? "";
   const fraction = Number(value);
   if (!/^(\d+\.?\d*|\.\d+)$/.test(value) || fraction <= 0 || fraction > 1) return { kind: "unknown", problem: `${util.name} ${value} is not a fraction between 0 and 1` };
-  return { kind: "utilization", fraction, source: `${util.name} ${value}` };
+  return { kind: "utilization", fraction, source: `${util.name} ${value}`, ...ofFree };
+}
+
+/** An engine's KV allowance: unsized where no flag sizes its cache (or a size of 0, the engine's "from the model"). */
+function allowanceAsk(a: NonNullable<EngineMemoryFlags["kvAllowance"]>, flags: ReturnType<typeof flagsOfWords>): MemoryAsk {
+  const size = a.sizedBy === undefined ? undefined : findAnyFlag(flags, a.sizedBy);
+  const value = size?.values[0];
+  const sized = a.sizedBy === undefined || (value !== undefined && /^\d+$/.test(value) && Number(value) > 0);
+  if (!sized) return { kind: "kv", kvBytes: 0, source: a.unsized ?? "the engine sizes it at its start", unsized: a.unsized ?? "the engine sizes its KV cache at its start" };
+  return { kind: "kv", kvBytes: a.bytes, source: size === undefined ? a.source : `${size.name} ${value ?? ""}: ${a.source}`, allowance: true };
 }
 
 // docker/go-units size.go: RAMInBytes (what `docker run --shm-size` reads) takes binary units,
@@ -150,13 +166,18 @@ function fitNode(recipe: Pick<Recipe, "tensor_parallel_size" | "pipeline_paralle
   if (ask.kind === "kv") {
     const kv = ask.kvBytes / GIB;
     need = (share ?? 0) + kv + WORKING_MEMORY_GIB + ENGINE_AND_LOADER_GIB;
-    needText = `${shareText} + KV cache ${g(kv)} (${ask.source}) + working memory ${g(WORKING_MEMORY_GIB)} + engine and loader ${g(ENGINE_AND_LOADER_GIB)}`;
+    const kvText = ask.unsized === undefined ? `KV cache ${g(kv)} (${ask.source})` : `KV cache ? (${ask.unsized}: not counted)`;
+    needText = `${shareText} + ${kvText} + working memory ${g(WORKING_MEMORY_GIB)} + engine and loader ${g(ENGINE_AND_LOADER_GIB)}`;
   } else {
-    // The engine claims total x fraction for weights, working memory and KV together.
-    const budget = total * ask.fraction;
-    need = budget + ENGINE_AND_LOADER_GIB;
-    const kvLeft = share === undefined ? undefined : budget - share - WORKING_MEMORY_GIB;
-    needText = `engine budget ${g(budget)} (${ask.source} x total ${g(total)}: ${shareText}, working memory ${g(WORKING_MEMORY_GIB)}, KV cache ${kvLeft === undefined ? "the rest" : g(kvLeft)}) + engine and loader ${g(ENGINE_AND_LOADER_GIB)}`;
+    // The engine claims total x fraction for weights, working memory and KV together; or (ofFree)
+    // what is free at its start x fraction for weights and KV, its working memory on top.
+    const budget = (ask.ofFree ? available : total) * ask.fraction;
+    const outside = ask.ofFree ? WORKING_MEMORY_GIB : 0;
+    need = budget + outside + ENGINE_AND_LOADER_GIB;
+    const kvLeft = share === undefined ? undefined : budget - share - (WORKING_MEMORY_GIB - outside);
+    const kvText = `KV cache ${kvLeft === undefined ? "the rest" : g(kvLeft)}`;
+    const inside = ask.ofFree ? `${ask.source} x available ${g(available)}: ${shareText}, ${kvText}` : `${ask.source} x total ${g(total)}: ${shareText}, working memory ${g(WORKING_MEMORY_GIB)}, ${kvText}`;
+    needText = `engine budget ${g(budget)} (${inside})${ask.ofFree ? ` + working memory ${g(WORKING_MEMORY_GIB)}` : ""} + engine and loader ${g(ENGINE_AND_LOADER_GIB)}`;
     if (kvLeft !== undefined && kvLeft <= 0) {
       problems.push({ severity: "warning", message: `${node}: the weights on disk (${g(share ?? 0)} GiB per node) and working memory leave no KV cache in the engine's ${g(budget)} GiB budget; the boot fails unless the engine loads less than is on disk: raise ${ask.source.split(" ")[0] ?? "the utilization"} or use more nodes` });
     }
@@ -188,9 +209,12 @@ function fitNode(recipe: Pick<Recipe, "tensor_parallel_size" | "pipeline_paralle
     else if (need > free && cache >= 1) problems.push({ severity: "warning", message: `${node}: the boot needs ${g(need - free)} GiB of the ${g(cache)} GiB page cache to be given back while it loads: launcher up --drop-caches frees it first` });
     if (shmGiB !== undefined && need + shmGiB > available) problems.push({ severity: "warning", message: `${node}: if /dev/shm filled to its ${recipe.shm_size} the node would run ${g(need + shmGiB - available)} GiB short: lower shm_size if the engine does not need it` });
   }
-  // Without the weights a fixed-KV need is only a lower bound: enough to refuse, not to say it fits.
-  const partial = share === undefined && ask.kind === "kv" && !(verdict === "over-total" || verdict === "over-available");
-  lines[1] = `${lines[1] ?? ""}: ${partial ? `${verdict} without the weights` : verdict}`;
+  // Without the weights (or a KV cache launcher cannot size) a fixed-KV need is only a lower
+  // bound: enough to refuse, not to say it fits.
+  const missing = ask.kind !== "kv" ? [] : [...(share === undefined ? ["the weights"] : []), ...(ask.unsized === undefined ? [] : ["the KV cache"])];
+  const partial = missing.length > 0 && !(verdict === "over-total" || verdict === "over-available");
+  const assumed = ask.kind === "kv" && ask.allowance === true ? ", the KV cache an allowance" : "";
+  lines[1] = `${lines[1] ?? ""}: ${partial ? `${verdict} without ${missing.join(" and ")}` : `${verdict}${assumed}`}`;
   if (partial) verdict = "unknown";
   return { node, verdict, lines, problems, needGiB: Math.round(need * 10) / 10, ...(facts.weightsBytes === undefined ? {} : { weightsBytes: facts.weightsBytes }) };
 }
@@ -222,7 +246,8 @@ export function fitFromKept(
     recipe,
     nodes.map((node) => {
       const seen = memory.get(node)?.meminfo;
-      const bytes = weights.get(node);
+      // Where the head alone reads the files, its size is each node's (nodes are head first).
+      const bytes = weights.get(adapterOf(recipe.engine)?.weightsReadBy === "head" ? (nodes[0] ?? node) : node);
       return { node, ...(seen === undefined ? {} : { meminfo: seen }), ...(bytes === undefined ? {} : { weightsBytes: bytes }) };
     }),
   );

@@ -26,6 +26,8 @@ export interface RankView {
 export interface HeadProbe {
   readonly healthy: boolean;
   readonly phase?: StatusPhase;
+  /** The head's log has a line that ends the engine (its adapter's fatalPatterns): its cause, as the log says it. */
+  readonly fault?: string;
 }
 
 /**
@@ -81,13 +83,27 @@ export const needsHeadProbe = (v: RankView): boolean => !v.starting && v.missing
  * even when a node of it cannot be read over SSH; one that neither can be read nor answers
  * cannot be judged.
  */
-export function judge(v: RankView, head: HeadProbe | undefined): { status: DeploymentState; phase: StatusPhase } {
+export function judge(v: RankView, head: HeadProbe | undefined): { status: DeploymentState; phase: StatusPhase; fault?: string } {
   if (v.starting) return { status: "booting", phase: "starting" };
   if (v.missing.length > 0) return { status: "degraded", phase: "-" };
   if (head?.healthy === true) return { status: "serving", phase: "serving" };
   if (v.unreachable.length > 0) return { status: "unreachable", phase: "unknown" };
+  // Every rank runs, but the head's own log says the engine ended (its lines come before its process
+  // tree exits, and a process may stay up past such a line): it will never serve, so it is no boot
+  // in progress.
+  if (head?.fault !== undefined) return { status: "degraded", phase: "-", fault: head.fault };
+  // Its log says it served, yet /health does not answer: an engine that stopped answering (SGLang's
+  // HTTP over a hung scheduler answers /health 503 after its wait), not a boot in progress.
+  if (head?.phase === "serving") return { status: "degraded", phase: "-" };
   return { status: "booting", phase: head?.phase ?? "unknown" };
 }
+
+/** A fault as status carries it: container output, held to one short line. */
+const MAX_FAULT = 300;
+const faultText = (text: string): string => {
+  const line = text.replace(/[\x00-\x1f\x7f]+/g, " ").trim();
+  return line.length > MAX_FAULT ? `${line.slice(0, MAX_FAULT)}...` : line;
+};
 
 async function probeHead(session: ClusterSession, v: RankView, endpoint: string, engine: EngineAdapter | undefined): Promise<HeadProbe> {
   // An engine this launcher has no adapter for (a newer launcher's container) cannot be judged.
@@ -107,7 +123,8 @@ async function probeHead(session: ClusterSession, v: RankView, endpoint: string,
   } catch {
     return { healthy: false };
   }
-  return { healthy: false, phase: state.phase };
+  const fault = state.fatal === undefined ? undefined : faultText(state.cause ?? state.fatal);
+  return { healthy: false, phase: state.phase, ...(fault === undefined ? {} : { fault }) };
 }
 
 /** Every deployment found on the nodes; the containers' labels are the source of truth. */
@@ -136,7 +153,7 @@ export async function clusterStatus(session: ClusterSession, now: Date): Promise
       const first = (members[0] as Labelled).labels;
       const deployment = first.deployment;
       const view = rankView(members, unreachableNodes, now);
-      const { status, phase } = judge(view, needsHeadProbe(view) ? await probeHead(session, view, first.endpoint, adapterOf(first.engine)) : undefined);
+      const { status, phase, fault } = judge(view, needsHeadProbe(view) ? await probeHead(session, view, first.endpoint, adapterOf(first.engine)) : undefined);
       const startedTimes = view.ranks.filter((r) => r.state === "running").map((r) => Date.parse(r.started_at ?? "")).filter((t) => !Number.isNaN(t));
       return {
         deployment,
@@ -151,6 +168,7 @@ export async function clusterStatus(session: ClusterSession, now: Date): Promise
         endpoint: first.endpoint,
         status,
         phase,
+        ...(fault === undefined ? {} : { fault }),
         ...(startedTimes.length === 0 ? {} : { uptime_seconds: Math.round((now.getTime() - Math.min(...startedTimes)) / 1000) }),
         missing: view.missing,
         unreachable: view.unreachable,

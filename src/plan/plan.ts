@@ -244,7 +244,11 @@ function nodeSpec(ctx: PlanContext, node: ClusterNode, diagnostics: Diagnostic[]
     nodes: nodes.map((n) => (n.fabric_ip === undefined ? { name: n.name } : { name: n.name, ip: n.fabric_ip })),
   });
   // The engine's own env first: the recipe's `[env]` overrides it, the fabric env is launcher's.
-  const env: Record<string, string> = { ...cmd.env, ...recipe.env, ...ctx.keyEnv };
+  // The key goes to rank 0 alone, the one rank that serves the API: an engine may log it (SGLang's
+  // server_args line), and a worker has no use for it.
+  const keyName = engine.flags.apiKey.env;
+  const recipeEnv = node.rank === 0 ? recipe.env : Object.fromEntries(Object.entries(recipe.env).filter(([k]) => k !== keyName));
+  const env: Record<string, string> = { ...cmd.env, ...recipeEnv, ...(node.rank === 0 ? ctx.keyEnv : {}) };
   for (const m of recipe.extra_mounts) if (m.env !== undefined) env[m.env] = m.container;
   Object.assign(env, engine.nodeEnv(recipe, node));
   const role = node.rank === 0 ? "head" : "worker";

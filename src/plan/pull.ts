@@ -1,5 +1,6 @@
 import { UserError } from "../config/errors.js";
 import { IMAGE, kindProblem } from "../config/kinds.js";
+import { HUB_REPO_ID, repoFileProblem } from "../engine/hf-snapshot.js";
 import { revisionProblem } from "./weights.js";
 
 /**
@@ -18,12 +19,6 @@ export const DOCKER_FAILED = 125;
 /** Where the node's HF_HOME is mounted in the download container. */
 export const CONTAINER_HF_HOME = "/launcher-hf";
 
-/**
- * A Hub repo id as huggingface_hub's validate_repo_id accepts it (utils/_validators.py
- * REPO_ID_REGEX `^(\b[\w\-.]+\b/)?\b[\w\-.]{1,96}\b$`): each part starts and ends with a word
- * character, so never with a dash that a CLI would read as a flag.
- */
-const REPO_ID = /^(?:\w(?:[\w.-]*\w)?\/)?\w(?:[\w.-]{0,94}\w)?$/;
 
 export interface DownloadSpec {
   readonly image: string;
@@ -32,6 +27,8 @@ export interface DownloadSpec {
   readonly model: string;
   /** A pinned revision; undefined: the Hub's main. */
   readonly revision?: string;
+  /** The repo's files to download (WeightsLocation.files); undefined: all of them. */
+  readonly files?: readonly string[];
   /** HF_ENDPOINT, when the user set one (a mirror, or the practice cluster's Hub stand-in). */
   readonly endpoint?: string;
   /** The container's name, so that an interrupted download can be removed. */
@@ -40,15 +37,20 @@ export interface DownloadSpec {
 }
 
 /** Checks what reaches the command line; a problem is a user error naming the value. */
-export function checkDownload(spec: Pick<DownloadSpec, "image" | "model" | "revision" | "endpoint">): void {
+export function checkDownload(spec: Pick<DownloadSpec, "image" | "model" | "revision" | "endpoint" | "files">): void {
   const image = kindProblem(IMAGE, "image", spec.image);
   if (image !== undefined) throw new UserError(image.message, image.hint);
-  if (!REPO_ID.test(spec.model)) throw new UserError(`model "${spec.model}" is not a Hugging Face repo id`, "write NAMESPACE/NAME, e.g. Qwen/Qwen3-0.6B, in the recipe's model");
+  if (!HUB_REPO_ID.test(spec.model)) throw new UserError(`model "${spec.model}" is not a Hugging Face repo id`, "write NAMESPACE/NAME, e.g. Qwen/Qwen3-0.6B, in the recipe's model");
   // One rule with the cache's (plan/weights.ts): the revision is also a path there, snapshots/REV.
   if (spec.revision !== undefined && revisionProblem(spec.revision) !== undefined) {
     throw new UserError(`revision "${spec.revision}" is not a branch, tag or commit`, "pin a revision such as main or a 40-hex commit in the recipe's args");
   }
   if (spec.endpoint !== undefined) endpointProblem(spec.endpoint);
+  // Each file is a word after the repo id on the downloader's command line and a path in the cache.
+  for (const f of spec.files ?? []) {
+    const problem = repoFileProblem(f);
+    if (problem !== undefined) throw new UserError(`file "${f.slice(0, 120)}" is no file of a repo: ${problem}`, "name a path in the repo, e.g. Q4_K_M/model-00001-of-00002.gguf");
+  }
 }
 
 function endpointProblem(endpoint: string): void {
@@ -98,7 +100,8 @@ export function downloadRunArgs(spec: DownloadSpec): string[] {
     "--entrypoint", "sh",
     "--", spec.image,
     "-c", READ_TOKEN, spec.downloader,
-    "download", spec.model, ...(spec.revision === undefined ? [] : ["--revision", spec.revision]),
+    // `download REPO_ID [FILENAMES]...`: only those files (huggingface_hub cli/download.py).
+    "download", spec.model, ...(spec.files ?? []), ...(spec.revision === undefined ? [] : ["--revision", spec.revision]),
   ];
 }
 

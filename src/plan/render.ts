@@ -1,6 +1,7 @@
 import { redactText, redactValue } from "../config/redact.js";
 import { shellJoin } from "../config/shell-words.js";
 import { ENV_FROM_STDIN } from "../remote/docker.js";
+import { adapterOf } from "../engine/registry.js";
 import type { NodeSpec, Plan } from "./plan.js";
 
 const secretsOf = (plan: Plan): string[] => (plan.api_key === undefined ? [] : [plan.api_key]);
@@ -80,13 +81,16 @@ export function pasteableRun(spec: Pick<NodeSpec, "argv" | "env">): string {
   return [`${command} <<'${ENV_END}'`, ...lines, ENV_END].join("\n");
 }
 
+/** ", mp backend" for an engine that reads distributed_backend; nothing for one that starts its ranks its own way. */
+const backendText = (r: Plan["recipe"]): string => (adapterOf(r.engine)?.recipeUse.keys.includes("distributed_backend") === false ? "" : `, ${r.distributed_backend} backend`);
+
 /** A readable summary, then per node (in start order) a command that can be pasted into that node's shell. */
 export function planText(plan: Plan, filter: NodeFilter = {}): string {
   const r = plan.recipe;
   const lines = [
     `deployment ${plan.deployment}${plan.lane === undefined ? "" : ` (lane ${plan.lane})`}: ${r.name}`,
     `  recipe    ${r.id} (${r.file}, hash ${plan.recipe_hash})`,
-    `  engine    ${r.engine}, ${r.distributed_backend} backend, TP ${r.tensor_parallel_size} x PP ${r.pipeline_parallel_size} on ${plan.nodes.length} node${plan.nodes.length === 1 ? "" : "s"}`,
+    `  engine    ${r.engine}${backendText(r)}, TP ${r.tensor_parallel_size} x PP ${r.pipeline_parallel_size} on ${plan.nodes.length} node${plan.nodes.length === 1 ? "" : "s"}`,
     `  image     ${r.docker_image}`,
     `  model     ${r.model} (served as ${plan.served_model})`,
     `  endpoint  ${plan.endpoint}/v1`,

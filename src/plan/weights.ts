@@ -1,5 +1,6 @@
 import type { ClusterNode } from "../cluster/cluster.js";
 import { RemoteError } from "../config/errors.js";
+import { hubRepoFolder, repoFileProblem } from "../engine/hf-snapshot.js";
 import { adapterOf } from "../engine/registry.js";
 import { findAnyFlag, flagsOfWords } from "../recipe/args.js";
 import type { Recipe } from "../recipe/recipe.js";
@@ -11,6 +12,8 @@ export interface WeightsLocation {
   readonly repo: string;
   /** A pinned `--revision` of the recipe, else undefined: whatever refs/main names. */
   readonly revision?: string;
+  /** The snapshot's files the engine reads, when the recipe names them (adapter.weightFiles); undefined: all of them. */
+  readonly files?: readonly string[];
   readonly offline: boolean;
 }
 
@@ -22,12 +25,14 @@ export function weightsLocation(recipe: Recipe, node: ClusterNode): WeightsLocat
   const mount = recipe.extra_mounts.find((m) => m.env === "HF_HOME");
   const home = expandHome(mount?.host ?? "~/.cache/huggingface", node);
   if (home === undefined) return undefined;
-  const revisionFlags = adapterOf(recipe.engine)?.modelFlags.revision ?? [];
-  const revision = findAnyFlag(flagsOfWords(recipe.args), revisionFlags)?.value;
+  const adapter = adapterOf(recipe.engine);
+  const named = adapter?.weightFiles?.(recipe);
+  const revision = named?.revision ?? findAnyFlag(flagsOfWords(recipe.args), adapter?.modelFlags.revision ?? [])?.value;
   return {
     hub: `${home.replace(/\/+$/, "")}/hub`,
-    repo: `models--${recipe.model.split("/").join("--")}`,
+    repo: hubRepoFolder(recipe.model),
     ...(revision === undefined ? {} : { revision }),
+    ...(named === undefined ? {} : { files: named.files }),
     offline: recipe.env.HF_HUB_OFFLINE === "1" || recipe.env.HF_HUB_OFFLINE === "true",
   };
 }
@@ -48,17 +53,17 @@ export function revisionProblem(value: string): string | undefined {
   return undefined;
 }
 
-/** The checks a name from a node's listing must pass, in order: the first that fails says why. */
-const NAME_RULES: readonly (readonly [(p: string) => boolean, string])[] = [
-  [(p) => p === "", "an empty name"],
-  [(p) => p.length > 1024, "a name over 1024 characters"],
-  [(p) => /[\x00-\x1f\x7f]/.test(p), "a control character (a newline?) in the name"],
-  [(p) => p.startsWith("/"), "an absolute path"],
-  [(p) => p.split("/").some((s) => s === "" || s === "." || s === ".."), "a `.`, `..` or empty part, which would leave the snapshot"],
-];
 
-/** Why a file name a node listed under snapshots/REV/ is refused, or undefined. */
-export const namePathProblem = (path: string): string | undefined => NAME_RULES.find(([bad]) => bad(path))?.[1];
+/** Whether only the head reads the recipe's model files (EngineAdapter.weightsReadBy). */
+export const headReadsWeights = (recipe: Pick<Recipe, "engine">): boolean => adapterOf(recipe.engine)?.weightsReadBy === "head";
+
+/** Of a deployment's nodes in rank order (head first), those that read the model's files: all, or the head alone. */
+export function weightReaders<T>(recipe: Pick<Recipe, "engine">, nodes: readonly T[]): readonly T[] {
+  return headReadsWeights(recipe) ? nodes.slice(0, 1) : nodes;
+}
+
+/** Why a file name a node listed under snapshots/REV/ is refused, or undefined: the one rule of a repo's file (repoFileProblem). */
+export const namePathProblem = repoFileProblem;
 
 /**
  * A blob's name: its ETag, which is the file's SHA-256 for an LFS file and its git blob SHA-1 for
@@ -152,6 +157,18 @@ export function parseInspection(node: string, repoPath: string, pin: string, tex
     }
   }
   throw new RemoteError(node, `the listing of ${repoPath} was cut short`, undefined, "run it again");
+}
+
+/**
+ * Of a snapshot's files, those the engine reads (`wanted`, WeightsLocation.files; undefined: all),
+ * and the wanted ones the snapshot lacks or whose blob is absent. Pure.
+ */
+export function wantedFiles(files: readonly SnapshotFile[], wanted: readonly string[] | undefined): { readonly files: readonly SnapshotFile[]; readonly missing: readonly string[] } {
+  if (wanted === undefined) return { files, missing: [] };
+  const want = new Set(wanted);
+  const kept = files.filter((f) => want.has(f.path));
+  const whole = new Set(kept.filter((f) => f.size >= 0).map((f) => f.path));
+  return { files: kept, missing: wanted.filter((w) => !whole.has(w)) };
 }
 
 /** A snapshot's count, its bytes (each blob once, as on disk) and its links to absent blobs. */

@@ -157,7 +157,7 @@ export function managedFlagOf(name: string, table: EngineFlags): { managed: Mana
   if (exact !== undefined) return { managed: exact };
   // A parser whose options are known: the option the word stands for, a single-dash prefix too.
   if (table.known !== undefined) {
-    const match = matchOption(name, table.known);
+    const match = matchOption(name, table.known, table.abbreviations !== false);
     // Several flags it could stand for (argparse refuses it): named by the managed one among them.
     const options = match.kind === "known" ? [match.option] : match.kind === "ambiguous" ? match.candidates : [];
     const managed = options.map((o) => table.managed.find((m) => hasName(m, flagKey(o)))).find((m) => m !== undefined);
@@ -181,15 +181,16 @@ export type OptionMatch = { readonly kind: "known"; readonly option: string } | 
  * attached (`-n2`). vLLM's dotted form (`--compilation-config.mode`, `-cc.mode`) is read by
  * FlexibleArgumentParser as the flag before the dot (vllm/utils/argparse_utils.py).
  */
-export function matchOption(name: string, known: readonly string[]): OptionMatch {
+export function matchOption(name: string, known: readonly string[], prefixes = true): OptionMatch {
   const key = flagKey(name);
   const dashes = key.startsWith("--") ? 2 : 1;
   const dot = key.indexOf(".", dashes);
   const word = dot < 0 ? key : key.slice(0, dot);
   const options = keySet(known);
   if (options.has(word)) return { kind: "known", option: word };
-  if (dashes === 1 && word.length > 2 && options.has(word.slice(0, 2))) return { kind: "known", option: word.slice(0, 2) };
-  const candidates = [...options].filter((o) => o.startsWith(word) && word.length > dashes);
+  if (dashes === 1 && word.length > 2 && options.has(word.slice(0, 2)) && prefixes) return { kind: "known", option: word.slice(0, 2) };
+  // A parser that takes options only as spelled (EngineFlags.abbreviations false) knows no prefix.
+  const candidates = prefixes ? [...options].filter((o) => o.startsWith(word) && word.length > dashes) : [];
   const [only] = candidates;
   if (candidates.length === 1 && only !== undefined) return { kind: "known", option: only };
   if (candidates.length > 1) return { kind: "ambiguous", candidates };
@@ -206,7 +207,7 @@ export function longFlag(name: string, table: EngineFlags): string {
   // vLLM's dotted form (`-cc.mode`): the key after the flag stays, as its own part of the value.
   const dot = written.indexOf(".", written.startsWith("--") ? 2 : 1);
   const suffix = dot < 0 ? "" : written.slice(dot);
-  const match = table.known === undefined ? undefined : matchOption(name, table.known);
+  const match = table.known === undefined ? undefined : matchOption(name, table.known, table.abbreviations !== false);
   const key = match?.kind === "known" ? match.option : dot < 0 ? written : written.slice(0, dot);
   const group = (table.aliases ?? []).find((g) => g.some((s) => flagKey(s) === key));
   return (group?.find((s) => s.startsWith("--")) ?? key) + suffix;
@@ -281,6 +282,12 @@ export function engineInputDiagnostics(
     for (const n of named.filter((x) => x.key === s.env)) {
       if (recipe.unsafe_dev_routes === true) out.push(warning(n.loc, `${n.what} opens ${s.opens}: keep the engine's address private (api_bind)`));
       else out.push(error(n.loc, `${n.what} opens ${s.opens}`, "remove it, or state the risk with unsafe_dev_routes = true at the top of the recipe"));
+    }
+  }
+  for (const m of engine.flags.managed) {
+    const flag = m.flags.find((f) => f.startsWith("--")) ?? m.flags[0] ?? "?";
+    for (const n of named.filter((x) => m.env?.includes(x.key) === true)) {
+      out.push(error(n.loc, `${n.what} is ${engine.flags.judge?.engine ?? "the engine"}'s ${flag} read from the environment: ${m.why ?? "launcher manages that flag"}`, m.instead));
     }
   }
   for (const o of engine.envOverrides ?? []) {

@@ -59,7 +59,8 @@ function swallowedKeys(doc: TomlDocument, raw: Record<string, unknown>): Diagnos
 /** The flag table an engine's args are judged by (an image's own parser), or undefined: the engine's table. */
 export type FlagsFor = (engine: string) => EngineFlags | undefined;
 
-export function checkRecipeFile(doc: TomlDocument, flagsFor?: FlagsFor): CheckedFile {
+/** `inherited`: the engine a file that names none gets from its `extends` chain (its args are that engine's). */
+export function checkRecipeFile(doc: TomlDocument, flagsFor?: FlagsFor, inherited?: string): CheckedFile {
   const raw = structuredClone(doc.value);
   const diagnostics = swallowedKeys(doc, raw);
   const parsed = recipeFileSchema.safeParse(raw);
@@ -67,7 +68,7 @@ export function checkRecipeFile(doc: TomlDocument, flagsFor?: FlagsFor): Checked
   // Keep checking what did parse, so that one report shows every problem of the file.
   const value = (parsed.success ? parsed.data : partialValue(raw)) as RecipeFile;
   const invalidKeys = new Set(Object.keys(raw).filter((k) => !(k in value)));
-  const adapter = adapterOrDefault(value.engine);
+  const adapter = adapterOrDefault(value.engine ?? inherited);
   const table = flagsFor?.(adapter.name) ?? adapter.flags;
 
   const words: Word[] = [];
@@ -188,7 +189,7 @@ export function judgeText(table: EngineFlags): string {
  */
 function unknownFlagDiagnostics(at: Loc, flag: Flag, table: EngineFlags): Diagnostic[] {
   if (table.known === undefined) return [];
-  const match = matchOption(flag.name, table.known);
+  const match = matchOption(flag.name, table.known, table.abbreviations !== false);
   if (match.kind === "known") return [];
   const image = table.judge?.by === "image";
   const say = image ? error : warning;

@@ -15,11 +15,12 @@ export interface Change {
 }
 
 const FIELDS = [
-  "engine", "name", "docker_image", "docker_image_dir", "model", "required_nodes", "tensor_parallel_size",
+  "engine", "name", "docker_image", "docker_image_dir", "model", "gguf", "required_nodes", "tensor_parallel_size",
   "pipeline_parallel_size", "distributed_backend", "shm_size", "entrypoint",
 ] as const satisfies readonly (keyof Recipe)[];
 
-const show = (v: unknown): string | undefined => (v === undefined ? undefined : typeof v === "string" ? v : JSON.stringify(v));
+// canonicalJson: a table (gguf) compares by its keys and values, whatever order a file wrote them in.
+const show = (v: unknown): string | undefined => (v === undefined ? undefined : typeof v === "string" ? v : canonicalJson(v));
 
 function keyed<T>(a: ReadonlyMap<string, T>, b: ReadonlyMap<string, T>, section: Change["section"], render: (v: T) => string): Change[] {
   const out: Change[] = [];

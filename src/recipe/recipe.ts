@@ -1,4 +1,5 @@
 import type { Loc } from "../config/diagnostic.js";
+import type { GgufFiles } from "../engine/adapter.js";
 import type { EngineName } from "../engine/registry.js";
 
 export interface Mount {
@@ -21,6 +22,8 @@ export interface Recipe {
   readonly docker_image: string;
   readonly docker_image_dir?: string;
   readonly model: string;
+  /** llama.cpp: the GGUF files of the Hub repo `model` (set only when the file says so). */
+  readonly gguf?: GgufFiles;
   readonly required_nodes: number;
   readonly tensor_parallel_size: number;
   readonly pipeline_parallel_size: number;

@@ -1,10 +1,13 @@
 import { createHash } from "node:crypto";
 import { error, hasErrors, warning, type Diagnostic, type Loc } from "../config/diagnostic.js";
+import { UserError } from "../config/errors.js";
 import { splitShellWords } from "../config/shell-words.js";
 import { parseTomlDocument, type TomlDocument } from "../config/toml-document.js";
+import type { FlagCondition, GgufFiles } from "../engine/adapter.js";
 import { adapterOrDefault } from "../engine/registry.js";
 import { engineInputDiagnostics, findAnyFlag, findFlag, flagKey, flagsOfWords, type Flag } from "./args.js";
 import { checkRecipeFile, type CheckedFile, type FlagsFor } from "./check-file.js";
+import { engineUseDiagnostics } from "./engine-use.js";
 import type { Mount, Origins, Recipe } from "./recipe.js";
 import { recipeFileSchema, REQUIRED_RECIPE_KEYS, type RecipeFile } from "./schema.js";
 
@@ -22,6 +25,8 @@ export interface RecipeSource {
 
 export interface Resolved {
   readonly recipe?: Recipe;
+  /** The engine the chain names, also when the recipe has errors (what judged its args). */
+  readonly engine?: Recipe["engine"];
   readonly origins: Origins;
   readonly diagnostics: Diagnostic[];
 }
@@ -57,39 +62,43 @@ interface ArgEntry {
 export const MAX_CHAIN = 32;
 
 function loadChain(ref: string, source: RecipeSource, diagnostics: Diagnostic[], flagsFor?: FlagsFor): Layer[] | undefined {
-  const layers: Layer[] = [];
-  let next: { ref: string; from?: string; at?: Loc } = { ref };
+  const read: { found: FoundRecipe; doc: TomlDocument }[] = [];
+  const broken: Diagnostic[] = [];
+  let next: { ref: string; from?: string; at?: Loc } | undefined = { ref };
   const seen = new Set<string>();
-  while (layers.length < MAX_CHAIN) {
+  while (next !== undefined && read.length < MAX_CHAIN) {
     const found = source.find(next.ref, next.from);
     if ("error" in found) {
-      diagnostics.push(
+      broken.push(
         next.at === undefined
           ? error({ file: next.ref, line: 1, col: 1 }, found.error)
           : error(next.at, `extends: ${found.error}`, "name a recipe under recipes/ or give a path to its recipe.toml"),
       );
-      return undefined;
+      break;
     }
     if (seen.has(found.file)) {
-      const cycle = [...layers.map((l) => l.found.id), found.id].join(" -> ");
-      diagnostics.push(error(next.at ?? { file: found.file, line: 1, col: 1 }, `extends makes a cycle: ${cycle}`));
-      return undefined;
+      const cycle = [...read.map((l) => l.found.id), found.id].join(" -> ");
+      broken.push(error(next.at ?? { file: found.file, line: 1, col: 1 }, `extends makes a cycle: ${cycle}`));
+      break;
     }
     seen.add(found.file);
     const parsed = parseTomlDocument(found.file, found.text);
     if (!parsed.ok) {
-      diagnostics.push(...parsed.diagnostics);
-      return undefined;
+      broken.push(...parsed.diagnostics);
+      break;
     }
-    const checked = checkRecipeFile(parsed.doc, flagsFor);
-    diagnostics.push(...checked.diagnostics);
-    layers.push({ found, doc: parsed.doc, checked });
-    const parent = checked.value.extends;
-    if (parent === undefined) return layers;
-    next = { ref: parent, from: found.file, at: parsed.doc.locate(["extends"]) };
+    read.push({ found, doc: parsed.doc });
+    const parent = parsed.doc.value.extends;
+    next = typeof parent === "string" ? { ref: parent, from: found.file, at: parsed.doc.locate(["extends"]) } : undefined;
   }
-  diagnostics.push(error({ file: ref, line: 1, col: 1 }, `extends chain is longer than ${MAX_CHAIN} recipes`));
-  return undefined;
+  if (next !== undefined && broken.length === 0) broken.push(error({ file: ref, line: 1, col: 1 }, `extends chain is longer than ${MAX_CHAIN} recipes`));
+  // Every file's args are read as the chain's engine's (the nearest file that names one): a file
+  // that only extends an SGLang recipe holds SGLang's flags.
+  const engine = read.map((r) => r.doc.value.engine).find((e): e is string => typeof e === "string");
+  const layers = read.map(({ found, doc }) => ({ found, doc, checked: checkRecipeFile(doc, flagsFor, engine) }));
+  for (const l of layers) diagnostics.push(...l.checked.diagnostics);
+  diagnostics.push(...broken);
+  return broken.length > 0 ? undefined : layers;
 }
 
 function argEntries(layer: Layer): ArgEntry[] {
@@ -192,6 +201,7 @@ export function resolveRecipe(ref: string, source: RecipeSource, options: Resolv
     docker_image: pick("docker_image") ?? "",
     ...(scalars.docker_image_dir === undefined ? {} : { docker_image_dir: scalars.docker_image_dir as string }),
     model: pick("model") ?? "",
+    ...(scalars.gguf === undefined ? {} : { gguf: scalars.gguf as GgufFiles }),
     required_nodes: pick("required_nodes"),
     tensor_parallel_size: pick("tensor_parallel_size"),
     pipeline_parallel_size: pick("pipeline_parallel_size"),
@@ -205,7 +215,8 @@ export function resolveRecipe(ref: string, source: RecipeSource, options: Resolv
   };
   diagnostics.push(...checkResolved(recipe, origins, top, options, invalid));
   diagnostics.push(...checkImageDir(recipe, origins.get("docker_image_dir") ?? top, options.imageFolders));
-  return hasErrors(diagnostics) ? { origins, diagnostics } : { recipe, origins, diagnostics };
+  diagnostics.push(...weightFilesDiagnostics(recipe, origins.get("gguf") ?? top));
+  return hasErrors(diagnostics) ? { origins, diagnostics, engine: recipe.engine } : { recipe, origins, diagnostics, engine: recipe.engine };
 }
 
 /**
@@ -224,6 +235,21 @@ function checkImageDir(recipe: Recipe, at: Loc, folders: ImageFolders | undefine
       `to build the image with launcher images build, put its Dockerfile in docker-images/${dir}/ (or in a folder on $LAUNCHER_DOCKER_IMAGES); otherwise the image ${recipe.docker_image} must already be on the nodes (launcher images ${recipe.id} shows where it is)`,
     ),
   ];
+}
+
+/**
+ * The files of the model's repo the engine reads, when the recipe names them (llama.cpp's `gguf`):
+ * what the adapter refuses of them (a later part of a split file, no HF cache mounted, a model
+ * that is no repo) is an error at `validate`, not first at `plan`.
+ */
+function weightFilesDiagnostics(recipe: Recipe, at: Loc): Diagnostic[] {
+  try {
+    adapterOrDefault(recipe.engine).weightFiles?.(recipe);
+    return [];
+  } catch (e) {
+    if (!(e instanceof UserError)) throw e;
+    return [error(at, e.message, e.hint)];
+  }
 }
 
 function checkResolved(recipe: Recipe, origins: Origins, top: Loc, options: ResolveOptions, invalid: ReadonlySet<string>): Diagnostic[] {
@@ -247,7 +273,10 @@ function checkResolved(recipe: Recipe, origins: Origins, top: Loc, options: Reso
     out.push(error(flagAt(flag), `${flag.name} must be a positive integer, not ${JSON.stringify(flag.value ?? "")}`));
     return undefined;
   };
-  for (const w of table.worldSize) {
+  // A rule that depends on another flag of the args (EngineFlags' `when`).
+  const holds = (when: FlagCondition | undefined): boolean =>
+    when === undefined || ((when.with === undefined || findAnyFlag(flags, when.with) !== undefined) && (when.without === undefined || findAnyFlag(flags, when.without) === undefined));
+  for (const w of table.worldSize.filter((x) => holds(x.when))) {
     const flag = findAnyFlag(flags, w.flags);
     const size = flag === undefined ? undefined : sizeOf(flag);
     if (flag !== undefined && size !== undefined) extra.push({ key: w.key, flag, size });
@@ -276,17 +305,18 @@ function checkResolved(recipe: Recipe, origins: Origins, top: Loc, options: Reso
     );
   }
   if (recipe.required_nodes > 1) {
-    for (const single of table.singleNode) {
+    for (const single of table.singleNode.filter((x) => holds(x.when))) {
       const flag = findAnyFlag(flags, single.flags);
       if (flag !== undefined) out.push(error(flagAt(flag), `${flag.name} cannot be used on a multi-node deployment (required_nodes = ${recipe.required_nodes})`, single.instead));
     }
   }
-  for (const d of table.dividesTensorParallel) {
+  for (const d of table.dividesTensorParallel.filter((x) => holds(x.when))) {
     const flag = findAnyFlag(flags, d.flags);
     const size = flag === undefined ? undefined : sizeOf(flag);
     if (flag !== undefined && size !== undefined && tp % size !== 0) out.push(error(flagAt(flag), `${flag.name} ${size} does not divide tensor_parallel_size ${tp}`, `the ${d.key} groups split the tensor parallel ranks evenly`));
   }
   out.push(...engineInputDiagnostics(recipe, { ...engine, flags: table }, { flag: flagAt, env: (key) => at(`env:${key}`), mount: (m) => at(`mount:${m.container}`) }));
+  out.push(...engineUseDiagnostics(recipe, { key: (key) => origins.get(key), env: (key) => at(`env:${key}`), mount: (m) => at(`mount:${m.container}`) }));
   const backend = findAnyFlag(flags, table.backend);
   if (backend !== undefined && backend.value !== recipe.distributed_backend) {
     out.push(

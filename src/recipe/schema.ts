@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { DEFAULT_ENGINE, ENGINE_NAMES } from "../engine/registry.js";
+import { GGUF_PATH_MAX_CHARS, REPO_FILE_PATTERN } from "../engine/hf-snapshot.js";
 
 /**
  * The recipe file format: one source for every key's type, default and description. Every key
@@ -14,6 +15,25 @@ const mountSchema = z.strictObject({
     .string()
     .optional()
     .meta({ description: "Name of an env var the container gets, set to the container path (e.g. HF_HOME)." }),
+});
+
+/**
+ * A GGUF file of a Hub repo, as a path in its snapshot: a repo's file by the one rule
+ * (REPO_FILE_PATTERN) ending in .gguf, of at most GGUF_PATH_MAX_CHARS (every part of a split file
+ * is a word of one command line).
+ */
+const ggufPath = z
+  .string()
+  .max(GGUF_PATH_MAX_CHARS, { error: `a GGUF path is at most ${GGUF_PATH_MAX_CHARS} characters` })
+  .regex(new RegExp(`^${REPO_FILE_PATTERN}\\.gguf$`), { error: "a GGUF file is a path in the repo ending in .gguf, with no `.`, `..` or empty part and no leading / or -" });
+
+const ggufSchema = z.strictObject({
+  file: ggufPath.meta({ description: "The model's GGUF file in the repo (of a split file, its first part: NAME-00001-of-0000N.gguf)." }),
+  mmproj: ggufPath.optional().meta({ description: "The vision projector's GGUF file in the repo, which the engine loads beside the model." }),
+  revision: z
+    .string()
+    .regex(/^[0-9a-f]{40}$/, { error: "revision is the repo's 40-hex commit (the snapshot folder the files are in)" })
+    .meta({ description: "The repo's commit (40 hex): the snapshot folder the head's --model names." }),
 });
 
 export const recipeFileSchema = z
@@ -31,6 +51,7 @@ export const recipeFileSchema = z
       .optional()
       .meta({ description: "Folder under docker-images/ whose Dockerfile builds docker_image." }),
     model: z.string().optional().meta({ description: "Model to serve (Hugging Face id); the first word of the container command." }),
+    gguf: ggufSchema.optional().meta({ description: "The GGUF files of the Hub repo `model` to serve, for an engine that reads GGUF files (the first part of a split file; every part, and mmproj, are read beside it). `models pull` and `models sync` move only these files, and the head's model is the file in the HF_HOME mount's snapshot of `revision`." }),
     required_nodes: z.number().int().min(1).optional().meta({ description: "Number of nodes the recipe runs on.", default: 1 }),
     tensor_parallel_size: z.number().int().min(1).optional().meta({ description: "Tensor parallel size (launcher passes it to the engine).", default: 1 }),
     pipeline_parallel_size: z.number().int().min(1).optional().meta({ description: "Pipeline parallel size (launcher passes it to the engine).", default: 1 }),
@@ -76,6 +97,7 @@ export const recipeFileSchema = z
 
 export type RecipeFile = z.infer<typeof recipeFileSchema>;
 export type RecipeMount = z.infer<typeof mountSchema>;
+export type RecipeGguf = z.infer<typeof ggufSchema>;
 
 export const RECIPE_KEYS = Object.keys(recipeFileSchema.shape);
 export const MOUNT_KEYS = Object.keys(mountSchema.shape);

@@ -144,8 +144,9 @@ export function failureOf(d: DeploymentStatus): Failure | undefined {
     const node = lost?.node ?? d.unreachable[0];
     return { kind: "node-unreachable", ...(lost === undefined ? {} : { rank: lost.rank }), ...(node === undefined ? {} : { node }), message: `node ${d.unreachable.join(", ") || node} does not answer` };
   }
-  // Every rank runs but the head's engine no longer answers /health.
-  return { kind: "unhealthy", rank: 0, ...(d.ranks[0] === undefined ? {} : { node: d.ranks[0].node, container: d.ranks[0].container }), message: `the engine does not answer /health (${d.status}, phase ${d.phase})` };
+  // Every rank runs but the head's engine no longer answers /health; its log may say why (status's fault).
+  const why = d.fault === undefined ? `(${d.status}, phase ${d.phase})` : `(${d.status}): its log says ${d.fault}`;
+  return { kind: "unhealthy", rank: 0, ...(d.ranks[0] === undefined ? {} : { node: d.ranks[0].node, container: d.ranks[0].container }), message: `the engine does not answer /health ${why}` };
 }
 
 /** The policy a deployment's labels carry; undefined: not supervised. */

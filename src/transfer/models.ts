@@ -2,7 +2,7 @@ import type { ClusterNode } from "../cluster/cluster.js";
 import { RemoteError, UserError } from "../config/errors.js";
 import { RESUMED_PARTIAL } from "../plan/pull-space.js";
 import { hfHomeOfHub } from "../plan/pull.js";
-import { blobSha256, parseInspection, revisionProblem, snapshotTotals, weightsLocation, type SnapshotFile } from "../plan/weights.js";
+import { blobSha256, parseInspection, revisionProblem, snapshotTotals, wantedFiles, weightsLocation, type SnapshotFile } from "../plan/weights.js";
 import type { Recipe } from "../recipe/recipe.js";
 import type { Docker } from "../remote/docker.js";
 import { execChecked, outputTail, unreachable } from "../remote/transport.js";
@@ -63,6 +63,8 @@ interface Located {
   /** root/repo, as messages name it. */
   readonly path: string;
   readonly pin: string;
+  /** The snapshot's files the engine reads (WeightsLocation.files); undefined: all of them. */
+  readonly files?: readonly string[];
 }
 
 function located(recipe: Recipe, node: ClusterNode): Located {
@@ -72,7 +74,7 @@ function located(recipe: Recipe, node: ClusterNode): Located {
   const problem = pin === "" ? undefined : revisionProblem(pin);
   if (problem !== undefined) throw new UserError(`${recipe.file}: the revision in args, ${JSON.stringify(pin)}: ${problem}`, "pin a 40-hex commit or a branch or tag name such as main");
   const root = hfHomeOfHub(loc.hub);
-  return { root, repo: `hub/${loc.repo}`, path: `${loc.hub}/${loc.repo}`, pin };
+  return { root, repo: `hub/${loc.repo}`, path: `${loc.hub}/${loc.repo}`, pin, ...(loc.files === undefined ? {} : { files: loc.files }) };
 }
 
 const CACHE_HINT = "something other than huggingface_hub changed this cache (a container that mounts it read-write?): remove the repo folder there and run the sync again";
@@ -99,12 +101,16 @@ async function inspectNode(recipe: Recipe, docker: Docker, node: ClusterNode, si
   const seen = parseInspection(node.name, loc.path, loc.pin, out);
   const base = { node: node.name, path: loc.path };
   if (seen.kind === "missing") return { weights: { ...base, present: false, reason: seen.reason }, loc, files: [] };
-  const totals = snapshotTotals(seen.files);
+  // Only the files the engine reads count, and only they are sent (a GGUF repo holds many quantisations).
+  const { files, missing } = wantedFiles(seen.files, loc.files);
+  const totals = snapshotTotals(files);
   const weights: NodeWeights =
-    totals.broken > 0
-      ? { ...base, present: false, reason: `${totals.broken} files of snapshot ${seen.revision} point to absent blobs` }
-      : { ...base, present: true, revision: seen.revision, files: totals.files, bytes: totals.bytes };
-  return { weights, loc, files: seen.files, ...(seen.ref === undefined ? {} : { ref: seen.ref }) };
+    missing.length > 0
+      ? { ...base, present: false, reason: `snapshot ${seen.revision} lacks ${missing.length} of the recipe's ${loc.files?.length ?? 0} files (${missing.slice(0, 3).join(", ")}${missing.length > 3 ? ", ..." : ""})` }
+      : totals.broken > 0
+        ? { ...base, present: false, reason: `${totals.broken} files of snapshot ${seen.revision} point to absent blobs` }
+        : { ...base, present: true, revision: seen.revision, files: totals.files, bytes: totals.bytes };
+  return { weights, loc, files, ...(seen.ref === undefined ? {} : { ref: seen.ref }) };
 }
 
 const inspectAll = (recipe: Recipe, session: ClusterSession, nodes: readonly ClusterNode[], signal?: AbortSignal): Promise<Inspected[]> =>
@@ -137,6 +143,8 @@ export interface SyncedNode {
 export interface SyncOptions {
   /** Set: every byte through this machine, for this reason (--relay). */
   readonly relay?: string;
+  /** Set: only these nodes get the files (the others may still be the source): those that read them (weightReaders). */
+  readonly only?: ReadonlySet<string>;
 }
 
 const ok = (docker: Docker, argv: readonly string[], what: string): Promise<string> => execChecked(docker.transport, argv, what, 120_000);
@@ -235,7 +243,7 @@ interface SyncSource {
   readonly targets: readonly Inspected[];
 }
 
-function syncSource(recipe: Recipe, inspected: readonly Inspected[]): SyncSource {
+function syncSource(recipe: Recipe, inspected: readonly Inspected[], wanted: (node: string) => boolean): SyncSource {
   const had = inspected.find((i) => i.weights.present);
   if (had === undefined) {
     throw new UserError(`model ${recipe.model} is on no node:\n${inspected.map(({ weights: r }) => `  - ${r.node}: ${r.reason ?? "?"} (${r.path})`).join("\n")}`, "download it on one node first (huggingface-cli download), then sync");
@@ -243,7 +251,7 @@ function syncSource(recipe: Recipe, inspected: readonly Inspected[]): SyncSource
   const revision = had.weights.revision as string;
   const blobs = new Map<string, { size: number }>();
   for (const f of had.files) if (f.blob !== undefined) blobs.set(f.blob, { size: f.size });
-  return { had, revision, snap: `snapshots/${revision}`, blobs, targets: inspected.filter((i) => !i.weights.present) };
+  return { had, revision, snap: `snapshots/${revision}`, blobs, targets: inspected.filter((i) => !i.weights.present && wanted(i.weights.node)) };
 }
 
 /**
@@ -425,7 +433,8 @@ function syncedNode(run: SyncRun, r: NodeWeights): SyncedNode {
  */
 export async function syncWeights(recipe: Recipe, session: ClusterSession, nodes: readonly ClusterNode[], progress: TransferProgress, signal: AbortSignal, options: SyncOptions = {}): Promise<SyncResult> {
   const inspected = await inspectAll(recipe, session, nodes);
-  const src = syncSource(recipe, inspected);
+  const wanted = (node: string): boolean => options.only === undefined || options.only.has(node);
+  const src = syncSource(recipe, inspected, wanted);
   const docker = (node: string): Docker => session.docker.get(node) as Docker;
   const source = docker(src.had.weights.node);
   const { targets } = src;
@@ -463,8 +472,8 @@ export async function syncWeights(recipe: Recipe, session: ClusterSession, nodes
   // (runChain, copyFrom) and is thrown once they all ended, as the first failure.
   await inPool(jobs, FILES_AT_ONCE, undefined, (job) => sendFile(run, job, signal));
   await linkSnapshots(run, src);
-  const after = await weightsReport(recipe, session, nodes);
+  const after = await weightsReport(recipe, session, nodes.filter((n) => wanted(n.name)));
   const still = after.filter((a) => !a.present);
   if (still.length > 0) throw new RemoteError(still.map((s) => s.node).join(", "), "after the sync the snapshot is still incomplete", still.map((s) => `${s.node}: ${s.reason ?? "?"}`).join("\n"));
-  return { source: src.had.weights.node, revision: src.revision, nodes: inspected.map((i) => syncedNode(run, i.weights)) };
+  return { source: src.had.weights.node, revision: src.revision, nodes: inspected.filter((i) => i.weights.present || wanted(i.weights.node)).map((i) => syncedNode(run, i.weights)) };
 }

@@ -79,7 +79,7 @@ async function askHub(transport: Transport, url: string, token: string, signal: 
  * follows, before it copies a byte: only then is it known whether they share this cache (a NAS),
  * in which case they need nothing.
  */
-export async function checkPullSpace(transport: Transport, where: { readonly hub: string; readonly repo: string; readonly revision?: string }, hub: { readonly endpoint?: string; readonly token: string; readonly model: string }, signal: AbortSignal): Promise<PullSpace> {
+export async function checkPullSpace(transport: Transport, where: { readonly hub: string; readonly repo: string; readonly revision?: string; readonly files?: readonly string[] }, hub: { readonly endpoint?: string; readonly token: string; readonly model: string }, signal: AbortSignal): Promise<PullSpace> {
   const url = modelInfoUrl(hub.endpoint ?? HUB, hub.model, where.revision ?? "main");
   const blobsDir = `${where.hub}/${where.repo}/blobs`;
   const [info, listing] = await Promise.all([askHub(transport, url, hub.token, signal), execChecked(transport, ["sh", "-c", BLOBS_SCRIPT, "sh", blobsDir], "listing the cached blobs")]);
@@ -92,7 +92,9 @@ export async function checkPullSpace(transport: Transport, where: { readonly hub
     cleaned = { files: removed.size, bytes: stale.filter((e) => removed.has(e.name)).reduce((s, e) => s + e.bytes, 0) };
     onDisk = onDisk.filter((e) => !removed.has(e.name));
   }
-  const need = stillNeeded(info.files, onDisk, RESUMED_PARTIAL.download);
+  // Only the files the download takes (the recipe's GGUF files, when it names them).
+  const wanted = where.files === undefined ? undefined : new Set(where.files);
+  const need = stillNeeded(wanted === undefined ? info.files : info.files.filter((f) => wanted.has(f.path)), onDisk, RESUMED_PARTIAL.download);
   const probe = parseProbe(transport.node, await execChecked(transport, ["sh", "-c", PROBE_SCRIPT, "sh", "path", `${where.hub}/${where.repo}`], "measuring the free space"));
   checkSpace(
     [probe],

@@ -101,7 +101,8 @@ export async function pullModel(recipe: Recipe, session: ClusterSession, nodes: 
   if (loc === undefined) throw new UserError(`node ${target.name}: the HF cache path uses ~ but the node's user is unknown`, `set user (or home) for ${target.name} in the cluster file`);
   const image = options.image ?? recipe.docker_image;
   const endpointSpec = options.endpoint === undefined ? {} : { endpoint: options.endpoint };
-  checkDownload({ image, model: recipe.model, ...(loc.revision === undefined ? {} : { revision: loc.revision }), ...endpointSpec });
+  const filesSpec = loc.files === undefined ? {} : { files: loc.files };
+  checkDownload({ image, model: recipe.model, ...(loc.revision === undefined ? {} : { revision: loc.revision }), ...endpointSpec, ...filesSpec });
 
   const before = await weightsReport(recipe, session, nodes, signal);
   const had = before.find((r) => r.present);
@@ -119,7 +120,7 @@ export async function pullModel(recipe: Recipe, session: ClusterSession, nodes: 
     let used: Downloader | undefined;
     for (const downloader of DOWNLOADERS) {
       const name = `launcher-pull-${randomBytes(4).toString("hex")}`;
-      const args = downloadRunArgs({ image, hfHome, model: recipe.model, ...(loc.revision === undefined ? {} : { revision: loc.revision }), ...endpointSpec, name, downloader });
+      const args = downloadRunArgs({ image, hfHome, model: recipe.model, ...(loc.revision === undefined ? {} : { revision: loc.revision }), ...endpointSpec, ...filesSpec, name, downloader });
       const r = await runDownload(docker, hfHome, args, name, token, signal, (line) => note(`${target.name}: ${redactText(line, secrets)}`));
       if (signal.aborted) throw new UserError(`interrupted: the partial download stays in ${loc.hub} on ${target.name}, and a new \`launcher models pull\` resumes it`);
       const tail = redactText(r.tail.join("\n"), secrets);

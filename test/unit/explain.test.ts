@@ -259,9 +259,9 @@ test("CLI: --json prints exactly the issue's object, exit 1 on a failed boot; a 
   const bad = run(["explain", path.join(dir, "nope.log")]);
   assert.equal(bad.code, 1);
   assert.match(bad.stderr, /launcher: log .*nope\.log not found/);
-  const engine = run(["explain", file, "--engine", "sglang"]);
+  const engine = run(["explain", file, "--engine", "nosuch"]);
   assert.equal(engine.code, 1);
-  assert.match(engine.stderr, /--engine sglang is not an engine launcher knows\n {2}hint: engines: vllm/);
+  assert.match(engine.stderr, /--engine nosuch is not an engine launcher knows\n {2}hint: engines: vllm, sglang/);
 });
 
 test("two nodes' logs in any order: the node with a cause of its own is explained, not the one that only lost its peer", () => {

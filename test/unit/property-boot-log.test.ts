@@ -11,7 +11,11 @@ import { ENGINES } from "../../src/engine/registry.js";
 import { holds, reportInputsTried } from "./property.js";
 
 const PREFIXES = ["", "(Worker_TP0 pid=7) ", "(EngineCore_DP0 pid=1) ", "(Worker (TP1)) ", "(RayWorkerWrapper pid=1, ip=10.0.0.2) ", "(APIServer pid=2)", "(x", "() ", "\x1b[0;36m(Worker_TP1 pid=8)\x1b[0;0m "];
-const HEADERS = ["", "INFO 05-19 12:34:56 [core.py:283] ", "ERROR 05-19 12:34:56 [multiproc_executor.py:870] ", "WARNING 05-19 12:34:56.123 [x.py:1] ", "DEBUG 13-99 99:99:99 core.py:1] ", "\x1b[31mERROR\x1b[0m \x1b[90m05-19 12:34:56\x1b[0m [a.py:1] "];
+const HEADERS = ["", "INFO 05-19 12:34:56 [core.py:283] ", "ERROR 05-19 12:34:56 [multiproc_executor.py:870] ", "WARNING 05-19 12:34:56.123 [x.py:1] ", "DEBUG 13-99 99:99:99 core.py:1] ", "\x1b[31mERROR\x1b[0m \x1b[90m05-19 12:34:56\x1b[0m [a.py:1] ",
+  // SGLang's (src/engine/sglang/log-shapes.ts): a scheduler rank's, and uvicorn's through the HTTP process.
+  "[2026-05-19 12:34:56 TP0] ", "[2026-05-19 12:34:56] INFO:     ",
+  // llama.cpp's with --log-timestamps --log-prefix (common/log.cpp).
+  "0.01.002.003 I "];
 const BODIES = [
   "non-default args: {}",
   "Launching vLLM (v0.11.1) headless multiproc executor, with head node address 10.0.0.1:29501",
@@ -41,6 +45,25 @@ const BODIES = [
   "NCCL error: unhandled system error",
   "ibv_modify_qp failed",
   "   ",
+  "Load weight begin. avail mem=119.20 GB",
+  "Load weight end. type=Qwen3ForCausalLM, dtype=torch.bfloat16, avail mem=58.09 GB, mem usage=61.04 GB.",
+  "KV Cache is allocated. #tokens: 46611, K size: 1.42 GB, V size: 1.42 GB",
+  "Capture cuda graph end. Time elapsed: 7.23 s. avail mem=0.53 GB. mem usage=0.93 GB.",
+  "Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)",
+  "Scheduler hit an exception: Traceback (most recent call last):",
+  "The server is fired up and ready to roll!",
+  // llama.cpp's (src/engine/llamacpp/log-shapes.ts): llama-server's and rpc-server's, which have no header.
+  "main: loading model",
+  "print_info: file size   = 4.58 GiB (4.89 BPW)",
+  "llama_kv_cache: size =  576.00 MiB (  4096 cells,  36 layers,  1/1 seqs), K (f16):  288.00 MiB, V (f16):  288.00 MiB",
+  "common_init_from_params: warming up the model with an empty run - please wait ... (--no-warmup to disable)",
+  "main: model loaded",
+  "srv  llama_server: server is listening on http://0.0.0.0:8080",
+  "gguf_init_from_file: failed to open GGUF file '/models/m.gguf' (No such file or directory)",
+  "main: exiting due to model loading error",
+  "/app/ggml/src/ggml-rpc/ggml-rpc.cpp:612: Failed to connect to 10.0.0.2:50052",
+  "Starting RPC server v3.0.0",
+  "  transport      : TCP",
 ];
 
 const line = fc

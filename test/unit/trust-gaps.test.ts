@@ -186,7 +186,8 @@ describe("H8: an abbreviated key flag is the key flag", () => {
       assert.equal(plan.api_key, "sk-abbr-1", written);
       for (const n of plan.nodes) {
         assert.ok(!n.argv.some((a) => a.includes("sk-abbr-1") || a.startsWith("--api")), `${written}: ${n.argv.join(" ")}`);
-        assert.equal(n.env.VLLM_API_KEY, "sk-abbr-1");
+        // The key goes to the rank that serves the API only (src/plan/plan.ts nodeSpec).
+        assert.equal(n.env.VLLM_API_KEY, n.rank === 0 ? "sk-abbr-1" : undefined);
       }
     }
     assert.deepEqual(withoutApiKeyFlags(["--api-k", "k1", "--max-model-len", "8"], vllmFlags), { args: ["--max-model-len", "8"], key: "k1" });

@@ -3,7 +3,7 @@ import { vllmRankCommand, vllmStartsHeadFirst } from "./command.js";
 import { VLLM_DEV_SWITCHES } from "./dev-switches.js";
 import { defaultUtilizationOf, refuseImageOnlyKeySpellings, VLLM_TABLE_UTILIZATION, vllmFlags, vllmFlagsFrom, vllmSpellings } from "./flags.js";
 import { vllmHint } from "./hints.js";
-import { vllmImage } from "./image.js";
+import { SERVE_ENTRYPOINT, vllmImage } from "./image.js";
 import { vllmEngineMetrics } from "./metrics.js";
 import { VLLM_ENV_OVERRIDES, VLLM_NODE_ENV_KEYS, vllmNodeEnv } from "./node-env.js";
 import { VLLM_FORWARDED, VLLM_REFUSED } from "./routes.js";
@@ -21,6 +21,10 @@ const SPEC_DECODE = { accepted: "vllm:spec_decode_num_accepted_tokens_total", dr
 
 export const vllm: EngineAdapter = {
   name: "vllm",
+  // Every engine key: the Ray backend and the mp one (./command.ts), the serve ENTRYPOINT it can
+  // replace (./image.ts), the dev-route switches (./dev-switches.ts). vllm/envs.py names every
+  // variable vLLM reads VLLM_*.
+  recipeUse: { engine: "vLLM", keys: ["tensor_parallel_size", "pipeline_parallel_size", "distributed_backend", "entrypoint", "unsafe_dev_routes"], envPrefixes: ["VLLM_"] },
   rankCommand: vllmRankCommand,
   startsHeadFirst: vllmStartsHeadFirst,
   nodeEnv: vllmNodeEnv,
@@ -34,6 +38,8 @@ export const vllm: EngineAdapter = {
   // under the prefixes argparse takes for it (`--served-model`, ./flags.ts).
   modelFlags: { servedName: vllmSpellings(["--served-model-name"]), revision: vllmSpellings(["--revision"]) },
   healthPath: "/health",
+  // The ENTRYPOINT vllm/vllm-openai bakes and the image check demands (./image.ts).
+  defaultEntrypoint: SERVE_ENTRYPOINT,
   metricsPath: "/metrics",
   runningRequestsMetric: "vllm:num_requests_running",
   // vllm/v1/spec_decode/metrics.py SpecDecodingProm: prometheus_client Counters

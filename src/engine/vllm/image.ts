@@ -9,7 +9,7 @@ import { rayImageProbes } from "./ray.js";
  * "serve"]); older images ran `python3 -m vllm.entrypoints.openai.api_server` (the same file in
  * earlier commits), which knows no --headless and so cannot run a worker rank.
  */
-const SERVE_ENTRYPOINT = ["vllm", "serve"] as const;
+export const SERVE_ENTRYPOINT = ["vllm", "serve"] as const;
 
 /**
  * The first release whose `vllm serve` parses --nnodes/-n, --node-rank/-r, --master-addr and

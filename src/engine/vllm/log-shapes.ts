@@ -1,6 +1,8 @@
 import { stripVTControlCharacters } from "node:util";
+import { TORCH_PEER_LOSS } from "../torch-peer-loss.js";
 import type { BootPhase, LogLine } from "../adapter.js";
-import { RAY_NOT_JOINED_PATTERN } from "./ray.js";
+import { NOT_FABRIC_ADDRESS_PATTERN } from "../../contract/pod-start.js";
+import { RAY_HEAD_UNREACHED_PATTERN, RAY_NOT_JOINED_PATTERN } from "./ray.js";
 
 /**
  * How vLLM writes its log, as read in vllm-project/vllm. One home for every line shape launcher
@@ -265,26 +267,12 @@ export const PEER_LOSS: readonly RegExp[] = [
   // "RayWorkerProc rank=%s died unexpectedly, shutting down executor.", whose rank may be on another node.
   // The name is a process name without a space (VllmWorker-1, Worker_TP0, rank=[1]).
   /Worker ?[Pp]roc \S+ died unexpectedly, shutting down/,
-  // A rank that lost the process holding torch's TCPStore (the head): torch's recvBytes
-  // (torch/csrc/distributed/c10d/Utils.hpp) "Failed to recv, got 0 bytes. Connection was likely
-  // closed. Did the remote server shutdown or crash?", logged by TCPStore.cpp's "[c10d] recvValue
-  // failed on SocketImpl(...)" and ProcessGroupNCCL's "Failed to check the \"should dump\" flag on
-  // TCPStore"; what a headless worker prints when the head dies (vllm-project/vllm#32136, and a
-  // Spark worker's log quoted in a public DGX Spark write-up), often again and again without exiting.
-  /Connection was likely closed\. Did the remote server shutdown or crash\?/,
-  // The same losses in other words: older torch's "failed to recv, got 0 bytes", and the c10d
-  // socket's send or receive failing with "Broken pipe" / "Connection reset by peer".
-  /failed to recv, got 0 bytes/i,
-  // SocketImpl's own text (fd, addr, remote) has no parenthesis: torch/csrc/distributed/c10d/socket.cpp.
-  /\[c10d\] (?:recvValue|recvBytes|sendBytes)\w* failed on SocketImpl\([^()]*\): (?:Broken pipe|Connection reset by peer)/,
-  // NCCL's ncclRemoteError, as torch's ProcessGroupNCCL raises it in a rank whose collective lost a
-  // peer: ncclGetErrorString (nccl src/init.cc) "remote process exited or there was a network
-  // error", inside torch's "NCCL error in: <file>:<line>, remote process exited or there was a network
-  // error, NCCL version …". Today's mp executor watches only its own node's workers
-  // (vllm/v1/executor/multiproc_executor.py start_worker_monitor waits on `self.workers`' sentinels,
-  // the local ones), so a head whose headless node died hears of it this way, in its own worker's
-  // collective. A network error reads the same: either way a peer, or the link to it, failed first.
-  /remote process exited or there was a network error/,
+  // torch.distributed's own words for a lost peer (TCPStore, c10d's socket, NCCL, Gloo), the same
+  // for every engine whose ranks meet through torch: ../torch-peer-loss.ts. Today's mp executor
+  // watches only its own node's workers (vllm/v1/executor/multiproc_executor.py
+  // start_worker_monitor waits on `self.workers`' sentinels, the local ones), so a head whose
+  // headless node died hears of it this way, in its own worker's collective.
+  ...TORCH_PEER_LOSS,
 ];
 
 /**
@@ -319,8 +307,13 @@ export const FATAL: readonly RegExp[] = [
   /ibv_modify_qp/,
   /NCCL error/,
   /CUDA-capable device\(s\) is\/are busy or unavailable/,
-  // Not vLLM's words: the Ray head's join check that launcher runs before vllm serve (./ray.ts).
+  // Not vLLM's words: the Ray head's join check that launcher runs before vllm serve (./ray.ts),
+  // and a Kubernetes export's Ray worker that never reached its head.
   RAY_NOT_JOINED_PATTERN,
+  RAY_HEAD_UNREACHED_PATTERN,
+  // A Kubernetes export's pod whose address is not its node's fabric address (../../contract/pod-start.ts):
+  // its start ends before vLLM runs.
+  NOT_FABRIC_ADDRESS_PATTERN,
 ];
 
 /**

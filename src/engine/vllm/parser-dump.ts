@@ -1,4 +1,4 @@
-import { DUMP_FORMAT, DUMP_SENTINEL } from "../argparse-dump.js";
+import { DUMP_FORMAT, dumpProgramTail } from "../argparse-dump.js";
 
 /*
  * The program launcher runs with the image's own Python to describe `vllm serve`'s argument
@@ -35,29 +35,7 @@ except Exception:
     pass
 import vllm
 parser = make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
-def names(t):
-    out = []
-    while t is not None and len(out) < 4:
-        out.append(getattr(t, "__name__", type(t).__name__))
-        inner = [c.cell_contents for c in (getattr(t, "__closure__", None) or ()) if callable(c.cell_contents)]
-        t = inner[0] if inner else None
-    return out
-def plain(v):
-    try:
-        json.dumps(v, allow_nan=False)
-        return v
-    except (TypeError, ValueError):
-        return repr(v)
-actions = [{"option_strings": list(a.option_strings), "dest": a.dest, "action": type(a).__name__,
-            "nargs": a.nargs, "const": plain(a.const), "default": plain(a.default),
-            "type": names(a.type) if a.type is not None else None,
-            "choices": [plain(c) for c in a.choices] if a.choices is not None else None}
-           for a in parser._actions]
-dump = {"format": ${DUMP_FORMAT}, "engine_version": str(getattr(vllm, "__version__", "unknown")),
-        "python": sys.version.split()[0], "allow_abbrev": parser.allow_abbrev, "actions": actions}
-sys.stdout.write("${DUMP_SENTINEL}\\n" + json.dumps(dump, allow_nan=False) + "\\n")
-sys.stdout.flush()
-`;
+${dumpProgramTail("vllm")}`;
 
 /** Run in the image, its first word replacing the ENTRYPOINT (NGC images have their own). */
 export const VLLM_PARSER_COMMAND: readonly string[] = ["python3", "-c", PROGRAM];

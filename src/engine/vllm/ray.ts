@@ -1,4 +1,5 @@
 import { VLLM_NODE_ENV_KEYS } from "./node-env.js";
+import { linePattern } from "../../config/reg-exp.js";
 import { shellQuote } from "../../config/shell-words.js";
 import type { EngineRecipe as Recipe, RankCommand, RankContext } from "../adapter.js";
 import type { ImageProbe, ImageUse } from "../image-contract.js";
@@ -49,7 +50,7 @@ export const rayNonCarryOverKeys = (): string[] => [...VLLM_NODE_ENV_KEYS].sort(
 
 /** The line the head prints when the wait ends with nodes missing (the boot watcher's fatal line). */
 export const RAY_NOT_JOINED = "launcher: Ray nodes not joined after";
-export const RAY_NOT_JOINED_PATTERN = /launcher: Ray nodes not joined after \d+ s: /;
+export const RAY_NOT_JOINED_PATTERN = linePattern(RAY_NOT_JOINED, " \\d+ s: ", false);
 
 /**
  * The join check, run on the head. It works on a minimal Ray install: `ray.nodes()` reads the GCS
@@ -116,6 +117,7 @@ export function rayNodeIp(ctx: RankContext, rank: number): string {
 
 /** Ray backend: a Ray head and workers, then one `vllm serve` on the head once all nodes joined. */
 export function rayCommand(recipe: Recipe, ctx: RankContext, serveFlags: readonly string[]): RankCommand {
+  if (ctx.addressesAtStart === true) return rayCommandByCount(recipe, ctx, serveFlags);
   const ip = rayNodeIp(ctx, ctx.rank);
   if (ctx.rank > 0) {
     return {
@@ -124,13 +126,109 @@ export function rayCommand(recipe: Recipe, ctx: RankContext, serveFlags: readonl
       env: RAY_NODE_ENV,
     };
   }
-  const backend = recipe.args.includes("--distributed-executor-backend") ? [] : ["--distributed-executor-backend", "ray"];
-  // The image's ENTRYPOINT is replaced by the head's script: the recipe's entrypoint, else vLLM's CLI.
-  const serve = [...(recipe.entrypoint ?? ["vllm", "serve"]), recipe.model, ...recipe.args, ...backend, ...serveFlags];
   const nodes = ctx.nodes.map((n, rank) => `${n.name}=${rayNodeIp(ctx, rank)}`).join(",");
   return {
     entrypoint: ["sh"],
-    command: ["-c", HEAD_SCRIPT.replace('"$CHECK"', shellQuote(RAY_JOIN_CHECK)), "sh", ip, String(RAY_PORT), String(RAY_JOIN_SECONDS), rayNonCarryOverKeys().join(","), nodes, ...serve],
+    command: ["-c", HEAD_SCRIPT.replace('"$CHECK"', shellQuote(RAY_JOIN_CHECK)), "sh", ip, String(RAY_PORT), String(RAY_JOIN_SECONDS), rayNonCarryOverKeys().join(","), nodes, ...serveArgv(recipe, serveFlags)],
+    env: RAY_NODE_ENV,
+  };
+}
+
+/** The head's `vllm serve`: the image's ENTRYPOINT is replaced by the head's script, so the recipe's entrypoint, else vLLM's CLI. */
+function serveArgv(recipe: Recipe, serveFlags: readonly string[]): string[] {
+  const backend = recipe.args.includes("--distributed-executor-backend") ? [] : ["--distributed-executor-backend", "ray"];
+  return [...(recipe.entrypoint ?? ["vllm", "serve"]), recipe.model, ...recipe.args, ...backend, ...serveFlags];
+}
+
+/*
+ * Ray where no node's address is known before the ranks start (RankContext.addressesAtStart: a
+ * Kubernetes export, whose pods land on nodes the scheduler picks). As LWS's own vLLM example does
+ * (kubernetes-sigs/lws docs/examples/vllm/GPU/lws.yaml and build/ray_init.sh: `ray start --head`
+ * on the leader, which then polls `sum(node["Alive"] for node in ray.nodes())` until it is the
+ * group's size; `ray start --address=$(LWS_LEADER_ADDRESS):6379 --block` on the workers, retried
+ * until the head answers), the head waits for the nodes by count. Each node's Ray address is its
+ * own, read at start from RAY_NODE_IP_ADDRESS, which the per-node env (./node-env.ts) sets from the
+ * node's fabric IP and the export's start script exports from the fabric it detects; without one
+ * Ray finds the node's address itself (python/ray/_private/services.py
+ * node_ip_address_from_perspective). The pods start in no order (LWS startupPolicy LeaderCreated
+ * creates them together), and a worker whose `ray start` fails ends its pod, which recreates the
+ * whole group (RecreateGroupOnPodRestart): so a worker first waits, bounded, for the head's port.
+ * It dials the leader's pod name (LWS_LEADER_ADDRESS), not its Ray address: the head's GCS listens
+ * on every address of its node (ray-project/ray src/ray/rpc/grpc_server.cc GrpcServer::Run,
+ * "0.0.0.0" unless it listens to localhost only), and registers the node by its Ray address.
+ */
+
+/**
+ * The join check by count, run on the head: argv SECONDS COUNT. It counts the alive nodes in Ray's
+ * node table (as RAY_JOIN_CHECK reads it), polls bounded in time, and says how many are missing.
+ */
+export const RAY_COUNT_CHECK = [
+  "import sys, time, ray",
+  "limit, want = int(sys.argv[1]), int(sys.argv[2])",
+  "ray.init(address='auto', logging_level='ERROR', log_to_driver=False)",
+  "deadline = time.monotonic() + limit",
+  "while True:",
+  "    alive = sum(1 for n in ray.nodes() if n['Alive'])",
+  "    if alive >= want or time.monotonic() >= deadline:",
+  "        break",
+  "    time.sleep(1)",
+  "ray.shutdown()",
+  "if alive < want:",
+  `    print('${RAY_NOT_JOINED} %d s: %d of %d nodes alive; check that every pod of the group runs and reaches the head on port ${RAY_PORT}' % (limit, alive, want), file=sys.stderr, flush=True)`,
+  "    sys.exit(1)",
+  "print('launcher: all %d Ray nodes joined' % want, flush=True)",
+].join("\n");
+
+/** The line a worker prints when the head's port never answered (the boot watcher's fatal line). */
+export const RAY_HEAD_UNREACHED = "launcher: Ray head not reached after";
+export const RAY_HEAD_UNREACHED_PATTERN = linePattern(RAY_HEAD_UNREACHED, " \\d+ s: ", false);
+
+/**
+ * A worker's wait for the head's Ray port, bounded: argv HOST PORT SECONDS. A name that does not
+ * resolve yet (the head's pod not yet in its Service's DNS) is retried like a refused connection.
+ */
+export const RAY_HEAD_WAIT = [
+  "import socket, sys, time",
+  "host, port, limit = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])",
+  "deadline = time.monotonic() + limit",
+  "while True:",
+  "    try:",
+  "        socket.create_connection((host, port), timeout=2).close()",
+  "        break",
+  "    except OSError as e:",
+  "        if time.monotonic() >= deadline:",
+  `            print('${RAY_HEAD_UNREACHED} %d s: %s:%d (%s)' % (limit, host, port, e), file=sys.stderr, flush=True)`,
+  "            sys.exit(1)",
+  "        time.sleep(1)",
+].join("\n");
+
+/** `text` with `from` put as `to`, once; a `from` not there is launcher's bug (the script it edits changed). */
+function swap(text: string, from: string, to: string): string {
+  if (!text.includes(from)) throw new Error(`ray.ts: the head's script has no ${JSON.stringify(from)} to change`);
+  return text.replace(from, () => to);
+}
+
+/** The by-count head's script: HEAD_SCRIPT with the node's own address read at start ($1 may be empty) and $5 a count. */
+const HEAD_SCRIPT_BY_COUNT = swap(
+  swap(HEAD_SCRIPT, "ip=$1 ", "ip=${1:-${RAY_NODE_IP_ADDRESS:-}} "),
+  'ray start --head --node-ip-address="$ip" --port="$port"',
+  'ray start --head ${ip:+"--node-ip-address=$ip"} --port="$port"',
+);
+
+/** A by-count worker's script: $1 head address, $2 Ray port, $3 wait seconds. */
+const WORKER_SCRIPT_BY_COUNT = `set -e
+head=$1 port=$2 join=\${${RAY_JOIN_SECONDS_ENV}:-$3} ip=\${RAY_NODE_IP_ADDRESS:-}
+python3 -c "$WAIT" "$head" "$port" "$join"
+exec ray start --block --address="$head:$port" \${ip:+"--node-ip-address=$ip"}`;
+
+function rayCommandByCount(recipe: Recipe, ctx: RankContext, serveFlags: readonly string[]): RankCommand {
+  const join = String(RAY_JOIN_SECONDS);
+  if (ctx.rank > 0) {
+    return { entrypoint: ["sh"], command: ["-c", swap(WORKER_SCRIPT_BY_COUNT, '"$WAIT"', shellQuote(RAY_HEAD_WAIT)), "sh", ctx.masterAddr, String(RAY_PORT), join], env: RAY_NODE_ENV };
+  }
+  return {
+    entrypoint: ["sh"],
+    command: ["-c", swap(HEAD_SCRIPT_BY_COUNT, '"$CHECK"', shellQuote(RAY_COUNT_CHECK)), "sh", ctx.nodeIp ?? "", String(RAY_PORT), join, rayNonCarryOverKeys().join(","), String(ctx.nnodes), ...serveArgv(recipe, serveFlags)],
     env: RAY_NODE_ENV,
   };
 }

@@ -7,6 +7,8 @@ import type { EngineAdapter, EngineRecipe, RankCommand, RankContext } from "../.
  */
 export const toy: EngineAdapter = {
   name: "toy",
+  // The toy reads no parallel sizes nor backend: a recipe that sets them is refused.
+  recipeUse: { engine: "Toy", keys: ["entrypoint"], envPrefixes: ["TOY_"] },
   flags: {
     managed: [{ flags: ["--listen", "-l"], instead: "set api_port in the cluster file" }],
     boolean: ["--quiet"],
