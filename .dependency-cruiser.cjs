@@ -9,7 +9,7 @@ const RANKS = [
   ["engine", "remote"],
   ["recipe"],
   ["plan", "memory"],
-  ["store"],
+  ["store", "export"],
   ["nodes"],
   ["transfer", "claims"],
   ["boot"],

@@ -9,7 +9,7 @@ import { openSession } from "../nodes/session.js";
 import type { ServeResult } from "../contract/evidence.js";
 import { parseDuration } from "../config/duration.js";
 import { withInterrupts } from "./interrupts.js";
-import { loadCluster } from "../app/this-process.js";
+import { loadCluster, optionalClusterPath } from "../app/this-process.js";
 import { openStore } from "../app/host.js";
 import type { Output } from "../app/output.js";
 import { clusterOption, jsonOption, outputOption, parseCount } from "./options.js";
@@ -88,7 +88,8 @@ export function registerBench(program: Command, io: Output): void {
       if (durationMs !== undefined && durationMs <= 0) throw new UserError(`--duration ${opts.duration} is no time`, "e.g. --duration 30s");
       const requests = opts.requests === undefined ? undefined : parseCount(opts.requests, "--requests", 1);
       const gateway = gatewayOf(opts);
-      const session = await openSession(loadCluster(opts.cluster));
+      // Through a gateway with no cluster file given or found (a Kubernetes Service, say): TARGET is the model asked for.
+      const session = gateway !== undefined && optionalClusterPath(opts.cluster) === undefined ? undefined : await openSession(loadCluster(opts.cluster));
       const store = openStore();
       let lastShown = 0;
       const progress = (run: number, p: LevelProgress): void => {

@@ -8,6 +8,7 @@ import { PACKAGE_ROOT, realPath } from "../config/package-info.js";
 import { DEFAULT_LISTEN } from "../contract/defaults.js";
 import type { Output } from "../app/output.js";
 import { clusterOption } from "./options.js";
+import { registerExportK8s } from "./export-k8s.js";
 
 interface SystemdFlags {
   system?: boolean;
@@ -46,7 +47,7 @@ function unitArgv(args: readonly string[]): string[] {
 }
 
 export function registerExport(program: Command, io: Output): void {
-  const group = program.command("export").description("print files that run launcher elsewhere (a systemd unit for the daemon)");
+  const group = program.command("export").description("print files that run launcher elsewhere (a systemd unit for the daemon, a recipe on Kubernetes)");
   group
     .command("systemd")
     .description("print a systemd unit that runs the daemon (launcher serve --control) and brings it back after a reboot")
@@ -76,4 +77,5 @@ export function registerExport(program: Command, io: Output): void {
       }
       io.out(daemonUnitText({ scope: flags.system ? "system" : "user", argv, workingDirectory: process.cwd(), user: userInfo().username, environment }));
     });
+  registerExportK8s(group, io);
 }

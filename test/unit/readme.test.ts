@@ -73,7 +73,8 @@ function commandTable(): { rows: Row[]; end: number; stray: Row[] } {
       const words = usage.split(/\s+/).slice(1);
       const path: string[] = [];
       for (const w of words) {
-        if (!/^[a-z][a-z-]*$/.test(w)) break;
+        // A command's name may hold digits (`export k8s`); a usage's operands are upper case.
+        if (!/^[a-z][a-z0-9-]*$/.test(w)) break;
         path.push(w);
       }
       const flags = new Set([...usage.matchAll(/(?<![\w-])(--?[A-Za-z][\w-]*)/g)].map((m) => m[1] ?? ""));

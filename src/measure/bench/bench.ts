@@ -37,7 +37,12 @@ export interface BenchOptions {
 
 /** The shell bench needs: nodes to find the target on, the store, clocks and HTTP. */
 export interface BenchDeps {
-  readonly session: ClusterSession;
+  /**
+   * The nodes TARGET is found on. Absent: bench goes only through `gateway` (any OpenAI-compatible
+   * URL: launcher's gateway, or a Kubernetes Service of `launcher export k8s`), TARGET is the model
+   * asked for, and the run is stored under that name alone.
+   */
+  readonly session?: ClusterSession;
   readonly store: Pick<StateStore, "saveBenchRun" | "history" | "engineKey">;
   readonly now: () => Date;
   /** Seconds on a monotonic clock. */
@@ -91,16 +96,19 @@ async function specCounters(deps: BenchDeps, engine: EngineAdapter | undefined, 
  * after each level, when its adapter names the counters and the engine exposes them.
  */
 export async function benchTarget(options: BenchOptions, deps: BenchDeps): Promise<BenchRun[]> {
-  // The one way eval and bench find what a target names (src/measure/serving-target.ts).
-  const found = await servingTarget(deps.session, deps.store, options.target, "bench");
-  const labels = found.head;
-  if (labels === undefined) throw new Error(`servingTarget found ${options.target} without its head's labels`);
-  const engine = adapterOf(labels.engine);
-  const engineHeaders = engineAuthHeaders(found.apiKey);
   const via = options.gateway;
-  const model = via === undefined ? labels.served_model : (labels.lane ?? labels.served_model);
-  const endpoint = via === undefined ? deps.endpoint(labels.endpoint, engineHeaders) : deps.endpoint(via.url.replace(/\/+$/, ""), engineAuthHeaders(via.apiKey));
-  const subject: RunSubject = found.subject;
+  // The one way eval and bench find what a target names (src/measure/serving-target.ts).
+  const found = deps.session === undefined ? undefined : await servingTarget(deps.session, deps.store, options.target, "bench");
+  const labels = found?.head;
+  if (found !== undefined && labels === undefined) throw new Error(`servingTarget found ${options.target} without its head's labels`);
+  const engine = labels === undefined ? undefined : adapterOf(labels.engine);
+  const engineHeaders = engineAuthHeaders(found?.apiKey);
+  let endpoint: ChatEndpoint;
+  if (via !== undefined) endpoint = deps.endpoint(via.url.replace(/\/+$/, ""), engineAuthHeaders(via.apiKey));
+  else if (labels !== undefined) endpoint = deps.endpoint(labels.endpoint, engineHeaders);
+  else throw new UserError(`bench ${options.target}: no cluster to find it on`, "name its cluster with -c, or the URL that serves it with --gateway");
+  const model = via === undefined ? (labels?.served_model ?? options.target) : (labels?.lane ?? labels?.served_model ?? options.target);
+  const subject: RunSubject = found?.subject ?? { target: options.target };
   const prompts = options.prompts?.prompts;
   const series = randomUUID();
   const out: BenchRun[] = [];
@@ -111,7 +119,7 @@ export async function benchTarget(options: BenchOptions, deps: BenchDeps): Promi
       if (options.signal.aborted) break;
       const requests = levelRequests(options, concurrency);
       const levelPrompts = prompts ?? Array.from({ length: Math.min(requests, SYNTHETIC_PROMPTS) }, (_, i) => syntheticPrompt(i, options.inputLen, options.depth));
-      const before = await specCounters(deps, engine, labels.endpoint, engineHeaders, options.signal);
+      const before = await specCounters(deps, engine, labels?.endpoint ?? "", engineHeaders, options.signal);
       const level = await runLevel(
         endpoint,
         levelPrompts,
@@ -122,7 +130,7 @@ export async function benchTarget(options: BenchOptions, deps: BenchDeps): Promi
         options.signal,
         (p) => options.onProgress?.(run, p),
       );
-      const after = await specCounters(deps, engine, labels.endpoint, engineHeaders, options.signal);
+      const after = await specCounters(deps, engine, labels?.endpoint ?? "", engineHeaders, options.signal);
       const result = serveResult(level.outcomes, level.durationS, concurrency, acceptanceRate(before, after));
       results.push(result);
       options.onLevel?.(run, result);
@@ -181,6 +189,6 @@ export function benchPort(session: ClusterSession, store: BenchDeps["store"], wo
 }
 
 /** The real shell around a session and a store. */
-export function benchDeps(session: ClusterSession, store: BenchDeps["store"]): BenchDeps {
-  return { session, store, now: () => new Date(), clock: () => performance.now() / 1000, endpoint: httpChatEndpoint, scrape: httpScrape };
+export function benchDeps(session: ClusterSession | undefined, store: BenchDeps["store"]): BenchDeps {
+  return { ...(session === undefined ? {} : { session }), store, now: () => new Date(), clock: () => performance.now() / 1000, endpoint: httpChatEndpoint, scrape: httpScrape };
 }
