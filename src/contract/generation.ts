@@ -29,3 +29,21 @@ export const WEDGED_CODE = "deployment_wedged";
  * after one that was, so the watch's rule (src/supervise/generation.ts) allows this much.
  */
 export const PROGRESS_EVERY_MS = 1000;
+
+/**
+ * The one-token request of a generation probe, wherever it runs: the daemon's watch
+ * (src/supervise/generation-watch.ts) and the program each engine's image runs as the exported
+ * leader's liveness (src/engine/generation-probe.ts). The Completions API, which vLLM serves for
+ * every text generation model and which needs no chat template, unlike /v1/chat/completions
+ * (vllm-project/vllm docs/source/serving/openai_compatible_server.md, "Supported APIs"). `model`
+ * is the served name, as every request through the gateway names it; the key goes as the gateway
+ * sends it (./engine-auth.ts).
+ */
+export const PROBE_PATH = "/v1/completions";
+export const probeBody = (servedModel: string): string => JSON.stringify({ model: servedModel, prompt: "Hello", max_tokens: 1, temperature: 0, stream: false });
+
+/** The most of a probe's answer read: a one-token completion is a few hundred bytes. */
+export const PROBE_ANSWER_BYTES = 64 * 1024;
+
+/** The wait between a probe's quick failures (a dropped connection), within its bound. */
+export const PROBE_RETRY_MS = 1000;

@@ -1,6 +1,7 @@
 import type { ClusterNode } from "../cluster/cluster.js";
 import type { BootPhase as Phase } from "../contract/deployment.js";
 import type { ArgparseDump } from "./argparse-dump.js";
+import type { GenerationProbe } from "./generation-probe.js";
 import type { ImageContract } from "./image-contract.js";
 
 /** What launcher needs to know about one inference engine. */
@@ -249,6 +250,13 @@ export interface EngineAdapter {
   readonly modelFlags: { readonly servedName: readonly string[]; readonly revision: readonly string[] };
   /** Readiness: the path that answers 200 once the engine serves. */
   readonly healthPath: string;
+  /**
+   * The daemon's generation probe as a program the engine's image runs (./generation-probe.ts):
+   * `launcher export k8s` makes it the leader's liveness, so that Kubernetes restarts an engine
+   * that answers `healthPath` but completes no token. Absent: the image has no tool to send it,
+   * and the exported liveness is the health check alone.
+   */
+  readonly generationProbe?: GenerationProbe;
   /**
    * The command the image runs when a recipe names no `entrypoint` (its ENTRYPOINT, which rankCommand's
    * `command` completes): what runs where the image's ENTRYPOINT cannot be kept, as under

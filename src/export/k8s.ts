@@ -80,6 +80,7 @@ function notesOf(plan: Plan, engine: EngineAdapter, options: K8sExportOptions): 
   if (dropped.length > 0) {
     notes.push(`the cluster file's docker run settings ${dropped.join(", ")} are left out: a pod spec has no field for them (the export carries only the GPUs, the host network, /dev/infiniband and the memlock limit), so the container runtime's defaults apply; edit the YAML (e.g. resources.limits.memory for --memory) where one matters`);
   }
+  if (engine.generationProbe === undefined) notes.push(`engine ${engine.name}'s image has no generation probe: the leader's liveness is its health check (${engine.healthPath}) alone, so Kubernetes does not restart an engine that answers it but generates nothing (launcher serve's --probe-bound finds one)`);
   if (options.fabric.network === "pod") notes.push("--network pod: the pod network must reach the RoCE fabric (e.g. a Multus macvlan on the fabric port), or NCCL falls back to TCP; each pod exports its fabric interface and address only for an interface of its own that holds a RoCE address, and says so in its log when none does");
   return notes;
 }

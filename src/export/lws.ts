@@ -1,5 +1,6 @@
 import { UserError } from "../config/errors.js";
 import { isSecretEnvName } from "../config/secret-env.js";
+import { DEFAULTS, seconds } from "../contract/defaults.js";
 import type { EngineAdapter } from "../engine/adapter.js";
 import type { Plan } from "../plan/plan.js";
 import { POD_IP, POD_NAME, POD_NAMESPACE, templateCommands, type TemplateCommand } from "./commands.js";
@@ -103,17 +104,59 @@ function containerEnv(plan: Plan, engine: EngineAdapter, rank: number, options: 
 }
 
 /**
+ * Seconds the kubelet gives a generation probe past its own bound before it ends it: the program
+ * ends itself at the bound and says why, and its interpreter's start is not the engine's time.
+ */
+const PROBE_EXEC_GRACE_SECONDS = 5;
+
+/** Failed probes in a row that restart the group: a second confirms the first, as the daemon's rule does (src/supervise/generation.ts wedgedOf); the comment below says "a second". */
+const WEDGE_CONFIRMED_AFTER = 2;
+
+/**
+ * The leader's liveness as launcher serve's generation probe (src/supervise/generation.ts): a
+ * one-token completion every --probe-every, failed when no token came within --probe-bound (the
+ * program's own bound, src/engine/generation-probe.ts), and a second failure in a row confirms
+ * it, as the daemon restarts only a confirmed wedge. An exec probe, since an httpGet probe sends
+ * no body; its command is expanded as a container's is (its words are escaped alike), from the
+ * env's plain values (kubernetes/kubernetes pkg/kubelet/prober/prober.go runProbe:
+ * ExpandContainerCommandOnlyStatic), and its timeoutSeconds holds since Kubernetes 1.20
+ * (Kubernetes docs, "Configure Liveness, Readiness and Startup Probes": timeoutSeconds). It runs
+ * in the container, with its env: the engine's address (the pod's IP, where the leader's API
+ * binds: ./commands.ts) and its key from the Secret are read there. As the daemon's, it sends no
+ * probe when the engine's generated-token counter rose since its last run: a busy engine is not
+ * judged by a probe that waits its turn.
+ */
+function generationLiveness(plan: Plan, engine: EngineAdapter, options: K8sExportOptions): Record<string, unknown> | undefined {
+  if (engine.generationProbe === undefined) return undefined;
+  const bound = seconds(DEFAULTS.probeBound);
+  const keyEnv = plan.api_key !== undefined && options.keySecret !== undefined ? engine.flags.apiKey.env : undefined;
+  const names = engine.engineMetrics?.generationTokens ?? [];
+  const counter = names.length === 0 ? {} : { counter: { path: engine.metricsPath, names } };
+  const command = engine.generationProbe({ hostEnv: POD_IP, port: plan.api_port, ...(keyEnv === undefined ? {} : { keyEnv }), servedModel: plan.served_model, boundSeconds: bound, ...counter });
+  return { exec: { command: command.map(escapeExpansion) }, periodSeconds: seconds(DEFAULTS.probeEvery), timeoutSeconds: bound + PROBE_EXEC_GRACE_SECONDS, failureThreshold: WEDGE_CONFIRMED_AFTER };
+}
+
+/** Written over a generation liveness probe in the YAML (./manifest.ts): what the long program does. */
+export const GENERATION_LIVENESS_COMMENT = [
+  ` livenessProbe: launcher serve's generation probe, run in the container. Every ${seconds(DEFAULTS.probeEvery)} s it sends`,
+  " a one-token completion to the pod's IP (with the engine's key, if any, from the env), unless",
+  ` the engine's token counter rose since its last run. No token within ${seconds(DEFAULTS.probeBound)} s fails it: an engine`,
+  " can answer its health check and generate nothing. A second failure in a row restarts the group.",
+].join("\n");
+
+/**
  * The leader's probes, launcher's readiness made Kubernetes': 200 on the engine's healthPath. A boot
  * may take as long as `up --timeout` allows (startupProbe; liveness and readiness wait for it:
  * Kubernetes docs, "Configure Liveness, Readiness and Startup Probes"); after it, liveness fails a
- * leader whose engine stopped answering, and LWS recreates the group.
+ * leader whose engine completes no token (generationLiveness, above), or, where its image has no
+ * generation probe, whose engine stopped answering its health check, and LWS recreates the group.
  */
-function probes(engine: EngineAdapter, startupSeconds: number): Record<string, unknown> {
+function probes(plan: Plan, engine: EngineAdapter, options: K8sExportOptions): Record<string, unknown> {
   const get = { httpGet: { path: engine.healthPath, port: HTTP } };
   return {
-    startupProbe: { ...get, periodSeconds: 10, timeoutSeconds: 5, failureThreshold: Math.max(1, Math.ceil(startupSeconds / 10)) },
+    startupProbe: { ...get, periodSeconds: 10, timeoutSeconds: 5, failureThreshold: Math.max(1, Math.ceil(options.startupSeconds / 10)) },
     readinessProbe: { ...get, periodSeconds: 5, timeoutSeconds: 5, failureThreshold: 3 },
-    livenessProbe: { ...get, periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 6 },
+    livenessProbe: generationLiveness(plan, engine, options) ?? { ...get, periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 6 },
   };
 }
 
@@ -146,7 +189,7 @@ function podTemplate(plan: Plan, engine: EngineAdapter, role: "leader" | "worker
     resources: { limits },
     securityContext: access.security,
     volumeMounts: volumes.map((v) => v.mount),
-    ...(role === "leader" ? probes(engine, options.startupSeconds) : {}),
+    ...(role === "leader" ? probes(plan, engine, options) : {}),
   };
   const host = options.fabric.network === "host";
   return {

@@ -1,5 +1,5 @@
 import { Document, isMap, isScalar, type YAMLMap } from "yaml";
-import type { K8sExport } from "./lws.js";
+import { GENERATION_LIVENESS_COMMENT, type K8sExport } from "./lws.js";
 
 /**
  * Why LeaderCreated, written over the field in the YAML. kubernetes-sigs/lws: startupPolicy
@@ -31,6 +31,11 @@ export function manifestYaml(manifest: K8sExport, header: string): string {
   const spec = lws.get("spec", true);
   commentKey(spec, "startupPolicy", STARTUP_POLICY_COMMENT);
   commentKey(isMap(spec) ? spec.get("leaderWorkerTemplate", true) : undefined, "restartPolicy", RESTART_POLICY_COMMENT);
+  for (const template of ["leaderTemplate", "workerTemplate"]) {
+    const container = lws.getIn(["spec", "leaderWorkerTemplate", template, "spec", "containers", 0], true);
+    const liveness = isMap(container) ? container.get("livenessProbe", true) : undefined;
+    if (isMap(liveness) && liveness.has("exec")) commentKey(container, "livenessProbe", GENERATION_LIVENESS_COMMENT);
+  }
   const service = new Document(manifest.service, { aliasDuplicateObjects: false });
   const options = { lineWidth: 0 } as const;
   return `${lws.toString(options)}---\n${service.toString(options)}`;

@@ -1,7 +1,7 @@
 import { setTimeout as delay } from "node:timers/promises";
 import { engineAuthHeaders } from "../contract/engine-auth.js";
 import type { DeploymentStatus } from "../contract/deployment.js";
-import type { WedgedDeployment } from "../contract/generation.js";
+import { PROBE_ANSWER_BYTES, PROBE_PATH, PROBE_RETRY_MS, probeBody, type WedgedDeployment } from "../contract/generation.js";
 import { boundText, noAnswerWithin, noteGeneration, probeDue, probeSucceeded, startGeneration, wedgedMessage, wedgedOf, type GenerationState, type GenerationTiming, type Wedged } from "./generation.js";
 
 /** What a probe is sent to: a serving deployment's engine, as the gateway reaches it. */
@@ -21,22 +21,6 @@ export type ProbeOutcome = { readonly kind: "generated" } | { readonly kind: "fa
 
 /** One request of a probe; its signal ends it at the bound. */
 export type ProbeOnce = (target: ProbeTarget, signal: AbortSignal) => Promise<ProbeOutcome>;
-
-/** The most of a probe's answer read: a one-token completion is a few hundred bytes. */
-const PROBE_ANSWER_BYTES = 64 * 1024;
-
-/** The wait between a probe's quick failures (a dropped connection), within its bound. */
-const PROBE_RETRY_MS = 1000;
-
-/**
- * The one-token request: the Completions API, which vLLM serves for every text generation model
- * and which needs no chat template, unlike /v1/chat/completions (vllm-project/vllm
- * docs/source/serving/openai_compatible_server.md, "Supported APIs"). `model` is the served name,
- * as every request through the gateway names it; the key goes as the gateway sends it
- * (src/contract/engine-auth.ts).
- */
-export const PROBE_PATH = "/v1/completions";
-export const probeBody = (servedModel: string): string => JSON.stringify({ model: servedModel, prompt: "Hello", max_tokens: 1, temperature: 0, stream: false });
 
 /** Did an answer's body complete at least one token? OpenAI's usage.completion_tokens, else a non-empty choice's text. */
 export function generatedToken(body: string): boolean {

@@ -1,4 +1,5 @@
 import type { EngineAdapter } from "../adapter.js";
+import { curlGenerationProbe } from "../generation-probe.js";
 import { llamacppRankCommand, llamacppStartsHeadFirst } from "./command.js";
 import { llamacppFlags, llamacppSpellings } from "./flags.js";
 import { llamacppHint } from "./hints.js";
@@ -56,6 +57,8 @@ export const llamacpp: EngineAdapter = {
   // tools/server/server.cpp: GET /health is 503 {"error":{"message":"Loading model",...}} until
   // the model is loaded, then 200 {"status":"ok"}; it takes no API key.
   healthPath: "/health",
+  // The image has curl and no python3 (docker-images/llamacpp-spark/Dockerfile): the generation probe is sh and curl.
+  generationProbe: curlGenerationProbe,
   metricsPath: "/metrics",
   runningRequestsMetric: LLAMACPP_RUNNING,
   engineMetrics: llamacppEngineMetrics,

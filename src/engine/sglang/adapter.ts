@@ -1,4 +1,5 @@
 import type { EngineAdapter, EngineMemoryFlags } from "../adapter.js";
+import { pythonGenerationProbe } from "../generation-probe.js";
 import { fabricEnv, FABRIC_ENV_KEYS } from "../../cluster/fabric-env.js";
 import { sglangRankCommand } from "./command.js";
 import { refuseImageOnlySglangKeySpellings, sglangFlags, sglangFlagsFrom, sglangSpellings } from "./flags.js";
@@ -65,6 +66,8 @@ export const sglang: EngineAdapter = {
   // http_server.py: GET /health is 200 once the server is warm (503 before, and when the
   // scheduler does not answer health_generate in time).
   healthPath: "/health",
+  // The image runs python3 (the engine is a Python package): the generation probe is a few lines of urllib.
+  generationProbe: pythonGenerationProbe,
   metricsPath: "/metrics",
   // python/sglang/srt/metrics/collector.py SchedulerMetricsCollector: Gauge
   // "sglang:num_running_reqs" ("The number of running requests."), labelled per rank.

@@ -1,4 +1,5 @@
 import type { EngineAdapter, LineTime, LogLine } from "../adapter.js";
+import { pythonGenerationProbe } from "../generation-probe.js";
 import { vllmRankCommand, vllmStartsHeadFirst } from "./command.js";
 import { VLLM_DEV_SWITCHES } from "./dev-switches.js";
 import { defaultUtilizationOf, refuseImageOnlyKeySpellings, VLLM_TABLE_UTILIZATION, vllmFlags, vllmFlagsFrom, vllmSpellings } from "./flags.js";
@@ -38,6 +39,8 @@ export const vllm: EngineAdapter = {
   // under the prefixes argparse takes for it (`--served-model`, ./flags.ts).
   modelFlags: { servedName: vllmSpellings(["--served-model-name"]), revision: vllmSpellings(["--revision"]) },
   healthPath: "/health",
+  // The image runs python3 (the engine is a Python package): the generation probe is a few lines of urllib.
+  generationProbe: pythonGenerationProbe,
   // The ENTRYPOINT vllm/vllm-openai bakes and the image check demands (./image.ts).
   defaultEntrypoint: SERVE_ENTRYPOINT,
   metricsPath: "/metrics",
