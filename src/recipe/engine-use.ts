@@ -36,7 +36,8 @@ export function engineUseDiagnostics(recipe: Pick<Recipe, "engine" | "env" | "ex
   }
   const named = [
     ...Object.keys(recipe.env).map((key) => ({ key, what: `env ${key}`, loc: at.env(key) })),
-    ...recipe.extra_mounts.flatMap((m) => (m.env === undefined ? [] : [{ key: m.env, what: `the mount at ${m.container} sets env ${m.env}, which`, loc: at.mount(m) }])),
+    // A mount's env that is no string is the schema's error already, at its own position.
+    ...recipe.extra_mounts.flatMap((m) => (typeof m.env !== "string" ? [] : [{ key: m.env, what: `the mount at ${m.container} sets env ${m.env}, which`, loc: at.mount(m) }])),
   ];
   for (const n of named) {
     if (hasPrefix(n.key, use.envPrefixes)) continue;

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import path from "node:path";
 import { test } from "node:test";
+import { CLI_MAIN, LOADED_HOOK, loadedPackages } from "./loaded-packages.js";
 
 // What every process of the CLI loads before it knows its command: `launcher serve` (the
 // long-lived gateway) among them. A package here only one command needs costs every other one its
@@ -9,25 +9,10 @@ import { test } from "node:test";
 // read: seconds of every `images push` bench/push.ts times); in the daemon, also the GC's time
 // marking a larger heap.
 
-const MAIN = path.resolve("src/cli/main.ts");
-
-/** A resolve hook that names each npm package the process loads, once, on stderr. */
-const HOOK = `data:text/javascript,${encodeURIComponent(`
-import { register } from "node:module";
-register("data:text/javascript," + encodeURIComponent(\`
-const seen = new Set();
-export async function resolve(s, c, next) {
-  const r = await next(s, c);
-  const m = /node_modules\\\\/((?:@[^/]+\\\\/)?[^/]+)/.exec(r.url);
-  if (m && !seen.has(m[1])) { seen.add(m[1]); process.stderr.write("loaded " + m[1] + "\\\\n"); }
-  return r;
-}\`));
-`)}`;
-
 function packagesLoadedBy(args: string[]): string[] {
-  const r = spawnSync(process.execPath, ["--import", HOOK, "--import", import.meta.resolve("tsx"), MAIN, ...args], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "" } });
+  const r = spawnSync(process.execPath, ["--import", LOADED_HOOK, "--import", import.meta.resolve("tsx"), CLI_MAIN, ...args], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "" } });
   assert.equal(r.status, 0, r.stderr);
-  return [...r.stderr.matchAll(/^loaded (\S+)$/gm)].map((m) => m[1] ?? "");
+  return loadedPackages(r.stderr);
 }
 
 test("the CLI loads compare's plotting (vega) and statistics (@stdlib) only for compare", () => {

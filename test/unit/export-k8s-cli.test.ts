@@ -8,21 +8,10 @@ import { parseAllDocuments } from "yaml";
 import { expand } from "../../src/export/expansion.js";
 import { CRD_MAX_BYTES } from "../../src/export/lws-crd.js";
 import { handMadeCrd, NO_REFERENCE, REFERENCE_CRD } from "./lws-reference.js";
+import { CLI_MAIN, LOADED_HOOK, loadedPackages } from "./loaded-packages.js";
 
-const MAIN = path.resolve("src/cli/main.ts");
-const HOOK = `data:text/javascript,${encodeURIComponent(`
-import { register } from "node:module";
-register("data:text/javascript," + encodeURIComponent(\`
-const seen = new Set();
-export async function resolve(s, c, next) {
-  const r = await next(s, c);
-  const m = /node_modules\\\\/((?:@[^/]+\\\\/)?[^/]+)/.exec(r.url);
-  if (m && !seen.has(m[1])) { seen.add(m[1]); process.stderr.write("loaded " + m[1] + "\\\\n"); }
-  return r;
-}\`));
-`)}`;
 const run = (args: string[], hook = false, input?: string) => {
-  const r = spawnSync(process.execPath, [...(hook ? ["--import", HOOK] : []), "--import", import.meta.resolve("tsx"), MAIN, ...args], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "" }, ...(input === undefined ? {} : { input }) });
+  const r = spawnSync(process.execPath, [...(hook ? ["--import", LOADED_HOOK] : []), "--import", import.meta.resolve("tsx"), CLI_MAIN, ...args], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "" }, ...(input === undefined ? {} : { input }) });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 };
 const dir = mkdtempSync(path.join(tmpdir(), "launcher-export-k8s-"));
@@ -74,7 +63,7 @@ test("export: help lists k8s beside systemd; export systemd loads none of k8s's 
   assert.match(help.stdout, /systemd[\s\S]*k8s/);
   const r = run(["export", "systemd", "--cluster", "examples/clusters/spark-2x.toml"], true);
   assert.equal(r.code, 0, r.stderr);
-  const loaded = [...r.stderr.matchAll(/^loaded (\S+)$/gm)].map((m) => m[1] ?? "");
+  const loaded = loadedPackages(r.stderr);
   assert.ok(loaded.includes("commander"), loaded.join(" "));
   assert.deepEqual(loaded.filter((p) => ["ajv", "kubernetes-models", "@kubernetes-models/base", "yaml"].includes(p)), []);
 });
