@@ -52,7 +52,10 @@ function createLlamaApi(state) {
     const promptTokens = chat ? body.messages.reduce((a, m) => a + words(text(m && m.content)), 0) : words(prompt);
     const answer = chat ? answerFor(prompt, body, { hash, wrongAnswers: state.wrongAnswers }) : null;
     const answerToks = answer === null ? null : answerTokens(answer);
-    const max = Number.isInteger(body.max_tokens) && body.max_tokens > 0 ? body.max_tokens : Number.isInteger(body.n_predict) && body.n_predict > 0 ? body.n_predict : 16;
+    // server-task.cpp params_from_json_cmpl (ggml-org/llama.cpp 00efb3e1): n_predict, else
+    // max_completion_tokens, else max_tokens.
+    const asked = [body.n_predict, body.max_completion_tokens, body.max_tokens].find((v) => v !== undefined);
+    const max = Number.isInteger(asked) && asked > 0 ? asked : 16;
     const n = answerToks === null ? max : Math.min(max, answerToks.length);
     const finish = answerToks !== null && n === answerToks.length ? 'stop' : 'length';
     const seed = hash(prompt);
@@ -77,7 +80,14 @@ function createLlamaApi(state) {
           c.decodes++;
           chunk(chat ? { finish_reason: null, index: 0, delta: { content: tok(i) } } : { text: tok(i), index: 0, logprobs: null, finish_reason: null });
         }
-        chunk(chat ? { finish_reason: finish, index: 0, delta: {} } : { text: '', index: 0, logprobs: null, finish_reason: finish }, { usage, timings: { predicted_n: n, prompt_n: promptTokens } });
+        const timings = { timings: { predicted_n: n, prompt_n: promptTokens } };
+        // server-task.cpp to_json_oaicompat_chat_stream: a chat's finish chunk, then, with
+        // stream_options.include_usage, a chunk of empty choices with the usage (OpenAI's spec for
+        // the last chunk); the timings ride the last one.
+        const includeUsage = chat && !!(body.stream_options && body.stream_options.include_usage);
+        const last = chat ? (includeUsage ? {} : timings) : { usage, ...timings };
+        chunk(chat ? { finish_reason: finish, index: 0, delta: {} } : { text: '', index: 0, logprobs: null, finish_reason: finish }, last);
+        if (includeUsage) res.write(`data: ${JSON.stringify({ choices: [], created, id, model: state.alias, system_fingerprint: state.fingerprint, object: 'chat.completion.chunk', usage, ...timings })}\n\n`);
         res.end('data: [DONE]\n\n');
         return;
       }
