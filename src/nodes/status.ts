@@ -108,12 +108,13 @@ const faultText = (text: string): string => {
 async function probeHead(session: ClusterSession, v: RankView, endpoint: string, engine: EngineAdapter | undefined): Promise<HeadProbe> {
   // An engine this launcher has no adapter for (a newer launcher's container) cannot be judged.
   if (engine === undefined) return { healthy: false };
-  try {
-    const res = await fetch(`${endpoint}${engine.healthPath}`, { signal: AbortSignal.timeout(2000) });
-    if (res.status === 200) return { healthy: true };
-  } catch {
-    // not answering yet: read the boot phase from the log
-  }
+  const answers = (): Promise<boolean> =>
+    fetch(`${endpoint}${engine.healthPath}`, { signal: AbortSignal.timeout(2000) }).then(
+      (res) => res.status === 200,
+      () => false,
+    );
+  // Not answering yet: read the boot phase from the log.
+  if (await answers()) return { healthy: true };
   const head = v.ranks.find((r) => r.rank === 0);
   const docker = head === undefined || head.state === "unreachable" ? undefined : session.docker.get(head.node);
   if (head === undefined || docker === undefined) return { healthy: false };
@@ -124,6 +125,10 @@ async function probeHead(session: ClusterSession, v: RankView, endpoint: string,
     return { healthy: false };
   }
   const fault = state.fatal === undefined ? undefined : faultText(state.cause ?? state.fatal);
+  // A log that says it serves, read after /health failed, may be a boot that became ready between
+  // the two reads (its API listens once its ready line is written): ask /health once more, so that
+  // only an engine that still does not answer is judged degraded (see judge).
+  if (fault === undefined && state.phase === "serving" && (await answers())) return { healthy: true };
   return { healthy: false, phase: state.phase, ...(fault === undefined ? {} : { fault }) };
 }
 

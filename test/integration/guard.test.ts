@@ -91,7 +91,9 @@ describe("the memory guard", { concurrency: false }, () => {
     const cluster = path.join(RIG_DIR, "cluster-guard.toml");
     writeFileSync(cluster, `memory_floor = ${floor.toFixed(3)}\n${readFileSync(CLUSTER, "utf8")}`);
     const env = { LAUNCHER_CLUSTER: cluster, LAUNCHER_DAEMON: "none" };
-    const daemon = await startGateway(["--poll", "500ms", "--restart-backoff", "1s"], env);
+    // The restart waits 5 s: the hog below is killed once the trip shows in the daemon's log (a poll
+    // later), and a restart that started before it was gone would meet the floor again.
+    const daemon = await startGateway(["--poll", "500ms", "--restart-backoff", "5s"], env);
     let hog: ReturnType<typeof spawn> | undefined;
     try {
       const up = ok(await launcher(["up", "practice-2x", "--restart", "on-failure:1"], 180_000, env), "up --restart");

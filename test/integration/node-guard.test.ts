@@ -156,7 +156,9 @@ describe("the memory guard on the node itself", { concurrency: false }, () => {
       const trip = events.find((e) => e.kind === "tripped");
       assert.ok(trip?.kind === "tripped", JSON.stringify(events));
       assert.deepEqual(trip.killed, [worker]);
-      assert.ok(trip.atMs < restoredAt, "killed while the link was cut");
+      // The report line's time is taken once `docker kill` returns, which may be after the worker
+      // is seen exited and the link is back: the worker's own end time, below, proves the kill's.
+      assert.ok(trip.atMs >= crossedAt - 1000, "tripped after the crossing");
       const [state, finished] = onHost(2, ["docker", "inspect", "--format", "{{.State.Status}} {{.State.FinishedAt}}", worker]).trim().split(" ");
       assert.equal(state, "exited");
       const killedAt = Date.parse(finished ?? "");

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { createServer } from "node:http";
 import { test } from "node:test";
 import { containerName, decodeStatusLine, encodeStatusLine, encodeLabels, type DeploymentLabels, type DeploymentStatus } from "../../src/contract/deployment.js";
 import { readBoot } from "../../src/engine/boot-log.js";
@@ -6,7 +7,9 @@ import { sglang } from "../../src/engine/sglang/adapter.js";
 import { statusLines } from "../../src/cli/status.js";
 import { routeTable } from "../../src/gateway/routes.js";
 import type { Labelled } from "../../src/nodes/labels.js";
-import { judge, rankView } from "../../src/nodes/status.js";
+import { clusterStatus, judge, rankView } from "../../src/nodes/status.js";
+import { LABELS } from "../../src/contract/deployment.js";
+import { API_UP, FakeCluster, HEAD_WAITING, RECIPE, WORKER_CONNECTED } from "../support/fake-cluster.js";
 import type { ContainerInfo } from "../../src/remote/docker.js";
 import { failureOf, INITIAL, supervise, type SuperviseTiming } from "../../src/supervise/supervise.js";
 
@@ -104,4 +107,25 @@ test("the supervisor restarts such a deployment with its fault as the reason, al
   const asBoot = status({ status: "booting", phase: "serving" });
   const never = supervise(INITIAL, { kind: "observed", at: 0, status: asBoot, recordedReady: true }, policy, timing);
   assert.deepEqual([never.state?.phase, never.actions], ["watching", []]);
+});
+
+test("a head whose log reached its API line between a failed /health and the log's read is serving, not degraded: /health is asked once more", async () => {
+  const fc = await FakeCluster.start();
+  const plan = fc.plan(RECIPE, { deployment: "late" });
+  const head = plan.nodes[0];
+  assert.ok(head);
+  const url = new URL(head.labels[LABELS.endpoint] ?? "");
+  // The engine's API answers from its second /health on: the first came a moment before it listened.
+  let asked = 0;
+  const server = createServer((req, res) => void res.writeHead(req.url === "/health" && ++asked > 1 ? 200 : 503).end());
+  await new Promise<void>((r) => server.listen(Number(url.port), url.hostname, r));
+  try {
+    fc.place(plan, "0123456789ab", (rank) => (rank === 0 ? [...HEAD_WAITING, API_UP(Number(url.port))] : WORKER_CONNECTED));
+    const d = (await clusterStatus(fc.session, new Date())).deployments.find((x) => x.deployment === "late");
+    assert.equal(d?.status, "serving", JSON.stringify(d));
+    assert.equal(asked, 2);
+  } finally {
+    server.close();
+    await fc.close();
+  }
 });
