@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
 import { parseAllDocuments } from "yaml";
+import { escapeRegExp } from "../../src/config/reg-exp.js";
 import { expand } from "../../src/export/expansion.js";
 import { CRD_MAX_BYTES } from "../../src/export/lws-crd.js";
 import { handMadeCrd, NO_REFERENCE, REFERENCE_CRD } from "./lws-reference.js";
@@ -33,7 +34,7 @@ test("export k8s -o FILE: the YAML (a LeaderWorkerSet, then a Service) in the fi
   const r = run(["export", "k8s", ...SEED_4X, ...IMAGE, "--namespace", "llm", "--lane", "deepseek", "-o", file]);
   assert.equal(r.code, 0, r.stderr);
   assert.equal(r.stdout, "");
-  assert.match(r.stderr, new RegExp(`launcher: wrote ${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}: LeaderWorkerSet dsv41-flash-4x-dcp2 \\(4 pods\\) and Service deepseek; kubectl apply -f`));
+  assert.match(r.stderr, new RegExp(`launcher: wrote ${escapeRegExp(file)}: LeaderWorkerSet dsv41-flash-4x-dcp2 \\(4 pods\\) and Service deepseek; kubectl apply -f`));
   const docs = parseAllDocuments(readFileSync(file, "utf8")).map((d) => d.toJS() as { kind: string; metadata: { name: string; namespace?: string } });
   assert.deepEqual(docs.map((d) => [d.kind, d.metadata.name, d.metadata.namespace]), [["LeaderWorkerSet", "dsv41-flash-4x-dcp2", "llm"], ["Service", "deepseek", "llm"]]);
 });
@@ -68,7 +69,6 @@ test("export: help lists k8s beside systemd; export systemd loads none of k8s's 
   assert.deepEqual(loaded.filter((p) => ["ajv", "kubernetes-models", "@kubernetes-models/base", "yaml"].includes(p)), []);
 });
 
-const escaped = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 test("export k8s --crd: the published LWS CRD, given as the cluster has it, takes the export", { skip: NO_REFERENCE }, () => {
   const r = run(["export", "k8s", ...SEED_4X, ...IMAGE, "--crd", REFERENCE_CRD]);
@@ -82,7 +82,7 @@ test("export k8s --crd: a CRD whose schema demands a field the export lacks fail
   const out = path.join(dir, "never.yaml");
   const r = run(["export", "k8s", ...SEED_4X, ...IMAGE, "--crd", crd, "-o", out]);
   assert.equal(r.code, 70, r.stderr);
-  assert.match(r.stderr, new RegExp(`- LeaderWorkerSet /spec/leaderWorkerTemplate: must have required property 'subGroupPolicy' \\(the CRD in ${escaped(crd)}\\)`));
+  assert.match(r.stderr, new RegExp(`- LeaderWorkerSet /spec/leaderWorkerTemplate: must have required property 'subGroupPolicy' \\(the CRD in ${escapeRegExp(crd)}\\)`));
   assert.equal(existsSync(out), false);
 });
 
@@ -101,9 +101,9 @@ test("export k8s --crd: a file that is not the LWS CRD, has no v1, or is too lar
   writeFileSync(huge, "");
   truncateSync(huge, CRD_MAX_BYTES + 1);
   const cases: [string, RegExp][] = [
-    [notCrd, new RegExp(`launcher: --crd ${escaped(notCrd)} holds no CustomResourceDefinition leaderworkersets.leaderworkerset.x-k8s.io \\(it holds Deployment lws-controller-manager\\)`)],
-    [noV1, new RegExp(`launcher: --crd ${escaped(noV1)}: its LeaderWorkerSet CRD has no version v1 with an openAPIV3Schema \\(versions: v1alpha1\\)`)],
-    [huge, new RegExp(`launcher: LeaderWorkerSet CRD ${escaped(huge)} is larger than ${CRD_MAX_BYTES} bytes`)],
+    [notCrd, new RegExp(`launcher: --crd ${escapeRegExp(notCrd)} holds no CustomResourceDefinition leaderworkersets.leaderworkerset.x-k8s.io \\(it holds Deployment lws-controller-manager\\)`)],
+    [noV1, new RegExp(`launcher: --crd ${escapeRegExp(noV1)}: its LeaderWorkerSet CRD has no version v1 with an openAPIV3Schema \\(versions: v1alpha1\\)`)],
+    [huge, new RegExp(`launcher: LeaderWorkerSet CRD ${escapeRegExp(huge)} is larger than ${CRD_MAX_BYTES} bytes`)],
     [path.join(dir, "absent.yaml"), /launcher: LeaderWorkerSet CRD \S+absent.yaml not found/],
   ];
   for (const [file, said] of cases) {
