@@ -5,7 +5,7 @@ import { failureHint, warningNote } from "./explain.js";
 import { adapterOf } from "../engine/registry.js";
 import type { EngineAdapter } from "../engine/adapter.js";
 import { DEFAULTS, seconds } from "../contract/defaults.js";
-import type { NodeSpec, Plan } from "../plan/plan.js";
+import { startSteps, type NodeSpec, type Plan } from "../plan/plan.js";
 import { dropCaches, imageUnsettled, preflight, readPlanNodes, sameNameOnCluster, type NodeReading, type PendingReadings } from "./preflight.js";
 import { abortable, checkInterrupted, Detached, interruption } from "../config/abort.js";
 import { createdBy, newBootId, stampBoot } from "./boot.js";
@@ -503,12 +503,10 @@ async function startContainers(w: BootWatch, guard: Guard, mode: "start" | "watc
   };
   const head = plan.nodes[0]?.node;
   const others = plan.start_order.filter((n) => n !== head);
-  const headFirst = plan.start_order[0] === head;
-  const steps = headFirst ? [[head], others] : [others, head === undefined ? [] : [head]];
-  for (const [i, step] of steps.entries()) {
+  for (const step of startSteps(plan)) {
     // A head that connects to its workers once, at its start: not before each one's port accepts.
-    if (i === 1 && !headFirst && w.engine.headAwaitsWorkersPort === true && head !== undefined) await traced("workers' ports", head, () => workersAccept(w, head, others));
-    await startAll(step.filter((n): n is string => n !== undefined));
+    if (head !== undefined && step.includes(head) && plan.start === "workers first" && others.length > 0 && w.engine.headAwaitsWorkersPort === true) await traced("workers' ports", head, () => workersAccept(w, head, others));
+    await startAll(step);
   }
 }
 

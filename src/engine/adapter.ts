@@ -211,6 +211,14 @@ export interface RecipeUse {
  * the gateway ask the engine's adapter (found by the recipe's `engine`, or a container's
  * `launcher.engine` label, in ./registry.ts) and never name an engine themselves.
  */
+/**
+ * When the ranks' containers start: the head's `docker run` before the workers' (they join what
+ * it hosts and do not wait for it), the workers' before the head's (it connects to them once), or
+ * all at once (every rank waits for the others by itself: no `docker run` waits for another).
+ */
+export const START_ORDERS = ["head first", "workers first", "at once"] as const;
+export type StartOrder = (typeof START_ORDERS)[number];
+
 export interface EngineAdapter {
   /** The recipe's `engine` value and the containers' `launcher.engine` label. */
   readonly name: string;
@@ -225,8 +233,8 @@ export interface EngineAdapter {
    * env of a recipe that sets nothing.
    */
   readonly nodeEnv: (recipe: Pick<EngineRecipe, "distributed_backend">, node: ClusterNode) => Record<string, string>;
-  /** Start order: true when the head must run before the workers start, false for workers first. */
-  readonly startsHeadFirst: (recipe: EngineRecipe) => boolean;
+  /** When each rank's container starts, beside the others' (StartOrder). */
+  readonly startOrder: (recipe: EngineRecipe) => StartOrder;
   /**
    * Workers first, and the head only once every worker's port (the cluster's master_port at the
    * worker's fabric_ip, where its rank listens) accepts a TCP connection made from the head's

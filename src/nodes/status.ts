@@ -67,8 +67,8 @@ export function rankView(members: readonly Labelled[], unreachableNodes: Readonl
   }
   ranks.sort((a, b) => a.rank - b.rank);
   const running = ranks.filter((r) => r.state === "running");
-  // `up` creates the containers one after another (workers, then the head): ranks not created
-  // yet beside fresh running ones are a start in progress, not a loss.
+  // `up` may create the containers in steps (the plan's start order): ranks not created yet
+  // beside fresh running ones are a start in progress, not a loss.
   const starting =
     notCreated > 0 && notCreated === missing.length && running.length > 0 && running.every((r) => now.getTime() - Date.parse(r.started_at ?? "") < STARTING_WINDOW_MS);
   return { ranks, missing, unreachable: [...lost].sort(), starting };

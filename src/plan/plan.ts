@@ -2,7 +2,7 @@ import { error, flagLoc, type Diagnostic } from "../config/diagnostic.js";
 import { DEPLOYMENT_NAME, kindProblem } from "../config/kinds.js";
 import { MAX_REMOTE_COMMAND_BYTES, remoteCommandBytes } from "../config/shell-words.js";
 import type { Cluster, ClusterNode } from "../cluster/cluster.js";
-import type { EngineAdapter, RankCommand } from "../engine/adapter.js";
+import type { EngineAdapter, RankCommand, StartOrder } from "../engine/adapter.js";
 import { adapterOf, engineAdapter, ENGINES, type EngineRegistry } from "../engine/registry.js";
 import { apiKeyOf, engineInputDiagnostics, findAnyFlag, flagsOfWords, withoutApiKeyFlags } from "../recipe/args.js";
 import { apiAddress, type ApiAddress } from "./api-address.js";
@@ -50,8 +50,10 @@ export interface Plan {
   readonly master_port: number;
   readonly api_port: number;
   readonly nodes: readonly NodeSpec[];
-  /** Node names in the order their containers start. */
+  /** Node names in the order their containers start (`start`: at once, in rank order). */
   readonly start_order: readonly string[];
+  /** Whether the head's container starts before the workers', after them, or with them (the engine's). */
+  readonly start: StartOrder;
   /**
    * The key the engine's API demands (from the recipe's args or env), which readiness, drain and
    * the gateway send. A secret: render.ts redacts it from everything the plan prints.
@@ -75,6 +77,18 @@ export interface PlanOptions {
 }
 
 export type PlanResult = { ok: true; plan: Plan } | { ok: false; diagnostics: Diagnostic[] };
+
+/**
+ * The plan's `docker run`s in the steps they are issued: each step's together, a step only once
+ * the one before it has every container running (at once: one step of every node, head first).
+ */
+export function startSteps(plan: Pick<Plan, "nodes" | "start_order" | "start">): string[][] {
+  const head = plan.nodes.find((n) => n.rank === 0)?.node;
+  const workers = plan.start_order.filter((n) => n !== head);
+  const heads = head === undefined ? [] : [head];
+  const steps = { "at once": [[...heads, ...workers]], "head first": [heads, workers], "workers first": [workers, heads] }[plan.start];
+  return steps.filter((step) => step.length > 0);
+}
 
 /** `~` in a host path is the SSH user's home on that node, never this machine's. */
 export function expandHome(hostPath: string, node: ClusterNode): string | undefined {
@@ -274,6 +288,7 @@ function assemblePlan(ctx: PlanContext, specs: NodeSpec[]): Plan {
   const head = ctx.nodes[0] as ClusterNode;
   const workers = specs.filter((s) => s.rank > 0).map((s) => s.node);
   const apiKey = apiKeyOf(recipe.args, recipe.env, engine.flags);
+  const start = engine.startOrder(recipe);
   return {
     deployment: ctx.deployment,
     ...(options.lane === undefined ? {} : { lane: options.lane }),
@@ -287,7 +302,8 @@ function assemblePlan(ctx: PlanContext, specs: NodeSpec[]): Plan {
     master_port: ctx.cluster.master_port,
     api_port: ctx.apiPort,
     nodes: specs,
-    start_order: engine.startsHeadFirst(recipe) ? [head.name, ...workers] : [...workers, head.name],
+    start_order: start === "workers first" ? [...workers, head.name] : [head.name, ...workers],
+    start,
     ...(apiKey === undefined ? {} : { api_key: apiKey }),
     fabric_gaps: fabricGaps(ctx.nodes),
   };

@@ -19,7 +19,7 @@ export function unknownNode(plan: Plan, filter: NodeFilter): readonly string[] |
   return filter.node === undefined || plan.nodes.some((n) => n.node === filter.node) ? undefined : plan.start_order;
 }
 
-/** The nodes in the order their containers start (mp: workers first, the head last), as a reader follows a boot. */
+/** The nodes in the order their containers start (at once: in rank order), as a reader follows a boot. */
 export function nodesInStartOrder(plan: Plan, filter: NodeFilter = {}): NodeSpec[] {
   const at = (n: NodeSpec): number => plan.start_order.indexOf(n.node);
   return plan.nodes.filter((n) => filter.node === undefined || n.node === filter.node).sort((a, b) => at(a) - at(b));
@@ -39,6 +39,7 @@ export function planJson(plan: Plan, filter: NodeFilter = {}): unknown {
     master_addr: plan.master_addr,
     master_port: plan.master_port,
     start_order: plan.start_order,
+    start: plan.start,
     recipe: { ...plan.recipe, hash: plan.recipe_hash },
     nodes: plan.nodes.filter((n) => filter.node === undefined || n.node === filter.node).map((n) => ({
       rank: n.rank,
@@ -95,7 +96,7 @@ export function planText(plan: Plan, filter: NodeFilter = {}): string {
     `  model     ${r.model} (served as ${plan.served_model})`,
     `  endpoint  ${plan.endpoint}/v1`,
     `  rendezvous ${plan.master_addr}:${plan.master_port}`,
-    `  start     ${plan.start_order.join(", ")}`,
+    `  start     ${plan.start_order.join(", ")}${plan.nodes.length > 1 ? ` (${plan.start})` : ""}`,
     "",
   ];
   for (const n of nodesInStartOrder(plan, filter)) {

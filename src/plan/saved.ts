@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { START_ORDERS } from "../engine/adapter.js";
 import type { Plan } from "./plan.js";
 
 /**
@@ -24,6 +25,8 @@ const planSchema = z.looseObject({
   recipe: z.looseObject({ id: z.string(), engine: z.string(), docker_image: z.string() }),
   nodes: z.array(nodeSchema).min(1),
   start_order: z.array(z.string()),
+  // A plan kept before it was written says its order by start_order alone: its head first or last.
+  start: z.enum(START_ORDERS).optional(),
 });
 const savedSchema = z.object({ version: z.literal(SAVED_PLAN_VERSION), plan: planSchema });
 
@@ -40,5 +43,7 @@ export function decodeSavedPlan(text: string): { ok: true; plan: Plan } | { ok: 
   const r = savedSchema.safeParse(json);
   if (!r.success) return { ok: false, problem: r.error.issues.slice(0, 3).map((i) => `${i.path.join(".")}: ${i.message}`).join("; ") };
   // The fields checked above are the ones a boot reads first; the rest is what `up` wrote itself.
-  return { ok: true, plan: r.data.plan as unknown as Plan };
+  const plan = r.data.plan;
+  const start = plan.start ?? (plan.start_order[0] === plan.nodes.find((n) => n.rank === 0)?.node ? "head first" : "workers first");
+  return { ok: true, plan: { ...plan, start } as unknown as Plan };
 }

@@ -71,6 +71,7 @@ export const servingPlan = (url: string): Plan =>
     recipe: { id: "r", engine: "vllm", docker_image: "img" },
     nodes: [{ rank: 0, node: "n1", container: "launcher-d-r0", labels: {}, argv: ["docker", "run"] }],
     start_order: ["n1"],
+    start: "head first",
   }) as unknown as Plan;
 
 /** The launch id of the one-rank deployment `d` that servingNode runs. */

@@ -94,6 +94,7 @@ const twoRanks = {
     { rank: 1, node: "n2", container: "launcher-d-r1", labels: {}, argv: ["docker", "run"] },
   ],
   start_order: ["n2", "n1"],
+  start: "workers first",
 } as unknown as Plan;
 
 const listed = (node: string, containers: readonly ContainerInfo[]): NodeListing => ({
@@ -126,6 +127,7 @@ const oneRank = (endpoint: string, lane?: string): Plan =>
     ...(lane === undefined ? { lane: undefined } : { lane }),
     nodes: [{ rank: 0, node: "n1", container: "launcher-d-r0", labels: {}, argv: ["docker", "run", "--label", `${LABELS.boot}=${BOOT}`, "--", "img"] }],
     start_order: ["n1"],
+    start: "head first",
   }) as unknown as Plan;
 
 /** The store as a daemon killed mid-boot leaves it: the boot kept, its history row, an open restart. */

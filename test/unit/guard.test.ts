@@ -323,7 +323,7 @@ test("after ready the daemon's guard watches each serving deployment until it is
   const recipe = resolveRecipe("practice-2x", fileRecipeSource(["recipes"])).recipe;
   assert.ok(recipe);
   const node = (rank: number) => ({ rank, node: `n${rank + 1}`, container: `launcher-d-r${rank}`, labels: {}, argv: ["docker", "run", "--", "img"] });
-  const plan = { deployment: "d", cluster: "c", endpoint: "http://n1:8000", served_model: "m", recipe_hash: "h", recipe, nodes: [node(0), node(1)], start_order: ["n1", "n2"] };
+  const plan = { deployment: "d", cluster: "c", endpoint: "http://n1:8000", served_model: "m", recipe_hash: "h", recipe, nodes: [node(0), node(1)], start_order: ["n1", "n2"], start: "head first" };
   const keepPlan = () => store.savePlan("c", "d", encodeSavedPlan(plan as unknown as import("../../src/plan/plan.js").Plan), "t");
   const meminfo = parseMeminfo("MemTotal: 125515164 kB\nMemFree: 110000000 kB\nMemAvailable: 120000000 kB\nBuffers: 0 kB\nCached: 1000000 kB\nShmem: 0 kB\nSReclaimable: 0 kB\n");
   assert.ok(meminfo.ok);
@@ -460,7 +460,7 @@ test("supervisor: a guard trip after ready is a failure that restarts the group 
   const { Store } = await import("../../src/store/store.js");
   const { encodeSavedPlan } = await import("../../src/plan/saved.js");
   const store = new Store(":memory:");
-  const plan = { deployment: "d", cluster: "c", endpoint: "http://n1:8000", served_model: "m", recipe_hash: "h", recipe: { id: "r", engine: "vllm", docker_image: "img" }, nodes: [{ rank: 0, node: "n1", container: "launcher-d-r0", labels: {}, argv: ["docker", "run", "--label", "launcher.boot=b", "--", "img"] }], start_order: ["n1"] };
+  const plan = { deployment: "d", cluster: "c", endpoint: "http://n1:8000", served_model: "m", recipe_hash: "h", recipe: { id: "r", engine: "vllm", docker_image: "img" }, nodes: [{ rank: 0, node: "n1", container: "launcher-d-r0", labels: {}, argv: ["docker", "run", "--label", "launcher.boot=b", "--", "img"] }], start_order: ["n1"], start: "head first" };
   store.savePlan("c", "d", encodeSavedPlan(plan as unknown as import("../../src/plan/plan.js").Plan), "t");
   const b = { deployment: "d", recipe: "r", recipe_hash: "h", cluster: "c", served_model: "m", endpoint: "http://n1:8000", nodes: ["n1"] };
   store.deploymentReady({ ...b, boot_id: store.beginBoot({ ...b, started_at: "t" }), ready_at: "t" });

@@ -10,7 +10,7 @@ import { readEngineSample } from "../../src/engine/engine-metrics.js";
 import { sumGauge } from "../../src/engine/metrics-text.js";
 import { llamacpp } from "../../src/engine/llamacpp/adapter.js";
 import { readOptionRow } from "../../src/engine/llamacpp/options.js";
-import { planDeployment } from "../../src/plan/plan.js";
+import { planDeployment, startSteps } from "../../src/plan/plan.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";
 import type { Recipe } from "../../src/recipe/recipe.js";
 import { memorySource } from "../support/memory-source.js";
@@ -56,6 +56,7 @@ test("a 2-node llama.cpp recipe validates clean, and plans rpc-server on the wor
   const [head, worker] = p.plan.nodes;
   assert.ok(head && worker);
   assert.deepEqual(p.plan.start_order, [worker.node, head.node], "the workers start first");
+  assert.deepEqual(startSteps(p.plan), [[worker.node], [head.node]], "the head's docker run waits for the workers'");
   assert.equal(p.plan.served_model, "qwen", "--alias names the model to clients");
   const after = (argv: readonly string[], flag: string): string | undefined => argv[argv.indexOf(flag) + 1];
   const workerIp = c.nodes.find((n) => n.name === worker.node)?.fabric_ip;

@@ -273,6 +273,7 @@ test("supervisor: a group its node's guard killed is restarted with that reason,
     recipe: { id: "r", engine: "vllm", docker_image: "img" },
     nodes: [0, 1].map((rank) => ({ rank, node: `n${rank + 1}`, container: `launcher-d-r${rank}`, labels: {}, argv: ["docker", "run", "--label", "launcher.deployment=d", "--", "img"] })),
     start_order: ["n1", "n2"],
+    start: "head first",
   } as unknown as Plan;
   store.savePlan("c", "d", encodeSavedPlan(plan), "t");
   const b = { deployment: "d", recipe: "r", recipe_hash: "h", lane: "chat", cluster: "c", served_model: "m", endpoint: "http://n1:8000", nodes: ["n1", "n2"] };

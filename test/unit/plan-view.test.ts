@@ -22,17 +22,18 @@ const SPARK4 = "examples/clusters/spark-4x.toml";
 /** The node each `# rank` block of the text is for, in the order printed. */
 const printed = (text: string): string[] => [...text.matchAll(/^# rank \d+ \(\w+\) on (\S+) /gm)].map((m) => m[1] ?? "");
 
-test("plan text lists the nodes in start order: mp workers first, the head last", () => {
+test("plan text lists the nodes in start order: mp at once, in rank order", () => {
   const plan = planOf("dsv41-flash-4x-dcp2", SPARK4);
-  assert.deepEqual(plan.start_order, ["spark2", "spark3", "spark4", "spark1"]);
+  assert.deepEqual(plan.start_order, ["spark1", "spark2", "spark3", "spark4"]);
   assert.deepEqual(printed(planText(plan)), plan.start_order);
+  assert.match(planText(plan), /^ {2}start {5}spark1, spark2, spark3, spark4 \(at once\)$/m);
 });
 
 test("plan --node: the text and the JSON show only that node, the summary unchanged", () => {
   const plan = planOf("dsv41-flash-4x-dcp2", SPARK4);
   const text = planText(plan, { node: "spark3" });
   assert.deepEqual(printed(text), ["spark3"]);
-  assert.match(text, /^ {2}start {5}spark2, spark3, spark4, spark1$/m);
+  assert.match(text, /^ {2}start {5}spark1, spark2, spark3, spark4 \(at once\)$/m);
   const json = planJson(plan, { node: "spark3" }) as { nodes: { node: string; rank: number }[]; start_order: string[] };
   assert.deepEqual(json.nodes.map((n) => [n.node, n.rank]), [["spark3", 2]]);
   assert.equal(json.start_order.length, 4);
@@ -42,7 +43,7 @@ test("plan --node: the text and the JSON show only that node, the summary unchan
 
 test("plan --node: a node the plan does not run on is named with the ones it does", () => {
   const plan = planOf("dsv4-flash-vision", SPARK4);
-  assert.deepEqual(unknownNode(plan, { node: "spark3" }), ["spark2", "spark1"]);
+  assert.deepEqual(unknownNode(plan, { node: "spark3" }), ["spark1", "spark2"]);
   assert.equal(unknownNode(plan, { node: "spark1" }), undefined);
   assert.equal(unknownNode(plan, {}), undefined);
 });
@@ -64,5 +65,5 @@ test("launcher plan --node NAME prints that node; an unknown one is a user error
   assert.deepEqual(printed(one.stdout), ["spark4"]);
   const bad = run(["plan", "dsv4-flash-vision", "--cluster", SPARK4, "--node", "spark3"]);
   assert.equal(bad.code, 1);
-  assert.match(bad.stderr, /--node spark3: dsv4-flash-vision does not run on that node \(it runs on spark2, spark1\)\n {2}hint: did you mean --node spark2\?/);
+  assert.match(bad.stderr, /--node spark3: dsv4-flash-vision does not run on that node \(it runs on spark1, spark2\)\n {2}hint: did you mean --node spark1\?/);
 });

@@ -6,7 +6,7 @@ import type { Cluster } from "../../src/cluster/cluster.js";
 import { splitShellWords } from "../../src/config/shell-words.js";
 import { fileRecipeSource } from "../../src/recipe/fs-source.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";
-import { planDeployment, type Plan } from "../../src/plan/plan.js";
+import { planDeployment, startSteps, type Plan } from "../../src/plan/plan.js";
 import { planJson, planText } from "../../src/plan/render.js";
 import { assertGolden } from "./golden.js";
 import { BASE, memorySource } from "../support/memory-source.js";
@@ -47,7 +47,10 @@ test("planning is deterministic", () => {
 
 test("mp ranks: managed flags per rank, --headless above 0, the API on rank 0 only", () => {
   const plan = seedPlan("dsv41-flash-4x-dcp2", "examples/clusters/spark-4x.toml");
-  assert.deepEqual(plan.start_order, ["spark2", "spark3", "spark4", "spark1"]);
+  // Every mp rank waits for the others by itself: one step of every node, in rank order.
+  assert.deepEqual(plan.start_order, ["spark1", "spark2", "spark3", "spark4"]);
+  assert.equal(plan.start, "at once");
+  assert.deepEqual(startSteps(plan), [["spark1", "spark2", "spark3", "spark4"]]);
   for (const n of plan.nodes) {
     const argv = n.argv;
     const after = (flag: string): string | undefined => argv[argv.indexOf(flag) + 1];
@@ -174,6 +177,7 @@ test("ray backend: ray head and workers, one vllm serve on the head, head starte
   const p = planDeployment(r, twoNodes);
   assert.ok(p.ok);
   assert.deepEqual(p.plan.start_order, ["a1", "a2"]);
+  assert.deepEqual(startSteps(p.plan), [["a1"], ["a2"]], "the workers' docker runs wait for the head's");
   const [head, worker] = p.plan.nodes;
   assert.deepEqual(worker?.argv.slice(-4), ["start", "--block", "--address=h1:6379", "--node-ip-address=10.9.0.2"]);
   assert.equal(worker?.env.RAY_NODE_IP_ADDRESS, "10.9.0.2");

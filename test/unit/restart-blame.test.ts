@@ -30,6 +30,7 @@ const plan = {
     { rank: 1, node: "n2", container: "launcher-d-r1", labels: {}, argv: ["docker", "run", "--label", "launcher.deployment=d", "--", "img"] },
   ],
   start_order: ["n1", "n2"],
+  start: "head first",
 } as unknown as Plan;
 
 const seen: Seen = {

@@ -43,6 +43,7 @@ const plan = {
   recipe: { id: "r", engine: "vllm", docker_image: "img" },
   nodes: [{ rank: 0, node: "n1", container: "launcher-d-r0", labels: {}, argv: ["docker", "run", "--label", "launcher.deployment=d", "--", "img"] }],
   start_order: ["n1"],
+  start: "head first",
 } as unknown as Plan;
 
 /** A store that kept a two-rank plan of `d` and saw it serve. */

@@ -219,7 +219,7 @@ test("a saved plan round-trips; a damaged or foreign one is refused, saying why"
     deployment: "d", cluster: "c", endpoint: "http://n1:8000", served_model: "m", recipe_hash: "h",
     recipe: { id: "r", engine: "vllm", docker_image: "img" },
     nodes: [{ rank: 0, node: "n1", container: "launcher-d-r0", labels: {}, argv: ["docker", "run"] }],
-    start_order: ["n1"], restart: { mode: "on-failure", max: 2 },
+    start_order: ["n1"], start: "head first", restart: { mode: "on-failure", max: 2 },
   };
   const back = decodeSavedPlan(encodeSavedPlan(plan as never));
   assert.ok(back.ok);

@@ -163,12 +163,27 @@ test("fit: a node whose available memory is short (not its total) is refused, th
     assert.deepEqual(fc.containers(), []);
   }));
 
-test("a boot that fits prints the arithmetic node by node and starts each rank once, head last for mp", () =>
+test("a boot that fits prints the arithmetic node by node and starts each rank once, mp ranks at once", () =>
   withCluster({}, async (fc) => {
+    // The worker's docker run returns only once the head's was issued too: a head started after
+    // the workers' runs returned would never start, and the boot would fail.
+    const head = fc.node("n1");
+    const worker = fc.node("n2");
+    let headIssued: () => void = () => undefined;
+    const issued = new Promise<void>((resolve) => (headIssued = resolve));
+    const headRun = head.run.bind(head);
+    head.run = (argv, env) => (headIssued(), headRun(argv, env));
+    const workerRun = worker.run.bind(worker);
+    worker.run = async (argv, env) => {
+      let timer: NodeJS.Timeout | undefined;
+      const gaveUp = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error("the head's docker run was not issued beside the worker's")), 10_000)));
+      await Promise.race([issued, gaveUp]).finally(() => clearTimeout(timer));
+      return workerRun(argv, env);
+    };
     const r = await fc.up(fc.plan(RECIPE));
     assert.equal(r.status, "ready");
     assert.match(fc.notes.join("\n"), /memory fit \(GiB\):\n {2}n1: need 123\.8 GiB = engine budget 117\.8/);
-    assert.deepEqual(fc.started, ["n2/launcher-r-r1", "n1/launcher-r-r0"]);
+    assert.deepEqual(fc.started, ["n1/launcher-r-r0", "n2/launcher-r-r1"]);
     // Every container carries the boot's id, the one up returns.
     for (const n of fc.nodes) for (const c of await n.containers("launcher.deployment=r")) assert.equal(c.labels["launcher.boot"], r.boot);
   }));

@@ -1,6 +1,6 @@
 import type { EngineAdapter } from "../adapter.js";
 import { curlGenerationProbe } from "../generation-probe.js";
-import { llamacppRankCommand, llamacppStartsHeadFirst } from "./command.js";
+import { llamacppRankCommand, llamacppStartOrder } from "./command.js";
 import { llamacppFlags, llamacppSpellings } from "./flags.js";
 import { llamacppHint } from "./hints.js";
 import { ggufContainerPaths, ggufWeightFiles } from "./gguf.js";
@@ -30,7 +30,7 @@ export const llamacpp: EngineAdapter = {
     },
   },
   rankCommand: llamacppRankCommand,
-  startsHeadFirst: llamacppStartsHeadFirst,
+  startOrder: llamacppStartOrder,
   // The head connects to each worker's rpc-server once, at its start: it starts when each one's
   // port accepts (its log cannot say so: ./log-shapes.ts). A probe's connection is harmless:
   // rpc-server serves one client at a time and, once one closes, accepts the next

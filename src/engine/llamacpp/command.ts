@@ -1,6 +1,6 @@
 import { isIPv4 } from "node:net";
 import { UserError } from "../../config/errors.js";
-import type { EngineRecipe as Recipe, GgufFiles, RankCommand, RankContext } from "../adapter.js";
+import type { EngineRecipe as Recipe, GgufFiles, RankCommand, RankContext, StartOrder } from "../adapter.js";
 import { rpcAtStart } from "./at-start.js";
 import { llamacppSpellings } from "./flags.js";
 import { ggufContainerPaths, ggufWeightFiles, modelPathProblem } from "./gguf.js";
@@ -96,4 +96,4 @@ export function llamacppRankCommand(recipe: Recipe, ctx: RankContext): RankComma
 }
 
 /** Workers first: the head connects to them once, at its start. */
-export const llamacppStartsHeadFirst = (): boolean => false;
+export const llamacppStartOrder = (): StartOrder => "workers first";

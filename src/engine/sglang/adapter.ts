@@ -50,7 +50,7 @@ export const sglang: EngineAdapter = {
   },
   rankCommand: sglangRankCommand,
   // The head hosts torch's TCPStore at --dist-init-addr, which the other ranks connect to.
-  startsHeadFirst: () => true,
+  startOrder: () => "head first",
   // A rank >= 1 serves SGLang's dummy health check at --host/--port, which ./command.ts makes
   // loopback and the deployment's api_port (launch_dummy_health_check_server, engine.py).
   workersBindApiPort: true,

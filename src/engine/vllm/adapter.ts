@@ -1,6 +1,6 @@
 import type { EngineAdapter, LineTime, LogLine } from "../adapter.js";
 import { pythonGenerationProbe } from "../generation-probe.js";
-import { vllmRankCommand, vllmStartsHeadFirst } from "./command.js";
+import { vllmRankCommand, vllmStartOrder } from "./command.js";
 import { VLLM_DEV_SWITCHES } from "./dev-switches.js";
 import { defaultUtilizationOf, refuseImageOnlyKeySpellings, VLLM_TABLE_UTILIZATION, vllmFlags, vllmFlagsFrom, vllmSpellings } from "./flags.js";
 import { vllmHint } from "./hints.js";
@@ -27,7 +27,7 @@ export const vllm: EngineAdapter = {
   // variable vLLM reads VLLM_*.
   recipeUse: { engine: "vLLM", keys: ["tensor_parallel_size", "pipeline_parallel_size", "distributed_backend", "entrypoint", "unsafe_dev_routes"], envPrefixes: ["VLLM_"] },
   rankCommand: vllmRankCommand,
-  startsHeadFirst: vllmStartsHeadFirst,
+  startOrder: vllmStartOrder,
   nodeEnv: vllmNodeEnv,
   // Entrypoint and version the image must have: ./image.ts, with vLLM's Dockerfile.
   image: vllmImage,

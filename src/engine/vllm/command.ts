@@ -1,4 +1,4 @@
-import type { EngineRecipe as Recipe, RankCommand, RankContext } from "../adapter.js";
+import type { EngineRecipe as Recipe, RankCommand, RankContext, StartOrder } from "../adapter.js";
 import { rayCommand } from "./ray.js";
 
 function parallelFlags(recipe: Recipe): string[] {
@@ -32,7 +32,13 @@ export function vllmRankCommand(recipe: Recipe, ctx: RankContext): RankCommand {
   return recipe.distributed_backend === "ray" ? rayCommand(recipe, ctx, [...parallelFlags(recipe), ...apiFlags(ctx)]) : mpCommand(recipe, ctx);
 }
 
-/** mp starts workers first so the head finds them waiting; Ray needs its head up first. */
-export function vllmStartsHeadFirst(recipe: Recipe): boolean {
-  return recipe.distributed_backend === "ray";
+/**
+ * Ray needs its head up first: the workers' `ray start --address` joins it. mp ranks start at
+ * once: a headless rank's torch rendezvous client retries its connection to the head's TCPStore
+ * (--master-addr:--master-port) until the distributed timeout, and the head waits there for every
+ * rank (vLLM's multi-node docs: workers first "or all at once"), so the head's `docker run` need
+ * not wait for the workers'.
+ */
+export function vllmStartOrder(recipe: Recipe): StartOrder {
+  return recipe.distributed_backend === "ray" ? "head first" : "at once";
 }

@@ -45,7 +45,7 @@ export const toy: EngineAdapter = {
   }),
   nodeEnv: (_recipe, node) => (node.fabric_ip === undefined ? {} : { TOY_PEER: node.fabric_ip }),
   // The toy's head hands out the ranks, so it starts first (vLLM's mp backend starts it last).
-  startsHeadFirst: () => true,
+  startOrder: () => "head first",
   // The toy asks nothing of its image but a version line.
   image: { versionCommand: ["toyserve", "--version"], parseVersion: (out: string) => out.trim() || null, problems: () => [] },
   modelFlags: { servedName: ["--alias"], revision: ["--weights-rev"] },
