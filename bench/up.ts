@@ -2,11 +2,13 @@
 // practice engine's boot delays at zero, and prints the overhead per node count and the 4-to-1
 // ratio; also how long after the engine's ready line launcher noticed it. Each up runs with
 // --trace, and the trace of the median 4-node up is printed (where launcher's own time goes).
+// Beside each: the machine's CPU time while up ran (the rig's nodes are namespaces of this machine,
+// so a boot's every process shares its cores) and launcher's own process's share of it.
 // Run as root: npx tsx bench/up.ts [--rounds N] [--baseline DIR]     (rounds default 3)
 // Targets (issue 26): overhead <= 1.0 s at 4 nodes, 4-node <= 1.3 x 1-node, ready line to up's return <= 200 ms.
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { launcher, launcherProcess, onHost, rigDown, rigUp, variant } from "../test/integration/practice-cluster.js";
@@ -25,6 +27,8 @@ const dir = mkdtempSync(path.join(tmpdir(), "launcher-bench-"));
 
 interface Timed {
   total: number;
+  /** The machine's CPU time (every process: launcher, ssh, sshd, docker, the engines) while up ran, in seconds. */
+  cpu: number;
   notice: number;
   engine: number;
   trace?: TraceRecord;
@@ -55,10 +59,23 @@ function baselineCli(root: string): Cli {
   return { name: `baseline ${path.basename(root)}`, run, trace: false };
 }
 
+/**
+ * The machine's busy CPU time so far, in seconds: /proc/stat's first line is the jiffies (USER_HZ,
+ * 100 a second on Linux) every CPU spent in each state; busy is all but idle and iowait
+ * (proc(5), /proc/stat). The rig's nodes are namespaces of this machine, so this counts all of a boot.
+ */
+function busyCpuSeconds(): number {
+  const fields = (readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "").trim().split(/\s+/).slice(1).map(Number);
+  const [idle = 0, iowait = 0] = [fields[3], fields[4]];
+  return (fields.reduce((a, b) => a + b, 0) - idle - iowait) / 100;
+}
+
 async function timeUp(cli: Cli, recipe: string, nodes: number): Promise<Timed> {
   const start = Date.now();
+  const cpu0 = busyCpuSeconds();
   const r = await cli.run(["up", recipe, "--json", ...(cli.trace ? ["--trace"] : [])]);
   const end = Date.now();
+  const cpu = busyCpuSeconds() - cpu0;
   if (r.code !== 0) throw new Error(`up (${cli.name}) failed on ${nodes} nodes:\n${r.stderr}`);
   const log = onHost(1, ["sh", "-c", "docker logs --timestamps $(docker ps -q --filter label=launcher.rank=0) 2>&1"]).split("\n");
   const at = (line: string | undefined): number => Date.parse(line?.split(" ")[0] ?? "");
@@ -67,7 +84,7 @@ async function timeUp(cli: Cli, recipe: string, nodes: number): Promise<Timed> {
   await launcher(["down", "--all", "--grace", "1"]);
   const line = r.stderr.split("\n").find((l) => l.startsWith('{"trace":'));
   const trace = line === undefined ? undefined : (JSON.parse(line) as { trace: TraceRecord }).trace;
-  return { total: (end - start) / 1000, notice: (end - readyAt) / 1000, engine: (readyAt - firstAt) / 1000, ...(trace === undefined ? {} : { trace }) };
+  return { total: (end - start) / 1000, cpu, notice: (end - readyAt) / 1000, engine: (readyAt - firstAt) / 1000, ...(trace === undefined ? {} : { trace }) };
 }
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
@@ -79,7 +96,11 @@ function report(cli: Cli, runs: Map<number, Timed[]>): void {
   for (const nodes of runs.keys()) {
     const total = of(nodes, (t) => t.total);
     const own = of(nodes, (t) => t.engine);
-    console.log(`  ${nodes} node${nodes === 1 ? " " : "s"}: ${total.toFixed(2)} s; the head engine's own boot ${own.toFixed(2)} s; launcher overhead ${(total - own).toFixed(2)} s (target <= 1.0 s at 4)`);
+    const cpu = of(nodes, (t) => t.cpu);
+    const ownCpu = of(nodes, (t) => (t.trace?.cpu_ms ?? NaN) / 1000);
+    const before = of(nodes, (t) => (t.trace?.process_ms ?? NaN) / 1000);
+    const ownText = Number.isNaN(ownCpu) ? "" : `, launcher's own process ${ownCpu.toFixed(2)} s of it (${before.toFixed(2)} s of start before its trace)`;
+    console.log(`  ${nodes} node${nodes === 1 ? " " : "s"}: ${total.toFixed(2)} s; the head engine's own boot ${own.toFixed(2)} s; launcher overhead ${(total - own).toFixed(2)} s (target <= 1.0 s at 4); the machine's CPU busy ${cpu.toFixed(2)} s (${(cpu / total).toFixed(2)} of its ${cpus().length} cores)${ownText}`);
   }
   console.log(`  4-to-1 ratio: ${(of(4, (t) => t.total) / of(1, (t) => t.total)).toFixed(2)}x (target <= 1.3)`);
   const notices = [...runs.values()].flat().map((t) => t.notice);

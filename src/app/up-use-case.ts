@@ -12,6 +12,7 @@ import { deploymentKey, holdOrBusy, laneKey } from "../claims/locks.js";
 import type { Progress } from "../nodes/progress.js";
 import { openSession, type ClusterSession } from "../nodes/session.js";
 import type { UpOptions, UpResult } from "../boot/up.js";
+import { readPlanNodes } from "../boot/preflight.js";
 import type { FitReport } from "../memory/fit.js";
 import { traced } from "../remote/trace.js";
 import type { ArgsJudge } from "../nodes/image-check.js";
@@ -84,19 +85,17 @@ export async function upUseCase(request: UpRequest, cluster: Cluster, first: Pla
     if (request.lane !== undefined) release.push(holdOrBusy(store, [laneKey(request.lane)], what, now));
     // Each node's own fabric fills what the cluster file leaves out; the findings are checked once
     // the nodes are known (a lane picks its own).
-    const probing = "while probing the nodes' fabric; nothing was started";
-    const opened = await abortable(traced("open session (ssh -G, DNS)", undefined, () => (host.openSession ?? openSession)(cluster)), signal, probing);
-    const detected = await abortable(traced("fabric probe", undefined, () => detectAndRecord(opened, store, now().toISOString(), { peers: false })), signal, probing);
+    const opened = await abortable(traced("open session (ssh -G, DNS)", undefined, () => (host.openSession ?? openSession)(cluster)), signal, PROBING);
+    const probe = traced("fabric probe", undefined, () => detectAndRecord(opened, store, now().toISOString(), { peers: false }));
+    probe.catch(() => undefined);
+    if (request.lane === undefined) {
+      release.push(holdOrBusy(store, [deploymentKey(first.cluster, first.deployment)], what, now));
+      return await launchWhileProbing(first, { opened, probe, signal }, host, what);
+    }
+    const detected = await abortable(probe, signal, PROBING);
     const session = withImageFacts(detected.session, store, now);
     const findings = detected.report.findings;
     const step = bootStep(session, host, what);
-    if (request.lane === undefined) {
-      const plan = host.plan(undefined, session.cluster, "error");
-      const blocking = fabricBlockers(findings, plan.nodes.map((n) => n.node));
-      if (blocking.length > 0) throw fabricCheckFailed(blocking);
-      release.push(holdOrBusy(store, [deploymentKey(plan.cluster, plan.deployment)], what, now));
-      return await launchPlan(plan, session, host, step);
-    }
     const lane = request.lane;
     host.say(`launcher: putting ${first.recipe.id} in lane ${lane}`);
     return await upInLane((nodes) => host.plan(nodes, session.cluster, "error"), request.nodes !== undefined, session, {
@@ -113,6 +112,63 @@ export async function upUseCase(request: UpRequest, cluster: Cluster, first: Pla
     for (const r of release.reverse()) await r();
   }
 }
+
+const PROBING = "while probing the nodes' fabric; nothing was started";
+type Probe = ReturnType<typeof detectAndRecord>;
+
+/**
+ * A boot outside a lane, its nodes claimed and read while the fabric probe runs: which nodes, and
+ * what each is asked (image, containers, mounts, memory, weights), the fabric does not decide, so
+ * `first` (planned before any node was touched) says them. The plan made once the probe's findings
+ * fill the cluster boots under those claims, with those reads where it asks the same of the same
+ * nodes (else it claims, or reads, again). A problem the probe finds on the plan's nodes is said
+ * before a failed claim's, as when the probe ran first.
+ */
+async function launchWhileProbing(first: Plan, probing: { opened: ClusterSession; probe: Probe; signal: AbortSignal }, host: UpHost, what: string): Promise<UpOutcome> {
+  const { store, now } = host;
+  const { opened, probe, signal } = probing;
+  const step = bootStep(opened, host, what);
+  let claims: NodeClaims;
+  try {
+    claims = await traced("claims", undefined, () => step.claim(first));
+  } catch (e) {
+    // The probe's own failure or interruption, then what it found, come first, as when it ran first.
+    throwBlockers((await abortable(probe, signal, PROBING)).report.findings, first);
+    throw e;
+  }
+  let held: NodeClaims | undefined = claims;
+  try {
+    const early = host.dropCaches === true ? undefined : readPlanNodes(first, opened, step.options.signal);
+    if (early !== undefined) void traced("node reads", undefined, () => early.all).catch(() => undefined);
+    const detected = await abortable(probe, signal, PROBING);
+    const session = withImageFacts(detected.session, store, now);
+    const plan = host.plan(undefined, session.cluster, "error");
+    throwBlockers(detected.report.findings, plan);
+    if (!sameNodes(plan, first)) {
+      await claims.release();
+      held = undefined;
+      return await launchPlan(plan, session, host, step);
+    }
+    held = undefined;
+    const reads = early !== undefined && sameReads(plan, first) ? { readings: early } : {};
+    return await launchPlan(plan, session, host, { ...step, options: { ...step.options, ...reads } }, claims);
+  } finally {
+    await held?.release();
+  }
+}
+
+function throwBlockers(findings: Awaited<Probe>["report"]["findings"], plan: Plan): void {
+  const blocking = fabricBlockers(findings, plan.nodes.map((n) => n.node));
+  if (blocking.length > 0) throw fabricCheckFailed(blocking);
+}
+
+const sameNodes = (a: Plan, b: Plan): boolean => a.deployment === b.deployment && a.nodes.map((n) => n.node).join() === b.nodes.map((n) => n.node).join();
+
+/** Whether preflight's reads of the two plans ask the same of the same nodes (readPlanNodes: image, mounts, the recipe's weights). */
+const sameReads = (a: Plan, b: Plan): boolean => {
+  const asked = (p: Plan): string => JSON.stringify([p.recipe, p.nodes.map((n) => [n.node, n.host, n.image, n.mounts])]);
+  return asked(a) === asked(b);
+};
 
 /** What a boot of a plan already made needs of its host: no planner, no lane to drain. */
 export type BootHost = Omit<UpHost, "plan" | "drainMs">;
@@ -137,9 +193,12 @@ function bootStep(session: ClusterSession, host: BootHost, what: string): { opti
   return { options, claim };
 }
 
-/** The plan's nodes claimed, then the plan booted and recorded: how every boot but a lane swap ends. */
-async function launchPlan(plan: Plan, session: ClusterSession, host: BootHost, step: ReturnType<typeof bootStep>): Promise<UpOutcome> {
-  const claims = await traced("claims", undefined, () => step.claim(plan));
+/**
+ * The plan's nodes claimed (or `claimed`, held already), then the plan booted and recorded: how
+ * every boot but a lane swap ends. The claims are given back however it ends.
+ */
+async function launchPlan(plan: Plan, session: ClusterSession, host: BootHost, step: ReturnType<typeof bootStep>, claimed?: NodeClaims): Promise<UpOutcome> {
+  const claims = claimed ?? (await traced("claims", undefined, () => step.claim(plan)));
   try {
     host.say(`launcher: starting ${plan.deployment} (${plan.recipe.id}) on ${plan.nodes.map((n) => n.node).join(", ")}`);
     return { ...(await traced("up", undefined, () => recordedUp(plan, session, step.options, host.store, host.now))), deployment: plan.deployment };

@@ -65,6 +65,11 @@ export interface UpOptions {
    * supervisor's restart of a plan already judged): not judged again.
    */
   readonly judgeArgs?: ArgsJudge;
+  /**
+   * The plan's nodes read already, under the claims its caller holds (the use case reads them while
+   * the fabric probe runs): what `up` would ask first. Not with `dropCaches`, whose reads follow the drop.
+   */
+  readonly readings?: PendingReadings;
 }
 
 export type UpResult = {
@@ -184,7 +189,7 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
   // memory fit and the mount paths see what the boot will meet. Read-only, so asked at once, while
   // the look for the same deployment runs; dropping the page cache changes what they say, so with
   // it they are asked after the drop.
-  const early = options.dropCaches === true ? undefined : readNodes();
+  const early = options.dropCaches === true ? undefined : (options.readings ?? readNodes());
   const checks = async (): Promise<Awaited<ReturnType<typeof preflight>>> => {
     let readings: PendingReadings;
     if (options.dropCaches === true) {

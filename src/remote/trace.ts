@@ -20,6 +20,10 @@ export interface TraceRecord {
   readonly spans: readonly Span[];
   /** Spans between the first and the last MAX_SPANS / 2, not kept (a long boot's middle). */
   readonly dropped: number;
+  /** How long the process ran before the trace began (ms): Node's own start and loading launcher's modules. */
+  readonly process_ms?: number;
+  /** The process's own CPU time (user + system, ms) until the trace ended: launcher's, not the nodes' or their engines'. */
+  readonly cpu_ms?: number;
 }
 
 /**
@@ -32,7 +36,8 @@ const HALF = MAX_SPANS / 2;
 
 /** Span bookkeeping alone, on an injected clock (ms), so that it is tested without waiting. */
 export class Trace {
-  private readonly origin: number;
+  /** The clock's reading when the trace began. */
+  readonly origin: number;
   private readonly first: Span[] = [];
   private readonly last: Span[] = [];
   // Where the ring `last` writes next, once full.
@@ -81,7 +86,8 @@ const secs = (ms: number): string => (ms / 1000).toFixed(3);
 /** The trace as text lines: start offset, duration, node and name, in start order. */
 export function formatTrace(record: TraceRecord): string[] {
   const lines = record.spans.map((s) => `  +${secs(s.start_ms).padStart(7)} s ${s.ms === 0 ? "      -  " : `${secs(s.ms).padStart(7)} s`}  ${(s.node ?? "").padEnd(10)} ${s.name}`);
-  return ["trace of this up (start offset, duration, node, span):", ...lines, ...(record.dropped > 0 ? [`  (${record.dropped} more spans not kept)`] : [])];
+  const own = record.process_ms === undefined || record.cpu_ms === undefined ? [] : [`  launcher's own process: ${secs(record.process_ms)} s before the trace began (Node's start, launcher's modules); ${secs(record.cpu_ms)} s of CPU in all`];
+  return ["trace of this up (start offset, duration, node, span):", ...lines, ...(record.dropped > 0 ? [`  (${record.dropped} more spans not kept)`] : []), ...own];
 }
 
 /**

@@ -30,6 +30,8 @@ import { encodeLabels, LABELS } from "../../src/contract/deployment.js";
 import { up, type UpOptions, type UpResult } from "../../src/boot/up.js";
 import { stampBoot } from "../../src/boot/boot.js";
 import type { ClusterSession } from "../../src/nodes/session.js";
+import type { UpHost } from "../../src/app/up-use-case.js";
+import type { StateStore } from "../../src/store/store.js";
 import { planDeployment, type Plan, type PlanOptions } from "../../src/plan/plan.js";
 import type { Progress } from "../../src/nodes/progress.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";
@@ -130,6 +132,26 @@ export class FakeCluster {
   /** `up()` of `plan` over the fake nodes: a 20 s timeout, no push, unless `options` says otherwise. */
   up(plan: Plan, options: Partial<UpOptions> = {}): Promise<UpResult> {
     return up(plan, this.session, { timeoutMs: 20_000, signal: new AbortController().signal, progress: this.progress(), push: false, ...options });
+  }
+
+  /**
+   * The host of `upUseCase` over the fake nodes (their session, this cluster's progress), planning
+   * `plan` whatever it is asked: a 20 s timeout, no push, no drain.
+   */
+  upHost(store: StateStore, plan: Plan): UpHost {
+    return {
+      plan: () => plan,
+      store,
+      say: () => undefined,
+      progress: this.progress(),
+      signal: new AbortController().signal,
+      now: () => new Date(),
+      leaseMs: 60_000,
+      timeoutMs: 20_000,
+      drainMs: 0,
+      push: false,
+      openSession: async () => this.session,
+    };
   }
 
   /**

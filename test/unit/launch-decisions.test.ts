@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { hostname } from "node:os";
 import { test } from "node:test";
-import { upUseCase, type UpHost } from "../../src/app/up-use-case.js";
+import { upUseCase } from "../../src/app/up-use-case.js";
 import { laneKey } from "../../src/claims/locks.js";
 import { RemoteError, UserError } from "../../src/config/errors.js";
 import { LABELS } from "../../src/contract/deployment.js";
@@ -143,20 +143,8 @@ test("two ups aimed at one lane: while one holds the lane, the other is busy at 
       const first = { pid: process.ppid, host: hostname(), what: "launcher up /recipes/slow-boot --lane side" };
       assert.equal(store.acquire([laneKey("side")], first, new Date().toISOString(), () => true).ok, true);
       const plan = fc.plan(RECIPE, { deployment: "practice-2x", lane: "side" });
-      const host: UpHost = {
-        plan: () => plan,
-        store,
-        say: () => undefined,
-        progress: fc.progress(),
-        signal: new AbortController().signal,
-        now: () => new Date(),
-        leaseMs: 60_000,
-        timeoutMs: 20_000,
-        drainMs: 0,
-        push: false,
-        // The fake nodes, so that "nothing asked of any node" would see a question if one were asked.
-        openSession: async () => fc.session,
-      };
+      // Over the fake nodes, so that "nothing asked of any node" would see a question if one were asked.
+      const host = fc.upHost(store, plan);
       await refused(
         upUseCase({ ref: "practice-2x", lane: "side" }, fc.cluster, plan, host),
         UserError,

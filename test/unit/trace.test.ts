@@ -63,6 +63,12 @@ test("formatTrace: one line per span with offset, duration and node", () => {
   assert.match(lines[2] ?? "", /^\s+\+\s*2\.000 s\s+-\s+ready line$/);
 });
 
+test("formatTrace: launcher's own process, when the record says it: its start before the trace and its CPU", () => {
+  const lines = formatTrace({ spans: [], dropped: 0, process_ms: 183, cpu_ms: 412 });
+  assert.equal(lines.at(-1), "  launcher's own process: 0.183 s before the trace began (Node's start, launcher's modules); 0.412 s of CPU in all");
+  assert.equal(formatTrace({ spans: [], dropped: 0 }).length, 1, "a record without them (a bench's old one) prints no such line");
+});
+
 test("commandName names the program and subcommand only, a script by its first word, never an argument's value", () => {
   assert.equal(commandName(["docker", "image", "inspect", "--format", "{{.Id}}", "--", "secret-image"]), "docker image");
   assert.equal(commandName(["docker", "--context=secret", "ps"]), "docker");
