@@ -81,6 +81,14 @@ export function argparseDumpOf(value: unknown): DumpReading {
   return { ok: false, problem: `the parser description does not have format ${DUMP_FORMAT} (at ${issue?.path.join(".") || "the top"}: ${issue?.code ?? "invalid"})` };
 }
 
+/**
+ * A parser description launcher ships (an engine's parser-table.json, which its table script wrote
+ * from a dump argparseDumpOf accepted), taken as it is: not container output, and checking SGLang's
+ * ~500 actions again at every start cost 10-18 ms of each command that loads the engines
+ * (bench/cli-start.ts). test/unit/shipped-parser-tables.test.ts holds every shipped table to the format.
+ */
+export const shippedDump = (table: unknown): ArgparseDump => table as ArgparseDump;
+
 /** How an engine's type names say that a value is JSON (the names of its parsing functions). */
 export interface JsonTypes {
   /** A type whose name is one of these parses the value as JSON. */

@@ -1,5 +1,5 @@
 import type { EngineFlags, FlagChoice, FlagCondition, FlagsJudge } from "../adapter.js";
-import { argparseDumpOf, optionShapes, type ArgparseDump } from "../argparse-dump.js";
+import { optionShapes, shippedDump, type ArgparseDump } from "../argparse-dump.js";
 // argparse's unique-prefix rule (CPython Lib/argparse.py _get_option_tuples), the same for SGLang's
 // plain ArgumentParser as for vLLM's subclass of it.
 import { withPrefixes } from "../vllm/abbrev.js";
@@ -157,11 +157,7 @@ export function sglangFlagsFrom(dump: ArgparseDump, judge: FlagsJudge, ignoreCho
 }
 
 /** The table launcher judges by without an image: sglang serve's parser at SGLANG_TABLE_VERSION (./parser-table.json). */
-const SGLANG_TABLE = ((): ArgparseDump => {
-  const read = argparseDumpOf(TABLE_JSON);
-  if (!read.ok) throw new Error(`src/engine/sglang/parser-table.json: ${read.problem}`);
-  return read.dump;
-})();
+const SGLANG_TABLE: ArgparseDump = shippedDump(TABLE_JSON);
 
 /** The SGLang source the table was reconstructed from (or the release an image's dump gave it). */
 export const SGLANG_TABLE_VERSION = SGLANG_TABLE.engine_version;

@@ -1,5 +1,5 @@
 import type { EngineFlags, FlagChoice, FlagsJudge, ManagedFlag } from "../adapter.js";
-import { argparseDumpOf, optionShapes, type ArgparseDump } from "../argparse-dump.js";
+import { optionShapes, shippedDump, type ArgparseDump } from "../argparse-dump.js";
 import { withPrefixes } from "./abbrev.js";
 import TABLE_JSON from "./parser-table.json" with { type: "json" };
 
@@ -197,11 +197,7 @@ const spellings = (flags: readonly string[], all: readonly string[]): string[] =
   flags.flatMap((f) => (MANAGED_NAMES.has(f) ? [f] : withPrefixes([f], all))).filter((f, i, every) => every.indexOf(f) === i);
 
 /** The table launcher judges by without an image: vLLM VLLM_TABLE_VERSION's parser (./parser-table.json). */
-const VLLM_TABLE = ((): ArgparseDump => {
-  const read = argparseDumpOf(TABLE_JSON);
-  if (!read.ok) throw new Error(`src/engine/vllm/parser-table.json: ${read.problem}`);
-  return read.dump;
-})();
+const VLLM_TABLE: ArgparseDump = shippedDump(TABLE_JSON);
 
 /** The vLLM release the table describes. */
 export const VLLM_TABLE_VERSION = VLLM_TABLE.engine_version;
