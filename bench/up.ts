@@ -61,13 +61,13 @@ function baselineCli(root: string): Cli {
 
 /**
  * The machine's busy CPU time so far, in seconds: /proc/stat's first line is the jiffies (USER_HZ,
- * 100 a second on Linux) every CPU spent in each state; busy is all but idle and iowait
- * (proc(5), /proc/stat). The rig's nodes are namespaces of this machine, so this counts all of a boot.
+ * 100 a second on Linux) every CPU spent in each state (proc(5), /proc/stat): user, nice, system,
+ * irq and softirq are busy; idle, iowait and steal are not, and guest time is counted in user
+ * already. The rig's nodes are namespaces of this machine, so this counts all of a boot.
  */
 function busyCpuSeconds(): number {
   const fields = (readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "").trim().split(/\s+/).slice(1).map(Number);
-  const [idle = 0, iowait = 0] = [fields[3], fields[4]];
-  return (fields.reduce((a, b) => a + b, 0) - idle - iowait) / 100;
+  return [0, 1, 2, 5, 6].reduce((sum, i) => sum + (fields[i] ?? 0), 0) / 100;
 }
 
 async function timeUp(cli: Cli, recipe: string, nodes: number): Promise<Timed> {

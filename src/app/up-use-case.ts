@@ -12,7 +12,7 @@ import { deploymentKey, holdOrBusy, laneKey } from "../claims/locks.js";
 import type { Progress } from "../nodes/progress.js";
 import { openSession, type ClusterSession } from "../nodes/session.js";
 import type { UpOptions, UpResult } from "../boot/up.js";
-import { readPlanNodes } from "../boot/preflight.js";
+import { readPlanNodes, readsAsked, type PendingReadings } from "../boot/preflight.js";
 import type { FitReport } from "../memory/fit.js";
 import { traced } from "../remote/trace.js";
 import type { ArgsJudge } from "../nodes/image-check.js";
@@ -82,16 +82,14 @@ export async function upUseCase(request: UpRequest, cluster: Cluster, first: Pla
   const what = upCommandText(request);
   const release: (() => void | Promise<void>)[] = [];
   try {
-    if (request.lane !== undefined) release.push(holdOrBusy(store, [laneKey(request.lane)], what, now));
+    // This machine's lock of the lane, or else of the deployment (a lane swap takes its deployment's itself), before any node is asked.
+    release.push(holdOrBusy(store, [request.lane === undefined ? deploymentKey(first.cluster, first.deployment) : laneKey(request.lane)], what, now));
     // Each node's own fabric fills what the cluster file leaves out; the findings are checked once
     // the nodes are known (a lane picks its own).
     const opened = await abortable(traced("open session (ssh -G, DNS)", undefined, () => (host.openSession ?? openSession)(cluster)), signal, PROBING);
     const probe = traced("fabric probe", undefined, () => detectAndRecord(opened, store, now().toISOString(), { peers: false }));
     probe.catch(() => undefined);
-    if (request.lane === undefined) {
-      release.push(holdOrBusy(store, [deploymentKey(first.cluster, first.deployment)], what, now));
-      return await launchWhileProbing(first, { opened, probe, signal }, host, what);
-    }
+    if (request.lane === undefined) return await launchWhileProbing(first, { opened, probe, signal }, host, what);
     const detected = await abortable(probe, signal, PROBING);
     const session = withImageFacts(detected.session, store, now);
     const findings = detected.report.findings;
@@ -121,54 +119,56 @@ type Probe = ReturnType<typeof detectAndRecord>;
  * what each is asked (image, containers, mounts, memory, weights), the fabric does not decide, so
  * `first` (planned before any node was touched) says them. The plan made once the probe's findings
  * fill the cluster boots under those claims, with those reads where it asks the same of the same
- * nodes (else it claims, or reads, again). A problem the probe finds on the plan's nodes is said
- * before a failed claim's, as when the probe ran first.
+ * nodes (else it claims, or reads, again). What the probe says of the plan's nodes (a fabric
+ * problem, a node it cannot plan) is said before a failed claim: the nodes' own state is what to
+ * fix first. Reads not handed to the boot end before the claims are given back.
  */
 async function launchWhileProbing(first: Plan, probing: { opened: ClusterSession; probe: Probe; signal: AbortSignal }, host: UpHost, what: string): Promise<UpOutcome> {
-  const { store, now } = host;
   const { opened, probe, signal } = probing;
   const step = bootStep(opened, host, what);
+  const planned = async (): Promise<{ plan: Plan; session: ClusterSession }> => {
+    const detected = await abortable(probe, signal, PROBING);
+    const session = withImageFacts(detected.session, host.store, host.now);
+    const plan = host.plan(undefined, session.cluster, "error");
+    const blocking = fabricBlockers(detected.report.findings, plan.nodes.map((n) => n.node));
+    if (blocking.length > 0) throw fabricCheckFailed(blocking);
+    return { plan, session };
+  };
+  const claiming = traced("claims", undefined, () => step.claim(first));
   let claims: NodeClaims;
   try {
-    claims = await traced("claims", undefined, () => step.claim(first));
+    claims = await abortable(claiming, signal, PROBING);
   } catch (e) {
-    // The probe's own failure or interruption, then what it found, come first, as when it ran first.
-    throwBlockers((await abortable(probe, signal, PROBING)).report.findings, first);
+    // Interrupted while claiming: the claims that still come are given back as they come.
+    void claiming.then((c) => c.release(), () => undefined);
+    await planned();
     throw e;
   }
-  let held: NodeClaims | undefined = claims;
+  const stopReads = new AbortController();
+  const early = host.dropCaches === true ? undefined : readPlanNodes(first, opened, AbortSignal.any([step.options.signal, signal, stopReads.signal]));
+  if (early !== undefined) void traced("node reads", undefined, () => early.all).catch(() => undefined);
+  let handed: { claims: boolean; reads: boolean } = { claims: false, reads: false };
   try {
-    const early = host.dropCaches === true ? undefined : readPlanNodes(first, opened, step.options.signal);
-    if (early !== undefined) void traced("node reads", undefined, () => early.all).catch(() => undefined);
-    const detected = await abortable(probe, signal, PROBING);
-    const session = withImageFacts(detected.session, store, now);
-    const plan = host.plan(undefined, session.cluster, "error");
-    throwBlockers(detected.report.findings, plan);
-    if (!sameNodes(plan, first)) {
+    const { plan, session } = await planned();
+    if (plan.deployment !== first.deployment || plan.nodes.map((n) => n.node).join() !== first.nodes.map((n) => n.node).join()) {
+      await endReads(stopReads, early);
       await claims.release();
-      held = undefined;
       return await launchPlan(plan, session, host, step);
     }
-    held = undefined;
-    const reads = early !== undefined && sameReads(plan, first) ? { readings: early } : {};
+    const reads = early !== undefined && readsAsked(plan) === readsAsked(first) ? { readings: early } : {};
+    handed = { claims: true, reads: "readings" in reads };
     return await launchPlan(plan, session, host, { ...step, options: { ...step.options, ...reads } }, claims);
   } finally {
-    await held?.release();
+    if (!handed.reads) await endReads(stopReads, early);
+    if (!handed.claims) await claims.release();
   }
 }
 
-function throwBlockers(findings: Awaited<Probe>["report"]["findings"], plan: Plan): void {
-  const blocking = fabricBlockers(findings, plan.nodes.map((n) => n.node));
-  if (blocking.length > 0) throw fabricCheckFailed(blocking);
+/** Stops reads no boot will use, and waits until they ended: none outlives the claims they were made under. */
+async function endReads(stop: AbortController, reads: PendingReadings | undefined): Promise<void> {
+  stop.abort();
+  await reads?.all.catch(() => undefined);
 }
-
-const sameNodes = (a: Plan, b: Plan): boolean => a.deployment === b.deployment && a.nodes.map((n) => n.node).join() === b.nodes.map((n) => n.node).join();
-
-/** Whether preflight's reads of the two plans ask the same of the same nodes (readPlanNodes: image, mounts, the recipe's weights). */
-const sameReads = (a: Plan, b: Plan): boolean => {
-  const asked = (p: Plan): string => JSON.stringify([p.recipe, p.nodes.map((n) => [n.node, n.host, n.image, n.mounts])]);
-  return asked(a) === asked(b);
-};
 
 /** What a boot of a plan already made needs of its host: no planner, no lane to drain. */
 export type BootHost = Omit<UpHost, "plan" | "drainMs">;

@@ -200,9 +200,16 @@ export function workerPortProblems(plan: Plan, read: PlanReadings, freedFirst: R
 }
 
 /**
+ * What readPlanNodes asks of the plan's nodes, as one key: two plans of one key are read alike
+ * (of the session it reads the nodes' weights folders, which the fabric probe leaves as they are).
+ */
+export const readsAsked = (plan: Plan): string => JSON.stringify([plan.recipe, plan.nodes.map((n) => [n.node, n.host, n.image, n.mounts])]);
+
+/**
  * Reads every node of the plan at once, one round trip each, and the weights on them alongside (a
- * round trip of its own, models.ts's). Up asks it once it holds the nodes' claims, alongside its
- * look for the same deployment; MOUNT_SCRIPT creates the missing cache folders, so never before.
+ * round trip of its own, models.ts's). Asked only while the nodes' claims are held (up's use case
+ * asks it once it holds them, while the fabric probe runs; up, alongside its look for the same
+ * deployment): MOUNT_SCRIPT creates the missing cache folders, and what the node holds decides the fit.
  */
 export function readPlanNodes(plan: Plan, session: ClusterSession, signal: AbortSignal): PendingReadings {
   // The nodes that read the model's files (all, or the head alone: weightReaders), in rank order.

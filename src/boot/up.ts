@@ -5,7 +5,7 @@ import { failureHint, warningNote } from "./explain.js";
 import { adapterOf } from "../engine/registry.js";
 import type { EngineAdapter } from "../engine/adapter.js";
 import { DEFAULTS, seconds } from "../contract/defaults.js";
-import { startSteps, type NodeSpec, type Plan } from "../plan/plan.js";
+import { headOf, startSteps, type NodeSpec, type Plan } from "../plan/plan.js";
 import { dropCaches, imageUnsettled, preflight, readPlanNodes, sameNameOnCluster, type NodeReading, type PendingReadings } from "./preflight.js";
 import { abortable, checkInterrupted, Detached, interruption } from "../config/abort.js";
 import { createdBy, newBootId, stampBoot } from "./boot.js";
@@ -491,8 +491,8 @@ async function guardOnNode(w: BootWatch, name: string): Promise<void> {
 }
 
 /**
- * Starts the containers in the plan's order: the head last for mp (workers wait for it), first for
- * Ray; the rest at once. "watch": they ran already, their logs are followed. Every `docker run` of a
+ * Starts the containers in the plan's steps (startSteps: the engine's start order), each step's at
+ * once. "watch": they ran already, their logs are followed. Every `docker run` of a
  * step is waited for, even when one fails: a run still creating its container while the rollback
  * lists them would leave that container behind.
  */
@@ -506,7 +506,7 @@ async function startContainers(w: BootWatch, guard: Guard, mode: "start" | "watc
     const failed = (await Promise.allSettled(names.map((n) => startNode(w, guard, n)))).find((r): r is PromiseRejectedResult => r.status === "rejected");
     if (failed !== undefined) throw failed.reason;
   };
-  const head = plan.nodes[0]?.node;
+  const head = headOf(plan);
   const others = plan.start_order.filter((n) => n !== head);
   for (const step of startSteps(plan)) {
     // A head that connects to its workers once, at its start: not before each one's port accepts.

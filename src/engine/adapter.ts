@@ -207,11 +207,6 @@ export interface RecipeUse {
 }
 
 /**
- * The one seam between launcher and an inference engine: plan, up, status, drain, validation and
- * the gateway ask the engine's adapter (found by the recipe's `engine`, or a container's
- * `launcher.engine` label, in ./registry.ts) and never name an engine themselves.
- */
-/**
  * When the ranks' containers start: the head's `docker run` before the workers' (they join what
  * it hosts and do not wait for it), the workers' before the head's (it connects to them once), or
  * all at once (every rank waits for the others by itself: no `docker run` waits for another).
@@ -219,6 +214,11 @@ export interface RecipeUse {
 export const START_ORDERS = ["head first", "workers first", "at once"] as const;
 export type StartOrder = (typeof START_ORDERS)[number];
 
+/**
+ * The one seam between launcher and an inference engine: plan, up, status, drain, validation and
+ * the gateway ask the engine's adapter (found by the recipe's `engine`, or a container's
+ * `launcher.engine` label, in ./registry.ts) and never name an engine themselves.
+ */
 export interface EngineAdapter {
   /** The recipe's `engine` value and the containers' `launcher.engine` label. */
   readonly name: string;

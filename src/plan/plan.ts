@@ -78,12 +78,15 @@ export interface PlanOptions {
 
 export type PlanResult = { ok: true; plan: Plan } | { ok: false; diagnostics: Diagnostic[] };
 
+/** The node of rank 0. */
+export const headOf = (plan: Pick<Plan, "nodes">): string | undefined => plan.nodes.find((n) => n.rank === 0)?.node;
+
 /**
  * The plan's `docker run`s in the steps they are issued: each step's together, a step only once
  * the one before it has every container running (at once: one step of every node, head first).
  */
 export function startSteps(plan: Pick<Plan, "nodes" | "start_order" | "start">): string[][] {
-  const head = plan.nodes.find((n) => n.rank === 0)?.node;
+  const head = headOf(plan);
   const workers = plan.start_order.filter((n) => n !== head);
   const heads = head === undefined ? [] : [head];
   const steps = { "at once": [[...heads, ...workers]], "head first": [heads, workers], "workers first": [workers, heads] }[plan.start];

@@ -165,21 +165,21 @@ test("fit: a node whose available memory is short (not its total) is refused, th
 
 test("a boot that fits prints the arithmetic node by node and starts each rank once, mp ranks at once", () =>
   withCluster({}, async (fc) => {
-    // The worker's docker run returns only once the head's was issued too: a head started after
-    // the workers' runs returned would never start, and the boot would fail.
-    const head = fc.node("n1");
-    const worker = fc.node("n2");
-    let headIssued: () => void = () => undefined;
-    const issued = new Promise<void>((resolve) => (headIssued = resolve));
-    const headRun = head.run.bind(head);
-    head.run = (argv, env) => (headIssued(), headRun(argv, env));
-    const workerRun = worker.run.bind(worker);
-    worker.run = async (argv, env) => {
-      let timer: NodeJS.Timeout | undefined;
-      const gaveUp = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error("the head's docker run was not issued beside the worker's")), 10_000)));
-      await Promise.race([issued, gaveUp]).finally(() => clearTimeout(timer));
-      return workerRun(argv, env);
-    };
+    // Each rank's docker run returns only once the other's was issued too: a rank whose run waited
+    // for the other's to return (workers first, or head first) would never start, and the boot would fail.
+    const issuedOn = new Map<string, () => void>();
+    const issued = new Map(fc.nodes.map((n) => [n.node, new Promise<void>((resolve) => issuedOn.set(n.node, resolve))]));
+    for (const [node, other] of [["n1", "n2"], ["n2", "n1"]] as const) {
+      const n = fc.node(node);
+      const run = n.run.bind(n);
+      n.run = async (argv, env) => {
+        issuedOn.get(node)?.();
+        let timer: NodeJS.Timeout | undefined;
+        const gaveUp = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${other}'s docker run was not issued beside ${node}'s`)), 10_000)));
+        await Promise.race([issued.get(other), gaveUp]).finally(() => clearTimeout(timer));
+        return run(argv, env);
+      };
+    }
     const r = await fc.up(fc.plan(RECIPE));
     assert.equal(r.status, "ready");
     assert.match(fc.notes.join("\n"), /memory fit \(GiB\):\n {2}n1: need 123\.8 GiB = engine budget 117\.8/);

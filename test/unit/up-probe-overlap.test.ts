@@ -1,10 +1,16 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { upUseCase } from "../../src/app/up-use-case.js";
+import { READ_SCRIPT } from "../../src/boot/preflight.js";
+import { CLAIM_SCRIPT, claimNodes } from "../../src/claims/claims.js";
+import { Interrupted } from "../../src/config/abort.js";
+import { UserError } from "../../src/config/errors.js";
 import type { ExecOptions, ExecResult } from "../../src/remote/transport.js";
 import { Store } from "../../src/store/store.js";
 import { RECIPE, type FakeCluster } from "../support/fake-cluster.js";
-import { withCluster } from "../support/refusals.js";
+import type { FakeNode } from "../support/fake-node.js";
+import { refused, withCluster } from "../support/refusals.js";
+import { until } from "../support/until.js";
 
 // `up` outside a lane claims and reads the plan's nodes while the fabric probe runs
 // (src/app/up-use-case.ts launchWhileProbing): which nodes, and what each is asked, the fabric does
@@ -12,6 +18,22 @@ import { withCluster } from "../support/refusals.js";
 
 const isProbe = (argv: readonly string[]): boolean => argv[0] === "sh" && argv[1] === "-c" && (argv[2] ?? "").startsWith('hf="$1"; sysfs="$2"');
 const scriptOf = (call: { op: string; args: readonly unknown[] }): unknown => (call.op === "exec" ? call.args[0] : undefined);
+
+type Exec = (argv: readonly string[], options?: ExecOptions) => Promise<ExecResult>;
+/** Puts `around` between every node's transport and the fake's own answers. */
+function intercept(fc: FakeCluster, around: (node: FakeNode, argv: readonly string[], options: ExecOptions | undefined, exec: Exec) => Promise<ExecResult>): void {
+  for (const node of fc.nodes) {
+    const exec: Exec = node.transport.exec.bind(node.transport);
+    Object.assign(node.transport, { exec: (argv: readonly string[], options?: ExecOptions) => around(node, argv, options, exec) });
+  }
+}
+/** The script an argv runs (sh -c SCRIPT sh ARGS...), and its args. */
+const scriptArgs = (argv: readonly string[], script: string): readonly string[] | undefined => (argv[0] === "sh" && argv[1] === "-c" && argv[2] === script ? argv.slice(4) : undefined);
+/** Waits for `p`, or gives up after 10 s (a bound, not a timing). */
+const orGiveUp = async (p: Promise<unknown>): Promise<void> => {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([p, new Promise((resolve) => (timer = setTimeout(resolve, 10_000)))]).finally(() => clearTimeout(timer));
+};
 
 /** Holds each node's answer to the probe until `release` settles (or 10 s pass); says what each node was asked meanwhile. */
 function holdProbe(fc: FakeCluster, release: Promise<unknown>): { askedDuringProbe: Map<string, unknown[]> } {
@@ -71,6 +93,77 @@ test("a plan of the probe's findings that runs on other nodes than the first pla
       const n2 = fc.node("n2");
       assert.equal(n2.calls.filter((c) => scriptOf(c) === "CLAIM_SCRIPT").length, 2, "n2 claimed for the first plan, then given back");
       for (const node of fc.nodes) assert.equal(node.claim, undefined, `${node.node}: no claim left`);
+    } finally {
+      store.close();
+    }
+  }));
+
+test("a failed claim is said after what the probe says of the nodes: a node the probe leaves unplannable is the error, not the busy claim", () =>
+  withCluster({}, async (fc) => {
+    const store = new Store(":memory:");
+    const other = await claimNodes(new Map([["n2", fc.node("n2").transport]]), { command: "launcher up other", deployment: "other", leaseMs: 60_000, now: () => new Date(), note: () => undefined, onLost: () => undefined });
+    try {
+      const plan = fc.plan(RECIPE, { deployment: "practice-2x" });
+      const host = { ...fc.upHost(store, plan), plan: () => {
+        throw new UserError("node n2 has no fabric IP (neither in the cluster file nor detected)");
+      } };
+      await refused(upUseCase({ ref: "practice-2x" }, fc.cluster, plan, host), UserError, /^node n2 has no fabric IP/);
+      assert.equal(fc.node("n1").claim, undefined, "n1's claim, taken first, was given back");
+    } finally {
+      await other.release();
+      store.close();
+    }
+  }));
+
+test("interrupted while a node's claim hangs: up ends at once, saying it was probing, and the claims that come later are given back", () =>
+  withCluster({}, async (fc) => {
+    const store = new Store(":memory:");
+    try {
+      let letClaimGo: () => void = () => undefined;
+      const claimHeld = new Promise<void>((resolve) => (letClaimGo = resolve));
+      intercept(fc, async (node, argv, options, exec) => {
+        if (node.node === "n2" && scriptArgs(argv, CLAIM_SCRIPT)?.[0] === "take") await orGiveUp(claimHeld);
+        return exec(argv, options);
+      });
+      const plan = fc.plan(RECIPE, { deployment: "practice-2x" });
+      const stop = new AbortController();
+      const host = { ...fc.upHost(store, plan), signal: stop.signal };
+      const started = Date.now();
+      const running = upUseCase({ ref: "practice-2x" }, fc.cluster, plan, host);
+      await until("n1 claimed, n2's claim under way", () => fc.node("n1").claim !== undefined, 10_000);
+      stop.abort();
+      await assert.rejects(running, (e: unknown) => e instanceof Interrupted && /while probing the nodes' fabric; nothing was started/.test(e.message));
+      assert.ok(Date.now() - started < 9_000, "not held until the claim's own end");
+      letClaimGo();
+      await until("every claim given back once it came", () => fc.nodes.every((n) => n.claim === undefined), 10_000);
+      assert.deepEqual(fc.started, []);
+    } finally {
+      store.close();
+    }
+  }));
+
+test("a plan that fails once the probe answers: the reads made meanwhile end before the claims are given back", () =>
+  withCluster({}, async (fc) => {
+    const store = new Store(":memory:");
+    try {
+      const events: string[] = [];
+      intercept(fc, async (node, argv, options, exec) => {
+        if (scriptArgs(argv, READ_SCRIPT) !== undefined) {
+          // A read that takes until it is stopped (or 10 s): what a slow node's would.
+          await orGiveUp(new Promise((resolve) => options?.signal?.addEventListener("abort", resolve, { once: true })));
+          events.push(`${node.node} read ended`);
+        }
+        if (scriptArgs(argv, CLAIM_SCRIPT)?.[0] === "release") events.push(`${node.node} claim given back`);
+        return exec(argv, options);
+      });
+      const plan = fc.plan(RECIPE, { deployment: "practice-2x" });
+      const host = { ...fc.upHost(store, plan), plan: () => {
+        throw new UserError("node n2 has no fabric IP (neither in the cluster file nor detected)");
+      } };
+      await refused(upUseCase({ ref: "practice-2x" }, fc.cluster, plan, host), UserError, /^node n2 has no fabric IP/);
+      const given = events.findIndex((e) => e.endsWith("claim given back"));
+      assert.ok(given > 0, events.join("; "));
+      assert.deepEqual(events.slice(0, given).sort(), ["n1 read ended", "n2 read ended"], events.join("; "));
     } finally {
       store.close();
     }

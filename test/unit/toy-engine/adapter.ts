@@ -44,7 +44,7 @@ export const toy: EngineAdapter = {
     command: ["--weights", recipe.model, "--peer", `${ctx.masterAddr}:${ctx.masterPort}`, "--rank", String(ctx.rank), ...(ctx.rank === 0 ? ["--listen", String(ctx.apiPort)] : []), ...recipe.args],
   }),
   nodeEnv: (_recipe, node) => (node.fabric_ip === undefined ? {} : { TOY_PEER: node.fabric_ip }),
-  // The toy's head hands out the ranks, so it starts first (vLLM's mp backend starts it last).
+  // The toy's head hands out the ranks, so it starts first.
   startOrder: () => "head first",
   // The toy asks nothing of its image but a version line.
   image: { versionCommand: ["toyserve", "--version"], parseVersion: (out: string) => out.trim() || null, problems: () => [] },
