@@ -36,8 +36,9 @@ export function vllmRankCommand(recipe: Recipe, ctx: RankContext): RankCommand {
  * Ray needs its head up first: the workers' `ray start --address` joins it. mp ranks start at
  * once: a headless rank's torch rendezvous client retries its connection to the head's TCPStore
  * (--master-addr:--master-port) until the distributed timeout, and the head waits there for every
- * rank (vLLM's multi-node docs: workers first "or all at once"), so the head's `docker run` need
- * not wait for the workers'.
+ * rank (the project's reference notes on vLLM's mp backend, ../shared/REFERENCE.md: "Start
+ * workers first and rank 0 last (or all at once)"), so the head's `docker run` need not wait for
+ * the workers'.
  */
 export function vllmStartOrder(recipe: Recipe): StartOrder {
   return recipe.distributed_backend === "ray" ? "head first" : "at once";
