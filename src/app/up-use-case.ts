@@ -147,21 +147,26 @@ async function launchWhileProbing(first: Plan, probing: { opened: ClusterSession
   const stopReads = new AbortController();
   const early = host.dropCaches === true ? undefined : readPlanNodes(first, opened, AbortSignal.any([step.options.signal, signal, stopReads.signal]));
   if (early !== undefined) void traced("node reads", undefined, () => early.all).catch(() => undefined);
-  let handed: { claims: boolean; reads: boolean } = { claims: false, reads: false };
+  const giveBack = async (): Promise<void> => {
+    await endReads(stopReads, early);
+    await claims.release();
+  };
+  let planning: Awaited<ReturnType<typeof planned>>;
   try {
-    const { plan, session } = await planned();
-    if (plan.deployment !== first.deployment || plan.nodes.map((n) => n.node).join() !== first.nodes.map((n) => n.node).join()) {
-      await endReads(stopReads, early);
-      await claims.release();
-      return await launchPlan(plan, session, host, step);
-    }
-    const reads = early !== undefined && readsAsked(plan) === readsAsked(first) ? { readings: early } : {};
-    handed = { claims: true, reads: "readings" in reads };
-    return await launchPlan(plan, session, host, { ...step, options: { ...step.options, ...reads } }, claims);
-  } finally {
-    if (!handed.reads) await endReads(stopReads, early);
-    if (!handed.claims) await claims.release();
+    planning = await planned();
+  } catch (e) {
+    await giveBack();
+    throw e;
   }
+  const { plan, session } = planning;
+  if (plan.deployment !== first.deployment || plan.nodes.map((n) => n.node).join() !== first.nodes.map((n) => n.node).join()) {
+    await giveBack();
+    return launchPlan(plan, session, host, step);
+  }
+  // From here the boot (launchPlan) gives the claims back, however it ends.
+  if (early !== undefined && readsAsked(plan) === readsAsked(first)) return launchPlan(plan, session, host, { ...step, options: { ...step.options, readings: early } }, claims);
+  await endReads(stopReads, early);
+  return launchPlan(plan, session, host, step, claims);
 }
 
 /** Stops reads no boot will use, and waits until they ended: none outlives the claims they were made under. */

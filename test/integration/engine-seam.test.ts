@@ -2,24 +2,12 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { LABELS } from "../../src/contract/deployment.js";
 import { DEFAULT_ENGINE } from "../../src/engine/registry.js";
-import { launcher, launcherContainers, ok, onHost, practiceSuite, variant, within } from "./practice-cluster.js";
+import { launcher, launcherContainers, listed, ok, onHost, practiceSuite, variant, within, type ListedDeployment } from "./practice-cluster.js";
 
 // One host is enough: the engine label and how status reads it do not depend on the rank count.
 const HOSTS = 1;
 const dir = practiceSuite(HOSTS, "launcher-seam-it-");
 const solo = (name: string): string => variant(dir, name, "practice-2x", "required_nodes = 1\ntensor_parallel_size = 1\n");
-
-interface Listed {
-  readonly deployment: string;
-  readonly engine?: string;
-  readonly status: string;
-  readonly phase: string;
-  readonly endpoint: string;
-}
-async function listed(deployment: string): Promise<Listed | undefined> {
-  const r = ok(await launcher(["status", "--json"]), "status --json");
-  return (JSON.parse(r.stdout) as { deployments: Listed[] }).deployments.find((d) => d.deployment === deployment);
-}
 
 describe("the engine seam on the practice cluster", { concurrency: false }, () => {
   test("up labels every container with the recipe's engine, and status names it", async () => {
@@ -51,7 +39,7 @@ describe("the engine seam on the practice cluster", { concurrency: false }, () =
     const argv = (plan.nodes[0]?.argv ?? []).map((a) => (a.startsWith(`${LABELS.endpoint}=`) ? `${LABELS.endpoint}=${endpoint}` : a));
     const at = argv.indexOf(`${LABELS.engine}=${DEFAULT_ENGINE}`);
     assert.ok(at > 0 && argv[at - 1] === "--label", "the plan carries the engine label");
-    let last: Listed | undefined;
+    let last: ListedDeployment | undefined;
     try {
       // The same container as an older launcher made it: every label but the engine's.
       onHost(1, [...argv.slice(0, at - 1), ...argv.slice(at + 1)]);

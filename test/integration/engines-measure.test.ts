@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import path from "node:path";
 import { describe, test } from "node:test";
 import type { BenchRun, EvalRun } from "../../src/contract/evidence.js";
@@ -9,7 +8,8 @@ import { sumGauge } from "../../src/engine/metrics-text.js";
 import { adapterOf } from "../../src/engine/registry.js";
 import type { Comparison } from "../../src/measure/compare/compare.js";
 import { Store } from "../../src/store/store.js";
-import { launcher, launcherContainers, ok, practiceSuite, STATE_HOME, variant } from "./practice-cluster.js";
+import { ARITH_ITEMS, wrongIdsAt } from "../support/arith-set.js";
+import { launcher, launcherContainers, listed, ok, practiceSuite, STATE_HOME, variant } from "./practice-cluster.js";
 
 // bench, eval and compare on the engines beside vLLM: the practice engine's SGLang persona and
 // its llama.cpp persona (RPC), each on 2 nodes, one after the other on the same 2 hosts. They speak
@@ -18,28 +18,8 @@ import { launcher, launcherContainers, ok, practiceSuite, STATE_HOME, variant } 
 const HOSTS = 2;
 const dir = practiceSuite(HOSTS, "launcher-engines-measure-it-");
 
-/** The practice engine's prompt hash (lib/answers.js picks its wrong answers by it). */
-const engineHash = (createRequire(import.meta.url)(path.resolve("docker-images/practice-engine/lib/http.js")) as { hash: (s: string) => number }).hash;
-
-const choice = (q: string, options: readonly number[]): string => `${q}\n${options.map((o, i) => `${String.fromCharCode(65 + i)}) ${o}`).join("\n")}`;
-/** A set the practice engine answers (lib/answers.js: `What is A op B?`, options by letter), every grader. */
-const ITEMS = [
-  { id: "add", prompt: "What is 2 + 3?", expected: "5", grader: "exact" },
-  { id: "mul", prompt: "What is 7 * 6?", expected: "42", grader: "exact" },
-  { id: "sub", prompt: "What is 10 - 12?", expected: "-2", grader: "exact" },
-  { id: "add2", prompt: "What is 9 + 9?", expected: "18" },
-  { id: "has", prompt: "Quickly: what is 31 + 40?", expected: "71", grader: "contains" },
-  { id: "has2", prompt: "Say it: what is 11 x 11?", expected: "121", grader: "contains" },
-  { id: "re", prompt: "What is 100 + 23?", expected: "^123$", grader: "regex" },
-  { id: "re2", prompt: "What is 5 - 50?", expected: "^-45$", grader: "regex" },
-  { id: "c1", prompt: choice("What is 4 + 4?", [7, 8, 9, 10]), expected: "B", grader: "choice" },
-  { id: "c2", prompt: choice("What is 3 * 5?", [15, 16, 17, 18]), expected: "A", grader: "choice" },
-  { id: "c3", messages: [{ role: "system", content: "End with 'Answer: $LETTER'." }, { role: "user", content: choice("What is 20 - 1?", [18, 21, 20, 19]) }], expected: "D", grader: "choice" },
-  { id: "c4", messages: [{ role: "user", content: choice("What is 6 + 7?", [12, 14, 13, 11]) }], expected: "c", grader: "choice" },
-] as const;
-const lastPrompt = (i: (typeof ITEMS)[number]): string => ("prompt" in i ? i.prompt : (i.messages[i.messages.length - 1]?.content ?? ""));
 const SET = path.join(dir, "arith.jsonl");
-writeFileSync(SET, `${ITEMS.map((i) => JSON.stringify(i)).join("\n")}\n`);
+writeFileSync(SET, `${ARITH_ITEMS.map((i) => JSON.stringify(i)).join("\n")}\n`);
 
 // Small and bounded: two levels of 4 requests of 20 tokens, twice (compare's Welch needs two runs a side).
 const REQUESTS = 4;
@@ -60,18 +40,8 @@ interface Case {
 const SGLANG: Case = { engine: "sglang", deployment: "sg-measure", base: "practice-sglang-2x", rate: 200, wrong: 0 };
 // Slower, and wrong on about half the set: compare then has a difference to call on each side.
 const LLAMACPP: Case = { engine: "llamacpp", deployment: "lc-measure", base: "practice-llamacpp-2x", rate: 50, wrong: 0.5 };
-const wrongIds = (c: Case): string[] => ITEMS.filter((i) => engineHash(lastPrompt(i)) / 0x100000000 < c.wrong).map((i) => i.id);
+const wrongIds = (c: Case): string[] => wrongIdsAt(c.wrong);
 
-interface Listed {
-  readonly deployment: string;
-  readonly engine?: string;
-  readonly status: string;
-  readonly endpoint: string;
-}
-async function listed(deployment: string): Promise<Listed | undefined> {
-  const r = ok(await launcher(["status", "--json"]), "status --json");
-  return (JSON.parse(r.stdout) as { deployments: Listed[] }).deployments.find((d) => d.deployment === deployment);
-}
 
 function storedSeries(series: string): BenchRun[] {
   const store = new Store(path.join(STATE_HOME, "launcher", "launcher.db"));
@@ -139,8 +109,8 @@ function assertEval(c: Case, stdout: string): EvalRun {
   const wrong = wrongIds(c);
   assert.deepEqual(run.items.filter((i) => !i.correct).map((i) => i.id), wrong, "exactly the items the persona answers wrongly");
   assert.ok(run.items.every((i) => i.error === undefined), JSON.stringify(run.items.filter((i) => i.error !== undefined)));
-  assert.equal(run.correct, ITEMS.length - wrong.length);
-  assert.equal(run.total, ITEMS.length);
+  assert.equal(run.correct, ARITH_ITEMS.length - wrong.length);
+  assert.equal(run.total, ARITH_ITEMS.length);
   assert.equal(run.subject.deployment, c.deployment);
   // The choice rule's answer, whole, as the persona gives it.
   if (!wrong.includes("c2")) assert.equal(run.items.find((i) => i.id === "c2")?.answer, "3 * 5 = 15.\nAnswer: A");
@@ -197,7 +167,7 @@ describe("bench, eval and compare on SGLang and llama.cpp (practice personas, 2 
       assert.notEqual(tput.verdict, "faster", JSON.stringify(tput));
     }
     const wrong = wrongIds(LLAMACPP).length;
-    assert.deepEqual([c.eval?.a.correct, c.eval?.b.correct, c.eval?.a.total], [ITEMS.length, ITEMS.length - wrong, ITEMS.length]);
+    assert.deepEqual([c.eval?.a.correct, c.eval?.b.correct, c.eval?.a.total], [ARITH_ITEMS.length, ARITH_ITEMS.length - wrong, ARITH_ITEMS.length]);
     // All 7 discordant items favour A: McNemar's exact p = 2 x 0.5^7 = 0.016, under 0.05.
     assert.equal(wrong, 7, "this set splits at 0.5 into 7 wrong");
     assert.equal(c.eval?.verdict, "worse", JSON.stringify(c.eval));

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import path from "node:path";
 import { describe, test } from "node:test";
 import type { EvalRun } from "../../src/contract/evidence.js";
 import { Store } from "../../src/store/store.js";
+import { ARITH_ITEMS, wrongIdsAt } from "../support/arith-set.js";
 import { launcher, launcherContainers, ok, practiceSuite, STATE_HOME, startGateway, variant } from "./practice-cluster.js";
 
 // One host: eval talks to one head; a lane swap on the same node brings the second deployment.
@@ -14,26 +14,6 @@ const LANE = "evlane";
 // At full speed: eval's time is the engine's answers, not a paced token rate.
 const solo = (name: string, env = ""): string => variant(dir, name, "practice-2x", `required_nodes = 1\ntensor_parallel_size = 1\n[env]\nPRACTICE_TOKENS_PER_SEC = "0"\n${env}`);
 
-/** The practice engine's prompt hash (lib/answers.js picks its wrong answers by it). */
-const engineHash = (createRequire(import.meta.url)(path.resolve("docker-images/practice-engine/lib/http.js")) as { hash: (s: string) => number }).hash;
-
-const choice = (q: string, options: readonly number[]): string => `${q}\n${options.map((o, i) => `${String.fromCharCode(65 + i)}) ${o}`).join("\n")}`;
-/** A set the practice engine answers (its rule: `What is A op B?`, options by letter), every grader. */
-const ITEMS = [
-  { id: "add", prompt: "What is 2 + 3?", expected: "5", grader: "exact" },
-  { id: "mul", prompt: "What is 7 * 6?", expected: "42", grader: "exact" },
-  { id: "sub", prompt: "What is 10 - 12?", expected: "-2", grader: "exact" },
-  { id: "add2", prompt: "What is 9 + 9?", expected: "18" },
-  { id: "has", prompt: "Quickly: what is 31 + 40?", expected: "71", grader: "contains" },
-  { id: "has2", prompt: "Say it: what is 11 x 11?", expected: "121", grader: "contains" },
-  { id: "re", prompt: "What is 100 + 23?", expected: "^123$", grader: "regex" },
-  { id: "re2", prompt: "What is 5 - 50?", expected: "^-45$", grader: "regex" },
-  { id: "c1", prompt: choice("What is 4 + 4?", [7, 8, 9, 10]), expected: "B", grader: "choice" },
-  { id: "c2", prompt: choice("What is 3 * 5?", [15, 16, 17, 18]), expected: "A", grader: "choice" },
-  { id: "c3", messages: [{ role: "system", content: "End with 'Answer: $LETTER'." }, { role: "user", content: choice("What is 20 - 1?", [18, 21, 20, 19]) }], expected: "D", grader: "choice" },
-  { id: "c4", messages: [{ role: "user", content: choice("What is 6 + 7?", [12, 14, 13, 11]) }], expected: "c", grader: "choice" },
-] as const;
-const lastPrompt = (i: (typeof ITEMS)[number]): string => ("prompt" in i ? i.prompt : (i.messages[i.messages.length - 1]?.content ?? ""));
 
 function writeSet(name: string, lines: readonly string[]): string {
   const file = path.join(dir, name);
@@ -59,10 +39,10 @@ function storedRun(id: string): EvalRun | undefined {
 }
 
 describe("launcher eval on the practice cluster", { concurrency: false }, () => {
-  const set = writeSet("arith.jsonl", ITEMS.map((i) => JSON.stringify(i)));
+  const set = writeSet("arith.jsonl", ARITH_ITEMS.map((i) => JSON.stringify(i)));
 
   test("a bad set is refused line by line (file:line:col) before anything is sent", async () => {
-    const bad = writeSet("bad.jsonl", [JSON.stringify(ITEMS[0]), '{"prompt": "x", "expected": "1",}', '{"prompt": "x", "expected": "1", "grader": "choise"}']);
+    const bad = writeSet("bad.jsonl", [JSON.stringify(ARITH_ITEMS[0]), '{"prompt": "x", "expected": "1",}', '{"prompt": "x", "expected": "1", "grader": "choise"}']);
     const r = await launcher(["eval", "nothing-runs-this", "--set", bad]);
     assert.equal(r.code, 1, r.stderr);
     assert.match(r.stderr, /bad\.jsonl:2:\d+: error: not JSON/);
@@ -74,16 +54,16 @@ describe("launcher eval on the practice cluster", { concurrency: false }, () => 
     ok(await launcher(["up", solo("eval-right"), "--lane", LANE]), "up");
     const r = ok(await launcher(["eval", `lane/${LANE}`, "--set", set, "--chat-template-kwargs", '{"thinking":false}', "--reasoning-effort", "low", "--concurrency", "4", "--json"]), "eval --json");
     const run = evalRun(r.stdout);
-    assert.deepEqual(byGrade(run), { right: ITEMS.map((i) => i.id), wrong: [] });
-    assert.equal(run.correct, ITEMS.length);
-    assert.equal(run.total, ITEMS.length);
+    assert.deepEqual(byGrade(run), { right: ARITH_ITEMS.map((i) => i.id), wrong: [] });
+    assert.equal(run.correct, ARITH_ITEMS.length);
+    assert.equal(run.total, ARITH_ITEMS.length);
     assert.equal(run.temperature, 0);
     assert.deepEqual(run.request_options, { chat_template_kwargs: { thinking: false }, reasoning_effort: "low" });
     assert.equal(run.subject.deployment, "eval-right");
     assert.equal(run.subject.lane, LANE);
     assert.equal(run.items.find((i) => i.id === "c1")?.answer, "4 + 4 = 8.\nAnswer: B");
     assert.deepEqual(storedRun(run.id), run, "the run, every item's answer and grade, is in the store");
-    assert.match(r.stderr, new RegExp(`eval: ${ITEMS.length}/${ITEMS.length} answered, ${ITEMS.length} correct`));
+    assert.match(r.stderr, new RegExp(`eval: ${ARITH_ITEMS.length}/${ARITH_ITEMS.length} answered, ${ARITH_ITEMS.length} correct`));
 
     // thinking on: the engine puts a <think> block before the answer. Exact and anchored-regex
     // items now fail, contains and choice (which drops the block) still pass: the option arrived.
@@ -94,7 +74,7 @@ describe("launcher eval on the practice cluster", { concurrency: false }, () => 
     try {
       const human = ok(await launcher(["eval", LANE, "--set", set, "--gateway", gateway.url]), "eval through the gateway");
       // The cluster file (LAUNCHER_CLUSTER) tells what serves the lane: the run names the deployment.
-      assert.match(human.stdout, new RegExp(`^${ITEMS.length}/${ITEMS.length} \\(100\\.0%\\) eval-right, temperature 0; run (\\S+)\\n$`));
+      assert.match(human.stdout, new RegExp(`^${ARITH_ITEMS.length}/${ARITH_ITEMS.length} \\(100\\.0%\\) eval-right, temperature 0; run (\\S+)\\n$`));
       const viaGateway = storedRun(/; run (\S+)\n/.exec(human.stdout)?.[1] ?? "");
       assert.deepEqual(viaGateway?.subject, { ...run.subject, target: LANE });
     } finally {
@@ -105,11 +85,11 @@ describe("launcher eval on the practice cluster", { concurrency: false }, () => 
   test("a second deployment in the lane that answers some items wrongly: exactly those are wrong, and the score says so", { timeout: 240_000 }, async () => {
     const share = 0.5;
     ok(await launcher(["up", solo("eval-wrong", `PRACTICE_WRONG_ANSWERS = "${share}"\n`), "--lane", LANE, "--drain", "1s"]), "up (lane swap)");
-    const expectedWrong = ITEMS.filter((i) => engineHash(lastPrompt(i)) / 0x100000000 < share).map((i) => i.id);
-    assert.ok(expectedWrong.length > 0 && expectedWrong.length < ITEMS.length, `this set splits at ${share}: ${expectedWrong.join(", ")}`);
+    const expectedWrong = wrongIdsAt(share);
+    assert.ok(expectedWrong.length > 0 && expectedWrong.length < ARITH_ITEMS.length, `this set splits at ${share}: ${expectedWrong.join(", ")}`);
     const r = ok(await launcher(["eval", LANE, "--set", set]), "eval");
-    const right = ITEMS.length - expectedWrong.length;
-    assert.match(r.stdout, new RegExp(`^${right}/${ITEMS.length} \\(${((100 * right) / ITEMS.length).toFixed(1)}%\\) eval-wrong, temperature 0; run (\\S+)\\n`));
+    const right = ARITH_ITEMS.length - expectedWrong.length;
+    assert.match(r.stdout, new RegExp(`^${right}/${ARITH_ITEMS.length} \\(${((100 * right) / ARITH_ITEMS.length).toFixed(1)}%\\) eval-wrong, temperature 0; run (\\S+)\\n`));
     const id = /; run (\S+)\n/.exec(r.stdout)?.[1] ?? "";
     const stored = storedRun(id);
     assert.ok(stored);

@@ -489,6 +489,21 @@ export function supervisorPhase(value: string | undefined): SupervisorPhase | un
   return SUPERVISOR_PHASES.find((p) => p === word);
 }
 
+/** A deployment as `launcher status --json` lists it. */
+export interface ListedDeployment {
+  readonly deployment: string;
+  readonly engine?: string;
+  readonly status: string;
+  readonly phase: string;
+  readonly fault?: string;
+  readonly endpoint: string;
+}
+/** The deployment `deployment` as `launcher status --json` lists it now (with `env`), if it does. */
+export async function listed(deployment: string, env: NodeJS.ProcessEnv = {}): Promise<ListedDeployment | undefined> {
+  const r = ok(await launcher(["status", "--json"], 120_000, env), "status --json");
+  return (JSON.parse(r.stdout) as { deployments: ListedDeployment[] }).deployments.find((d) => d.deployment === deployment);
+}
+
 /** The run, once it is known to have exited 0 (else the test fails with what it printed). */
 export function ok(r: Run, what: string): Run {
   assert.equal(r.code, 0, `${what}: ${r.stderr}`);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { launcher, launcherContainers, ok, onHost, practiceSuite, startGateway, storedRestarts, variant, within } from "./practice-cluster.js";
+import { launcher, launcherContainers, listed, ok, onHost, practiceSuite, startGateway, storedRestarts, variant, within } from "./practice-cluster.js";
 
 // SGLang's faults that its own parser or its own log say, on the practice cluster (issue 31):
 // a misspelt flag refused at up's preflight by the image's own parser (the practice persona answers
@@ -14,17 +14,6 @@ const HOSTS = 2;
 const dir = practiceSuite(HOSTS, "launcher-sglang-faults-");
 const BASE = "practice-sglang-2x";
 const here = { LAUNCHER_DAEMON: "none" };
-
-interface Listed {
-  readonly deployment: string;
-  readonly status: string;
-  readonly phase: string;
-  readonly fault?: string;
-}
-async function listed(deployment: string): Promise<Listed | undefined> {
-  const r = ok(await launcher(["status", "--json"], 60_000, here), "status --json");
-  return (JSON.parse(r.stdout) as { deployments: Listed[] }).deployments.find((d) => d.deployment === deployment);
-}
 
 describe("SGLang's faults on the practice cluster", { concurrency: false }, () => {
   test("a misspelt SGLang flag is refused by up's preflight, judged by the image's own parser, before any container starts", async () => {
@@ -60,7 +49,7 @@ describe("SGLang's faults on the practice cluster", { concurrency: false }, () =
     try {
       ok(await launcher(["up", recipe, "--nodes", "n1,n2", "--restart", "on-failure:1"], 180_000, here), "up sg-crash --restart");
       const { value: dead } = await within(60_000, "sg-crash no longer serving", async () => {
-        const d = await listed("sg-crash");
+        const d = await listed("sg-crash", here);
         return d !== undefined && d.status !== "serving" ? d : undefined;
       });
       assert.equal(dead.status, "degraded", JSON.stringify(dead));
@@ -88,7 +77,7 @@ describe("SGLang's faults on the practice cluster", { concurrency: false }, () =
     try {
       ok(await launcher(["up", recipe, "--nodes", "n1,n2", "--restart", "on-failure:1"], 180_000, here), "up sg-hang --restart");
       const { value: hung } = await within(60_000, "sg-hang no longer serving", async () => {
-        const d = await listed("sg-hang");
+        const d = await listed("sg-hang", here);
         return d !== undefined && d.status !== "serving" ? d : undefined;
       });
       assert.equal(hung.status, "degraded", JSON.stringify(hung));

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import OpenAI from "openai";
-import { launcher, launcherContainers, ok, onHost, practiceSuite, startGateway, variant, within } from "./practice-cluster.js";
+import { launcher, launcherContainers, listed, ok, onHost, practiceSuite, startGateway, variant, within } from "./practice-cluster.js";
 
 // SGLang on the practice cluster: the practice engine's SGLang persona (python3 -m
 // sglang.launch_server on every node, rank 0 serving the API, the others SGLang's dummy health check), booted, failed, swapped with
@@ -10,16 +10,6 @@ const HOSTS = 4;
 const dir = practiceSuite(HOSTS, "launcher-sglang-it-");
 const BASE = "practice-sglang-2x";
 
-interface Listed {
-  readonly deployment: string;
-  readonly engine?: string;
-  readonly status: string;
-  readonly endpoint: string;
-}
-async function listed(deployment: string): Promise<Listed | undefined> {
-  const r = ok(await launcher(["status", "--json"]), "status --json");
-  return (JSON.parse(r.stdout) as { deployments: Listed[] }).deployments.find((d) => d.deployment === deployment);
-}
 
 describe("SGLang on the practice cluster", { concurrency: false }, () => {
   test("a 2-node SGLang boot to ready: the same launch on both nodes with the head's --dist-init-addr, the API on rank 0, the worker's health check on its loopback, serving chat", async () => {

@@ -4,7 +4,7 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { spawn } = require('node:child_process');
-const http = require('node:http');
+const { postChat } = require('./loopback-http.js');
 const { freePort } = require('./free-port.js');
 const path = require('node:path');
 const { answerFor, answerTokens } = require('../lib/answers.js');
@@ -45,20 +45,7 @@ test('chat_template_kwargs thinking: a <think> block before the answer; tokens j
 });
 
 
-function post(port, body) {
-  return new Promise((resolve, reject) => {
-    const data = JSON.stringify(body);
-    const q = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/chat/completions', headers: { 'content-type': 'application/json' } }, (res) => {
-      let s = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => (s += c));
-      res.on('end', () => resolve({ status: res.statusCode, body: s }));
-    });
-    q.on('error', reject);
-    q.setTimeout(5000, () => q.destroy(new Error('request timeout')));
-    q.end(data);
-  });
-}
+const post = postChat;
 
 test('the engine answers over HTTP, streamed or not, and refuses bad request options with 400 as vLLM does', async (t) => {
   const port = await freePort();

@@ -7,6 +7,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const http = require('node:http');
 const { createLlamaApi } = require('../lib/llamacpp/http.js');
+const { postChat } = require('./loopback-http.js');
 
 /** The persona's HTTP server, loaded, at full speed, on a free loopback port; closed after the test. */
 async function server(t) {
@@ -17,21 +18,8 @@ async function server(t) {
   return s.address().port;
 }
 
-/** A chat completion's body text (bounded: 5 s). */
-function post(port, body) {
-  return new Promise((resolve, reject) => {
-    const data = JSON.stringify(body);
-    const q = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/chat/completions', headers: { 'content-type': 'application/json' } }, (res) => {
-      let s = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => (s += c));
-      res.on('end', () => resolve(s));
-    });
-    q.on('error', reject);
-    q.setTimeout(5000, () => q.destroy(new Error('request timed out')));
-    q.end(data);
-  });
-}
+/** A chat completion's body text. */
+const post = async (port, body) => (await postChat(port, body)).body;
 
 const events = (text) => text.split('\n\n').map((m) => m.trim()).filter((m) => m.startsWith('data: ') && m !== 'data: [DONE]').map((m) => JSON.parse(m.slice(6)));
 const messages = [{ role: 'user', content: 'tell me something long' }];

@@ -11,6 +11,7 @@ const http = require('node:http');
 const net = require('node:net');
 const path = require('node:path');
 const { freePort } = require('./free-port.js');
+const { req } = require('./loopback-http.js');
 
 const BIN = path.join(__dirname, '..', 'bin');
 const MODEL = path.join(__dirname, '..', 'lib', 'llamacpp', 'practice.gguf');
@@ -38,21 +39,6 @@ function run(program, args, env = {}) {
   });
   r.exit = (ms = 5000) => Promise.race([r.exited, new Promise((_, reject) => setTimeout(() => reject(new Error(`no exit within ${ms} ms:\n${r.text}`)), ms))]);
   return r;
-}
-
-function req(port, method, p, body, headers = {}) {
-  return new Promise((resolve, reject) => {
-    const data = body === undefined ? undefined : JSON.stringify(body);
-    const q = http.request({ host: '127.0.0.1', port, method, path: p, headers: { ...(data ? { 'content-type': 'application/json' } : {}), ...headers } }, (res) => {
-      let s = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => (s += c));
-      res.on('end', () => resolve({ status: res.statusCode, body: s }));
-    });
-    q.on('error', reject);
-    q.setTimeout(5000, () => q.destroy(new Error('request timed out')));
-    q.end(data);
-  });
 }
 
 const lines = (text) => text.split('\n').filter((l) => l.trim() !== '');
