@@ -144,11 +144,10 @@ async function launchWhileProbing(first: Plan, probing: { opened: ClusterSession
     await planned();
     throw e;
   }
-  const stopReads = new AbortController();
-  const early = host.dropCaches === true ? undefined : readPlanNodes(first, opened, AbortSignal.any([step.options.signal, signal, stopReads.signal]));
+  const early = host.dropCaches === true ? undefined : readPlanNodes(first, opened, AbortSignal.any([step.options.signal, signal]));
   if (early !== undefined) void traced("node reads", undefined, () => early.all).catch(() => undefined);
   const giveBack = async (): Promise<void> => {
-    await endReads(stopReads, early);
+    await early?.end();
     await claims.release();
   };
   let planning: Awaited<ReturnType<typeof planned>>;
@@ -163,16 +162,10 @@ async function launchWhileProbing(first: Plan, probing: { opened: ClusterSession
     await giveBack();
     return launchPlan(plan, session, host, step);
   }
-  // From here the boot (launchPlan) gives the claims back, however it ends.
-  if (early !== undefined && readsAsked(plan) === readsAsked(first)) return launchPlan(plan, session, host, { ...step, options: { ...step.options, readings: early } }, claims);
-  await endReads(stopReads, early);
-  return launchPlan(plan, session, host, step, claims);
-}
-
-/** Stops reads no boot will use, and waits until they ended: none outlives the claims they were made under. */
-async function endReads(stop: AbortController, reads: PendingReadings | undefined): Promise<void> {
-  stop.abort();
-  await reads?.all.catch(() => undefined);
+  // From here the boot (launchPlan) ends the reads and gives the claims back, however it ends.
+  if (early !== undefined && readsAsked(plan) === readsAsked(first)) return launchPlan(plan, session, host, { ...step, options: { ...step.options, readings: early } }, { claims, reads: early });
+  await early?.end();
+  return launchPlan(plan, session, host, step, { claims });
 }
 
 /** What a boot of a plan already made needs of its host: no planner, no lane to drain. */
@@ -199,15 +192,17 @@ function bootStep(session: ClusterSession, host: BootHost, what: string): { opti
 }
 
 /**
- * The plan's nodes claimed (or `claimed`, held already), then the plan booted and recorded: how
- * every boot but a lane swap ends. The claims are given back however it ends.
+ * The plan's nodes claimed (or held already, with reads asked under those claims and handed to
+ * the boot), then the plan booted and recorded: how every boot but a lane swap ends. However it
+ * ends, the reads are over before the claims are given back.
  */
-async function launchPlan(plan: Plan, session: ClusterSession, host: BootHost, step: ReturnType<typeof bootStep>, claimed?: NodeClaims): Promise<UpOutcome> {
-  const claims = claimed ?? (await traced("claims", undefined, () => step.claim(plan)));
+async function launchPlan(plan: Plan, session: ClusterSession, host: BootHost, step: ReturnType<typeof bootStep>, held?: { claims: NodeClaims; reads?: PendingReadings }): Promise<UpOutcome> {
+  const claims = held?.claims ?? (await traced("claims", undefined, () => step.claim(plan)));
   try {
     host.say(`launcher: starting ${plan.deployment} (${plan.recipe.id}) on ${plan.nodes.map((n) => n.node).join(", ")}`);
     return { ...(await traced("up", undefined, () => recordedUp(plan, session, step.options, host.store, host.now))), deployment: plan.deployment };
   } finally {
+    await held?.reads?.end();
     await traced("claims released", undefined, () => claims.release());
   }
 }

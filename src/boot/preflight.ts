@@ -87,6 +87,11 @@ export interface PlanReadings {
 export interface PendingReadings {
   readonly nodes: Promise<ReadonlyMap<string, NodeReading>>;
   readonly all: Promise<PlanReadings>;
+  /**
+   * Stops what is still being asked and resolves once nothing is (at once when all was answered):
+   * whoever holds reads no boot will use ends them before the nodes' claims are given back.
+   */
+  readonly end: () => Promise<void>;
 }
 
 // Every question of the preflight to one node in ONE SSH round trip, its parts run at once on the
@@ -211,7 +216,9 @@ export const readsAsked = (plan: Plan): string => JSON.stringify([plan.recipe, p
  * asks it once it holds them, while the fabric probe runs; up, alongside its look for the same
  * deployment): MOUNT_SCRIPT creates the missing cache folders, and what the node holds decides the fit.
  */
-export function readPlanNodes(plan: Plan, session: ClusterSession, signal: AbortSignal): PendingReadings {
+export function readPlanNodes(plan: Plan, session: ClusterSession, asked: AbortSignal): PendingReadings {
+  const stop = new AbortController();
+  const signal = AbortSignal.any([asked, stop.signal]);
   // The nodes that read the model's files (all, or the head alone: weightReaders), in rank order.
   const all = weightReaders(plan.recipe, plan.nodes.flatMap((s) => session.cluster.nodes.filter((n) => n.name === s.node)));
   const located = all.every((n) => weightsLocation(plan.recipe, n) !== undefined);
@@ -228,7 +235,12 @@ export function readPlanNodes(plan: Plan, session: ClusterSession, signal: Abort
   const whole = nodes.then(withWeights);
   nodes.catch(() => undefined);
   whole.catch(() => undefined);
-  return { nodes, all: whole };
+  const end = async (): Promise<void> => {
+    stop.abort();
+    // The weights report asked alongside may outlast a node read that failed.
+    await Promise.allSettled([whole, early]);
+  };
+  return { nodes, all: whole, end };
 }
 
 /**

@@ -178,8 +178,12 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
   const signal = options.detach === undefined ? options.signal : AbortSignal.any([options.signal, options.detach]);
   const note = (text: string): void => options.progress.note(text);
   const recreating = options.recreating;
+  // The reads this boot asks (not those handed to it in options.readings: their holder ends
+  // them), ended however it ends, before up's caller gives the nodes' claims back.
+  const made: PendingReadings[] = [];
   const readNodes = (): PendingReadings => {
     const read = readPlanNodes(plan, session, signal);
+    made.push(read);
     void traced("node reads", undefined, () => read.all).catch(() => undefined);
     return read;
   };
@@ -235,6 +239,7 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
     return await runBoot(stamped, bootId, session, options, started, "start", image.fit);
   } finally {
     options.progress.done();
+    await Promise.all(made.map((r) => r.end()));
   }
 }
 

@@ -35,6 +35,28 @@ const orGiveUp = async (p: Promise<unknown>): Promise<void> => {
   await Promise.race([p, new Promise((resolve) => (timer = setTimeout(resolve, 10_000)))]).finally(() => clearTimeout(timer));
 };
 
+/**
+ * Every node's read (READ_SCRIPT) takes until it is stopped (or 10 s), as a slow node's would;
+ * the list says, in order, when each read ended and each claim was given back.
+ */
+function readsUntilStopped(fc: FakeCluster): string[] {
+  const events: string[] = [];
+  intercept(fc, async (node, argv, options, exec) => {
+    if (scriptArgs(argv, READ_SCRIPT) !== undefined) {
+      await orGiveUp(new Promise((resolve) => options?.signal?.addEventListener("abort", resolve, { once: true })));
+      events.push(`${node.node} read ended`);
+    }
+    if (scriptArgs(argv, CLAIM_SCRIPT)?.[0] === "release") events.push(`${node.node} claim given back`);
+    return exec(argv, options);
+  });
+  return events;
+}
+const readsEndedBeforeClaimsGivenBack = (events: readonly string[]): void => {
+  const given = events.findIndex((e) => e.endsWith("claim given back"));
+  assert.ok(given > 0, events.join("; "));
+  assert.deepEqual(events.slice(0, given).sort(), ["n1 read ended", "n2 read ended"], events.join("; "));
+};
+
 /** Holds each node's answer to the probe until `release` settles (or 10 s pass); says what each node was asked meanwhile. */
 function holdProbe(fc: FakeCluster, release: Promise<unknown>): { askedDuringProbe: Map<string, unknown[]> } {
   const askedDuringProbe = new Map<string, unknown[]>();
@@ -146,24 +168,35 @@ test("a plan that fails once the probe answers: the reads made meanwhile end bef
   withCluster({}, async (fc) => {
     const store = new Store(":memory:");
     try {
-      const events: string[] = [];
-      intercept(fc, async (node, argv, options, exec) => {
-        if (scriptArgs(argv, READ_SCRIPT) !== undefined) {
-          // A read that takes until it is stopped (or 10 s): what a slow node's would.
-          await orGiveUp(new Promise((resolve) => options?.signal?.addEventListener("abort", resolve, { once: true })));
-          events.push(`${node.node} read ended`);
-        }
-        if (scriptArgs(argv, CLAIM_SCRIPT)?.[0] === "release") events.push(`${node.node} claim given back`);
-        return exec(argv, options);
-      });
+      const events = readsUntilStopped(fc);
       const plan = fc.plan(RECIPE, { deployment: "practice-2x" });
       const host = { ...fc.upHost(store, plan), plan: () => {
         throw new UserError("node n2 has no fabric IP (neither in the cluster file nor detected)");
       } };
       await refused(upUseCase({ ref: "practice-2x" }, fc.cluster, plan, host), UserError, /^node n2 has no fabric IP/);
-      const given = events.findIndex((e) => e.endsWith("claim given back"));
-      assert.ok(given > 0, events.join("; "));
-      assert.deepEqual(events.slice(0, given).sort(), ["n1 read ended", "n2 read ended"], events.join("; "));
+      readsEndedBeforeClaimsGivenBack(events);
+    } finally {
+      store.close();
+    }
+  }));
+
+test("a boot that ends before it asks for the reads handed to it (made while the probe ran) ends them before the claims are given back", () =>
+  withCluster({}, async (fc) => {
+    const store = new Store(":memory:");
+    try {
+      const events = readsUntilStopped(fc);
+      const plan = fc.plan(RECIPE, { deployment: "practice-2x" });
+      const base = fc.upHost(store, plan);
+      // The boot's first step after the probe fails: here its first line cannot be said.
+      const host = { ...base, say: (line: string) => {
+        if (line.startsWith("launcher: starting")) throw new Error("stdout is gone");
+        base.say(line);
+      } };
+      const started = Date.now();
+      await assert.rejects(upUseCase({ ref: "practice-2x" }, fc.cluster, plan, host), /^Error: stdout is gone$/);
+      assert.ok(Date.now() - started < 9_000, "the reads were stopped, not waited out");
+      readsEndedBeforeClaimsGivenBack(events);
+      assert.ok(fc.nodes.every((n) => n.claim === undefined), "every claim given back");
     } finally {
       store.close();
     }
