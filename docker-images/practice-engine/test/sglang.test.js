@@ -174,21 +174,29 @@ test('launcher\'s parser dump: the persona\'s own option table as SGLang\'s pars
 });
 
 test('two nodes: both ranks meet at --dist-init-addr; rank 0 serves the API, rank 1 its dummy health server at its --host/--port; a rank that dies takes its peer down (NCCL\'s or Gloo\'s words)', async () => {
-  const [port, wport, dist] = [await freePort(), await freePort(), await freePort()];
-  const common = ['--model-path', 'org/m', '--tp-size', '2', '--dist-init-addr', `127.0.0.1:${dist}`, '--nnodes', '2'];
-  const head = launch([...common, '--node-rank', '0', '--host', '127.0.0.1', '--port', String(port)]);
-  const worker = launch([...common, '--node-rank', '1', '--host', '127.0.0.1', '--port', String(wport)], { PRACTICE_FAULT: 'crash_after_ready', PRACTICE_FAULT_RANK: '1', PRACTICE_CRASH_AFTER_MS: '300' });
-  await head.waitFor(READY, 15000);
-  await worker.waitFor(/Starting dummy health check server at 127\.0\.0\.1:\d+/, 5000);
-  assert.doesNotMatch(worker.out, /Uvicorn|ready to roll/, 'no API on rank 1');
-  assert.equal((await req(port, 'GET', '/health')).status, 200);
-  assert.equal((await req(wport, 'GET', '/health')).status, 200, 'the worker\'s dummy health server');
-  assert.equal((await req(wport, 'POST', '/v1/chat/completions', { body: CHAT })).status, 404, 'and nothing else');
-  await worker.waitFor(/device-side assert triggered/, 5000);
-  assert.deepEqual(await worker.exited, { code: 137, signal: null });
-  await head.waitFor(/Connection closed by peer|remote process exited or there was a network error/, 10000);
-  assert.match(head.out, /TP0\] Scheduler hit an exception/);
-  assert.deepEqual(await head.exited, { code: 137, signal: null });
+  const pair = async (env) => {
+    const [port, wport, dist] = [await freePort(), await freePort(), await freePort()];
+    const common = ['--model-path', 'org/m', '--tp-size', '2', '--dist-init-addr', `127.0.0.1:${dist}`, '--nnodes', '2'];
+    const head = launch([...common, '--node-rank', '0', '--host', '127.0.0.1', '--port', String(port)]);
+    const worker = launch([...common, '--node-rank', '1', '--host', '127.0.0.1', '--port', String(wport)], env);
+    return { port, wport, head, worker };
+  };
+  // Two pairs: the worker's health server is asked of one that serves on, so that no request can
+  // meet a worker the crash already took down, however slow the machine is to get there.
+  const serving = await pair({});
+  await serving.head.waitFor(READY, 15000);
+  await serving.worker.waitFor(/Starting dummy health check server at 127\.0\.0\.1:\d+/, 5000);
+  assert.doesNotMatch(serving.worker.out, /Uvicorn|ready to roll/, 'no API on rank 1');
+  assert.equal((await req(serving.port, 'GET', '/health')).status, 200);
+  assert.equal((await req(serving.wport, 'GET', '/health')).status, 200, 'the worker\'s dummy health server');
+  assert.equal((await req(serving.wport, 'POST', '/v1/chat/completions', { body: CHAT })).status, 404, 'and nothing else');
+  for (const p of [serving.head, serving.worker]) p.proc.kill('SIGKILL');
+  const crashing = await pair({ PRACTICE_FAULT: 'crash_after_ready', PRACTICE_FAULT_RANK: '1', PRACTICE_CRASH_AFTER_MS: '300' });
+  await crashing.worker.waitFor(/device-side assert triggered/, 15000);
+  assert.deepEqual(await crashing.worker.exited, { code: 137, signal: null });
+  await crashing.head.waitFor(/Connection closed by peer|remote process exited or there was a network error/, 10000);
+  assert.match(crashing.head.out, /TP0\] Scheduler hit an exception/);
+  assert.deepEqual(await crashing.head.exited, { code: 137, signal: null });
 });
 
 test('a worker whose health server\'s port is taken fails as uvicorn does: [Errno 98], exit 1', async () => {
