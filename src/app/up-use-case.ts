@@ -121,7 +121,7 @@ type Probe = ReturnType<typeof detectAndRecord>;
  * fill the cluster boots under those claims, with those reads where it asks the same of the same
  * nodes (else it claims, or reads, again). What the probe says of the plan's nodes (a fabric
  * problem, a node it cannot plan) is said before a failed claim: the nodes' own state is what to
- * fix first. Reads not handed to the boot end before the claims are given back.
+ * fix first. However it ends, the reads end before the claims are given back (giveBack).
  */
 async function launchWhileProbing(first: Plan, probing: { opened: ClusterSession; probe: Probe; signal: AbortSignal }, host: UpHost, what: string): Promise<UpOutcome> {
   const { opened, probe, signal } = probing;
@@ -144,28 +144,38 @@ async function launchWhileProbing(first: Plan, probing: { opened: ClusterSession
     await planned();
     throw e;
   }
-  const early = host.dropCaches === true ? undefined : readPlanNodes(first, opened, AbortSignal.any([step.options.signal, signal]));
-  if (early !== undefined) void traced("node reads", undefined, () => early.all).catch(() => undefined);
-  const giveBack = async (): Promise<void> => {
-    await early?.end();
-    await claims.release();
-  };
+  let held: Held = { claims };
   let planning: Awaited<ReturnType<typeof planned>>;
   try {
+    const early = host.dropCaches === true ? undefined : readPlanNodes(first, opened, AbortSignal.any([step.options.signal, signal]));
+    if (early !== undefined) void traced("node reads", undefined, () => early.all).catch(() => undefined);
+    held = { claims, ...(early === undefined ? {} : { reads: early }) };
     planning = await planned();
   } catch (e) {
-    await giveBack();
+    await giveBack(held);
     throw e;
   }
   const { plan, session } = planning;
   if (plan.deployment !== first.deployment || plan.nodes.map((n) => n.node).join() !== first.nodes.map((n) => n.node).join()) {
-    await giveBack();
+    await giveBack(held);
     return launchPlan(plan, session, host, step);
   }
-  // From here the boot (launchPlan) ends the reads and gives the claims back, however it ends.
-  if (early !== undefined && readsAsked(plan) === readsAsked(first)) return launchPlan(plan, session, host, { ...step, options: { ...step.options, readings: early } }, { claims, reads: early });
-  await early?.end();
+  // From here the boot (launchPlan) gives back what is held, however it ends.
+  if (held.reads !== undefined && readsAsked(plan) === readsAsked(first)) return launchPlan(plan, session, host, { ...step, options: { ...step.options, readings: held.reads } }, held);
+  await held.reads?.end();
   return launchPlan(plan, session, host, step, { claims });
+}
+
+/** The nodes' claims a boot holds, and the reads asked under them that it may use. */
+interface Held {
+  readonly claims: NodeClaims;
+  readonly reads?: PendingReadings;
+}
+
+/** Gives back what a boot held: the reads end first, so that none outlives the claims it was asked under. */
+async function giveBack(held: Held): Promise<void> {
+  await held.reads?.end();
+  await traced("claims released", undefined, () => held.claims.release());
 }
 
 /** What a boot of a plan already made needs of its host: no planner, no lane to drain. */
@@ -196,14 +206,13 @@ function bootStep(session: ClusterSession, host: BootHost, what: string): { opti
  * the boot), then the plan booted and recorded: how every boot but a lane swap ends. However it
  * ends, the reads are over before the claims are given back.
  */
-async function launchPlan(plan: Plan, session: ClusterSession, host: BootHost, step: ReturnType<typeof bootStep>, held?: { claims: NodeClaims; reads?: PendingReadings }): Promise<UpOutcome> {
-  const claims = held?.claims ?? (await traced("claims", undefined, () => step.claim(plan)));
+async function launchPlan(plan: Plan, session: ClusterSession, host: BootHost, step: ReturnType<typeof bootStep>, held?: Held): Promise<UpOutcome> {
+  const holding = held ?? { claims: await traced("claims", undefined, () => step.claim(plan)) };
   try {
     host.say(`launcher: starting ${plan.deployment} (${plan.recipe.id}) on ${plan.nodes.map((n) => n.node).join(", ")}`);
     return { ...(await traced("up", undefined, () => recordedUp(plan, session, step.options, host.store, host.now))), deployment: plan.deployment };
   } finally {
-    await held?.reads?.end();
-    await traced("claims released", undefined, () => claims.release());
+    await giveBack(holding);
   }
 }
 

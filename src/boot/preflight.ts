@@ -62,11 +62,14 @@ export function missingImage(recipe: Pick<Recipe, "id" | "docker_image" | "docke
  * Checks every node in parallel before any container starts; every problem names its node.
  * Deployments in `replacing` are about to be stopped for this one: their nodes count as free.
  * An interrupt ends it at once (it starts nothing that would need undoing). `readings`: what
- * readPlanNodes read of the nodes (up asks it alongside its look for the same deployment); none: read now.
+ * readPlanNodes read of the nodes (up asks it alongside its look for the same deployment); none:
+ * read now, and those reads ended before it settles, however it ends.
  */
 export function preflight(plan: Plan, session: ClusterSession, signal: AbortSignal, replacing: ReadonlySet<string> = new Set(), readings?: Promise<PlanReadings>, judge?: ArgsJudge): Promise<PreflightResult> {
-  const work = (readings ?? readPlanNodes(plan, session, signal).all).then((read) => checkNodes(plan, session, replacing, signal, read, judge));
-  return abortable(work, signal, `during the preflight of ${plan.deployment}; no container was started`);
+  const own = readings === undefined ? readPlanNodes(plan, session, signal) : undefined;
+  const work = (readings ?? (own as PendingReadings).all).then((read) => checkNodes(plan, session, replacing, signal, read, judge));
+  const checked = abortable(work, signal, `during the preflight of ${plan.deployment}; no container was started`);
+  return own === undefined ? checked : checked.finally(own.end);
 }
 
 /** What the image check read, and the memory fit of every node (its arithmetic printed by up). */
@@ -88,8 +91,9 @@ export interface PendingReadings {
   readonly nodes: Promise<ReadonlyMap<string, NodeReading>>;
   readonly all: Promise<PlanReadings>;
   /**
-   * Stops what is still being asked and resolves once nothing is (at once when all was answered):
-   * whoever holds reads no boot will use ends them before the nodes' claims are given back.
+   * Stops what is still being asked: each read's signal aborts, which stops its local ssh (the
+   * node's side ends with its connection). Resolves once every read has returned (at once when all
+   * was answered); whoever holds the reads calls it before the nodes' claims are given back.
    */
   readonly end: () => Promise<void>;
 }

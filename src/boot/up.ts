@@ -67,7 +67,9 @@ export interface UpOptions {
   readonly judgeArgs?: ArgsJudge;
   /**
    * The plan's nodes read already, under the claims its caller holds (the use case reads them while
-   * the fabric probe runs): what `up` would ask first. Not with `dropCaches`, whose reads follow the drop.
+   * the fabric probe runs): what `up` would ask first. Not with `dropCaches`, whose reads follow the
+   * drop. Their holder ends them (PendingReadings.end) before it gives the claims back; `up` ends
+   * only the reads it asks itself.
    */
   readonly readings?: PendingReadings;
 }
@@ -178,8 +180,7 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
   const signal = options.detach === undefined ? options.signal : AbortSignal.any([options.signal, options.detach]);
   const note = (text: string): void => options.progress.note(text);
   const recreating = options.recreating;
-  // The reads this boot asks (not those handed to it in options.readings: their holder ends
-  // them), ended however it ends, before up's caller gives the nodes' claims back.
+  // The reads this boot asks, ended however it ends, before up's caller gives the nodes' claims back.
   const made: PendingReadings[] = [];
   const readNodes = (): PendingReadings => {
     const read = readPlanNodes(plan, session, signal);
@@ -238,8 +239,11 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
     options.starting?.(stamped, bootId, Date.now() + options.timeoutMs);
     return await runBoot(stamped, bootId, session, options, started, "start", image.fit);
   } finally {
-    options.progress.done();
-    await Promise.all(made.map((r) => r.end()));
+    try {
+      options.progress.done();
+    } finally {
+      await Promise.all(made.map((r) => r.end()));
+    }
   }
 }
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { upUseCase } from "../../src/app/up-use-case.js";
-import { READ_SCRIPT } from "../../src/boot/preflight.js";
+import { preflight, READ_SCRIPT } from "../../src/boot/preflight.js";
 import { CLAIM_SCRIPT, claimNodes } from "../../src/claims/claims.js";
 import { Interrupted } from "../../src/config/abort.js";
 import { UserError } from "../../src/config/errors.js";
@@ -37,19 +37,24 @@ const orGiveUp = async (p: Promise<unknown>): Promise<void> => {
 
 /**
  * Every node's read (READ_SCRIPT) takes until it is stopped (or 10 s), as a slow node's would;
- * the list says, in order, when each read ended and each claim was given back.
+ * `events` says, in order, when each read returned and each claim was given back; `asked`, which
+ * nodes have been asked.
  */
-function readsUntilStopped(fc: FakeCluster): string[] {
+function readsUntilStopped(fc: FakeCluster): { events: string[]; asked: Set<string> } {
   const events: string[] = [];
+  const asked = new Set<string>();
   intercept(fc, async (node, argv, options, exec) => {
     if (scriptArgs(argv, READ_SCRIPT) !== undefined) {
+      asked.add(node.node);
       await orGiveUp(new Promise((resolve) => options?.signal?.addEventListener("abort", resolve, { once: true })));
+      const answer = await exec(argv, options);
       events.push(`${node.node} read ended`);
+      return answer;
     }
     if (scriptArgs(argv, CLAIM_SCRIPT)?.[0] === "release") events.push(`${node.node} claim given back`);
     return exec(argv, options);
   });
-  return events;
+  return { events, asked };
 }
 const readsEndedBeforeClaimsGivenBack = (events: readonly string[]): void => {
   const given = events.findIndex((e) => e.endsWith("claim given back"));
@@ -168,7 +173,7 @@ test("a plan that fails once the probe answers: the reads made meanwhile end bef
   withCluster({}, async (fc) => {
     const store = new Store(":memory:");
     try {
-      const events = readsUntilStopped(fc);
+      const { events } = readsUntilStopped(fc);
       const plan = fc.plan(RECIPE, { deployment: "practice-2x" });
       const host = { ...fc.upHost(store, plan), plan: () => {
         throw new UserError("node n2 has no fabric IP (neither in the cluster file nor detected)");
@@ -184,7 +189,7 @@ test("a boot that ends before it asks for the reads handed to it (made while the
   withCluster({}, async (fc) => {
     const store = new Store(":memory:");
     try {
-      const events = readsUntilStopped(fc);
+      const { events } = readsUntilStopped(fc);
       const plan = fc.plan(RECIPE, { deployment: "practice-2x" });
       const base = fc.upHost(store, plan);
       // The boot's first step after the probe fails: here its first line cannot be said.
@@ -200,4 +205,31 @@ test("a boot that ends before it asks for the reads handed to it (made while the
     } finally {
       store.close();
     }
+  }));
+
+test("an up interrupted while the reads it asked are under way ends once they have returned", () =>
+  withCluster({}, async (fc) => {
+    const { events, asked } = readsUntilStopped(fc);
+    const plan = fc.plan(RECIPE, { deployment: "practice-2x" });
+    const stop = new AbortController();
+    const running = fc.up(plan, { signal: stop.signal }).finally(() => events.push("up ended"));
+    await until("both nodes asked", () => asked.size === 2, 10_000);
+    stop.abort();
+    await assert.rejects(running, Interrupted);
+    assert.deepEqual(events.slice(0, 2).sort(), ["n1 read ended", "n2 read ended"], events.join("; "));
+    assert.deepEqual(events.slice(2), ["up ended"], events.join("; "));
+    assert.deepEqual(fc.started, []);
+  }));
+
+test("a preflight that reads the nodes itself (a lane swap's) and is interrupted ends once its reads have returned", () =>
+  withCluster({}, async (fc) => {
+    const { events, asked } = readsUntilStopped(fc);
+    const plan = fc.plan(RECIPE, { deployment: "practice-2x" });
+    const stop = new AbortController();
+    const checking = preflight(plan, fc.session, stop.signal).finally(() => events.push("preflight ended"));
+    await until("both nodes asked", () => asked.size === 2, 10_000);
+    stop.abort();
+    await assert.rejects(checking, Interrupted);
+    assert.deepEqual(events.slice(0, 2).sort(), ["n1 read ended", "n2 read ended"], events.join("; "));
+    assert.deepEqual(events.slice(2), ["preflight ended"], events.join("; "));
   }));
