@@ -65,6 +65,23 @@ function req(port, method, p, { body, key, timeoutMs = 5000 } = {}) {
   });
 }
 
+/**
+ * A GET of a server that logs its start line before it listens (SGLang's dummy health server does,
+ * as launch_dummy_health_check_server logs before uvicorn binds): asked again while the port
+ * refuses, at most 250 times over at most `ms`.
+ */
+async function onceListening(port, p, ms = 5000) {
+  const giveUpAt = Date.now() + ms;
+  for (let tries = 1; ; tries++) {
+    try {
+      return await req(port, 'GET', p);
+    } catch (e) {
+      if (e.code !== 'ECONNREFUSED' || tries >= 250 || Date.now() > giveUpAt) throw e;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 const CHAT = { model: 'org/m', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 };
 const READY = /The server is fired up and ready to roll!/;
 
@@ -182,13 +199,14 @@ test('two nodes: both ranks meet at --dist-init-addr; rank 0 serves the API, ran
     return { port, wport, head, worker };
   };
   // Two pairs: the worker's health server is asked of one that serves on, so that no request can
-  // meet a worker the crash already took down, however slow the machine is to get there.
+  // meet a worker the crash already took down, however slow the machine is to get there; and
+  // asked once it listens, which comes after its start line.
   const serving = await pair({});
   await serving.head.waitFor(READY, 15000);
   await serving.worker.waitFor(/Starting dummy health check server at 127\.0\.0\.1:\d+/, 5000);
   assert.doesNotMatch(serving.worker.out, /Uvicorn|ready to roll/, 'no API on rank 1');
   assert.equal((await req(serving.port, 'GET', '/health')).status, 200);
-  assert.equal((await req(serving.wport, 'GET', '/health')).status, 200, 'the worker\'s dummy health server');
+  assert.equal((await onceListening(serving.wport, '/health')).status, 200, 'the worker\'s dummy health server');
   assert.equal((await req(serving.wport, 'POST', '/v1/chat/completions', { body: CHAT })).status, 404, 'and nothing else');
   for (const p of [serving.head, serving.worker]) p.proc.kill('SIGKILL');
   const crashing = await pair({ PRACTICE_FAULT: 'crash_after_ready', PRACTICE_FAULT_RANK: '1', PRACTICE_CRASH_AFTER_MS: '300' });
