@@ -35,16 +35,20 @@ export interface GuardLook {
   readonly signal?: AbortSignal;
 }
 
-/** How often, and how many times, a node back is read again while its guards have not beaten since it came back. */
+/**
+ * How often, and how many times, a node back is read again while its guards have not run since
+ * it came back, or it did not answer the read: a node that was stopped whole runs again slowly,
+ * all its processes at once.
+ */
 const LOOK_AGAIN_MS = 1000;
-const LOOKS = 4;
+export const OUTAGE_LOOKS = 8;
 
 /**
  * What the node's own guards (of the deployments that ran there) say of its outage, read once it
- * answered again: one bounded command, read again (at most LOOKS times, LOOK_AGAIN_MS apart) while
- * a guard there has not beaten since the node came back: a guard that stalled with its node writes
- * its stall at its first beat after it runs again, which the poll that found the node back may
- * precede. Undefined when none says anything or the node did not answer.
+ * answered again: one bounded command, read again (at most OUTAGE_LOOKS times, LOOK_AGAIN_MS apart) while
+ * it does not answer, or a guard there has not beaten since the node came back: a guard that
+ * stalled with its node writes its stall at its first sample after it runs again, which the poll
+ * that found the node back may precede. Undefined when none says anything or the node did not answer.
  */
 export async function outageCause(look: GuardLook, o: NodeOutage, endedAt: string, againMs = LOOK_AGAIN_MS): Promise<OutageCause | undefined> {
   const docker = (await look.session(o.cluster))?.docker.get(o.node);
@@ -52,11 +56,12 @@ export async function outageCause(look: GuardLook, o: NodeOutage, endedAt: strin
   const since = Date.parse(o.since);
   const ended = Date.parse(endedAt);
   for (let n = 1; ; n++) {
-    const guards = [...(await lookNodeGuards(docker.transport, o.deployments.map((d) => d.deployment), look.signal)).values()];
+    const looked = await lookNodeGuards(docker.transport, o.deployments.map((d) => d.deployment), look.signal);
+    const guards = [...(looked?.values() ?? [])];
     const cause = judgeOutage(guards, since, ended);
     // Its guard started last, not an earlier one of the same name, is the one that may still beat.
-    const behind = guards.some((g) => g.heartbeat !== undefined && g.heartbeat.atMs < ended - OUTAGE_CLOCK_SLACK_MS && !endedBefore(g, Infinity));
-    if (cause !== undefined || !behind || n >= LOOKS) return cause;
+    const behind = looked === undefined || guards.some((g) => g.heartbeat !== undefined && g.heartbeat.atMs < ended - OUTAGE_CLOCK_SLACK_MS && !endedBefore(g, Infinity));
+    if (cause !== undefined || !behind || n >= OUTAGE_LOOKS) return cause;
     await delay(againMs, undefined, look.signal === undefined ? {} : { signal: look.signal });
   }
 }

@@ -45,14 +45,14 @@ export async function nodeGuardTrip(transport: Transport, deployment: string): P
 /**
  * The heartbeat and report of each named deployment's guard on the transport's node, in one
  * bounded read, parsed as untrusted input (names that are no deployment name are not asked for;
- * the name lines carry a nonce of this read, so that no report line passes for one). Empty when
- * the node did not answer in time; `signal` ends the read.
+ * the name lines carry a nonce of this read, so that no report line passes for one). Undefined
+ * when the node did not answer, or not in time; `signal` ends the read.
  */
-export async function lookNodeGuards(transport: Transport, deployments: readonly string[], signal?: AbortSignal): Promise<ReturnType<typeof splitLookedGuards>> {
+export async function lookNodeGuards(transport: Transport, deployments: readonly string[], signal?: AbortSignal): Promise<ReturnType<typeof splitLookedGuards> | undefined> {
   const nonce = randomBytes(8).toString("hex");
   const argv = nodeGuardLookArgv(nonce, deployments);
   if (argv === undefined) return new Map();
   const names = argv.slice(5);
   const r = await transport.exec(argv, { timeoutMs: NODE_GUARD_READ_MS, maxChars: guardReadBound(names.length), ...(signal === undefined ? {} : { signal }) });
-  return r.code === 0 ? splitLookedGuards(r.stdout, names, nonce) : new Map();
+  return r.code === 0 ? splitLookedGuards(r.stdout, names, nonce) : undefined;
 }

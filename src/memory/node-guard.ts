@@ -31,11 +31,10 @@ export const NODE_GUARD_LOOK_EVERY = 30;
 /** Every this many samples (about 1 s) the guard rewrites its heartbeat file. */
 export const NODE_GUARD_BEAT_EVERY = 10;
 /**
- * A beat that comes this long after the one before (nominally NODE_GUARD_BEAT_EVERY samples, about
- * 1 s) says the guard itself did not run meanwhile: the node stalled (frozen, or every process of
- * it stopped), not only its link. The time its looks' `docker ps` took is left out (a busy node's
- * dockerd answers in seconds: the guard waits, it is not stopped); far past the beat, so that a
- * loaded node's late `sleep` is no stall either.
+ * A sample that comes this long after the one before (nominally NODE_GUARD_INTERVAL_SECONDS
+ * apart) says the guard itself did not run meanwhile: the node stalled (frozen, or every process
+ * of it stopped), not only its link. The gap is only the guard's `sleep`: its looks run beside it,
+ * never in it. Far past the interval, so that a loaded node's late `sleep` is no stall either.
  */
 export const NODE_GUARD_STALL_MS = 5000;
 /** A report past this many bytes is moved aside (report.1) when a guard starts: at most twice this on the node. */
@@ -77,29 +76,55 @@ const NODE_GUARD_UPTIME = `up() {
 /**
  * The guard loop, run detached on the node. $1 is its folder (already its working directory),
  * $2 the floor in KiB, $3 the label filter of the deployment's containers, $4 the interval,
- * $5 the samples between looks, $6 the samples between heartbeats, $7 the gap between two beats
+ * $5 the samples between looks, $6 the samples between heartbeats, $7 the gap between two samples
  * that is a stall (ms), $8 a second label filter, the launch's (empty: none). Docker ANDs label
  * filters (moby api/types/filters MatchKVList: every label asked must match; moby/moby#40286:
  * `--filter label=foo --filter label=bar` is hasLabel(foo) && hasLabel(bar)), so a guard of an
  * earlier launch of the same name kills nothing of a newer one. It appends events to `report`
- * (`tripped MS available=KIB floor=KIB killed=IDS`, `stalled MS gap=MS`, `waited MS look=MS`,
- * `ended MS why`) and
+ * (`tripped MS available=KIB floor=KIB killed=IDS`, `stalled MS gap=MS`, `ended MS why`) and
  * rewrites `heartbeat` (`MS available=KIB`) about once a second; MS is epoch milliseconds
- * (`stamp`). The kill comes before any date is taken, so that nothing delays it. A stall is
- * measured on the time since boot (`up`), less the time the looks took meanwhile: a `docker ps`
- * that a busy dockerd answers in seconds is the guard waiting, not the node stalled.
+ * (`stamp`). The kill comes before any date is taken, so that nothing delays it.
+ *
+ * Only the first look is waited for, so that the guard starts knowing what to kill. Every later
+ * `docker ps` runs in the background (one at a time, its ids to look.ids, then `PID.SEQ CODE` to
+ * look.end) and is taken at a look turn once it has ended: no sample waits on dockerd, which
+ * answers slowly on a node short of memory, when the guard is needed most, and which stops with a
+ * frozen node. So a stall, measured on the time since boot (`up`) across the sample's `sleep`, is
+ * always the guard not running: never a look it waited on. A failed look keeps the ids it had.
+ * ($$ is the guard's own pid in its subshells too, POSIX 2.5.2: a look.end left by another guard
+ * of this folder never passes for this one's.)
  */
 export const NODE_GUARD_SCRIPT = `floor=$2 filter=$3 interval=$4 every=$5 beat=$6 stall=$7 launch=$8
 echo $$ >pid
 ${NODE_GUARD_STAMP}
 ${NODE_GUARD_UPTIME}
-# A look that failed (docker not answering for a moment) keeps the ids it had.
-look() {
-  if [ -n "$launch" ]; then found=$(docker ps --quiet --no-trunc --filter "label=$filter" --filter "label=$launch" 2>/dev/null) && ids=$found
-  else found=$(docker ps --quiet --no-trunc --filter "label=$filter" 2>/dev/null) && ids=$found; fi
+ps_ids() {
+  if [ -n "$launch" ]; then docker ps --quiet --no-trunc --filter "label=$filter" --filter "label=$launch"
+  else docker ps --quiet --no-trunc --filter "label=$filter"; fi
 }
-look
-n=0 last= looked=0
+seq=0 pending=
+look_start() {
+  seq=$((seq + 1)) pending=$$.$seq
+  { ps_ids >look.ids 2>/dev/null; echo "$pending $?" >look.end; } &
+}
+# Whether the pending look has ended; its ids taken when it did not fail.
+look_take() {
+  e= c=
+  [ -f look.end ] && read -r e c _ <look.end
+  [ "$e" = "$pending" ] || return 1
+  pending=
+  if [ "$c" = 0 ]; then
+    ids=
+    while read -r id _; do ids="$ids $id"; done <look.ids
+  fi
+  return 0
+}
+ids=$(ps_ids 2>/dev/null)
+: >look.end
+look_start
+n=0
+up
+last=$u
 while :; do
   a=
   while read -r k v _; do
@@ -112,48 +137,49 @@ while :; do
     rm -f pid
     exit 0
   fi
+  # A sample far past its time: the guard itself did not run across its sleep (the node stalled).
+  up
+  if [ -n "$u" ] && [ -n "$last" ]; then
+    gap=$(((u - last) * 10))
+    if [ "$gap" -gt "$stall" ]; then stamp; echo "stalled $t gap=$gap" >>report; fi
+  fi
   n=$((n + 1))
   if [ $((n % beat)) -eq 0 ]; then
-    up
-    # A beat far past its time, the looks' own time left out: the guard itself did not run meanwhile (the node stalled).
-    if [ -n "$u" ] && [ -n "$last" ]; then
-      gap=$(((u - last) * 10 - looked))
-      if [ "$gap" -gt "$stall" ]; then stamp; echo "stalled $t gap=$gap" >>report; fi
-    fi
-    last=$u looked=0
     stamp
     echo "$t available=$a" >heartbeat
   fi
   if [ $((n % every)) -eq 0 ]; then
-    up
-    before=$u
-    look
-    up
-    if [ -n "$before" ] && [ -n "$u" ]; then
-      took=$(((u - before) * 10))
-      looked=$((looked + took))
-      # A look past a stall's length: what the node did meanwhile is not known (frozen, or only its dockerd slow).
-      if [ "$took" -gt "$stall" ]; then stamp; echo "waited $t look=$took" >>report; fi
-    fi
+    took=
+    look_take && took=1
     # Nothing left to kill (gone, or never seen), or its folder removed (down): the guard ends.
-    if [ -z "$ids" ] || [ ! -d "$1" ]; then
+    if { [ -n "$took" ] && [ -z "$ids" ]; } || [ ! -d "$1" ]; then
       stamp
       echo "ended $t containers-gone" >>report
       rm -f pid
       exit 0
     fi
+    [ -n "$took" ] && look_start
   fi
+  up
+  last=$u
   sleep "$interval"
 done`;
 
 /**
+ * Ends the guard whose folder is $d, with its process group (the look it runs beside it, its
+ * sleep), only when the pid in its pid file is still a process whose working directory is that
+ * folder: a pid reused by another process is never killed (proc(5) /proc/PID/cwd). The guard leads
+ * its group (setsid), so the group's id is its pid; a guard that leads none is ended alone.
+ */
+const NODE_GUARD_END = `p=$(cat "$d/pid" 2>/dev/null)
+case $p in ''|*[!0-9]*) ;; *) [ "$(readlink "/proc/$p/cwd" 2>/dev/null)" = "$d" ] && { kill -9 "-$p" 2>/dev/null || kill -9 "$p" 2>/dev/null; } ;; esac`;
+
+/**
  * Starts a guard for one deployment on the node: $1 the deployment, $2 the guard loop, the rest
- * its arguments. A guard of the same deployment already there is ended first (only when its pid
- * is still a process whose working directory is this folder: a pid reused by another process is
- * never killed; proc(5) /proc/PID/cwd). setsid does not fork here: a background job of a
- * non-interactive sh is no process group leader (util-linux sys-utils/setsid.c forks only for a
- * leader), so $! is the guard's own pid, written before this script returns: a removal that
- * comes at once finds it. The report's `started MS floor=KIB stall=MS` line comes first, before
+ * its arguments. A guard of the same deployment already there is ended first (NODE_GUARD_END).
+ * setsid does not fork here: a background job of a non-interactive sh is no process group leader
+ * (util-linux sys-utils/setsid.c forks only for a leader), so $! is the guard's own pid, written
+ * before this script returns: a removal that comes at once finds it. The report's `started MS floor=KIB stall=MS` line comes first, before
  * any line of this guard's; `stall=` says this guard notes its stalls (one that does not, of an
  * older launcher, never says it kept beating).
  */
@@ -162,8 +188,7 @@ guard=$2
 shift 2
 mkdir -p "$d" && cd "$d" || exit 1
 ${NODE_GUARD_STAMP}
-p=$(cat pid 2>/dev/null)
-case $p in ''|*[!0-9]*) ;; *) [ "$(readlink "/proc/$p/cwd" 2>/dev/null)" = "$d" ] && kill -9 "$p" 2>/dev/null ;; esac
+${NODE_GUARD_END}
 [ -f report ] && [ "$(wc -c <report)" -gt ${NODE_GUARD_REPORT_MAX_BYTES} ] && mv -f report report.1
 stamp
 echo "started $t floor=$1\${6:+ stall=$6}" >>report
@@ -172,16 +197,15 @@ echo $! >pid
 echo "guard $!"`;
 
 /**
- * Ends and removes each named deployment's guard on the node: its process (as in the start
- * script: only a pid whose working directory is its folder) and its folder. What the report said
- * is printed first, bounded, each under a `== NAME` line, for the caller to keep; each name line
- * starts a line of its own (a report without its last newline ends before it).
+ * Ends and removes each named deployment's guard on the node: its processes (NODE_GUARD_END)
+ * and its folder. What the report said is printed first, bounded, each under a `== NAME` line,
+ * for the caller to keep; each name line starts a line of its own (a report without its last
+ * newline ends before it).
  */
 export const NODE_GUARD_STOP_SCRIPT = `for name in "$@"; do
   d=$HOME/${NODE_GUARD_HOME}/$name
   [ -d "$d" ] || continue
-  p=$(cat "$d/pid" 2>/dev/null)
-  case $p in ''|*[!0-9]*) ;; *) [ "$(readlink "/proc/$p/cwd" 2>/dev/null)" = "$d" ] && kill -9 "$p" 2>/dev/null ;; esac
+  ${NODE_GUARD_END}
   printf '\\n== %s\\n' "$name"
   tail -c ${NODE_GUARD_READ_MAX_BYTES} "$d/report" 2>/dev/null
   rm -rf -- "$d"
@@ -271,7 +295,11 @@ export type NodeGuardEvent =
   | { readonly kind: "started"; readonly atMs: number; readonly floorKiB: number; readonly stallMs?: number }
   | { readonly kind: "tripped"; readonly atMs: number; readonly availableKiB: number; readonly floorKiB: number; readonly killed: readonly string[] }
   | { readonly kind: "stalled"; readonly atMs: number; readonly gapMs: number }
-  /** A look (`docker ps`) that took past a stall's length, ending at atMs: the guard waited on it, and saw nothing else meanwhile. */
+  /**
+   * A look (`docker ps`) that took past a stall's length, ending at atMs: the guard waited on it,
+   * and saw nothing else meanwhile. Only a guard that waits on its looks writes it (an older
+   * launcher's, which may still run beside a deployment); NODE_GUARD_SCRIPT's looks run beside it.
+   */
   | { readonly kind: "waited"; readonly atMs: number; readonly lookMs: number }
   | { readonly kind: "ended"; readonly atMs: number; readonly why: string };
 

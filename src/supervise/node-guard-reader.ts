@@ -183,7 +183,7 @@ export class NodeGuardReader {
       void (async () => {
         const docker = (await this.deps.session(on.cluster))?.docker.get(on.node);
         if (docker === undefined) return;
-        for (const g of (await lookNodeGuards(docker.transport, on.deployments)).values()) if (g.heartbeat !== undefined) beats.note(on.cluster, on.node, g.heartbeat);
+        for (const g of (await lookNodeGuards(docker.transport, on.deployments))?.values() ?? []) if (g.heartbeat !== undefined) beats.note(on.cluster, on.node, g.heartbeat);
       })().catch(() => undefined);
     }
   }

@@ -7,7 +7,7 @@ import { test } from "node:test";
 import { shellJoin } from "../../src/config/shell-words.js";
 import { encodeLabels, LABELS } from "../../src/contract/deployment.js";
 import { outageCauseWords } from "../../src/contract/outage.js";
-import { newerMemory, outageCause, outageHooksFor } from "../../src/daemon/outages.js";
+import { newerMemory, OUTAGE_LOOKS, outageCause, outageHooksFor } from "../../src/daemon/outages.js";
 import { judgeOutage, NODE_GUARD_HOME, NODE_GUARD_LOOK_SCRIPT, NODE_GUARD_READ_SCRIPT, nodeGuardLookArgv, nodeGuardStartArgv, nodeGuardStopArgv, OUTAGE_CLOCK_SLACK_MS, parseNodeGuardHeartbeat, parseNodeGuardReport, splitLookedGuards, splitStoppedReports } from "../../src/memory/node-guard.js";
 import type { ClusterSession } from "../../src/nodes/session.js";
 import type { ExecResult, Transport } from "../../src/remote/transport.js";
@@ -64,20 +64,37 @@ function startGuard(node: ReturnType<typeof fakeNode>, dep: string, every: numbe
   return pid;
 }
 
-test("a slow `docker ps` of the guard's look is no stall of the node: the look's own time is left out of the gap", { timeout: 40_000 }, async () => {
-  // Its dockerd answers each ps in 2 s; a stall is a gap past 1 s; a look every 2 samples.
-  const node = fakeNode({ docker: `[ "$1" = ps ] && { sleep 2; echo ${ID_A}; echo ps >>$HOME_Q/ps.log; }\nexit 0` });
+test("a look that waits on dockerd is no stall and no pause of the guard: it samples and beats meanwhile, and a node stopped meanwhile is said stalled", { timeout: 40_000 }, async () => {
+  // Its dockerd answers a ps only while the gate file is gone: a node short of memory, or stopped.
+  const node = fakeNode({ docker: `[ "$1" = ps ] || exit 0\necho start >>$HOME_Q/ps.log\nwhile [ -e $HOME_Q/gate ]; do sleep 0.05; done\necho ${ID_A}\necho end >>$HOME_Q/ps.log` });
+  const dir = path.join(node.home, NODE_GUARD_HOME, "dep-slow");
+  const report = (): string => node.file(path.join(NODE_GUARD_HOME, "dep-slow", "report"));
+  const beat = (): number | undefined => parseNodeGuardHeartbeat(node.file(path.join(NODE_GUARD_HOME, "dep-slow", "heartbeat")))?.atMs;
+  const pending = (): boolean => node.file("ps.log").split("start").length > node.file("ps.log").split("end").length;
   let pid = 0;
   try {
+    // A look every 2 samples, a beat every sample, a stall past 1 s.
     pid = startGuard(node, "dep-slow", 2, 1000);
-    await until("three slow looks", () => node.file("ps.log").split("\n").length > 3, 30_000);
-    const report = readFileSync(path.join(node.home, NODE_GUARD_HOME, "dep-slow", "report"), "utf8");
-    const events = parseNodeGuardReport(report);
-    assert.equal(events.filter((e) => e.kind === "stalled").length, 0, report);
-    // Each look past a stall's length is noted as the guard's wait, not the node's stall.
-    assert.ok(events.some((e) => e.kind === "waited" && e.lookMs >= 1000), report);
+    await until("the first beat", () => beat() !== undefined, 10_000);
+    writeFileSync(path.join(node.home, "gate"), "");
+    await until("a look waiting on dockerd", pending, 10_000);
+    const before = beat() ?? 0;
+    await until("beats while the look waits", () => (beat() ?? 0) > before + 1500, 10_000, report);
+    assert.ok(pending(), "the look still waits");
+    // The node stopped whole while its look waits: the guard's next sample says how long.
+    process.kill(-pid, "SIGSTOP");
+    await new Promise((r) => setTimeout(r, 1500));
+    process.kill(-pid, "SIGCONT");
+    await until("the stall in the report", () => report().includes("stalled"), 10_000, report);
+    rmSync(path.join(node.home, "gate"));
+    await until("the look answered", () => !pending(), 10_000);
+    const events = parseNodeGuardReport(report());
+    assert.deepEqual(events.map((e) => e.kind), ["started", "stalled"], report());
+    const stall = events[1];
+    assert.ok(stall?.kind === "stalled" && stall.gapMs >= 1400, report());
+    assert.ok(existsSync(dir) && alive(pid), "the guard runs on");
   } finally {
-    if (pid > 0 && alive(pid)) process.kill(pid, "SIGKILL");
+    if (pid > 0 && alive(pid)) process.kill(-pid, "SIGKILL");
     node.done();
   }
 });
@@ -201,8 +218,8 @@ test("a death heard before the first snapshot: the launch is the dead container'
   store.close();
 });
 
-/** A transport whose look answers `out(nonce)`, counting the looks. */
-function lookingTransport(out: (nonce: string) => string, gate?: Promise<void>): { transport: Transport; looks: () => number } {
+/** A transport whose look answers `out(nonce)` (ssh's 255 for the first `unanswered`), counting the looks. */
+function lookingTransport(out: (nonce: string) => string, gate?: Promise<void>, unanswered = 0): { transport: Transport; looks: () => number } {
   let looks = 0;
   const transport: Transport = {
     node: "n2",
@@ -210,6 +227,7 @@ function lookingTransport(out: (nonce: string) => string, gate?: Promise<void>):
       if (argv[2] !== NODE_GUARD_LOOK_SCRIPT) return { code: 127, stdout: "", stderr: "" };
       looks += 1;
       await gate;
+      if (looks <= unanswered) return { code: 255, stdout: "", stderr: "Connection timed out during banner exchange" };
       return { code: 0, stdout: out(argv[4] ?? ""), stderr: "" };
     },
     stream: () => (async function* () {})(),
@@ -229,7 +247,20 @@ test("a node back is read again while the guard started last has not beaten sinc
   const { transport, looks } = lookingTransport((n) => `== ${n} d\nheartbeat ${since - 1000} available=5\nstarted ${T0 - 90_000} floor=1 stall=5000\nended ${T0 - 60_000} containers-gone\nstarted ${T0} floor=1 stall=5000\n`);
   const o = { cluster: "c", node: "n2", kind: "frozen" as const, since: new Date(since).toISOString(), deployments: [{ deployment: "d", ranks: [1] }] };
   assert.equal(await outageCause({ session: async () => sessionOf(transport), log: () => undefined }, o, new Date(ended).toISOString(), 1), undefined);
-  assert.equal(looks(), 4);
+  assert.equal(looks(), OUTAGE_LOOKS);
+});
+
+test("a node back that does not answer the read of its guards at first (it runs again slowly) is read again, and its stall said", async () => {
+  const since = T0 + 60_000;
+  const ended = T0 + 120_000;
+  const { transport, looks } = lookingTransport((n) => `== ${n} d\nheartbeat ${ended + 1000} available=5\nstarted ${T0} floor=1 stall=5000\nstalled ${ended + 500} gap=61000\n`, undefined, 2);
+  const o = { cluster: "c", node: "n2", kind: "frozen" as const, since: new Date(since).toISOString(), deployments: [{ deployment: "d", ranks: [1] }] };
+  assert.deepEqual(await outageCause({ session: async () => sessionOf(transport), log: () => undefined }, o, new Date(ended).toISOString(), 1), { kind: "stalled", gap_ms: 61_000, at: new Date(ended + 500).toISOString() });
+  assert.equal(looks(), 3);
+  // One that never answers is given up after OUTAGE_LOOKS reads: nothing is said of it.
+  const silent = lookingTransport(() => "", undefined, Infinity);
+  assert.equal(await outageCause({ session: async () => sessionOf(silent.transport), log: () => undefined }, o, new Date(ended).toISOString(), 1), undefined);
+  assert.equal(silent.looks(), OUTAGE_LOOKS);
 });
 
 test("a node back whose look ends after the daemon stopped keeps nothing and throws nowhere (its store is closed)", async () => {
