@@ -148,7 +148,6 @@ async function launchWhileProbing(first: Plan, probing: { opened: ClusterSession
   let planning: Awaited<ReturnType<typeof planned>>;
   try {
     const early = host.dropCaches === true ? undefined : readPlanNodes(first, opened, AbortSignal.any([step.options.signal, signal]));
-    if (early !== undefined) void traced("node reads", undefined, () => early.all).catch(() => undefined);
     held = { claims, ...(early === undefined ? {} : { reads: early }) };
     planning = await planned();
   } catch (e) {

@@ -219,6 +219,7 @@ export const readsAsked = (plan: Plan): string => JSON.stringify([plan.recipe, p
  * round trip of its own, models.ts's). Asked only while the nodes' claims are held (up's use case
  * asks it once it holds them, while the fabric probe runs; up, alongside its look for the same
  * deployment): MOUNT_SCRIPT creates the missing cache folders, and what the node holds decides the fit.
+ * The whole is one "node reads" span of the trace.
  */
 export function readPlanNodes(plan: Plan, session: ClusterSession, asked: AbortSignal): PendingReadings {
   const stop = new AbortController();
@@ -236,7 +237,7 @@ export function readPlanNodes(plan: Plan, session: ClusterSession, asked: AbortS
     const weights = !located ? [] : answered.length === all.length && early !== undefined ? await early : await traced("weights report", undefined, () => weightsReport(plan.recipe, session, answered, signal));
     return { nodes: answers, weights };
   };
-  const whole = nodes.then(withWeights);
+  const whole = traced("node reads", undefined, () => nodes.then(withWeights));
   nodes.catch(() => undefined);
   whole.catch(() => undefined);
   const end = async (): Promise<void> => {

@@ -185,7 +185,6 @@ export async function up(plan: Plan, session: ClusterSession, options: UpOptions
   const readNodes = (): PendingReadings => {
     const read = readPlanNodes(plan, session, signal);
     made.push(read);
-    void traced("node reads", undefined, () => read.all).catch(() => undefined);
     return read;
   };
   const push = (): Promise<unknown> => traced("image push", undefined, () => ensureImage(plan.recipe.docker_image, plan.nodes.map((n) => dockerOf(session, n.node)), note, signal, clusterRoutes(session.cluster.nodes)));
