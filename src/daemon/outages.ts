@@ -36,19 +36,20 @@ export interface GuardLook {
 }
 
 /**
- * How often, and how many times, a node back is read again while its guards have not run since
- * it came back, or it did not answer the read: a node that was stopped whole runs again slowly,
- * all its processes at once.
+ * How far apart, and how many times in all, a node back is read while its guards have not run
+ * since it came back, or it does not answer the read: a node that was stopped whole runs again
+ * slowly, all its processes at once.
  */
 const LOOK_AGAIN_MS = 1000;
 export const OUTAGE_LOOKS = 8;
 
 /**
  * What the node's own guards (of the deployments that ran there) say of its outage, read once it
- * answered again: one bounded command, read again (at most OUTAGE_LOOKS times, LOOK_AGAIN_MS apart) while
- * it does not answer, or a guard there has not beaten since the node came back: a guard that
- * stalled with its node writes its stall at its first sample after it runs again, which the poll
- * that found the node back may precede. Undefined when none says anything or the node did not answer.
+ * answered again: one bounded command, read again (OUTAGE_LOOKS reads at most, LOOK_AGAIN_MS
+ * apart) while it does not answer, or a guard there has not beaten since the node came back: a
+ * guard that stalled with its node writes its stall at its first sample after it runs again, which
+ * the poll that found the node back may precede. Undefined when none says anything or the node did
+ * not answer.
  */
 export async function outageCause(look: GuardLook, o: NodeOutage, endedAt: string, againMs = LOOK_AGAIN_MS): Promise<OutageCause | undefined> {
   const docker = (await look.session(o.cluster))?.docker.get(o.node);

@@ -26,7 +26,7 @@ import { KIB_PER_GIB } from "./memory-watch.js";
 
 /** Samples per second is 1 / this: ten a second, so that the kill comes well within 250 ms of the crossing. */
 export const NODE_GUARD_INTERVAL_SECONDS = 0.1;
-/** Every this many samples (about 3 s) the guard looks again for the deployment's containers. */
+/** Every this many samples (about 3 s) the guard starts a look for the deployment's containers, unless one still runs. */
 export const NODE_GUARD_LOOK_EVERY = 30;
 /** Every this many samples (about 1 s) the guard rewrites its heartbeat file. */
 export const NODE_GUARD_BEAT_EVERY = 10;
@@ -86,41 +86,50 @@ const NODE_GUARD_UPTIME = `up() {
  * (`stamp`). The kill comes before any date is taken, so that nothing delays it.
  *
  * Only the first look is waited for, so that the guard starts knowing what to kill. Every later
- * `docker ps` runs in the background (one at a time, its ids to look.ids, then `PID.SEQ CODE` to
- * look.end) and is taken at a look turn once it has ended: no sample waits on dockerd, which
- * answers slowly on a node short of memory, when the guard is needed most, and which stops with a
- * frozen node. So a stall, measured on the time since boot (`up`) across the sample's `sleep`, is
- * always the guard not running: never a look it waited on. A failed look keeps the ids it had.
- * ($$ is the guard's own pid in its subshells too, POSIX 2.5.2: a look.end left by another guard
- * of this folder never passes for this one's.)
+ * `docker ps` runs in the background, one at a time: its ids go to look.PID.ids, then its
+ * sequence number and exit code to look.PID.end (PID the guard's, so that a look an earlier guard
+ * of this folder left running never writes this one's), and the sample after it ended takes them.
+ * No sample waits on dockerd, which answers slowly on a node short of memory, when the guard is
+ * needed most, and which stops with a frozen node. So a stall, the time since boot (`up`) from one
+ * sample to the next, is always the guard not running, never a look it waited on. A failed look
+ * keeps the ids it had; only a look that answered ends the guard, when it lists none. dash keeps a
+ * finished background job until `jobs` or `wait` reports it (dash src/jobs.c): `jobs` after each
+ * look frees it. The guard ends with its process group (quit), a look under way with it.
  */
 export const NODE_GUARD_SCRIPT = `floor=$2 filter=$3 interval=$4 every=$5 beat=$6 stall=$7 launch=$8
 echo $$ >pid
 ${NODE_GUARD_STAMP}
 ${NODE_GUARD_UPTIME}
 ps_ids() {
-  if [ -n "$launch" ]; then docker ps --quiet --no-trunc --filter "label=$filter" --filter "label=$launch"
-  else docker ps --quiet --no-trunc --filter "label=$filter"; fi
+  docker ps --quiet --no-trunc --filter "label=$filter" \${launch:+--filter} \${launch:+"label=$launch"} 2>/dev/null
+}
+# The report's last line ($1, the time, the rest), then the guard ends with its process group.
+quit() {
+  what=$1
+  shift
+  stamp
+  echo "$what $t" "$@" >>report
+  rm -f pid
+  kill -9 "-$$" 2>/dev/null
+  exit 0
 }
 seq=0 pending=
 look_start() {
-  seq=$((seq + 1)) pending=$$.$seq
-  { ps_ids >look.ids 2>/dev/null; echo "$pending $?" >look.end; } &
+  seq=$((seq + 1)) pending=$seq
+  { ps_ids >look.$$.ids; echo "$pending $?" >look.$$.end; } &
 }
-# Whether the pending look has ended; its ids taken when it did not fail.
+# Whether the pending look has ended, and answered: its ids taken.
 look_take() {
   e= c=
-  [ -f look.end ] && read -r e c _ <look.end
+  [ -f look.$$.end ] && read -r e c _ <look.$$.end
   [ "$e" = "$pending" ] || return 1
   pending=
-  if [ "$c" = 0 ]; then
-    ids=
-    while read -r id _; do ids="$ids $id"; done <look.ids
-  fi
-  return 0
+  jobs >/dev/null
+  [ "$c" = 0 ] || return 1
+  ids=
+  while read -r id _; do ids="$ids $id"; done <look.$$.ids
 }
-ids=$(ps_ids 2>/dev/null)
-: >look.end
+ids=$(ps_ids)
 look_start
 n=0
 up
@@ -132,51 +141,41 @@ while :; do
   done </proc/meminfo
   if [ -n "$a" ] && [ "$a" -lt "$floor" ]; then
     [ -n "$ids" ] && docker kill -- $ids >/dev/null 2>&1
-    stamp
-    echo "tripped $t available=$a floor=$floor killed=" $ids >>report
-    rm -f pid
-    exit 0
+    quit tripped "available=$a floor=$floor killed=" $ids
   fi
-  # A sample far past its time: the guard itself did not run across its sleep (the node stalled).
+  # A sample far past its time: the guard itself did not run since the last (the node stalled).
   up
   if [ -n "$u" ] && [ -n "$last" ]; then
     gap=$(((u - last) * 10))
     if [ "$gap" -gt "$stall" ]; then stamp; echo "stalled $t gap=$gap" >>report; fi
   fi
+  last=$u
   n=$((n + 1))
   if [ $((n % beat)) -eq 0 ]; then
     stamp
     echo "$t available=$a" >heartbeat
   fi
-  if [ $((n % every)) -eq 0 ]; then
-    took=
-    look_take && took=1
-    # Nothing left to kill (gone, or never seen), or its folder removed (down): the guard ends.
-    if { [ -n "$took" ] && [ -z "$ids" ]; } || [ ! -d "$1" ]; then
-      stamp
-      echo "ended $t containers-gone" >>report
-      rm -f pid
-      exit 0
-    fi
-    [ -n "$took" ] && look_start
-  fi
-  up
-  last=$u
+  # Nothing left to kill (gone, or never seen), or its folder removed (down): the guard ends.
+  if [ -n "$pending" ] && look_take && [ -z "$ids" ]; then quit ended containers-gone; fi
+  [ -d "$1" ] || quit ended containers-gone
+  [ -z "$pending" ] && [ $((n % every)) -eq 0 ] && look_start
   sleep "$interval"
 done`;
 
 /**
  * Ends the guard whose folder is $d, with its process group (the look it runs beside it, its
  * sleep), only when the pid in its pid file is still a process whose working directory is that
- * folder: a pid reused by another process is never killed (proc(5) /proc/PID/cwd). The guard leads
- * its group (setsid), so the group's id is its pid; a guard that leads none is ended alone.
+ * folder and not this script itself (a pid file left by a guard that died with its node may name
+ * any later process): a pid reused by another process is never killed (proc(5) /proc/PID/cwd).
+ * The guard leads its group (setsid), so the group's id is its pid; one that leads none is ended alone.
  */
 const NODE_GUARD_END = `p=$(cat "$d/pid" 2>/dev/null)
-case $p in ''|*[!0-9]*) ;; *) [ "$(readlink "/proc/$p/cwd" 2>/dev/null)" = "$d" ] && { kill -9 "-$p" 2>/dev/null || kill -9 "$p" 2>/dev/null; } ;; esac`;
+case $p in ''|*[!0-9]*|$$) ;; *) [ "$(readlink "/proc/$p/cwd" 2>/dev/null)" = "$d" ] && { kill -9 "-$p" 2>/dev/null || kill -9 "$p" 2>/dev/null; } ;; esac`;
 
 /**
  * Starts a guard for one deployment on the node: $1 the deployment, $2 the guard loop, the rest
- * its arguments. A guard of the same deployment already there is ended first (NODE_GUARD_END).
+ * its arguments. A guard of the same deployment already there is ended first (NODE_GUARD_END),
+ * and the look files of the guards before it removed.
  * setsid does not fork here: a background job of a non-interactive sh is no process group leader
  * (util-linux sys-utils/setsid.c forks only for a leader), so $! is the guard's own pid, written
  * before this script returns: a removal that comes at once finds it. The report's `started MS floor=KIB stall=MS` line comes first, before
@@ -189,6 +188,7 @@ shift 2
 mkdir -p "$d" && cd "$d" || exit 1
 ${NODE_GUARD_STAMP}
 ${NODE_GUARD_END}
+rm -f look.*
 [ -f report ] && [ "$(wc -c <report)" -gt ${NODE_GUARD_REPORT_MAX_BYTES} ] && mv -f report report.1
 stamp
 echo "started $t floor=$1\${6:+ stall=$6}" >>report

@@ -64,35 +64,77 @@ function startGuard(node: ReturnType<typeof fakeNode>, dep: string, every: numbe
   return pid;
 }
 
+/** A fake node whose dockerd answers a ps only while its gate file is gone (a node short of memory, or stopped); each ps logs its pid. */
+function gatedNode(): ReturnType<typeof fakeNode> & { gate: (closed: boolean) => void; pending: () => boolean; psPids: () => number[] } {
+  const node = fakeNode({ docker: `[ "$1" = ps ] || exit 0\necho "start $$" >>$HOME_Q/ps.log\nwhile [ -e $HOME_Q/gate ]; do sleep 0.05; done\necho ${ID_A}` });
+  const psPids = (): number[] => [...node.file("ps.log").matchAll(/^start (\d+)$/gm)].map((m) => Number(m[1]));
+  return {
+    ...node,
+    gate: (closed) => (closed ? writeFileSync(path.join(node.home, "gate"), "") : rmSync(path.join(node.home, "gate"), { force: true })),
+    // A look under way: a ps of it still runs (one killed with its guard never logs its end).
+    pending: () => psPids().some(alive),
+    psPids,
+  };
+}
+
 test("a look that waits on dockerd is no stall and no pause of the guard: it samples and beats meanwhile, and a node stopped meanwhile is said stalled", { timeout: 40_000 }, async () => {
-  // Its dockerd answers a ps only while the gate file is gone: a node short of memory, or stopped.
-  const node = fakeNode({ docker: `[ "$1" = ps ] || exit 0\necho start >>$HOME_Q/ps.log\nwhile [ -e $HOME_Q/gate ]; do sleep 0.05; done\necho ${ID_A}\necho end >>$HOME_Q/ps.log` });
-  const dir = path.join(node.home, NODE_GUARD_HOME, "dep-slow");
+  const node = gatedNode();
   const report = (): string => node.file(path.join(NODE_GUARD_HOME, "dep-slow", "report"));
   const beat = (): number | undefined => parseNodeGuardHeartbeat(node.file(path.join(NODE_GUARD_HOME, "dep-slow", "heartbeat")))?.atMs;
-  const pending = (): boolean => node.file("ps.log").split("start").length > node.file("ps.log").split("end").length;
   let pid = 0;
   try {
-    // A look every 2 samples, a beat every sample, a stall past 1 s.
-    pid = startGuard(node, "dep-slow", 2, 1000);
+    // A look every 2 samples, a beat every sample, a stall past 2 s.
+    pid = startGuard(node, "dep-slow", 2, 2000);
     await until("the first beat", () => beat() !== undefined, 10_000);
-    writeFileSync(path.join(node.home, "gate"), "");
-    await until("a look waiting on dockerd", pending, 10_000);
+    node.gate(true);
+    await until("a look waiting on dockerd", node.pending, 10_000);
     const before = beat() ?? 0;
     await until("beats while the look waits", () => (beat() ?? 0) > before + 1500, 10_000, report);
-    assert.ok(pending(), "the look still waits");
+    assert.ok(node.pending(), "the look still waits");
     // The node stopped whole while its look waits: the guard's next sample says how long.
     process.kill(-pid, "SIGSTOP");
-    await new Promise((r) => setTimeout(r, 1500));
+    await new Promise((r) => setTimeout(r, 3000));
     process.kill(-pid, "SIGCONT");
     await until("the stall in the report", () => report().includes("stalled"), 10_000, report);
-    rmSync(path.join(node.home, "gate"));
-    await until("the look answered", () => !pending(), 10_000);
+    node.gate(false);
+    await until("the look answered", () => !node.pending(), 10_000);
     const events = parseNodeGuardReport(report());
-    assert.deepEqual(events.map((e) => e.kind), ["started", "stalled"], report());
-    const stall = events[1];
-    assert.ok(stall?.kind === "stalled" && stall.gapMs >= 1400, report());
-    assert.ok(existsSync(dir) && alive(pid), "the guard runs on");
+    assert.deepEqual([...new Set(events.map((e) => e.kind))], ["started", "stalled"], report());
+    assert.ok(events.some((e) => e.kind === "stalled" && e.gapMs >= 2900), report());
+    assert.ok(alive(pid), "the guard runs on");
+  } finally {
+    if (pid > 0 && alive(pid)) process.kill(-pid, "SIGKILL");
+    node.done();
+  }
+});
+
+test("a guard ended while its look waits on dockerd ends with that look: the stop script, and a new guard of the name", { timeout: 40_000 }, async () => {
+  const node = gatedNode();
+  let pid = 0;
+  try {
+    for (const end of ["start", "stop"] as const) {
+      node.gate(false);
+      const looks = node.psPids().length;
+      pid = startGuard(node, "dep-ended", 2, 2000);
+      // Its first look, waited for, and the first in the background.
+      await until("the guard's first two looks", () => node.psPids().length >= looks + 2, 10_000);
+      node.gate(true);
+      await until("a look waiting on dockerd", node.pending, 10_000);
+      const waiting = node.psPids().filter(alive).at(-1) ?? 0;
+      // A new guard of the name ends the old one first; the stop script ends it for good.
+      const next = end === "start" ? startGuard(node, "dep-ended", 2, 2000) : 0;
+      if (end === "stop") run(nodeGuardStopArgv(["dep-ended"]) ?? [], node.env);
+      await until("the old guard and its look gone", () => !alive(pid) && !alive(waiting), 10_000);
+      if (next > 0) {
+        // Its own first look: it runs, its process group made (setsid).
+        await until("the new guard's first look", () => node.psPids().filter(alive).some((p) => p !== waiting), 10_000);
+        assert.ok(alive(next), "the new guard runs");
+        process.kill(-next, "SIGKILL");
+        process.kill(-next, "SIGKILL");
+      }
+      node.gate(false);
+      await until("no look left", () => !node.pending(), 10_000);
+    }
   } finally {
     if (pid > 0 && alive(pid)) process.kill(-pid, "SIGKILL");
     node.done();
@@ -111,7 +153,7 @@ test("a date(1) without %3N (busybox) does not end the guard: its stamps are its
     const events = parseNodeGuardReport(readFileSync(path.join(dir, "report"), "utf8"));
     assert.deepEqual(events.map((e) => [e.kind, e.atMs]), [["started", 1796459154000]]);
   } finally {
-    if (pid > 0 && alive(pid)) process.kill(pid, "SIGKILL");
+    if (pid > 0 && alive(pid)) process.kill(-pid, "SIGKILL");
     node.done();
   }
 });
