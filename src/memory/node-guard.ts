@@ -33,10 +33,13 @@ export const NODE_GUARD_BEAT_EVERY = 10;
 /**
  * A sample that comes this long after the one before (nominally NODE_GUARD_INTERVAL_SECONDS
  * apart) says the guard itself did not run meanwhile: the node stalled (frozen, or every process
- * of it stopped), not only its link. The gap is only the guard's `sleep`: its looks run beside it,
- * never in it. Far past the interval, so that a loaded node's late `sleep` is no stall either.
+ * of it stopped), not only its link. The gap is one turn of the loop, which never waits on
+ * dockerd (its looks run beside it). Far past the interval, so that a loaded node's late turn is
+ * no stall either.
  */
 export const NODE_GUARD_STALL_MS = 5000;
+/** The longest a look's `docker ps` may take (GNU timeout(1), where the node has it): a wedged dockerd never keeps the guard from looking again. */
+export const NODE_GUARD_LOOK_MAX_SECONDS = 30;
 /** A report past this many bytes is moved aside (report.1) when a guard starts: at most twice this on the node. */
 export const NODE_GUARD_REPORT_MAX_BYTES = 64 * 1024;
 /** The most of a report a reader takes: the tail of the report and the heartbeat file. */
@@ -92,18 +95,25 @@ const NODE_GUARD_UPTIME = `up() {
  * No sample waits on dockerd, which answers slowly on a node short of memory, when the guard is
  * needed most, and which stops with a frozen node. So a stall, the time since boot (`up`) from one
  * sample to the next, is always the guard not running, never a look it waited on. A failed look
- * keeps the ids it had; only a look that answered ends the guard, when it lists none. dash keeps a
- * finished background job until `jobs` or `wait` reports it (dash src/jobs.c): `jobs` after each
- * look frees it. The guard ends with its process group (quit), a look under way with it.
+ * keeps the ids it had; only a look that answered ends the guard, when it lists none (a guard
+ * whose looks all fail runs on until its folder is removed: `down`). Each look is bounded
+ * (NODE_GUARD_LOOK_MAX_SECONDS). dash keeps a finished background job until `jobs` or `wait`
+ * reports it (dash src/jobs.c): `jobs` at each look taken frees those that have exited, so at most
+ * one lingers. The guard ends with its process group (quit), a look under way with it.
  */
 export const NODE_GUARD_SCRIPT = `floor=$2 filter=$3 interval=$4 every=$5 beat=$6 stall=$7 launch=$8
 echo $$ >pid
 ${NODE_GUARD_STAMP}
 ${NODE_GUARD_UPTIME}
+# --foreground keeps timeout in the guard's process group (without it, coreutils timeout.c calls
+# setpgid(0, 0), and the guard's end would miss the look); a timeout(1) without it is not used.
+bound=
+timeout --foreground -s KILL 9 true 2>/dev/null && bound="timeout --foreground -s KILL ${NODE_GUARD_LOOK_MAX_SECONDS}"
 ps_ids() {
-  docker ps --quiet --no-trunc --filter "label=$filter" \${launch:+--filter} \${launch:+"label=$launch"} 2>/dev/null
+  $bound docker ps --quiet --no-trunc --filter "label=$filter" \${launch:+--filter} \${launch:+"label=$launch"} 2>/dev/null
 }
-# The report's last line ($1, the time, the rest), then the guard ends with its process group.
+# The report's last line ($1, the time, the rest), then the guard ends with its process group
+# (its own SIGKILL ends it there; exit only when it leads none).
 quit() {
   what=$1
   shift
@@ -126,8 +136,9 @@ look_take() {
   pending=
   jobs >/dev/null
   [ "$c" = 0 ] || return 1
-  ids=
-  while read -r id _; do ids="$ids $id"; done <look.$$.ids
+  found=
+  { while read -r id _; do found="$found $id"; done; } <look.$$.ids || return 1
+  ids=$found
 }
 ids=$(ps_ids)
 look_start
@@ -165,12 +176,14 @@ done`;
 /**
  * Ends the guard whose folder is $d, with its process group (the look it runs beside it, its
  * sleep), only when the pid in its pid file is still a process whose working directory is that
- * folder and not this script itself (a pid file left by a guard that died with its node may name
- * any later process): a pid reused by another process is never killed (proc(5) /proc/PID/cwd).
+ * folder (resolved: /proc/PID/cwd names it without symbolic links) and not this script itself (a
+ * pid file left by a guard that died with its node may name any later process): a pid reused by
+ * another process is never killed (proc(5) /proc/PID/cwd).
  * The guard leads its group (setsid), so the group's id is its pid; one that leads none is ended alone.
  */
 const NODE_GUARD_END = `p=$(cat "$d/pid" 2>/dev/null)
-case $p in ''|*[!0-9]*|$$) ;; *) [ "$(readlink "/proc/$p/cwd" 2>/dev/null)" = "$d" ] && { kill -9 "-$p" 2>/dev/null || kill -9 "$p" 2>/dev/null; } ;; esac`;
+r=$(cd "$d" 2>/dev/null && pwd -P)
+case $p in ''|*[!0-9]*|$$) ;; *) [ -n "$r" ] && [ "$(readlink "/proc/$p/cwd" 2>/dev/null)" = "$r" ] && { kill -9 "-$p" 2>/dev/null || kill -9 "$p" 2>/dev/null; } ;; esac`;
 
 /**
  * Starts a guard for one deployment on the node: $1 the deployment, $2 the guard loop, the rest
@@ -185,6 +198,7 @@ case $p in ''|*[!0-9]*|$$) ;; *) [ "$(readlink "/proc/$p/cwd" 2>/dev/null)" = "$
 export const NODE_GUARD_START_SCRIPT = `d=$HOME/${NODE_GUARD_HOME}/$1
 guard=$2
 shift 2
+command -v setsid >/dev/null || { echo "setsid(1) is not installed on this node (util-linux)" >&2; exit 1; }
 mkdir -p "$d" && cd "$d" || exit 1
 ${NODE_GUARD_STAMP}
 ${NODE_GUARD_END}

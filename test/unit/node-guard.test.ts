@@ -199,12 +199,13 @@ test("a pid file that names another process is never killed, by a start or a rem
     const dir = path.join(node.home, NODE_GUARD_HOME, "dep-3");
     mkdirSync(dir, { recursive: true });
     writeFileSync(path.join(dir, "pid"), `${other.pid}\n`);
-    node.setPs("");
+    // A container to guard: the guard runs on (and keeps the pid file as the test writes it) until its folder goes.
+    node.setPs(`${ID_A}\n`);
     guard = Number(/^guard (\d+)$/m.exec(runQuoted(nodeGuardStartArgv("dep-3", 0), node.env).stdout)?.[1]);
     writeFileSync(path.join(dir, "pid"), `${other.pid}\n`);
     runQuoted(nodeGuardStopArgv(["dep-3"]) ?? [], node.env);
     assert.ok(alive(other.pid as number), "the unrelated process lives");
-    // Its folder removed and no container to guard: the guard this test started ends by itself.
+    // Its folder removed: the guard this test started ends by itself.
     await until("the guard without containers ends", () => !alive(guard), 10_000);
   } finally {
     if (alive(guard)) process.kill(guard, "SIGKILL");
