@@ -1,5 +1,5 @@
 import { RemoteError } from "../config/errors.js";
-import { execChecked, outputTail, unreachable, type Transport } from "../remote/transport.js";
+import { execChecked, outputTail, UnreachableError, unreachable, type Transport } from "../remote/transport.js";
 import { randomBytes } from "node:crypto";
 import { guardableName, guardReadBound, lastTrip, NODE_GUARD_READ_SCRIPT, nodeGuardLookArgv, nodeGuardStartArgv, nodeGuardStopArgv, parseNodeGuardReport, splitLookedGuards, splitStoppedReports, type NodeGuardEvent } from "./node-guard.js";
 
@@ -8,10 +8,16 @@ const NODE_GUARD_EXEC_MS = 20_000;
 
 /**
  * Starts `deployment`'s guard on the transport's node (src/memory/node-guard.ts): one SSH round
- * trip; the guard then runs on its own. Throws the transport's RemoteError when it could not.
+ * trip; the guard then runs on its own. Throws the transport's RemoteError when it could not, its
+ * message ending in the start script's own last word on why (a node without setsid(1)).
  */
 export async function startNodeGuard(transport: Transport, deployment: string, floorGiB: number, launch?: string): Promise<void> {
-  await execChecked(transport, nodeGuardStartArgv(deployment, floorGiB, launch), "starting the node guard", NODE_GUARD_EXEC_MS);
+  try {
+    await execChecked(transport, nodeGuardStartArgv(deployment, floorGiB, launch), "starting the node guard", NODE_GUARD_EXEC_MS);
+  } catch (e) {
+    const said = e instanceof RemoteError && !(e instanceof UnreachableError) ? e.detail?.trim().split("\n").at(-1) : undefined;
+    throw e instanceof RemoteError && said ? new RemoteError(e.node, `${e.message}: ${said}`, e.detail) : e;
+  }
 }
 
 /**

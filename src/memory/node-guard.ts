@@ -38,7 +38,7 @@ export const NODE_GUARD_BEAT_EVERY = 10;
  * no stall either.
  */
 export const NODE_GUARD_STALL_MS = 5000;
-/** The longest a look's `docker ps` may take (GNU timeout(1), where the node has it): a wedged dockerd never keeps the guard from looking again. */
+/** The longest a look's `docker ps` may take (timeout(1), where the node has one that takes --foreground): a wedged dockerd never keeps the guard from looking again. */
 export const NODE_GUARD_LOOK_MAX_SECONDS = 30;
 /** A report past this many bytes is moved aside (report.1) when a guard starts: at most twice this on the node. */
 export const NODE_GUARD_REPORT_MAX_BYTES = 64 * 1024;
@@ -80,7 +80,8 @@ const NODE_GUARD_UPTIME = `up() {
  * The guard loop, run detached on the node. $1 is its folder (already its working directory),
  * $2 the floor in KiB, $3 the label filter of the deployment's containers, $4 the interval,
  * $5 the samples between looks, $6 the samples between heartbeats, $7 the gap between two samples
- * that is a stall (ms), $8 a second label filter, the launch's (empty: none). Docker ANDs label
+ * that is a stall (ms), $8 a second label filter, the launch's (empty: none), $9 the longest a
+ * look may take (s, NODE_GUARD_LOOK_MAX_SECONDS). Docker ANDs label
  * filters (moby api/types/filters MatchKVList: every label asked must match; moby/moby#40286:
  * `--filter label=foo --filter label=bar` is hasLabel(foo) && hasLabel(bar)), so a guard of an
  * earlier launch of the same name kills nothing of a newer one. It appends events to `report`
@@ -89,7 +90,8 @@ const NODE_GUARD_UPTIME = `up() {
  * (`stamp`). The kill comes before any date is taken, so that nothing delays it.
  *
  * Only the first look is waited for, so that the guard starts knowing what to kill. Every later
- * `docker ps` runs in the background, one at a time: its ids go to look.PID.ids, then its
+ * `docker ps` runs in the background, one at a time: its ids go to look.PID.ids (with a last line
+ * `.`, so that an answer cut short, by a full disk or a kill, never passes for a whole one), then its
  * sequence number and exit code to look.PID.end (PID the guard's, so that a look an earlier guard
  * of this folder left running never writes this one's), and the sample after it ended takes them.
  * No sample waits on dockerd, which answers slowly on a node short of memory, when the guard is
@@ -101,14 +103,14 @@ const NODE_GUARD_UPTIME = `up() {
  * reports it (dash src/jobs.c): `jobs` at each look taken frees those that have exited, so at most
  * one lingers. The guard ends with its process group (quit), a look under way with it.
  */
-export const NODE_GUARD_SCRIPT = `floor=$2 filter=$3 interval=$4 every=$5 beat=$6 stall=$7 launch=$8
+export const NODE_GUARD_SCRIPT = `floor=$2 filter=$3 interval=$4 every=$5 beat=$6 stall=$7 launch=$8 most=$9
 echo $$ >pid
 ${NODE_GUARD_STAMP}
 ${NODE_GUARD_UPTIME}
 # --foreground keeps timeout in the guard's process group (without it, coreutils timeout.c calls
 # setpgid(0, 0), and the guard's end would miss the look); a timeout(1) without it is not used.
 bound=
-timeout --foreground -s KILL 9 true 2>/dev/null && bound="timeout --foreground -s KILL ${NODE_GUARD_LOOK_MAX_SECONDS}"
+timeout --foreground -s KILL 9 true 2>/dev/null && bound="timeout --foreground -s KILL $most"
 ps_ids() {
   $bound docker ps --quiet --no-trunc --filter "label=$filter" \${launch:+--filter} \${launch:+"label=$launch"} 2>/dev/null
 }
@@ -126,7 +128,7 @@ quit() {
 seq=0 pending=
 look_start() {
   seq=$((seq + 1)) pending=$seq
-  { ps_ids >look.$$.ids; echo "$pending $?" >look.$$.end; } &
+  { { ps_ids && echo .; } >look.$$.ids; echo "$pending $?" >look.$$.end; } &
 }
 # Whether the pending look has ended, and answered: its ids taken.
 look_take() {
@@ -136,8 +138,9 @@ look_take() {
   pending=
   jobs >/dev/null
   [ "$c" = 0 ] || return 1
-  found=
-  { while read -r id _; do found="$found $id"; done; } <look.$$.ids || return 1
+  found= whole=
+  { while read -r id _; do [ "$id" = . ] && whole=1 && break; found="$found $id"; done; } <look.$$.ids
+  [ -n "$whole" ] || return 1
   ids=$found
 }
 ids=$(ps_ids)
@@ -188,7 +191,8 @@ case $p in ''|*[!0-9]*|$$) ;; *) [ -n "$r" ] && [ "$(readlink "/proc/$p/cwd" 2>/
 /**
  * Starts a guard for one deployment on the node: $1 the deployment, $2 the guard loop, the rest
  * its arguments. A guard of the same deployment already there is ended first (NODE_GUARD_END),
- * and the look files of the guards before it removed.
+ * and the look files of the guards before it removed; a node without setsid(1) fails the start
+ * before anything, saying so.
  * setsid does not fork here: a background job of a non-interactive sh is no process group leader
  * (util-linux sys-utils/setsid.c forks only for a leader), so $! is the guard's own pid, written
  * before this script returns: a removal that comes at once finds it. The report's `started MS floor=KIB stall=MS` line comes first, before
@@ -199,7 +203,7 @@ export const NODE_GUARD_START_SCRIPT = `d=$HOME/${NODE_GUARD_HOME}/$1
 guard=$2
 shift 2
 command -v setsid >/dev/null || { echo "setsid(1) is not installed on this node (util-linux)" >&2; exit 1; }
-mkdir -p "$d" && cd "$d" || exit 1
+mkdir -p "$d" && cd "$d" && d=$(pwd -P) || exit 1
 ${NODE_GUARD_STAMP}
 ${NODE_GUARD_END}
 rm -f look.*
@@ -295,6 +299,7 @@ export function nodeGuardStartArgv(deployment: string, floorGiB: number, launch?
     String(NODE_GUARD_BEAT_EVERY),
     String(NODE_GUARD_STALL_MS),
     launch === undefined || !LAUNCH_ID.test(launch) ? "" : `${LABELS.boot}=${launch}`,
+    String(NODE_GUARD_LOOK_MAX_SECONDS),
   ];
 }
 

@@ -65,7 +65,8 @@ test("a guard that was stopped (its node stalled) says so in its report when it 
   try {
     // A floor of 0 never trips; a beat every sample, a stall past 600 ms.
     const argv = nodeGuardStartArgv("dep-s", 0, "0123456789ab");
-    argv.splice(-3, 2, "1", "600");
+    // [..., beat, stall, launch, look bound]
+    argv.splice(-4, 2, "1", "600");
     pid = Number(/^guard (\d+)$/m.exec(run(argv, node.env).stdout)?.[1]);
     const dir = path.join(node.home, NODE_GUARD_HOME, "dep-s");
     await until("the first beat", () => existsSync(path.join(dir, "heartbeat")), 10_000);

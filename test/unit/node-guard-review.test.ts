@@ -8,11 +8,12 @@ import { shellJoin } from "../../src/config/shell-words.js";
 import { encodeLabels, LABELS } from "../../src/contract/deployment.js";
 import { outageCauseWords } from "../../src/contract/outage.js";
 import { newerMemory, OUTAGE_LOOKS, outageCause, outageHooksFor } from "../../src/daemon/outages.js";
-import { judgeOutage, NODE_GUARD_HOME, NODE_GUARD_LOOK_SCRIPT, NODE_GUARD_READ_SCRIPT, nodeGuardLookArgv, nodeGuardStartArgv, nodeGuardStopArgv, OUTAGE_CLOCK_SLACK_MS, parseNodeGuardHeartbeat, parseNodeGuardReport, splitLookedGuards, splitStoppedReports } from "../../src/memory/node-guard.js";
+import { judgeOutage, NODE_GUARD_HOME, NODE_GUARD_LOOK_MAX_SECONDS, NODE_GUARD_LOOK_SCRIPT, NODE_GUARD_READ_SCRIPT, nodeGuardLookArgv, nodeGuardStartArgv, nodeGuardStopArgv, OUTAGE_CLOCK_SLACK_MS, parseNodeGuardHeartbeat, parseNodeGuardReport, splitLookedGuards, splitStoppedReports } from "../../src/memory/node-guard.js";
 import type { ClusterSession } from "../../src/nodes/session.js";
 import type { ExecResult, Transport } from "../../src/remote/transport.js";
 import { Store } from "../../src/store/store.js";
 import { NodeGuardReader, startsOn, tripOfLaunch } from "../../src/supervise/node-guard-reader.js";
+import { startNodeGuard } from "../../src/memory/node-guard-shell.js";
 import { FakeNode } from "../support/fake-node.js";
 import { until } from "../support/until.js";
 
@@ -54,11 +55,12 @@ const alive = (pid: number): boolean => {
   }
 };
 
-/** Starts a guard of `dep` that never trips (floor 0): a look every `every` samples, a beat every sample, a stall past `stallMs`. */
-function startGuard(node: ReturnType<typeof fakeNode>, dep: string, every: number, stallMs: number): number {
+/** Starts a guard of `dep` that never trips (floor 0): a look every `every` samples, a beat every sample, a stall past `stallMs`, a look given up after `lookSeconds`. */
+function startGuard(node: ReturnType<typeof fakeNode>, dep: string, every: number, stallMs: number, lookSeconds = NODE_GUARD_LOOK_MAX_SECONDS): number {
   const argv = nodeGuardStartArgv(dep, 0);
-  // [..., interval, every, beat, stall, launch]
-  argv.splice(-4, 3, String(every), "1", String(stallMs));
+  // [..., interval, every, beat, stall, launch, look bound]
+  argv.splice(-5, 3, String(every), "1", String(stallMs));
+  argv.splice(-1, 1, String(lookSeconds));
   const pid = Number(/^guard (\d+)$/m.exec(run(argv, node.env).stdout)?.[1]);
   assert.ok(pid > 0);
   return pid;
@@ -107,6 +109,25 @@ test("a look that waits on dockerd is no stall and no pause of the guard: it sam
   }
 });
 
+test("a look that dockerd never answers is given up at its bound: the guard looks again and runs on", { timeout: 40_000 }, async () => {
+  const node = gatedNode();
+  let pid = 0;
+  try {
+    pid = startGuard(node, "dep-wedged", 2, 60_000, 1);
+    await until("the guard's first two looks", () => node.psPids().length >= 2, 10_000);
+    node.gate(true);
+    await until("a look waiting on dockerd", node.pending, 10_000);
+    const wedged = node.psPids().length;
+    // Given up after 1 s (killed by timeout), and another started; none answered meanwhile.
+    await until("a later look", () => node.psPids().length >= wedged + 2, 20_000);
+    assert.ok(alive(pid), "the guard runs on");
+    assert.deepEqual(parseNodeGuardReport(node.file(path.join(NODE_GUARD_HOME, "dep-wedged", "report"))).map((e) => e.kind), ["started"]);
+  } finally {
+    if (pid > 0 && alive(pid)) process.kill(-pid, "SIGKILL");
+    node.done();
+  }
+});
+
 test("a guard ended while its look waits on dockerd ends with that look: the stop script, and a new guard of the name", { timeout: 40_000 }, async () => {
   const node = gatedNode();
   let pid = 0;
@@ -142,20 +163,40 @@ test("a guard ended while its look waits on dockerd ends with that look: the sto
 test("on a node whose HOME is a symbolic link, a new guard of the name still ends the one before it", { timeout: 30_000 }, async () => {
   const node = fakeNode({ docker: `[ "$1" = ps ] && echo ${ID_A}\nexit 0` });
   const linked = `${node.home}-link`;
-  symlinkSync(node.home, linked);
-  const env = { ...node.env, HOME: linked };
   const guards: number[] = [];
   try {
-    for (let i = 0; i < 2; i++) {
-      const argv = nodeGuardStartArgv("dep-link", 0);
-      guards.push(Number(/^guard (\d+)$/m.exec(run(argv, env).stdout)?.[1]));
-    }
+    symlinkSync(node.home, linked);
+    const at = { ...node, env: { ...node.env, HOME: linked } };
+    for (let i = 0; i < 2; i++) guards.push(startGuard(at, "dep-link", 30, 60_000));
     const [first = 0, second = 0] = guards;
     await until("the first guard ended", () => !alive(first), 10_000);
     assert.ok(alive(second), "the second guard runs");
   } finally {
-    for (const pid of guards) if (pid > 0 && alive(pid)) process.kill(pid, "SIGKILL");
+    for (const pid of guards) if (alive(pid)) process.kill(pid, "SIGKILL");
     rmSync(linked, { force: true });
+    node.done();
+  }
+});
+
+test("a node without setsid(1): the guard's start fails before anything, and its error says why", async () => {
+  const node = fakeNode({});
+  try {
+    // Its PATH holds sh alone: no setsid (nor anything else the start would run after the check).
+    symlinkSync("/bin/sh", path.join(node.home, "bin", "sh"));
+    const transport: Transport = {
+      node: "n2",
+      exec: async (argv): Promise<ExecResult> => {
+        const r = spawnSync("/bin/sh", ["-c", shellJoin(argv)], { env: { ...node.env, PATH: path.join(node.home, "bin") }, encoding: "utf8", timeout: 10_000 });
+        return { code: r.status ?? 1, stdout: r.stdout, stderr: r.stderr };
+      },
+      stream: () => (async function* () {})(),
+      spawn: () => {
+        throw new Error("no");
+      },
+    };
+    await assert.rejects(startNodeGuard(transport, "dep-nosetsid", 0), (e: Error) => e.message === "starting the node guard failed (exit 1): setsid(1) is not installed on this node (util-linux)");
+    assert.equal(existsSync(path.join(node.home, NODE_GUARD_HOME)), false, "nothing made");
+  } finally {
     node.done();
   }
 });

@@ -30,10 +30,10 @@ test("the start argv carries the scripts and figures as words, after the deploym
   const argv = nodeGuardStartArgv("qwen-3.5_a", 2.5);
   assert.deepEqual(argv.slice(0, 6), ["sh", "-c", NODE_GUARD_START_SCRIPT, "sh", "qwen-3.5_a", NODE_GUARD_SCRIPT]);
   // Its floor: 2.5 GiB less a quarter of it (under 4 GiB, the margin is a quarter).
-  assert.deepEqual(argv.slice(6), [String(1.875 * KIB_PER_GIB), "launcher.deployment=qwen-3.5_a", "0.1", "30", "10", "5000", ""]);
+  assert.deepEqual(argv.slice(6), [String(1.875 * KIB_PER_GIB), "launcher.deployment=qwen-3.5_a", "0.1", "30", "10", "5000", "", "30"]);
   // With its launch's id: the guard's second filter; an id of another shape is left out.
-  assert.deepEqual(nodeGuardStartArgv("qwen-3.5_a", 2.5, "0123456789ab").slice(-1), ["launcher.boot=0123456789ab"]);
-  assert.deepEqual(nodeGuardStartArgv("qwen-3.5_a", 2.5, "a b;$(x)").slice(-1), [""]);
+  assert.deepEqual(nodeGuardStartArgv("qwen-3.5_a", 2.5, "0123456789ab").at(-2), "launcher.boot=0123456789ab");
+  assert.deepEqual(nodeGuardStartArgv("qwen-3.5_a", 2.5, "a b;$(x)").at(-2), "");
 });
 
 test("a name that is no deployment name never reaches a node's path or shell", () => {
@@ -166,7 +166,7 @@ test("the guard ends by itself once its containers are gone, and the stop script
     node.setPs(`${ID_A}\n`);
     // A floor of 0 never trips; looks every 3 samples rather than 30, so that the test is short.
     const argv = nodeGuardStartArgv("dep-2", 0);
-    argv.splice(-4, 1, "3");
+    argv.splice(-5, 1, "3");
     const pid = Number(/^guard (\d+)$/m.exec(runQuoted(argv, node.env).stdout)?.[1]);
     const dir = path.join(node.home, NODE_GUARD_HOME, "dep-2");
     await until("the heartbeat", () => existsSync(path.join(dir, "heartbeat")), 10_000);
@@ -202,6 +202,8 @@ test("a pid file that names another process is never killed, by a start or a rem
     // A container to guard: the guard runs on (and keeps the pid file as the test writes it) until its folder goes.
     node.setPs(`${ID_A}\n`);
     guard = Number(/^guard (\d+)$/m.exec(runQuoted(nodeGuardStartArgv("dep-3", 0), node.env).stdout)?.[1]);
+    // The guard writes its own pid first thing: past its first beat, the test's pid file stays.
+    await until("the guard's first beat", () => existsSync(path.join(dir, "heartbeat")), 10_000);
     writeFileSync(path.join(dir, "pid"), `${other.pid}\n`);
     runQuoted(nodeGuardStopArgv(["dep-3"]) ?? [], node.env);
     assert.ok(alive(other.pid as number), "the unrelated process lives");
