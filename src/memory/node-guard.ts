@@ -81,19 +81,20 @@ const NODE_GUARD_UPTIME = `up() {
  * $2 the floor in KiB, $3 the label filter of the deployment's containers, $4 the interval,
  * $5 the samples between looks, $6 the samples between heartbeats, $7 the gap between two samples
  * that is a stall (ms), $8 a second label filter, the launch's (empty: none), $9 the longest a
- * look may take (s, NODE_GUARD_LOOK_MAX_SECONDS). Docker ANDs label
- * filters (moby api/types/filters MatchKVList: every label asked must match; moby/moby#40286:
- * `--filter label=foo --filter label=bar` is hasLabel(foo) && hasLabel(bar)), so a guard of an
- * earlier launch of the same name kills nothing of a newer one. It appends events to `report`
- * (`tripped MS available=KIB floor=KIB killed=IDS`, `stalled MS gap=MS`, `ended MS why`) and
- * rewrites `heartbeat` (`MS available=KIB`) about once a second; MS is epoch milliseconds
- * (`stamp`). The kill comes before any date is taken, so that nothing delays it.
+ * look may take (s, NODE_GUARD_LOOK_MAX_SECONDS). Docker ANDs label filters (moby
+ * api/types/filters MatchKVList: every label asked must match; moby/moby#40286: `--filter
+ * label=foo --filter label=bar` is hasLabel(foo) && hasLabel(bar)), so a guard of an earlier
+ * launch of the same name kills nothing of a newer one. It appends events to `report` (`tripped
+ * MS available=KIB floor=KIB killed=IDS`, `stalled MS gap=MS`, `ended MS why`) and rewrites
+ * `heartbeat` (`MS available=KIB`) about once a second; MS is epoch milliseconds (`stamp`). The
+ * kill comes before any date is taken, so that nothing delays it.
  *
  * Only the first look is waited for, so that the guard starts knowing what to kill. Every later
- * `docker ps` runs in the background, one at a time: its ids go to look.PID.ids (with a last line
- * `.`, so that an answer cut short, by a full disk or a kill, never passes for a whole one), then its
- * sequence number and exit code to look.PID.end (PID the guard's, so that a look an earlier guard
- * of this folder left running never writes this one's), and the sample after it ended takes them.
+ * `docker ps` runs in the background, one at a time: its ids go to look.PID.ids (with a last
+ * line `.`, so that an answer cut short, by a full disk or a kill, never passes for a whole one),
+ * then its sequence number and exit code to look.PID.end (PID the guard's, so that a look an
+ * earlier guard of this folder left running never writes this one's), and the sample after it
+ * ended takes them.
  * No sample waits on dockerd, which answers slowly on a node short of memory, when the guard is
  * needed most, and which stops with a frozen node. So a stall, the time since boot (`up`) from one
  * sample to the next, is always the guard not running, never a look it waited on. A failed look
@@ -181,8 +182,8 @@ done`;
  * sleep), only when the pid in its pid file is still a process whose working directory is that
  * folder (resolved: /proc/PID/cwd names it without symbolic links) and not this script itself (a
  * pid file left by a guard that died with its node may name any later process): a pid reused by
- * another process is never killed (proc(5) /proc/PID/cwd).
- * The guard leads its group (setsid), so the group's id is its pid; one that leads none is ended alone.
+ * another process is never killed (proc(5) /proc/PID/cwd). The guard leads its group (setsid), so
+ * the group's id is its pid; one that leads none is ended alone.
  */
 const NODE_GUARD_END = `p=$(cat "$d/pid" 2>/dev/null)
 r=$(cd "$d" 2>/dev/null && pwd -P)
@@ -190,14 +191,14 @@ case $p in ''|*[!0-9]*|$$) ;; *) [ -n "$r" ] && [ "$(readlink "/proc/$p/cwd" 2>/
 
 /**
  * Starts a guard for one deployment on the node: $1 the deployment, $2 the guard loop, the rest
- * its arguments. A guard of the same deployment already there is ended first (NODE_GUARD_END),
- * and the look files of the guards before it removed; a node without setsid(1) fails the start
- * before anything, saying so.
- * setsid does not fork here: a background job of a non-interactive sh is no process group leader
- * (util-linux sys-utils/setsid.c forks only for a leader), so $! is the guard's own pid, written
- * before this script returns: a removal that comes at once finds it. The report's `started MS floor=KIB stall=MS` line comes first, before
- * any line of this guard's; `stall=` says this guard notes its stalls (one that does not, of an
- * older launcher, never says it kept beating).
+ * its arguments. A node without setsid(1) fails the start before anything, saying so. A guard of
+ * the same deployment already there is ended first (NODE_GUARD_END), and the look files of the
+ * guards before it removed. setsid does not fork here: a background job of a non-interactive sh
+ * is no process group leader (util-linux sys-utils/setsid.c forks only for a leader), so $! is
+ * the guard's own pid, written before this script returns: a removal that comes at once finds it.
+ * The report's `started MS floor=KIB stall=MS` line comes first, before any line of this guard's;
+ * `stall=` says this guard notes its stalls (one that does not, of an older launcher, never says
+ * it kept beating).
  */
 export const NODE_GUARD_START_SCRIPT = `d=$HOME/${NODE_GUARD_HOME}/$1
 guard=$2
