@@ -125,11 +125,20 @@ export function generationWatchFor(store: StateStore, supervisor: Supervisor, me
 /**
  * The engines' own evidence for the watch: a metrics point (src/measure/live/metrics-scraper.ts)
  * whose generation rate is above 0 says vllm:generation_tokens_total went up since the scrape
- * before, so the engine generates even when no answer through the gateway ended. Subscribed to the
- * daemon's live sources (src/daemon/live-sources.ts).
+ * before, so the engine generates even when no answer through the gateway ended. The tokens came
+ * somewhere after that scrape: the evidence is dated at it (the point before's time), so that
+ * tokens an engine made before it wedged, counted by the first scrape after its wedge was found,
+ * never end the wedge; a point with none before it says nothing. Subscribed to the daemon's live
+ * sources (src/daemon/live-sources.ts).
  */
 export function generationFromMetrics(watch: Pick<GenerationWatch, "generated">): (event: LiveEvent) => void {
+  const before = new Map<string, number>();
   return (event) => {
-    if (event.event === "metrics" && (event.data.point.generation_tps ?? 0) > 0) watch.generated(event.data.cluster, event.data.deployment);
+    if (event.event !== "metrics") return;
+    const { cluster, deployment, point } = event.data;
+    const k = JSON.stringify([cluster, deployment]);
+    const since = before.get(k);
+    before.set(k, point.t);
+    if ((point.generation_tps ?? 0) > 0 && since !== undefined) watch.generated(cluster, deployment, since);
   };
 }

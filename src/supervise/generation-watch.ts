@@ -194,13 +194,17 @@ export class GenerationWatch {
 
   /**
    * Evidence that this deployment generates: an answer's chunk or a 200 answer with a token through
-   * the gateway, or its engine's token counter going up. Stamped on the watch's own clock.
+   * the gateway, or its engine's token counter going up. Stamped on the watch's own clock: now, or
+   * at `afterWall` (ms since the epoch) for evidence known only to come after that moment (a
+   * counter that went up since the scrape before), so that tokens made before a wedge never end it.
    */
-  generated(cluster: string, deployment: string): void {
+  generated(cluster: string, deployment: string, afterWall?: number): void {
     if (this.stopping.signal.aborted) return;
     const e = this.entries.get(key(cluster, deployment));
     if (e === undefined) return;
-    e.state = noteGeneration(e.state, { kind: "generated", at: this.deps.now() });
+    const now = this.deps.now();
+    const at = afterWall === undefined ? now : now - Math.max(0, this.deps.wall() - afterWall);
+    e.state = noteGeneration(e.state, { kind: "generated", at });
     this.settle(e);
   }
 

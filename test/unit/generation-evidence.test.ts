@@ -113,15 +113,41 @@ test("gateway: a 200 stream tells the watch on its first chunk, long before it e
   }
 });
 
-test("metrics: a point whose generation rate is above 0 is evidence of generation; 0 or none is not", () => {
+test("metrics: a point whose generation rate is above 0 is evidence of generation, dated at the point before it; 0 or none is not", () => {
   const heard: string[] = [];
-  const feed = generationFromMetrics({ generated: (c, d) => heard.push(`${c}/${d}`) });
-  const point = (generation_tps?: number): LiveEvent => ({ event: "metrics", data: { cluster: "c", deployment: "d", point: { t: at0, ...(generation_tps === undefined ? {} : { generation_tps }) } } }) as LiveEvent;
-  feed(point(0));
-  feed(point(undefined));
+  const feed = generationFromMetrics({ generated: (c, d, after) => heard.push(`${c}/${d} after ${after ?? "-"}`) });
+  const point = (t: number, generation_tps?: number, deployment = "d"): LiveEvent => ({ event: "metrics", data: { cluster: "c", deployment, point: { t, ...(generation_tps === undefined ? {} : { generation_tps }) } } }) as LiveEvent;
+  // The first point heard of a deployment has no scrape before it to date its tokens after.
+  feed(point(at0, 3));
+  feed(point(at0 + 5000, 0));
+  feed(point(at0 + 10_000, undefined));
   assert.deepEqual(heard, []);
-  feed(point(12.5));
-  assert.deepEqual(heard, ["c/d"]);
+  feed(point(at0 + 15_000, 12.5));
+  feed(point(at0 + 1000, 4, "other"));
+  assert.deepEqual(heard, [`c/d after ${at0 + 10_000}`]);
+});
+
+test("watch: tokens counted by the first scrape after a wedge was found, made before it, never end it; tokens after it do", async () => {
+  const m = hangingProbe();
+  const { w, events, clock } = watchOn(m.probe);
+  const feed = generationFromMetrics(w);
+  const scrape = (tps: number): void => feed({ event: "metrics", data: { cluster: "c", deployment: "d", point: { t: clock.wall, generation_tps: tps } } } as LiveEvent);
+  w.observe([watched()]);
+  scrape(0);
+  move(clock, T.probeEveryMs);
+  w.tick();
+  assert.equal(m.started, 1);
+  await within(2000, "the wedge said", async () => (events.includes("wedged b1") ? true : undefined));
+  // The scrape after it counts tokens made before the wedge (between the scrape before and its start).
+  move(clock, 1000);
+  scrape(9);
+  assert.deepEqual(events, ["wedged b1"], "still wedged");
+  assert.equal(w.wedged().length, 1);
+  // The next one counts tokens made after this scrape, so after the wedge was found: it generates again.
+  move(clock, 5000);
+  scrape(9);
+  assert.deepEqual(events, ["wedged b1", "cleared b1"]);
+  await w.stop();
 });
 
 test("watch: a busy engine whose probe fails while its streams send chunks is never wedged; a quiet one is", async () => {
