@@ -126,19 +126,23 @@ export function generationWatchFor(store: StateStore, supervisor: Supervisor, me
  * The engines' own evidence for the watch: a metrics point (src/measure/live/metrics-scraper.ts)
  * whose generation rate is above 0 says vllm:generation_tokens_total went up since the scrape
  * before, so the engine generates even when no answer through the gateway ended. The tokens came
- * somewhere after that scrape: the evidence is dated at it (the point before's time), so that
- * tokens an engine made before it wedged, counted by the first scrape after its wedge was found,
- * never end the wedge; a point with none before it says nothing. Subscribed to the daemon's live
- * sources (src/daemon/live-sources.ts).
+ * after the point before was heard (less that scrape's own fetch, at most its timeout): the
+ * evidence is dated then, on the watch's monotonic clock (a wall clock set back must not date it
+ * later), so that tokens an engine made before it wedged, counted by the first scrape after its
+ * wedge was found, never end the wedge; a point with none before it says nothing. So a wedge ends
+ * on the counter only two scrapes after it (SCRAPE_INTERVAL_MS apart), or on the next probe that
+ * generates: a `--probe-bound` shorter than that can confirm a wedge of an engine that only
+ * generates for clients that bypass the gateway. Subscribed to the daemon's live sources
+ * (src/daemon/live-sources.ts), which hand each point on as it is read.
  */
-export function generationFromMetrics(watch: Pick<GenerationWatch, "generated">): (event: LiveEvent) => void {
-  const before = new Map<string, number>();
+export function generationFromMetrics(watch: Pick<GenerationWatch, "generated" | "now">): (event: LiveEvent) => void {
+  const heard = new Map<string, number>();
   return (event) => {
     if (event.event !== "metrics") return;
     const { cluster, deployment, point } = event.data;
     const k = JSON.stringify([cluster, deployment]);
-    const since = before.get(k);
-    before.set(k, point.t);
-    if ((point.generation_tps ?? 0) > 0 && since !== undefined) watch.generated(cluster, deployment, since);
+    const before = heard.get(k);
+    heard.set(k, watch.now());
+    if ((point.generation_tps ?? 0) > 0 && before !== undefined) watch.generated(cluster, deployment, before);
   };
 }

@@ -192,18 +192,24 @@ export class GenerationWatch {
     }
   }
 
+  /** The watch's own clock (monotonic): what `generated`'s `after` is read on. */
+  now(): number {
+    return this.deps.now();
+  }
+
   /**
    * Evidence that this deployment generates: an answer's chunk or a 200 answer with a token through
    * the gateway, or its engine's token counter going up. Stamped on the watch's own clock: now, or
-   * at `afterWall` (ms since the epoch) for evidence known only to come after that moment (a
-   * counter that went up since the scrape before), so that tokens made before a wedge never end it.
+   * at `after` (that clock, `now()`) for evidence known only to come after that moment (a counter
+   * that went up since the scrape before), so that tokens made before a wedge never end it; never
+   * before this launch was first seen serving.
    */
-  generated(cluster: string, deployment: string, afterWall?: number): void {
+  generated(cluster: string, deployment: string, after?: number): void {
     if (this.stopping.signal.aborted) return;
     const e = this.entries.get(key(cluster, deployment));
     if (e === undefined) return;
     const now = this.deps.now();
-    const at = afterWall === undefined ? now : now - Math.max(0, this.deps.wall() - afterWall);
+    const at = after === undefined ? now : Math.max(e.state.servingSince, Math.min(after, now));
     e.state = noteGeneration(e.state, { kind: "generated", at });
     this.settle(e);
   }
