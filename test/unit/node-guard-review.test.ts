@@ -210,7 +210,11 @@ test("a date(1) without %3N (busybox) does not end the guard: its stamps are its
     await until("many beats", () => node.file("date.log").split("\n").length > 8, 20_000);
     assert.ok(alive(pid), "the guard still runs");
     const dir = path.join(node.home, NODE_GUARD_HOME, "dep-busybox");
-    assert.equal(parseNodeGuardHeartbeat(readFileSync(path.join(dir, "heartbeat"), "utf8"))?.atMs, 1796459154000);
+    // The guard rewrites its heartbeat each beat here: a read may meet it emptied, so the test waits for a whole one.
+    const beat = (): ReturnType<typeof parseNodeGuardHeartbeat> => parseNodeGuardHeartbeat(node.file(path.join(NODE_GUARD_HOME, "dep-busybox", "heartbeat")));
+    let stamped: number | undefined;
+    await until("a whole heartbeat", () => (stamped = beat()?.atMs) !== undefined, 10_000);
+    assert.equal(stamped, 1796459154000);
     const events = parseNodeGuardReport(readFileSync(path.join(dir, "report"), "utf8"));
     assert.deepEqual(events.map((e) => [e.kind, e.atMs]), [["started", 1796459154000]]);
   } finally {
