@@ -15,6 +15,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
+import { builtBin } from "../test/built-cli.js";
 
 const { values } = parseArgs({ options: { rounds: { type: "string", default: "15" }, baseline: { type: "string" }, "no-build": { type: "boolean", default: false } } });
 const ROUNDS = Number(values.rounds);
@@ -25,11 +26,6 @@ const TARGETED = new Set(["--version", "lanes --help", `validate ${RECIPE}`]);
 const build = (cwd: string): void => {
   const r = spawnSync("npm", ["run", "build"], { cwd, encoding: "utf8" });
   if (r.status !== 0) throw new Error(`npm run build in ${cwd} failed:\n${r.stdout}${r.stderr}`);
-};
-/** The file the installed `launcher` command runs: package.json's "bin". */
-const binOf = (root: string): string => {
-  const bin = (JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")) as { bin: { launcher: string } }).bin.launcher;
-  return path.resolve(root, bin);
 };
 const shortHead = (cwd: string): string => spawnSync("git", ["-C", cwd, "rev-parse", "--short", "HEAD"], { encoding: "utf8" }).stdout.trim() || path.basename(cwd);
 
@@ -47,12 +43,12 @@ const columns: Column[] = [];
 if (values.baseline !== undefined) {
   if (!values["no-build"]) build(values.baseline);
   // No NODE_COMPILE_CACHE: that variable alone would turn the cache on for a build that never asked for it.
-  columns.push({ name: `baseline ${shortHead(values.baseline)}`, bin: binOf(values.baseline), env: clean });
+  columns.push({ name: `baseline ${shortHead(values.baseline)}`, bin: builtBin(values.baseline), env: clean });
 }
 if (!values["no-build"]) build(".");
 const here = `this ${shortHead(".")}`;
-columns.push({ name: `${here} (cache off)`, bin: binOf("."), env: { ...clean, NODE_DISABLE_COMPILE_CACHE: "1" } });
-columns.push({ name: here, bin: binOf("."), env: { ...clean, NODE_COMPILE_CACHE: cacheDir } });
+columns.push({ name: `${here} (cache off)`, bin: builtBin("."), env: { ...clean, NODE_DISABLE_COMPILE_CACHE: "1" } });
+columns.push({ name: here, bin: builtBin("."), env: { ...clean, NODE_COMPILE_CACHE: cacheDir } });
 
 interface Run {
   readonly label: string;

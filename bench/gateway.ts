@@ -34,6 +34,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { Agent, request } from "undici";
 import { launcher, rigDown, rigUp, startGateway, variant, type Daemon } from "../test/integration/practice-cluster.js";
+import { builtMain } from "../test/built-cli.js";
 
 const { values } = parseArgs({
   options: {
@@ -318,7 +319,7 @@ try {
     gateways.push({ name, daemon, pid: listenerPid(new URL(daemon.url).port) });
   };
   await startOne("gateway", values["node-options"]);
-  if (values.b !== undefined || values["b-node-options"] !== undefined) await startOne("gateway-b", values["b-node-options"] ?? values["node-options"], values.b === undefined ? undefined : path.resolve(values.b, "dist/cli/main.js"));
+  if (values.b !== undefined || values["b-node-options"] !== undefined) await startOne("gateway-b", values["b-node-options"] ?? values["node-options"], values.b === undefined ? undefined : builtMain(values.b));
   for (const g of gateways) console.log(`${g.name}: ${values.b !== undefined && g.name === "gateway-b" ? values.b : process.cwd()}${g.name === "gateway" ? (values["node-options"] === "" ? "" : ` with NODE_OPTIONS ${values["node-options"]}`) : ` with NODE_OPTIONS ${values["b-node-options"] ?? values["node-options"]}`}`);
   for (const n of NGINXES) nginxes.push(await startNginx(n));
 

@@ -19,6 +19,7 @@ import path from "node:path";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import { CLUSTER, rigDown, rigUp, seedModel, onHost, onHostAsync, STATE_HOME, variant } from "../test/integration/practice-cluster.js";
+import { builtMain } from "../test/built-cli.js";
 import { dockerSave, withDockerApi } from "../src/transfer/docker-api.js";
 import { diffIdsOf, saveWithout } from "../src/transfer/layers.js";
 import { pushSkip } from "../src/transfer/route.js";
@@ -40,10 +41,10 @@ const build = (cwd: string): void => {
 const CLIS: { name: string; main: string }[] = [];
 if (values.baseline !== undefined) {
   build(values.baseline);
-  CLIS.push({ name: `baseline ${spawnSync("git", ["-C", values.baseline, "rev-parse", "--short", "HEAD"], { encoding: "utf8" }).stdout.trim()}`, main: path.join(values.baseline, "dist/cli/main.js") });
+  CLIS.push({ name: `baseline ${spawnSync("git", ["-C", values.baseline, "rev-parse", "--short", "HEAD"], { encoding: "utf8" }).stdout.trim()}`, main: builtMain(values.baseline) });
 }
 build(".");
-CLIS.push({ name: `this ${spawnSync("git", ["rev-parse", "--short", "HEAD"], { encoding: "utf8" }).stdout.trim()}`, main: path.resolve("dist/cli/main.js") });
+CLIS.push({ name: `this ${spawnSync("git", ["rev-parse", "--short", "HEAD"], { encoding: "utf8" }).stdout.trim()}`, main: builtMain() });
 // rigUp runs this worktree's built CLI too.
 process.env.LAUNCHER_USE_DIST = "1";
 const dir = mkdtempSync(path.join(tmpdir(), "launcher-bench-push-"));

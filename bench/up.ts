@@ -12,6 +12,7 @@ import { cpus, tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { launcher, launcherProcess, onHost, rigDown, rigUp, variant } from "../test/integration/practice-cluster.js";
+import { builtMain } from "../test/built-cli.js";
 import { formatTrace, type TraceRecord } from "../src/remote/trace.js";
 
 // `--baseline DIR`: a checkout of another commit with node_modules (e.g. `git archive HEAD`): its
@@ -43,7 +44,7 @@ interface Cli {
 
 const thisTree: Cli = { name: "this tree", run: (args) => launcher(args), trace: true };
 function baselineCli(root: string): Cli {
-  const main = path.join(root, "dist/cli/main.js");
+  const main = builtMain(root);
   const run = (args: string[]): Promise<{ code: number | null; stderr: string }> =>
     new Promise((resolve) => {
       const child = launcherProcess(args, {}, undefined, main);

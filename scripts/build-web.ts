@@ -37,7 +37,7 @@ export const noNodeBuiltins: Plugin = {
  * speaks English, zod's default (zod/v4/classic/schemas.js registers `en` itself), so the
  * locales' index is given as English alone.
  */
-const englishOnly: Plugin = {
+export const englishOnly: Plugin = {
   name: "zod-english-only",
   setup(b) {
     b.onResolve({ filter: /\/locales\/index\.js$/ }, (args) => (/[\\/]node_modules[\\/]zod[\\/]/.test(args.importer) ? { path: "zod-locales", namespace: "zod-english-only" } : undefined));

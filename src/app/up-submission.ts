@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { MAX_CHAIN } from "../recipe/resolve.js";
 
 /*

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
-import { z } from "zod";
+import * as z from "zod";
 import { UserError } from "../config/errors.js";
 import { DEFAULTS } from "../contract/defaults.js";
 import type { Plan } from "../plan/plan.js";

@@ -4,7 +4,7 @@ import { userInfo } from "node:os";
 import type { Command } from "commander";
 import { daemonUnitText, stableLauncherArgv } from "../daemon/systemd.js";
 import { clusterPath } from "../app/this-process.js";
-import { PACKAGE_ROOT, realPath } from "../config/package-info.js";
+import { PACKAGE_ROOT, packageBin, realPath } from "../config/package-info.js";
 import { DEFAULT_LISTEN } from "../contract/defaults.js";
 import type { Output } from "../app/output.js";
 import { clusterOption } from "./options.js";
@@ -21,14 +21,14 @@ interface SystemdFlags {
 const absolute = (file: string): string => path.resolve(file);
 
 
-/** The `launcher` commands on PATH that are this package's own bin (dist/cli/bin.js of a package of this name), as real paths. */
+/** The `launcher` commands on PATH that are this package's own bin (package.json "bin" of a package of this name), as real paths. */
 function launchersOnPath(): string[] {
   const name = packageName(PACKAGE_ROOT);
+  const bin = `${path.sep}${path.normalize(packageBin(PACKAGE_ROOT))}`;
   const found = (process.env.PATH ?? "").split(path.delimiter).filter((d) => path.isAbsolute(d)).map((d) => realPath(path.join(d, "launcher")));
-  return [...new Set(found.filter((p): p is string => p !== undefined && p.endsWith(BIN) && packageName(p.slice(0, -BIN.length)) === name))];
+  return [...new Set(found.filter((p): p is string => p !== undefined && p.endsWith(bin) && packageName(p.slice(0, -bin.length)) === name))];
 }
 
-const BIN = `${path.sep}${path.join("dist", "cli", "bin.js")}`;
 
 /** The name in a package folder's package.json; undefined when it has none that reads. */
 function packageName(root: string): string | undefined {

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { z } from "zod";
+import * as z from "zod";
 import { clusterFileSchema } from "../cluster/schema.js";
 import { recipeJsonSchema } from "../recipe/schema.js";
 import { UserError } from "../config/errors.js";

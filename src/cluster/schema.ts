@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 /** A Spark shows about 119.7 GiB; below 4 GiB available, a loader's next burst can wedge it. */
 export const DEFAULT_MEMORY_FLOOR_GIB = 4;

@@ -6,7 +6,7 @@ import { readFileSync, realpathSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-/** The package's own folder, for its bundled recipes and schemas (dist/cli/ or src/cli/ is two below it). */
+/** The package's own folder, for its bundled recipes and schemas (dist/launcher/ or src/cli/ is two below it). */
 export const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 
 /** The package.json fields launcher reads; each is checked where it is used. */
@@ -23,6 +23,14 @@ export function packageVersion(root: string = PACKAGE_ROOT): string {
   const version = packageJson(root).version;
   if (typeof version !== "string" || version === "") throw new Error(`${path.join(root, "package.json")} has no version`);
   return version;
+}
+
+/** The file the `launcher` command runs, relative to the package's folder (package.json "bin"). */
+export function packageBin(root: string = PACKAGE_ROOT): string {
+  const bin = packageJson(root).bin;
+  const launcher = typeof bin === "object" && bin !== null ? (bin as Record<string, unknown>).launcher : undefined;
+  if (typeof launcher !== "string" || launcher === "") throw new Error(`${path.join(root, "package.json")} has no bin.launcher`);
+  return launcher;
 }
 
 /** A Node.js version as [major, minor, patch]. */

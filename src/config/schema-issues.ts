@@ -1,4 +1,4 @@
-import type { z } from "zod";
+import type * as z from "zod";
 import { error, type Diagnostic } from "./diagnostic.js";
 import { nearest } from "./suggest.js";
 import type { TomlDocument, TomlPath } from "./toml-document.js";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 /**
  * A boot's events on the wire: what the control API streams (NDJSON) and the read API's `boot`

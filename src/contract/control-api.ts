@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 /**
  * Where the daemon's control API lives, its routes and the answers that are not a boot's events

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 /**
  * The deployment contract: what launcher writes on the nodes (container labels) and what it

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { CONTROL_PREFIX } from "./control-api.js";
 import { deploymentSchema } from "./deployment.js";
 import { OUTAGE_KINDS } from "./outage.js";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { decodeError, type UpEvent } from "../boot/up-events.js";
 import { BootSummarySchema, type BootSummary, type DaemonBootState } from "../contract/read-api.js";
 

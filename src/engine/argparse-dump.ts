@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 /*
  * An engine's command-line parser as the engine itself describes it: every action of a Python

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 /*
  * launcher's knowledge of the LeaderWorkerSet API: exactly the fields `launcher export k8s`

@@ -4,7 +4,7 @@
  * chat), and both name a bad line's file, line, column and field (compiler style, like `launcher
  * validate`): a line's diagnostics are made here once, each command adds only its own fields.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { error, type Diagnostic, type Loc } from "../config/diagnostic.js";
 import { nearest } from "../config/suggest.js";
 

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 /**
  * What a `models pull` still has to write on a node: the Hub's file list of the revision, less the

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { START_ORDERS } from "../engine/adapter.js";
 import type { Plan } from "./plan.js";
 

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { DEFAULT_ENGINE, ENGINE_NAMES } from "../engine/registry.js";
 import { GGUF_PATH_MAX_CHARS, REPO_FILE_PATTERN } from "../engine/hf-snapshot.js";
 

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { envFileText } from "../config/env-file.js";
 import { RemoteError, UserError } from "../config/errors.js";
 import { execChecked, outputTail, unreachable, type ExecResult, type Transport } from "./transport.js";

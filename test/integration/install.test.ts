@@ -20,8 +20,8 @@ const launcher = (args: string[], env: NodeJS.ProcessEnv = {}) => run(bin, args,
 
 before(() => {
   mkdirSync(elsewhere, { recursive: true });
-  // `npm ci` builds dist/ (prepare); the tests run from sources, so build it here.
-  const build = run("npx", ["tsc", "-p", "tsconfig.build.json"], {}, ROOT);
+  // `npm ci` builds dist/ (prepare); the tests run from sources, so build the command here.
+  const build = run(process.execPath, ["--import", "tsx", "scripts/build-cli.ts"], {}, ROOT);
   assert.equal(build.status, 0, `build: ${build.stdout}${build.stderr}`);
   // The README's command: dist/ is built, so the global install only links the checkout
   // (--ignore-scripts: npm would otherwise ask to allow the prepare script it does not need).

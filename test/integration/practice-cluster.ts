@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { after, before } from "node:test";
 import path from "node:path";
 import { shellJoin } from "../../src/config/shell-words.js";
+import { builtMain } from "../built-cli.js";
 import { runLocal } from "../../src/remote/transport.js";
 import { Store, type RestartRecord } from "../../src/store/store.js";
 import { SUPERVISOR_PHASES, type SupervisorPhase } from "../../src/supervise/supervise.js";
@@ -104,7 +105,7 @@ export interface Run {
 // LAUNCHER_USE_DIST=1 runs the built CLI, as `npx launcher` does: benchmarks time it, and
 // `npm run test:rig` (which builds first) saves tsx's start on each of its CLI runs. Unset, as
 // when a file runs alone, the CLI runs from the sources, so it tests the tree as it is now.
-const cliArgs = (): string[] => (process.env.LAUNCHER_USE_DIST === "1" ? [path.resolve("dist/cli/main.js")] : ["--import", import.meta.resolve("tsx"), MAIN]);
+const cliArgs = (): string[] => (process.env.LAUNCHER_USE_DIST === "1" ? [builtMain()] : ["--import", import.meta.resolve("tsx"), MAIN]);
 
 // Each test run keeps its own state store, inside the rig's folder.
 export const STATE_HOME = path.join(RIG_DIR, "state");
@@ -170,7 +171,7 @@ export interface Daemon {
 
 /**
  * Starts `launcher serve` on a free loopback port and waits until it listens. `main`: another
- * build's dist/cli/main.js (a bench comparing two builds side by side); default this tree's.
+ * build's main.js (builtMain: a bench comparing two builds side by side); default this tree's.
  */
 export function startGateway(args: string[] = [], env: NodeJS.ProcessEnv = {}, main?: string): Promise<Daemon> {
   const child = launcherProcess(["serve", "--listen", "127.0.0.1:0", "--poll", "1s", ...args], env, undefined, main);

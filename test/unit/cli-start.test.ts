@@ -4,10 +4,11 @@ import { chmodSync, copyFileSync, existsSync, statSync, mkdirSync, mkdtempSync, 
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { test } from "node:test";
-import ts from "typescript";
+import { build } from "esbuild";
 import { buildProgram, commandsFor, COMMANDS } from "../../src/cli/main.js";
 import { engineMinimum, packageVersion, parseNodeVersion, tooOldNodeLine } from "../../src/config/package-info.js";
 import { compileCacheDir, ownCompileCacheDir } from "../../src/cli/compile-cache.js";
+import { cliBuildOptions } from "../../scripts/build-cli.js";
 
 // What a command line loads before it answers: each command only what it uses (issue 26, "CLI
 // start"). Asserted by the modules' paths, never by time (bench/cli-start.ts measures the time).
@@ -174,24 +175,21 @@ const oldEnough = ((): string | false => {
 })();
 
 /**
- * A package folder with the bin entry as tsc emits it (dist/cli/*.js, no tsx: the old Node runs
- * it as an installed launcher would be run) and `packageJson`; main.js is left out, so a guard that
- * let the start go on would fail to find it instead of printing the line.
+ * A package folder with the CLI as `npm run build` bundles it (dist/launcher/, scripts/build-cli.ts;
+ * the old Node runs it as an installed launcher would be run) and `packageJson`; main.js is
+ * removed, so a guard that let the start go on would fail to find it instead of printing the line.
  */
-function builtBin(packageJson: object): { dir: string; bin: string } {
+async function builtBin(packageJson: object): Promise<{ dir: string; bin: string }> {
   const dir = mkdtempSync(path.join(tmpdir(), "launcher-bin-"));
-  for (const name of ["cli/bin", "config/package-info", "cli/closed-pipe", "cli/compile-cache"]) {
-    const source = readFileSync(path.resolve("src", `${name}.ts`), "utf8");
-    const out = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ES2022, target: ts.ScriptTarget.ES2022 }, fileName: `${name}.ts` });
-    mkdirSync(path.dirname(path.join(dir, "dist", `${name}.js`)), { recursive: true });
-    writeFileSync(path.join(dir, "dist", `${name}.js`), out.outputText);
-  }
+  const out = path.join(dir, "dist", "launcher");
+  await build(cliBuildOptions(out));
+  rmSync(path.join(out, "main.js"));
   writeFileSync(path.join(dir, "package.json"), JSON.stringify(packageJson));
-  return { dir, bin: path.join(dir, "dist", "cli", "bin.js") };
+  return { dir, bin: path.join(out, "bin.js") };
 }
 
-test("under a Node.js older than engines admits, the bin says one line of what to do and exits 1", { skip: oldEnough }, () => {
-  const { dir, bin } = builtBin({ name: "dgx-spark-launcher", version: "0.0.1", type: "module", engines: { node: ">=22.12" } });
+test("under a Node.js older than engines admits, the bin says one line of what to do and exits 1", { skip: oldEnough }, async () => {
+  const { dir, bin } = await builtBin({ name: "dgx-spark-launcher", version: "0.0.1", type: "module", engines: { node: ">=22.12" } });
   try {
     for (const args of [["--version"], ["status"], []]) {
       const r = spawnSync(OLD_NODE, [bin, ...args], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "" } });
@@ -204,8 +202,8 @@ test("under a Node.js older than engines admits, the bin says one line of what t
   }
 });
 
-test("this package's own engines refuse that old Node.js the same way", { skip: oldEnough || tooOldNodeLine(oldNodeVersion, (JSON.parse(readFileSync("package.json", "utf8")) as { engines?: { node?: string } }).engines?.node) === undefined ? `package.json's engines admit ${oldNodeVersion}` : false }, () => {
-  const { dir, bin } = builtBin({});
+test("this package's own engines refuse that old Node.js the same way", { skip: oldEnough || tooOldNodeLine(oldNodeVersion, (JSON.parse(readFileSync("package.json", "utf8")) as { engines?: { node?: string } }).engines?.node) === undefined ? `package.json's engines admit ${oldNodeVersion}` : false }, async () => {
+  const { dir, bin } = await builtBin({});
   try {
     copyFileSync("package.json", path.join(dir, "package.json"));
     const r = spawnSync(OLD_NODE, [bin, "--version"], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "" } });

@@ -111,7 +111,7 @@ test("a managed single-letter alias with its value in the same word is refused: 
   assert.match(oneError('"-n2"', 5), /-n is managed by launcher[\s\S]*required_nodes/);
   assert.match(oneError('"-r1"', 5), /-r is managed by launcher/);
   assert.deepEqual(check('"-qfp8"').errors, []);
-  assert.deepEqual(flagsOfWords(["-qfp8", "-n2"], vllmFlags).map((f) => [f.name, f.value]), [["-q", "fp8"], ["-n", "2"]]);
+  assert.deepEqual(flagsOfWords(["-qfp8", "-n2"], vllmFlags()).map((f) => [f.name, f.value]), [["-q", "fp8"], ["-n", "2"]]);
 });
 
 test("a unique prefix of a flag is that flag: --served-model names the model, --api-ke is the key and never printed", () => {
@@ -130,21 +130,21 @@ test("a unique prefix of a flag is that flag: --served-model names the model, --
   assert.ok(!JSON.stringify(planJson(p.plan)).includes("sk-test-28"), "plan JSON");
   for (const n of p.plan.nodes) assert.ok(!n.argv.some((a) => a.includes("sk-test-28") || a.startsWith("--api-ke")), n.argv.join(" "));
   // Two values are two names, as for the whole flag (nargs="+").
-  assert.deepEqual(flagsOfWords(["--served-model", "a", "b", "--served_mod", "c"], vllmFlags).map((f) => f.values), [["a", "b"], ["c"]]);
+  assert.deepEqual(flagsOfWords(["--served-model", "a", "b", "--served_mod", "c"], vllmFlags()).map((f) => f.values), [["a", "b"], ["c"]]);
 });
 
 test("a prefix is a flag's only when no other option of vLLM starts with it", () => {
-  const spelled = (name: string): boolean => vllmFlags.many.includes(name) || vllmFlags.boolean.includes(name) || vllmFlags.json.includes(name);
+  const spelled = (name: string): boolean => vllmFlags().many.includes(name) || vllmFlags().boolean.includes(name) || vllmFlags().json.includes(name);
   // --seed and --served-model-name share --se; --ser is the served name's alone.
   assert.equal(spelled("--se"), false);
   assert.equal(spelled("--ser"), true);
   // --data-parallel-size-local starts with the whole --data-parallel-size: no prefix of it.
-  assert.deepEqual(vllmFlags.worldSize[0]?.flags, ["--data-parallel-size", "-dp"]);
+  assert.deepEqual(vllmFlags().worldSize[0]?.flags, ["--data-parallel-size", "-dp"]);
   // --enable-prefix-caching's --no- twin: --no-enable-p is its, --no-e is shared.
-  assert.equal(vllmFlags.boolean.includes("--enable-prefix-c"), true);
-  assert.equal(vllmFlags.boolean.includes("--enable-p"), false, "--enable-prompt-embeds shares it");
+  assert.equal(vllmFlags().boolean.includes("--enable-prefix-c"), true);
+  assert.equal(vllmFlags().boolean.includes("--enable-p"), false, "--enable-prompt-embeds shares it");
   // A managed flag keeps its spellings: managedFlagOf names what its prefix stands for.
-  assert.equal(vllmFlags.boolean.includes("--headl"), false);
+  assert.equal(vllmFlags().boolean.includes("--headl"), false);
   assert.match(oneError('"--headl"', 5), /--headl abbreviates --headless, which launcher manages/);
 });
 

@@ -109,18 +109,18 @@ test("a # comment inside a multi-line args string is an error", () => {
 });
 
 test("a list flag takes every word up to the next flag", () => {
-  const flags = flagsOfWords(["--served-model-name", "a", "b", "--api-key", "k1", "k2", "--enforce-eager"], vllmFlags);
+  const flags = flagsOfWords(["--served-model-name", "a", "b", "--api-key", "k1", "k2", "--enforce-eager"], vllmFlags());
   assert.deepEqual(flags.map((f) => [f.name, f.values]), [["--served-model-name", ["a", "b"]], ["--api-key", ["k1", "k2"]], ["--enforce-eager", []]]);
   const { errors } = resolve(withArgs('    "--served-model-name", "served", "alias",'));
   assert.deepEqual(errors, []);
 });
 
 test("the API key: --api-key first, then VLLM_API_KEY, as vLLM's build_app reads them", () => {
-  assert.equal(apiKeyOf(["--api-key", "from-flag"], { VLLM_API_KEY: "from-env" }, vllmFlags), "from-flag");
-  assert.equal(apiKeyOf(["--api_key=k"], {}, vllmFlags), "k");
-  assert.equal(apiKeyOf(["--enforce-eager"], { VLLM_API_KEY: "from-env" }, vllmFlags), "from-env");
-  assert.equal(apiKeyOf([], { VLLM_API_KEY: "" }, vllmFlags), undefined);
-  assert.equal(apiKeyOf([], {}, vllmFlags), undefined);
+  assert.equal(apiKeyOf(["--api-key", "from-flag"], { VLLM_API_KEY: "from-env" }, vllmFlags()), "from-flag");
+  assert.equal(apiKeyOf(["--api_key=k"], {}, vllmFlags()), "k");
+  assert.equal(apiKeyOf(["--enforce-eager"], { VLLM_API_KEY: "from-env" }, vllmFlags()), "from-env");
+  assert.equal(apiKeyOf([], { VLLM_API_KEY: "" }, vllmFlags()), undefined);
+  assert.equal(apiKeyOf([], {}, vllmFlags()), undefined);
 });
 
 test("--config FILE is a warning: the engine reads flags from it that launcher cannot check", () => {

@@ -203,7 +203,7 @@ describe("the scripts that use it", () => {
     script(path.join(co, "scripts/install-deps"), `echo install-deps >> "${calls}"`);
     const bin = path.join(sandbox, "demo-bin");
     script(path.join(bin, "node"), 'case "$1" in --version) echo v24.1.0 ;; -p) echo 137 ;; esac');
-    script(path.join(bin, "npm"), `echo "npm $*" >> "${calls}"\ncase "$1" in ci) rm -rf node_modules && mkdir -p node_modules dist/cli dist/web && touch dist/cli/main.js dist/web/index.html ;; run) mkdir -p dist/web && touch dist/cli/main.js dist/web/index.html ;; esac`);
+    script(path.join(bin, "npm"), `echo "npm $*" >> "${calls}"\ncase "$1" in ci) rm -rf node_modules && mkdir -p node_modules dist/launcher dist/web && touch dist/launcher/main.js dist/web/index.html ;; run) mkdir -p dist/launcher dist/web && touch dist/launcher/main.js dist/web/index.html ;; esac`);
     script(path.join(bin, "npx"), `echo "npx $*" >> "${calls}"`);
     const demo = (): string[] => {
       rmSync(calls, { force: true });
@@ -219,7 +219,7 @@ describe("the scripts that use it", () => {
     assert.deepEqual(demo(), ["install-deps", "npm ci --no-audit --no-fund", "npx launcher demo --down"], "installed by Node 20");
     writeFileSync(path.join(co, "package-lock.json"), '{"changed":true}\n');
     assert.deepEqual(demo(), ["install-deps", "npm ci --no-audit --no-fund", "npx launcher demo --down"], "another lockfile");
-    spawnSync("touch", ["-d", "2020-01-01", path.join(co, "dist/cli/main.js")]);
+    spawnSync("touch", ["-d", "2020-01-01", path.join(co, "dist/launcher/main.js")]);
     assert.deepEqual(demo(), ["npm run --silent build", "npx launcher demo --down"], "a source newer than dist/");
     assert.deepEqual(demo(), ["npx launcher demo --down"]);
     // The demo's daemon serves the dashboard's page: a checkout built before the page had one builds again.

@@ -173,8 +173,8 @@ test("H5: a mount's env naming a dev switch is refused at the mount, unless the 
 
 describe("H8: an abbreviated key flag is the key flag", () => {
   test("the spellings are computed from the flag table: --api-k and longer, as --api-server-count shares --api-", () => {
-    assert.deepEqual(vllmFlags.apiKey.flags, ["--api-key", "--api-ke", "--api-k"]);
-    assert.ok(flagNames(vllmFlags).includes("--api-server-count"));
+    assert.deepEqual(vllmFlags().apiKey.flags, ["--api-key", "--api-ke", "--api-k"]);
+    assert.ok(flagNames(vllmFlags()).includes("--api-server-count"));
     assert.deepEqual(uniquePrefixes("--api-key", ["--api-key", "--api-server-count", "--api-kernel"]), ["--api-key"], "a flag sharing --api-ke leaves only the whole flag");
     assert.deepEqual(uniquePrefixes("--api_key", ["--apix"]), ["--api-key", "--api-ke", "--api-k", "--api-"], "up to the prefix another flag shares");
   });
@@ -190,10 +190,10 @@ describe("H8: an abbreviated key flag is the key flag", () => {
         assert.equal(n.env.VLLM_API_KEY, n.rank === 0 ? "sk-abbr-1" : undefined);
       }
     }
-    assert.deepEqual(withoutApiKeyFlags(["--api-k", "k1", "--max-model-len", "8"], vllmFlags), { args: ["--max-model-len", "8"], key: "k1" });
-    assert.equal(apiKeyOf(["--api-ke", "k2"], {}, vllmFlags), "k2");
+    assert.deepEqual(withoutApiKeyFlags(["--api-k", "k1", "--max-model-len", "8"], vllmFlags()), { args: ["--max-model-len", "8"], key: "k1" });
+    assert.equal(apiKeyOf(["--api-ke", "k2"], {}, vllmFlags()), "k2");
     // --api- is ambiguous for vLLM's parser: not the key flag, and left for vLLM to refuse.
-    assert.equal(apiKeyOf(["--api-", "k3"], {}, vllmFlags), undefined);
+    assert.equal(apiKeyOf(["--api-", "k3"], {}, vllmFlags()), undefined);
   });
 });
 

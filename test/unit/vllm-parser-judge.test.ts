@@ -9,7 +9,7 @@ import { decodeArgparseDump, formatArgparseDump, readArgparseDump, DUMP_SENTINEL
 import { vllm } from "../../src/engine/vllm/adapter.js";
 import { vllmImage } from "../../src/engine/vllm/image.js";
 import { VLLM_PARSER_COMMAND } from "../../src/engine/vllm/parser-dump.js";
-import { VLLM_TABLE_UTILIZATION, vllmFlags } from "../../src/engine/vllm/flags.js";
+import { vllmFlags, vllmTableUtilization } from "../../src/engine/vllm/flags.js";
 import { fitDeployment } from "../../src/memory/fit.js";
 import { matchOption } from "../../src/recipe/args.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";
@@ -79,12 +79,12 @@ test("each spelling of a flag is read by the judge's options: a prefix unique in
   // The key flag is understood under a prefix only the image's options make unique.
   const withKeyFile = vllm.flagsFrom?.(variant(table(), "0.31.0", [], [action(["--api-key-file"])]), "k:1");
   assert.ok(withKeyFile);
-  assert.ok(vllmFlags.apiKey.flags.includes("--api-ke"));
+  assert.ok(vllmFlags().apiKey.flags.includes("--api-ke"));
   assert.ok(!withKeyFile.flags.apiKey.flags.includes("--api-ke"), "--api-ke is ambiguous once the image has --api-key-file");
 });
 
 test("defaults and floors come from the image's parser: the memory default, and --nnodes for multi-node mp", () => {
-  assert.equal(VLLM_TABLE_UTILIZATION, 0.92);
+  assert.equal(vllmTableUtilization(), 0.92);
   const lower = variant(table(), "0.31.0", ["--gpu-memory-utilization"], [action(["--gpu-memory-utilization"], { type: ["float"], default: 0.85 })]);
   assert.equal(vllm.flagsFrom?.(lower, "x")?.defaultUtilization, 0.85);
   const recipe = { engine: "vllm", args: [], tensor_parallel_size: 1, pipeline_parallel_size: 1, shm_size: "1g" } as const;
@@ -110,7 +110,7 @@ test("the table file is a dump as the regeneration script writes it (one action 
   const text = readFileSync(TABLE_FILE, "utf8");
   const dump = table();
   assert.equal(formatArgparseDump(dump, dump.source ?? ""), text);
-  assert.equal(dump.engine_version, vllmFlags.judge?.version);
+  assert.equal(dump.engine_version, vllmFlags().judge?.version);
 });
 
 // The dump program run by CPython itself against a stand-in `vllm` package (not vLLM: its

@@ -3,6 +3,7 @@ import { pythonGenerationProbe } from "../generation-probe.js";
 import { fabricEnv, FABRIC_ENV_KEYS } from "../../cluster/fabric-env.js";
 import { sglangRankCommand } from "./command.js";
 import { refuseImageOnlySglangKeySpellings, sglangFlags, sglangFlagsFrom, sglangSpellings } from "./flags.js";
+import { lazy } from "../../config/lazy.js";
 import { sglangHint } from "./hints.js";
 import { sglangImage } from "./image.js";
 import { BOOT_PHASES, EXCEPTION, FATAL, PEER_LOSS, READY, readSglangLine, RENDEZVOUS, sglangLineTime, WARNINGS, WRAPPERS } from "./log-shapes.js";
@@ -26,13 +27,18 @@ import { SGLANG_FORWARDED, SGLANG_REFUSED } from "./routes.js";
  *   (adjust_mem_fraction_for_vlm). chunked_prefill_size and the graphs' batch sizes depend on the
  *   GPU's memory themselves: launcher does not guess it, and says so instead of a fit check.
  */
-const SGLANG_MEMORY = {
-  kvCacheBytes: [],
-  // With the unique prefixes argparse takes for it among the table's options (`--mem-fraction`).
-  utilization: sglangSpellings(["--mem-fraction-static"]),
-  withoutFlag: "SGLang computes its share when it starts, from the GPU's memory, tp and pp, its chunked prefill and CUDA graph sizes and the model (server_args.py _handle_gpu_memory_settings)",
-  shareOf: "free-at-start",
-} as const satisfies EngineMemoryFlags;
+const sglangMemory = lazy(
+  () =>
+    ({
+      kvCacheBytes: [],
+      // With the unique prefixes argparse takes for it among the table's options (`--mem-fraction`).
+      utilization: sglangSpellings(["--mem-fraction-static"]),
+      withoutFlag: "SGLang computes its share when it starts, from the GPU's memory, tp and pp, its chunked prefill and CUDA graph sizes and the model (server_args.py _handle_gpu_memory_settings)",
+      shareOf: "free-at-start",
+    }) as const satisfies EngineMemoryFlags,
+);
+// Read from the flag table at their first use (getters below), as the table itself is.
+const modelFlags = lazy(() => ({ servedName: sglangSpellings(["--served-model-name"]), revision: sglangSpellings(["--revision"]) }));
 
 export const sglang: EngineAdapter = {
   name: "sglang",
@@ -62,7 +68,9 @@ export const sglang: EngineAdapter = {
   image: sglangImage,
   // ServerArgs.served_model_name ("Override the model name returned by the v1/models endpoint")
   // and revision (python/sglang/srt/server_args.py).
-  modelFlags: { servedName: sglangSpellings(["--served-model-name"]), revision: sglangSpellings(["--revision"]) },
+  get modelFlags() {
+    return modelFlags();
+  },
   // http_server.py: GET /health is 200 once the server is warm (503 before, and when the
   // scheduler does not answer health_generate in time).
   healthPath: "/health",
@@ -86,7 +94,9 @@ export const sglang: EngineAdapter = {
     specAccepted: [],
     specDrafted: [],
   },
-  flags: sglangFlags,
+  get flags() {
+    return sglangFlags();
+  },
   // The image's own parser (./parser-dump.ts) with launcher's policy of ./flags.ts. Its
   // --mem-fraction-static default is None (SGLang computes it at start): no default share from it.
   flagsFrom: (dump, image) => ({ flags: refuseImageOnlySglangKeySpellings(sglangFlagsFrom(dump, { by: "image", engine: "SGLang", version: dump.engine_version, image })) }),
@@ -101,7 +111,9 @@ export const sglang: EngineAdapter = {
   rendezvousPatterns: RENDEZVOUS,
   hintFor: sglangHint,
   lineTime: sglangLineTime,
-  memoryFlags: SGLANG_MEMORY,
+  get memoryFlags() {
+    return sglangMemory();
+  },
   apiMethods: SGLANG_FORWARDED,
   apiRefused: SGLANG_REFUSED,
 };

@@ -5,6 +5,7 @@ import { optionShapes, shippedDump, type ArgparseDump } from "../argparse-dump.j
 import { withPrefixes } from "../vllm/abbrev.js";
 import { SGLANG_KEY_ENV } from "./command.js";
 import TABLE_JSON from "./parser-table.json" with { type: "json" };
+import { lazy } from "../../config/lazy.js";
 
 /*
  * SGLang's command line, from python/sglang/srt/server_args.py (sgl-project/sglang 001067ff):
@@ -162,11 +163,11 @@ const SGLANG_TABLE: ArgparseDump = shippedDump(TABLE_JSON);
 /** The SGLang source the table was reconstructed from (or the release an image's dump gave it). */
 export const SGLANG_TABLE_VERSION = SGLANG_TABLE.engine_version;
 
-/** SGLang's flags as launcher's table knows them. */
-export const sglangFlags: EngineFlags = sglangFlagsFrom(SGLANG_TABLE, { by: "table", engine: "SGLang", version: SGLANG_TABLE_VERSION }, PLUGIN_CHOICES);
+/** SGLang's flags as launcher's table knows them, made at their first use (a command that judges none never pays for them). */
+export const sglangFlags: () => EngineFlags = lazy(() => sglangFlagsFrom(SGLANG_TABLE, { by: "table", engine: "SGLang", version: SGLANG_TABLE_VERSION }, PLUGIN_CHOICES));
 
 /** Spellings of `flags` among the table's options, with the prefixes argparse takes for each (the adapter's model and memory flags). */
-export const sglangSpellings = (flags: readonly string[]): string[] => [...new Set(withPrefixes(flags, sglangFlags.known ?? []))];
+export const sglangSpellings = (flags: readonly string[]): string[] => [...new Set(withPrefixes(flags, sglangFlags().known ?? []))];
 
 /**
  * `flags` (an image's) with the key flag's spellings only the image has refused: the plan, made
@@ -174,7 +175,7 @@ export const sglangSpellings = (flags: readonly string[]): string[] => [...new S
  * under another one (`--api-k`, a unique prefix) the key would stay in SGLang's argv.
  */
 export function refuseImageOnlySglangKeySpellings(flags: EngineFlags): EngineFlags {
-  const extra = flags.apiKey.flags.filter((f) => !sglangFlags.apiKey.flags.includes(f));
+  const extra = flags.apiKey.flags.filter((f) => !sglangFlags().apiKey.flags.includes(f));
   if (extra.length === 0) return flags;
   const why = "it is a spelling of --api-key that launcher's plan does not know, so the key would stay in the engine's command line";
   return { ...flags, managed: [...flags.managed, { flags: extra, why, instead: "write --api-key (launcher then passes the key in the engine's env, never in its arguments)" }] };

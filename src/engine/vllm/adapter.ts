@@ -2,7 +2,8 @@ import type { EngineAdapter, LineTime, LogLine } from "../adapter.js";
 import { pythonGenerationProbe } from "../generation-probe.js";
 import { vllmRankCommand, vllmStartOrder } from "./command.js";
 import { VLLM_DEV_SWITCHES } from "./dev-switches.js";
-import { defaultUtilizationOf, refuseImageOnlyKeySpellings, VLLM_TABLE_UTILIZATION, vllmFlags, vllmFlagsFrom, vllmSpellings } from "./flags.js";
+import { defaultUtilizationOf, refuseImageOnlyKeySpellings, vllmFlags, vllmFlagsFrom, vllmSpellings, vllmTableUtilization } from "./flags.js";
+import { lazy } from "../../config/lazy.js";
 import { vllmHint } from "./hints.js";
 import { SERVE_ENTRYPOINT, vllmImage } from "./image.js";
 import { vllmEngineMetrics } from "./metrics.js";
@@ -19,6 +20,10 @@ function lineTime(line: LogLine): LineTime | undefined {
 }
 
 const SPEC_DECODE = { accepted: "vllm:spec_decode_num_accepted_tokens_total", drafted: "vllm:spec_decode_num_draft_tokens_total" } as const;
+
+// Read from the flag table at their first use (getters below), as the table itself is.
+const modelFlags = lazy(() => ({ servedName: vllmSpellings(["--served-model-name"]), revision: vllmSpellings(["--revision"]) }));
+const memoryFlags = lazy(() => ({ kvCacheBytes: vllmSpellings(["--kv-cache-memory-bytes"]), utilization: vllmSpellings(["--gpu-memory-utilization"]), defaultUtilization: vllmTableUtilization() }));
 
 export const vllm: EngineAdapter = {
   name: "vllm",
@@ -37,7 +42,9 @@ export const vllm: EngineAdapter = {
   // vllm/config/model.py: ModelConfig.served_model_name and revision, whose flags
   // (vllm/engine/arg_utils.py add_cli_args) are --served-model-name and --revision, each also
   // under the prefixes argparse takes for it (`--served-model`, ./flags.ts).
-  modelFlags: { servedName: vllmSpellings(["--served-model-name"]), revision: vllmSpellings(["--revision"]) },
+  get modelFlags() {
+    return modelFlags();
+  },
   healthPath: "/health",
   // The image runs python3 (the engine is a Python package): the generation probe is a few lines of urllib.
   generationProbe: pythonGenerationProbe,
@@ -53,7 +60,9 @@ export const vllm: EngineAdapter = {
   specDecodeMetrics: SPEC_DECODE,
   // What the daemon scrapes for its live view: ./metrics.ts, with vLLM's source.
   engineMetrics: vllmEngineMetrics(SPEC_DECODE),
-  flags: vllmFlags,
+  get flags() {
+    return vllmFlags();
+  },
   // The image's own parser (./parser-dump.ts) with launcher's policy of ./flags.ts, and the
   // --gpu-memory-utilization default it gives (vllm/config/cache.py: 0.92 in 0.25.1).
   flagsFrom: (dump, image) => {
@@ -90,7 +99,9 @@ export const vllm: EngineAdapter = {
   // requested_memory - non_kv_cache_memory (weights, peak activations, non-torch memory): weights,
   // working memory and KV stay within total x utilization. Recipes write `--kv-cache-memory`, which
   // argparse takes as the unique prefix of `--kv-cache-memory-bytes` (see ./flags.ts, allow_abbrev).
-  memoryFlags: { kvCacheBytes: vllmSpellings(["--kv-cache-memory-bytes"]), utilization: vllmSpellings(["--gpu-memory-utilization"]), defaultUtilization: VLLM_TABLE_UTILIZATION },
+  get memoryFlags() {
+    return memoryFlags();
+  },
   // The rendezvous of the ranks across nodes, mp and Ray: RENDEZVOUS in ./log-shapes.ts.
   rendezvousPatterns: RENDEZVOUS,
   // The gateway forwards these and nothing else under /v1 (./routes.ts, read from vLLM's routers,

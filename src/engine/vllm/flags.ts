@@ -2,6 +2,7 @@ import type { EngineFlags, FlagChoice, FlagsJudge, ManagedFlag } from "../adapte
 import { optionShapes, shippedDump, type ArgparseDump } from "../argparse-dump.js";
 import { withPrefixes } from "./abbrev.js";
 import TABLE_JSON from "./parser-table.json" with { type: "json" };
+import { lazy } from "../../config/lazy.js";
 
 /*
  * vLLM's command line as its argument parser defines it, in the release VLLM_TABLE_VERSION names
@@ -202,11 +203,11 @@ const VLLM_TABLE: ArgparseDump = shippedDump(TABLE_JSON);
 /** The vLLM release the table describes. */
 export const VLLM_TABLE_VERSION = VLLM_TABLE.engine_version;
 
-/** vLLM's flags as launcher's table knows them. */
-export const vllmFlags: EngineFlags = vllmFlagsFrom(VLLM_TABLE, { by: "table", engine: "vLLM", version: VLLM_TABLE_VERSION });
+/** vLLM's flags as launcher's table knows them, made at their first use (a command that judges none never pays for them). */
+export const vllmFlags: () => EngineFlags = lazy(() => vllmFlagsFrom(VLLM_TABLE, { by: "table", engine: "vLLM", version: VLLM_TABLE_VERSION }));
 
 /** Spellings of `flags` among the table's options (the adapter's model and memory flags). */
-export const vllmSpellings = (flags: readonly string[]): string[] => spellings(flags, vllmFlags.known ?? []);
+export const vllmSpellings = (flags: readonly string[]): string[] => spellings(flags, vllmFlags().known ?? []);
 
 /** The share of memory vLLM takes without --gpu-memory-utilization, as a dump's default gives it. */
 export function defaultUtilizationOf(dump: ArgparseDump): number | undefined {
@@ -215,11 +216,11 @@ export function defaultUtilizationOf(dump: ArgparseDump): number | undefined {
 }
 
 /** The table's --gpu-memory-utilization default (vllm/config/cache.py CacheConfig: 0.92 in 0.25.1). */
-export const VLLM_TABLE_UTILIZATION = ((): number => {
+export const vllmTableUtilization: () => number = lazy((): number => {
   const d = defaultUtilizationOf(VLLM_TABLE);
   if (d === undefined) throw new Error("src/engine/vllm/parser-table.json: --gpu-memory-utilization has no default");
   return d;
-})();
+});
 
 /**
  * `flags` (an image's) with the key flag's spellings that only the image has refused: the plan,
@@ -227,7 +228,7 @@ export const VLLM_TABLE_UTILIZATION = ((): number => {
  * so under another one the key would stay in the engine's argv and the printed plan.
  */
 export function refuseImageOnlyKeySpellings(flags: EngineFlags): EngineFlags {
-  const extra = flags.apiKey.flags.filter((f) => !vllmFlags.apiKey.flags.includes(f));
+  const extra = flags.apiKey.flags.filter((f) => !vllmFlags().apiKey.flags.includes(f));
   if (extra.length === 0) return flags;
   const why = "it is this image's own spelling of --api-key, which launcher's plan does not know, so the key would stay in the engine's command line";
   return { ...flags, managed: [...flags.managed, { flags: extra, why, instead: "write --api-key (launcher then passes the key in the engine's env, never in its arguments)" }] };

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { z } from "zod";
+import * as z from "zod";
 import type { Diagnostic } from "../../config/diagnostic.js";
 import { UserError } from "../../config/errors.js";
 import { messagesOf, PROMPT_FIELDS, readLine, type ChatMessage } from "../jsonl.js";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { error, type Diagnostic, type Loc } from "../../config/diagnostic.js";
 import { nearest } from "../../config/suggest.js";
 import { GRADERS, type Grader } from "../../contract/evidence.js";
