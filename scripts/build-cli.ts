@@ -1,7 +1,7 @@
 import { rmSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { build, type BuildOptions } from "esbuild";
+import { build, type BuildOptions, type Plugin } from "esbuild";
 import { englishOnly } from "./build-web.js";
 import { engineMinimum, enginesNode } from "../src/config/package-info.js";
 
@@ -15,6 +15,19 @@ import { engineMinimum, enginesNode } from "../src/config/package-info.js";
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 /** Where the bundle goes: two folders below the package, as src/cli/ is (src/config/package-info.ts PACKAGE_ROOT). */
 export const CLI_OUT = path.join(ROOT, "dist", "launcher");
+
+/**
+ * A package that launcher imports with `await import()` is left to Node. Its module is loaded only
+ * when used, so bundling saves no start; and esbuild makes a CommonJS package imported that way
+ * into a chunk with a default export only, where Node gives its named exports too (`const { Agent }
+ * = await import("undici")` found no Agent). Kinds: https://esbuild.github.io/plugins/#on-resolve-arguments
+ */
+const dynamicPackagesToNode: Plugin = {
+  name: "dynamic-packages-to-node",
+  setup(b) {
+    b.onResolve({ filter: /^[^./]/ }, (args) => (args.kind === "dynamic-import" && !args.path.startsWith("node:") ? { path: args.path, external: true } : undefined));
+  },
+};
 
 /** The oldest Node that package.json's engines admits (src/cli/bin.ts says so to an older one), as esbuild names it. */
 function nodeTarget(): string {
@@ -43,7 +56,7 @@ export function cliBuildOptions(out: string, entries: readonly string[] = ["bin"
     tsconfig: path.join(ROOT, "tsconfig.json"),
     legalComments: "none",
     logLevel: "warning",
-    plugins: [englishOnly],
+    plugins: [englishOnly, dynamicPackagesToNode],
   };
 }
 

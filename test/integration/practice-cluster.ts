@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { after, before } from "node:test";
 import path from "node:path";
 import { shellJoin } from "../../src/config/shell-words.js";
-import { builtMain } from "../built-cli.js";
+import { cliArgs } from "../built-cli.js";
 import { runLocal } from "../../src/remote/transport.js";
 import { Store, type RestartRecord } from "../../src/store/store.js";
 import { SUPERVISOR_PHASES, type SupervisorPhase } from "../../src/supervise/supervise.js";
@@ -14,7 +14,6 @@ import { SUPERVISOR_PHASES, type SupervisorPhase } from "../../src/supervise/sup
 export const RIG_DIR = process.env.LAUNCHER_TEST_RIG_DIR ?? "/tmp/launcher-test-rig";
 export const CLUSTER = path.join(RIG_DIR, "cluster.toml");
 const RIG = path.resolve("test/rig/rig.sh");
-const MAIN = path.resolve("src/cli/main.ts");
 const rigEnv = { ...process.env, RIG_DIR };
 
 function sh(args: string[], what: string): void {
@@ -102,10 +101,6 @@ export interface Run {
   readonly stderr: string;
 }
 
-// LAUNCHER_USE_DIST=1 runs the built CLI, as `npx launcher` does: benchmarks time it, and
-// `npm run test:rig` (which builds first) saves tsx's start on each of its CLI runs. Unset, as
-// when a file runs alone, the CLI runs from the sources, so it tests the tree as it is now.
-const cliArgs = (): string[] => (process.env.LAUNCHER_USE_DIST === "1" ? [builtMain()] : ["--import", import.meta.resolve("tsx"), MAIN]);
 
 // Each test run keeps its own state store, inside the rig's folder.
 export const STATE_HOME = path.join(RIG_DIR, "state");

@@ -4,13 +4,13 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
+import { cliArgs } from "../built-cli.js";
 
-const MAIN = path.resolve("src/cli/main.ts");
 const dir = mkdtempSync(path.join(tmpdir(), "launcher-bench-cli-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
 const run = (args: string[]) => {
   // No cluster is needed for what is refused before the nodes are asked.
-  const r = spawnSync(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, "bench", ...args], { cwd: dir, encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "", LAUNCHER_CLUSTER: path.join(dir, "none.toml") } });
+  const r = spawnSync(process.execPath, [...cliArgs(), "bench", ...args], { cwd: dir, encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "", LAUNCHER_CLUSTER: path.join(dir, "none.toml") } });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 };
 

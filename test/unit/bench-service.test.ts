@@ -9,6 +9,7 @@ import path from "node:path";
 import { after, test } from "node:test";
 import { benchDeps, benchTarget } from "../../src/measure/bench/bench.js";
 import type { BenchRun } from "../../src/contract/evidence.js";
+import { cliArgs } from "../built-cli.js";
 
 // bench against an OpenAI-compatible URL with no cluster to read: a Kubernetes Service of
 // `launcher export k8s` (through `kubectl port-forward`), where no node runs launcher's containers.
@@ -17,7 +18,6 @@ const require = createRequire(import.meta.url);
 const { createApi } = require("../../docker-images/practice-engine/lib/http.js") as {
   createApi: (o: Record<string, unknown>) => { server: Server; listen: (h: string, p: number) => Promise<void>; close: () => void };
 };
-const MAIN = path.resolve("src/cli/main.ts");
 const dir = mkdtempSync(path.join(tmpdir(), "launcher-bench-service-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -49,7 +49,7 @@ test("launcher bench MODEL --gateway URL with no cluster file anywhere", async (
   try {
     const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: "", XDG_CONFIG_HOME: path.join(dir, "config"), XDG_STATE_HOME: path.join(dir, "state"), HOME: dir };
     delete env.LAUNCHER_CLUSTER;
-    const child = spawn(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, "bench", "practice", "--gateway", e.url, "--requests", "2", "--output-len", "4", "--input-len", "8", "--json"], { cwd: dir, env });
+    const child = spawn(process.execPath, [...cliArgs(), "bench", "practice", "--gateway", e.url, "--requests", "2", "--output-len", "4", "--input-len", "8", "--json"], { cwd: dir, env });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));

@@ -14,13 +14,13 @@ import { SshDocker, logsSinceArg } from "../../src/remote/docker.js";
 import { formatDiagnostic, formatDiagnosticWith } from "../../src/config/diagnostic.js";
 import { colourFor, SEVERITY_STYLE } from "../../src/app/colour.js";
 import { jsonAnswer } from "../../src/app/output.js";
+import { cliArgs } from "../built-cli.js";
 
-const MAIN = path.resolve("src/cli/main.ts");
 // A state folder of this file's own (a path "that does not exist" is created when the tests run as root).
 const STATE = mkdtempSync(path.join(tmpdir(), "launcher-hand-state-"));
 after(() => rmSync(STATE, { recursive: true, force: true }));
 const run = (args: string[], env: NodeJS.ProcessEnv = {}) => {
-  const r = spawnSync(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, ...args], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "", ...env } });
+  const r = spawnSync(process.execPath, [...cliArgs(), ...args], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "", ...env } });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 };
 
@@ -100,7 +100,7 @@ test("a misspelt recipe name gets the nearest recipe", () => {
     mkdirSync(path.join(dir, "recipes", "child"), { recursive: true });
     writeFileSync(path.join(dir, "recipes", "base", "recipe.toml"), `name = "b"\ndocker_image = "i"\nmodel = "m"\n`);
     writeFileSync(path.join(dir, "recipes", "child", "recipe.toml"), `extends = "bsae"\n`);
-    const e = spawnSync(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, "validate", "child"], { cwd: dir, encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "" } });
+    const e = spawnSync(process.execPath, [...cliArgs(), "validate", "child"], { cwd: dir, encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "" } });
     assert.equal(e.status, 1);
     assert.match(e.stderr, /recipes\/child\/recipe\.toml:1:\d+: error: extends: recipe "bsae" not found \(looked for [^)]*\); did you mean "base"\?/);
   } finally {
@@ -128,7 +128,7 @@ test("--json is one object whose warnings include what was said on stderr (valid
     const answer = JSON.parse(v.stdout) as { ok: boolean; recipes: { ok: boolean }[]; warnings: string[] };
     assert.equal(answer.ok, true);
     assert.deepEqual(answer.recipes.map((r) => r.ok), [true]);
-    const p = spawnSync(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, "plan", "twice", "--json", "-c", path.resolve("examples/clusters/spark-2x.toml")], { cwd: dir, encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "", XDG_STATE_HOME: path.join(dir, "state") } });
+    const p = spawnSync(process.execPath, [...cliArgs(), "plan", "twice", "--json", "-c", path.resolve("examples/clusters/spark-2x.toml")], { cwd: dir, encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "", XDG_STATE_HOME: path.join(dir, "state") } });
     assert.equal(p.status, 0, p.stderr);
     const plan = JSON.parse(p.stdout) as { nodes: unknown[]; warnings: string[] };
     assert.equal(plan.nodes.length, 2);
@@ -185,7 +185,7 @@ const polls = (out: string): number => out.split("no deployments").length - 1;
 test("status --watch in a pipe appends each poll, plain, and goes on when stdin is closed", async () => {
   const dir = mkdtempSync(path.join(tmpdir(), "launcher-watch-"));
   try {
-    const r = await watchUntil([process.execPath, "--import", import.meta.resolve("tsx"), MAIN, "status", "--watch", "200ms", "-c", refusingCluster(dir)], (o) => polls(o) >= 3, 30_000);
+    const r = await watchUntil([process.execPath, ...cliArgs(), "status", "--watch", "200ms", "-c", refusingCluster(dir)], (o) => polls(o) >= 3, 30_000);
     assert.equal(r.exited, false, `the watch ended with stdin closed:\n${r.out}`);
     assert.ok(polls(r.out) >= 3, r.out);
     assert.equal((r.out.match(/^--- \d{4}-/gm) ?? []).length, polls(r.out), "one header per poll, appended");
@@ -199,7 +199,7 @@ test("status --watch in a pipe appends each poll, plain, and goes on when stdin 
 test("the gateway's watcher (--exit-with-stdin) still ends when its stdin closes", async () => {
   const dir = mkdtempSync(path.join(tmpdir(), "launcher-watch-"));
   try {
-    const r = await watchUntil([process.execPath, "--import", import.meta.resolve("tsx"), MAIN, "status", "--watch", "200ms", "--json", "--exit-with-stdin", "-c", refusingCluster(dir)], () => false, 30_000);
+    const r = await watchUntil([process.execPath, ...cliArgs(), "status", "--watch", "200ms", "--json", "--exit-with-stdin", "-c", refusingCluster(dir)], () => false, 30_000);
     assert.equal(r.exited, true, r.out);
     assert.match(r.out, /^\{"deployments":\[\]/m, "one poll, then the end of stdin ends it");
   } finally {
@@ -211,7 +211,7 @@ test("status --watch on a terminal redraws in place, in colour unless NO_COLOR",
   const dir = mkdtempSync(path.join(tmpdir(), "launcher-watch-"));
   try {
     // script(1) from util-linux gives the command a pseudo-terminal; stty gives it a size.
-    const inner = `stty rows 40 cols 200; exec ${[process.execPath, "--import", import.meta.resolve("tsx"), MAIN, "ps", "--watch", "200ms", "-c", refusingCluster(dir)].map((w) => `'${w}'`).join(" ")}`;
+    const inner = `stty rows 40 cols 200; exec ${[process.execPath, ...cliArgs(), "ps", "--watch", "200ms", "-c", refusingCluster(dir)].map((w) => `'${w}'`).join(" ")}`;
     const tty = async (env: NodeJS.ProcessEnv) => watchUntil(["script", "-qfec", inner, "/dev/null"], (o) => polls(o) >= 3, 30_000, env);
     // Node's tty.getColorDepth (lib/internal/tty.js) says "no colours" under a CI variable it does
     // not know (CI=true alone, TEAMCITY_VERSION): this run stands for a user's terminal, not CI's.

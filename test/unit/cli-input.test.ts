@@ -4,13 +4,13 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
+import { cliArgs } from "../built-cli.js";
 
 // The CLI as users run it, on ordinary bad input: one line, the right exit status, no stack.
-const MAIN = path.resolve("src/cli/main.ts");
 const dir = mkdtempSync(path.join(tmpdir(), "launcher-cli-input-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
 const env = { ...process.env, NODE_OPTIONS: "", XDG_STATE_HOME: path.join(dir, "state"), LAUNCHER_CLUSTER: "" };
-const nodeArgs = (args: string[]): string[] => ["--import", import.meta.resolve("tsx"), MAIN, ...args];
+const nodeArgs = (args: string[]): string[] => [...cliArgs(), ...args];
 const run = (args: string[], cwd = process.cwd()) => {
   // The timeout turns a hang (--cluster /dev/zero used to read forever) into a failure.
   const r = spawnSync(process.execPath, nodeArgs(args), { cwd, encoding: "utf8", env, timeout: 30_000 });

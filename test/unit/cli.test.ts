@@ -4,10 +4,10 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
+import { cliArgs } from "../built-cli.js";
 
-const MAIN = path.resolve("src/cli/main.ts");
 const run = (args: string[], cwd = process.cwd()) => {
-  const r = spawnSync(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, ...args], { cwd, encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "" } });
+  const r = spawnSync(process.execPath, [...cliArgs(), ...args], { cwd, encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "" } });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 };
 const dir = mkdtempSync(path.join(tmpdir(), "launcher-cli-"));
@@ -79,7 +79,7 @@ test("an unknown command or option is a usage error, not a crash", () => {
 
 test("a corrupt state store is set aside and a new one started; one that cannot be opened is gone without: commands go on and say so once", () => {
   const withState = (state: string, args: string[]) => {
-    const r = spawnSync(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, ...args], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "", XDG_STATE_HOME: state } });
+    const r = spawnSync(process.execPath, [...cliArgs(), ...args], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "", XDG_STATE_HOME: state } });
     return { code: r.status, stdout: r.stdout, stderr: r.stderr };
   };
   const corrupt = path.join(dir, "state-corrupt");

@@ -8,13 +8,13 @@ import { DOMParser } from "@xmldom/xmldom";
 import { Store, storeDir } from "../../src/store/store.js";
 import { VERDICTS } from "../../src/measure/compare/compare.js";
 import { evalRun, series } from "./compare-fixture.js";
+import { cliArgs } from "../built-cli.js";
 
-const MAIN = "src/cli/main.ts";
 let dir = "";
 
 /** `launcher compare ...` as a user runs it, on a store of its own in a temp folder. */
 function run(args: readonly string[]): { status: number | null; stdout: string; stderr: string } {
-  return spawnSync(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, "compare", ...args], {
+  return spawnSync(process.execPath, [...cliArgs(), "compare", ...args], {
     encoding: "utf8",
     env: { ...process.env, NODE_OPTIONS: "", NO_COLOR: "1", XDG_STATE_HOME: path.join(dir, "state") },
   });

@@ -25,8 +25,8 @@ import { DAEMON_BOOT_STATES } from "../../src/daemon/protocol.js";
 import { RemoteError } from "../../src/config/errors.js";
 import { BASE, memorySource } from "../support/memory-source.js";
 import { within } from "../integration/practice-cluster.js";
+import { cliArgs } from "../built-cli.js";
 
-const MAIN = path.resolve("src/cli/main.ts");
 
 test("--version says package.json's version, read from the package (not a number written twice)", () => {
   const dir = mkdtempSync(path.join(tmpdir(), "launcher-version-"));
@@ -59,7 +59,7 @@ test("launcher serve outlives its terminal: SIGHUP is ignored, and a log line to
   const dir = mkdtempSync(path.join(tmpdir(), "launcher-hup-"));
   // A cluster whose one node refuses SSH at once: the daemon starts, its discovery says the node is unreachable.
   writeFileSync(path.join(dir, "cluster.toml"), '[[nodes]]\nname = "n1"\nhost = "127.0.0.1"\nport = 1\n');
-  const child = spawn(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, "serve", "--listen", "127.0.0.1:0", "--poll", "1s", "--cluster", path.join(dir, "cluster.toml")], {
+  const child = spawn(process.execPath, [...cliArgs(), "serve", "--listen", "127.0.0.1:0", "--poll", "1s", "--cluster", path.join(dir, "cluster.toml")], {
     cwd: dir,
     env: { ...process.env, NODE_OPTIONS: "", XDG_STATE_HOME: path.join(dir, "state"), LAUNCHER_DAEMON: "none" },
     stdio: ["ignore", "ignore", "pipe"],
@@ -242,7 +242,7 @@ test("launcher status --json is one object holding the daemon's boots; an unreac
   const { server, url, release } = await daemonWithBoots();
   const status = (daemon: string): Promise<{ code: number | null; stdout: string; stderr: string }> =>
     new Promise((resolve) => {
-      const child = spawn(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, "status", "--json", "--cluster", path.join(dir, "cluster.toml"), "--daemon", daemon], {
+      const child = spawn(process.execPath, [...cliArgs(), "status", "--json", "--cluster", path.join(dir, "cluster.toml"), "--daemon", daemon], {
         env: { ...process.env, NODE_OPTIONS: "", XDG_STATE_HOME: path.join(dir, "state"), CI: "true" },
       });
       let stdout = "";

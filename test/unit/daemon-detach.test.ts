@@ -17,6 +17,7 @@ import { controlApi, type ControlOptions } from "../../src/daemon/control.js";
 import { listenControlSocket, type ControlSocket } from "../../src/daemon/control-socket.js";
 import { until } from "../support/until.js";
 import { FakeCluster, HEAD_WAITING, RECIPE, WORKER_CONNECTED } from "../support/fake-cluster.js";
+import { cliArgs } from "../built-cli.js";
 
 // `up --detach`, a client that detaches on SIGHUP, `attach` and `down NAME` through a daemon: the
 // CLI run as a process (its signals, its exit status, its lines) against the daemon's own parts in
@@ -28,7 +29,6 @@ import { FakeCluster, HEAD_WAITING, RECIPE, WORKER_CONNECTED } from "../support/
 
 type Submission = Parameters<ControlOptions["submit"]>[0];
 
-const MAIN = path.resolve("src/cli/main.ts");
 const home = mkdtempSync(path.join(tmpdir(), "launcher-detach-"));
 /** The recipe both sides read: the fake nodes' two-rank recipe, image img:local. */
 const RECIPE_REF = "fake-2x";
@@ -49,7 +49,7 @@ const children = new Set<ReturnType<typeof spawn>>();
 
 /** The CLI as a process: what it printed so far, and its end. */
 function cli(args: readonly string[]): { child: ReturnType<typeof spawn>; stderr: () => string; done: Promise<Run> } {
-  const child = spawn(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, ...args], { env: ENV, cwd: home });
+  const child = spawn(process.execPath, [...cliArgs(), ...args], { env: ENV, cwd: home });
   children.add(child);
   let stdout = "";
   let stderr = "";

@@ -22,11 +22,11 @@ import { catalogueSource } from "../../src/recipe/uploaded-source.js";
 import type { StateStore } from "../../src/store/store.js";
 import { within } from "../integration/practice-cluster.js";
 import { BASE } from "../support/memory-source.js";
+import { cliArgs } from "../built-cli.js";
 
 // Issue 24, the daemon's side: nothing a client submits runs as the daemon's user, reads its
 // files or sets how its SSH and Docker run; and only the daemon's own user is "this user".
 
-const MAIN = path.resolve("src/cli/main.ts");
 const NODES = '[[nodes]]\nname = "s1"\nhost = "127.0.0.1"\nport = 1\n';
 const quietLog = (): void => undefined;
 
@@ -227,7 +227,7 @@ function withoutKeys(): NodeJS.ProcessEnv {
 async function realDaemon(dir: string): Promise<{ port: string; socket: string; log: () => string; stop: () => Promise<void> }> {
   const cluster = path.join(dir, "home.toml");
   writeFileSync(cluster, `name = "home"\n${NODES}`);
-  const child = spawn(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, "serve", "--control", "--listen", "127.0.0.1:0", "--poll", "1s", "--cluster", cluster], {
+  const child = spawn(process.execPath, [...cliArgs(), "serve", "--control", "--listen", "127.0.0.1:0", "--poll", "1s", "--cluster", cluster], {
     cwd: dir,
     env: { ...withoutKeys(), NODE_OPTIONS: "", XDG_STATE_HOME: path.join(dir, "state"), LAUNCHER_DAEMON: "none", XDG_RUNTIME_DIR: "" },
     stdio: ["ignore", "ignore", "pipe"],

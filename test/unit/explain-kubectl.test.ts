@@ -4,13 +4,13 @@ import path from "node:path";
 import { test } from "node:test";
 import { explainLog } from "../../src/boot/explain.js";
 import { vllm } from "../../src/engine/vllm/adapter.js";
+import { cliArgs } from "../built-cli.js";
 
 // `launcher explain` on a leader's log as `kubectl logs` prints it for a pod of `launcher export
 // k8s`: the container's stdout and stderr as written (no docker timestamps), led by the export's
 // start script line; with --timestamps, each line after an RFC 3339 time (kubectl logs --help:
 // "Include timestamps on each line"); with --prefix, each after "[pod/NAME/CONTAINER] ".
 
-const MAIN = path.resolve("src/cli/main.ts");
 const START = "launcher: fabric detected: LAUNCHER_FABRIC_IFACE=enp1s0f1np1 LAUNCHER_FABRIC_IP=192.168.177.11 LAUNCHER_FABRIC_HCAS=rocep1s0f1 LAUNCHER_FABRIC_GID=3 LAUNCHER_FABRIC_PORTS_UP=2";
 const core = (time: string) => (l: string) => `(EngineCore_DP0 pid=123) ERROR 12-02 ${time} [core.py:708] ${l}`;
 const LEADER = [
@@ -55,7 +55,7 @@ test("explain reads kubectl logs --timestamps and --prefix alike", () => {
 });
 
 test("launcher explain - reads the kubectl logs output from stdin (exit 1: the boot failed)", () => {
-  const r = spawnSync(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, "explain", "-"], { input: LEADER.join("\n"), encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "" } });
+  const r = spawnSync(process.execPath, [...cliArgs(), "explain", "-"], { input: LEADER.join("\n"), encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "" } });
   assert.equal(r.status, 1, r.stderr);
   assert.match(r.stdout, /kv-cache/);
   assert.match(r.stdout, /ValueError: To serve at least one request/);

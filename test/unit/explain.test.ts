@@ -6,10 +6,10 @@ import path from "node:path";
 import { after, test } from "node:test";
 import { explainLog, failureHint, formatExplanation } from "../../src/boot/explain.js";
 import { vllm } from "../../src/engine/vllm/adapter.js";
+import { cliArgs } from "../built-cli.js";
 
-const MAIN = path.resolve("src/cli/main.ts");
 const run = (args: string[], input?: string) => {
-  const r = spawnSync(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, ...args], {
+  const r = spawnSync(process.execPath, [...cliArgs(), ...args], {
     encoding: "utf8",
     env: { ...process.env, NODE_OPTIONS: "" },
     ...(input === undefined ? {} : { input }),

@@ -10,9 +10,10 @@ import { expand } from "../../src/export/expansion.js";
 import { CRD_MAX_BYTES } from "../../src/export/lws-crd.js";
 import { handMadeCrd, NO_REFERENCE, REFERENCE_CRD } from "./lws-reference.js";
 import { CLI_MAIN, LOADED_HOOK, loadedPackages } from "./loaded-packages.js";
+import { cliArgs } from "../built-cli.js";
 
 const run = (args: string[], hook = false, input?: string) => {
-  const r = spawnSync(process.execPath, [...(hook ? ["--import", LOADED_HOOK] : []), "--import", import.meta.resolve("tsx"), CLI_MAIN, ...args], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "" }, ...(input === undefined ? {} : { input }) });
+  const r = spawnSync(process.execPath, [...(hook ? ["--import", LOADED_HOOK, "--import", import.meta.resolve("tsx"), CLI_MAIN] : cliArgs()), ...args], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "" }, ...(input === undefined ? {} : { input }) });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 };
 const dir = mkdtempSync(path.join(tmpdir(), "launcher-export-k8s-"));

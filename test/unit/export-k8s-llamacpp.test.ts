@@ -28,6 +28,7 @@ import { fileRecipeSource } from "../../src/recipe/fs-source.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";
 import { assertGolden } from "./golden.js";
 import { NO_REFERENCE, referenceCheck } from "./lws-reference.js";
+import { cliArgs } from "../built-cli.js";
 
 /*
  * llama.cpp over RPC exported with --node-ip-is-fabric (src/engine/llamacpp/at-start.ts): the
@@ -296,7 +297,7 @@ test("a worker that never accepts ends the head's wait with a fatal line naming 
 // --- The command line ---
 
 const cli = (args: string[]): { code: number | null; stdout: string; stderr: string } => {
-  const r = spawnSync(process.execPath, ["--import", import.meta.resolve("tsx"), path.resolve("src/cli/main.ts"), ...args], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "" } });
+  const r = spawnSync(process.execPath, [...cliArgs(), ...args], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "" } });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 };
 

@@ -17,6 +17,7 @@ import { createGateway, type GatewayOptions } from "../../src/gateway/server.js"
 import { deployment, gatewayOptions } from "./gateway-fixture.js";
 import { UserError } from "../../src/config/errors.js";
 import { within } from "../integration/practice-cluster.js";
+import { cliArgs } from "../built-cli.js";
 
 const dir = mkdtempSync(path.join(tmpdir(), "launcher-gw-hard-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -56,9 +57,8 @@ test("keys: keyChecker refuses a blank configured key, and a blank presented key
   assert.equal(presentedKey(undefined, " k1 "), "k1");
 });
 
-const MAIN = path.resolve("src/cli/main.ts");
 const cli = (args: string[], env: Record<string, string> = {}) => {
-  const r = spawnSync(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, ...args], { encoding: "utf8", timeout: 30_000, env: { ...process.env, NODE_OPTIONS: "", LAUNCHER_CLUSTER: path.join(dir, "no-cluster.toml"), ...env } });
+  const r = spawnSync(process.execPath, [...cliArgs(), ...args], { encoding: "utf8", timeout: 30_000, env: { ...process.env, NODE_OPTIONS: "", LAUNCHER_CLUSTER: path.join(dir, "no-cluster.toml"), ...env } });
   return { code: r.status, stderr: r.stderr };
 };
 

@@ -7,6 +7,7 @@ import { after, test } from "node:test";
 import { formatDiagnostic } from "../../src/config/diagnostic.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";
 import { memorySource } from "../support/memory-source.js";
+import { cliArgs } from "../built-cli.js";
 
 const RECIPE = `name = "mine"\ndocker_image = "mine:local"\ndocker_image_dir = "mine"\nmodel = "org/m"\n`;
 const source = memorySource({
@@ -36,7 +37,7 @@ test("launcher validate warns (exit 0) until docker-images/<dir>/ holds a Docker
   mkdirSync(path.join(dir, "recipes", "mine"), { recursive: true });
   writeFileSync(path.join(dir, "recipes", "mine", "recipe.toml"), RECIPE);
   const run = () =>
-    spawnSync(process.execPath, ["--import", import.meta.resolve("tsx"), path.resolve("src/cli/main.ts"), "validate", "mine"], {
+    spawnSync(process.execPath, [...cliArgs(), "validate", "mine"], {
       cwd: dir,
       encoding: "utf8",
       env: { ...process.env, NODE_OPTIONS: "", LAUNCHER_DOCKER_IMAGES: "" },

@@ -9,6 +9,7 @@ import { fileRecipeSource } from "../../src/recipe/fs-source.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";
 import { planDeployment, type Plan } from "../../src/plan/plan.js";
 import { planJson, planText, unknownNode } from "../../src/plan/render.js";
+import { cliArgs } from "../built-cli.js";
 
 const planOf = (recipe: string, clusterFile: string): Plan => {
   const cluster = parseCluster(clusterFile, readFileSync(clusterFile, "utf8")).cluster;
@@ -51,7 +52,7 @@ test("plan --node: a node the plan does not run on is named with the ones it doe
 const state = mkdtempSync(path.join(tmpdir(), "launcher-plan-view-"));
 after(() => rmSync(state, { recursive: true, force: true }));
 const run = (args: string[]) => {
-  const r = spawnSync(process.execPath, ["--import", import.meta.resolve("tsx"), path.resolve("src/cli/main.ts"), ...args], {
+  const r = spawnSync(process.execPath, [...cliArgs(), ...args], {
     encoding: "utf8",
     // A store of its own: the test reads no detected fabric values left by another run.
     env: { ...process.env, NODE_OPTIONS: "", XDG_STATE_HOME: state },

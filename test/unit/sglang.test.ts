@@ -15,6 +15,7 @@ import { planDeployment } from "../../src/plan/plan.js";
 import { planJson, planText } from "../../src/plan/render.js";
 import { resolveRecipe } from "../../src/recipe/resolve.js";
 import { memorySource } from "../support/memory-source.js";
+import { cliArgs } from "../built-cli.js";
 
 const sglang = ENGINES.sglang;
 const FILE = "recipes/s/recipe.toml";
@@ -217,7 +218,7 @@ test("log: a rank that only lost its peer is a peer loss (the other node is blam
 
 test("launcher explain --engine sglang reads a saved SGLang log: the cause, the hint, exit 1", () => {
   const log = [...BOOT.slice(0, 4), `${T}4 TP0] Scheduler hit an exception: Traceback (most recent call last):`, "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."].join("\n");
-  const r = spawnSync(process.execPath, ["--import", import.meta.resolve("tsx"), "src/cli/main.ts", "explain", "-", "--engine", "sglang"], { encoding: "utf8", input: log, env: { ...process.env, NODE_OPTIONS: "" } });
+  const r = spawnSync(process.execPath, [...cliArgs(), "explain", "-", "--engine", "sglang"], { encoding: "utf8", input: log, env: { ...process.env, NODE_OPTIONS: "" } });
   assert.equal(r.status, 1, r.stderr);
   assert.match(r.stdout, /^cause: RuntimeError: Not enough memory\. Please try to increase --mem-fraction-static\.$/m);
   assert.match(r.stdout, /^hint: the weights leave SGLang no room for its KV cache/m);

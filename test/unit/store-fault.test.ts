@@ -17,13 +17,13 @@ import { storeFault } from "../../src/store/fault.js";
 import { guardStore } from "../../src/store/guarded.js";
 import { NullStore, openStateStore } from "../../src/store/open.js";
 import { Store, type BootInProgress, type StateStore } from "../../src/store/store.js";
+import { cliArgs } from "../built-cli.js";
 
 // Store faults (issue 25): a store damaged in the middle, read-only, or on a full disk never costs
 // a command a stack trace, and never leaves a boot half-recorded and running unrouted.
 
 const dir = mkdtempSync(path.join(tmpdir(), "launcher-store-fault-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
-const MAIN = path.resolve("src/cli/main.ts");
 
 const asides = (file: string): string[] => readdirSync(path.dirname(file)).filter((f) => f.startsWith(`${path.basename(file)}.corrupt-`) && !f.endsWith("-wal") && !f.endsWith("-shm"));
 
@@ -84,7 +84,7 @@ test("history on a store damaged in the middle: one warning, an empty history, e
   const db = path.join(state, "launcher", "launcher.db");
   storeWithBoots(db);
   damageBoots(db);
-  const r = spawnSync(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, "history"], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "", XDG_STATE_HOME: state } });
+  const r = spawnSync(process.execPath, [...cliArgs(), "history"], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "", XDG_STATE_HOME: state } });
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stdout, "no boots recorded\n");
   assert.doesNotMatch(r.stderr, /internal error|\n\s+at /);
@@ -208,7 +208,7 @@ test("a read-only store folder (0555, file 0444) for a user who is not root: his
   try {
     for (const args of [["history"], ["lanes"]]) {
       // Root ignores modes: as nobody (65534), as a user whose store is not writable.
-      const r = spawnSync("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", process.execPath, "--import", import.meta.resolve("tsx"), MAIN, ...args], {
+      const r = spawnSync("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", process.execPath, ...cliArgs(), ...args], {
         encoding: "utf8",
         cwd: path.resolve("."),
         env: { ...process.env, NODE_OPTIONS: "", HOME: home, XDG_STATE_HOME: state, TMPDIR: home },

@@ -12,6 +12,7 @@ import { Daemon } from "../../src/daemon/daemon.js";
 import { readAnswer } from "../../src/daemon/read-client.js";
 import { until } from "../support/until.js";
 import { runPiped } from "../support/home-daemon.js";
+import { cliArgs } from "../built-cli.js";
 
 // `launcher top` as a user runs it, against a real `launcher serve --control` (src/daemon/daemon.ts)
 // in this process: on a terminal (script(1) from util-linux gives it a pseudo-terminal; stty a
@@ -20,7 +21,6 @@ import { runPiped } from "../support/home-daemon.js";
 // daemon's discovery watcher is a stand-in that prints the status line in POLL_FILE every 200 ms
 // (what `launcher status --watch --json` prints); the one node refuses SSH at once.
 
-const MAIN = path.resolve("src/cli/main.ts");
 const ADMIN = "admin-key-0123456789";
 const INFERENCE = "inference-key-0123456789";
 
@@ -99,7 +99,7 @@ const clientEnv = (over: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv => ({
   ...over,
 });
 
-const top = (args: string[]): string[] => [process.execPath, "--import", import.meta.resolve("tsx"), MAIN, "top", ...args];
+const top = (args: string[]): string[] => [process.execPath, ...cliArgs(), "top", ...args];
 
 /** `launcher top ARGS` in a pipe, to its end (bounded). Never spawnSync: the daemon answering it runs in this process. */
 async function runTop(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {

@@ -9,6 +9,7 @@ import { call } from "../../src/daemon/client.js";
 import { Daemon } from "../../src/daemon/daemon.js";
 import { PAGE_HEADERS } from "../../src/daemon/web-page.js";
 import { HOME_ADMIN_KEY, HOME_INFERENCE_KEY, runPiped, startHomeDaemon } from "../support/home-daemon.js";
+import { cliArgs } from "../built-cli.js";
 
 // The page's sessions as `launcher serve --control` mounts them (src/daemon/daemon.ts): sign in
 // with a key or a one-time code, read with the cookie, act only as an admin session showing its
@@ -18,7 +19,6 @@ import { HOME_ADMIN_KEY, HOME_INFERENCE_KEY, runPiped, startHomeDaemon } from ".
 
 const ADMIN = HOME_ADMIN_KEY;
 const INFERENCE = HOME_INFERENCE_KEY;
-const MAIN = path.resolve("src/cli/main.ts");
 
 const post = (url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> =>
   fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
@@ -33,7 +33,7 @@ function cookieOf(res: Response): string {
 /** `launcher dashboard ARGS` in a pipe, to its end (bounded): never spawnSync, the daemon answering it runs in this process. */
 async function dashboard(dir: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const env = { ...process.env, NODE_OPTIONS: "", LAUNCHER_API_KEY: INFERENCE, LAUNCHER_ADMIN_KEY: undefined, LAUNCHER_ADMIN_KEY_FILE: undefined, LAUNCHER_DAEMON: undefined, XDG_CONFIG_HOME: path.join(dir, "config"), XDG_STATE_HOME: path.join(dir, "client-state"), DISPLAY: undefined, WAYLAND_DISPLAY: undefined };
-  return runPiped([process.execPath, "--import", import.meta.resolve("tsx"), MAIN, "dashboard", ...args], { cwd: dir, env });
+  return runPiped([process.execPath, ...cliArgs(), "dashboard", ...args], { cwd: dir, env });
 }
 
 async function withDaemon(run: (url: string, dir: string, lines: string[], socket: string) => Promise<void>): Promise<void> {
