@@ -1,4 +1,4 @@
-import { rmSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { build, type BuildOptions, type Plugin } from "esbuild";
@@ -15,6 +15,9 @@ import { engineMinimum, enginesNode } from "../src/config/package-info.js";
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 /** Where the bundle goes: two folders below the package, as src/cli/ is (src/config/package-info.ts PACKAGE_ROOT). */
 export const CLI_OUT = path.join(ROOT, "dist", "launcher");
+
+/** What each file of the bundle holds (its sources, paths from the package's folder): cli-start.test.ts reads what a command loads by it. */
+export const INPUTS_FILE = "inputs.json";
 
 /**
  * A package that launcher imports with `await import()` is left to Node. Its module is loaded only
@@ -36,21 +39,25 @@ function nodeTarget(): string {
   return `node${low.join(".")}`;
 }
 
-/**
- * The bundle's options; `entries` are the names under src/cli/ to bundle (the tests bundle bin
- * alone). better-sqlite3 stays a package: it loads a native addon from its own folder.
- */
-export function cliBuildOptions(out: string, entries: readonly string[] = ["bin", "main"], external: readonly string[] = []): BuildOptions {
+/** The bundle's options, writing into `out` (a test bundles into a folder of its own). */
+export function cliBuildOptions(out: string): BuildOptions {
   return {
     absWorkingDir: ROOT,
-    entryPoints: entries.map((name) => ({ in: path.join(ROOT, "src", "cli", `${name}.ts`), out: name })),
+    entryPoints: ["bin", "main"].map((name) => ({ in: path.join(ROOT, "src", "cli", `${name}.ts`), out: name })),
     outdir: out,
     bundle: true,
     splitting: true,
     format: "esm",
     platform: "node",
     target: nodeTarget(),
-    external: ["better-sqlite3", ...external],
+    // better-sqlite3 loads a native addon from its own folder. undici and log-update are also
+    // imported with `await import()` (left to Node, above), so bundling their static imports too
+    // would load a second copy into one process.
+    external: ["better-sqlite3", "undici", "log-update"],
+    // ajv-formats-draft2019 (under kubernetes-models) requires "punycode", meaning its own
+    // dependency, which Node resolves to its deprecated built-in instead; Node stays silent on that
+    // only for a caller inside node_modules (DEP0040), which a bundle is not.
+    alias: { punycode: "punycode/" },
     // CommonJS packages in the bundle call require() for Node's own modules, which an ES module lacks.
     banner: { js: 'import { createRequire as __launcherCreateRequire } from "node:module"; const require = __launcherCreateRequire(import.meta.url);' },
     tsconfig: path.join(ROOT, "tsconfig.json"),
@@ -60,12 +67,52 @@ export function cliBuildOptions(out: string, entries: readonly string[] = ["bin"
   };
 }
 
-/** Builds the CLI into `out`, emptied first; throws (esbuild's errors, printed) when it cannot. */
+/**
+ * Builds the CLI into `out`; throws (esbuild's errors, printed) when it cannot. Chunks are named
+ * by their content, and a running daemon imports some only when it first needs them (an SSH
+ * session, a boot): so the files of the build before this one are kept, and only older ones go
+ * (`.outputs` lists a build's files). The layout tsc emitted before the bundle is replaced by
+ * forwarders (oldLayout).
+ */
 export async function buildCli(out: string = CLI_OUT): Promise<{ files: number }> {
-  rmSync(out, { recursive: true, force: true });
+  mkdirSync(out, { recursive: true });
+  const listFile = path.join(out, ".outputs");
+  const before = existsSync(listFile) ? readFileSync(listFile, "utf8").split("\n").filter((f) => f !== "") : [];
   const result = await build({ ...cliBuildOptions(out), metafile: true });
   if (result.errors.length > 0) throw new Error("the CLI did not build");
-  return { files: Object.keys(result.metafile.outputs).length };
+  const inputs = Object.fromEntries(Object.entries(result.metafile.outputs).map(([file, o]) => [path.basename(file), Object.keys(o.inputs)]));
+  writeFileSync(path.join(out, INPUTS_FILE), `${JSON.stringify(inputs)}\n`);
+  const now = [...Object.keys(inputs), INPUTS_FILE];
+  const keep = new Set([...now, ...before, ".outputs"]);
+  for (const f of readdirSync(out)) if (!keep.has(f)) rmSync(path.join(out, f), { recursive: true, force: true });
+  writeFileSync(listFile, `${now.join("\n")}\n`);
+  oldLayout(path.dirname(out), path.basename(out));
+  return { files: now.length };
+}
+
+/**
+ * tsc's layout of dist/ (one folder per src/ folder) goes, but for dist/cli/bin.js and main.js,
+ * which forward to the bundle: `npm install -g` of a checkout linked `launcher` to dist/cli/bin.js,
+ * and `launcher export systemd` wrote that path into units, so those run the bundle after the next
+ * build instead of the old files. dist/web is the page's (scripts/build-web.ts).
+ */
+function oldLayout(dist: string, bundle: string): void {
+  for (const entry of readdirSync(dist, { withFileTypes: true })) {
+    if (entry.isDirectory() && ![bundle, "web", "cli"].includes(entry.name)) rmSync(path.join(dist, entry.name), { recursive: true, force: true });
+  }
+  const cli = path.join(dist, "cli");
+  if (!existsSync(cli)) return;
+  rmSync(cli, { recursive: true, force: true });
+  mkdirSync(cli);
+  // As if the bundle's bin had been run: src/cli/main.ts loads only the command it runs for that file.
+  const forward = [
+    "#!/usr/bin/env node",
+    "// Forwards to the CLI's bundle (scripts/build-cli.ts oldLayout).",
+    'import { fileURLToPath } from "node:url";',
+    `process.argv[1] = fileURLToPath(new URL("../${bundle}/bin.js", import.meta.url));`,
+    `await import("../${bundle}/bin.js");`,
+  ];
+  for (const name of ["bin", "main"]) writeFileSync(path.join(cli, `${name}.js`), `${forward.join("\n")}\n`, { mode: 0o755 });
 }
 
 if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

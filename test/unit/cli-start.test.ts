@@ -3,12 +3,14 @@ import { spawnSync } from "node:child_process";
 import { chmodSync, copyFileSync, existsSync, statSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { test } from "node:test";
 import { build } from "esbuild";
 import { buildProgram, commandsFor, COMMANDS } from "../../src/cli/main.js";
 import { engineMinimum, packageVersion, parseNodeVersion, tooOldNodeLine } from "../../src/config/package-info.js";
 import { compileCacheDir, ownCompileCacheDir } from "../../src/cli/compile-cache.js";
-import { cliBuildOptions } from "../../scripts/build-cli.js";
+import { cliBuildOptions, INPUTS_FILE } from "../../scripts/build-cli.js";
+import { builtBin } from "../built-cli.js";
 
 // What a command line loads before it answers: each command only what it uses (issue 26, "CLI
 // start"). Asserted by the modules' paths, never by time (bench/cli-start.ts measures the time).
@@ -29,13 +31,29 @@ const seen = new Set();
 registerHooks({ resolve(s, c, next) { const r = next(s, c); if (!seen.has(r.url)) { seen.add(r.url); process.stderr.write("loaded " + r.url + "\\n"); } return r; } });
 `)}`;
 
-function modulesLoadedBy(args: string[]): string[] {
-  const r = spawnSync(process.execPath, ["--import", HOOK, "--import", import.meta.resolve("tsx"), BIN, ...args], { encoding: "utf8", env: { ...process.env, ...QUIET } });
-  assert.equal(r.status, 0, r.stderr);
-  return [...r.stderr.matchAll(/^loaded (\S+)$/gm)].map((m) => m[1] ?? "");
-}
-
 const ROOT = `file://${path.resolve(".")}/`;
+
+/**
+ * The modules `launcher ARGS` loads: the sources' own, through tsx; or, with LAUNCHER_USE_DIST=1
+ * (`npm test`), the sources each file of the bundle it loads was made of (scripts/build-cli.ts
+ * INPUTS_FILE), so the same assertions hold for what users run.
+ */
+function modulesLoadedBy(args: string[]): string[] {
+  const dist = process.env.LAUNCHER_USE_DIST === "1";
+  const r = spawnSync(process.execPath, ["--import", HOOK, ...(dist ? [builtBin()] : ["--import", import.meta.resolve("tsx"), BIN]), ...args], { encoding: "utf8", env: { ...process.env, ...QUIET } });
+  assert.equal(r.status, 0, r.stderr);
+  const urls = [...r.stderr.matchAll(/^loaded (\S+)$/gm)].map((m) => m[1] ?? "");
+  if (!dist) return urls;
+  const bundle = path.dirname(builtBin());
+  const inputs = JSON.parse(readFileSync(path.join(bundle, INPUTS_FILE), "utf8")) as Record<string, string[]>;
+  const ofBundle = (u: string): string | undefined => (u.startsWith("file:") && path.dirname(fileURLToPath(u)) === bundle ? path.basename(fileURLToPath(u)) : undefined);
+  // The hook saw the bundle's files (a mapping that found none would pass any assertion).
+  assert.ok(urls.some((u) => ofBundle(u) !== undefined), urls.join("\n"));
+  return urls.flatMap((u) => {
+    const file = ofBundle(u);
+    return file === undefined ? [u] : (inputs[file] ?? [`unlisted ${file}`]).map((i) => `${ROOT}${i}`);
+  });
+}
 const under = (urls: readonly string[], prefix: string): string[] => urls.filter((u) => u.startsWith(`${ROOT}${prefix}`));
 const packages = (urls: readonly string[], names: readonly string[]): string[] =>
   urls.filter((u) => names.some((n) => u.includes(`/node_modules/${n}`)));
@@ -179,7 +197,7 @@ const oldEnough = ((): string | false => {
  * the old Node runs it as an installed launcher would be run) and `packageJson`; main.js is
  * removed, so a guard that let the start go on would fail to find it instead of printing the line.
  */
-async function builtBin(packageJson: object): Promise<{ dir: string; bin: string }> {
+async function packageWithBundle(packageJson: object): Promise<{ dir: string; bin: string }> {
   const dir = mkdtempSync(path.join(tmpdir(), "launcher-bin-"));
   const out = path.join(dir, "dist", "launcher");
   await build(cliBuildOptions(out));
@@ -189,7 +207,7 @@ async function builtBin(packageJson: object): Promise<{ dir: string; bin: string
 }
 
 test("under a Node.js older than engines admits, the bin says one line of what to do and exits 1", { skip: oldEnough }, async () => {
-  const { dir, bin } = await builtBin({ name: "dgx-spark-launcher", version: "0.0.1", type: "module", engines: { node: ">=22.12" } });
+  const { dir, bin } = await packageWithBundle({ name: "dgx-spark-launcher", version: "0.0.1", type: "module", engines: { node: ">=22.12" } });
   try {
     for (const args of [["--version"], ["status"], []]) {
       const r = spawnSync(OLD_NODE, [bin, ...args], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "" } });
@@ -203,7 +221,7 @@ test("under a Node.js older than engines admits, the bin says one line of what t
 });
 
 test("this package's own engines refuse that old Node.js the same way", { skip: oldEnough || tooOldNodeLine(oldNodeVersion, (JSON.parse(readFileSync("package.json", "utf8")) as { engines?: { node?: string } }).engines?.node) === undefined ? `package.json's engines admit ${oldNodeVersion}` : false }, async () => {
-  const { dir, bin } = await builtBin({});
+  const { dir, bin } = await packageWithBundle({});
   try {
     copyFileSync("package.json", path.join(dir, "package.json"));
     const r = spawnSync(OLD_NODE, [bin, "--version"], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "" } });

@@ -1,0 +1,76 @@
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { test } from "node:test";
+import { buildCli } from "../../scripts/build-cli.js";
+import { packageVersion } from "../../src/config/package-info.js";
+
+// `npm run build` of the CLI (scripts/build-cli.ts) into a package folder of its own: what it keeps
+// for a daemon still running the build before, and what it makes of tsc's old layout of dist/.
+
+test("a build keeps the files of the build before it (a running daemon still imports them) and removes older ones", async () => {
+  const root = mkdtempSync(path.join(tmpdir(), "launcher-build-cli-"));
+  try {
+    const out = path.join(root, "dist", "launcher");
+    mkdirSync(out, { recursive: true });
+    // A build before this one made chunk-BEFORE.js (listed); chunk-OLDER.js is of one before that.
+    writeFileSync(path.join(out, "chunk-BEFORE.js"), "");
+    writeFileSync(path.join(out, "chunk-OLDER.js"), "");
+    writeFileSync(path.join(out, ".outputs"), "bin.js\nchunk-BEFORE.js\n");
+    await buildCli(out);
+    assert.equal(existsSync(path.join(out, "chunk-BEFORE.js")), true, "the build before is kept");
+    assert.equal(existsSync(path.join(out, "chunk-OLDER.js")), false, "an older one goes");
+    const listed = readFileSync(path.join(out, ".outputs"), "utf8").trim().split("\n");
+    assert.ok(listed.includes("bin.js") && listed.includes("main.js") && !listed.includes("chunk-BEFORE.js"), listed.join(" "));
+    for (const f of listed) assert.equal(existsSync(path.join(out, f)), true, f);
+    // The next build has this one before it: chunk-BEFORE.js is two builds old then.
+    await buildCli(out);
+    assert.equal(existsSync(path.join(out, "chunk-BEFORE.js")), false);
+    assert.ok(existsSync(path.join(out, "main.js")));
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test("tsc's old layout of dist/ goes, but dist/cli/bin.js and main.js, which forward to the bundle; dist/web stays", async () => {
+  const root = mkdtempSync(path.join(tmpdir(), "launcher-build-cli-"));
+  try {
+    const dist = path.join(root, "dist");
+    for (const d of ["cli", "app", "store", "web"]) mkdirSync(path.join(dist, d), { recursive: true });
+    writeFileSync(path.join(dist, "cli", "bin.js"), 'console.log("the old build");\n');
+    writeFileSync(path.join(dist, "cli", "status.js"), "");
+    writeFileSync(path.join(dist, "app", "up.js"), "");
+    writeFileSync(path.join(dist, "web", "index.html"), "<p>page</p>\n");
+    copyFileSync("package.json", path.join(root, "package.json"));
+    await buildCli(path.join(dist, "launcher"));
+    assert.equal(existsSync(path.join(dist, "app")), false);
+    assert.equal(existsSync(path.join(dist, "store")), false);
+    assert.equal(existsSync(path.join(dist, "cli", "status.js")), false);
+    assert.equal(readFileSync(path.join(dist, "web", "index.html"), "utf8"), "<p>page</p>\n");
+    // A link or a systemd unit that names dist/cli runs the new build.
+    for (const entry of ["bin.js", "main.js"]) {
+      const r = spawnSync(process.execPath, [path.join(dist, "cli", entry), "--version"], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "", NODE_DISABLE_COMPILE_CACHE: "1" } });
+      assert.equal(r.status, 0, r.stderr);
+      assert.equal(r.stdout, `${packageVersion()}\n`);
+    }
+    const v = spawnSync(process.execPath, [path.join(dist, "cli", "main.js"), "validate", path.resolve("recipes/practice-2x")], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "", NODE_DISABLE_COMPILE_CACHE: "1" } });
+    assert.equal(v.status, 0, v.stderr);
+    assert.match(v.stdout, /practice-2x\/recipe\.toml: ok/);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test("a checkout that never had tsc's layout gets no forwarders", async () => {
+  const root = mkdtempSync(path.join(tmpdir(), "launcher-build-cli-"));
+  try {
+    copyFileSync("package.json", path.join(root, "package.json"));
+    await buildCli(path.join(root, "dist", "launcher"));
+    assert.equal(existsSync(path.join(root, "dist", "cli")), false);
+    assert.ok(existsSync(path.join(root, "dist", "launcher", "bin.js")));
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
