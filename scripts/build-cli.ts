@@ -67,41 +67,44 @@ export function cliBuildOptions(out: string): BuildOptions {
   };
 }
 
+/** How many builds' files buildCli keeps: a daemon started that many builds ago still finds its chunks. */
+const KEPT_BUILDS = 3;
+
 /**
- * Builds the CLI into `out`; throws (esbuild's errors, printed) when it cannot. Chunks are named
- * by their content, and a running daemon imports some only when it first needs them (an SSH
- * session, a boot): so the files of the build before this one are kept, and only older ones go
- * (`.outputs` lists a build's files). The layout tsc emitted before the bundle is replaced by
- * forwarders (oldLayout).
+ * Builds the CLI into `out` (a folder `launcher` in a folder `dist`); throws, with esbuild's errors
+ * printed, when it cannot. Chunks are named by their content, and a running daemon imports some
+ * only when it first needs them (an SSH session, a boot): so the files of the last KEPT_BUILDS
+ * different builds stay, and only older ones go. `.outputs` lists each build's files, newest
+ * first, a blank line between builds. The layout tsc emitted before the bundle is replaced (oldLayout).
  */
 export async function buildCli(out: string = CLI_OUT): Promise<{ files: number }> {
+  if (path.basename(out) !== "launcher" || path.basename(path.dirname(out)) !== "dist") throw new Error(`${out}: the CLI builds into a folder dist/launcher, whose files it prunes`);
   mkdirSync(out, { recursive: true });
   const listFile = path.join(out, ".outputs");
-  const before = existsSync(listFile) ? readFileSync(listFile, "utf8").split("\n").filter((f) => f !== "") : [];
+  const before = existsSync(listFile) ? readFileSync(listFile, "utf8").split("\n\n").map((b) => b.split("\n").filter((f) => f !== "")) : [];
   const result = await build({ ...cliBuildOptions(out), metafile: true });
-  if (result.errors.length > 0) throw new Error("the CLI did not build");
   const inputs = Object.fromEntries(Object.entries(result.metafile.outputs).map(([file, o]) => [path.basename(file), Object.keys(o.inputs)]));
   writeFileSync(path.join(out, INPUTS_FILE), `${JSON.stringify(inputs)}\n`);
-  const now = [...Object.keys(inputs), INPUTS_FILE];
-  const keep = new Set([...now, ...before, ".outputs"]);
+  const now = [...Object.keys(inputs), INPUTS_FILE].sort();
+  const builds = [now, ...before.filter((b) => b.join("\n") !== now.join("\n"))].slice(0, KEPT_BUILDS);
+  const keep = new Set([...builds.flat(), ".outputs"]);
   for (const f of readdirSync(out)) if (!keep.has(f)) rmSync(path.join(out, f), { recursive: true, force: true });
-  writeFileSync(listFile, `${now.join("\n")}\n`);
+  writeFileSync(listFile, `${builds.map((b) => b.join("\n")).join("\n\n")}\n`);
   oldLayout(path.dirname(out), path.basename(out));
   return { files: now.length };
 }
 
 /**
- * tsc's layout of dist/ (one folder per src/ folder) goes, but for dist/cli/bin.js and main.js,
+ * tsc's layout of dist/ (one folder per folder of src/) goes, but for dist/cli/bin.js and main.js,
  * which forward to the bundle: `npm install -g` of a checkout linked `launcher` to dist/cli/bin.js,
  * and `launcher export systemd` wrote that path into units, so those run the bundle after the next
- * build instead of the old files. dist/web is the page's (scripts/build-web.ts).
+ * build instead of the old files. Nothing else in dist/ is touched.
  */
 function oldLayout(dist: string, bundle: string): void {
-  for (const entry of readdirSync(dist, { withFileTypes: true })) {
-    if (entry.isDirectory() && ![bundle, "web", "cli"].includes(entry.name)) rmSync(path.join(dist, entry.name), { recursive: true, force: true });
-  }
+  const folders = readdirSync(path.join(ROOT, "src"), { withFileTypes: true }).filter((d) => d.isDirectory() && d.name !== "cli");
+  for (const folder of folders) rmSync(path.join(dist, folder.name), { recursive: true, force: true });
   const cli = path.join(dist, "cli");
-  if (!existsSync(cli)) return;
+  if (!existsSync(path.join(cli, "bin.js"))) return;
   rmSync(cli, { recursive: true, force: true });
   mkdirSync(cli);
   // As if the bundle's bin had been run: src/cli/main.ts loads only the command it runs for that file.

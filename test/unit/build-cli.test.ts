@@ -22,23 +22,30 @@ test("a build keeps the files of the build before it (a running daemon still imp
     await buildCli(out);
     assert.equal(existsSync(path.join(out, "chunk-BEFORE.js")), true, "the build before is kept");
     assert.equal(existsSync(path.join(out, "chunk-OLDER.js")), false, "an older one goes");
-    const listed = readFileSync(path.join(out, ".outputs"), "utf8").trim().split("\n");
+    const listed = (readFileSync(path.join(out, ".outputs"), "utf8").split("\n\n")[0] ?? "").split("\n");
     assert.ok(listed.includes("bin.js") && listed.includes("main.js") && !listed.includes("chunk-BEFORE.js"), listed.join(" "));
     for (const f of listed) assert.equal(existsSync(path.join(out, f)), true, f);
-    // The next build has this one before it: chunk-BEFORE.js is two builds old then.
+    // A build of the same sources is not another build: the one before it still counts.
     await buildCli(out);
-    assert.equal(existsSync(path.join(out, "chunk-BEFORE.js")), false);
+    assert.equal(existsSync(path.join(out, "chunk-BEFORE.js")), true, "kept over a build that changed nothing");
+    // Three builds of other sources later, chunk-BEFORE.js goes.
+    const now = readFileSync(path.join(out, ".outputs"), "utf8").split("\n\n")[0] ?? "";
+    for (const f of ["chunk-G2.js", "chunk-G3.js"]) writeFileSync(path.join(out, f), "");
+    writeFileSync(path.join(out, ".outputs"), [now, "chunk-G2.js", "chunk-G3.js", "chunk-BEFORE.js\n"].join("\n\n"));
+    await buildCli(out);
+    assert.equal(existsSync(path.join(out, "chunk-BEFORE.js")), false, "older than the builds kept");
+    assert.equal(existsSync(path.join(out, "chunk-G2.js")) && existsSync(path.join(out, "chunk-G3.js")), true);
     assert.ok(existsSync(path.join(out, "main.js")));
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
 });
 
-test("tsc's old layout of dist/ goes, but dist/cli/bin.js and main.js, which forward to the bundle; dist/web stays", async () => {
+test("tsc's old layout of dist/ goes, but dist/cli/bin.js and main.js, which forward to the bundle; the rest of dist/ stays", async () => {
   const root = mkdtempSync(path.join(tmpdir(), "launcher-build-cli-"));
   try {
     const dist = path.join(root, "dist");
-    for (const d of ["cli", "app", "store", "web"]) mkdirSync(path.join(dist, d), { recursive: true });
+    for (const d of ["cli", "app", "store", "web", "mine"]) mkdirSync(path.join(dist, d), { recursive: true });
     writeFileSync(path.join(dist, "cli", "bin.js"), 'console.log("the old build");\n');
     writeFileSync(path.join(dist, "cli", "status.js"), "");
     writeFileSync(path.join(dist, "app", "up.js"), "");
@@ -49,7 +56,10 @@ test("tsc's old layout of dist/ goes, but dist/cli/bin.js and main.js, which for
     assert.equal(existsSync(path.join(dist, "store")), false);
     assert.equal(existsSync(path.join(dist, "cli", "status.js")), false);
     assert.equal(readFileSync(path.join(dist, "web", "index.html"), "utf8"), "<p>page</p>\n");
-    // A link or a systemd unit that names dist/cli runs the new build.
+    assert.equal(existsSync(path.join(dist, "mine")), true, "only the folders of src/ are tsc's");
+    // A link or a systemd unit that names dist/cli runs the new build. The package has no
+    // node_modules: a forwarder that left argv[1] as it was would make main.js load every command,
+    // and validate would fail on better-sqlite3.
     for (const entry of ["bin.js", "main.js"]) {
       const r = spawnSync(process.execPath, [path.join(dist, "cli", entry), "--version"], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "", NODE_DISABLE_COMPILE_CACHE: "1" } });
       assert.equal(r.status, 0, r.stderr);
@@ -73,4 +83,9 @@ test("a checkout that never had tsc's layout gets no forwarders", async () => {
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
+});
+
+test("the build refuses a folder that is not dist/launcher: it prunes the files it did not make", async () => {
+  await assert.rejects(buildCli(path.join(tmpdir(), "launcher-not-dist")), /builds into a folder dist\/launcher/);
+  assert.equal(existsSync(path.join(tmpdir(), "launcher-not-dist")), false);
 });

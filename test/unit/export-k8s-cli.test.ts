@@ -13,7 +13,7 @@ import { CLI_MAIN, LOADED_HOOK, loadedPackages } from "./loaded-packages.js";
 import { cliArgs } from "../built-cli.js";
 
 const run = (args: string[], hook = false, input?: string) => {
-  const r = spawnSync(process.execPath, [...(hook ? ["--import", LOADED_HOOK, "--import", import.meta.resolve("tsx"), CLI_MAIN] : cliArgs()), ...args], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "" }, ...(input === undefined ? {} : { input }) });
+  const r = spawnSync(process.execPath, [...(hook ? ["--import", LOADED_HOOK, "--import", import.meta.resolve("tsx"), CLI_MAIN] : cliArgs()), ...args], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "", NODE_NO_WARNINGS: "0" }, ...(input === undefined ? {} : { input }) });
   // A bundled package that calls a deprecated Node API warns as it never did from node_modules (DEP0040: punycode).
   assert.doesNotMatch(r.stderr, /DeprecationWarning/);
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
