@@ -67,7 +67,7 @@ export function cliBuildOptions(out: string): BuildOptions {
   };
 }
 
-/** How many builds' files buildCli keeps: a daemon started that many builds ago still finds its chunks. */
+/** How many builds' files buildCli keeps, its own among them: a daemon started from either of the two before it still finds its chunks. */
 const KEPT_BUILDS = 3;
 
 /**
