@@ -6,6 +6,7 @@ import path from "node:path";
 import { describe, test } from "node:test";
 import type { ReadEvent } from "../../src/contract/read-api.js";
 import { followEvents, readAnswer, readLogs } from "../../src/daemon/read-client.js";
+import { cliArgs } from "../built-cli.js";
 import { CLUSTER, launcher, launcherContainers, launcherProcess, ok, practiceSuite, STATE_HOME, variant, within, type Run } from "./practice-cluster.js";
 
 // One practice host: a one-node variant whose boot takes a few seconds (each boot phase waits), so
@@ -72,9 +73,8 @@ describe("launcher serve --control: boots that outlive their client", { concurre
     // In n1's network namespace, as on a Spark: it reaches the nodes over SSH as any launcher does.
     // In its own mount namespace an empty tmpfs covers the client's folder: the daemon cannot read
     // it (unshare(1) and sh's exec keep the pid the daemon's, so signals reach it).
-    const main = path.resolve("src/cli/main.ts");
     const hidden = ["unshare", "--mount", "--propagation", "private", "sh", "-c", 'mount -t tmpfs tmpfs "$1" && shift && exec "$@"', "sh", mine];
-    const child = spawn("ip", ["netns", "exec", "lnch-n1", ...hidden, process.execPath, "--import", import.meta.resolve("tsx"), main, "serve", "--control", "--listen", `10.231.0.11:${port}`, "--poll", "1s", "--cluster", CLUSTER], {
+    const child = spawn("ip", ["netns", "exec", "lnch-n1", ...hidden, process.execPath, ...cliArgs(), "serve", "--control", "--listen", `10.231.0.11:${port}`, "--poll", "1s", "--cluster", CLUSTER], {
       env: { ...process.env, XDG_STATE_HOME: path.join(STATE_HOME, "n1-daemon"), LAUNCHER_ADMIN_KEY: ADMIN, LAUNCHER_API_KEY: INFERENCE, NODE_OPTIONS: "", CI: "true" },
     });
     let log = "";

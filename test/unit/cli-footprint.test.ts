@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { test } from "node:test";
-import { CLI_MAIN, LOADED_HOOK, loadedPackages } from "./loaded-packages.js";
+import { sourceArgs } from "../built-cli.js";
+import { LOADED_HOOK, loadedPackages } from "./loaded-packages.js";
 
 // What every process of the CLI loads before it knows its command: `launcher serve` (the
 // long-lived gateway) among them. A package here only one command needs costs every other one its
@@ -10,7 +11,7 @@ import { CLI_MAIN, LOADED_HOOK, loadedPackages } from "./loaded-packages.js";
 // marking a larger heap.
 
 function packagesLoadedBy(args: string[]): string[] {
-  const r = spawnSync(process.execPath, ["--import", LOADED_HOOK, "--import", import.meta.resolve("tsx"), CLI_MAIN, ...args], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "" } });
+  const r = spawnSync(process.execPath, ["--import", LOADED_HOOK, ...sourceArgs(), ...args], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "" } });
   assert.equal(r.status, 0, r.stderr);
   return loadedPackages(r.stderr);
 }

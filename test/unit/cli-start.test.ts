@@ -10,15 +10,13 @@ import { buildProgram, commandsFor, COMMANDS } from "../../src/cli/main.js";
 import { engineMinimum, packageVersion, parseNodeVersion, tooOldNodeLine } from "../../src/config/package-info.js";
 import { compileCacheDir, ownCompileCacheDir } from "../../src/cli/compile-cache.js";
 import { cliBuildOptions, INPUTS_FILE } from "../../scripts/build-cli.js";
-import { builtBin } from "../built-cli.js";
+import { builtBin, SOURCE_BIN, sourceArgs } from "../built-cli.js";
 
 // What a command line loads before it answers: each command only what it uses (issue 26, "CLI
 // start"). Asserted by the modules' paths, never by time (bench/cli-start.ts measures the time).
 
-const BIN = path.resolve("src/cli/bin.ts");
 /** No compile cache written into the home of whoever runs the tests. */
 const QUIET = { NODE_OPTIONS: "", NODE_DISABLE_COMPILE_CACHE: "1" };
-const MAIN = path.resolve("src/cli/main.ts");
 
 /**
  * A resolve hook that names every module the process loads, one per line on stderr. Synchronous
@@ -40,7 +38,7 @@ const ROOT = `file://${path.resolve(".")}/`;
  */
 function modulesLoadedBy(args: string[]): string[] {
   const dist = process.env.LAUNCHER_USE_DIST === "1";
-  const r = spawnSync(process.execPath, ["--import", HOOK, ...(dist ? [builtBin()] : ["--import", import.meta.resolve("tsx"), BIN]), ...args], { encoding: "utf8", env: { ...process.env, ...QUIET } });
+  const r = spawnSync(process.execPath, ["--import", HOOK, ...(dist ? [builtBin()] : sourceArgs(SOURCE_BIN)), ...args], { encoding: "utf8", env: { ...process.env, ...QUIET } });
   assert.equal(r.status, 0, r.stderr);
   const urls = [...r.stderr.matchAll(/^loaded (\S+)$/gm)].map((m) => m[1] ?? "");
   if (!dist) return urls;
@@ -88,9 +86,9 @@ test("`launcher validate` loads neither the transfer code, the store (better-sql
 test("`launcher --version` answers from package.json without commander, byte for byte as commander prints it", () => {
   const loaded = modulesLoadedBy(["--version"]);
   assert.deepEqual(packages(loaded, ["commander"]), []);
-  const viaBin = spawnSync(process.execPath, ["--import", import.meta.resolve("tsx"), BIN, "--version"], { encoding: "utf8", env: { ...process.env, ...QUIET } });
+  const viaBin = spawnSync(process.execPath, [...sourceArgs(SOURCE_BIN), "--version"], { encoding: "utf8", env: { ...process.env, ...QUIET } });
   // main.ts run itself parses every command line with commander.
-  const viaCommander = spawnSync(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, "--version"], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "" } });
+  const viaCommander = spawnSync(process.execPath, [...sourceArgs(), "--version"], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "" } });
   assert.equal(viaBin.status, 0, viaBin.stderr);
   assert.equal(viaCommander.status, 0, viaCommander.stderr);
   assert.equal(viaBin.stdout, viaCommander.stdout);
@@ -146,7 +144,7 @@ test("a start through the bin fills the compile cache there; NODE_DISABLE_COMPIL
     const home = mkdtempSync(path.join(tmpdir(), "launcher-cache-"));
     try {
       const { NODE_COMPILE_CACHE: _c, NODE_DISABLE_COMPILE_CACHE: _d, ...clean } = process.env;
-      const r = spawnSync(process.execPath, ["--import", import.meta.resolve("tsx"), BIN, "lanes", "--help"], { encoding: "utf8", env: { ...clean, NODE_OPTIONS: "", XDG_CACHE_HOME: home, ...env } });
+      const r = spawnSync(process.execPath, [...sourceArgs(SOURCE_BIN), "lanes", "--help"], { encoding: "utf8", env: { ...clean, NODE_OPTIONS: "", XDG_CACHE_HOME: home, ...env } });
       assert.equal(r.status, 0, r.stderr);
       const dir = path.join(home, "launcher", "node-compile-cache");
       return existsSync(dir) ? readdirSync(dir, { recursive: true, encoding: "utf8" }) : [];
@@ -163,7 +161,7 @@ test("a compile-cache folder that is not ours alone (writable by others, or a li
   try {
     const { NODE_COMPILE_CACHE: _c, NODE_DISABLE_COMPILE_CACHE: _d, ...clean } = process.env;
     const run = (): void => {
-      const r = spawnSync(process.execPath, ["--import", import.meta.resolve("tsx"), BIN, "lanes", "--help"], { encoding: "utf8", env: { ...clean, NODE_OPTIONS: "", XDG_CACHE_HOME: home } });
+      const r = spawnSync(process.execPath, [...sourceArgs(SOURCE_BIN), "lanes", "--help"], { encoding: "utf8", env: { ...clean, NODE_OPTIONS: "", XDG_CACHE_HOME: home } });
       assert.equal(r.status, 0, r.stderr);
     };
     // Someone else's folder, open to all: its code would be run as ours.

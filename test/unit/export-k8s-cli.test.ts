@@ -9,11 +9,11 @@ import { escapeRegExp } from "../../src/config/reg-exp.js";
 import { expand } from "../../src/export/expansion.js";
 import { CRD_MAX_BYTES } from "../../src/export/lws-crd.js";
 import { handMadeCrd, NO_REFERENCE, REFERENCE_CRD } from "./lws-reference.js";
-import { CLI_MAIN, LOADED_HOOK, loadedPackages } from "./loaded-packages.js";
-import { cliArgs } from "../built-cli.js";
+import { LOADED_HOOK, loadedPackages } from "./loaded-packages.js";
+import { cliArgs, sourceArgs } from "../built-cli.js";
 
 const run = (args: string[], hook = false, input?: string) => {
-  const r = spawnSync(process.execPath, [...(hook ? ["--import", LOADED_HOOK, "--import", import.meta.resolve("tsx"), CLI_MAIN] : cliArgs()), ...args], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "", NODE_NO_WARNINGS: "0" }, ...(input === undefined ? {} : { input }) });
+  const r = spawnSync(process.execPath, [...(hook ? ["--import", LOADED_HOOK, ...sourceArgs()] : cliArgs()), ...args], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "", NODE_NO_WARNINGS: "0" }, ...(input === undefined ? {} : { input }) });
   // A bundled package that calls a deprecated Node API warns as it never did from node_modules (DEP0040: punycode).
   assert.doesNotMatch(r.stderr, /DeprecationWarning/);
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };

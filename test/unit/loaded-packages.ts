@@ -1,8 +1,3 @@
-import path from "node:path";
-
-/** The CLI's entry, run through tsx by the tests that watch what it loads. */
-export const CLI_MAIN = path.resolve("src/cli/main.ts");
-
 /**
  * An --import hook that names each npm package the process loads, once, on stderr. The resolve
  * hook runs on Node's hooks thread (module.register), so it writes with fs.writeSync on fd 2: a
