@@ -11,7 +11,7 @@ import { launcher, launcherContainers, ok, onHost, PRACTICE_REVISION, practiceSu
 // `models sync` sends only them node to node, and only to the head: rpc-server reads no file, so
 // the worker needs none, and the 2-node RPC boot's head reads them from the HF cache its container
 // mounts, preflight (HF_HUB_OFFLINE=1) asking them of the head alone. The Hub is test/rig/hub-standin.mjs in a container on n2, as in
-// pull.test.ts; the download runs in the practice image, whose `hf` is a stand-in (bin/hf).
+// fresh-hosts/pull.test.ts; the download runs in the practice image, whose `hf` is a stand-in (bin/hf).
 const HOSTS = 2;
 const dir = practiceSuite(HOSTS, "launcher-llamacpp-gguf-");
 const HUB = "launcher-test-gguf-hub";

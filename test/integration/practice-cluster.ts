@@ -278,22 +278,39 @@ export function variant(dir: string, name: string, parent: string, body: string)
   return folder;
 }
 
+/**
+ * The folder of the rig files that get hosts of their own: each damages its hosts (cuts or slows
+ * links, changes the MTU, removes the practice image), makes its own rig (a bare one), or needs
+ * hosts made after its own set-up (a mount their sshd must see). Such a file gets hosts made for
+ * it, removed after it, so the shared rig must be made again after it. Node's test runner runs
+ * files in the order of their sorted paths (--test-concurrency=1), so the files of one folder run
+ * one after another: the shared rig is made again once after them all, not once after each. A
+ * reset checks for damage too and makes the hosts again if it finds some, but a file should not
+ * count on it.
+ */
+export const FRESH_HOSTS_DIR = path.resolve("test/integration/fresh-hosts");
+
+/** Whether this process's test file (node --test runs each file as the program) is in FRESH_HOSTS_DIR. */
+const inFreshHostsDir = (): boolean => process.argv[1] !== undefined && path.dirname(path.resolve(process.argv[1])) === FRESH_HOSTS_DIR;
+
 /** How a test file uses the practice cluster. */
 export interface SuiteOptions {
   /**
-   * The file damages its hosts (cuts or slows links, changes the MTU, removes the practice
-   * image) or needs hosts made after its own set-up (a mount their sshd must see): it gets hosts
-   * made for it, removed after it, so the file after it gets fresh hosts too. A reset checks for
-   * such damage too and makes the hosts again if it finds some, but a file should not count on it.
-   */
-  readonly fresh?: boolean;
-  /**
    * ssh -o options the file's cluster file adds in its [ssh] section (QUICK_SILENCE_SSH: a file
    * that cuts links, so that ssh gives up on a silent host in seconds rather than in 10-15).
-   * The file then gets hosts made for it, as with `fresh`.
+   * The file then gets hosts made for it, as a file in FRESH_HOSTS_DIR does.
    */
   readonly sshOptions?: readonly string[];
 }
+
+/**
+ * Whether a file gets hosts of its own rather than the shared rig (under LAUNCHER_RIG_REUSE=1):
+ * one in FRESH_HOSTS_DIR. A file with sshOptions must be one (suiteUp refuses it elsewhere).
+ */
+const ownHosts = (options: SuiteOptions): boolean => {
+  if (options.sshOptions !== undefined && !inFreshHostsDir()) throw new Error(`practice cluster: a file with sshOptions gets hosts of its own; put it in ${path.relative(".", FRESH_HOSTS_DIR)}/`);
+  return inFreshHostsDir();
+};
 
 /**
  * How soon ssh gives up on a host gone silent, for a file that cuts management links: a new
@@ -435,14 +452,14 @@ async function makeSharedRig(): Promise<void> {
 
 /**
  * Gets the practice cluster ready for a test file of `hosts` hosts: under LAUNCHER_RIG_REUSE=1
- * (and unless `fresh`), the shared rig reset when it can be, else made; otherwise made for this
- * file alone. Either way its cluster file names the first `hosts` hosts and the state folder is new.
+ * (and unless it gets hosts of its own: ownHosts), the shared rig reset when it can be, else
+ * made; otherwise made for this file alone. Either way its cluster file names the first `hosts` hosts and the state folder is new.
  */
 export async function suiteUp(hosts: number, options: SuiteOptions = {}): Promise<void> {
   // With sshOptions, fresh hosts too: ssh's shared connections to a reused rig's hosts, which
   // launcher keeps open 60 s past their last use (ControlPersist, src/remote/ssh.ts), were opened
   // without them, and a connection keeps the options it was opened with.
-  if (!REUSE || options.fresh === true || options.sshOptions !== undefined || hosts > REUSE_HOSTS) return rigUp(hosts, options.sshOptions);
+  if (!REUSE || ownHosts(options) || hosts > REUSE_HOSTS) return rigUp(hosts, options.sshOptions);
   const why = await resetRig(hosts);
   if (why !== undefined) {
     process.stderr.write(`practice cluster: making ${REUSE_HOSTS} hosts to share (not reused: ${why})\n`);
@@ -458,7 +475,7 @@ export async function suiteUp(hosts: number, options: SuiteOptions = {}): Promis
  */
 export async function suiteDown(options: SuiteOptions = {}): Promise<void> {
   if (!REUSE) await launcher(["down", "--all", "--grace", "1"]);
-  if (!REUSE || options.fresh === true || options.sshOptions !== undefined) rigDown();
+  if (!REUSE || ownHosts(options)) rigDown();
 }
 
 /**

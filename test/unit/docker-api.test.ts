@@ -9,7 +9,7 @@ import { DOCKER_API_PERL, dockerSave, withDockerApi } from "../../src/transfer/d
 
 // Which way docker_api goes (a stand-in `docker` CLI), and how its program reads answers that a
 // real daemon gives only when something breaks (a stand-in daemon on a unix socket). The real
-// daemons' answers, good and bad, are checked on the practice cluster (test/integration/transfer.test.ts).
+// daemons' answers, good and bad, are checked on the practice cluster (test/integration/fresh-hosts/transfer.test.ts).
 const dir = mkdtempSync(path.join(tmpdir(), "launcher-docker-api-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -166,6 +166,6 @@ test("the SSH port's answer: a connection made or refused answers (the kernel li
     await new Promise((resolve) => server.close(resolve));
   }
   assert.equal(await probePort("127.0.0.1", port), "answers", "refused: a RST from a live kernel");
-  // Silence (a cut link) is test/integration/node-outage.test.ts's: this machine's network may
+  // Silence (a cut link) is test/integration/fresh-hosts/node-outage.test.ts's: this machine's network may
   // answer for any address (a proxy's RST), so no address here is sure to be silent.
 });

@@ -13,8 +13,9 @@ import { refused, withCluster } from "../support/refusals.js";
 // what a rollback removes, which rank a timeout blames, which image and which memory fit are
 // refused. A boot over fakes takes milliseconds where the practice cluster takes seconds, so the
 // rig keeps one end-to-end test per family, for what only the wire shows: the hung worker blamed
-// and rolled back, and a hung boot's claims taken over (test/integration/up-hardening.test.ts), an
-// image's real entrypoint and version (image-contract.test.ts), real /proc/meminfo (fit.test.ts).
+// and rolled back, and a hung boot's claims taken over (test/integration/fresh-hosts/up-hardening.test.ts),
+// an image's real entrypoint and version (test/integration/image-contract.test.ts), real
+// /proc/meminfo (test/integration/fit.test.ts).
 
 const runsOn = (fc: FakeCluster, ...nodes: string[]): number => nodes.reduce((n, node) => n + fc.node(node).asked("run").length, 0);
 

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { launcher, launcherContainers, launcherUntil, onHost, slowLinks, variant, practiceSuite } from "./practice-cluster.js";
+import { launcher, launcherContainers, launcherUntil, onHost, slowLinks, variant, practiceSuite } from "../practice-cluster.js";
 
 // `up` hardening (issue 9) on the wire: a signal heard at any step (push, preflight, a lane's
 // drain), a hung boot left by a killed `up` (its claims taken over), and a hang blamed on the rank
@@ -13,7 +13,7 @@ import { launcher, launcherContainers, launcherUntil, onHost, slowLinks, variant
 // FakeCluster. 4 hosts: a second deployment on n3,n4.
 const HOSTS = 4;
 // Fresh hosts, not the shared ones (practiceSuite): the file slows n3's links and removes its practice image.
-const dir = practiceSuite(HOSTS, "launcher-up-", { fresh: true });
+const dir = practiceSuite(HOSTS, "launcher-up-");
 
 async function downAll(): Promise<void> {
   const r = await launcher(["down", "--all", "--grace", "1"]);

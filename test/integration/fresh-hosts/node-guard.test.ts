@@ -3,9 +3,9 @@ import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { readAnswer } from "../../src/daemon/read-client.js";
-import { NODE_GUARD_HOME, nodeGuardFloorKiB, parseNodeGuardReport } from "../../src/memory/node-guard.js";
-import { CLUSTER, launcher, ok, onHost, onHostRun, practiceSuite, QUICK_SILENCE_SSH, RIG_DIR, startGateway, variant, within, type Daemon } from "./practice-cluster.js";
+import { readAnswer } from "../../../src/daemon/read-client.js";
+import { NODE_GUARD_HOME, nodeGuardFloorKiB, parseNodeGuardReport } from "../../../src/memory/node-guard.js";
+import { CLUSTER, launcher, ok, onHost, onHostRun, practiceSuite, QUICK_SILENCE_SSH, RIG_DIR, startGateway, variant, within, type Daemon } from "../practice-cluster.js";
 
 // The memory guard on the node itself (src/memory/node-guard.ts) on 2 practice hosts. The hosts
 // share this machine's kernel, so their /proc/meminfo is this machine's: the floor is set below
@@ -13,7 +13,7 @@ import { CLUSTER, launcher, ok, onHost, onHostRun, practiceSuite, QUICK_SILENCE_
 const HOSTS = 2;
 // Fresh hosts, not the shared ones: the file cuts a management link; ssh gives up on a silent host
 // in seconds (QUICK_SILENCE_SSH).
-const dir = practiceSuite(HOSTS, "launcher-node-guard-", { fresh: true, sshOptions: QUICK_SILENCE_SSH });
+const dir = practiceSuite(HOSTS, "launcher-node-guard-", { sshOptions: QUICK_SILENCE_SSH });
 // No daemon: the node guard alone.
 const HERE = { LAUNCHER_DAEMON: "none" };
 // The floor is this far below what is available, and the process here takes HOG_MIB: it ends

@@ -5,7 +5,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { launcher, launcherProcess, ok, onHost, PRACTICE_REVISION, practiceSuite, variant, within } from "./practice-cluster.js";
+import { launcher, launcherProcess, ok, onHost, PRACTICE_REVISION, practiceSuite, variant, within } from "../practice-cluster.js";
 
 // `launcher models pull` on a 2-host practice cluster, from a Hub stand-in (test/rig/hub-standin.mjs)
 // run in a container on n2: the endpoints huggingface_hub calls, a gated repo (token needed), and
@@ -27,7 +27,7 @@ after(() => {
   rmSync(small, { recursive: true, force: true });
 });
 // Fresh hosts, not the shared ones (practiceSuite): its tmpfs must be mounted before the hosts' sshd starts (see above).
-const dir = practiceSuite(HOSTS, "launcher-pull-", { fresh: true });
+const dir = practiceSuite(HOSTS, "launcher-pull-");
 const HUB = "launcher-test-hub";
 const ENDPOINT = "http://10.231.0.12:8088";
 const HUB_RATE = 16 << 20;

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { launcher, RIG_DIR, rigDown, seedModel, variant } from "./practice-cluster.js";
+import { launcher, RIG_DIR, rigDown, seedModel, variant } from "../practice-cluster.js";
 
 // `launcher models` on 2 practice hosts: exit 1 only when the model is missing where the recipe
 // runs. Only the hosts and the model are needed (no image), so the rig is made bare.

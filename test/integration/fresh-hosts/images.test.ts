@@ -3,7 +3,7 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { CLUSTER, launcher, launcherContainers, launcherProcess, onHost, PRACTICE_REVISION, RIG_DIR, seedModel, slowLinks, variant, within, ok, practiceSuite } from "./practice-cluster.js";
+import { CLUSTER, launcher, launcherContainers, launcherProcess, onHost, PRACTICE_REVISION, RIG_DIR, seedModel, slowLinks, variant, within, ok, practiceSuite } from "../practice-cluster.js";
 
 // Images on a 3-host practice cluster: FROM chains, pushes that skip what is there, up's preflight.
 const HOSTS = 3;
@@ -12,7 +12,7 @@ const HOSTS = 3;
 // QUICK_SILENCE_SSH: this file also slows a link and loads images on 2 cores, so a host that
 // answers may be busy for a few seconds; 3 keepalives 2 s apart allow it 6 s.
 const PATIENT_SSH = ["ConnectTimeout=5", "ServerAliveInterval=2", "ServerAliveCountMax=3"];
-const dir = practiceSuite(HOSTS, "launcher-img-", { fresh: true, sshOptions: PATIENT_SSH });
+const dir = practiceSuite(HOSTS, "launcher-img-", { sshOptions: PATIENT_SSH });
 const images = path.join(dir, "docker-images");
 const env = { LAUNCHER_DOCKER_IMAGES: images };
 

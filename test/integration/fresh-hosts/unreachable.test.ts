@@ -1,15 +1,15 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { describe, test } from "node:test";
-import { RANK_STATES, type StatusLine } from "../../src/contract/deployment.js";
-import { launcher, launcherContainers, launcherProcess, onHost, startGateway, within, ok, practiceSuite, QUICK_SILENCE_SSH } from "./practice-cluster.js";
+import { RANK_STATES, type StatusLine } from "../../../src/contract/deployment.js";
+import { launcher, launcherContainers, launcherProcess, onHost, startGateway, within, ok, practiceSuite, QUICK_SILENCE_SSH } from "../practice-cluster.js";
 
 // Unreachable nodes and what launcher leaves running on the nodes, on a 2-host practice cluster.
 // How down resolves a name that fits several deployments is test/unit/down-targets.test.ts's.
 const HOSTS = 2;
 // Fresh hosts, not the shared ones (practiceSuite): the file cuts management links; ssh gives up on
 // a silent host in seconds (QUICK_SILENCE_SSH), as a user may set in a cluster file.
-practiceSuite(HOSTS, "launcher-unreach-", { fresh: true, sshOptions: QUICK_SILENCE_SSH });
+practiceSuite(HOSTS, "launcher-unreach-", { sshOptions: QUICK_SILENCE_SSH });
 
 /** Cuts (or restores) host i's management link on this machine's side: SSH and HTTP to it go silent. */
 const link = (i: number, state: "up" | "down"): void => {

@@ -3,11 +3,11 @@ import { spawnSync } from "node:child_process";
 import { chmodSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { launcher, onHostRun, practiceSuite, RIG_DIR } from "./practice-cluster.js";
+import { launcher, onHostRun, practiceSuite, RIG_DIR } from "../practice-cluster.js";
 
 // Doctor's drift and protection checks, and `nodes protect`, on 2 practice hosts. Fresh hosts: the
 // file changes n2's fabric MTU and puts fake nvidia-smi and docker programs on the hosts' PATH.
-practiceSuite(2, "launcher-drift-", { fresh: true });
+practiceSuite(2, "launcher-drift-");
 
 /**
  * A fake nvidia-smi in host i's bin folder, first on its SSH sessions' PATH (test/rig/rig.sh):

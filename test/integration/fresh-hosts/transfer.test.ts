@@ -4,15 +4,15 @@ import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, w
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { withDockerApi } from "../../src/transfer/docker-api.js";
-import { legacyLayerIds } from "../../src/transfer/layers.js";
-import { launcher, launcherProcess, ok, onHost, onHostRun, PRACTICE_REVISION, practiceSuite, RIG_DIR, seedModel, slowLinks, variant, within } from "./practice-cluster.js";
+import { withDockerApi } from "../../../src/transfer/docker-api.js";
+import { legacyLayerIds } from "../../../src/transfer/layers.js";
+import { launcher, launcherProcess, ok, onHost, onHostRun, PRACTICE_REVISION, practiceSuite, RIG_DIR, seedModel, slowLinks, variant, within } from "../practice-cluster.js";
 
 // Node to node: images and weights go from n1 to n2..n4 over the fabric, not through this machine.
 const HOSTS = 4;
 const TARGETS = [2, 3, 4];
 // Fresh hosts, not the shared ones (practiceSuite): the file cuts n4's fabric link, slows n2's and removes n4's practice image.
-const dir = practiceSuite(HOSTS, "launcher-p2p-", { fresh: true });
+const dir = practiceSuite(HOSTS, "launcher-p2p-");
 const images = path.join(dir, "docker-images");
 const env = { LAUNCHER_DOCKER_IMAGES: images };
 const HUB = ".cache/practice/huggingface/hub";

@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { launcher, launcherContainers, launcherUntil, onHost, slowLinks, variant, practiceSuite } from "./practice-cluster.js";
+import { launcher, launcherContainers, launcherUntil, onHost, slowLinks, variant, practiceSuite } from "../practice-cluster.js";
 
 // Issue 25: an interrupted command says what it left, on one "launcher: " per line. `images push`
 // said nothing when interrupted; Ctrl-C of `up` printed "launcher: launcher: boot of ... failed".
 // 3 hosts: the image goes from n1 to n3 on a slowed link.
 const HOSTS = 3;
 // Fresh hosts, not the shared ones (practiceSuite): the file slows n3's links and removes its practice image.
-const dir = practiceSuite(HOSTS, "launcher-interrupted-", { fresh: true });
+const dir = practiceSuite(HOSTS, "launcher-interrupted-");
 
 describe("interrupted commands say what they left", { concurrency: false }, () => {
   test("Ctrl-C of images push: exit 130, and each node it sent to is said: no partial image", async () => {

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { describe, test } from "node:test";
-import { NODE_GUARD_STALL_MS } from "../../src/memory/node-guard.js";
-import { launcher, ok, practiceSuite, QUICK_SILENCE_SSH, startGateway, within, type Daemon } from "./practice-cluster.js";
+import { NODE_GUARD_STALL_MS } from "../../../src/memory/node-guard.js";
+import { launcher, ok, practiceSuite, QUICK_SILENCE_SSH, startGateway, within, type Daemon } from "../practice-cluster.js";
 
 // A node that stops answering while it serves (issue 30): the head's management link is cut on
 // this machine's side, so SSH and HTTP to it go silent, as a node that lost power or its switch
@@ -12,7 +12,7 @@ import { launcher, ok, practiceSuite, QUICK_SILENCE_SSH, startGateway, within, t
 // only after a poll read the node anew. The rule is proved in test/unit/node-outage.test.ts.
 const HOSTS = 2;
 // Fresh hosts (the file cuts a link); ssh gives up on a silent host in seconds.
-practiceSuite(HOSTS, "launcher-outage-", { fresh: true, sshOptions: QUICK_SILENCE_SSH });
+practiceSuite(HOSTS, "launcher-outage-", { sshOptions: QUICK_SILENCE_SSH });
 
 const link = (i: number, state: "up" | "down"): void => {
   assert.equal(spawnSync("ip", ["link", "set", `lnchm${i}`, state], { encoding: "utf8" }).status, 0, `link n${i} ${state}`);

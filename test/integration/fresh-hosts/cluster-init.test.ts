@@ -4,9 +4,9 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { parseCluster } from "../../src/cluster/parse.js";
-import { CLUSTER_SOURCES } from "../../src/cluster/locate.js";
-import { CLUSTER, launcher, ok, RIG_DIR } from "./practice-cluster.js";
+import { parseCluster } from "../../../src/cluster/parse.js";
+import { CLUSTER_SOURCES } from "../../../src/cluster/locate.js";
+import { CLUSTER, launcher, ok, RIG_DIR } from "../practice-cluster.js";
 
 // `launcher cluster init` against one real practice host (sshd in a network namespace) and one
 // host that refuses SSH, then commands that find the cluster it wrote without --cluster. The

@@ -1,15 +1,15 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { describe, test } from "node:test";
-import { launcher, launcherContainers, ok, onHost, practiceSuite, QUICK_SILENCE_SSH, startGateway, supervisorPhase, within, storedRestarts } from "./practice-cluster.js";
+import { launcher, launcherContainers, ok, onHost, practiceSuite, QUICK_SILENCE_SSH, startGateway, supervisorPhase, within, storedRestarts } from "../practice-cluster.js";
 
 // A node that stops answering after its deployment served, under `up --restart on-failure`, and
 // what the daemon then does: on 2 practice hosts, the management link of one host cut on this
-// machine's side (as test/integration/unreachable.test.ts does), then restored.
+// machine's side (as test/integration/fresh-hosts/unreachable.test.ts does), then restored.
 const HOSTS = 2;
 // Fresh hosts, not the shared ones (practiceSuite): the file cuts management links; ssh gives up on
 // a silent host in seconds (QUICK_SILENCE_SSH), as a user may set in a cluster file.
-practiceSuite(HOSTS, "launcher-supervise-lost-", { fresh: true, sshOptions: QUICK_SILENCE_SSH });
+practiceSuite(HOSTS, "launcher-supervise-lost-", { sshOptions: QUICK_SILENCE_SSH });
 
 /** Cuts (or restores) host i's management link on this machine's side: SSH and HTTP to it go silent. */
 const link = (i: number, state: "up" | "down"): void => {
