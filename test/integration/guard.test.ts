@@ -33,6 +33,11 @@ const LOADING = BOOT_PHASES[1];
 // makes the test wait.
 const LOAD_MS = 8000;
 // What the other process of the second test holds: over the 1 GiB below the start, at most 2 GiB.
+// Half a GiB each way: past the floor of up's own watch, and short of the node guard's, which
+// kills at the floor less min(1 GiB, a quarter of it) (test/integration/fresh-hosts/node-guard.test.ts),
+// so the second and third tests see the trip of up's watch and of the daemon's, not the node
+// guard's. So memory that another process on this machine frees or takes meanwhile (a build
+// beside the run) can spoil them: the suite's loaded runs keep a core busy, not memory.
 const HOG_MIB = 1536;
 
 describe("the memory guard", { concurrency: false }, () => {
