@@ -1,4 +1,5 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire, isBuiltin } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { build, type BuildOptions, type Plugin } from "esbuild";
@@ -32,6 +33,57 @@ const dynamicPackagesToNode: Plugin = {
   },
 };
 
+/**
+ * ajv-formats-draft2019 (under kubernetes-models) requires "punycode", meaning its own dependency,
+ * which Node resolves to its deprecated built-in instead; Node stays silent on that only for a
+ * caller inside node_modules (DEP0040), which a bundle is not.
+ */
+const ALIAS: Readonly<Record<string, string>> = { punycode: "punycode/" };
+
+/**
+ * Node's own modules are required when the bundle first reads one of their exports, not imported
+ * at start. For an ES module's `import { inspect } from "node:util"` Node builds the built-in's
+ * whole namespace, which reads every lazy export: util's loads worker_threads and the assert diff,
+ * fs's fs/promises and readline, process's its stdio streams (Node 24, counted with
+ * process.moduleLoadList: `import "node:util"` alone loads 36 internal modules, `import "node:fs"`
+ * 34, `require("node:util")` none). A plain require() still loads the module with the file that
+ * requires it (crypto: 38 internal modules; child_process, which commander requires at its start
+ * and never uses here: 28), and esbuild's interop copies each export's property descriptor, which
+ * reads util's lazy exports too (44 modules, 7-11 ms here).
+ *
+ * So a built-in that is a plain object is handed over as an empty object whose prototype reads,
+ * writes and asks for any name on the real module, required at the first such use: esbuild's
+ * interop object for it inherits that prototype, so `import { x }`, `import * as m` and a default
+ * import all reach the real exports, whichever Node runs, and copying its (no) own properties
+ * costs nothing. What it lacks: own properties, so `Object.keys(fs)` and a spread see none, and
+ * identity with the real module. A built-in that is a function (events' EventEmitter, assert,
+ * stream, module), or an object of another kind (cluster, an EventEmitter; process, the global
+ * one that code sets) is required as it is. `await import("node:x")` stays an import, loaded only
+ * when used. A name ALIAS gives a package is that package's.
+ */
+const builtinsOnUse: Plugin = {
+  name: "builtins-on-use",
+  setup(b) {
+    b.onResolve({ filter: /^[^./]/ }, (args) => {
+      if (!isBuiltin(args.path) || Object.hasOwn(ALIAS, args.path) || args.kind === "dynamic-import") return undefined;
+      return args.namespace === "builtin" ? { path: args.path, external: true } : { path: args.path, namespace: "builtin" };
+    });
+    b.onLoad({ filter: /.*/, namespace: "builtin" }, (args) => ({ contents: builtinModule(args.path), loader: "js" }));
+  },
+};
+
+/** The CommonJS module builtinsOnUse puts in the bundle for the built-in `name` (one isBuiltin accepts). */
+function builtinModule(name: string): string {
+  const id = JSON.stringify(name);
+  const real: unknown = createRequire(import.meta.url)(name);
+  if (typeof real !== "object" || real === null || Object.getPrototypeOf(real) !== Object.prototype) return `module.exports = require(${id});`;
+  return [
+    "let real;",
+    `const load = () => (real ??= require(${id}));`,
+    "module.exports = Object.create(new Proxy({}, { get: (_, key) => load()[key], set: (_, key, value) => Reflect.set(load(), key, value), has: (_, key) => key in load() }));",
+  ].join("\n");
+}
+
 /** The oldest Node that package.json's engines admits (src/cli/bin.ts says so to an older one), as esbuild names it. */
 function nodeTarget(): string {
   const low = engineMinimum(enginesNode(ROOT) ?? "");
@@ -54,16 +106,13 @@ export function cliBuildOptions(out: string): BuildOptions {
     // imported with `await import()` (left to Node, above), so bundling their static imports too
     // would load a second copy into one process.
     external: ["better-sqlite3", "undici", "log-update"],
-    // ajv-formats-draft2019 (under kubernetes-models) requires "punycode", meaning its own
-    // dependency, which Node resolves to its deprecated built-in instead; Node stays silent on that
-    // only for a caller inside node_modules (DEP0040), which a bundle is not.
-    alias: { punycode: "punycode/" },
+    alias: ALIAS,
     // CommonJS packages in the bundle call require() for Node's own modules, which an ES module lacks.
     banner: { js: 'import { createRequire as __launcherCreateRequire } from "node:module"; const require = __launcherCreateRequire(import.meta.url);' },
     tsconfig: path.join(ROOT, "tsconfig.json"),
     legalComments: "none",
     logLevel: "warning",
-    plugins: [englishOnly, dynamicPackagesToNode],
+    plugins: [englishOnly, builtinsOnUse, dynamicPackagesToNode],
   };
 }
 

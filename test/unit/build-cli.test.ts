@@ -89,3 +89,30 @@ test("the build refuses a folder that is not dist/launcher: it prunes the files 
   await assert.rejects(buildCli(path.join(tmpdir(), "launcher-not-dist")), /builds into a folder dist\/launcher/);
   assert.equal(existsSync(path.join(tmpdir(), "launcher-not-dist")), false);
 });
+
+test("Node's own modules load where the bundle uses them: validate loads neither child_process, crypto, worker_threads nor fs/promises", async () => {
+  const root = mkdtempSync(path.join(tmpdir(), "launcher-build-cli-"));
+  try {
+    copyFileSync("package.json", path.join(root, "package.json"));
+    await buildCli(path.join(root, "dist", "launcher"));
+    // Node's own list of the internal modules it loaded (process.moduleLoadList), once the run ends.
+    const hook = `data:text/javascript,${encodeURIComponent('process.on("exit", () => process.stderr.write("\\n" + process.moduleLoadList.join("\\n") + "\\n"));')}`;
+    const loadedBy = (args: string[]): Set<string> => {
+      const r = spawnSync(process.execPath, ["--import", hook, ...args], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "", NODE_DISABLE_COMPILE_CACHE: "1" } });
+      assert.equal(r.status, 0, r.stderr);
+      return new Set(r.stderr.split("\n"));
+    };
+    // What any ES module that imports another loads (an older Node's own loader read files with fs/promises).
+    writeFileSync(path.join(root, "a.mjs"), 'import "./b.mjs";\n');
+    writeFileSync(path.join(root, "b.mjs"), "export {};\n");
+    const anyModule = loadedBy([path.join(root, "a.mjs")]);
+    const loaded = loadedBy([path.join(root, "dist", "launcher", "bin.js"), "validate", path.resolve("recipes/practice-2x")]);
+    assert.ok(loaded.has("NativeModule internal/fs/utils"), "the list is there");
+    // commander requires child_process at its start; util's namespace reads worker_threads, fs's fs/promises.
+    for (const m of ["child_process", "crypto", "worker_threads", "internal/fs/promises"]) {
+      assert.equal(loaded.has(`NativeModule ${m}`) && !anyModule.has(`NativeModule ${m}`), false, `${m} loaded`);
+    }
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
