@@ -178,7 +178,8 @@ export const pythonGenerationProbe: GenerationProbe = (t) => [
  * curl and no python3). The key goes to curl as a header read from stdin (`-H @-`: headers from a
  * file, `-` for stdin, since curl 7.55.0, curl/curl #1486), printed there by sh's own printf from
  * "$VAR", so no argv holds it. Each attempt's --max-time is what is left of the bound, counted in
- * date's whole seconds. `head -c` bounds the answer, since --max-filesize stops an answer of no
+ * date's whole seconds; the first attempt gets at least 1 s, since a second can turn between the
+ * bound's start and its first reading (and curl reads --max-time 0 as no limit: libcurl's CURLOPT_TIMEOUT, 0 "never times out"). `head -c` bounds the answer, since --max-filesize stops an answer of no
  * announced length only from curl 8.4.0 on (curl docs/cmdline-opts/max-filesize.md); the marker
  * after curl's own words says the answer was read whole. The token rule is generatedToken's as
  * far as sh's patterns say it: a "completion_tokens" of 1 or more, else a non-empty "text"
@@ -222,8 +223,9 @@ if [ -n "$seen" ] && [ -n "$before" ] && awk -v a="$seen" -v b="$before" 'BEGIN 
   echo "${SAYS}the engine generated tokens since the last run: no probe"; exit 0
 fi
 left=$(( end - $(date +%s) ))
+[ "$left" -gt 0 ] || left=1
 why="no answer within $bound s"
-while [ "$left" -gt 0 ]; do
+while :; do
   out=$( { key | curl -sS --noproxy '*' --max-time "$left" -H @- -H 'content-type: application/json' --data-raw "$body" -w ' %{http_code}' "http://$host:$port$path" 2>/dev/null; echo " launcher-rc=$?"; } | head -c $(( limit + 32 )) )
   case $out in
     *" launcher-rc="*) rc=\${out##*" launcher-rc="}; out=\${out%" launcher-rc="*}; code=\${out##* }; answer=\${out% *} ;;
@@ -241,6 +243,7 @@ while [ "$left" -gt 0 ]; do
   [ $(( end - $(date +%s) )) -gt "$pause" ] || break
   sleep "$pause"
   left=$(( end - $(date +%s) ))
+  [ "$left" -gt 0 ] || break
 done
 echo "${SAYS}$why (tried for $bound s)"
 exit 1`;

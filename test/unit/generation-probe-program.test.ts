@@ -91,8 +91,8 @@ for (const [name, program] of PROGRAMS) {
     for (const [what, answer, passes] of cases) {
       const e = await engine(answer);
       try {
-        // A passing case ends at its first answer; its bound has room for the shell program's
-        // whole seconds (a 1 s bound can be spent before the first try).
+        // A passing case ends at its first answer; a failing one is tried again while its bound
+        // lasts, so a short bound keeps the case quick.
         const r = await run(probe(e.port, true, passes ? 3 : 1), env, 20_000);
         assert.equal(r.code === 0, passes, `${what}: ${r.out}`);
         if (!passes) assert.equal(r.signal, null, `${what}: it ended itself`);
@@ -157,6 +157,24 @@ for (const [name, program] of PROGRAMS) {
     }
   });
 }
+
+test("sh and curl (llama.cpp): a second that turns before the first try still leaves it one try (date counts whole seconds)", async () => {
+  const e = await engine(json(200, TOKEN));
+  const dir = mkdtempSync(path.join(tmpdir(), "probe-date-"));
+  try {
+    // A date ahead of the real one on PATH whose first reading is second 1000 and every later one
+    // 1001: a 1 s bound is spent by the time the program first reads what is left of it.
+    writeFileSync(path.join(dir, "date"), `#!/bin/sh\nif [ -e "${dir}/read" ]; then echo 1001; else : > "${dir}/read"; echo 1000; fi\n`);
+    chmodSync(path.join(dir, "date"), 0o755);
+    const argv = curlGenerationProbe({ hostEnv: HOST_ENV, port: e.port, servedModel: MODEL, boundSeconds: 1 });
+    const r = await run(argv, { PATH: `${dir}:${process.env.PATH ?? ""}`, [HOST_ENV]: "127.0.0.1" }, 20_000);
+    assert.equal(r.code, 0, r.out);
+    assert.equal(e.seen.length, 1, "one try");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    await close(e.server);
+  }
+});
 
 test("sh and curl (llama.cpp): the key reaches curl on its stdin, never on curl's own argv", async () => {
   const e = await engine(json(200, TOKEN));
