@@ -6,6 +6,8 @@ import path from "node:path";
 import { test } from "node:test";
 import { buildCli } from "../../scripts/build-cli.js";
 import { packageVersion } from "../../src/config/package-info.js";
+import { builtBin } from "../built-cli.js";
+import { LOADED_HOOK, loadedInternals } from "./loaded-packages.js";
 
 // `npm run build` of the CLI (scripts/build-cli.ts) into a package folder of its own: what it keeps
 // for a daemon still running the build before, and what it makes of tsc's old layout of dist/.
@@ -93,20 +95,23 @@ test("the build refuses a folder that is not dist/launcher: it prunes the files 
 test("Node's own modules load where the bundle uses them: validate loads neither child_process, crypto, worker_threads nor fs/promises", async () => {
   const root = mkdtempSync(path.join(tmpdir(), "launcher-build-cli-"));
   try {
-    copyFileSync("package.json", path.join(root, "package.json"));
-    await buildCli(path.join(root, "dist", "launcher"));
-    // Node's own list of the internal modules it loaded (process.moduleLoadList), once the run ends.
-    const hook = `data:text/javascript,${encodeURIComponent('process.on("exit", () => process.stderr.write("\\n" + process.moduleLoadList.join("\\n") + "\\n"));')}`;
+    // `npm test` has just built dist/ (LAUNCHER_USE_DIST=1); a file run alone builds its own.
+    let bin = builtBin();
+    if (process.env.LAUNCHER_USE_DIST !== "1") {
+      copyFileSync("package.json", path.join(root, "package.json"));
+      await buildCli(path.join(root, "dist", "launcher"));
+      bin = builtBin(root);
+    }
     const loadedBy = (args: string[]): Set<string> => {
-      const r = spawnSync(process.execPath, ["--import", hook, ...args], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "", NODE_DISABLE_COMPILE_CACHE: "1" } });
+      const r = spawnSync(process.execPath, ["--import", LOADED_HOOK, ...args], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "", NODE_DISABLE_COMPILE_CACHE: "1" } });
       assert.equal(r.status, 0, r.stderr);
-      return new Set(r.stderr.split("\n"));
+      return loadedInternals(r.stderr);
     };
     // What any ES module that imports another loads (an older Node's own loader read files with fs/promises).
     writeFileSync(path.join(root, "a.mjs"), 'import "./b.mjs";\n');
     writeFileSync(path.join(root, "b.mjs"), "export {};\n");
     const anyModule = loadedBy([path.join(root, "a.mjs")]);
-    const loaded = loadedBy([path.join(root, "dist", "launcher", "bin.js"), "validate", path.resolve("recipes/practice-2x")]);
+    const loaded = loadedBy([bin, "validate", path.resolve("recipes/practice-2x")]);
     assert.ok(loaded.has("NativeModule internal/fs/utils"), "the list is there");
     // commander requires child_process at its start; util's namespace reads worker_threads, fs's fs/promises.
     for (const m of ["child_process", "crypto", "worker_threads", "internal/fs/promises"]) {

@@ -11,23 +11,13 @@ import { engineMinimum, packageVersion, parseNodeVersion, tooOldNodeLine } from 
 import { compileCacheDir, ownCompileCacheDir } from "../../src/cli/compile-cache.js";
 import { cliBuildOptions, INPUTS_FILE } from "../../scripts/build-cli.js";
 import { builtBin, SOURCE_BIN, sourceArgs } from "../built-cli.js";
+import { LOADED_HOOK, loadedUrls } from "./loaded-packages.js";
 
 // What a command line loads before it answers: each command only what it uses (issue 26, "CLI
 // start"). Asserted by the modules' paths, never by time (bench/cli-start.ts measures the time).
 
 /** No compile cache written into the home of whoever runs the tests. */
 const QUIET = { NODE_OPTIONS: "", NODE_DISABLE_COMPILE_CACHE: "1" };
-
-/**
- * A resolve hook that names every module the process loads, one per line on stderr. Synchronous
- * hooks (module.registerHooks, Node 22.15 and 23.5: doc/api/module.md "Customization hooks") run
- * in the process itself and see what tsx resolves too.
- */
-const HOOK = `data:text/javascript,${encodeURIComponent(`
-import { registerHooks } from "node:module";
-const seen = new Set();
-registerHooks({ resolve(s, c, next) { const r = next(s, c); if (!seen.has(r.url)) { seen.add(r.url); process.stderr.write("loaded " + r.url + "\\n"); } return r; } });
-`)}`;
 
 const ROOT = `file://${path.resolve(".")}/`;
 
@@ -38,9 +28,9 @@ const ROOT = `file://${path.resolve(".")}/`;
  */
 function modulesLoadedBy(args: string[]): string[] {
   const dist = process.env.LAUNCHER_USE_DIST === "1";
-  const r = spawnSync(process.execPath, ["--import", HOOK, ...(dist ? [builtBin()] : sourceArgs(SOURCE_BIN)), ...args], { encoding: "utf8", env: { ...process.env, ...QUIET } });
+  const r = spawnSync(process.execPath, ["--import", LOADED_HOOK, ...(dist ? [builtBin()] : sourceArgs(SOURCE_BIN)), ...args], { encoding: "utf8", env: { ...process.env, ...QUIET } });
   assert.equal(r.status, 0, r.stderr);
-  const urls = [...r.stderr.matchAll(/^loaded (\S+)$/gm)].map((m) => m[1] ?? "");
+  const urls = loadedUrls(r.stderr);
   if (!dist) return urls;
   const bundle = path.dirname(builtBin());
   const inputs = JSON.parse(readFileSync(path.join(bundle, INPUTS_FILE), "utf8")) as Record<string, string[]>;
