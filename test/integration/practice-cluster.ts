@@ -290,7 +290,10 @@ export function variant(dir: string, name: string, parent: string, body: string)
  */
 export const FRESH_HOSTS_DIR = path.resolve("test/integration/fresh-hosts");
 
-/** Whether this process's test file (node --test runs each file as the program) is in FRESH_HOSTS_DIR. */
+/**
+ * Whether this process's test file (node --test runs each file as the program) is in
+ * FRESH_HOSTS_DIR, and so gets hosts of its own rather than the shared rig.
+ */
 const inFreshHostsDir = (): boolean => process.argv[1] !== undefined && path.dirname(path.resolve(process.argv[1])) === FRESH_HOSTS_DIR;
 
 /** How a test file uses the practice cluster. */
@@ -303,14 +306,10 @@ export interface SuiteOptions {
   readonly sshOptions?: readonly string[];
 }
 
-/**
- * Whether a file gets hosts of its own rather than the shared rig (under LAUNCHER_RIG_REUSE=1):
- * one in FRESH_HOSTS_DIR. A file with sshOptions must be one (suiteUp refuses it elsewhere).
- */
-const ownHosts = (options: SuiteOptions): boolean => {
+/** Throws for sshOptions in a file outside FRESH_HOSTS_DIR: their connections would meet the shared rig's hosts. */
+function refuseSharedSshOptions(options: SuiteOptions): void {
   if (options.sshOptions !== undefined && !inFreshHostsDir()) throw new Error(`practice cluster: a file with sshOptions gets hosts of its own; put it in ${path.relative(".", FRESH_HOSTS_DIR)}/`);
-  return inFreshHostsDir();
-};
+}
 
 /**
  * How soon ssh gives up on a host gone silent, for a file that cuts management links: a new
@@ -452,14 +451,16 @@ async function makeSharedRig(): Promise<void> {
 
 /**
  * Gets the practice cluster ready for a test file of `hosts` hosts: under LAUNCHER_RIG_REUSE=1
- * (and unless it gets hosts of its own: ownHosts), the shared rig reset when it can be, else
- * made; otherwise made for this file alone. Either way its cluster file names the first `hosts` hosts and the state folder is new.
+ * (and unless it gets hosts of its own: inFreshHostsDir), the shared rig reset when it can be, else
+ * made; otherwise made for this file alone. Either way its cluster file names the first `hosts`
+ * hosts and the state folder is new.
  */
 export async function suiteUp(hosts: number, options: SuiteOptions = {}): Promise<void> {
   // With sshOptions, fresh hosts too: ssh's shared connections to a reused rig's hosts, which
   // launcher keeps open 60 s past their last use (ControlPersist, src/remote/ssh.ts), were opened
   // without them, and a connection keeps the options it was opened with.
-  if (!REUSE || ownHosts(options) || hosts > REUSE_HOSTS) return rigUp(hosts, options.sshOptions);
+  refuseSharedSshOptions(options);
+  if (!REUSE || inFreshHostsDir() || hosts > REUSE_HOSTS) return rigUp(hosts, options.sshOptions);
   const why = await resetRig(hosts);
   if (why !== undefined) {
     process.stderr.write(`practice cluster: making ${REUSE_HOSTS} hosts to share (not reused: ${why})\n`);
@@ -473,9 +474,9 @@ export async function suiteUp(hosts: number, options: SuiteOptions = {}): Promis
  * them. Under LAUNCHER_RIG_REUSE=1 the next file's reset or `rig.sh down` removes every container
  * anyway, so `launcher down --all` (a CLI start and an SSH round per host) is left out there.
  */
-export async function suiteDown(options: SuiteOptions = {}): Promise<void> {
+export async function suiteDown(): Promise<void> {
   if (!REUSE) await launcher(["down", "--all", "--grace", "1"]);
-  if (!REUSE || ownHosts(options)) rigDown();
+  if (!REUSE || inFreshHostsDir()) rigDown();
 }
 
 /**
@@ -484,10 +485,11 @@ export async function suiteDown(options: SuiteOptions = {}): Promise<void> {
  * file's temp folder (returned) deleted.
  */
 export function practiceSuite(hosts: number, tmpPrefix: string, options: SuiteOptions = {}): string {
+  refuseSharedSshOptions(options);
   const dir = mkdtempSync(path.join(tmpdir(), tmpPrefix));
   before(() => suiteUp(hosts, options), { timeout: 300_000 });
   after(async () => {
-    await suiteDown(options);
+    await suiteDown();
     rmSync(dir, { recursive: true, force: true });
   }, { timeout: 300_000 });
   return dir;

@@ -10,7 +10,7 @@ import { after, before, describe, test } from "node:test";
 // itself and removes the rig and the image archive after, as test/rig-suite.ts does for a run.
 const alone = process.env.LAUNCHER_RIG_REUSE !== "1";
 process.env.LAUNCHER_RIG_REUSE = "1";
-const { CLUSTER, IMAGE_ARCHIVE, RIG_DIR, STATE_HOME, onHost, onHostRun, rigDown, suiteDown, suiteUp } = await import("./practice-cluster.js");
+const { CLUSTER, IMAGE_ARCHIVE, RIG_DIR, STATE_HOME, onHost, onHostRun, practiceSuite, rigDown, suiteDown, suiteUp } = await import("./practice-cluster.js");
 
 before(() => suiteUp(2), { timeout: 300_000 });
 after(async () => {
@@ -26,6 +26,13 @@ const hostKey = (): string => readFileSync(path.join(RIG_DIR, "hosts", "n1", "ss
 const nodesNamed = (): number => (readFileSync(CLUSTER, "utf8").match(/^\[\[nodes\]\]$/gm) ?? []).length;
 
 describe("the shared practice cluster", { concurrency: false }, () => {
+  test("a file outside fresh-hosts/ that asks for ssh options is refused, since its connections would meet the shared hosts", async () => {
+    const refused = /a file with sshOptions gets hosts of its own; put it in test\/integration\/fresh-hosts\//;
+    assert.throws(() => practiceSuite(1, "launcher-refused-", { sshOptions: ["ConnectTimeout=3"] }), refused);
+    await assert.rejects(suiteUp(1, { sshOptions: ["ConnectTimeout=3"] }), refused);
+    assert.equal(nodesNamed(), 2, "the rig was left as it was");
+  });
+
   test("a reset removes the containers, images, home files and state a file left, on hosts past its own too, and names the first N hosts", async () => {
     const key = hostKey();
     for (const i of [1, 3]) {
