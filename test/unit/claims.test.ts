@@ -141,16 +141,18 @@ test("a fresh claim whose holder died on this machine is taken over at once; a l
 test("a live holder keeps its claim by renewing; one that lost it is told", async () => {
   const ns = nodes("r1");
   let lost = "";
-  const held = await claimNodes(ns, options("live", { leaseMs: 1000, onLost: (m) => (lost = m) }));
+  // A lease of 4 s, renewed every second: the take script judges age in whole seconds (date +%s
+  // against stat's %Y), so a 1 s lease was lost to one renewal late by a few hundred ms.
+  const held = await claimNodes(ns, options("live", { leaseMs: 4000, onLost: (m) => (lost = m) }));
   const start = Date.now();
-  utimesSync(claimFile("r1"), new Date(start - 5000), new Date(start - 5000));
+  utimesSync(claimFile("r1"), new Date(start - 10_000), new Date(start - 10_000));
   // The renewal every quarter lease makes the claim young again.
-  await within(4000, "the claim renewed", async () => (Date.now() - statSync(claimFile("r1")).mtimeMs < 2000 ? true : undefined));
+  await within(8000, "the claim renewed", async () => (Date.now() - statSync(claimFile("r1")).mtimeMs < 2000 ? true : undefined));
   const again = await outcome(claimNodes(ns, options("other")));
   assert.equal(again.ok, false, "renewed, so still held");
   // Another launcher replaced it (this one froze past its lease): the next renewal says so.
   writeFileSync(claimFile("r1"), `someone-else\n${encodeClaim(record)}\n`);
-  await within(4000, "the holder told it lost its claim", async () => (lost === "" ? undefined : true));
+  await within(8000, "the holder told it lost its claim", async () => (lost === "" ? undefined : true));
   assert.match(lost, /^r1: this launcher's claim on the node was taken over/);
   await held.release();
   assert.match(readFileSync(claimFile("r1"), "utf8"), /^someone-else\n/, "releasing never removes another's claim");

@@ -118,7 +118,14 @@ test("control API: submit streams the boot; a client that goes away leaves it ru
     await submitBoot(target, { ref: "broken" }, (e) => refused.push(e), new AbortController().signal);
     assert.equal(refused.at(-1)?.type, "error");
     // down NAME cancels a boot in progress; nothing in progress: undefined (a plain down follows).
-    await submitBoot(target, { ref: "hold" }, (e) => assert.equal(e.type, "accepted"), AbortSignal.timeout(200)).catch(() => undefined);
+    // Detached once accepted (a timer could abort before the daemon had the boot).
+    const held = new AbortController();
+    const holdEvents: string[] = [];
+    await submitBoot(target, { ref: "hold" }, (e) => {
+      holdEvents.push(e.type);
+      if (e.type === "accepted") held.abort();
+    }, held.signal).catch((e: unknown) => assert.ok(held.signal.aborted, String(e)));
+    assert.deepEqual(holdEvents, ["accepted"]);
     const final = await cancelBoot(target, "hold");
     assert.equal(final?.type, "error");
     assert.equal(await cancelBoot(target, "nothing"), undefined);

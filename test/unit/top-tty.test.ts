@@ -159,7 +159,8 @@ test("top on a terminal: draws the daemon's picture, redraws when a deployment a
   let out = "";
   child.stdout.on("data", (b: Buffer) => (out += b.toString("utf8")));
   child.stderr.on("data", (b: Buffer) => (out += b.toString("utf8")));
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  // "close", not "exit": only then has everything the child wrote been read (top's status and stty's modes come last).
+  const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
   const screen = (): string => `; the screen so far:\n${out}\nthe daemon logged:\n${daemonLog.join("\n")}`;
   try {
     await until("top's first frame", () => /live/.test(out) && /no deployments/.test(out), 30_000, screen);
