@@ -43,6 +43,17 @@ export function holds<T>(name: string, arb: fc.Arbitrary<T>, predicate: (value: 
 }
 
 /**
+ * Like holds, for a property whose check costs a process each (a shell): the same seed and count
+ * of inputs, checked in one call of `check`, which throws naming the first input that fails. No
+ * shrinking: the failing input is reported as it was drawn.
+ */
+export function holdsAll<T>(name: string, arb: fc.Arbitrary<T>, check: (values: readonly T[]) => void, scale = 1): void {
+  const values = fc.sample(arb, { seed: PROPERTY_SEED, numRuns: Math.max(1, Math.round(PROPERTY_RUNS * scale)) });
+  tried.set(name, (tried.get(name) ?? 0) + values.length);
+  check(values);
+}
+
+/**
  * The last test of a property file: the inputs tried per property, as a diagnostic line the
  * reporter prints (`# inputs tried: ...`), so that a run's count can be quoted.
  */
