@@ -59,7 +59,9 @@ function envName(name: string): string {
 /**
  * Python 3's standard library only (vLLM's and SGLang's images run python3). A SIGALRM ends the
  * whole program at the bound, since urllib's timeout bounds each socket operation, not the
- * answer (docs.python.org urllib.request.urlopen "timeout"; signal.setitimer ITIMER_REAL). No
+ * answer (docs.python.org urllib.request.urlopen "timeout"; signal.setitimer ITIMER_REAL); once a
+ * token came, the alarm is off, so that the counter's read after it cannot turn the pass into a
+ * failure, and that read's socket timeout is what is left of the bound. No
  * proxy (a recipe's HTTP_PROXY is for the model hub, never for the engine) and no redirect
  * followed, as the daemon's fetch (redirect: "error"). The token rule is generatedToken's
  * (src/supervise/generation-watch.ts): usage.completion_tokens, else a non-empty choice's text;
@@ -143,6 +145,7 @@ while True:
     if status == 200 and len(raw) > limit:
         why = 'its answer passed %d bytes' % limit
     elif status == 200 and token(raw):
+        signal.setitimer(signal.ITIMER_REAL, 0)
         keep(counted())
         done(0, 'one token')
     elif status == 200:
@@ -178,9 +181,11 @@ export const pythonGenerationProbe: GenerationProbe = (t) => [
  * curl and no python3). The key goes to curl as a header read from stdin (`-H @-`: headers from a
  * file, `-` for stdin, since curl 7.55.0, curl/curl #1486), printed there by sh's own printf from
  * "$VAR", so no argv holds it. Each attempt's --max-time is what is left of the bound, counted in
- * date's whole seconds; the first attempt gets at least 1 s, since a second can turn between the
- * bound's start and its first reading (and curl reads --max-time 0 as no limit: libcurl's CURLOPT_TIMEOUT, 0 "never times out"). `head -c` bounds the answer, since --max-filesize stops an answer of no
- * announced length only from curl 8.4.0 on (curl docs/cmdline-opts/max-filesize.md); the marker
+ * date's whole seconds. The first attempt, and the counter's read after a token, get at least
+ * 1 s: a second can turn between the bound's start and its first reading, and curl reads
+ * --max-time 0 as no limit (libcurl's CURLOPT_TIMEOUT: 0 "never times out"). So the program ends
+ * within about 2 s past its bound. `head -c` bounds the answer, since --max-filesize stops an
+ * answer of no announced length only from curl 8.4.0 on (curl docs/cmdline-opts/max-filesize.md); the marker
  * after curl's own words says the answer was read whole. The token rule is generatedToken's as
  * far as sh's patterns say it: a "completion_tokens" of 1 or more, else a non-empty "text"
  * (llama-server writes its JSON compact, nlohmann::json dump() with no indent:
@@ -224,7 +229,6 @@ if [ -n "$seen" ] && [ -n "$before" ] && awk -v a="$seen" -v b="$before" 'BEGIN 
 fi
 left=$(( end - $(date +%s) ))
 [ "$left" -gt 0 ] || left=1
-why="no answer within $bound s"
 while :; do
   out=$( { key | curl -sS --noproxy '*' --max-time "$left" -H @- -H 'content-type: application/json' --data-raw "$body" -w ' %{http_code}' "http://$host:$port$path" 2>/dev/null; echo " launcher-rc=$?"; } | head -c $(( limit + 32 )) )
   case $out in
@@ -236,7 +240,7 @@ while :; do
   else
     case $code in
       4??) echo "${SAYS}refused (HTTP $code): its API answers, its generation is not known"; exit 0 ;;
-      200) if token "$answer"; then keep "$(counted)"; echo "${SAYS}one token"; exit 0; fi; why="answered with no token" ;;
+      200) if token "$answer"; then left=$(( end - $(date +%s) )); [ "$left" -gt 0 ] || left=1; keep "$(counted)"; echo "${SAYS}one token"; exit 0; fi; why="answered with no token" ;;
       *) why="answered HTTP $code" ;;
     esac
   fi

@@ -105,7 +105,8 @@ function containerEnv(plan: Plan, engine: EngineAdapter, rank: number, options: 
 
 /**
  * Seconds the kubelet gives a generation probe past its own bound before it ends it: the program
- * ends itself at the bound and says why, and its interpreter's start is not the engine's time.
+ * ends itself at the bound (the shell one within about 2 s past it, src/engine/generation-probe.ts)
+ * and says why, and its interpreter's start is not the engine's time.
  */
 const PROBE_EXEC_GRACE_SECONDS = 5;
 

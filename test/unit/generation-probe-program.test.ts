@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { test } from "node:test";
@@ -82,20 +82,25 @@ for (const [name, program] of PROGRAMS) {
   });
 
   test(`${name}: a refused request (4xx) passes, as the daemon learns nothing of generation from it; an error status, no token or a long answer fail`, async () => {
-    const cases: readonly [string, Answer, boolean][] = [
-      ["401", json(401, { error: "bad key" }), true],
-      ["500", json(500, "boom"), false],
-      ["no token", json(200, { choices: [{ text: "" }], usage: { completion_tokens: 0 } }), false],
-      ["too long", json(200, { ...TOKEN, pad: "x".repeat(PROBE_ANSWER_BYTES) }), false],
+    const cases: readonly [string, Answer, RegExp | undefined][] = [
+      ["401", json(401, { error: "bad key" }), undefined],
+      ["500", json(500, "boom"), /answered HTTP 500 \(tried for 1 s\)$/m],
+      ["no token", json(200, { choices: [{ text: "" }], usage: { completion_tokens: 0 } }), /answered with no token \(tried for 1 s\)$/m],
+      ["too long", json(200, { ...TOKEN, pad: "x".repeat(PROBE_ANSWER_BYTES) }), new RegExp(`its answer passed ${PROBE_ANSWER_BYTES} bytes \\(tried for 1 s\\)$`, "m")],
     ];
-    for (const [what, answer, passes] of cases) {
+    for (const [what, answer, fails] of cases) {
+      const passes = fails === undefined;
       const e = await engine(answer);
       try {
         // A passing case ends at its first answer; a failing one is tried again while its bound
         // lasts, so a short bound keeps the case quick.
         const r = await run(probe(e.port, true, passes ? 3 : 1), env, 20_000);
         assert.equal(r.code === 0, passes, `${what}: ${r.out}`);
-        if (!passes) assert.equal(r.signal, null, `${what}: it ended itself`);
+        if (fails !== undefined) {
+          assert.equal(r.signal, null, `${what}: it ended itself`);
+          assert.match(r.out, fails, what);
+          assert.ok(e.seen.length >= 1, `${what}: asked`);
+        }
       } finally {
         await close(e.server);
       }
@@ -168,6 +173,7 @@ test("sh and curl (llama.cpp): a second that turns before the first try still le
     chmodSync(path.join(dir, "date"), 0o755);
     const argv = curlGenerationProbe({ hostEnv: HOST_ENV, port: e.port, servedModel: MODEL, boundSeconds: 1 });
     const r = await run(argv, { PATH: `${dir}:${process.env.PATH ?? ""}`, [HOST_ENV]: "127.0.0.1" }, 20_000);
+    assert.ok(existsSync(path.join(dir, "read")), "the program read this date");
     assert.equal(r.code, 0, r.out);
     assert.equal(e.seen.length, 1, "one try");
   } finally {
