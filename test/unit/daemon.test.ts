@@ -75,6 +75,20 @@ test("registry: a follower sees the boot from its start; one boot per deployment
   assert.match(cancelled.type === "error" ? decodeError(cancelled.error).message : "", /interrupted \(launcher down\)/);
 });
 
+/**
+ * Submits a boot and goes away once the daemon accepted it (a timer could go away before the
+ * daemon had the boot); the events seen. A daemon that never accepts fails it after 10 s.
+ */
+async function submitAndDetach(target: DaemonTarget, ref: string): Promise<string[]> {
+  const detach = new AbortController();
+  const seen: string[] = [];
+  await submitBoot(target, { ref }, (e) => {
+    seen.push(e.type);
+    if (e.type === "accepted") detach.abort();
+  }, AbortSignal.any([detach.signal, AbortSignal.timeout(10_000)])).catch((e: unknown) => assert.ok(detach.signal.aborted, String(e)));
+  return seen;
+}
+
 async function listen(handler: ReturnType<typeof controlApi>): Promise<{ server: Server; url: string }> {
   const server = createServer((req, res) => void handler(req, res, (req.url ?? "/").split("?")[0] ?? "/"));
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
@@ -95,13 +109,7 @@ test("control API: submit streams the boot; a client that goes away leaves it ru
   const target: DaemonTarget = { url };
   try {
     // The client detaches once accepted: the boot goes on.
-    const detach = new AbortController();
-    const first: string[] = [];
-    await submitBoot(target, { ref: "d" }, (e) => {
-      first.push(e.type);
-      if (e.type === "accepted") detach.abort();
-    }, detach.signal).catch((e: unknown) => assert.ok(detach.signal.aborted, String(e)));
-    assert.deepEqual(first, ["accepted"]);
+    assert.deepEqual(await submitAndDetach(target, "d"), ["accepted"]);
     assert.equal(registry.find("d")?.running, true);
     // attach: from the start, to the end.
     const attached: string[] = [];
@@ -118,14 +126,7 @@ test("control API: submit streams the boot; a client that goes away leaves it ru
     await submitBoot(target, { ref: "broken" }, (e) => refused.push(e), new AbortController().signal);
     assert.equal(refused.at(-1)?.type, "error");
     // down NAME cancels a boot in progress; nothing in progress: undefined (a plain down follows).
-    // Detached once accepted (a timer could abort before the daemon had the boot).
-    const held = new AbortController();
-    const holdEvents: string[] = [];
-    await submitBoot(target, { ref: "hold" }, (e) => {
-      holdEvents.push(e.type);
-      if (e.type === "accepted") held.abort();
-    }, held.signal).catch((e: unknown) => assert.ok(held.signal.aborted, String(e)));
-    assert.deepEqual(holdEvents, ["accepted"]);
+    assert.deepEqual(await submitAndDetach(target, "hold"), ["accepted"]);
     const final = await cancelBoot(target, "hold");
     assert.equal(final?.type, "error");
     assert.equal(await cancelBoot(target, "nothing"), undefined);

@@ -48,9 +48,14 @@ export function holds<T>(name: string, arb: fc.Arbitrary<T>, predicate: (value: 
  * shrinking: the failing input is reported as it was drawn.
  */
 export function holdsAll<T>(name: string, arb: fc.Arbitrary<T>, check: (values: readonly T[]) => void, scale = 1): void {
-  const values = fc.sample(arb, { seed: PROPERTY_SEED, numRuns: Math.max(1, Math.round(PROPERTY_RUNS * scale)) });
-  tried.set(name, (tried.get(name) ?? 0) + values.length);
-  check(values);
+  // Drawn as fc.assert draws for holds (fc.sample would draw without its bias toward small and edge values).
+  const values: T[] = [];
+  holds(name, arb, (v) => void values.push(v), scale);
+  try {
+    check(values);
+  } catch (e) {
+    throw new Error(`${name} (seed ${PROPERTY_SEED}, LAUNCHER_PROPERTY_RUNS=${PROPERTY_RUNS}): ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+  }
 }
 
 /**
