@@ -185,8 +185,8 @@ export const pythonGenerationProbe: GenerationProbe = (t) => [
  * 1 s: a second can turn between the bound's start and its first reading, and curl reads
  * --max-time 0 as no limit (libcurl's CURLOPT_TIMEOUT: 0 "never times out"). So the program ends
  * within about 2 s past its bound. `head -c` bounds the answer, since --max-filesize stops an
- * answer of no announced length only from curl 8.4.0 on (curl docs/cmdline-opts/max-filesize.md); the marker
- * after curl's own words says the answer was read whole. The token rule is generatedToken's as
+ * answer of no announced length only from curl 8.4.0 on (curl docs/cmdline-opts/max-filesize.md);
+ * the marker after curl's own words says the answer was read whole. The token rule is generatedToken's as
  * far as sh's patterns say it: a "completion_tokens" of 1 or more, else a non-empty "text"
  * (llama-server writes its JSON compact, nlohmann::json dump() with no indent:
  * tools/server/server.cpp). The counter is summed by awk (mawk is in every Ubuntu base image).
