@@ -142,7 +142,7 @@ test("a live holder keeps its claim by renewing; one that lost it is told", asyn
   const ns = nodes("r1");
   let lost = "";
   // A lease of 4 s, renewed every second: the take script judges age in whole seconds (date +%s
-  // against stat's %Y), so a 1 s lease was lost to one renewal late by a few hundred ms.
+  // against stat's %Y), so a 1 s lease is lost to one renewal late by a few hundred ms.
   const held = await claimNodes(ns, options("live", { leaseMs: 4000, onLost: (m) => (lost = m) }));
   const start = Date.now();
   utimesSync(claimFile("r1"), new Date(start - 10_000), new Date(start - 10_000));

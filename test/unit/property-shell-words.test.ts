@@ -35,9 +35,9 @@ test("the remote command of an argv splits back into the argv", () => {
 
 test("a POSIX shell given the quoted words gets the words back", () => {
   // The words a node's shell passes on: /bin/sh (dash on Debian) runs printf with them, one NUL
-  // after each. One shell reads every input's command from its stdin (a process per input was
-  // most of the fast tier's time for this file): each prints its word count before and after its
-  // words, so a word the shell split or joined shows at the input where it happened.
+  // after each. One shell reads every input's command from its stdin, since a shell per input
+  // costs a process start each (1000 of them under test-all): each prints its word count before
+  // and after its words, so a word the shell split or joined shows at the input where it happened.
   const noNul = word.map((w) => w.replace(/\0/g, ""));
   holdsAll("shell: /bin/sh receives the quoted words", fc.array(noNul, { minLength: 1, maxLength: 5 }), (inputs) => {
     const script = inputs.map((words) => `printf '%s\\0' ${words.length} ${shellJoin(words)} ${words.length}\n`).join("");
